@@ -1,0 +1,111 @@
+//! Inputs and outputs of the workflow and its activities. Temporal stores them in history, so
+//! they are small (ids, counts, options) and change only by adding optional fields.
+
+use baton_core::{ErrorCode, store::SessionAddress, tool::ToolExecution};
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// Input of one agent-run workflow (one run segment of a session).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunInput {
+    pub address: SessionAddress,
+    pub agent_type: String,
+    pub run_id: String,
+    pub stream_id: String,
+    /// Steps the session had committed when this run began; the run's first step is one more.
+    pub first_step: u32,
+    /// Cap on the steps of this run.
+    pub max_steps: u32,
+    pub policy: ActivityPolicy,
+}
+
+impl RunInput {
+    /// The input of the activities of `step`.
+    pub fn step(&self, step: u32) -> StepInput {
+        StepInput {
+            address: self.address.clone(),
+            agent_type: self.agent_type.clone(),
+            run_id: self.run_id.clone(),
+            stream_id: self.stream_id.clone(),
+            step,
+        }
+    }
+}
+
+/// Timeouts and retries of the run's activities, chosen by the server that starts the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ActivityPolicy {
+    pub model_timeout: Duration,
+    pub model_attempts: u32,
+    pub tool_timeout: Duration,
+    pub tool_attempts: u32,
+    /// A model step or tool that does not heartbeat within this is taken as lost and retried.
+    pub heartbeat_timeout: Duration,
+    /// Timeout of the local activities that commit to Redis.
+    pub commit_timeout: Duration,
+}
+
+impl Default for ActivityPolicy {
+    fn default() -> Self {
+        Self {
+            model_timeout: Duration::from_secs(300),
+            model_attempts: 5,
+            tool_timeout: Duration::from_secs(300),
+            tool_attempts: 3,
+            heartbeat_timeout: Duration::from_secs(30),
+            commit_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Input of the activities of one step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StepInput {
+    pub address: SessionAddress,
+    pub agent_type: String,
+    pub run_id: String,
+    pub stream_id: String,
+    pub step: u32,
+}
+
+/// What the model step decided: the server tool calls to run. Empty means the model answered.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StepPlan {
+    pub calls: Vec<PlannedCall>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlannedCall {
+    pub tool_call_id: String,
+    pub execution: ToolExecution,
+}
+
+/// Input of `execute_tool`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolInput {
+    pub step: StepInput,
+    pub tool_call_id: String,
+}
+
+/// Input of `fail_run`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FailInput {
+    pub step: StepInput,
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+/// How a run ended, as the workflow returns it. Failures are workflow failures whose type is the
+/// error code, and are recorded in Redis before the workflow fails.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum RunOutcome {
+    Completed { steps: u32 },
+}

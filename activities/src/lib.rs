@@ -1,0 +1,418 @@
+//! Baton's Temporal activities. They do the I/O of a run: call the model, run server tools and
+//! commit steps to Redis. Each is idempotent per (run, step): a retried activity finds its earlier
+//! work in Redis and neither repeats a message nor a stream chunk.
+//!
+//! Their inputs and outputs (module [`io`]) are what Temporal history stores, so they hold ids and
+//! counts, never conversation bodies.
+
+pub mod io;
+
+use baton_core::{
+    AgentRegistry, ErrorCode, Store,
+    chunk::{ChunkKind, RunError},
+    message::{Message, ToolCall, ToolOutcome},
+    model::{self, ModelRequest},
+    store::{self, Completion, StagedTurn, StepCommit, UsageRecord},
+    tool::{ToolExecution, codes},
+};
+use io::{FailInput, PlannedCall, StepInput, StepPlan, ToolInput};
+use std::{future::Future, sync::Arc, time::Duration};
+use temporalio_common::ActivityError;
+use temporalio_macros::activities;
+use temporalio_sdk::{ApplicationFailure, activities::ActivityContext};
+use tokio::sync::mpsc;
+
+/// The activities of the agent-run workflow, sharing one store and one registry.
+pub struct AgentActivities {
+    store: Store,
+    registry: AgentRegistry,
+    heartbeat_every: Duration,
+}
+
+impl AgentActivities {
+    /// `heartbeat_every` should be well under the heartbeat timeout the workflow sets.
+    pub fn new(store: Store, registry: AgentRegistry, heartbeat_every: Duration) -> Self {
+        Self {
+            store,
+            registry,
+            heartbeat_every,
+        }
+    }
+}
+
+#[activities]
+impl AgentActivities {
+    /// Calls the model once for `step`: streams `step_start` and text deltas, then stages the
+    /// assistant turn and announces its tool calls. A retry after the turn was staged returns the
+    /// staged plan without calling the model again.
+    #[activity]
+    pub async fn model_step(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        input: StepInput,
+    ) -> Result<StepPlan, ActivityError> {
+        let address = &input.address;
+        if let Some(staged) = self
+            .store
+            .staged_turn(address, &input.run_id, input.step)
+            .await
+            .map_err(store_error)?
+        {
+            return Ok(self.plan(&input.agent_type, &staged.message));
+        }
+        let agent = self.registry.get(&input.agent_type).ok_or_else(|| {
+            failure(
+                ErrorCode::UnknownAgentType,
+                format!("this worker has no agent type {:?}", input.agent_type),
+            )
+        })?;
+        let messages = self.store.messages(address).await.map_err(store_error)?;
+        self.store
+            .emit_model_chunks(
+                address,
+                &input.stream_id,
+                &input.run_id,
+                input.step,
+                0,
+                &[ChunkKind::StepStart { step: input.step }],
+            )
+            .await
+            .map_err(store_error)?;
+
+        let (delta_sender, mut delta_receiver) = mpsc::unbounded_channel::<String>();
+        let generate = agent.model().generate(
+            ModelRequest {
+                messages: &messages,
+                tools: agent.tool_specs(),
+            },
+            delta_sender,
+        );
+        // Deltas are written as they come, batched by what is waiting, while the model runs.
+        let stream_deltas = async {
+            let mut index = 1;
+            while let Some(first) = delta_receiver.recv().await {
+                let mut batch = vec![ChunkKind::TextDelta {
+                    step: input.step,
+                    delta: first,
+                }];
+                while let Ok(delta) = delta_receiver.try_recv() {
+                    batch.push(ChunkKind::TextDelta {
+                        step: input.step,
+                        delta,
+                    });
+                }
+                self.store
+                    .emit_model_chunks(
+                        address,
+                        &input.stream_id,
+                        &input.run_id,
+                        input.step,
+                        index,
+                        &batch,
+                    )
+                    .await?;
+                index += batch.len() as u32;
+            }
+            Ok::<_, store::Error>(())
+        };
+        let (turn, streamed) = with_heartbeats(&ctx, self.heartbeat_every, async {
+            futures::join!(generate, stream_deltas)
+        })
+        .await;
+        streamed.map_err(store_error)?;
+        let turn = turn.map_err(|error| match error {
+            model::Error::Transient(message) => ActivityError::from(Transient(message)),
+            model::Error::Permanent(message) => failure(ErrorCode::ModelFailed, message),
+        })?;
+
+        let staged = StagedTurn {
+            message: Message::assistant(turn.text, turn.tool_calls),
+            usage: UsageRecord {
+                run_id: input.run_id.clone(),
+                step: input.step,
+                model: agent.model().name().to_owned(),
+                usage: turn.usage,
+            },
+        };
+        self.store
+            .stage_turn(
+                address,
+                &input.stream_id,
+                &input.run_id,
+                input.step,
+                &staged,
+            )
+            .await
+            .map_err(store_error)?;
+        Ok(self.plan(&input.agent_type, &staged.message))
+    }
+
+    /// Runs one server tool call of a staged step and stages its result (or error) with its
+    /// `tool_end` chunk. Tool failures are results the model sees, not activity failures.
+    #[activity]
+    pub async fn execute_tool(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        input: ToolInput,
+    ) -> Result<(), ActivityError> {
+        let step = &input.step;
+        if self
+            .store
+            .has_staged_tool_result(&step.address, &step.run_id, step.step, &input.tool_call_id)
+            .await
+            .map_err(store_error)?
+        {
+            return Ok(());
+        }
+        let call = self.staged_call(step, &input.tool_call_id).await?;
+        let outcome = match self
+            .registry
+            .get(&step.agent_type)
+            .and_then(|agent| agent.tool(&call.name))
+        {
+            None => ToolOutcome::Error(baton_core::ToolError::new(
+                codes::UNKNOWN_TOOL,
+                format!("there is no tool named {:?}", call.name),
+            )),
+            Some(tool) => {
+                let run = tool.call(call.arguments.clone());
+                match with_heartbeats(&ctx, self.heartbeat_every, run).await {
+                    Ok(value) => ToolOutcome::Result(value),
+                    Err(error) => ToolOutcome::Error(error),
+                }
+            }
+        };
+        self.store
+            .stage_tool_result(
+                &step.address,
+                &step.stream_id,
+                &step.run_id,
+                step.step,
+                &Message::tool_result(&call, outcome),
+            )
+            .await
+            .map_err(store_error)?;
+        Ok(())
+    }
+
+    /// Commits a staged step with tool results into the log.
+    #[activity]
+    pub async fn commit_step(
+        self: Arc<Self>,
+        _ctx: ActivityContext,
+        input: StepInput,
+    ) -> Result<(), ActivityError> {
+        self.store
+            .commit_step(
+                &input.address,
+                &input.stream_id,
+                StepCommit {
+                    run_id: &input.run_id,
+                    step: input.step,
+                    completion: None,
+                },
+            )
+            .await
+            .map_err(store_error)?;
+        Ok(())
+    }
+
+    /// Commits the final step (an answer without tool calls) and completes the run.
+    #[activity]
+    pub async fn complete_run(
+        self: Arc<Self>,
+        _ctx: ActivityContext,
+        input: StepInput,
+    ) -> Result<(), ActivityError> {
+        let address = &input.address;
+        let Some(staged) = self
+            .store
+            .staged_turn(address, &input.run_id, input.step)
+            .await
+            .map_err(store_error)?
+        else {
+            // Already committed by an earlier attempt (the commit drops the staged turn).
+            return self.ensure_completed(&input).await;
+        };
+        let Message::Assistant { content, .. } = &staged.message else {
+            return Err(failure(
+                ErrorCode::Internal,
+                "staged turn is not an assistant message",
+            ));
+        };
+        let mut usage = self.store.usage_total(address).await.map_err(store_error)?;
+        usage.add(&staged.usage.usage);
+        self.store
+            .commit_step(
+                address,
+                &input.stream_id,
+                StepCommit {
+                    run_id: &input.run_id,
+                    step: input.step,
+                    completion: Some(Completion {
+                        output: content.clone(),
+                        usage,
+                    }),
+                },
+            )
+            .await
+            .map_err(store_error)?;
+        Ok(())
+    }
+
+    /// Ends the run as failed with a typed error.
+    #[activity]
+    pub async fn fail_run(
+        self: Arc<Self>,
+        _ctx: ActivityContext,
+        input: FailInput,
+    ) -> Result<(), ActivityError> {
+        let step = &input.step;
+        let usage = self
+            .store
+            .usage_total(&step.address)
+            .await
+            .map_err(store_error)?;
+        self.store
+            .fail_run(
+                &step.address,
+                &step.stream_id,
+                &step.run_id,
+                &RunError {
+                    code: input.code,
+                    message: input.message,
+                },
+                usage,
+            )
+            .await
+            .map_err(store_error)?;
+        Ok(())
+    }
+}
+
+impl AgentActivities {
+    fn plan(&self, agent_type: &str, message: &Message) -> StepPlan {
+        let Message::Assistant { tool_calls, .. } = message else {
+            return StepPlan { calls: Vec::new() };
+        };
+        let agent = self.registry.get(agent_type);
+        StepPlan {
+            calls: tool_calls
+                .iter()
+                .map(|call| PlannedCall {
+                    tool_call_id: call.id.clone(),
+                    // An unknown tool only needs its error recorded: no reason for a round trip.
+                    execution: agent
+                        .and_then(|a| a.tool(&call.name))
+                        .map_or(ToolExecution::Local, |tool| tool.execution()),
+                })
+                .collect(),
+        }
+    }
+
+    async fn staged_call(
+        &self,
+        step: &StepInput,
+        tool_call_id: &str,
+    ) -> Result<ToolCall, ActivityError> {
+        let staged = self
+            .store
+            .staged_turn(&step.address, &step.run_id, step.step)
+            .await
+            .map_err(store_error)?
+            .ok_or_else(|| {
+                failure(
+                    ErrorCode::Internal,
+                    format!(
+                        "step {} of run {} has no staged turn",
+                        step.step, step.run_id
+                    ),
+                )
+            })?;
+        match staged.message {
+            Message::Assistant { tool_calls, .. } => tool_calls
+                .into_iter()
+                .find(|call| call.id == tool_call_id)
+                .ok_or_else(|| {
+                    failure(
+                        ErrorCode::Internal,
+                        format!("step {} has no tool call {tool_call_id}", step.step),
+                    )
+                }),
+            _ => Err(failure(
+                ErrorCode::Internal,
+                "staged turn is not an assistant message",
+            )),
+        }
+    }
+
+    async fn ensure_completed(&self, input: &StepInput) -> Result<(), ActivityError> {
+        let state = self
+            .store
+            .session(&input.address)
+            .await
+            .map_err(store_error)?;
+        match state {
+            Some(state)
+                if state.run_id == input.run_id && state.status == store::Status::Completed =>
+            {
+                Ok(())
+            }
+            _ => Err(failure(
+                ErrorCode::Internal,
+                format!(
+                    "step {} of run {} was neither staged nor completed",
+                    input.step, input.run_id
+                ),
+            )),
+        }
+    }
+}
+
+/// Runs `work`, recording a heartbeat every `every` so Temporal notices a lost worker quickly
+/// and a cancellation reaches the activity.
+async fn with_heartbeats<T>(
+    ctx: &ActivityContext,
+    every: Duration,
+    work: impl Future<Output = T>,
+) -> T {
+    let mut work = std::pin::pin!(work);
+    let mut ticker = tokio::time::interval(every);
+    ticker.tick().await;
+    loop {
+        tokio::select! {
+            output = &mut work => return output,
+            _ = ticker.tick() => {
+                // A heartbeat that cannot be encoded is impossible for `()`; ignore the result.
+                let _ = ctx.record_heartbeat(()).await;
+            }
+        }
+    }
+}
+
+/// A non-retryable failure whose Temporal type is the error code.
+fn failure(code: ErrorCode, message: impl Into<String>) -> ActivityError {
+    ActivityError::application(
+        ApplicationFailure::builder(message.into())
+            .type_name(code.as_str().to_owned())
+            .non_retryable(true)
+            .build(),
+    )
+}
+
+/// A failure worth retrying (Redis trouble, a transient model error).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct Transient(String);
+
+/// Redis trouble is retried; a refused or corrupt write is not.
+fn store_error(error: store::Error) -> ActivityError {
+    match error {
+        store::Error::Redis(_) => ActivityError::from(Transient(error.to_string())),
+        store::Error::RunRefused { .. } => failure(ErrorCode::RunNotActive, error.to_string()),
+        store::Error::SessionNotFound(_) => failure(ErrorCode::SessionNotFound, error.to_string()),
+        store::Error::SessionExists(_) | store::Error::Corrupt { .. } => {
+            failure(ErrorCode::Internal, error.to_string())
+        }
+    }
+}

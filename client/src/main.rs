@@ -1,0 +1,167 @@
+//! `baton`: the command line of Baton. `baton run` starts a session and prints it live.
+
+use anyhow::Context;
+use baton_client::HttpClient;
+use baton_core::{ChunkKind, StreamChunk, chunk::EndStatus};
+use clap::{Parser, Subcommand};
+use futures::StreamExt;
+use std::io::Write;
+use std::process::ExitCode;
+
+#[derive(Debug, Parser)]
+#[command(name = "baton", version, about = "Talk to a Baton server")]
+struct Cli {
+    /// The Baton server.
+    #[arg(
+        long,
+        env = "BATON_SERVER",
+        default_value = "http://127.0.0.1:8080",
+        global = true
+    )]
+    server: String,
+    /// Print raw JSON chunks, one per line, instead of readable text.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Start a session and print it as it runs; exits non-zero if the run fails.
+    Run {
+        /// The agent type.
+        #[arg(long)]
+        agent: String,
+        /// The first user message.
+        message: String,
+    },
+    /// Follow a session's stream from a sequence (exclusive) until the run ends.
+    Watch {
+        session_id: String,
+        #[arg(long, default_value_t = 0)]
+        from: u64,
+    },
+    /// Print a session's status as JSON.
+    Status { session_id: String },
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli).await {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("baton: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let client = HttpClient::new(&cli.server);
+    match cli.command {
+        Command::Run { agent, message } => {
+            let started = client
+                .start(&agent, &message)
+                .await
+                .context("starting the session")?;
+            if !cli.json {
+                println!("session {} (agent {agent})", started.session_id);
+            }
+            follow(&client, &started.session_id, 0, cli.json).await
+        }
+        Command::Watch { session_id, from } => follow(&client, &session_id, from, cli.json).await,
+        Command::Status { session_id } => {
+            let state = client.status(&session_id).await?;
+            println!("{}", serde_json::to_string_pretty(&state)?);
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+async fn follow(
+    client: &HttpClient,
+    session_id: &str,
+    from: u64,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let mut chunks = std::pin::pin!(client.follow(session_id, from));
+    let mut printer = Printer::default();
+    while let Some(chunk) = chunks.next().await {
+        let chunk = chunk.context("following the session's stream")?;
+        if json {
+            println!("{}", serde_json::to_string(&chunk)?);
+        } else {
+            printer.print(&chunk);
+        }
+        if let ChunkKind::End { status, .. } = chunk.kind {
+            return Ok(match status {
+                EndStatus::Completed => ExitCode::SUCCESS,
+                EndStatus::Failed => ExitCode::FAILURE,
+            });
+        }
+    }
+    anyhow::bail!("the stream ended before the run did")
+}
+
+/// Renders chunks as readable lines; text deltas are printed as they arrive.
+#[derive(Default)]
+struct Printer {
+    in_text: bool,
+}
+
+impl Printer {
+    fn print(&mut self, chunk: &StreamChunk) {
+        let mut out = std::io::stdout().lock();
+        if self.in_text && !matches!(chunk.kind, ChunkKind::TextDelta { .. }) {
+            let _ = writeln!(out);
+            self.in_text = false;
+        }
+        let _ = match &chunk.kind {
+            ChunkKind::RunStart { agent_type } => {
+                writeln!(out, "▶ run {} of {agent_type}", chunk.header.run_id)
+            }
+            ChunkKind::StepStart { step } => writeln!(out, "── step {step}"),
+            ChunkKind::TextDelta { delta, .. } => {
+                self.in_text = true;
+                write!(out, "{delta}")
+            }
+            ChunkKind::ToolStart {
+                tool_name, input, ..
+            } => writeln!(out, "  → {tool_name} {input}"),
+            ChunkKind::ToolEnd {
+                tool_name,
+                result,
+                error,
+                ..
+            } => match (result, error) {
+                (_, Some(error)) => {
+                    writeln!(out, "  ✗ {tool_name}: {} ({})", error.message, error.code)
+                }
+                (Some(result), None) => writeln!(out, "  ← {tool_name} = {result}"),
+                (None, None) => writeln!(out, "  ← {tool_name}"),
+            },
+            ChunkKind::StepEnd { .. } => Ok(()),
+            ChunkKind::End {
+                status,
+                output,
+                error,
+                usage,
+            } => match status {
+                EndStatus::Completed => writeln!(
+                    out,
+                    "✓ completed: {} ({} tokens in, {} out)",
+                    output.as_deref().unwrap_or(""),
+                    usage.input_tokens,
+                    usage.output_tokens
+                ),
+                EndStatus::Failed => match error {
+                    Some(error) => writeln!(out, "✗ failed: {} ({})", error.message, error.code),
+                    None => writeln!(out, "✗ failed"),
+                },
+            },
+        };
+        let _ = out.flush();
+    }
+}

@@ -1,0 +1,176 @@
+//! Stream chunks: what a session's Redis stream carries to subscribers.
+//!
+//! Each chunk is written by the same Lua script as the state change it reports, so a chunk on the
+//! stream means the change is committed. The store assigns `sequence`.
+
+use crate::{
+    error::ErrorCode,
+    message::{ToolError, ToolOutcome},
+};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// A chunk as stored and as sent to subscribers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StreamChunk {
+    /// Per session, monotonic across runs, starting at 1.
+    pub sequence: u64,
+    #[serde(flatten)]
+    pub header: ChunkHeader,
+    #[serde(flatten)]
+    pub kind: ChunkKind,
+}
+
+/// The fields every chunk carries besides its sequence.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChunkHeader {
+    /// Stable for the session.
+    pub stream_id: String,
+    pub session_id: String,
+    /// The session that emitted the chunk (differs from `session_id` for sub-agents later).
+    pub agent_id: String,
+    pub run_id: String,
+    /// Milliseconds since the Unix epoch, taken when the chunk was written.
+    pub timestamp: u64,
+}
+
+/// Terminal status reported by the `end` chunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EndStatus {
+    Completed,
+    Failed,
+}
+
+/// What happened.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(
+    tag = "type",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
+pub enum ChunkKind {
+    RunStart {
+        agent_type: String,
+    },
+    StepStart {
+        step: u32,
+    },
+    TextDelta {
+        step: u32,
+        delta: String,
+    },
+    ToolStart {
+        step: u32,
+        tool_call_id: String,
+        tool_name: String,
+        input: Value,
+    },
+    ToolEnd {
+        step: u32,
+        tool_call_id: String,
+        tool_name: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        result: Option<Value>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<ToolError>,
+    },
+    StepEnd {
+        step: u32,
+    },
+    End {
+        status: EndStatus,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        output: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<RunError>,
+        usage: crate::model::Usage,
+    },
+}
+
+/// Why a run failed, as recorded in the session and on the `end` chunk.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunError {
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+impl ChunkKind {
+    pub fn tool_end(step: u32, tool_call_id: &str, tool_name: &str, outcome: &ToolOutcome) -> Self {
+        let (result, error) = match outcome {
+            ToolOutcome::Result(value) => (Some(value.clone()), None),
+            ToolOutcome::Error(error) => (None, Some(error.clone())),
+        };
+        Self::ToolEnd {
+            step,
+            tool_call_id: tool_call_id.to_owned(),
+            tool_name: tool_name.to_owned(),
+            result,
+            error,
+        }
+    }
+
+    /// The `type` tag, for logs and the CLI.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::RunStart { .. } => "run_start",
+            Self::StepStart { .. } => "step_start",
+            Self::TextDelta { .. } => "text_delta",
+            Self::ToolStart { .. } => "tool_start",
+            Self::ToolEnd { .. } => "tool_end",
+            Self::StepEnd { .. } => "step_end",
+            Self::End { .. } => "end",
+        }
+    }
+}
+
+/// The JSON body of a chunk without its sequence, as handed to the store: an object whose
+/// opening brace is left off, so a Lua script can prepend `{"sequence":N,` without decoding and
+/// re-encoding (Redis's cjson would round large numbers).
+pub fn encode_unsequenced(header: &ChunkHeader, kind: &ChunkKind) -> String {
+    #[derive(Serialize)]
+    struct Unsequenced<'a> {
+        #[serde(flatten)]
+        header: &'a ChunkHeader,
+        #[serde(flatten)]
+        kind: &'a ChunkKind,
+    }
+    let json = serde_json::to_string(&Unsequenced { header, kind })
+        .expect("chunk serialization cannot fail: all keys are strings");
+    json[1..].to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn unsequenced_body_becomes_a_chunk_once_sequenced() {
+        let header = ChunkHeader {
+            stream_id: "st".into(),
+            session_id: "s".into(),
+            agent_id: "s".into(),
+            run_id: "r".into(),
+            timestamp: 5,
+        };
+        let kind = ChunkKind::ToolStart {
+            step: 1,
+            tool_call_id: "c".into(),
+            tool_name: "add".into(),
+            input: json!({"a": 12345678901234567890u64}),
+        };
+        let body = encode_unsequenced(&header, &kind);
+        let sequenced = format!("{{\"sequence\":7,{body}");
+        let chunk: StreamChunk = serde_json::from_str(&sequenced).unwrap();
+        assert_eq!(chunk.sequence, 7);
+        assert_eq!(chunk.kind, kind);
+        assert_eq!(chunk.header, header);
+        let value: Value = serde_json::from_str(&sequenced).unwrap();
+        assert_eq!(value["type"], "tool_start");
+        assert_eq!(value["toolCallId"], "c");
+        assert_eq!(value["streamId"], "st");
+    }
+}

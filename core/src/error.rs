@@ -1,0 +1,165 @@
+//! Stable error codes and the one table that maps each code to an HTTP status, a gRPC status and
+//! whether a client may retry.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// A stable, snake_case error code. Clients match on these; never rename one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// The request body or a parameter is malformed.
+    ValidationError,
+    /// `/start` named an agent type that no registry holds.
+    UnknownAgentType,
+    /// No session with that id exists (under this key prefix).
+    SessionNotFound,
+    /// A session with that id already exists.
+    SessionAlreadyExists,
+    /// The run called tools for `max_steps` steps without answering.
+    MaxStepsExceeded,
+    /// The model failed in a way that retrying will not fix.
+    ModelFailed,
+    /// A server tool's input did not match its schema.
+    InvalidToolInput,
+    /// A server tool returned an error or panicked.
+    ToolFailed,
+    /// The model called a tool the agent does not have.
+    UnknownTool,
+    /// The run was already finished when the operation reached it.
+    RunNotActive,
+    /// Temporal could not be reached or refused the workflow start.
+    TemporalUnavailable,
+    /// Redis could not be reached or a script failed.
+    StoreUnavailable,
+    /// Anything else; details are logged, never shown.
+    Internal,
+}
+
+/// The gRPC status codes Baton uses, numbered as in `google.rpc.Code`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(i32)]
+pub enum GrpcCode {
+    InvalidArgument = 3,
+    NotFound = 5,
+    AlreadyExists = 6,
+    FailedPrecondition = 9,
+    Aborted = 10,
+    Internal = 13,
+    Unavailable = 14,
+}
+
+/// How one error code is presented on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Presentation {
+    pub http_status: u16,
+    pub grpc: GrpcCode,
+    pub retryable: bool,
+}
+
+impl ErrorCode {
+    /// The one table: every code's HTTP status, gRPC status and retryability.
+    pub const fn presentation(self) -> Presentation {
+        use GrpcCode as G;
+        let (http_status, grpc, retryable) = match self {
+            Self::ValidationError => (400, G::InvalidArgument, false),
+            Self::UnknownAgentType => (404, G::NotFound, false),
+            Self::SessionNotFound => (404, G::NotFound, false),
+            Self::SessionAlreadyExists => (409, G::AlreadyExists, false),
+            Self::MaxStepsExceeded => (422, G::FailedPrecondition, false),
+            Self::ModelFailed => (502, G::Aborted, false),
+            Self::InvalidToolInput => (400, G::InvalidArgument, false),
+            Self::ToolFailed => (500, G::Aborted, false),
+            Self::UnknownTool => (400, G::InvalidArgument, false),
+            Self::RunNotActive => (409, G::FailedPrecondition, false),
+            Self::TemporalUnavailable => (503, G::Unavailable, true),
+            Self::StoreUnavailable => (503, G::Unavailable, true),
+            Self::Internal => (500, G::Internal, false),
+        };
+        Presentation {
+            http_status,
+            grpc,
+            retryable,
+        }
+    }
+
+    /// The snake_case form, as serialized.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::ValidationError => "validation_error",
+            Self::UnknownAgentType => "unknown_agent_type",
+            Self::SessionNotFound => "session_not_found",
+            Self::SessionAlreadyExists => "session_already_exists",
+            Self::MaxStepsExceeded => "max_steps_exceeded",
+            Self::ModelFailed => "model_failed",
+            Self::InvalidToolInput => "invalid_tool_input",
+            Self::ToolFailed => "tool_failed",
+            Self::UnknownTool => "unknown_tool",
+            Self::RunNotActive => "run_not_active",
+            Self::TemporalUnavailable => "temporal_unavailable",
+            Self::StoreUnavailable => "store_unavailable",
+            Self::Internal => "internal",
+        }
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An error as a client sees it: a code, a message meant for people, and whether to retry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
+#[error("{code}: {error}")]
+pub struct ApiError {
+    /// Human-readable message.
+    pub error: String,
+    pub code: ErrorCode,
+    pub retryable: bool,
+}
+
+impl ApiError {
+    pub fn new(code: ErrorCode, error: impl Into<String>) -> Self {
+        Self {
+            error: error.into(),
+            code,
+            retryable: code.presentation().retryable,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serialized_code_matches_as_str_and_table() {
+        let codes = [
+            ErrorCode::ValidationError,
+            ErrorCode::UnknownAgentType,
+            ErrorCode::SessionNotFound,
+            ErrorCode::SessionAlreadyExists,
+            ErrorCode::MaxStepsExceeded,
+            ErrorCode::ModelFailed,
+            ErrorCode::InvalidToolInput,
+            ErrorCode::ToolFailed,
+            ErrorCode::UnknownTool,
+            ErrorCode::RunNotActive,
+            ErrorCode::TemporalUnavailable,
+            ErrorCode::StoreUnavailable,
+            ErrorCode::Internal,
+        ];
+        for code in codes {
+            let json = serde_json::to_value(code).unwrap();
+            assert_eq!(json, serde_json::Value::String(code.as_str().to_owned()));
+            let back: ErrorCode = serde_json::from_value(json).unwrap();
+            assert_eq!(back, code);
+        }
+        assert_eq!(ErrorCode::UnknownAgentType.presentation().http_status, 404);
+        assert!(ErrorCode::TemporalUnavailable.presentation().retryable);
+        assert!(!ErrorCode::MaxStepsExceeded.presentation().retryable);
+        let api = ApiError::new(ErrorCode::StoreUnavailable, "redis down");
+        assert!(api.retryable);
+    }
+}

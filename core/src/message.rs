@@ -1,0 +1,137 @@
+//! The message log of a session: what the model has seen and said.
+//!
+//! Invariant: after every committed step, each tool call in the log has exactly one `tool`
+//! message after it.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One entry of a session's message log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+pub enum Message {
+    System {
+        content: String,
+    },
+    User {
+        content: String,
+    },
+    Assistant {
+        content: String,
+        #[serde(default, rename = "toolCalls", skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<ToolCall>,
+    },
+    Tool(ToolResult),
+}
+
+/// A call of a tool by the model, with the arguments it chose.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCall {
+    /// Unique within the session.
+    pub id: String,
+    pub name: String,
+    pub arguments: Value,
+}
+
+/// The answer to one tool call: a result or an error, never both.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolResult {
+    pub tool_call_id: String,
+    pub tool_name: String,
+    #[serde(flatten)]
+    pub outcome: ToolOutcome,
+}
+
+/// What a tool call produced.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ToolOutcome {
+    Result(Value),
+    Error(ToolError),
+}
+
+/// A tool error as the model sees it: a stable code and a message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
+#[error("{code}: {message}")]
+pub struct ToolError {
+    pub code: String,
+    pub message: String,
+}
+
+impl ToolError {
+    pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            code: code.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl Message {
+    pub fn user(content: impl Into<String>) -> Self {
+        Self::User {
+            content: content.into(),
+        }
+    }
+
+    pub fn system(content: impl Into<String>) -> Self {
+        Self::System {
+            content: content.into(),
+        }
+    }
+
+    pub fn assistant(content: impl Into<String>, tool_calls: Vec<ToolCall>) -> Self {
+        Self::Assistant {
+            content: content.into(),
+            tool_calls,
+        }
+    }
+
+    pub fn tool_result(call: &ToolCall, outcome: ToolOutcome) -> Self {
+        Self::Tool(ToolResult {
+            tool_call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+            outcome,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn wire_shapes() {
+        let call = ToolCall {
+            id: "c1".into(),
+            name: "add".into(),
+            arguments: json!({"a": 1}),
+        };
+        let assistant = Message::assistant("", vec![call.clone()]);
+        assert_eq!(
+            serde_json::to_value(&assistant).unwrap(),
+            json!({"role": "assistant", "content": "", "toolCalls": [{"id": "c1", "name": "add", "arguments": {"a": 1}}]})
+        );
+        let ok = Message::tool_result(&call, ToolOutcome::Result(json!(3)));
+        assert_eq!(
+            serde_json::to_value(&ok).unwrap(),
+            json!({"role": "tool", "toolCallId": "c1", "toolName": "add", "result": 3})
+        );
+        let failed = Message::tool_result(
+            &call,
+            ToolOutcome::Error(ToolError::new("tool_failed", "boom")),
+        );
+        let value = serde_json::to_value(&failed).unwrap();
+        assert_eq!(
+            value,
+            json!({"role": "tool", "toolCallId": "c1", "toolName": "add", "error": {"code": "tool_failed", "message": "boom"}})
+        );
+        assert_eq!(serde_json::from_value::<Message>(value).unwrap(), failed);
+        let text_only: Message =
+            serde_json::from_value(json!({"role": "assistant", "content": "hi"})).unwrap();
+        assert_eq!(text_only, Message::assistant("hi", vec![]));
+    }
+}

@@ -1,0 +1,248 @@
+//! A deterministic model driven by a script, for tests and the offline demo.
+//!
+//! The script is a list of turns. The model answers the conversation with the turn whose index is
+//! the number of assistant messages already in the log, so a retried call gives the same answer.
+//! A turn's text may name earlier tool results: `{{result:<tool>}}` becomes the latest result of
+//! that tool (strings without quotes, other values as JSON) and `{{input}}` the latest user message.
+
+use crate::{
+    message::{Message, ToolCall, ToolOutcome},
+    model::{self, Model, ModelRequest, ModelTurn, Usage},
+};
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+/// One scripted assistant turn.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptedTurn {
+    #[serde(default)]
+    pub text: String,
+    #[serde(default)]
+    pub tool_calls: Vec<ScriptedCall>,
+}
+
+/// A tool call in a scripted turn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptedCall {
+    pub name: String,
+    #[serde(default = "empty_object")]
+    pub arguments: Value,
+}
+
+fn empty_object() -> Value {
+    Value::Object(Default::default())
+}
+
+/// The scripted model.
+#[derive(Debug, Clone, Default)]
+pub struct ScriptedModel {
+    turns: Vec<ScriptedTurn>,
+}
+
+impl ScriptedModel {
+    pub fn new(turns: Vec<ScriptedTurn>) -> Self {
+        Self { turns }
+    }
+
+    /// Builder: add a turn that calls one tool.
+    pub fn call(mut self, tool: &str, arguments: Value) -> Self {
+        self.turns.push(ScriptedTurn {
+            text: String::new(),
+            tool_calls: vec![ScriptedCall {
+                name: tool.to_owned(),
+                arguments,
+            }],
+        });
+        self
+    }
+
+    /// Builder: add a turn that calls several tools at once.
+    pub fn call_all(mut self, calls: &[(&str, Value)]) -> Self {
+        self.turns.push(ScriptedTurn {
+            text: String::new(),
+            tool_calls: calls
+                .iter()
+                .map(|(name, arguments)| ScriptedCall {
+                    name: (*name).to_owned(),
+                    arguments: arguments.clone(),
+                })
+                .collect(),
+        });
+        self
+    }
+
+    /// Builder: add a turn that answers with text and calls nothing.
+    pub fn answer(mut self, text: &str) -> Self {
+        self.turns.push(ScriptedTurn {
+            text: text.to_owned(),
+            tool_calls: Vec::new(),
+        });
+        self
+    }
+}
+
+#[async_trait]
+impl Model for ScriptedModel {
+    fn name(&self) -> &str {
+        "scripted"
+    }
+
+    async fn generate(
+        &self,
+        request: ModelRequest<'_>,
+        deltas: mpsc::UnboundedSender<String>,
+    ) -> Result<ModelTurn, model::Error> {
+        let index = request
+            .messages
+            .iter()
+            .filter(|m| matches!(m, Message::Assistant { .. }))
+            .count();
+        let turn = self.turns.get(index).ok_or_else(|| {
+            model::Error::Permanent(format!(
+                "the script has {} turns and turn {} was asked for",
+                self.turns.len(),
+                index + 1
+            ))
+        })?;
+        let text = render(&turn.text, request.messages);
+        for piece in split_keeping_spaces(&text) {
+            // A closed receiver only means nobody streams this call; the turn is still valid.
+            let _ = deltas.send(piece.to_owned());
+        }
+        let tool_calls = turn
+            .tool_calls
+            .iter()
+            .enumerate()
+            .map(|(position, call)| ToolCall {
+                id: format!("call_{}_{}", index + 1, position + 1),
+                name: call.name.clone(),
+                arguments: call.arguments.clone(),
+            })
+            .collect();
+        let input_tokens = request
+            .messages
+            .iter()
+            .map(|m| serde_json::to_string(m).map_or(0, |s| s.len() as u64 / 4))
+            .sum();
+        Ok(ModelTurn {
+            usage: Usage {
+                input_tokens,
+                output_tokens: text.split_whitespace().count() as u64,
+            },
+            text,
+            tool_calls,
+        })
+    }
+}
+
+/// Splits text into word-sized deltas, each word keeping the whitespace that follows it.
+fn split_keeping_spaces(text: &str) -> impl Iterator<Item = &str> {
+    text.split_inclusive(' ')
+}
+
+fn render(template: &str, messages: &[Message]) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(start) = rest.find("{{") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let Some(end) = after.find("}}") else {
+            out.push_str(&rest[start..]);
+            return out;
+        };
+        let name = after[..end].trim();
+        out.push_str(&lookup(name, messages).unwrap_or_else(|| format!("{{{{{name}}}}}")));
+        rest = &after[end + 2..];
+    }
+    out.push_str(rest);
+    out
+}
+
+fn lookup(placeholder: &str, messages: &[Message]) -> Option<String> {
+    if placeholder == "input" {
+        return messages.iter().rev().find_map(|m| match m {
+            Message::User { content } => Some(content.clone()),
+            _ => None,
+        });
+    }
+    let tool = placeholder.strip_prefix("result:")?;
+    messages.iter().rev().find_map(|m| match m {
+        Message::Tool(result) if result.tool_name == tool => Some(match &result.outcome {
+            ToolOutcome::Result(Value::String(s)) => s.clone(),
+            ToolOutcome::Result(other) => other.to_string(),
+            ToolOutcome::Error(error) => format!("error {}", error.code),
+        }),
+        _ => None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[tokio::test]
+    async fn turns_follow_the_log_and_render_results() {
+        let model = ScriptedModel::default()
+            .call("add", json!({"a": 2, "b": 3}))
+            .answer("Sum is {{result:add}} for {{input}} {{result:nothing}}");
+        let mut log = vec![Message::system("s"), Message::user("2+3?")];
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let first = model
+            .generate(
+                ModelRequest {
+                    messages: &log,
+                    tools: &[],
+                },
+                tx,
+            )
+            .await
+            .unwrap();
+        assert_eq!(first.text, "");
+        assert_eq!(first.tool_calls.len(), 1);
+        assert_eq!(first.tool_calls[0].id, "call_1_1");
+        assert_eq!(first.tool_calls[0].arguments, json!({"a": 2, "b": 3}));
+        assert!(rx.recv().await.is_none());
+
+        log.push(Message::assistant("", first.tool_calls.clone()));
+        log.push(Message::tool_result(
+            &first.tool_calls[0],
+            ToolOutcome::Result(json!(5)),
+        ));
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let second = model
+            .generate(
+                ModelRequest {
+                    messages: &log,
+                    tools: &[],
+                },
+                tx,
+            )
+            .await
+            .unwrap();
+        assert_eq!(second.text, "Sum is 5 for 2+3? {{result:nothing}}");
+        assert!(second.tool_calls.is_empty());
+        let mut streamed = String::new();
+        while let Some(delta) = rx.recv().await {
+            streamed.push_str(&delta);
+        }
+        assert_eq!(streamed, second.text);
+
+        log.push(Message::assistant(second.text, vec![]));
+        let (tx, _rx) = mpsc::unbounded_channel();
+        let exhausted = model
+            .generate(
+                ModelRequest {
+                    messages: &log,
+                    tools: &[],
+                },
+                tx,
+            )
+            .await;
+        assert!(matches!(exhausted, Err(model::Error::Permanent(_))));
+    }
+}

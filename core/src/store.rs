@@ -1,0 +1,716 @@
+//! The Redis store. Every state transition is one Lua script (atomic, one round trip); reads are
+//! plain commands. All keys of a session tree carry the root session's hash tag, so each script
+//! touches one Redis Cluster slot: `<prefix>:{<root>}:<session>:<what>`.
+
+use crate::{
+    chunk::{ChunkHeader, ChunkKind, EndStatus, RunError, StreamChunk, encode_unsequenced},
+    message::Message,
+    model::Usage,
+};
+use redis::{
+    AsyncCommands, Script, Value as RedisValue,
+    aio::{ConnectionManager, MultiplexedConnection},
+    streams::{StreamRangeReply, StreamReadOptions, StreamReadReply},
+};
+use serde::{Deserialize, Serialize};
+use std::{
+    collections::HashMap,
+    sync::LazyLock,
+    time::{SystemTime, UNIX_EPOCH},
+};
+
+/// Why a store operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("redis: {0}")]
+    Redis(#[from] redis::RedisError),
+    #[error("session {0} already exists")]
+    SessionExists(String),
+    #[error("session {0} not found")]
+    SessionNotFound(String),
+    /// The run is not the session's current run, or it has ended.
+    #[error("run {run_id} may not write: {reason}")]
+    RunRefused { run_id: String, reason: String },
+    /// Stored data does not have the shape Baton writes; a bug or a foreign writer.
+    #[error("corrupt data at {key}: {reason}")]
+    Corrupt { key: String, reason: String },
+}
+
+/// Where a session lives: its own id and the root of its tree (the same for a top-level session).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionAddress {
+    pub root_session_id: String,
+    pub session_id: String,
+}
+
+impl SessionAddress {
+    /// A top-level session: its own root.
+    pub fn root(session_id: impl Into<String>) -> Self {
+        let session_id = session_id.into();
+        Self {
+            root_session_id: session_id.clone(),
+            session_id,
+        }
+    }
+}
+
+/// Session status values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Active,
+    Completed,
+    Failed,
+}
+
+impl Status {
+    fn parse(value: &str) -> Option<Self> {
+        match value {
+            "active" => Some(Self::Active),
+            "completed" => Some(Self::Completed),
+            "failed" => Some(Self::Failed),
+            _ => None,
+        }
+    }
+
+    pub fn is_terminal(self) -> bool {
+        !matches!(self, Self::Active)
+    }
+}
+
+/// The state hash of a session, decoded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionState {
+    pub session_id: String,
+    pub root_session_id: String,
+    pub agent_type: String,
+    pub status: Status,
+    pub run_id: String,
+    pub stream_id: String,
+    pub step_count: u32,
+    pub last_sequence: u64,
+    pub created_at: u64,
+    pub updated_at: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<RunError>,
+}
+
+/// A checkpoint: the log, step and stream positions at one step boundary.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Checkpoint {
+    pub id: u32,
+    pub message_count: u64,
+    pub step_count: u32,
+    pub stream_sequence: u64,
+}
+
+/// One model call's usage, as recorded per step.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UsageRecord {
+    pub run_id: String,
+    pub step: u32,
+    pub model: String,
+    #[serde(flatten)]
+    pub usage: Usage,
+}
+
+/// A new session, as `/start` creates it.
+#[derive(Debug, Clone)]
+pub struct NewSession<'a> {
+    pub address: &'a SessionAddress,
+    pub agent_type: &'a str,
+    pub run_id: &'a str,
+    pub stream_id: &'a str,
+    /// The initial log: system prompt (if any) and the user's message.
+    pub messages: &'a [Message],
+}
+
+/// Whether a write was new or a replay of one already done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Written {
+    New,
+    AlreadyDone,
+}
+
+/// What a step commit needs besides the address.
+#[derive(Debug, Clone)]
+pub struct StepCommit<'a> {
+    pub run_id: &'a str,
+    pub step: u32,
+    /// `Some` completes the run with this output after the step.
+    pub completion: Option<Completion>,
+}
+
+/// The end of a completed run.
+#[derive(Debug, Clone)]
+pub struct Completion {
+    pub output: String,
+    pub usage: Usage,
+}
+
+/// A staged assistant turn, as the model step leaves it for the tools and the commit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StagedTurn {
+    pub message: Message,
+    pub usage: UsageRecord,
+}
+
+macro_rules! lua {
+    ($file:literal) => {
+        LazyLock::new(|| {
+            Script::new(concat!(
+                include_str!("store/prelude.lua"),
+                "\n",
+                include_str!($file)
+            ))
+        })
+    };
+}
+
+static CREATE_SESSION: LazyLock<Script> = lua!("store/create_session.lua");
+static EMIT_MODEL_CHUNKS: LazyLock<Script> = lua!("store/emit_model_chunks.lua");
+static STAGE_TURN: LazyLock<Script> = lua!("store/stage_turn.lua");
+static STAGE_TOOL_RESULT: LazyLock<Script> = lua!("store/stage_tool_result.lua");
+static COMMIT_STEP: LazyLock<Script> = lua!("store/commit_step.lua");
+static FAIL_RUN: LazyLock<Script> = lua!("store/fail_run.lua");
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// Handle on Baton's Redis data. Cheap to clone.
+#[derive(Clone)]
+pub struct Store {
+    client: redis::Client,
+    connection: ConnectionManager,
+    prefix: String,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("prefix", &self.prefix)
+            .finish()
+    }
+}
+
+impl Store {
+    /// Connects to `redis_url`; every key starts with `prefix` (tests use one prefix each).
+    pub async fn connect(redis_url: &str, prefix: impl Into<String>) -> Result<Self, Error> {
+        let client = redis::Client::open(redis_url)?;
+        let connection = ConnectionManager::new(client.clone()).await?;
+        Ok(Self {
+            client,
+            connection,
+            prefix: prefix.into(),
+        })
+    }
+
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    fn key(&self, address: &SessionAddress, what: &str) -> String {
+        format!(
+            "{}:{{{}}}:{}:{}",
+            self.prefix, address.root_session_id, address.session_id, what
+        )
+    }
+
+    /// Every key a session may have, for tests and clean-up.
+    pub fn session_keys(&self, address: &SessionAddress) -> Vec<String> {
+        [
+            "state",
+            "stream",
+            "messages",
+            "checkpoints",
+            "usage",
+            "staged",
+        ]
+        .iter()
+        .map(|what| self.key(address, what))
+        .collect()
+    }
+
+    fn header(&self, address: &SessionAddress, stream_id: &str, run_id: &str) -> ChunkHeader {
+        ChunkHeader {
+            stream_id: stream_id.to_owned(),
+            session_id: address.session_id.clone(),
+            agent_id: address.session_id.clone(),
+            run_id: run_id.to_owned(),
+            timestamp: now_ms(),
+        }
+    }
+
+    /// Creates a session with its first run: state `active`, the initial log, the `run_start`
+    /// chunk and checkpoint 0. Refuses an existing session id.
+    pub async fn create_session(&self, new: NewSession<'_>) -> Result<u64, Error> {
+        let body = encode_unsequenced(
+            &self.header(new.address, new.stream_id, new.run_id),
+            &ChunkKind::RunStart {
+                agent_type: new.agent_type.to_owned(),
+            },
+        );
+        let mut invocation = CREATE_SESSION.prepare_invoke();
+        invocation
+            .key(self.key(new.address, "state"))
+            .key(self.key(new.address, "stream"))
+            .key(self.key(new.address, "messages"))
+            .key(self.key(new.address, "checkpoints"))
+            .arg(new.agent_type)
+            .arg(new.run_id)
+            .arg(new.stream_id)
+            .arg(&new.address.root_session_id)
+            .arg(now_ms())
+            .arg(body);
+        for message in new.messages {
+            invocation.arg(to_json(message));
+        }
+        let reply: Vec<RedisValue> = invocation.invoke_async(&mut self.conn()).await?;
+        match reply_tag(&reply).as_str() {
+            "ok" => Ok(reply_int(&reply, 1)),
+            "session_exists" => Err(Error::SessionExists(new.address.session_id.clone())),
+            other => Err(unexpected("create_session", other)),
+        }
+    }
+
+    /// Appends model-phase chunks (`step_start`, `text_delta`) of a step. `first_index` is the
+    /// position of the first chunk within the step; chunks already written are skipped, so a
+    /// retried model step does not repeat them. Returns how many were appended.
+    pub async fn emit_model_chunks(
+        &self,
+        address: &SessionAddress,
+        stream_id: &str,
+        run_id: &str,
+        step: u32,
+        first_index: u32,
+        kinds: &[ChunkKind],
+    ) -> Result<u32, Error> {
+        let header = self.header(address, stream_id, run_id);
+        let mut invocation = EMIT_MODEL_CHUNKS.prepare_invoke();
+        invocation
+            .key(self.key(address, "state"))
+            .key(self.key(address, "stream"))
+            .key(self.key(address, "staged"))
+            .arg(run_id)
+            .arg(step)
+            .arg(first_index);
+        for kind in kinds {
+            invocation.arg(encode_unsequenced(&header, kind));
+        }
+        let reply: Vec<RedisValue> = invocation.invoke_async(&mut self.conn()).await?;
+        match reply_tag(&reply).as_str() {
+            "ok" => Ok(reply_int(&reply, 1) as u32),
+            refused => Err(refusal(run_id, refused)),
+        }
+    }
+
+    /// Stages the assistant turn of `step` and writes a `tool_start` chunk per tool call.
+    pub async fn stage_turn(
+        &self,
+        address: &SessionAddress,
+        stream_id: &str,
+        run_id: &str,
+        step: u32,
+        turn: &StagedTurn,
+    ) -> Result<Written, Error> {
+        let header = self.header(address, stream_id, run_id);
+        let calls: &[crate::message::ToolCall] = match &turn.message {
+            Message::Assistant { tool_calls, .. } => tool_calls,
+            _ => &[],
+        };
+        let call_ids: Vec<&str> = calls.iter().map(|c| c.id.as_str()).collect();
+        let mut invocation = STAGE_TURN.prepare_invoke();
+        invocation
+            .key(self.key(address, "state"))
+            .key(self.key(address, "stream"))
+            .key(self.key(address, "staged"))
+            .arg(run_id)
+            .arg(step)
+            .arg(to_json(&turn.message))
+            .arg(to_json(&call_ids))
+            .arg(to_json(&turn.usage));
+        for call in calls {
+            invocation.arg(encode_unsequenced(
+                &header,
+                &ChunkKind::ToolStart {
+                    step,
+                    tool_call_id: call.id.clone(),
+                    tool_name: call.name.clone(),
+                    input: call.arguments.clone(),
+                },
+            ));
+        }
+        let reply: Vec<RedisValue> = invocation.invoke_async(&mut self.conn()).await?;
+        written_or_refused(run_id, &reply)
+    }
+
+    /// The staged turn of `step`, if the model step has run.
+    pub async fn staged_turn(
+        &self,
+        address: &SessionAddress,
+        run_id: &str,
+        step: u32,
+    ) -> Result<Option<StagedTurn>, Error> {
+        let key = self.key(address, "staged");
+        let prefix = format!("{run_id}:{step}");
+        let (message, usage): (Option<String>, Option<String>) = redis::cmd("HMGET")
+            .arg(&key)
+            .arg(format!("turn:{prefix}"))
+            .arg(format!("usage:{prefix}"))
+            .query_async(&mut self.conn())
+            .await?;
+        match (message, usage) {
+            (Some(message), Some(usage)) => Ok(Some(StagedTurn {
+                message: from_json(&key, &message)?,
+                usage: from_json(&key, &usage)?,
+            })),
+            _ => Ok(None),
+        }
+    }
+
+    /// Whether a tool call of `step` already has a staged result.
+    pub async fn has_staged_tool_result(
+        &self,
+        address: &SessionAddress,
+        run_id: &str,
+        step: u32,
+        tool_call_id: &str,
+    ) -> Result<bool, Error> {
+        let field = format!("result:{run_id}:{step}:{tool_call_id}");
+        Ok(self
+            .conn()
+            .hexists(self.key(address, "staged"), field)
+            .await?)
+    }
+
+    /// Stages one server tool's answer (first answer wins) and writes its `tool_end` chunk.
+    pub async fn stage_tool_result(
+        &self,
+        address: &SessionAddress,
+        stream_id: &str,
+        run_id: &str,
+        step: u32,
+        result: &Message,
+    ) -> Result<Written, Error> {
+        let Message::Tool(tool_result) = result else {
+            panic!("stage_tool_result takes a tool message");
+        };
+        let body = encode_unsequenced(
+            &self.header(address, stream_id, run_id),
+            &ChunkKind::tool_end(
+                step,
+                &tool_result.tool_call_id,
+                &tool_result.tool_name,
+                &tool_result.outcome,
+            ),
+        );
+        let reply: Vec<RedisValue> = STAGE_TOOL_RESULT
+            .key(self.key(address, "state"))
+            .key(self.key(address, "stream"))
+            .key(self.key(address, "staged"))
+            .arg(run_id)
+            .arg(step)
+            .arg(&tool_result.tool_call_id)
+            .arg(to_json(result))
+            .arg(body)
+            .invoke_async(&mut self.conn())
+            .await?;
+        written_or_refused(run_id, &reply)
+    }
+
+    /// Commits a staged step into the log (see `commit_step.lua`), completing the run when
+    /// `commit.completion` is set. Idempotent per step.
+    pub async fn commit_step(
+        &self,
+        address: &SessionAddress,
+        stream_id: &str,
+        commit: StepCommit<'_>,
+    ) -> Result<Written, Error> {
+        let header = self.header(address, stream_id, commit.run_id);
+        let step_end = encode_unsequenced(&header, &ChunkKind::StepEnd { step: commit.step });
+        let (is_final, output, end) = match commit.completion {
+            Some(completion) => {
+                let end = encode_unsequenced(
+                    &header,
+                    &ChunkKind::End {
+                        status: EndStatus::Completed,
+                        output: Some(completion.output.clone()),
+                        error: None,
+                        usage: completion.usage,
+                    },
+                );
+                ("1", completion.output, end)
+            }
+            None => ("0", String::new(), String::new()),
+        };
+        let reply: Vec<RedisValue> = COMMIT_STEP
+            .key(self.key(address, "state"))
+            .key(self.key(address, "stream"))
+            .key(self.key(address, "staged"))
+            .key(self.key(address, "messages"))
+            .key(self.key(address, "checkpoints"))
+            .key(self.key(address, "usage"))
+            .arg(commit.run_id)
+            .arg(commit.step)
+            .arg(now_ms())
+            .arg(step_end)
+            .arg(is_final)
+            .arg(output)
+            .arg(end)
+            .invoke_async(&mut self.conn())
+            .await?;
+        match reply_tag(&reply).as_str() {
+            "ok" => Ok(Written::New),
+            "already_committed" => Ok(Written::AlreadyDone),
+            "not_staged" | "missing_result" | "step_out_of_order" => Err(Error::Corrupt {
+                key: self.key(address, "staged"),
+                reason: format!("commit of step {} refused: {reply:?}", commit.step),
+            }),
+            refused => Err(refusal(commit.run_id, refused)),
+        }
+    }
+
+    /// Fails the run with a typed error and writes the `end` chunk. A run that already ended (or
+    /// was superseded) is left alone and `AlreadyDone` is returned.
+    pub async fn fail_run(
+        &self,
+        address: &SessionAddress,
+        stream_id: &str,
+        run_id: &str,
+        error: &RunError,
+        usage: Usage,
+    ) -> Result<Written, Error> {
+        let end = encode_unsequenced(
+            &self.header(address, stream_id, run_id),
+            &ChunkKind::End {
+                status: EndStatus::Failed,
+                output: None,
+                error: Some(error.clone()),
+                usage,
+            },
+        );
+        let reply: Vec<RedisValue> = FAIL_RUN
+            .key(self.key(address, "state"))
+            .key(self.key(address, "stream"))
+            .key(self.key(address, "staged"))
+            .arg(run_id)
+            .arg(now_ms())
+            .arg(to_json(error))
+            .arg(end)
+            .invoke_async(&mut self.conn())
+            .await?;
+        match reply_tag(&reply).as_str() {
+            "ok" => Ok(Written::New),
+            "run_not_active" | "run_superseded" => Ok(Written::AlreadyDone),
+            refused => Err(refusal(run_id, refused)),
+        }
+    }
+
+    /// The session's state, or `None` if it does not exist.
+    pub async fn session(&self, address: &SessionAddress) -> Result<Option<SessionState>, Error> {
+        let key = self.key(address, "state");
+        let fields: HashMap<String, String> = self.conn().hgetall(&key).await?;
+        if fields.is_empty() {
+            return Ok(None);
+        }
+        let text = |name: &str| {
+            fields.get(name).cloned().ok_or_else(|| Error::Corrupt {
+                key: key.clone(),
+                reason: format!("missing field {name}"),
+            })
+        };
+        let number = |name: &str| {
+            text(name)?.parse::<u64>().map_err(|e| Error::Corrupt {
+                key: key.clone(),
+                reason: format!("field {name}: {e}"),
+            })
+        };
+        let status_text = text("status")?;
+        Ok(Some(SessionState {
+            session_id: address.session_id.clone(),
+            root_session_id: text("rootSessionId")?,
+            agent_type: text("agentType")?,
+            status: Status::parse(&status_text).ok_or_else(|| Error::Corrupt {
+                key: key.clone(),
+                reason: format!("unknown status {status_text}"),
+            })?,
+            run_id: text("runId")?,
+            stream_id: text("streamId")?,
+            step_count: number("stepCount")? as u32,
+            last_sequence: number("lastSequence")?,
+            created_at: number("createdAt")?,
+            updated_at: number("updatedAt")?,
+            output: fields.get("output").cloned(),
+            error: fields
+                .get("error")
+                .map(|e| from_json(&key, e))
+                .transpose()?,
+        }))
+    }
+
+    /// The whole message log.
+    pub async fn messages(&self, address: &SessionAddress) -> Result<Vec<Message>, Error> {
+        self.json_list(self.key(address, "messages")).await
+    }
+
+    pub async fn checkpoints(&self, address: &SessionAddress) -> Result<Vec<Checkpoint>, Error> {
+        self.json_list(self.key(address, "checkpoints")).await
+    }
+
+    pub async fn usage_records(&self, address: &SessionAddress) -> Result<Vec<UsageRecord>, Error> {
+        self.json_list(self.key(address, "usage")).await
+    }
+
+    /// Total usage of the session so far.
+    pub async fn usage_total(&self, address: &SessionAddress) -> Result<Usage, Error> {
+        let mut total = Usage::default();
+        for record in self.usage_records(address).await? {
+            total.add(&record.usage);
+        }
+        Ok(total)
+    }
+
+    /// Up to `count` chunks with a sequence above `after` (exclusive), oldest first.
+    pub async fn chunks_after(
+        &self,
+        address: &SessionAddress,
+        after: u64,
+        count: usize,
+    ) -> Result<Vec<StreamChunk>, Error> {
+        let key = self.key(address, "stream");
+        let reply: StreamRangeReply = self
+            .conn()
+            .xrange_count(&key, format!("({after}-0"), "+", count)
+            .await?;
+        reply
+            .ids
+            .iter()
+            .map(|entry| decode_chunk(&key, &entry.map))
+            .collect()
+    }
+
+    /// A connection of its own for blocking stream reads, which would stall the shared one.
+    pub async fn subscriber(&self) -> Result<Subscriber, Error> {
+        Ok(Subscriber {
+            connection: self.client.get_multiplexed_async_connection().await?,
+        })
+    }
+
+    async fn json_list<T: for<'de> Deserialize<'de>>(&self, key: String) -> Result<Vec<T>, Error> {
+        let items: Vec<String> = self.conn().lrange(&key, 0, -1).await?;
+        items.iter().map(|item| from_json(&key, item)).collect()
+    }
+
+    fn conn(&self) -> ConnectionManager {
+        self.connection.clone()
+    }
+
+    fn stream_key(&self, address: &SessionAddress) -> String {
+        self.key(address, "stream")
+    }
+}
+
+/// A dedicated connection that waits for new chunks of a session.
+pub struct Subscriber {
+    connection: MultiplexedConnection,
+}
+
+impl Subscriber {
+    /// Waits up to `block_ms` for chunks above `after` and returns them (empty on time-out).
+    pub async fn next_chunks(
+        &mut self,
+        store: &Store,
+        address: &SessionAddress,
+        after: u64,
+        block_ms: usize,
+    ) -> Result<Vec<StreamChunk>, Error> {
+        let key = store.stream_key(address);
+        let options = StreamReadOptions::default().block(block_ms).count(512);
+        let reply: Option<StreamReadReply> = self
+            .connection
+            .xread_options(&[&key], &[format!("{after}-0")], &options)
+            .await?;
+        let Some(reply) = reply else {
+            return Ok(Vec::new());
+        };
+        reply
+            .keys
+            .iter()
+            .flat_map(|stream| stream.ids.iter())
+            .map(|entry| decode_chunk(&key, &entry.map))
+            .collect()
+    }
+}
+
+fn decode_chunk(key: &str, fields: &HashMap<String, RedisValue>) -> Result<StreamChunk, Error> {
+    let corrupt = |reason: String| Error::Corrupt {
+        key: key.to_owned(),
+        reason,
+    };
+    let raw = fields
+        .get("c")
+        .ok_or_else(|| corrupt("stream entry without field c".into()))?;
+    let text: String =
+        redis::from_redis_value(raw).map_err(|e| corrupt(format!("field c: {e}")))?;
+    from_json(key, &text)
+}
+
+fn to_json<T: Serialize + ?Sized>(value: &T) -> String {
+    serde_json::to_string(value).expect("Baton's own types always serialize")
+}
+
+fn from_json<T: for<'de> Deserialize<'de>>(key: &str, text: &str) -> Result<T, Error> {
+    serde_json::from_str(text).map_err(|e| Error::Corrupt {
+        key: key.to_owned(),
+        reason: e.to_string(),
+    })
+}
+
+fn reply_tag(reply: &[RedisValue]) -> String {
+    reply
+        .first()
+        .and_then(|v| redis::from_redis_value::<String>(v).ok())
+        .unwrap_or_default()
+}
+
+fn reply_int(reply: &[RedisValue], index: usize) -> u64 {
+    reply
+        .get(index)
+        .and_then(|v| redis::from_redis_value::<u64>(v).ok())
+        .unwrap_or(0)
+}
+
+fn written_or_refused(run_id: &str, reply: &[RedisValue]) -> Result<Written, Error> {
+    match reply_tag(reply).as_str() {
+        "ok" => Ok(Written::New),
+        "already_staged" => Ok(Written::AlreadyDone),
+        refused => Err(refusal(run_id, refused)),
+    }
+}
+
+fn refusal(run_id: &str, reason: &str) -> Error {
+    Error::RunRefused {
+        run_id: run_id.to_owned(),
+        reason: reason.to_owned(),
+    }
+}
+
+fn unexpected(script: &str, tag: &str) -> Error {
+    Error::Corrupt {
+        key: script.to_owned(),
+        reason: format!("unexpected reply {tag:?}"),
+    }
+}
+
+#[cfg(test)]
+mod tests;

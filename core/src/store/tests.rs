@@ -1,0 +1,369 @@
+//! Store scripts against a real Redis (`BATON_TEST_REDIS_URL`, default `redis://127.0.0.1:6379`),
+//! each test under a key prefix of its own.
+
+use super::*;
+use crate::message::{ToolCall, ToolOutcome};
+use serde_json::json;
+
+async fn store() -> Store {
+    let url = std::env::var("BATON_TEST_REDIS_URL")
+        .unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned());
+    let prefix = format!("baton-test-{}", uuid::Uuid::new_v4().simple());
+    Store::connect(&url, prefix)
+        .await
+        .expect("the store tests need a Redis server; see README")
+}
+
+fn turn(run_id: &str, step: u32, text: &str, calls: Vec<ToolCall>) -> StagedTurn {
+    StagedTurn {
+        message: Message::assistant(text, calls),
+        usage: UsageRecord {
+            run_id: run_id.to_owned(),
+            step,
+            model: "scripted".into(),
+            usage: Usage {
+                input_tokens: 10,
+                output_tokens: step as u64,
+            },
+        },
+    }
+}
+
+async fn new_session(store: &Store, address: &SessionAddress) {
+    let seq = store
+        .create_session(NewSession {
+            address,
+            agent_type: "demo",
+            run_id: "r1",
+            stream_id: "st1",
+            messages: &[Message::system("be brief"), Message::user("hi")],
+        })
+        .await
+        .unwrap();
+    assert_eq!(seq, 1);
+}
+
+fn kinds(chunks: &[StreamChunk]) -> Vec<&'static str> {
+    chunks.iter().map(|c| c.kind.name()).collect()
+}
+
+#[tokio::test]
+async fn a_step_goes_from_staged_to_committed_once() {
+    let store = store().await;
+    let address = SessionAddress::root("s1");
+    new_session(&store, &address).await;
+    let again = store
+        .create_session(NewSession {
+            address: &address,
+            agent_type: "demo",
+            run_id: "r2",
+            stream_id: "st2",
+            messages: &[],
+        })
+        .await;
+    assert!(matches!(again, Err(Error::SessionExists(_))));
+
+    let step_start = [ChunkKind::StepStart { step: 1 }];
+    assert_eq!(
+        store
+            .emit_model_chunks(&address, "st1", "r1", 1, 0, &step_start)
+            .await
+            .unwrap(),
+        1
+    );
+    // A retried model step re-sends chunk 0 and adds chunk 1: only chunk 1 is new.
+    let retried = [
+        ChunkKind::StepStart { step: 1 },
+        ChunkKind::TextDelta {
+            step: 1,
+            delta: "hm".into(),
+        },
+    ];
+    assert_eq!(
+        store
+            .emit_model_chunks(&address, "st1", "r1", 1, 0, &retried)
+            .await
+            .unwrap(),
+        1
+    );
+
+    let call = ToolCall {
+        id: "c1".into(),
+        name: "add".into(),
+        arguments: json!({"a": 1}),
+    };
+    let staged = turn("r1", 1, "hm", vec![call.clone()]);
+    assert_eq!(
+        store
+            .stage_turn(&address, "st1", "r1", 1, &staged)
+            .await
+            .unwrap(),
+        Written::New
+    );
+    assert_eq!(
+        store
+            .stage_turn(&address, "st1", "r1", 1, &staged)
+            .await
+            .unwrap(),
+        Written::AlreadyDone
+    );
+    assert_eq!(
+        store.staged_turn(&address, "r1", 1).await.unwrap(),
+        Some(staged.clone())
+    );
+
+    // Committing before every call has a result is refused and writes nothing.
+    let early = store
+        .commit_step(
+            &address,
+            "st1",
+            StepCommit {
+                run_id: "r1",
+                step: 1,
+                completion: None,
+            },
+        )
+        .await;
+    assert!(matches!(early, Err(Error::Corrupt { .. })), "{early:?}");
+
+    let result = Message::tool_result(&call, ToolOutcome::Result(json!(2)));
+    let other = Message::tool_result(&call, ToolOutcome::Result(json!(99)));
+    assert_eq!(
+        store
+            .stage_tool_result(&address, "st1", "r1", 1, &result)
+            .await
+            .unwrap(),
+        Written::New
+    );
+    assert_eq!(
+        store
+            .stage_tool_result(&address, "st1", "r1", 1, &other)
+            .await
+            .unwrap(),
+        Written::AlreadyDone
+    );
+
+    let commit = || StepCommit {
+        run_id: "r1",
+        step: 1,
+        completion: None,
+    };
+    assert_eq!(
+        store.commit_step(&address, "st1", commit()).await.unwrap(),
+        Written::New
+    );
+    assert_eq!(
+        store.commit_step(&address, "st1", commit()).await.unwrap(),
+        Written::AlreadyDone
+    );
+
+    let messages = store.messages(&address).await.unwrap();
+    assert_eq!(
+        messages,
+        vec![
+            Message::system("be brief"),
+            Message::user("hi"),
+            Message::assistant("hm", vec![call.clone()]),
+            result,
+        ]
+    );
+    let chunks = store.chunks_after(&address, 0, 100).await.unwrap();
+    assert_eq!(
+        kinds(&chunks),
+        [
+            "run_start",
+            "step_start",
+            "text_delta",
+            "tool_start",
+            "tool_end",
+            "step_end"
+        ]
+    );
+    let sequences: Vec<u64> = chunks.iter().map(|c| c.sequence).collect();
+    assert_eq!(sequences, [1, 2, 3, 4, 5, 6]);
+    assert!(
+        chunks
+            .iter()
+            .all(|c| c.header.stream_id == "st1" && c.header.run_id == "r1")
+    );
+    assert_eq!(
+        kinds(&store.chunks_after(&address, 4, 100).await.unwrap()),
+        ["tool_end", "step_end"]
+    );
+
+    let checkpoints = store.checkpoints(&address).await.unwrap();
+    assert_eq!(
+        checkpoints,
+        vec![
+            Checkpoint {
+                id: 0,
+                message_count: 2,
+                step_count: 0,
+                stream_sequence: 1
+            },
+            Checkpoint {
+                id: 1,
+                message_count: 4,
+                step_count: 1,
+                stream_sequence: 6
+            },
+        ]
+    );
+    let state = store.session(&address).await.unwrap().unwrap();
+    assert_eq!(state.status, Status::Active);
+    assert_eq!(state.step_count, 1);
+    assert_eq!(state.last_sequence, 6);
+    assert_eq!(
+        store.usage_records(&address).await.unwrap(),
+        vec![staged.usage]
+    );
+    // The staged data of a committed step is gone.
+    assert_eq!(store.staged_turn(&address, "r1", 1).await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn completion_and_failure_are_terminal_and_guarded() {
+    let store = store().await;
+    let address = SessionAddress::root("s2");
+    new_session(&store, &address).await;
+
+    // Another run may not write into this session.
+    let intruder = store
+        .stage_turn(
+            &address,
+            "st1",
+            "r-other",
+            1,
+            &turn("r-other", 1, "x", vec![]),
+        )
+        .await;
+    assert!(
+        matches!(&intruder, Err(Error::RunRefused { reason, .. }) if reason == "run_superseded"),
+        "{intruder:?}"
+    );
+
+    store
+        .stage_turn(&address, "st1", "r1", 1, &turn("r1", 1, "done", vec![]))
+        .await
+        .unwrap();
+    let complete = || StepCommit {
+        run_id: "r1",
+        step: 1,
+        completion: Some(Completion {
+            output: "done".into(),
+            usage: Usage {
+                input_tokens: 10,
+                output_tokens: 1,
+            },
+        }),
+    };
+    assert_eq!(
+        store
+            .commit_step(&address, "st1", complete())
+            .await
+            .unwrap(),
+        Written::New
+    );
+    assert_eq!(
+        store
+            .commit_step(&address, "st1", complete())
+            .await
+            .unwrap(),
+        Written::AlreadyDone
+    );
+    let state = store.session(&address).await.unwrap().unwrap();
+    assert_eq!(state.status, Status::Completed);
+    assert_eq!(state.output.as_deref(), Some("done"));
+
+    // A completed run cannot be failed afterwards, and nothing more reaches the stream.
+    let error = RunError {
+        code: crate::ErrorCode::ModelFailed,
+        message: "late".into(),
+    };
+    assert_eq!(
+        store
+            .fail_run(&address, "st1", "r1", &error, Usage::default())
+            .await
+            .unwrap(),
+        Written::AlreadyDone
+    );
+    let chunks = store.chunks_after(&address, 0, 100).await.unwrap();
+    assert_eq!(kinds(&chunks), ["run_start", "step_end", "end"]);
+    match &chunks[2].kind {
+        ChunkKind::End {
+            status,
+            output,
+            usage,
+            ..
+        } => {
+            assert_eq!(*status, EndStatus::Completed);
+            assert_eq!(output.as_deref(), Some("done"));
+            assert_eq!(usage.output_tokens, 1);
+        }
+        other => panic!("expected end, got {other:?}"),
+    }
+
+    let failing = SessionAddress::root("s3");
+    new_session(&store, &failing).await;
+    assert_eq!(
+        store
+            .fail_run(&failing, "st1", "r1", &error, Usage::default())
+            .await
+            .unwrap(),
+        Written::New
+    );
+    let state = store.session(&failing).await.unwrap().unwrap();
+    assert_eq!(state.status, Status::Failed);
+    assert_eq!(state.error, Some(error));
+    let after_failure = store
+        .emit_model_chunks(
+            &failing,
+            "st1",
+            "r1",
+            1,
+            0,
+            &[ChunkKind::StepStart { step: 1 }],
+        )
+        .await;
+    assert!(matches!(after_failure, Err(Error::RunRefused { .. })));
+    assert_eq!(
+        store
+            .session(&SessionAddress::root("missing"))
+            .await
+            .unwrap(),
+        None
+    );
+}
+
+#[tokio::test]
+async fn a_subscriber_wakes_on_new_chunks() {
+    let store = store().await;
+    let address = SessionAddress::root("s4");
+    new_session(&store, &address).await;
+    let mut subscriber = store.subscriber().await.unwrap();
+    let first = subscriber
+        .next_chunks(&store, &address, 0, 1000)
+        .await
+        .unwrap();
+    assert_eq!(kinds(&first), ["run_start"]);
+    let writer = store.clone();
+    let waiting = tokio::spawn({
+        let store = store.clone();
+        let address = address.clone();
+        async move { subscriber.next_chunks(&store, &address, 1, 10_000).await }
+    });
+    writer
+        .emit_model_chunks(
+            &address,
+            "st1",
+            "r1",
+            1,
+            0,
+            &[ChunkKind::StepStart { step: 1 }],
+        )
+        .await
+        .unwrap();
+    let woken = waiting.await.unwrap().unwrap();
+    assert_eq!(kinds(&woken), ["step_start"]);
+    assert_eq!(woken[0].sequence, 2);
+}

@@ -1,0 +1,144 @@
+//! The demo agent: a scripted model (no API key, fully offline) with two server tools, a
+//! calculator and a clock.
+
+use baton_core::{Agent, AgentRegistry, ScriptedModel, tool::tool};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Arithmetic the calculator can do.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Operation {
+    Add,
+    Subtract,
+    Multiply,
+    Divide,
+}
+
+/// Input of the calculator tool.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct Calculation {
+    pub operation: Operation,
+    pub a: f64,
+    pub b: f64,
+}
+
+/// Input of the clock tool (it takes none).
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct NoInput {}
+
+/// Applies one arithmetic operation; division by zero is an error.
+pub fn calculate(input: &Calculation) -> Result<f64, String> {
+    let Calculation { operation, a, b } = *input;
+    match operation {
+        Operation::Add => Ok(a + b),
+        Operation::Subtract => Ok(a - b),
+        Operation::Multiply => Ok(a * b),
+        Operation::Divide if b == 0.0 => Err("division by zero".to_owned()),
+        Operation::Divide => Ok(a / b),
+    }
+}
+
+/// Whole numbers as integers (`42`, not `42.0`), so answers read naturally.
+fn plain_number(value: f64) -> serde_json::Value {
+    if value.fract() == 0.0 && value.abs() < 9.0e15 {
+        json!(value as i64)
+    } else {
+        json!(value)
+    }
+}
+
+/// The current UTC time as `YYYY-MM-DDTHH:MM:SSZ`.
+pub fn utc_now() -> String {
+    let seconds = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    format_utc(seconds)
+}
+
+fn format_utc(unix_seconds: u64) -> String {
+    let days = (unix_seconds / 86_400) as i64;
+    let second_of_day = unix_seconds % 86_400;
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let day_of_era = z - era * 146_097;
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
+    let month = if month_index < 10 {
+        month_index + 3
+    } else {
+        month_index - 9
+    };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        second_of_day / 3600,
+        second_of_day / 60 % 60,
+        second_of_day % 60
+    )
+}
+
+/// The demo agent, type `demo`.
+pub fn demo_agent() -> Agent {
+    let model = ScriptedModel::default()
+        .call(
+            "calculator",
+            json!({"operation": "multiply", "a": 6, "b": 7}),
+        )
+        .call("clock", json!({}))
+        .answer("6 × 7 = {{result:calculator}}, and the time is {{result:clock}}.");
+    Agent::builder("demo")
+        .system_prompt("You are Baton's demo agent. Use the tools to answer.")
+        .model(model)
+        .tool(
+            tool(
+                "calculator",
+                "Applies add, subtract, multiply or divide to a and b.",
+                |input: Calculation| async move { calculate(&input).map(plain_number) },
+            )
+            .local(),
+        )
+        .tool(
+            tool("clock", "Tells the current UTC time.", |_: NoInput| async {
+                Ok::<_, String>(utc_now())
+            })
+            .local(),
+        )
+        .max_steps(5)
+        .build()
+        .expect("the demo agent definition is valid")
+}
+
+/// The registry `batond` serves by default.
+pub fn demo_registry() -> AgentRegistry {
+    AgentRegistry::new([demo_agent()]).expect("one agent cannot clash")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn calculator_and_clock() {
+        let calc = |operation, a, b| calculate(&Calculation { operation, a, b });
+        assert_eq!(calc(Operation::Multiply, 6.0, 7.0), Ok(42.0));
+        assert_eq!(calc(Operation::Subtract, 1.0, 3.0), Ok(-2.0));
+        assert_eq!(calc(Operation::Divide, 1.0, 4.0), Ok(0.25));
+        assert_eq!(
+            calc(Operation::Divide, 1.0, 0.0),
+            Err("division by zero".into())
+        );
+        assert_eq!(plain_number(42.0), json!(42));
+        assert_eq!(plain_number(0.25), json!(0.25));
+        assert_eq!(format_utc(0), "1970-01-01T00:00:00Z");
+        assert_eq!(format_utc(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(format_utc(1_798_761_599), "2026-12-31T23:59:59Z");
+        assert!(demo_registry().get("demo").is_some());
+    }
+}

@@ -1,0 +1,146 @@
+//! `batond`: Baton's daemon. `batond worker` runs the Temporal worker, `batond server` the HTTP
+//! API, `batond dev` both in one process. Configuration comes from flags or `BATON_*` variables.
+
+use anyhow::Context;
+use baton_activities::io::ActivityPolicy;
+use baton_core::Store;
+use baton_worker::{
+    AppState, TemporalSettings, WorkerSettings, connect_temporal, demo::demo_registry, router,
+    run_worker,
+};
+use clap::{Parser, Subcommand};
+use std::net::SocketAddr;
+use tokio_util::sync::CancellationToken;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "batond",
+    version,
+    about = "Baton: durable AI agents on Temporal and Redis"
+)]
+struct Cli {
+    #[command(subcommand)]
+    role: Role,
+    /// Temporal frontend address.
+    #[arg(
+        long,
+        env = "BATON_TEMPORAL_ADDRESS",
+        default_value = "http://127.0.0.1:7233",
+        global = true
+    )]
+    temporal_address: String,
+    #[arg(
+        long,
+        env = "BATON_TEMPORAL_NAMESPACE",
+        default_value = "default",
+        global = true
+    )]
+    namespace: String,
+    #[arg(long, env = "BATON_TASK_QUEUE", default_value = "baton", global = true)]
+    task_queue: String,
+    #[arg(
+        long,
+        env = "BATON_REDIS_URL",
+        default_value = "redis://127.0.0.1:6379",
+        global = true
+    )]
+    redis_url: String,
+    /// Prefix of every Redis key Baton writes.
+    #[arg(long, env = "BATON_KEY_PREFIX", default_value = "baton", global = true)]
+    key_prefix: String,
+    /// Address the HTTP server listens on (server and dev).
+    #[arg(
+        long,
+        env = "BATON_LISTEN",
+        default_value = "127.0.0.1:8080",
+        global = true
+    )]
+    listen: SocketAddr,
+}
+
+#[derive(Debug, Subcommand)]
+enum Role {
+    /// Run the Temporal worker only.
+    Worker,
+    /// Run the HTTP server only.
+    Server,
+    /// Run the worker and the server in one process.
+    Dev,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "info,temporalio_sdk_core=warn".into()),
+        )
+        .init();
+    let cli = Cli::parse();
+    let shutdown = CancellationToken::new();
+    tokio::spawn(stop_on_signal(shutdown.clone()));
+
+    let store = Store::connect(&cli.redis_url, cli.key_prefix.clone())
+        .await
+        .with_context(|| format!("cannot reach Redis at {}", cli.redis_url))?;
+    let temporal = connect_temporal(&TemporalSettings {
+        address: cli.temporal_address.clone(),
+        namespace: cli.namespace.clone(),
+        task_queue: cli.task_queue.clone(),
+    })
+    .await?;
+    let registry = demo_registry();
+
+    let server = match cli.role {
+        Role::Server | Role::Dev => {
+            let state = AppState {
+                store: store.clone(),
+                registry: registry.clone(),
+                temporal: temporal.clone(),
+                task_queue: cli.task_queue.clone(),
+                policy: ActivityPolicy::default(),
+            };
+            let listener = tokio::net::TcpListener::bind(cli.listen)
+                .await
+                .with_context(|| format!("cannot listen on {}", cli.listen))?;
+            tracing::info!(address = %listener.local_addr()?, "HTTP server listening");
+            let stop = shutdown.clone();
+            Some(tokio::spawn(async move {
+                axum::serve(listener, router(state))
+                    .with_graceful_shutdown(async move { stop.cancelled().await })
+                    .await
+            }))
+        }
+        Role::Worker => None,
+    };
+
+    match cli.role {
+        Role::Worker | Role::Dev => {
+            run_worker(
+                temporal,
+                WorkerSettings::new(cli.task_queue.clone()),
+                store,
+                registry,
+                shutdown.clone(),
+            )
+            .await?;
+        }
+        Role::Server => shutdown.cancelled().await,
+    }
+    if let Some(server) = server {
+        server.await?.context("the HTTP server failed")?;
+    }
+    tracing::info!("stopped");
+    Ok(())
+}
+
+async fn stop_on_signal(shutdown: CancellationToken) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut terminate = signal(SignalKind::terminate()).expect("SIGTERM handler installs");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = terminate.recv() => {}
+    }
+    tracing::info!("signal received, shutting down");
+    shutdown.cancel();
+}

@@ -1,0 +1,100 @@
+//! Connecting to Temporal and running the Temporal worker that executes agent runs.
+
+use anyhow::Context;
+use baton_activities::AgentActivities;
+use baton_core::{AgentRegistry, Store};
+use baton_workflows::AgentRunWorkflow;
+use std::time::Duration;
+use temporalio_client::{Client, ClientOptions, Connection, ConnectionOptions, Url};
+use temporalio_sdk::{Runtime, Worker, WorkerOptions};
+use tokio_util::sync::CancellationToken;
+
+/// Where the Temporal server is.
+#[derive(Debug, Clone)]
+pub struct TemporalSettings {
+    /// e.g. `http://127.0.0.1:7233`
+    pub address: String,
+    pub namespace: String,
+    pub task_queue: String,
+}
+
+/// How the Temporal worker runs.
+#[derive(Debug, Clone)]
+pub struct WorkerSettings {
+    pub task_queue: String,
+    /// How often long activities (model calls, tools) heartbeat; keep it well under the
+    /// heartbeat timeout of the activity policy.
+    pub heartbeat_every: Duration,
+    /// Workflows kept in the worker's cache between tasks.
+    pub max_cached_workflows: usize,
+    /// How long a workflow task waits on this worker's sticky queue before any worker may take
+    /// it; shorter means faster recovery when a worker dies.
+    pub sticky_timeout: Duration,
+    /// Time given to running activities on shutdown.
+    pub graceful_shutdown: Duration,
+}
+
+impl WorkerSettings {
+    pub fn new(task_queue: impl Into<String>) -> Self {
+        Self {
+            task_queue: task_queue.into(),
+            heartbeat_every: Duration::from_secs(5),
+            max_cached_workflows: 1000,
+            sticky_timeout: Duration::from_secs(10),
+            graceful_shutdown: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Connects a Temporal client bound to the namespace.
+pub async fn connect_temporal(settings: &TemporalSettings) -> anyhow::Result<Client> {
+    let url = Url::parse(&settings.address)
+        .with_context(|| format!("invalid Temporal address {:?}", settings.address))?;
+    let connection = Connection::connect(
+        ConnectionOptions::new(url)
+            .identity(format!("batond@{}", std::process::id()))
+            .build(),
+    )
+    .await
+    .with_context(|| format!("cannot reach Temporal at {}", settings.address))?;
+    Ok(Client::new(
+        connection,
+        ClientOptions::new(settings.namespace.clone()).build(),
+    )?)
+}
+
+/// Runs the Temporal worker until `shutdown` is cancelled, then drains it.
+///
+/// The future is not `Send` (workflows run on a local task set), so run it on the main task or a
+/// thread of its own rather than `tokio::spawn`.
+pub async fn run_worker(
+    client: Client,
+    settings: WorkerSettings,
+    store: Store,
+    registry: AgentRegistry,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()> {
+    let runtime = Runtime::from_current_tokio(Default::default())?;
+    let options = WorkerOptions::new(settings.task_queue.clone())
+        .max_cached_workflows(settings.max_cached_workflows)
+        .sticky_queue_schedule_to_start_timeout(settings.sticky_timeout)
+        .graceful_shutdown_period(settings.graceful_shutdown)
+        .register_activities(AgentActivities::new(
+            store,
+            registry,
+            settings.heartbeat_every,
+        ))
+        .register_workflow::<AgentRunWorkflow>()?
+        .build();
+    let mut worker = Worker::new(&runtime, client, options)?;
+    let stop = worker.shutdown_handle();
+    let watcher = tokio::spawn(async move {
+        shutdown.cancelled().await;
+        tracing::info!("stopping the Temporal worker");
+        stop();
+    });
+    tracing::info!(task_queue = %settings.task_queue, "Temporal worker running");
+    let outcome = worker.run().await;
+    watcher.abort();
+    outcome.context("the Temporal worker stopped with an error")
+}

@@ -1,0 +1,340 @@
+//! The HTTP server: start a session, follow its stream, read its status. Every handler answers
+//! from Redis or by starting a workflow; none waits on a run.
+
+use axum::{
+    Json, Router,
+    extract::{Query, State, rejection::JsonRejection},
+    http::StatusCode,
+    response::{
+        IntoResponse, Response,
+        sse::{Event, KeepAlive, Sse},
+    },
+    routing::{get, post},
+};
+use baton_activities::io::{ActivityPolicy, RunInput};
+use baton_core::{
+    AgentRegistry, ApiError, ErrorCode, Message, Store,
+    api::{StartRequest, StartResponse},
+    chunk::{ChunkKind, RunError, StreamChunk},
+    ids,
+    store::{self, NewSession, SessionAddress, SessionState},
+};
+use baton_workflows::AgentRunWorkflow;
+use futures::{Stream, StreamExt, stream};
+use serde::Deserialize;
+use std::convert::Infallible;
+use temporalio_client::{Client, WorkflowIdReusePolicy, WorkflowStartOptions};
+
+/// Largest user message `/start` accepts, in bytes.
+pub const MAX_MESSAGE_BYTES: usize = 1 << 20;
+
+/// What every handler shares. Cheap to clone.
+#[derive(Clone)]
+pub struct AppState {
+    pub store: Store,
+    pub registry: AgentRegistry,
+    pub temporal: Client,
+    pub task_queue: String,
+    pub policy: ActivityPolicy,
+}
+
+/// The HTTP API.
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/start", post(start))
+        .route("/status", get(status))
+        .route("/sse", get(sse))
+        .route("/healthz", get(|| async { "ok" }))
+        .with_state(state)
+}
+
+/// Starts a session: checks the request, writes the session and its first run to Redis, then
+/// starts the run's workflow. A refused request writes nothing.
+pub async fn start_session(
+    state: &AppState,
+    request: StartRequest,
+) -> Result<StartResponse, ApiError> {
+    let agent = state.registry.get(&request.agent).ok_or_else(|| {
+        let known: Vec<&str> = state.registry.agent_types().collect();
+        ApiError::new(
+            ErrorCode::UnknownAgentType,
+            format!(
+                "unknown agent type {:?}; this server has: {}",
+                request.agent,
+                known.join(", ")
+            ),
+        )
+    })?;
+    if request.message.trim().is_empty() {
+        return Err(ApiError::new(
+            ErrorCode::ValidationError,
+            "message must not be empty",
+        ));
+    }
+    if request.message.len() > MAX_MESSAGE_BYTES {
+        return Err(ApiError::new(
+            ErrorCode::ValidationError,
+            format!(
+                "message is {} bytes; the limit is {MAX_MESSAGE_BYTES}",
+                request.message.len()
+            ),
+        ));
+    }
+
+    let session_id = ids::new_session_id();
+    let run_id = ids::new_run_id();
+    let stream_id = ids::new_session_id();
+    let address = SessionAddress::root(&session_id);
+    let mut messages = Vec::with_capacity(2);
+    if !agent.system_prompt().is_empty() {
+        messages.push(Message::system(agent.system_prompt()));
+    }
+    messages.push(Message::user(request.message));
+    state
+        .store
+        .create_session(NewSession {
+            address: &address,
+            agent_type: agent.name(),
+            run_id: &run_id,
+            stream_id: &stream_id,
+            messages: &messages,
+        })
+        .await
+        .map_err(store_error)?;
+
+    let workflow_id = ids::first_run_workflow_id(agent.name(), &session_id);
+    let input = RunInput {
+        address: address.clone(),
+        agent_type: agent.name().to_owned(),
+        run_id: run_id.clone(),
+        stream_id: stream_id.clone(),
+        first_step: 0,
+        max_steps: agent.max_steps(),
+        policy: state.policy.clone(),
+    };
+    let options = WorkflowStartOptions::new(state.task_queue.clone(), workflow_id.clone())
+        .id_reuse_policy(WorkflowIdReusePolicy::RejectDuplicate)
+        .build();
+    if let Err(error) = state
+        .temporal
+        .start_workflow(AgentRunWorkflow::run, input, options)
+        .await
+    {
+        tracing::error!(%session_id, %error, "starting the run's workflow failed");
+        let run_error = RunError {
+            code: ErrorCode::TemporalUnavailable,
+            message: "the run could not be started".to_owned(),
+        };
+        // The session exists now; record why it will not run so status and stream say so.
+        if let Err(store_error) = state
+            .store
+            .fail_run(
+                &address,
+                &stream_id,
+                &run_id,
+                &run_error,
+                Default::default(),
+            )
+            .await
+        {
+            tracing::error!(%session_id, %store_error, "recording the failed start failed too");
+        }
+        return Err(ApiError::new(
+            run_error.code,
+            format!("{}: {error}", run_error.message),
+        ));
+    }
+    tracing::info!(%session_id, agent = agent.name(), %workflow_id, "session started");
+    Ok(StartResponse {
+        session_id,
+        run_id,
+        workflow_id,
+        stream_id,
+    })
+}
+
+async fn start(
+    State(state): State<AppState>,
+    body: Result<Json<StartRequest>, JsonRejection>,
+) -> Result<Json<StartResponse>, HttpError> {
+    let Json(request) =
+        body.map_err(|rejection| ApiError::new(ErrorCode::ValidationError, rejection.body_text()))?;
+    Ok(Json(start_session(&state, request).await?))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SessionQuery {
+    session_id: String,
+    /// Exclusive: the stream starts after this sequence.
+    #[serde(default)]
+    from_sequence: u64,
+}
+
+async fn status(
+    State(state): State<AppState>,
+    query: Result<Query<SessionQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<SessionState>, HttpError> {
+    let Query(query) =
+        query.map_err(|r| ApiError::new(ErrorCode::ValidationError, r.body_text()))?;
+    Ok(Json(existing_session(&state, &query.session_id).await?))
+}
+
+async fn existing_session(state: &AppState, session_id: &str) -> Result<SessionState, ApiError> {
+    if !ids::is_valid_name(session_id) {
+        return Err(ApiError::new(
+            ErrorCode::ValidationError,
+            "malformed sessionId",
+        ));
+    }
+    state
+        .store
+        .session(&SessionAddress::root(session_id))
+        .await
+        .map_err(store_error)?
+        .ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::SessionNotFound,
+                format!("no session {session_id}"),
+            )
+        })
+}
+
+/// How long one blocking read of the stream waits before checking the session again.
+const STREAM_POLL_MS: usize = 10_000;
+
+async fn sse(
+    State(state): State<AppState>,
+    query: Result<Query<SessionQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, HttpError> {
+    let Query(query) =
+        query.map_err(|r| ApiError::new(ErrorCode::ValidationError, r.body_text()))?;
+    existing_session(&state, &query.session_id).await?;
+    let subscriber = state.store.subscriber().await.map_err(store_error)?;
+    let address = SessionAddress::root(&query.session_id);
+    let follow = Follow {
+        state,
+        address,
+        subscriber,
+        after: query.from_sequence,
+        finished: false,
+    };
+    let events = stream::unfold(follow, |mut follow| async move {
+        if follow.finished {
+            return None;
+        }
+        let batch = follow.next_batch().await;
+        Some((stream::iter(batch), follow))
+    })
+    .flatten();
+    Ok(Sse::new(events).keep_alive(KeepAlive::default()))
+}
+
+/// The position of one SSE subscriber in a session's stream.
+struct Follow {
+    state: AppState,
+    address: SessionAddress,
+    subscriber: store::Subscriber,
+    after: u64,
+    finished: bool,
+}
+
+impl Follow {
+    /// The next chunks as events; ends the stream after the `end` chunk, or when the session has
+    /// ended and nothing newer remains.
+    async fn next_batch(&mut self) -> Vec<Result<Event, Infallible>> {
+        loop {
+            let chunks = match self
+                .subscriber
+                .next_chunks(&self.state.store, &self.address, self.after, STREAM_POLL_MS)
+                .await
+            {
+                Ok(chunks) => chunks,
+                Err(error) => {
+                    tracing::warn!(session = %self.address.session_id, %error, "stream read failed");
+                    self.finished = true;
+                    return vec![Ok(error_event(
+                        ErrorCode::StoreUnavailable,
+                        "reading the stream failed",
+                    ))];
+                }
+            };
+            if chunks.is_empty() {
+                match self.state.store.session(&self.address).await {
+                    Ok(Some(session))
+                        if session.status.is_terminal() && session.last_sequence <= self.after =>
+                    {
+                        self.finished = true;
+                        return Vec::new();
+                    }
+                    Ok(_) => continue,
+                    Err(error) => {
+                        tracing::warn!(%error, "status read failed while streaming");
+                        continue;
+                    }
+                }
+            }
+            return chunks
+                .into_iter()
+                .map(|chunk| Ok(self.event(chunk)))
+                .collect();
+        }
+    }
+
+    fn event(&mut self, chunk: StreamChunk) -> Event {
+        self.after = chunk.sequence;
+        if matches!(chunk.kind, ChunkKind::End { .. }) {
+            self.finished = true;
+        }
+        Event::default()
+            .id(chunk.sequence.to_string())
+            .json_data(&chunk)
+            .unwrap_or_else(|_| error_event(ErrorCode::Internal, "chunk could not be encoded"))
+    }
+}
+
+/// A typed error as an SSE event named `error`; its data is an [`ApiError`] body.
+fn error_event(code: ErrorCode, message: &str) -> Event {
+    let body = serde_json::to_string(&ApiError::new(code, message))
+        .expect("an ApiError always serializes");
+    Event::default().event("error").data(body)
+}
+
+fn store_error(error: store::Error) -> ApiError {
+    match error {
+        store::Error::Redis(ref e) => {
+            tracing::error!(%e, "redis failed");
+            ApiError::new(ErrorCode::StoreUnavailable, "the store is unavailable")
+        }
+        store::Error::SessionExists(id) => ApiError::new(
+            ErrorCode::SessionAlreadyExists,
+            format!("session {id} already exists"),
+        ),
+        store::Error::SessionNotFound(id) => {
+            ApiError::new(ErrorCode::SessionNotFound, format!("no session {id}"))
+        }
+        store::Error::RunRefused { reason, .. } => ApiError::new(ErrorCode::RunNotActive, reason),
+        store::Error::Corrupt { .. } => {
+            tracing::error!(%error, "corrupt store data");
+            ApiError::new(ErrorCode::Internal, "internal error")
+        }
+    }
+}
+
+/// An [`ApiError`] as an HTTP response: the status from the code table and a JSON body.
+#[derive(Debug)]
+pub struct HttpError(pub ApiError);
+
+impl From<ApiError> for HttpError {
+    fn from(error: ApiError) -> Self {
+        Self(error)
+    }
+}
+
+impl IntoResponse for HttpError {
+    fn into_response(self) -> Response {
+        let status = StatusCode::from_u16(self.0.code.presentation().http_status)
+            .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        (status, Json(self.0)).into_response()
+    }
+}

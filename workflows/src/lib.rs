@@ -1,0 +1,220 @@
+//! The agent-run workflow: one run segment of a session, ordering the activities of each step.
+//! It does no I/O and holds no conversation: activities load and commit everything in Redis, and
+//! history holds only ids, counts and small plans.
+//!
+//! A step is one model call (a regular activity, since a model may take long), the server tools
+//! it called (in parallel; each a regular or a local activity as the tool prefers), and a commit
+//! (a local activity: a single Lua script, no matching round trip).
+
+use baton_activities::{
+    AgentActivities,
+    io::{FailInput, RunInput, RunOutcome, StepInput, ToolInput},
+};
+use baton_core::{ErrorCode, tool::ToolExecution};
+use std::{future::Future, pin::Pin};
+use temporalio_common::RetryPolicy;
+use temporalio_macros::{workflow, workflow_methods};
+use temporalio_sdk::{
+    ActivityExecutionError, ActivityOptions, ApplicationFailure, LocalActivityOptions,
+    WorkflowContext, WorkflowResult, WorkflowTermination, workflows::join_all,
+};
+
+/// The agent-run workflow. Its id is `agent__<agentType>__<sessionId>` for a session's first run.
+#[workflow]
+#[derive(Default)]
+pub struct AgentRunWorkflow;
+
+#[workflow_methods]
+impl AgentRunWorkflow {
+    #[run]
+    pub async fn run(
+        ctx: &mut WorkflowContext<Self>,
+        input: RunInput,
+    ) -> WorkflowResult<RunOutcome> {
+        for taken in 0..input.max_steps {
+            let step = input.step(input.first_step + taken + 1);
+            let plan = match ctx
+                .execute_activity(
+                    AgentActivities::model_step,
+                    step.clone(),
+                    model_options(&input),
+                )
+                .await
+            {
+                Ok(plan) => plan,
+                Err(error) => {
+                    return fail(
+                        ctx,
+                        &input,
+                        step,
+                        activity_failure(&error, ErrorCode::ModelFailed),
+                    )
+                    .await;
+                }
+            };
+            if plan.calls.is_empty() {
+                if let Err(error) = ctx
+                    .execute_local_activity(
+                        AgentActivities::complete_run,
+                        step.clone(),
+                        commit_options(&input),
+                    )
+                    .await
+                {
+                    return fail(
+                        ctx,
+                        &input,
+                        step,
+                        activity_failure(&error, ErrorCode::Internal),
+                    )
+                    .await;
+                }
+                return Ok(RunOutcome::Completed { steps: taken + 1 });
+            }
+
+            type Call<'a> = Pin<Box<dyn Future<Output = Result<(), ActivityExecutionError>> + 'a>>;
+            let calls = plan.calls.iter().map(|call| -> Call<'_> {
+                let tool_input = ToolInput {
+                    step: step.clone(),
+                    tool_call_id: call.tool_call_id.clone(),
+                };
+                match call.execution {
+                    ToolExecution::Activity => Box::pin(ctx.execute_activity(
+                        AgentActivities::execute_tool,
+                        tool_input,
+                        tool_options(&input),
+                    )),
+                    ToolExecution::Local => Box::pin(ctx.execute_local_activity(
+                        AgentActivities::execute_tool,
+                        tool_input,
+                        local_tool_options(&input),
+                    )),
+                }
+            });
+            let outcomes = join_all(calls).await;
+            if let Some(error) = outcomes.into_iter().find_map(Result::err) {
+                return fail(
+                    ctx,
+                    &input,
+                    step,
+                    activity_failure(&error, ErrorCode::ToolFailed),
+                )
+                .await;
+            }
+            if let Err(error) = ctx
+                .execute_local_activity(
+                    AgentActivities::commit_step,
+                    step.clone(),
+                    commit_options(&input),
+                )
+                .await
+            {
+                return fail(
+                    ctx,
+                    &input,
+                    step,
+                    activity_failure(&error, ErrorCode::Internal),
+                )
+                .await;
+            }
+        }
+        let step = input.step(input.first_step + input.max_steps);
+        let message = format!(
+            "the model was still calling tools after max_steps ({}) steps",
+            input.max_steps
+        );
+        fail(ctx, &input, step, (ErrorCode::MaxStepsExceeded, message)).await
+    }
+}
+
+/// Records the failure in Redis, then fails the workflow with the error code as failure type.
+async fn fail(
+    ctx: &mut WorkflowContext<AgentRunWorkflow>,
+    input: &RunInput,
+    step: StepInput,
+    (code, message): (ErrorCode, String),
+) -> WorkflowResult<RunOutcome> {
+    let recorded = ctx
+        .execute_local_activity(
+            AgentActivities::fail_run,
+            FailInput {
+                step,
+                code,
+                message: message.clone(),
+            },
+            commit_options(input),
+        )
+        .await;
+    if let Err(error) = recorded {
+        // Nothing more can be done from here; the workflow failure below still carries the code.
+        let (_, detail) = activity_failure(&error, ErrorCode::Internal);
+        return Err(typed_failure(
+            ErrorCode::StoreUnavailable,
+            format!("{message} (and recording the failure failed: {detail})"),
+        ));
+    }
+    Err(typed_failure(code, message))
+}
+
+fn typed_failure(code: ErrorCode, message: String) -> WorkflowTermination {
+    ApplicationFailure::builder(message)
+        .type_name(code.as_str().to_owned())
+        .non_retryable(true)
+        .build()
+        .into()
+}
+
+/// The error code and message an activity failed with: the code is the application failure's
+/// type when an activity set one, else `fallback`.
+fn activity_failure(error: &ActivityExecutionError, fallback: ErrorCode) -> (ErrorCode, String) {
+    use temporalio_common::protos::temporal::api::failure::v1::failure::FailureInfo;
+    let mut failure = error.failure();
+    let mut message = error.to_string();
+    // Walk to the innermost cause: the outer failure only says "activity failed".
+    while let Some(current) = failure {
+        if let Some(FailureInfo::ApplicationFailureInfo(info)) = &current.failure_info {
+            let code = serde_json::from_value(serde_json::Value::String(info.r#type.clone()))
+                .unwrap_or(fallback);
+            return (code, current.message.clone());
+        }
+        message = current.message.clone();
+        failure = current.cause.as_deref();
+    }
+    (fallback, message)
+}
+
+fn model_options(input: &RunInput) -> ActivityOptions {
+    ActivityOptions::with_start_to_close_timeout(input.policy.model_timeout)
+        .heartbeat_timeout(input.policy.heartbeat_timeout)
+        .retry_policy(retries(input.policy.model_attempts))
+        .build()
+}
+
+fn tool_options(input: &RunInput) -> ActivityOptions {
+    ActivityOptions::with_start_to_close_timeout(input.policy.tool_timeout)
+        .heartbeat_timeout(input.policy.heartbeat_timeout)
+        .retry_policy(retries(input.policy.tool_attempts))
+        .build()
+}
+
+fn local_tool_options(input: &RunInput) -> LocalActivityOptions {
+    LocalActivityOptions::builder()
+        .start_to_close_timeout(input.policy.tool_timeout)
+        .retry_policy(retries(input.policy.tool_attempts))
+        .build()
+}
+
+fn commit_options(input: &RunInput) -> LocalActivityOptions {
+    LocalActivityOptions::builder()
+        .start_to_close_timeout(input.policy.commit_timeout)
+        .retry_policy(retries(10))
+        .build()
+}
+
+fn retries(maximum_attempts: u32) -> RetryPolicy {
+    RetryPolicy::builder()
+        .initial_interval(std::time::Duration::from_millis(200))
+        .maximum_interval(std::time::Duration::from_secs(10))
+        .maximum_attempts(maximum_attempts)
+        .build()
+}
