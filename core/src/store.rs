@@ -310,6 +310,7 @@ impl Store {
         let reply: Vec<RedisValue> = invocation.invoke_async(&mut self.conn()).await?;
         match reply_tag(&reply).as_str() {
             "ok" => Ok(reply_int(&reply, 1) as u32),
+            "already_committed" => Ok(0),
             refused => Err(refusal(run_id, refused)),
         }
     }
@@ -693,12 +694,15 @@ fn reply_int(reply: &[RedisValue], index: usize) -> u64 {
 fn written_or_refused(run_id: &str, reply: &[RedisValue]) -> Result<Written, Error> {
     match reply_tag(reply).as_str() {
         "ok" => Ok(Written::New),
-        "already_staged" => Ok(Written::AlreadyDone),
+        "already_staged" | "already_committed" => Ok(Written::AlreadyDone),
         refused => Err(refusal(run_id, refused)),
     }
 }
 
 fn refusal(run_id: &str, reason: &str) -> Error {
+    if reason == "session_not_found" {
+        return Error::SessionNotFound(format!("of run {run_id}"));
+    }
     Error::RunRefused {
         run_id: run_id.to_owned(),
         reason: reason.to_owned(),

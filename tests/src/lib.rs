@@ -1,1 +1,200 @@
-//! placeholder
+//! Shared pieces of Baton's end-to-end tests and benchmark: the test agents and a harness that
+//! runs the HTTP server (and, unless told otherwise, a Temporal worker) against a real Temporal
+//! dev server and a real Redis, under a task queue and key prefix of its own.
+//!
+//! Addresses come from `BATON_TEST_TEMPORAL_ADDRESS` (default `http://127.0.0.1:7233`) and
+//! `BATON_TEST_REDIS_URL` (default `redis://127.0.0.1:6379`); `scripts/services.sh` starts both.
+
+pub mod agents;
+
+use baton_activities::io::ActivityPolicy;
+use baton_client::HttpClient;
+use baton_core::{AgentRegistry, Store, StreamChunk};
+use baton_worker::{
+    AppState, TemporalSettings, WorkerSettings, connect_temporal, router, run_worker,
+};
+use futures::StreamExt;
+use std::{net::SocketAddr, thread::JoinHandle, time::Duration};
+use temporalio_client::Client;
+use tokio_util::sync::CancellationToken;
+
+pub fn redis_url() -> String {
+    std::env::var("BATON_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned())
+}
+
+pub fn temporal_address() -> String {
+    std::env::var("BATON_TEST_TEMPORAL_ADDRESS")
+        .unwrap_or_else(|_| "http://127.0.0.1:7233".to_owned())
+}
+
+/// A unique name for this test's task queue and key prefix.
+pub fn unique(kind: &str) -> String {
+    format!("baton-{kind}-{}", uuid::Uuid::new_v4().simple())
+}
+
+/// The activity policy of tests: a lost worker is noticed within two seconds.
+pub fn test_policy() -> ActivityPolicy {
+    ActivityPolicy {
+        heartbeat_timeout: Duration::from_secs(2),
+        tool_attempts: 5,
+        ..ActivityPolicy::default()
+    }
+}
+
+/// Worker settings of tests: quick heartbeats, and a short sticky time-out so a workflow moves to
+/// another worker soon after its worker dies.
+pub fn test_worker_settings(task_queue: &str) -> WorkerSettings {
+    WorkerSettings {
+        heartbeat_every: Duration::from_millis(300),
+        sticky_timeout: Duration::from_secs(1),
+        graceful_shutdown: Duration::from_secs(1),
+        ..WorkerSettings::new(task_queue)
+    }
+}
+
+/// A Temporal worker on a thread of its own (the worker future is not `Send`).
+pub struct WorkerThread {
+    shutdown: CancellationToken,
+    thread: Option<JoinHandle<anyhow::Result<()>>>,
+}
+
+impl WorkerThread {
+    pub fn spawn(task_queue: &str, prefix: &str, registry: AgentRegistry) -> Self {
+        let shutdown = CancellationToken::new();
+        let token = shutdown.clone();
+        let task_queue = task_queue.to_owned();
+        let prefix = prefix.to_owned();
+        let thread = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            runtime.block_on(async move {
+                let store = Store::connect(&redis_url(), prefix).await?;
+                let client = connect_temporal(&temporal_settings()).await?;
+                run_worker(
+                    client,
+                    test_worker_settings(&task_queue),
+                    store,
+                    registry,
+                    token,
+                )
+                .await
+            })
+        });
+        Self {
+            shutdown,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for WorkerThread {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+        if let Some(thread) = self.thread.take()
+            && let Ok(Err(error)) = thread.join()
+        {
+            eprintln!("test worker ended with an error: {error:#}");
+        }
+    }
+}
+
+pub fn temporal_settings() -> TemporalSettings {
+    TemporalSettings {
+        address: temporal_address(),
+        namespace: "default".to_owned(),
+    }
+}
+
+/// A Baton server (and optionally a worker) for one test.
+pub struct Harness {
+    pub store: Store,
+    pub temporal: Client,
+    pub task_queue: String,
+    pub prefix: String,
+    pub address: SocketAddr,
+    pub client: HttpClient,
+    pub state: AppState,
+    server_shutdown: CancellationToken,
+    worker: Option<WorkerThread>,
+}
+
+impl Harness {
+    /// Server and in-process worker.
+    pub async fn start(registry: AgentRegistry) -> Self {
+        let mut harness = Self::server_only(registry.clone()).await;
+        harness.worker = Some(WorkerThread::spawn(
+            &harness.task_queue,
+            &harness.prefix,
+            registry,
+        ));
+        harness
+    }
+
+    /// Server only: the test brings its own worker (e.g. a process it can kill).
+    pub async fn server_only(registry: AgentRegistry) -> Self {
+        let task_queue = unique("queue");
+        let prefix = unique("keys");
+        let store = Store::connect(&redis_url(), prefix.clone())
+            .await
+            .expect("Redis must run for the end-to-end tests (scripts/services.sh starts it)");
+        let temporal = connect_temporal(&temporal_settings())
+            .await
+            .expect("Temporal must run for the end-to-end tests (scripts/services.sh starts it)");
+        let state = AppState {
+            store: store.clone(),
+            registry,
+            temporal: temporal.clone(),
+            task_queue: task_queue.clone(),
+            policy: test_policy(),
+        };
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let server_shutdown = CancellationToken::new();
+        let stop = server_shutdown.clone();
+        let app = router(state.clone());
+        tokio::spawn(async move {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(async move { stop.cancelled().await })
+                .await
+        });
+        Self {
+            store,
+            temporal,
+            task_queue,
+            prefix,
+            address,
+            client: HttpClient::new(format!("http://{address}")),
+            state,
+            server_shutdown,
+            worker: None,
+        }
+    }
+
+    /// Follows a session's stream to its `end` chunk (at most `limit`) and returns every chunk.
+    pub async fn chunks_until_end(&self, session_id: &str, limit: Duration) -> Vec<StreamChunk> {
+        let follow = self.client.follow(session_id, 0);
+        let all = tokio::time::timeout(
+            limit,
+            follow.map(|c| c.expect("stream chunk")).collect::<Vec<_>>(),
+        );
+        all.await.expect("the run should end in time")
+    }
+
+    /// Every Redis key under this harness's prefix.
+    pub async fn keys(&self) -> Vec<String> {
+        let client = redis::Client::open(redis_url()).unwrap();
+        let mut connection = client.get_multiplexed_async_connection().await.unwrap();
+        redis::cmd("KEYS")
+            .arg(format!("{}:*", self.prefix))
+            .query_async(&mut connection)
+            .await
+            .unwrap()
+    }
+}
+
+impl Drop for Harness {
+    fn drop(&mut self) {
+        self.server_shutdown.cancel();
+    }
+}

@@ -86,7 +86,6 @@ async fn main() -> anyhow::Result<()> {
     let temporal = connect_temporal(&TemporalSettings {
         address: cli.temporal_address.clone(),
         namespace: cli.namespace.clone(),
-        task_queue: cli.task_queue.clone(),
     })
     .await?;
     let registry = demo_registry();

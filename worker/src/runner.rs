@@ -15,7 +15,6 @@ pub struct TemporalSettings {
     /// e.g. `http://127.0.0.1:7233`
     pub address: String,
     pub namespace: String,
-    pub task_queue: String,
 }
 
 /// How the Temporal worker runs.

@@ -2,7 +2,7 @@
 -- when the activity is retried: chunk i of a step is written only if i chunks were written before.
 -- KEYS: state, stream, staged
 -- ARGV: runId, step, firstIndex, body...
-local refused = run_guard(ARGV[1])
+local refused = step_guard(ARGV[1], ARGV[2])
 if refused then return {refused} end
 local counter_field = 'emitted:' .. ARGV[1] .. ':' .. ARGV[2]
 local written = tonumber(redis.call('HGET', KEYS[3], counter_field) or '0')

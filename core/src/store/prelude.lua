@@ -17,3 +17,14 @@ local function run_guard(run_id)
   if fields[1] ~= 'active' then return 'run_not_active' end
   return nil
 end
+
+-- Like run_guard, and also refuses work on a step that is already committed: a stale activity
+-- attempt still running after its retry committed the step must not stage or stream again.
+local function step_guard(run_id, step)
+  local refused = run_guard(run_id)
+  if refused then return refused end
+  if tonumber(redis.call('HGET', state_key, 'stepCount')) >= tonumber(step) then
+    return 'already_committed'
+  end
+  return nil
+end

@@ -2,7 +2,7 @@
 -- A second call for the same step changes nothing and reports 'already_staged'.
 -- KEYS: state, stream, staged
 -- ARGV: runId, step, assistantMessage, callIdsJson, usageRecord, toolStartBody...
-local refused = run_guard(ARGV[1])
+local refused = step_guard(ARGV[1], ARGV[2])
 if refused then return {refused} end
 local prefix = ARGV[1] .. ':' .. ARGV[2]
 if redis.call('HSETNX', KEYS[3], 'turn:' .. prefix, ARGV[3]) == 0 then

@@ -215,10 +215,42 @@ async fn a_step_goes_from_staged_to_committed_once() {
     assert_eq!(state.last_sequence, 6);
     assert_eq!(
         store.usage_records(&address).await.unwrap(),
-        vec![staged.usage]
+        vec![staged.usage.clone()]
     );
-    // The staged data of a committed step is gone.
+    // The staged data of a committed step is gone, and a stale attempt of that step still
+    // running after the commit neither stages nor streams anything.
     assert_eq!(store.staged_turn(&address, "r1", 1).await.unwrap(), None);
+    assert_eq!(
+        store
+            .emit_model_chunks(&address, "st1", "r1", 1, 0, &retried)
+            .await
+            .unwrap(),
+        0
+    );
+    assert_eq!(
+        store
+            .stage_turn(&address, "st1", "r1", 1, &staged)
+            .await
+            .unwrap(),
+        Written::AlreadyDone
+    );
+    assert_eq!(
+        store
+            .stage_tool_result(&address, "st1", "r1", 1, &other)
+            .await
+            .unwrap(),
+        Written::AlreadyDone
+    );
+    assert_eq!(store.staged_turn(&address, "r1", 1).await.unwrap(), None);
+    assert_eq!(
+        store
+            .session(&address)
+            .await
+            .unwrap()
+            .unwrap()
+            .last_sequence,
+        6
+    );
 }
 
 #[tokio::test]

@@ -1,0 +1,21 @@
+# Builds `batond` (the worker and HTTP server of Baton) into a small Debian image.
+# Docker is not available on the dev machines, so this file is not exercised by CI.
+
+FROM rust:1.95-bookworm AS builder
+# protoc builds the Temporal SDK's protos and Baton's own `proto/`.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends protobuf-compiler \
+    && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY . .
+RUN cargo build --release --locked -p baton-worker
+
+FROM debian:bookworm-slim
+# CA certificates let the Temporal client reach a TLS frontend.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends ca-certificates \
+    && rm -rf /var/lib/apt/lists/*
+COPY --from=builder /src/target/release/batond /usr/local/bin/batond
+USER nobody
+ENTRYPOINT ["batond"]
+CMD ["dev"]

