@@ -1,1 +1,252 @@
-fn main() {}
+//! Baton's benchmark: per-step framework overhead of an agent run with the scripted model, beside
+//! the bare Temporal round trip of one empty activity measured in the same process and run;
+//! sessions per second with 20 concurrent sessions; Temporal history bytes per step.
+//!
+//! Run it in release against the dev server started with the fast transfer-queue setting:
+//! `source scripts/services.sh && cargo run --release -p baton-tests --bin bench`.
+//! `BENCH_STEPS` (default 200) sets the steps measured per configuration.
+
+#![allow(unreachable_pub)]
+
+use async_trait::async_trait;
+use baton_core::{
+    Agent, AgentRegistry, Model, ModelRequest, ModelTurn, ScriptedModel, model, store::SessionAddress,
+};
+use baton_tests::{Harness, WorkerThread, agents, temporal_settings, unique};
+use baton_worker::connect_temporal;
+use futures::StreamExt;
+use prost::Message as _;
+use std::{
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+use temporalio_client::{WorkflowFetchHistoryOptions, WorkflowGetResultOptions, WorkflowStartOptions};
+use temporalio_macros::{activities, workflow, workflow_methods};
+use temporalio_sdk::{
+    ActivityOptions, Runtime, Worker, WorkerOptions, WorkflowContext, WorkflowResult,
+    activities::{ActivityContext, ActivityError},
+};
+use tokio::sync::mpsc;
+
+type Marks = Arc<Mutex<Vec<Instant>>>;
+
+/// The empty activity of the bare measurement; it only notes when it ran.
+pub struct BareActivities {
+    marks: Marks,
+}
+
+#[activities]
+impl BareActivities {
+    #[activity]
+    pub async fn empty(self: Arc<Self>, _ctx: ActivityContext, _input: u32) -> Result<u32, ActivityError> {
+        self.marks.lock().unwrap().push(Instant::now());
+        Ok(0)
+    }
+}
+
+/// Runs `count` empty activities one after the other.
+#[workflow]
+#[derive(Default)]
+pub struct BareWorkflow;
+
+#[workflow_methods]
+impl BareWorkflow {
+    #[run]
+    pub async fn run(ctx: &mut WorkflowContext<Self>, count: u32) -> WorkflowResult<u32> {
+        for i in 0..count {
+            ctx.execute_activity(
+                BareActivities::empty,
+                i,
+                ActivityOptions::start_to_close_timeout(Duration::from_secs(10)),
+            )
+            .await?;
+        }
+        Ok(count)
+    }
+}
+
+/// The scripted model, noting when each call starts: the time between two calls is one step.
+struct TimedModel {
+    inner: ScriptedModel,
+    marks: Marks,
+}
+
+#[async_trait]
+impl Model for TimedModel {
+    fn name(&self) -> &str {
+        "scripted"
+    }
+
+    async fn generate(
+        &self,
+        request: ModelRequest<'_>,
+        deltas: mpsc::UnboundedSender<String>,
+    ) -> Result<ModelTurn, model::Error> {
+        self.marks.lock().unwrap().push(Instant::now());
+        self.inner.generate(request, deltas).await
+    }
+}
+
+/// Re-times a bench agent: same script and tools, with a model that records call times.
+fn timed(name: &str, steps: u32, local: bool, marks: &Marks) -> Agent {
+    let template = agents::bench(steps, local);
+    let mut script = ScriptedModel::default();
+    for i in 1..steps {
+        script = script.call(if local { "upper" } else { "echo" }, serde_json::json!({"text": format!("step {i}")}));
+    }
+    script = script.answer("done");
+    let mut builder = Agent::builder(name).model(TimedModel {
+        inner: script,
+        marks: marks.clone(),
+    });
+    for spec in template.tool_specs() {
+        builder = builder.tool(SharedTool(template.tool(&spec.name).unwrap().clone()));
+    }
+    builder.max_steps(steps).build().unwrap()
+}
+
+struct SharedTool(Arc<dyn baton_core::ServerTool>);
+
+#[async_trait]
+impl baton_core::ServerTool for SharedTool {
+    fn spec(&self) -> &baton_core::ToolSpec {
+        self.0.spec()
+    }
+    fn execution(&self) -> baton_core::ToolExecution {
+        self.0.execution()
+    }
+    async fn call(&self, input: serde_json::Value) -> Result<serde_json::Value, baton_core::ToolError> {
+        self.0.call(input).await
+    }
+}
+
+fn gaps_ms(marks: &[Instant]) -> Vec<f64> {
+    marks.windows(2).map(|w| (w[1] - w[0]).as_secs_f64() * 1000.0).collect()
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[index]
+}
+
+fn summary(mut samples: Vec<f64>) -> (f64, f64, usize) {
+    samples.sort_by(|a, b| a.total_cmp(b));
+    (percentile(&samples, 0.5), percentile(&samples, 0.99), samples.len())
+}
+
+async fn bare_round_trips(count: u32) -> anyhow::Result<Vec<f64>> {
+    let marks: Marks = Arc::default();
+    let task_queue = unique("bench-bare");
+    let queue = task_queue.clone();
+    let worker_marks = marks.clone();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async move {
+            let core = Runtime::from_current_tokio(Default::default()).unwrap();
+            let client = connect_temporal(&temporal_settings()).await.unwrap();
+            let options = WorkerOptions::new(queue)
+                .register_activities(BareActivities { marks: worker_marks })
+                .register_workflow::<BareWorkflow>()
+                .unwrap()
+                .build();
+            let mut worker = Worker::new(&core, client, options).unwrap();
+            worker.run().await.unwrap();
+        });
+    });
+    let client = connect_temporal(&temporal_settings()).await?;
+    let handle = client
+        .start_workflow(
+            BareWorkflow::run,
+            count + 1,
+            WorkflowStartOptions::new(task_queue, unique("bare")).build(),
+        )
+        .await?;
+    handle.get_result(WorkflowGetResultOptions::default()).await?;
+    let marks = marks.lock().unwrap().clone();
+    Ok(gaps_ms(&marks))
+}
+
+/// Runs one session of `agent` and returns the gaps between model calls and the history bytes
+/// and events per step.
+async fn session_steps(harness: &Harness, agent: &str, marks: &Marks, steps: u32) -> anyhow::Result<(Vec<f64>, f64, f64)> {
+    marks.lock().unwrap().clear();
+    let started = harness.client.start(agent, "go").await?;
+    let chunks = harness.chunks_until_end(&started.session_id, Duration::from_secs(600)).await;
+    let state = harness.store.session(&SessionAddress::root(&started.session_id)).await?.unwrap();
+    anyhow::ensure!(state.step_count == steps, "session ended after {} steps: {:?}", state.step_count, chunks.last());
+    let events = harness
+        .temporal
+        .get_workflow_handle::<baton_workflows::AgentRunWorkflow>(started.workflow_id)
+        .fetch_history(WorkflowFetchHistoryOptions::default())
+        .into_events()
+        .await?;
+    let bytes: usize = events.iter().map(|e| e.encoded_len()).sum();
+    let marks = marks.lock().unwrap().clone();
+    Ok((gaps_ms(&marks), bytes as f64 / f64::from(steps), events.len() as f64 / f64::from(steps)))
+}
+
+async fn sessions_per_second(harness: &Harness, sessions: usize, concurrency: usize) -> anyhow::Result<f64> {
+    let began = Instant::now();
+    let outcomes: Vec<anyhow::Result<()>> = futures::stream::iter(0..sessions)
+        .map(|_| async {
+            let started = harness.client.start("demo", "go").await?;
+            let chunks = harness.chunks_until_end(&started.session_id, Duration::from_secs(120)).await;
+            anyhow::ensure!(
+                matches!(chunks.last().map(|c| &c.kind), Some(baton_core::ChunkKind::End { status: baton_core::chunk::EndStatus::Completed, .. })),
+                "a session did not complete"
+            );
+            Ok(())
+        })
+        .buffer_unordered(concurrency)
+        .collect()
+        .await;
+    for outcome in outcomes {
+        outcome?;
+    }
+    Ok(sessions as f64 / began.elapsed().as_secs_f64())
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let steps: u32 = std::env::var("BENCH_STEPS").ok().and_then(|s| s.parse().ok()).unwrap_or(200);
+    let marks: Marks = Arc::default();
+    let registry = AgentRegistry::new([
+        timed("bench_local", steps + 1, true, &marks),
+        timed("bench_activity", steps + 1, false, &marks),
+        timed("bench_local_short", 21, true, &marks),
+        baton_worker::demo::demo_agent(),
+    ])?;
+    let harness = Harness::server_only(registry.clone()).await;
+    let _worker = WorkerThread::spawn(&harness.task_queue, &harness.prefix, registry);
+
+    eprintln!("warming up");
+    session_steps(&harness, "bench_local_short", &marks, 21).await?;
+    eprintln!("bare activity round trips ({steps})");
+    let bare = summary(bare_round_trips(steps).await?);
+    eprintln!("steps with local tools ({steps})");
+    let (local_gaps, local_bytes, local_events) = session_steps(&harness, "bench_local", &marks, steps + 1).await?;
+    let local = summary(local_gaps);
+    eprintln!("steps with activity tools ({steps})");
+    let (activity_gaps, activity_bytes, activity_events) = session_steps(&harness, "bench_activity", &marks, steps + 1).await?;
+    let activity = summary(activity_gaps);
+    let (_, short_bytes, short_events) = session_steps(&harness, "bench_local_short", &marks, 21).await?;
+    eprintln!("sessions per second");
+    let rate = sessions_per_second(&harness, 200, 20).await?;
+
+    println!("| measurement | median ms | p99 ms | samples | vs bare median |");
+    println!("|---|---:|---:|---:|---:|");
+    println!("| bare Temporal round trip, one empty activity | {:.2} | {:.2} | {} | 1.00× |", bare.0, bare.1, bare.2);
+    println!("| agent step, server tool as local activity | {:.2} | {:.2} | {} | {:.2}× |", local.0, local.1, local.2, local.0 / bare.0);
+    println!("| agent step, server tool as activity | {:.2} | {:.2} | {} | {:.2}× |", activity.0, activity.1, activity.2, activity.0 / bare.0);
+    println!();
+    println!("| history per step | bytes | events |");
+    println!("|---|---:|---:|");
+    println!("| 20-step session, local tools | {short_bytes:.0} | {short_events:.1} |");
+    println!("| {steps}-step session, local tools | {local_bytes:.0} | {local_events:.1} |");
+    println!("| {steps}-step session, activity tools | {activity_bytes:.0} | {activity_events:.1} |");
+    println!();
+    println!("| throughput | sessions/s |");
+    println!("|---|---:|");
+    println!("| demo agent (3 steps, 2 local tools), 20 concurrent, 200 sessions | {rate:.1} |");
+    std::process::exit(0);
+}
