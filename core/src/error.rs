@@ -22,8 +22,10 @@ pub enum ErrorCode {
     ModelFailed,
     /// A server tool's input did not match its schema.
     InvalidToolInput,
-    /// A server tool returned an error or panicked.
+    /// A server tool returned an error.
     ToolFailed,
+    /// A server tool panicked.
+    ToolPanicked,
     /// The model called a tool the agent does not have.
     UnknownTool,
     /// The run was already finished when the operation reached it.
@@ -70,6 +72,7 @@ impl ErrorCode {
             Self::ModelFailed => (502, G::Aborted, false),
             Self::InvalidToolInput => (400, G::InvalidArgument, false),
             Self::ToolFailed => (500, G::Aborted, false),
+            Self::ToolPanicked => (500, G::Aborted, false),
             Self::UnknownTool => (400, G::InvalidArgument, false),
             Self::RunNotActive => (409, G::FailedPrecondition, false),
             Self::TemporalUnavailable => (503, G::Unavailable, true),
@@ -94,6 +97,7 @@ impl ErrorCode {
             Self::ModelFailed => "model_failed",
             Self::InvalidToolInput => "invalid_tool_input",
             Self::ToolFailed => "tool_failed",
+            Self::ToolPanicked => "tool_panicked",
             Self::UnknownTool => "unknown_tool",
             Self::RunNotActive => "run_not_active",
             Self::TemporalUnavailable => "temporal_unavailable",
@@ -144,6 +148,7 @@ mod tests {
             ErrorCode::ModelFailed,
             ErrorCode::InvalidToolInput,
             ErrorCode::ToolFailed,
+            ErrorCode::ToolPanicked,
             ErrorCode::UnknownTool,
             ErrorCode::RunNotActive,
             ErrorCode::TemporalUnavailable,

@@ -46,12 +46,16 @@ pub trait ServerTool: Send + Sync {
     async fn call(&self, input: Value) -> Result<Value, ToolError>;
 }
 
-/// Error codes a server tool call may end with.
+/// Error codes a server tool call may end with: the [`ErrorCode`]s of tools, as strings because
+/// a tool error's code is open (a future client tool may answer with its own).
+///
+/// [`ErrorCode`]: crate::ErrorCode
 pub mod codes {
-    pub const INVALID_TOOL_INPUT: &str = "invalid_tool_input";
-    pub const TOOL_FAILED: &str = "tool_failed";
-    pub const TOOL_PANICKED: &str = "tool_panicked";
-    pub const UNKNOWN_TOOL: &str = "unknown_tool";
+    use crate::ErrorCode;
+    pub const INVALID_TOOL_INPUT: &str = ErrorCode::InvalidToolInput.as_str();
+    pub const TOOL_FAILED: &str = ErrorCode::ToolFailed.as_str();
+    pub const TOOL_PANICKED: &str = ErrorCode::ToolPanicked.as_str();
+    pub const UNKNOWN_TOOL: &str = ErrorCode::UnknownTool.as_str();
 }
 
 /// A server tool made of an async function `Fn(I) -> Result<O, E>`.

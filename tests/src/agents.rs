@@ -94,32 +94,30 @@ pub fn holder() -> Agent {
         .unwrap()
 }
 
-/// `bench`: calls the local `upper` tool `steps - 1` times, then answers. The cap is the step
-/// count, so one session measures `steps` steps.
-pub fn bench(steps: u32, local_tools: bool) -> Agent {
+/// The script of a benchmark session: `steps - 1` steps calling one tool (`upper`, a local
+/// activity, or `echo`, a regular one), then an answer.
+pub fn bench_script(steps: u32, local_tools: bool) -> ScriptedModel {
+    let tool = if local_tools { "upper" } else { "echo" };
     let mut model = ScriptedModel::default();
     for i in 1..steps {
-        model = model.call(
-            if local_tools { "upper" } else { "echo" },
-            json!({"text": format!("step {i}")}),
-        );
+        model = model.call(tool, json!({"text": format!("step {i}")}));
     }
-    model = model.answer("done");
-    Agent::builder(if local_tools {
-        "bench_local"
-    } else {
-        "bench_activity"
-    })
-    .model(model)
-    .tool(upper())
-    .tool(tool(
-        "echo",
-        "Returns its text.",
-        |i: TextInput| async move { Ok::<_, String>(i.text) },
-    ))
-    .max_steps(steps)
-    .build()
-    .unwrap()
+    model.answer("done")
+}
+
+/// A benchmark agent of `steps` steps (its cap) around `model`, usually [`bench_script`].
+pub fn bench_agent(name: &str, steps: u32, model: impl baton_core::Model + 'static) -> Agent {
+    Agent::builder(name)
+        .model(model)
+        .tool(upper())
+        .tool(tool(
+            "echo",
+            "Returns its text.",
+            |i: TextInput| async move { Ok::<_, String>(i.text) },
+        ))
+        .max_steps(steps)
+        .build()
+        .unwrap()
 }
 
 /// Every test agent.

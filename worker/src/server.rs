@@ -209,7 +209,9 @@ async fn sse(
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, HttpError> {
     let Query(query) =
         query.map_err(|r| ApiError::new(ErrorCode::ValidationError, r.body_text()))?;
-    existing_session(&state, &query.session_id).await?;
+    let session = existing_session(&state, &query.session_id).await?;
+    // A client that has seen everything of an ended session gets an empty stream at once.
+    let finished = session.status.is_terminal() && session.last_sequence <= query.from_sequence;
     let subscriber = state.store.subscriber().await.map_err(store_error)?;
     let address = SessionAddress::root(&query.session_id);
     let follow = Follow {
@@ -217,7 +219,7 @@ async fn sse(
         address,
         subscriber,
         after: query.from_sequence,
-        finished: false,
+        finished,
     };
     let events = stream::unfold(follow, |mut follow| async move {
         if follow.finished {

@@ -10,7 +10,8 @@
 
 use async_trait::async_trait;
 use baton_core::{
-    Agent, AgentRegistry, Model, ModelRequest, ModelTurn, ScriptedModel, model, store::SessionAddress,
+    Agent, AgentRegistry, Model, ModelRequest, ModelTurn, ScriptedModel, model,
+    store::SessionAddress,
 };
 use baton_tests::{Harness, WorkerThread, agents, temporal_settings, unique};
 use baton_worker::connect_temporal;
@@ -20,7 +21,9 @@ use std::{
     sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
-use temporalio_client::{WorkflowFetchHistoryOptions, WorkflowGetResultOptions, WorkflowStartOptions};
+use temporalio_client::{
+    WorkflowFetchHistoryOptions, WorkflowGetResultOptions, WorkflowStartOptions,
+};
 use temporalio_macros::{activities, workflow, workflow_methods};
 use temporalio_sdk::{
     ActivityOptions, Runtime, Worker, WorkerOptions, WorkflowContext, WorkflowResult,
@@ -38,7 +41,11 @@ pub struct BareActivities {
 #[activities]
 impl BareActivities {
     #[activity]
-    pub async fn empty(self: Arc<Self>, _ctx: ActivityContext, _input: u32) -> Result<u32, ActivityError> {
+    pub async fn empty(
+        self: Arc<Self>,
+        _ctx: ActivityContext,
+        _input: u32,
+    ) -> Result<u32, ActivityError> {
         self.marks.lock().unwrap().push(Instant::now());
         Ok(0)
     }
@@ -87,41 +94,20 @@ impl Model for TimedModel {
     }
 }
 
-/// Re-times a bench agent: same script and tools, with a model that records call times.
+/// A benchmark agent whose model records when each call starts.
 fn timed(name: &str, steps: u32, local: bool, marks: &Marks) -> Agent {
-    let template = agents::bench(steps, local);
-    let mut script = ScriptedModel::default();
-    for i in 1..steps {
-        script = script.call(if local { "upper" } else { "echo" }, serde_json::json!({"text": format!("step {i}")}));
-    }
-    script = script.answer("done");
-    let mut builder = Agent::builder(name).model(TimedModel {
-        inner: script,
+    let model = TimedModel {
+        inner: agents::bench_script(steps, local),
         marks: marks.clone(),
-    });
-    for spec in template.tool_specs() {
-        builder = builder.tool(SharedTool(template.tool(&spec.name).unwrap().clone()));
-    }
-    builder.max_steps(steps).build().unwrap()
-}
-
-struct SharedTool(Arc<dyn baton_core::ServerTool>);
-
-#[async_trait]
-impl baton_core::ServerTool for SharedTool {
-    fn spec(&self) -> &baton_core::ToolSpec {
-        self.0.spec()
-    }
-    fn execution(&self) -> baton_core::ToolExecution {
-        self.0.execution()
-    }
-    async fn call(&self, input: serde_json::Value) -> Result<serde_json::Value, baton_core::ToolError> {
-        self.0.call(input).await
-    }
+    };
+    agents::bench_agent(name, steps, model)
 }
 
 fn gaps_ms(marks: &[Instant]) -> Vec<f64> {
-    marks.windows(2).map(|w| (w[1] - w[0]).as_secs_f64() * 1000.0).collect()
+    marks
+        .windows(2)
+        .map(|w| (w[1] - w[0]).as_secs_f64() * 1000.0)
+        .collect()
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -131,7 +117,11 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 
 fn summary(mut samples: Vec<f64>) -> (f64, f64, usize) {
     samples.sort_by(|a, b| a.total_cmp(b));
-    (percentile(&samples, 0.5), percentile(&samples, 0.99), samples.len())
+    (
+        percentile(&samples, 0.5),
+        percentile(&samples, 0.99),
+        samples.len(),
+    )
 }
 
 async fn bare_round_trips(count: u32) -> anyhow::Result<Vec<f64>> {
@@ -140,12 +130,17 @@ async fn bare_round_trips(count: u32) -> anyhow::Result<Vec<f64>> {
     let queue = task_queue.clone();
     let worker_marks = marks.clone();
     std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
         runtime.block_on(async move {
             let core = Runtime::from_current_tokio(Default::default()).unwrap();
             let client = connect_temporal(&temporal_settings()).await.unwrap();
             let options = WorkerOptions::new(queue)
-                .register_activities(BareActivities { marks: worker_marks })
+                .register_activities(BareActivities {
+                    marks: worker_marks,
+                })
                 .register_workflow::<BareWorkflow>()
                 .unwrap()
                 .build();
@@ -161,19 +156,37 @@ async fn bare_round_trips(count: u32) -> anyhow::Result<Vec<f64>> {
             WorkflowStartOptions::new(task_queue, unique("bare")).build(),
         )
         .await?;
-    handle.get_result(WorkflowGetResultOptions::default()).await?;
+    handle
+        .get_result(WorkflowGetResultOptions::default())
+        .await?;
     let marks = marks.lock().unwrap().clone();
     Ok(gaps_ms(&marks))
 }
 
 /// Runs one session of `agent` and returns the gaps between model calls and the history bytes
 /// and events per step.
-async fn session_steps(harness: &Harness, agent: &str, marks: &Marks, steps: u32) -> anyhow::Result<(Vec<f64>, f64, f64)> {
+async fn session_steps(
+    harness: &Harness,
+    agent: &str,
+    marks: &Marks,
+    steps: u32,
+) -> anyhow::Result<(Vec<f64>, f64, f64)> {
     marks.lock().unwrap().clear();
     let started = harness.client.start(agent, "go").await?;
-    let chunks = harness.chunks_until_end(&started.session_id, Duration::from_secs(600)).await;
-    let state = harness.store.session(&SessionAddress::root(&started.session_id)).await?.unwrap();
-    anyhow::ensure!(state.step_count == steps, "session ended after {} steps: {:?}", state.step_count, chunks.last());
+    let chunks = harness
+        .chunks_until_end(&started.session_id, Duration::from_secs(600))
+        .await;
+    let state = harness
+        .store
+        .session(&SessionAddress::root(&started.session_id))
+        .await?
+        .unwrap();
+    anyhow::ensure!(
+        state.step_count == steps,
+        "session ended after {} steps: {:?}",
+        state.step_count,
+        chunks.last()
+    );
     let events = harness
         .temporal
         .get_workflow_handle::<baton_workflows::AgentRunWorkflow>(started.workflow_id)
@@ -182,17 +195,33 @@ async fn session_steps(harness: &Harness, agent: &str, marks: &Marks, steps: u32
         .await?;
     let bytes: usize = events.iter().map(|e| e.encoded_len()).sum();
     let marks = marks.lock().unwrap().clone();
-    Ok((gaps_ms(&marks), bytes as f64 / f64::from(steps), events.len() as f64 / f64::from(steps)))
+    Ok((
+        gaps_ms(&marks),
+        bytes as f64 / f64::from(steps),
+        events.len() as f64 / f64::from(steps),
+    ))
 }
 
-async fn sessions_per_second(harness: &Harness, sessions: usize, concurrency: usize) -> anyhow::Result<f64> {
+async fn sessions_per_second(
+    harness: &Harness,
+    sessions: usize,
+    concurrency: usize,
+) -> anyhow::Result<f64> {
     let began = Instant::now();
     let outcomes: Vec<anyhow::Result<()>> = futures::stream::iter(0..sessions)
         .map(|_| async {
             let started = harness.client.start("demo", "go").await?;
-            let chunks = harness.chunks_until_end(&started.session_id, Duration::from_secs(120)).await;
+            let chunks = harness
+                .chunks_until_end(&started.session_id, Duration::from_secs(120))
+                .await;
             anyhow::ensure!(
-                matches!(chunks.last().map(|c| &c.kind), Some(baton_core::ChunkKind::End { status: baton_core::chunk::EndStatus::Completed, .. })),
+                matches!(
+                    chunks.last().map(|c| &c.kind),
+                    Some(baton_core::ChunkKind::End {
+                        status: baton_core::chunk::EndStatus::Completed,
+                        ..
+                    })
+                ),
                 "a session did not complete"
             );
             Ok(())
@@ -208,7 +237,10 @@ async fn sessions_per_second(harness: &Harness, sessions: usize, concurrency: us
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let steps: u32 = std::env::var("BENCH_STEPS").ok().and_then(|s| s.parse().ok()).unwrap_or(200);
+    let steps: u32 = std::env::var("BENCH_STEPS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(200);
     let marks: Marks = Arc::default();
     let registry = AgentRegistry::new([
         timed("bench_local", steps + 1, true, &marks),
@@ -224,26 +256,46 @@ async fn main() -> anyhow::Result<()> {
     eprintln!("bare activity round trips ({steps})");
     let bare = summary(bare_round_trips(steps).await?);
     eprintln!("steps with local tools ({steps})");
-    let (local_gaps, local_bytes, local_events) = session_steps(&harness, "bench_local", &marks, steps + 1).await?;
+    let (local_gaps, local_bytes, local_events) =
+        session_steps(&harness, "bench_local", &marks, steps + 1).await?;
     let local = summary(local_gaps);
     eprintln!("steps with activity tools ({steps})");
-    let (activity_gaps, activity_bytes, activity_events) = session_steps(&harness, "bench_activity", &marks, steps + 1).await?;
+    let (activity_gaps, activity_bytes, activity_events) =
+        session_steps(&harness, "bench_activity", &marks, steps + 1).await?;
     let activity = summary(activity_gaps);
-    let (_, short_bytes, short_events) = session_steps(&harness, "bench_local_short", &marks, 21).await?;
+    let (_, short_bytes, short_events) =
+        session_steps(&harness, "bench_local_short", &marks, 21).await?;
     eprintln!("sessions per second");
     let rate = sessions_per_second(&harness, 200, 20).await?;
 
     println!("| measurement | median ms | p99 ms | samples | vs bare median |");
     println!("|---|---:|---:|---:|---:|");
-    println!("| bare Temporal round trip, one empty activity | {:.2} | {:.2} | {} | 1.00× |", bare.0, bare.1, bare.2);
-    println!("| agent step, server tool as local activity | {:.2} | {:.2} | {} | {:.2}× |", local.0, local.1, local.2, local.0 / bare.0);
-    println!("| agent step, server tool as activity | {:.2} | {:.2} | {} | {:.2}× |", activity.0, activity.1, activity.2, activity.0 / bare.0);
+    println!(
+        "| bare Temporal round trip, one empty activity | {:.2} | {:.2} | {} | 1.00× |",
+        bare.0, bare.1, bare.2
+    );
+    println!(
+        "| agent step, server tool as local activity | {:.2} | {:.2} | {} | {:.2}× |",
+        local.0,
+        local.1,
+        local.2,
+        local.0 / bare.0
+    );
+    println!(
+        "| agent step, server tool as activity | {:.2} | {:.2} | {} | {:.2}× |",
+        activity.0,
+        activity.1,
+        activity.2,
+        activity.0 / bare.0
+    );
     println!();
     println!("| history per step | bytes | events |");
     println!("|---|---:|---:|");
     println!("| 20-step session, local tools | {short_bytes:.0} | {short_events:.1} |");
     println!("| {steps}-step session, local tools | {local_bytes:.0} | {local_events:.1} |");
-    println!("| {steps}-step session, activity tools | {activity_bytes:.0} | {activity_events:.1} |");
+    println!(
+        "| {steps}-step session, activity tools | {activity_bytes:.0} | {activity_events:.1} |"
+    );
     println!();
     println!("| throughput | sessions/s |");
     println!("|---|---:|");
