@@ -93,6 +93,14 @@ pub struct ToolInput {
     pub tool_call_id: String,
 }
 
+/// Input of `run_local_tools_and_commit`: a step and its tool calls, all local.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LocalStepInput {
+    pub step: StepInput,
+    pub tool_call_ids: Vec<String>,
+}
+
 /// Input of `fail_run`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

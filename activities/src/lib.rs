@@ -15,7 +15,7 @@ use baton_core::{
     store::{self, Completion, StagedTurn, StepCommit, UsageRecord},
     tool::{ToolExecution, codes},
 };
-use io::{FailInput, PlannedCall, StepInput, StepPlan, ToolInput};
+use io::{FailInput, LocalStepInput, PlannedCall, StepInput, StepPlan, ToolInput};
 use std::{future::Future, sync::Arc, time::Duration};
 use temporalio_common::ActivityError;
 use temporalio_macros::activities;
@@ -155,44 +155,27 @@ impl AgentActivities {
         ctx: ActivityContext,
         input: ToolInput,
     ) -> Result<(), ActivityError> {
-        let step = &input.step;
-        if self
-            .store
-            .has_staged_tool_result(&step.address, &step.run_id, step.step, &input.tool_call_id)
+        self.run_tool_call(&ctx, &input.step, &input.tool_call_id)
             .await
-            .map_err(store_error)?
-        {
-            return Ok(());
+    }
+
+    /// For a step whose tool calls are all local: runs them in parallel, then commits the step,
+    /// in one local activity, saving a workflow activation per step. Each part is idempotent as
+    /// in `execute_tool` and `commit_step`, so a retry redoes only what is missing.
+    #[activity]
+    pub async fn run_local_tools_and_commit(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        input: LocalStepInput,
+    ) -> Result<(), ActivityError> {
+        let calls = input
+            .tool_call_ids
+            .iter()
+            .map(|id| self.run_tool_call(&ctx, &input.step, id));
+        for outcome in futures::future::join_all(calls).await {
+            outcome?;
         }
-        let call = self.staged_call(step, &input.tool_call_id).await?;
-        let outcome = match self
-            .registry
-            .get(&step.agent_type)
-            .and_then(|agent| agent.tool(&call.name))
-        {
-            None => ToolOutcome::Error(baton_core::ToolError::new(
-                codes::UNKNOWN_TOOL,
-                format!("there is no tool named {:?}", call.name),
-            )),
-            Some(tool) => {
-                let run = tool.call(call.arguments.clone());
-                match with_heartbeats(&ctx, self.heartbeat_every, run).await {
-                    Ok(value) => ToolOutcome::Result(value),
-                    Err(error) => ToolOutcome::Error(error),
-                }
-            }
-        };
-        self.store
-            .stage_tool_result(
-                &step.address,
-                &step.stream_id,
-                &step.run_id,
-                step.step,
-                &Message::tool_result(&call, outcome),
-            )
-            .await
-            .map_err(store_error)?;
-        Ok(())
+        self.commit(&input.step).await
     }
 
     /// Commits a staged step with tool results into the log.
@@ -202,19 +185,7 @@ impl AgentActivities {
         _ctx: ActivityContext,
         input: StepInput,
     ) -> Result<(), ActivityError> {
-        self.store
-            .commit_step(
-                &input.address,
-                &input.stream_id,
-                StepCommit {
-                    run_id: &input.run_id,
-                    step: input.step,
-                    completion: None,
-                },
-            )
-            .await
-            .map_err(store_error)?;
-        Ok(())
+        self.commit(&input).await
     }
 
     /// Commits the final step (an answer without tool calls) and completes the run.
@@ -291,6 +262,67 @@ impl AgentActivities {
 }
 
 impl AgentActivities {
+    async fn run_tool_call(
+        &self,
+        ctx: &ActivityContext,
+        step: &StepInput,
+        tool_call_id: &str,
+    ) -> Result<(), ActivityError> {
+        if self
+            .store
+            .has_staged_tool_result(&step.address, &step.run_id, step.step, tool_call_id)
+            .await
+            .map_err(store_error)?
+        {
+            return Ok(());
+        }
+        let call = self.staged_call(step, tool_call_id).await?;
+        let outcome = match self
+            .registry
+            .get(&step.agent_type)
+            .and_then(|agent| agent.tool(&call.name))
+        {
+            None => ToolOutcome::Error(baton_core::ToolError::new(
+                codes::UNKNOWN_TOOL,
+                format!("there is no tool named {:?}", call.name),
+            )),
+            Some(tool) => {
+                let run = tool.call(call.arguments.clone());
+                match with_heartbeats(ctx, self.heartbeat_every, run).await {
+                    Ok(value) => ToolOutcome::Result(value),
+                    Err(error) => ToolOutcome::Error(error),
+                }
+            }
+        };
+        self.store
+            .stage_tool_result(
+                &step.address,
+                &step.stream_id,
+                &step.run_id,
+                step.step,
+                &Message::tool_result(&call, outcome),
+            )
+            .await
+            .map_err(store_error)?;
+        Ok(())
+    }
+
+    async fn commit(&self, step: &StepInput) -> Result<(), ActivityError> {
+        self.store
+            .commit_step(
+                &step.address,
+                &step.stream_id,
+                StepCommit {
+                    run_id: &step.run_id,
+                    step: step.step,
+                    completion: None,
+                },
+            )
+            .await
+            .map_err(store_error)?;
+        Ok(())
+    }
+
     fn plan(&self, agent_type: &str, message: &Message) -> StepPlan {
         let Message::Assistant { tool_calls, .. } = message else {
             return StepPlan { calls: Vec::new() };

@@ -379,3 +379,72 @@ async fn a_worker_killed_mid_run_is_replaced_and_nothing_is_duplicated() {
         ]
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_of_local_tools_runs_and_commits_in_one_local_activity() {
+    let registry = baton_core::AgentRegistry::new([baton_worker::demo::demo_agent()]).unwrap();
+    let harness = Harness::start(registry).await;
+    let started = harness
+        .client
+        .start("demo", "what is 6 times 7?")
+        .await
+        .unwrap();
+    let chunks = harness
+        .chunks_until_end(&started.session_id, RUN_LIMIT)
+        .await;
+
+    let messages = harness
+        .store
+        .messages(&SessionAddress::root(&started.session_id))
+        .await
+        .unwrap();
+    let calculator = call(
+        "call_1_1",
+        "calculator",
+        json!({"operation": "multiply", "a": 6, "b": 7}),
+    );
+    let clock = call("call_2_1", "clock", json!({}));
+    assert_eq!(messages.len(), 7);
+    assert_eq!(
+        messages[2],
+        Message::assistant("", vec![calculator.clone()])
+    );
+    assert_eq!(
+        messages[3],
+        Message::tool_result(&calculator, ToolOutcome::Result(json!(42)))
+    );
+    assert_eq!(messages[4], Message::assistant("", vec![clock.clone()]));
+    let Message::Tool(time) = &messages[5] else {
+        panic!("expected the clock's result")
+    };
+    let ToolOutcome::Result(serde_json::Value::String(time)) = &time.outcome else {
+        panic!("the clock answers a string: {time:?}")
+    };
+    assert_eq!(time.len(), "2026-01-01T00:00:00Z".len());
+    assert_eq!(
+        messages[6],
+        Message::assistant(format!("6 × 7 = 42, and the time is {time}."), vec![])
+    );
+    let step_chunks: Vec<String> = chunks
+        .iter()
+        .filter(|c| !matches!(c.kind, ChunkKind::TextDelta { .. }))
+        .map(describe)
+        .collect();
+    assert_eq!(
+        step_chunks,
+        [
+            "run_start demo".to_owned(),
+            "step_start 1".to_owned(),
+            r#"tool_start 1 call_1_1 calculator {"a":6,"b":7,"operation":"multiply"}"#.to_owned(),
+            "tool_end 1 call_1_1 42".to_owned(),
+            "step_end 1".to_owned(),
+            "step_start 2".to_owned(),
+            "tool_start 2 call_2_1 clock {}".to_owned(),
+            format!("tool_end 2 call_2_1 \"{time}\""),
+            "step_end 2".to_owned(),
+            "step_start 3".to_owned(),
+            "step_end 3".to_owned(),
+            format!("end Completed 6 × 7 = 42, and the time is {time}. -"),
+        ]
+    );
+}

@@ -4,11 +4,12 @@
 //!
 //! A step is one model call (a regular activity, since a model may take long), the server tools
 //! it called (in parallel; each a regular or a local activity as the tool prefers), and a commit
-//! (a local activity: a single Lua script, no matching round trip).
+//! (a local activity: a single Lua script, no matching round trip). When every tool of a step is
+//! local, the tools and the commit share one local activity.
 
 use baton_activities::{
     AgentActivities,
-    io::{FailInput, RunInput, RunOutcome, StepInput, ToolInput},
+    io::{FailInput, LocalStepInput, RunInput, RunOutcome, StepInput, ToolInput},
 };
 use baton_core::{ErrorCode, tool::ToolExecution};
 use std::{future::Future, pin::Pin};
@@ -70,6 +71,35 @@ impl AgentRunWorkflow {
                     .await;
                 }
                 return Ok(RunOutcome::Completed { steps: taken + 1 });
+            }
+
+            if plan
+                .calls
+                .iter()
+                .all(|call| call.execution == ToolExecution::Local)
+            {
+                // All tools are quick: run them and commit in one local activity.
+                let local_step = LocalStepInput {
+                    step: step.clone(),
+                    tool_call_ids: plan.calls.iter().map(|c| c.tool_call_id.clone()).collect(),
+                };
+                if let Err(error) = ctx
+                    .execute_local_activity(
+                        AgentActivities::run_local_tools_and_commit,
+                        local_step,
+                        local_tool_options(&input),
+                    )
+                    .await
+                {
+                    return fail(
+                        ctx,
+                        &input,
+                        step,
+                        activity_failure(&error, ErrorCode::ToolFailed),
+                    )
+                    .await;
+                }
+                continue;
             }
 
             type Call<'a> = Pin<Box<dyn Future<Output = Result<(), ActivityExecutionError>> + 'a>>;
