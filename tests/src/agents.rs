@@ -1,9 +1,14 @@
 //! The agents the end-to-end tests and the benchmark run.
 
-use baton_core::{Agent, AgentRegistry, ScriptedModel, tool::tool};
+use async_trait::async_trait;
+use baton_core::{
+    Agent, AgentRegistry, Model, ModelRequest, ModelTurn, ScriptedModel, model, tool::tool,
+};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
+use std::sync::atomic::{AtomicBool, Ordering};
+use tokio::sync::mpsc;
 
 /// Set in a test worker's environment to make the `hold` tool block forever (until killed).
 pub const HOLD_TOOL_ENV: &str = "BATON_TEST_HOLD_TOOL";
@@ -120,7 +125,45 @@ pub fn bench_agent(name: &str, steps: u32, model: impl baton_core::Model + 'stat
         .unwrap()
 }
 
+/// A model whose first call streams part of its answer and then fails transiently; the retried
+/// call gives the whole answer. Shows that a retried model step repeats no chunk.
+struct FlakyModel {
+    failed: AtomicBool,
+    script: ScriptedModel,
+}
+
+#[async_trait]
+impl Model for FlakyModel {
+    fn name(&self) -> &str {
+        "flaky"
+    }
+
+    async fn generate(
+        &self,
+        request: ModelRequest<'_>,
+        deltas: mpsc::UnboundedSender<String>,
+    ) -> Result<ModelTurn, model::Error> {
+        if !self.failed.swap(true, Ordering::SeqCst) {
+            let _ = deltas.send("first ".to_owned());
+            let _ = deltas.send("second ".to_owned());
+            return Err(model::Error::Transient("connection reset".to_owned()));
+        }
+        self.script.generate(request, deltas).await
+    }
+}
+
+/// `flaky`: one step whose first model call fails after streaming two words.
+pub fn flaky() -> Agent {
+    Agent::builder("flaky")
+        .model(FlakyModel {
+            failed: AtomicBool::new(false),
+            script: ScriptedModel::default().answer("first second third"),
+        })
+        .build()
+        .unwrap()
+}
+
 /// Every test agent.
 pub fn registry() -> AgentRegistry {
-    AgentRegistry::new([two_steps(), looper(), holder()]).unwrap()
+    AgentRegistry::new([two_steps(), looper(), holder(), flaky()]).unwrap()
 }

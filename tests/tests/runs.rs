@@ -448,3 +448,63 @@ async fn a_step_of_local_tools_runs_and_commits_in_one_local_activity() {
         ]
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retried_model_step_repeats_no_chunk_and_no_message() {
+    let harness = Harness::start(agents::registry()).await;
+    let started = harness.client.start("flaky", "go").await.unwrap();
+    let chunks = harness
+        .chunks_until_end(&started.session_id, RUN_LIMIT)
+        .await;
+    let described: Vec<String> = chunks.iter().map(describe).collect();
+    assert_eq!(
+        described,
+        [
+            "run_start flaky",
+            "step_start 1",
+            r#"text_delta 1 "first ""#,
+            r#"text_delta 1 "second ""#,
+            r#"text_delta 1 "third""#,
+            "step_end 1",
+            "end Completed first second third -",
+        ]
+    );
+    let messages = harness
+        .store
+        .messages(&SessionAddress::root(&started.session_id))
+        .await
+        .unwrap();
+    assert_eq!(
+        messages,
+        vec![
+            Message::user("go"),
+            Message::assistant("first second third", vec![])
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn following_from_a_sequence_gives_exactly_the_later_chunks() {
+    let harness = Harness::start(agents::registry()).await;
+    let started = harness.client.start("two_steps", "hello").await.unwrap();
+    let all = harness
+        .chunks_until_end(&started.session_id, RUN_LIMIT)
+        .await;
+    let last = all.last().unwrap().sequence;
+
+    let later: Vec<StreamChunk> =
+        futures::StreamExt::collect::<Vec<_>>(harness.client.follow(&started.session_id, 5))
+            .await
+            .into_iter()
+            .map(Result::unwrap)
+            .collect();
+    assert_eq!(later, all[5..].to_vec());
+    // Everything seen: the stream of an ended session closes with nothing in it.
+    let nothing: Vec<_> =
+        futures::StreamExt::collect::<Vec<_>>(harness.client.follow(&started.session_id, last))
+            .await;
+    assert!(nothing.is_empty(), "{nothing:?}");
+
+    let missing = harness.client.status("nosuchsession").await.unwrap_err();
+    assert!(matches!(missing, baton_client::Error::Api(e) if e.code == ErrorCode::SessionNotFound));
+}

@@ -1,0 +1,147 @@
+//! The HTTP handlers without a socket (`router().oneshot`): every refusal has its status and typed
+//! body, and writes nothing to Redis or Temporal.
+
+use axum::{
+    body::Body,
+    http::{Request, StatusCode, header},
+};
+use baton_core::{ApiError, ErrorCode};
+use baton_tests::{Harness, agents};
+use baton_worker::router;
+use http_body_util::BodyExt;
+use temporalio_client::WorkflowCountOptions;
+use tower::ServiceExt;
+
+async fn call(harness: &Harness, request: Request<Body>) -> (StatusCode, ApiError) {
+    let response = router(harness.state.clone())
+        .oneshot(request)
+        .await
+        .unwrap();
+    let status = response.status();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    let error = serde_json::from_slice(&body)
+        .unwrap_or_else(|e| panic!("{status}: body is not an error ({e}): {body:?}"));
+    (status, error)
+}
+
+fn start(body: &str) -> Request<Body> {
+    Request::post("/start")
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(body.to_owned()))
+        .unwrap()
+}
+
+fn get(uri: &str) -> Request<Body> {
+    Request::get(uri).body(Body::empty()).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refusals_are_typed_and_write_nothing() {
+    let harness = Harness::server_only(agents::registry()).await;
+    let too_long = format!(
+        r#"{{"agent":"two_steps","message":"{}"}}"#,
+        "x".repeat((1 << 20) + 1)
+    );
+    let cases: Vec<(Request<Body>, StatusCode, ErrorCode, &str)> = vec![
+        (
+            start(r#"{"agent":"nope","message":"hi"}"#),
+            StatusCode::NOT_FOUND,
+            ErrorCode::UnknownAgentType,
+            "nope",
+        ),
+        (
+            start(r#"{"agent":"two_steps","message":" "}"#),
+            StatusCode::BAD_REQUEST,
+            ErrorCode::ValidationError,
+            "empty",
+        ),
+        (
+            start(r#"{"agent":"two_steps"}"#),
+            StatusCode::BAD_REQUEST,
+            ErrorCode::ValidationError,
+            "message",
+        ),
+        (
+            start(r#"{"agent":"two_steps","message":"hi","sessionId":"mine"}"#),
+            StatusCode::BAD_REQUEST,
+            ErrorCode::ValidationError,
+            "sessionId",
+        ),
+        (
+            start("{"),
+            StatusCode::BAD_REQUEST,
+            ErrorCode::ValidationError,
+            "",
+        ),
+        (
+            start(&too_long),
+            StatusCode::BAD_REQUEST,
+            ErrorCode::ValidationError,
+            "limit",
+        ),
+        (
+            Request::post("/start")
+                .body(Body::from(r#"{"agent":"two_steps","message":"hi"}"#))
+                .unwrap(),
+            StatusCode::BAD_REQUEST,
+            ErrorCode::ValidationError,
+            "Content-Type",
+        ),
+        (
+            get("/status?sessionId=nosuchsession"),
+            StatusCode::NOT_FOUND,
+            ErrorCode::SessionNotFound,
+            "nosuchsession",
+        ),
+        (
+            get("/status?sessionId=a__b"),
+            StatusCode::BAD_REQUEST,
+            ErrorCode::ValidationError,
+            "sessionId",
+        ),
+        (
+            get("/status"),
+            StatusCode::BAD_REQUEST,
+            ErrorCode::ValidationError,
+            "sessionId",
+        ),
+        (
+            get("/sse?sessionId=nosuchsession"),
+            StatusCode::NOT_FOUND,
+            ErrorCode::SessionNotFound,
+            "",
+        ),
+        (
+            get("/sse?sessionId=x&fromSequence=-1"),
+            StatusCode::BAD_REQUEST,
+            ErrorCode::ValidationError,
+            "fromSequence",
+        ),
+    ];
+    for (request, status, code, mentions) in cases {
+        let described = format!("{} {}", request.method(), request.uri());
+        let (got_status, error) = call(&harness, request).await;
+        assert_eq!(
+            (got_status, error.code),
+            (status, code),
+            "{described}: {}",
+            error.error
+        );
+        assert_eq!(error.retryable, code.presentation().retryable);
+        assert!(
+            error.error.contains(mentions),
+            "{described}: {:?} should mention {mentions:?}",
+            error.error
+        );
+    }
+    assert_eq!(harness.keys().await, Vec::<String>::new());
+    let workflows = harness
+        .temporal
+        .count_workflows(
+            format!("TaskQueue = '{}'", harness.task_queue),
+            WorkflowCountOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(workflows.count(), 0);
+}
