@@ -32,138 +32,130 @@ impl AgentRunWorkflow {
         ctx: &mut WorkflowContext<Self>,
         input: RunInput,
     ) -> WorkflowResult<RunOutcome> {
-        for taken in 0..input.max_steps {
-            let step = input.step(input.first_step + taken + 1);
-            let plan = match ctx
-                .execute_activity(
-                    AgentActivities::model_step,
-                    step.clone(),
-                    model_options(&input),
-                )
-                .await
-            {
-                Ok(plan) => plan,
-                Err(error) => {
-                    return fail(
-                        ctx,
-                        &input,
-                        step,
-                        activity_failure(&error, ErrorCode::ModelFailed),
-                    )
-                    .await;
-                }
-            };
-            if plan.calls.is_empty() {
-                if let Err(error) = ctx
-                    .execute_local_activity(
-                        AgentActivities::complete_run,
-                        step.clone(),
-                        commit_options(&input),
-                    )
-                    .await
-                {
-                    return fail(
-                        ctx,
-                        &input,
-                        step,
-                        activity_failure(&error, ErrorCode::Internal),
-                    )
-                    .await;
-                }
-                return Ok(RunOutcome::Completed { steps: taken + 1 });
-            }
-
-            if plan
-                .calls
-                .iter()
-                .all(|call| call.execution == ToolExecution::Local)
-            {
-                // All tools are quick: run them and commit in one local activity.
-                let local_step = LocalStepInput {
-                    step: step.clone(),
-                    tool_call_ids: plan.calls.iter().map(|c| c.tool_call_id.clone()).collect(),
-                };
-                if let Err(error) = ctx
-                    .execute_local_activity(
-                        AgentActivities::run_local_tools_and_commit,
-                        local_step,
-                        local_tool_options(&input),
-                    )
-                    .await
-                {
-                    return fail(
-                        ctx,
-                        &input,
-                        step,
-                        activity_failure(&error, ErrorCode::ToolFailed),
-                    )
-                    .await;
-                }
-                continue;
-            }
-
-            type Call<'a> = Pin<Box<dyn Future<Output = Result<(), ActivityExecutionError>> + 'a>>;
-            let calls = plan.calls.iter().map(|call| -> Call<'_> {
-                let tool_input = ToolInput {
-                    step: step.clone(),
-                    tool_call_id: call.tool_call_id.clone(),
-                };
-                match call.execution {
-                    ToolExecution::Activity => Box::pin(ctx.execute_activity(
-                        AgentActivities::execute_tool,
-                        tool_input,
-                        tool_options(&input),
-                    )),
-                    ToolExecution::Local => Box::pin(ctx.execute_local_activity(
-                        AgentActivities::execute_tool,
-                        tool_input,
-                        local_tool_options(&input),
-                    )),
-                }
-            });
-            let outcomes = join_all(calls).await;
-            if let Some(error) = outcomes.into_iter().find_map(Result::err) {
-                return fail(
-                    ctx,
-                    &input,
-                    step,
-                    activity_failure(&error, ErrorCode::ToolFailed),
-                )
-                .await;
-            }
-            if let Err(error) = ctx
-                .execute_local_activity(
-                    AgentActivities::commit_step,
-                    step.clone(),
-                    commit_options(&input),
-                )
-                .await
-            {
-                return fail(
-                    ctx,
-                    &input,
-                    step,
-                    activity_failure(&error, ErrorCode::Internal),
-                )
-                .await;
-            }
+        match run_steps(ctx, &input).await {
+            Ok(outcome) => Ok(outcome),
+            Err(failure) => fail(ctx, &input, failure).await,
         }
-        let step = input.step(input.first_step + input.max_steps);
-        let message = format!(
+    }
+}
+
+/// Why a run stopped short: the step it was at, a code and a message.
+struct Failure {
+    step: StepInput,
+    code: ErrorCode,
+    message: String,
+}
+
+impl Failure {
+    /// The failure of an activity of `step`; `fallback` is the code when the activity set none.
+    fn of_activity(step: &StepInput, error: &ActivityExecutionError, fallback: ErrorCode) -> Self {
+        let (code, message) = activity_failure(error, fallback);
+        Self {
+            step: step.clone(),
+            code,
+            message,
+        }
+    }
+}
+
+/// The step loop: model call, tools, commit, until the model answers or `max_steps` is reached.
+async fn run_steps(
+    ctx: &mut WorkflowContext<AgentRunWorkflow>,
+    input: &RunInput,
+) -> Result<RunOutcome, Failure> {
+    for taken in 0..input.max_steps {
+        let step = input.step(input.first_step + taken + 1);
+        let plan = ctx
+            .execute_activity(
+                AgentActivities::model_step,
+                step.clone(),
+                model_options(input),
+            )
+            .await
+            .map_err(|e| Failure::of_activity(&step, &e, ErrorCode::ModelFailed))?;
+
+        if plan.calls.is_empty() {
+            ctx.execute_local_activity(
+                AgentActivities::complete_run,
+                step.clone(),
+                commit_options(input),
+            )
+            .await
+            .map_err(|e| Failure::of_activity(&step, &e, ErrorCode::Internal))?;
+            return Ok(RunOutcome::Completed { steps: taken + 1 });
+        }
+
+        if plan
+            .calls
+            .iter()
+            .all(|call| call.execution == ToolExecution::Local)
+        {
+            // All tools are quick: run them and commit in one local activity.
+            let local_step = LocalStepInput {
+                step: step.clone(),
+                tool_call_ids: plan.calls.iter().map(|c| c.tool_call_id.clone()).collect(),
+            };
+            ctx.execute_local_activity(
+                AgentActivities::run_local_tools_and_commit,
+                local_step,
+                local_tool_options(input),
+            )
+            .await
+            .map_err(|e| Failure::of_activity(&step, &e, ErrorCode::ToolFailed))?;
+            continue;
+        }
+
+        type Call<'a> = Pin<Box<dyn Future<Output = Result<(), ActivityExecutionError>> + 'a>>;
+        let calls = plan.calls.iter().map(|call| -> Call<'_> {
+            let tool_input = ToolInput {
+                step: step.clone(),
+                tool_call_id: call.tool_call_id.clone(),
+            };
+            match call.execution {
+                ToolExecution::Activity => Box::pin(ctx.execute_activity(
+                    AgentActivities::execute_tool,
+                    tool_input,
+                    tool_options(input),
+                )),
+                ToolExecution::Local => Box::pin(ctx.execute_local_activity(
+                    AgentActivities::execute_tool,
+                    tool_input,
+                    local_tool_options(input),
+                )),
+            }
+        });
+        if let Some(error) = join_all(calls).await.into_iter().find_map(Result::err) {
+            return Err(Failure::of_activity(&step, &error, ErrorCode::ToolFailed));
+        }
+        ctx.execute_local_activity(
+            AgentActivities::commit_step,
+            step.clone(),
+            commit_options(input),
+        )
+        .await
+        .map_err(|e| Failure::of_activity(&step, &e, ErrorCode::Internal))?;
+    }
+    Err(Failure {
+        step: input.step(input.first_step + input.max_steps),
+        code: ErrorCode::MaxStepsExceeded,
+        message: format!(
             "the model was still calling tools after max_steps ({}) steps",
             input.max_steps
-        );
-        fail(ctx, &input, step, (ErrorCode::MaxStepsExceeded, message)).await
-    }
+        ),
+    })
 }
 
 /// Records the failure in Redis, then fails the workflow with the error code as failure type.
 async fn fail(
     ctx: &mut WorkflowContext<AgentRunWorkflow>,
     input: &RunInput,
-    step: StepInput,
-    (code, message): (ErrorCode, String),
+    failure: Failure,
 ) -> WorkflowResult<RunOutcome> {
+    let Failure {
+        step,
+        code,
+        message,
+    } = failure;
     let recorded = ctx
         .execute_local_activity(
             AgentActivities::fail_run,

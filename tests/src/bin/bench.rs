@@ -258,6 +258,9 @@ async fn main() -> anyhow::Result<()> {
     eprintln!("steps with local tools ({steps})");
     let (local_gaps, local_bytes, local_events) =
         session_steps(&harness, "bench_local", &marks, steps + 1).await?;
+    let tenth = local_gaps.len() / 10;
+    let early = summary(local_gaps[..tenth].to_vec());
+    let late = summary(local_gaps[local_gaps.len() - tenth..].to_vec());
     let local = summary(local_gaps);
     eprintln!("steps with activity tools ({steps})");
     let (activity_gaps, activity_bytes, activity_events) =
@@ -287,6 +290,20 @@ async fn main() -> anyhow::Result<()> {
         activity.1,
         activity.2,
         activity.0 / bare.0
+    );
+    println!(
+        "| same, first tenth of the session | {:.2} | {:.2} | {} | {:.2}× |",
+        early.0,
+        early.1,
+        early.2,
+        early.0 / bare.0
+    );
+    println!(
+        "| same, last tenth of the session | {:.2} | {:.2} | {} | {:.2}× |",
+        late.0,
+        late.1,
+        late.2,
+        late.0 / bare.0
     );
     println!();
     println!("| history per step | bytes | events |");
