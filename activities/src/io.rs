@@ -1,7 +1,7 @@
 //! Inputs and outputs of the workflow and its activities. Temporal stores them in history, so
 //! they are small (ids, counts, options) and change only by adding optional fields.
 
-use baton_core::{ErrorCode, store::SessionAddress, tool::ToolExecution};
+use baton_core::{ErrorCode, store::SessionAddress};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -71,18 +71,21 @@ pub struct StepInput {
     pub step: u32,
 }
 
-/// What the model step decided: the server tool calls to run. Empty means the model answered.
+/// What the model step left for the workflow to do.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct StepPlan {
-    pub calls: Vec<PlannedCall>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PlannedCall {
-    pub tool_call_id: String,
-    pub execution: ToolExecution,
+#[serde(
+    tag = "kind",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
+pub enum StepPlan {
+    /// The model answered without calling a tool: complete the run.
+    Answered,
+    /// Every tool of the step was inline and has run, and the step is committed: next step.
+    Committed,
+    /// Run these calls as `execute_tool` activities (in parallel), then `commit_step`. Inline
+    /// calls of the step have already run.
+    RunTools { tool_call_ids: Vec<String> },
 }
 
 /// Input of `execute_tool`.
@@ -91,14 +94,6 @@ pub struct PlannedCall {
 pub struct ToolInput {
     pub step: StepInput,
     pub tool_call_id: String,
-}
-
-/// Input of `run_local_tools_and_commit`: a step and its tool calls, all local.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct LocalStepInput {
-    pub step: StepInput,
-    pub tool_call_ids: Vec<String>,
 }
 
 /// Input of `fail_run`.

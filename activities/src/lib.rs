@@ -12,10 +12,10 @@ use baton_core::{
     chunk::{ChunkKind, RunError},
     message::{Message, ToolCall, ToolOutcome},
     model::{self, ModelRequest},
-    store::{self, Completion, StagedTurn, StepCommit, UsageRecord},
+    store::{self, Completion, StagedTurn, StepCommit, StepProgress, UsageRecord, Written},
     tool::{ToolExecution, codes},
 };
-use io::{FailInput, LocalStepInput, PlannedCall, StepInput, StepPlan, ToolInput};
+use io::{FailInput, StepInput, StepPlan, ToolInput};
 use std::{future::Future, sync::Arc, time::Duration};
 use temporalio_common::ActivityError;
 use temporalio_macros::activities;
@@ -42,109 +42,32 @@ impl AgentActivities {
 
 #[activities]
 impl AgentActivities {
-    /// Calls the model once for `step`: streams `step_start` and text deltas, then stages the
-    /// assistant turn and announces its tool calls. A retry after the turn was staged returns the
-    /// staged plan without calling the model again.
+    /// Plays one step up to its tools: calls the model (streaming `step_start` and text
+    /// deltas), stages its turn with a `tool_start` chunk per call, runs the inline tools and, when
+    /// no tool is left for activities, commits the step. A retry picks up where the last attempt
+    /// stopped: a staged turn is not asked of the model again, a staged result not run again, a
+    /// committed step not touched.
     #[activity]
     pub async fn model_step(
         self: Arc<Self>,
         ctx: ActivityContext,
         input: StepInput,
     ) -> Result<StepPlan, ActivityError> {
-        let address = &input.address;
-        if let Some(staged) = self
+        let progress = self
             .store
-            .staged_turn(address, &input.run_id, input.step)
-            .await
-            .map_err(store_error)?
-        {
-            return Ok(self.plan(&input.agent_type, &staged.message));
-        }
-        let agent = self.registry.get(&input.agent_type).ok_or_else(|| {
-            failure(
-                ErrorCode::UnknownAgentType,
-                format!("this worker has no agent type {:?}", input.agent_type),
-            )
-        })?;
-        let messages = self.store.messages(address).await.map_err(store_error)?;
-        self.store
-            .emit_model_chunks(
-                address,
-                &input.stream_id,
-                &input.run_id,
-                input.step,
-                0,
-                &[ChunkKind::StepStart { step: input.step }],
-            )
+            .step_progress(&input.address, &input.run_id, input.step)
             .await
             .map_err(store_error)?;
-
-        let (delta_sender, mut delta_receiver) = mpsc::unbounded_channel::<String>();
-        let generate = agent.model().generate(
-            ModelRequest {
-                messages: &messages,
-                tools: agent.tool_specs(),
-            },
-            delta_sender,
-        );
-        // Deltas are written as they come, batched by what is waiting, while the model runs.
-        let stream_deltas = async {
-            let mut index = 1;
-            while let Some(first) = delta_receiver.recv().await {
-                let mut batch = vec![ChunkKind::TextDelta {
-                    step: input.step,
-                    delta: first,
-                }];
-                while let Ok(delta) = delta_receiver.try_recv() {
-                    batch.push(ChunkKind::TextDelta {
-                        step: input.step,
-                        delta,
-                    });
-                }
-                self.store
-                    .emit_model_chunks(
-                        address,
-                        &input.stream_id,
-                        &input.run_id,
-                        input.step,
-                        index,
-                        &batch,
-                    )
-                    .await?;
-                index += batch.len() as u32;
-            }
-            Ok::<_, store::Error>(())
-        };
-        let (turn, streamed) = with_heartbeats(&ctx, self.heartbeat_every, async {
-            futures::join!(generate, stream_deltas)
-        })
-        .await;
-        streamed.map_err(store_error)?;
-        let turn = turn.map_err(|error| match error {
-            model::Error::Transient(message) => ActivityError::from(Transient(message)),
-            model::Error::Permanent(message) => failure(ErrorCode::ModelFailed, message),
-        })?;
-
-        let staged = StagedTurn {
-            message: Message::assistant(turn.text, turn.tool_calls),
-            usage: UsageRecord {
-                run_id: input.run_id.clone(),
-                step: input.step,
-                model: agent.model().name().to_owned(),
-                usage: turn.usage,
+        let (turn, fresh) = match progress {
+            StepProgress::Committed => return Ok(StepPlan::Committed),
+            StepProgress::Staged(turn) => (turn, false),
+            StepProgress::New => match self.call_model(&ctx, &input).await? {
+                Some(turn) => (turn, true),
+                None => return Ok(StepPlan::Committed),
             },
         };
-        self.store
-            .stage_turn(
-                address,
-                &input.stream_id,
-                &input.run_id,
-                input.step,
-                &staged,
-            )
+        self.run_inline_tools(&ctx, &input, &turn.message, fresh)
             .await
-            .map_err(store_error)?;
-        Ok(self.plan(&input.agent_type, &staged.message))
     }
 
     /// Runs one server tool call of a staged step and stages its result (or error) with its
@@ -155,27 +78,17 @@ impl AgentActivities {
         ctx: ActivityContext,
         input: ToolInput,
     ) -> Result<(), ActivityError> {
-        self.run_tool_call(&ctx, &input.step, &input.tool_call_id)
+        let step = &input.step;
+        if self
+            .store
+            .has_staged_tool_result(&step.address, &step.run_id, step.step, &input.tool_call_id)
             .await
-    }
-
-    /// For a step whose tool calls are all local: runs them in parallel, then commits the step,
-    /// in one local activity, saving a workflow activation per step. Each part is idempotent as
-    /// in `execute_tool` and `commit_step`, so a retry redoes only what is missing.
-    #[activity]
-    pub async fn run_local_tools_and_commit(
-        self: Arc<Self>,
-        ctx: ActivityContext,
-        input: LocalStepInput,
-    ) -> Result<(), ActivityError> {
-        let calls = input
-            .tool_call_ids
-            .iter()
-            .map(|id| self.run_tool_call(&ctx, &input.step, id));
-        for outcome in futures::future::join_all(calls).await {
-            outcome?;
+            .map_err(store_error)?
+        {
+            return Ok(());
         }
-        self.commit(&input.step).await
+        let call = self.staged_call(step, &input.tool_call_id).await?;
+        self.run_call(&ctx, step, &call).await
     }
 
     /// Commits a staged step with tool results into the log.
@@ -262,21 +175,169 @@ impl AgentActivities {
 }
 
 impl AgentActivities {
-    async fn run_tool_call(
+    /// Calls the model for a step that has no staged turn and stages the answer. Returns the
+    /// staged turn (another attempt's, if it staged first), or `None` if the step got committed
+    /// meanwhile.
+    async fn call_model(
+        &self,
+        ctx: &ActivityContext,
+        input: &StepInput,
+    ) -> Result<Option<StagedTurn>, ActivityError> {
+        let address = &input.address;
+        let agent = self.registry.get(&input.agent_type).ok_or_else(|| {
+            failure(
+                ErrorCode::UnknownAgentType,
+                format!("this worker has no agent type {:?}", input.agent_type),
+            )
+        })?;
+        let messages = self.store.messages(address).await.map_err(store_error)?;
+        self.store
+            .emit_model_chunks(
+                address,
+                &input.stream_id,
+                &input.run_id,
+                input.step,
+                0,
+                &[ChunkKind::StepStart { step: input.step }],
+            )
+            .await
+            .map_err(store_error)?;
+
+        let (delta_sender, mut delta_receiver) = mpsc::unbounded_channel::<String>();
+        let generate = agent.model().generate(
+            ModelRequest {
+                messages: &messages,
+                tools: agent.tool_specs(),
+            },
+            delta_sender,
+        );
+        // Deltas are written as they come, batched by what is waiting, while the model runs.
+        let stream_deltas = async {
+            let mut index = 1;
+            while let Some(first) = delta_receiver.recv().await {
+                let mut batch = vec![ChunkKind::TextDelta {
+                    step: input.step,
+                    delta: first,
+                }];
+                while let Ok(delta) = delta_receiver.try_recv() {
+                    batch.push(ChunkKind::TextDelta {
+                        step: input.step,
+                        delta,
+                    });
+                }
+                self.store
+                    .emit_model_chunks(
+                        address,
+                        &input.stream_id,
+                        &input.run_id,
+                        input.step,
+                        index,
+                        &batch,
+                    )
+                    .await?;
+                index += batch.len() as u32;
+            }
+            Ok::<_, store::Error>(())
+        };
+        let (turn, streamed) = with_heartbeats(ctx, self.heartbeat_every, async {
+            futures::join!(generate, stream_deltas)
+        })
+        .await;
+        streamed.map_err(store_error)?;
+        let turn = turn.map_err(|error| match error {
+            model::Error::Transient(message) => ActivityError::from(Transient(message)),
+            model::Error::Permanent(message) => failure(ErrorCode::ModelFailed, message),
+        })?;
+
+        let staged = StagedTurn {
+            message: Message::assistant(turn.text, turn.tool_calls),
+            usage: UsageRecord {
+                run_id: input.run_id.clone(),
+                step: input.step,
+                model: agent.model().name().to_owned(),
+                usage: turn.usage,
+            },
+        };
+        let written = self
+            .store
+            .stage_turn(
+                address,
+                &input.stream_id,
+                &input.run_id,
+                input.step,
+                &staged,
+            )
+            .await
+            .map_err(store_error)?;
+        match written {
+            Written::New => Ok(Some(staged)),
+            // A concurrent attempt staged first: its turn is the step's turn.
+            Written::AlreadyDone => self
+                .store
+                .staged_turn(address, &input.run_id, input.step)
+                .await
+                .map_err(store_error),
+        }
+    }
+
+    /// Runs the inline tool calls of a staged turn (in parallel) and says what is left. When no
+    /// call needs an activity, commits the step here.
+    async fn run_inline_tools(
+        &self,
+        ctx: &ActivityContext,
+        input: &StepInput,
+        message: &Message,
+        fresh: bool,
+    ) -> Result<StepPlan, ActivityError> {
+        let Message::Assistant { tool_calls, .. } = message else {
+            return Err(failure(
+                ErrorCode::Internal,
+                "staged turn is not an assistant message",
+            ));
+        };
+        if tool_calls.is_empty() {
+            return Ok(StepPlan::Answered);
+        }
+        let agent = self.registry.get(&input.agent_type);
+        // An unknown tool only needs its error recorded: that is done inline too.
+        let (inline, remote): (Vec<&ToolCall>, Vec<&ToolCall>) =
+            tool_calls.iter().partition(|call| {
+                agent
+                    .and_then(|a| a.tool(&call.name))
+                    .is_none_or(|tool| tool.execution() == ToolExecution::Inline)
+            });
+        let runs = inline.into_iter().map(|call| async move {
+            // Results staged by an earlier attempt stand; a fresh turn has none.
+            if !fresh
+                && self
+                    .store
+                    .has_staged_tool_result(&input.address, &input.run_id, input.step, &call.id)
+                    .await
+                    .map_err(store_error)?
+            {
+                return Ok(());
+            }
+            self.run_call(ctx, input, call).await
+        });
+        for outcome in futures::future::join_all(runs).await {
+            outcome?;
+        }
+        if remote.is_empty() {
+            self.commit(input).await?;
+            return Ok(StepPlan::Committed);
+        }
+        Ok(StepPlan::RunTools {
+            tool_call_ids: remote.into_iter().map(|call| call.id.clone()).collect(),
+        })
+    }
+
+    /// Runs one tool call and stages its result or error with its `tool_end` chunk.
+    async fn run_call(
         &self,
         ctx: &ActivityContext,
         step: &StepInput,
-        tool_call_id: &str,
+        call: &ToolCall,
     ) -> Result<(), ActivityError> {
-        if self
-            .store
-            .has_staged_tool_result(&step.address, &step.run_id, step.step, tool_call_id)
-            .await
-            .map_err(store_error)?
-        {
-            return Ok(());
-        }
-        let call = self.staged_call(step, tool_call_id).await?;
         let outcome = match self
             .registry
             .get(&step.agent_type)
@@ -300,7 +361,7 @@ impl AgentActivities {
                 &step.stream_id,
                 &step.run_id,
                 step.step,
-                &Message::tool_result(&call, outcome),
+                &Message::tool_result(call, outcome),
             )
             .await
             .map_err(store_error)?;
@@ -321,25 +382,6 @@ impl AgentActivities {
             .await
             .map_err(store_error)?;
         Ok(())
-    }
-
-    fn plan(&self, agent_type: &str, message: &Message) -> StepPlan {
-        let Message::Assistant { tool_calls, .. } = message else {
-            return StepPlan { calls: Vec::new() };
-        };
-        let agent = self.registry.get(agent_type);
-        StepPlan {
-            calls: tool_calls
-                .iter()
-                .map(|call| PlannedCall {
-                    tool_call_id: call.id.clone(),
-                    // An unknown tool only needs its error recorded: no reason for a round trip.
-                    execution: agent
-                        .and_then(|a| a.tool(&call.name))
-                        .map_or(ToolExecution::Local, |tool| tool.execution()),
-                })
-                .collect(),
-        }
     }
 
     async fn staged_call(

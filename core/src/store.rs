@@ -161,6 +161,17 @@ pub struct StagedTurn {
     pub usage: UsageRecord,
 }
 
+/// How far a step has come.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StepProgress {
+    /// The model has not answered yet (or its answer was not staged).
+    New,
+    /// The model's turn is staged; its tools may have run, the step is not committed.
+    Staged(StagedTurn),
+    /// The step is part of the log.
+    Committed,
+}
+
 macro_rules! lua {
     ($file:literal) => {
         LazyLock::new(|| {
@@ -353,6 +364,39 @@ impl Store {
         }
         let reply: Vec<RedisValue> = invocation.invoke_async(&mut self.conn()).await?;
         written_or_refused(run_id, &reply)
+    }
+
+    /// How far `step` of `run_id` has come, in one round trip.
+    pub async fn step_progress(
+        &self,
+        address: &SessionAddress,
+        run_id: &str,
+        step: u32,
+    ) -> Result<StepProgress, Error> {
+        let key = self.key(address, "staged");
+        let prefix = format!("{run_id}:{step}");
+        let (step_count, (message, usage)): (Option<u32>, (Option<String>, Option<String>)) =
+            redis::pipe()
+                .hget(self.key(address, "state"), "stepCount")
+                .cmd("HMGET")
+                .arg(&key)
+                .arg(format!("turn:{prefix}"))
+                .arg(format!("usage:{prefix}"))
+                .query_async(&mut self.conn())
+                .await?;
+        let Some(step_count) = step_count else {
+            return Err(Error::SessionNotFound(address.session_id.clone()));
+        };
+        if step_count >= step {
+            return Ok(StepProgress::Committed);
+        }
+        match (message, usage) {
+            (Some(message), Some(usage)) => Ok(StepProgress::Staged(StagedTurn {
+                message: from_json(&key, &message)?,
+                usage: from_json(&key, &usage)?,
+            })),
+            _ => Ok(StepProgress::New),
+        }
     }
 
     /// The staged turn of `step`, if the model step has run.

@@ -24,12 +24,15 @@ pub struct ToolSpec {
 #[serde(rename_all = "snake_case")]
 pub enum ToolExecution {
     /// A Temporal activity of its own: survives worker loss individually, can run for long and
-    /// costs one matching round trip. The default.
+    /// costs one more workflow task per step. The default.
     #[default]
     Activity,
-    /// A Temporal local activity inside the workflow task: no extra round trip, for quick
-    /// tools (under a few seconds). A worker lost mid-call re-runs the call.
-    Local,
+    /// Runs inside the model-step activity as soon as the model has called it; when every tool
+    /// of a step is inline, that activity also commits the step, so the step costs one activity
+    /// and one workflow task. For quick tools (a few seconds at most): a worker lost mid-call
+    /// re-runs the model step, which finds the turn and finished results in Redis and runs only
+    /// what is missing.
+    Inline,
 }
 
 /// A tool that runs on the server.
@@ -102,9 +105,9 @@ where
 }
 
 impl<I, O, E, F> FnTool<I, O, E, F> {
-    /// Runs the tool as a local activity (see [`ToolExecution::Local`]).
-    pub fn local(mut self) -> Self {
-        self.execution = ToolExecution::Local;
+    /// Runs the tool inside the model-step activity (see [`ToolExecution::Inline`]).
+    pub fn inline(mut self) -> Self {
+        self.execution = ToolExecution::Inline;
         self
     }
 

@@ -39,7 +39,7 @@ fn upper() -> impl baton_core::ServerTool {
     tool("upper", "Upper-cases text.", |i: TextInput| async move {
         Ok::<_, String>(i.text.to_uppercase())
     })
-    .local()
+    .inline()
 }
 
 /// `two_steps`: step 1 calls `add` (an activity) and `upper` (a local activity) at once; step 2
@@ -76,25 +76,32 @@ pub fn looper() -> Agent {
         .unwrap()
 }
 
-/// `holder`: step 1 calls `hold`, which blocks forever in a worker started with
-/// [`HOLD_TOOL_ENV`] set and returns at once elsewhere; step 2 answers.
-pub fn holder() -> Agent {
+/// `holder` (and `holder_inline`): step 1 calls `hold`, which blocks forever in a worker started
+/// with [`HOLD_TOOL_ENV`] set and returns at once elsewhere; step 2 answers. `hold` runs as an
+/// activity of its own, or inline in the model step for `holder_inline`.
+pub fn holder(inline: bool) -> Agent {
     let model = ScriptedModel::default()
         .call("hold", json!({}))
         .answer("released: {{result:hold}}");
-    Agent::builder("holder")
+    let hold = tool(
+        "hold",
+        "Blocks while the worker is told to hold.",
+        |_: NoInput| async {
+            if std::env::var_os(HOLD_TOOL_ENV).is_some() {
+                println!("{HOLDING_LINE}");
+                std::future::pending::<()>().await;
+            }
+            Ok::<_, String>("done")
+        },
+    );
+    let (name, hold) = if inline {
+        ("holder_inline", hold.inline())
+    } else {
+        ("holder", hold)
+    };
+    Agent::builder(name)
         .model(model)
-        .tool(tool(
-            "hold",
-            "Blocks while the worker is told to hold.",
-            |_: NoInput| async {
-                if std::env::var_os(HOLD_TOOL_ENV).is_some() {
-                    println!("{HOLDING_LINE}");
-                    std::future::pending::<()>().await;
-                }
-                Ok::<_, String>("done")
-            },
-        ))
+        .tool(hold)
         .build()
         .unwrap()
 }
@@ -165,5 +172,5 @@ pub fn flaky() -> Agent {
 
 /// Every test agent.
 pub fn registry() -> AgentRegistry {
-    AgentRegistry::new([two_steps(), looper(), holder(), flaky()]).unwrap()
+    AgentRegistry::new([two_steps(), looper(), holder(false), holder(true), flaky()]).unwrap()
 }

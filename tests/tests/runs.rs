@@ -61,6 +61,28 @@ fn describe(chunk: &StreamChunk) -> String {
     }
 }
 
+/// The activity types a workflow scheduled, in order, without their implementer's prefix.
+async fn scheduled_activities(harness: &Harness, workflow_id: &str) -> Vec<String> {
+    use temporalio_common::protos::temporal::api::history::v1::history_event::Attributes;
+    let events = harness
+        .temporal
+        .get_workflow_handle::<baton_workflows::AgentRunWorkflow>(workflow_id.to_owned())
+        .fetch_history(temporalio_client::WorkflowFetchHistoryOptions::default())
+        .into_events()
+        .await
+        .unwrap();
+    events
+        .into_iter()
+        .filter_map(|event| match event.attributes {
+            Some(Attributes::ActivityTaskScheduledEventAttributes(scheduled)) => {
+                let name = scheduled.activity_type.map(|t| t.name).unwrap_or_default();
+                Some(name.rsplit("::").next().unwrap_or_default().to_owned())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 fn call(id: &str, name: &str, arguments: serde_json::Value) -> ToolCall {
     ToolCall {
         id: id.into(),
@@ -161,6 +183,18 @@ async fn a_two_step_session_completes_with_the_exact_log_and_stream() {
         unreachable!()
     };
     assert_eq!(*usage, harness.store.usage_total(&address).await.unwrap());
+
+    // `add` ran as activities of its own; `upper` (inline) inside the model step.
+    assert_eq!(
+        scheduled_activities(&harness, &started.workflow_id).await,
+        [
+            "model_step",
+            "execute_tool",
+            "model_step",
+            "execute_tool",
+            "model_step"
+        ]
+    );
 
     // The workflow itself completed, reporting three steps.
     let outcome = harness
@@ -322,10 +356,21 @@ impl Drop for WorkerProcess {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_worker_killed_mid_run_is_replaced_and_nothing_is_duplicated() {
+async fn a_worker_killed_in_a_tool_activity_is_replaced_and_nothing_is_duplicated() {
+    killed_mid_tool("holder").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_killed_in_an_inline_tool_is_replaced_and_nothing_is_duplicated() {
+    killed_mid_tool("holder_inline").await;
+}
+
+/// Kills the worker (SIGKILL) while `agent`'s `hold` tool runs, starts another, and checks that
+/// the run completes with every message and chunk exactly once.
+async fn killed_mid_tool(agent: &str) {
     let harness = Harness::server_only(agents::registry()).await;
     let (first, stdout) = WorkerProcess::spawn(&harness, true);
-    let started = harness.client.start("holder", "go").await.unwrap();
+    let started = harness.client.start(agent, "go").await.unwrap();
 
     // Wait until the first worker is inside the tool, then kill it without warning.
     let holding = tokio::task::spawn_blocking(move || {
@@ -366,7 +411,7 @@ async fn a_worker_killed_mid_run_is_replaced_and_nothing_is_duplicated() {
     assert_eq!(
         described,
         [
-            "run_start holder",
+            format!("run_start {agent}").as_str(),
             "step_start 1",
             "tool_start 1 call_1_1 hold {}",
             r#"tool_end 1 call_1_1 "done""#,
@@ -381,7 +426,7 @@ async fn a_worker_killed_mid_run_is_replaced_and_nothing_is_duplicated() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_step_of_local_tools_runs_and_commits_in_one_local_activity() {
+async fn a_step_whose_tools_are_all_inline_is_one_activity() {
     let registry = baton_core::AgentRegistry::new([baton_worker::demo::demo_agent()]).unwrap();
     let harness = Harness::start(registry).await;
     let started = harness
@@ -446,6 +491,11 @@ async fn a_step_of_local_tools_runs_and_commits_in_one_local_activity() {
             "step_end 3".to_owned(),
             format!("end Completed 6 × 7 = 42, and the time is {time}. -"),
         ]
+    );
+    // One activity per step: the inline tools ran and committed inside the model step.
+    assert_eq!(
+        scheduled_activities(&harness, &started.workflow_id).await,
+        ["model_step", "model_step", "model_step"]
     );
 }
 

@@ -102,13 +102,13 @@ pub fn demo_agent() -> Agent {
                 "Applies add, subtract, multiply or divide to a and b.",
                 |input: Calculation| async move { calculate(&input).map(plain_number) },
             )
-            .local(),
+            .inline(),
         )
         .tool(
             tool("clock", "Tells the current UTC time.", |_: NoInput| async {
                 Ok::<_, String>(utc_now())
             })
-            .local(),
+            .inline(),
         )
         .max_steps(5)
         .build()

@@ -2,17 +2,16 @@
 //! It does no I/O and holds no conversation: activities load and commit everything in Redis, and
 //! history holds only ids, counts and small plans.
 //!
-//! A step is one model call (a regular activity, since a model may take long), the server tools
-//! it called (in parallel; each a regular or a local activity as the tool prefers), and a commit
-//! (a local activity: a single Lua script, no matching round trip). When every tool of a step is
-//! local, the tools and the commit share one local activity.
+//! A step is one `model_step` activity (the model call, then the inline tools it called and, when
+//! no tool is left, the commit), then the step's other server tools as `execute_tool` activities
+//! in parallel and a `commit_step` local activity (one Lua script, no matching round trip). A step
+//! whose tools are all inline is one activity and one workflow task, like a bare activity.
 
 use baton_activities::{
     AgentActivities,
-    io::{FailInput, LocalStepInput, RunInput, RunOutcome, StepInput, ToolInput},
+    io::{FailInput, RunInput, RunOutcome, StepInput, StepPlan, ToolInput},
 };
-use baton_core::{ErrorCode, tool::ToolExecution};
-use std::{future::Future, pin::Pin};
+use baton_core::ErrorCode;
 use temporalio_common::RetryPolicy;
 use temporalio_macros::{workflow, workflow_methods};
 use temporalio_sdk::{
@@ -73,67 +72,41 @@ async fn run_steps(
             )
             .await
             .map_err(|e| Failure::of_activity(&step, &e, ErrorCode::ModelFailed))?;
-
-        if plan.calls.is_empty() {
-            ctx.execute_local_activity(
-                AgentActivities::complete_run,
-                step.clone(),
-                commit_options(input),
-            )
-            .await
-            .map_err(|e| Failure::of_activity(&step, &e, ErrorCode::Internal))?;
-            return Ok(RunOutcome::Completed { steps: taken + 1 });
-        }
-
-        if plan
-            .calls
-            .iter()
-            .all(|call| call.execution == ToolExecution::Local)
-        {
-            // All tools are quick: run them and commit in one local activity.
-            let local_step = LocalStepInput {
-                step: step.clone(),
-                tool_call_ids: plan.calls.iter().map(|c| c.tool_call_id.clone()).collect(),
-            };
-            ctx.execute_local_activity(
-                AgentActivities::run_local_tools_and_commit,
-                local_step,
-                local_tool_options(input),
-            )
-            .await
-            .map_err(|e| Failure::of_activity(&step, &e, ErrorCode::ToolFailed))?;
-            continue;
-        }
-
-        type Call<'a> = Pin<Box<dyn Future<Output = Result<(), ActivityExecutionError>> + 'a>>;
-        let calls = plan.calls.iter().map(|call| -> Call<'_> {
-            let tool_input = ToolInput {
-                step: step.clone(),
-                tool_call_id: call.tool_call_id.clone(),
-            };
-            match call.execution {
-                ToolExecution::Activity => Box::pin(ctx.execute_activity(
-                    AgentActivities::execute_tool,
-                    tool_input,
-                    tool_options(input),
-                )),
-                ToolExecution::Local => Box::pin(ctx.execute_local_activity(
-                    AgentActivities::execute_tool,
-                    tool_input,
-                    local_tool_options(input),
-                )),
+        match plan {
+            StepPlan::Answered => {
+                ctx.execute_local_activity(
+                    AgentActivities::complete_run,
+                    step.clone(),
+                    commit_options(input),
+                )
+                .await
+                .map_err(|e| Failure::of_activity(&step, &e, ErrorCode::Internal))?;
+                return Ok(RunOutcome::Completed { steps: taken + 1 });
             }
-        });
-        if let Some(error) = join_all(calls).await.into_iter().find_map(Result::err) {
-            return Err(Failure::of_activity(&step, &error, ErrorCode::ToolFailed));
+            StepPlan::Committed => {}
+            StepPlan::RunTools { tool_call_ids } => {
+                let calls = tool_call_ids.into_iter().map(|tool_call_id| {
+                    ctx.execute_activity(
+                        AgentActivities::execute_tool,
+                        ToolInput {
+                            step: step.clone(),
+                            tool_call_id,
+                        },
+                        tool_options(input),
+                    )
+                });
+                if let Some(error) = join_all(calls).await.into_iter().find_map(Result::err) {
+                    return Err(Failure::of_activity(&step, &error, ErrorCode::ToolFailed));
+                }
+                ctx.execute_local_activity(
+                    AgentActivities::commit_step,
+                    step.clone(),
+                    commit_options(input),
+                )
+                .await
+                .map_err(|e| Failure::of_activity(&step, &e, ErrorCode::Internal))?;
+            }
         }
-        ctx.execute_local_activity(
-            AgentActivities::commit_step,
-            step.clone(),
-            commit_options(input),
-        )
-        .await
-        .map_err(|e| Failure::of_activity(&step, &e, ErrorCode::Internal))?;
     }
     Err(Failure {
         step: input.step(input.first_step + input.max_steps),
@@ -215,13 +188,6 @@ fn model_options(input: &RunInput) -> ActivityOptions {
 fn tool_options(input: &RunInput) -> ActivityOptions {
     ActivityOptions::with_start_to_close_timeout(input.policy.tool_timeout)
         .heartbeat_timeout(input.policy.heartbeat_timeout)
-        .retry_policy(retries(input.policy.tool_attempts))
-        .build()
-}
-
-fn local_tool_options(input: &RunInput) -> LocalActivityOptions {
-    LocalActivityOptions::builder()
-        .start_to_close_timeout(input.policy.tool_timeout)
         .retry_policy(retries(input.policy.tool_attempts))
         .build()
 }

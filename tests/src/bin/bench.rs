@@ -255,7 +255,7 @@ async fn main() -> anyhow::Result<()> {
     session_steps(&harness, "bench_local_short", &marks, 21).await?;
     eprintln!("bare activity round trips ({steps})");
     let bare = summary(bare_round_trips(steps).await?);
-    eprintln!("steps with local tools ({steps})");
+    eprintln!("steps with inline tools ({steps})");
     let (local_gaps, local_bytes, local_events) =
         session_steps(&harness, "bench_local", &marks, steps + 1).await?;
     let tenth = local_gaps.len() / 10;
@@ -278,14 +278,14 @@ async fn main() -> anyhow::Result<()> {
         bare.0, bare.1, bare.2
     );
     println!(
-        "| agent step, server tool as local activity | {:.2} | {:.2} | {} | {:.2}× |",
+        "| agent step, inline server tool | {:.2} | {:.2} | {} | {:.2}× |",
         local.0,
         local.1,
         local.2,
         local.0 / bare.0
     );
     println!(
-        "| agent step, server tool as activity | {:.2} | {:.2} | {} | {:.2}× |",
+        "| agent step, server tool as its own activity | {:.2} | {:.2} | {} | {:.2}× |",
         activity.0,
         activity.1,
         activity.2,
@@ -308,14 +308,14 @@ async fn main() -> anyhow::Result<()> {
     println!();
     println!("| history per step | bytes | events |");
     println!("|---|---:|---:|");
-    println!("| 20-step session, local tools | {short_bytes:.0} | {short_events:.1} |");
-    println!("| {steps}-step session, local tools | {local_bytes:.0} | {local_events:.1} |");
+    println!("| 20-step session, inline tools | {short_bytes:.0} | {short_events:.1} |");
+    println!("| {steps}-step session, inline tools | {local_bytes:.0} | {local_events:.1} |");
     println!(
-        "| {steps}-step session, activity tools | {activity_bytes:.0} | {activity_events:.1} |"
+        "| {steps}-step session, tools as activities | {activity_bytes:.0} | {activity_events:.1} |"
     );
     println!();
     println!("| throughput | sessions/s |");
     println!("|---|---:|");
-    println!("| demo agent (3 steps, 2 local tools), 20 concurrent, 200 sessions | {rate:.1} |");
+    println!("| demo agent (3 steps, 2 inline tools), 20 concurrent, 200 sessions | {rate:.1} |");
     std::process::exit(0);
 }
