@@ -285,25 +285,25 @@ async fn main() -> anyhow::Result<()> {
         local.0 / bare.0
     );
     println!(
-        "| agent step, server tool as its own activity | {:.2} | {:.2} | {} | {:.2}× |",
-        activity.0,
-        activity.1,
-        activity.2,
-        activity.0 / bare.0
-    );
-    println!(
-        "| same, first tenth of the session | {:.2} | {:.2} | {} | {:.2}× |",
+        "| inline-tool step, first tenth of the session | {:.2} | {:.2} | {} | {:.2}× |",
         early.0,
         early.1,
         early.2,
         early.0 / bare.0
     );
     println!(
-        "| same, last tenth of the session | {:.2} | {:.2} | {} | {:.2}× |",
+        "| inline-tool step, last tenth of the session | {:.2} | {:.2} | {} | {:.2}× |",
         late.0,
         late.1,
         late.2,
         late.0 / bare.0
+    );
+    println!(
+        "| agent step, server tool as its own activity | {:.2} | {:.2} | {} | {:.2}× |",
+        activity.0,
+        activity.1,
+        activity.2,
+        activity.0 / bare.0
     );
     println!();
     println!("| history per step | bytes | events |");
