@@ -66,8 +66,18 @@ impl AgentActivities {
                 None => return Ok(StepPlan::Committed),
             },
         };
-        self.run_inline_tools(&ctx, &input, &turn.message, fresh)
-            .await
+        let plan = self
+            .run_inline_tools(&ctx, &input, &turn.message, fresh)
+            .await?;
+        tracing::debug!(
+            session = %input.address.session_id,
+            run = %input.run_id,
+            step = input.step,
+            attempt = ctx.info().attempt,
+            ?plan,
+            "model step done"
+        );
+        Ok(plan)
     }
 
     /// Runs one server tool call of a staged step and stages its result (or error) with its
@@ -135,12 +145,20 @@ impl AgentActivities {
                     step: input.step,
                     completion: Some(Completion {
                         output: content.clone(),
-                        usage,
+                        usage: usage.clone(),
                     }),
                 },
             )
             .await
             .map_err(store_error)?;
+        tracing::info!(
+            session = %address.session_id,
+            run = %input.run_id,
+            steps = input.step,
+            input_tokens = usage.input_tokens,
+            output_tokens = usage.output_tokens,
+            "run completed"
+        );
         Ok(())
     }
 
@@ -152,11 +170,28 @@ impl AgentActivities {
         input: FailInput,
     ) -> Result<(), ActivityError> {
         let step = &input.step;
-        let usage = self
+        tracing::warn!(
+            session = %step.address.session_id,
+            run = %step.run_id,
+            step = step.step,
+            code = %input.code,
+            message = %input.message,
+            "run failed"
+        );
+        // The failing step's model call counts too, though its turn never reaches the log.
+        let mut usage = self
             .store
             .usage_total(&step.address)
             .await
             .map_err(store_error)?;
+        if let Some(staged) = self
+            .store
+            .staged_turn(&step.address, &step.run_id, step.step)
+            .await
+            .map_err(store_error)?
+        {
+            usage.add(&staged.usage.usage);
+        }
         self.store
             .fail_run(
                 &step.address,

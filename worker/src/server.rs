@@ -337,6 +337,11 @@ impl IntoResponse for HttpError {
     fn into_response(self) -> Response {
         let status = StatusCode::from_u16(self.0.code.presentation().http_status)
             .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        if status.is_server_error() {
+            tracing::error!(code = %self.0.code, error = %self.0.error, "request failed");
+        } else {
+            tracing::debug!(code = %self.0.code, error = %self.0.error, "request refused");
+        }
         (status, Json(self.0)).into_response()
     }
 }
