@@ -226,30 +226,11 @@ impl Store {
         })
     }
 
-    pub fn prefix(&self) -> &str {
-        &self.prefix
-    }
-
     fn key(&self, address: &SessionAddress, what: &str) -> String {
         format!(
             "{}:{{{}}}:{}:{}",
             self.prefix, address.root_session_id, address.session_id, what
         )
-    }
-
-    /// Every key a session may have, for tests and clean-up.
-    pub fn session_keys(&self, address: &SessionAddress) -> Vec<String> {
-        [
-            "state",
-            "stream",
-            "messages",
-            "checkpoints",
-            "usage",
-            "staged",
-        ]
-        .iter()
-        .map(|what| self.key(address, what))
-        .collect()
     }
 
     fn header(&self, address: &SessionAddress, stream_id: &str, run_id: &str) -> ChunkHeader {
@@ -374,29 +355,21 @@ impl Store {
         step: u32,
     ) -> Result<StepProgress, Error> {
         let key = self.key(address, "staged");
-        let prefix = format!("{run_id}:{step}");
-        let (step_count, (message, usage)): (Option<u32>, (Option<String>, Option<String>)) =
-            redis::pipe()
-                .hget(self.key(address, "state"), "stepCount")
-                .cmd("HMGET")
-                .arg(&key)
-                .arg(format!("turn:{prefix}"))
-                .arg(format!("usage:{prefix}"))
-                .query_async(&mut self.conn())
-                .await?;
+        let (step_count, fields): (Option<u32>, (Option<String>, Option<String>)) = redis::pipe()
+            .hget(self.key(address, "state"), "stepCount")
+            .add_command(staged_turn_fields(&key, run_id, step))
+            .query_async(&mut self.conn())
+            .await?;
         let Some(step_count) = step_count else {
             return Err(Error::SessionNotFound(address.session_id.clone()));
         };
         if step_count >= step {
             return Ok(StepProgress::Committed);
         }
-        match (message, usage) {
-            (Some(message), Some(usage)) => Ok(StepProgress::Staged(StagedTurn {
-                message: from_json(&key, &message)?,
-                usage: from_json(&key, &usage)?,
-            })),
-            _ => Ok(StepProgress::New),
-        }
+        Ok(match decode_staged_turn(&key, fields)? {
+            Some(turn) => StepProgress::Staged(turn),
+            None => StepProgress::New,
+        })
     }
 
     /// The staged turn of `step`, if the model step has run.
@@ -407,20 +380,10 @@ impl Store {
         step: u32,
     ) -> Result<Option<StagedTurn>, Error> {
         let key = self.key(address, "staged");
-        let prefix = format!("{run_id}:{step}");
-        let (message, usage): (Option<String>, Option<String>) = redis::cmd("HMGET")
-            .arg(&key)
-            .arg(format!("turn:{prefix}"))
-            .arg(format!("usage:{prefix}"))
+        let fields = staged_turn_fields(&key, run_id, step)
             .query_async(&mut self.conn())
             .await?;
-        match (message, usage) {
-            (Some(message), Some(usage)) => Ok(Some(StagedTurn {
-                message: from_json(&key, &message)?,
-                usage: from_json(&key, &usage)?,
-            })),
-            _ => Ok(None),
-        }
+        decode_staged_turn(&key, fields)
     }
 
     /// Whether a tool call of `step` already has a staged result.
@@ -694,6 +657,29 @@ impl Subscriber {
             .flat_map(|stream| stream.ids.iter())
             .map(|entry| decode_chunk(&key, &entry.map))
             .collect()
+    }
+}
+
+/// `HMGET` of a staged turn's message and usage.
+fn staged_turn_fields(key: &str, run_id: &str, step: u32) -> redis::Cmd {
+    let mut command = redis::cmd("HMGET");
+    command
+        .arg(key)
+        .arg(format!("turn:{run_id}:{step}"))
+        .arg(format!("usage:{run_id}:{step}"));
+    command
+}
+
+fn decode_staged_turn(
+    key: &str,
+    (message, usage): (Option<String>, Option<String>),
+) -> Result<Option<StagedTurn>, Error> {
+    match (message, usage) {
+        (Some(message), Some(usage)) => Ok(Some(StagedTurn {
+            message: from_json(key, &message)?,
+            usage: from_json(key, &usage)?,
+        })),
+        _ => Ok(None),
     }
 }
 
