@@ -42,7 +42,7 @@ fn upper() -> impl baton_core::ServerTool {
     .inline()
 }
 
-/// `two_steps`: step 1 calls `add` (an activity) and `upper` (a local activity) at once; step 2
+/// `two_steps`: step 1 calls `add` (an activity) and `upper` (inline) at once; step 2
 /// calls `add` with a bad input, which the model sees as a tool error; step 3 answers.
 pub fn two_steps() -> Agent {
     let model = ScriptedModel::default()
