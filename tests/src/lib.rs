@@ -8,14 +8,18 @@
 pub mod agents;
 
 use baton_activities::io::ActivityPolicy;
+use baton_activities::io::RunOutcome;
 use baton_client::HttpClient;
 use baton_core::{AgentRegistry, Store, StreamChunk};
 use baton_worker::{
     AppState, TemporalSettings, WorkerSettings, connect_temporal, router, run_worker,
 };
+use baton_workflows::AgentRunWorkflow;
 use futures::StreamExt;
 use std::{net::SocketAddr, thread::JoinHandle, time::Duration};
-use temporalio_client::Client;
+use temporalio_client::{
+    Client, WorkflowCountOptions, WorkflowGetResultOptions, errors::WorkflowGetResultError,
+};
 use tokio_util::sync::CancellationToken;
 
 pub fn redis_url() -> String {
@@ -179,6 +183,32 @@ impl Harness {
             follow.map(|c| c.expect("stream chunk")).collect::<Vec<_>>(),
         );
         all.await.expect("the run should end in time")
+    }
+
+    /// Asserts that nothing was written: no Redis key under this harness's prefix and no workflow
+    /// on its task queue.
+    pub async fn assert_nothing_written(&self) {
+        assert_eq!(self.keys().await, Vec::<String>::new());
+        let workflows = self
+            .temporal
+            .count_workflows(
+                format!("TaskQueue = '{}'", self.task_queue),
+                WorkflowCountOptions::default(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(workflows.count(), 0);
+    }
+
+    /// Waits for the workflow of a run and returns its result.
+    pub async fn run_result(
+        &self,
+        workflow_id: &str,
+    ) -> Result<RunOutcome, WorkflowGetResultError> {
+        self.temporal
+            .get_workflow_handle::<AgentRunWorkflow>(workflow_id.to_owned())
+            .get_result(WorkflowGetResultOptions::default())
+            .await
     }
 
     /// Every Redis key under this harness's prefix.

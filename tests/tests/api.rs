@@ -9,7 +9,6 @@ use baton_core::{ApiError, ErrorCode};
 use baton_tests::{Harness, agents};
 use baton_worker::router;
 use http_body_util::BodyExt;
-use temporalio_client::WorkflowCountOptions;
 use tower::ServiceExt;
 
 async fn call(harness: &Harness, request: Request<Body>) -> (StatusCode, ApiError) {
@@ -134,14 +133,5 @@ async fn refusals_are_typed_and_write_nothing() {
             error.error
         );
     }
-    assert_eq!(harness.keys().await, Vec::<String>::new());
-    let workflows = harness
-        .temporal
-        .count_workflows(
-            format!("TaskQueue = '{}'", harness.task_queue),
-            WorkflowCountOptions::default(),
-        )
-        .await
-        .unwrap();
-    assert_eq!(workflows.count(), 0);
+    harness.assert_nothing_written().await;
 }

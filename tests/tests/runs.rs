@@ -13,7 +13,6 @@ use std::{
     process::{Child, Command, Stdio},
     time::Duration,
 };
-use temporalio_client::{WorkflowCountOptions, WorkflowGetResultOptions};
 use temporalio_common::protos::temporal::api::failure::v1::failure::FailureInfo;
 
 const RUN_LIMIT: Duration = Duration::from_secs(60);
@@ -197,12 +196,7 @@ async fn a_two_step_session_completes_with_the_exact_log_and_stream() {
     );
 
     // The workflow itself completed, reporting three steps.
-    let outcome = harness
-        .temporal
-        .get_workflow_handle::<baton_workflows::AgentRunWorkflow>(started.workflow_id.clone())
-        .get_result(WorkflowGetResultOptions::default())
-        .await
-        .unwrap();
+    let outcome = harness.run_result(&started.workflow_id).await.unwrap();
     assert_eq!(
         outcome,
         baton_activities::io::RunOutcome::Completed { steps: 3 }
@@ -252,12 +246,7 @@ async fn exceeding_max_steps_fails_the_run_with_a_typed_error() {
     );
 
     // Temporal records the failure with the error code as its type.
-    let failure = harness
-        .temporal
-        .get_workflow_handle::<baton_workflows::AgentRunWorkflow>(started.workflow_id.clone())
-        .get_result(WorkflowGetResultOptions::default())
-        .await
-        .unwrap_err();
+    let failure = harness.run_result(&started.workflow_id).await.unwrap_err();
     let temporalio_client::errors::WorkflowGetResultError::Failed(failure) = failure else {
         panic!("expected a failed workflow, got {failure:?}");
     };
@@ -292,39 +281,7 @@ async fn an_unknown_agent_type_is_refused_and_nothing_is_written() {
         error.error
     );
 
-    let raw = reqwest_status(&harness, r#"{"agent":"no_such_agent","message":"hi"}"#).await;
-    assert_eq!(raw, 404);
-    assert_eq!(
-        reqwest_status(&harness, r#"{"agent":"two_steps","message":"  "}"#).await,
-        400
-    );
-    assert_eq!(
-        reqwest_status(&harness, r#"{"agent":"two_steps"}"#).await,
-        400
-    );
-    assert_eq!(reqwest_status(&harness, "not json").await, 400);
-
-    assert_eq!(harness.keys().await, Vec::<String>::new());
-    let started = harness
-        .temporal
-        .count_workflows(
-            format!("TaskQueue = '{}'", harness.task_queue),
-            WorkflowCountOptions::default(),
-        )
-        .await
-        .unwrap();
-    assert_eq!(started.count(), 0);
-}
-
-async fn reqwest_status(harness: &Harness, body: &str) -> u16 {
-    let response = reqwest::Client::new()
-        .post(format!("http://{}/start", harness.address))
-        .header("content-type", "application/json")
-        .body(body.to_owned())
-        .send()
-        .await
-        .unwrap();
-    response.status().as_u16()
+    harness.assert_nothing_written().await;
 }
 
 /// A `baton-test-worker` process; killed with SIGKILL when dropped.
