@@ -83,9 +83,17 @@ pub enum StepPlan {
     Answered,
     /// Every tool of the step was inline and has run, and the step is committed: next step.
     Committed,
-    /// Run these calls as `execute_tool` activities (in parallel), then `commit_step`. Inline
-    /// calls of the step have already run.
-    RunTools { tool_call_ids: Vec<String> },
+    /// Run these calls as `execute_tool` activities (in parallel), then `commit_step`, or
+    /// `commit_suspended_step` when `then_suspend` is set (the step also awaits client calls).
+    /// Inline calls of the step have already run.
+    RunTools {
+        tool_call_ids: Vec<String>,
+        #[serde(default)]
+        then_suspend: bool,
+    },
+    /// The step awaits these client calls; it is committed and the run suspended. The workflow
+    /// ends.
+    Suspended { tool_call_ids: Vec<String> },
 }
 
 /// Input of `execute_tool`.
@@ -108,7 +116,17 @@ pub struct FailInput {
 /// How a run ended, as the workflow returns it. Failures are workflow failures whose type is the
 /// error code, and are recorded in Redis before the workflow fails.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[serde(
+    tag = "kind",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
 pub enum RunOutcome {
-    Completed { steps: u32 },
+    Completed {
+        steps: u32,
+    },
+    /// The run committed its state and waits, without a workflow, for these client calls.
+    Suspended {
+        tool_call_ids: Vec<String>,
+    },
 }

@@ -8,11 +8,15 @@
 pub mod io;
 
 use baton_core::{
-    AgentRegistry, ErrorCode, Store,
+    Agent, AgentRegistry, ErrorCode, Store,
+    agent::{AgentTool, DEFAULT_CLIENT_TOOL_TIMEOUT},
     chunk::{ChunkKind, RunError},
     message::{Message, ToolCall, ToolOutcome},
     model::{self, ModelRequest},
-    store::{self, Completion, StagedTurn, StepCommit, StepProgress, UsageRecord, Written},
+    store::{
+        self, Completion, PendingCall, PendingKind, StagedTurn, StepCommit, StepProgress,
+        UsageRecord, Written,
+    },
     tool::{ToolExecution, codes},
 };
 use io::{FailInput, StepInput, StepPlan, ToolInput};
@@ -60,6 +64,9 @@ impl AgentActivities {
             .map_err(store_error)?;
         let (turn, fresh) = match progress {
             StepProgress::Committed => return Ok(StepPlan::Committed),
+            StepProgress::Suspended { tool_call_ids } => {
+                return Ok(StepPlan::Suspended { tool_call_ids });
+            }
             StepProgress::Staged(turn) => (turn, false),
             StepProgress::New => match self.call_model(&ctx, &input).await? {
                 Some(turn) => (turn, true),
@@ -109,6 +116,43 @@ impl AgentActivities {
         input: StepInput,
     ) -> Result<(), ActivityError> {
         self.commit(&input).await
+    }
+
+    /// After a step's tool activities: commits the step and suspends the run on its client
+    /// calls. Returns the awaited call ids.
+    #[activity]
+    pub async fn commit_suspended_step(
+        self: Arc<Self>,
+        _ctx: ActivityContext,
+        input: StepInput,
+    ) -> Result<Vec<String>, ActivityError> {
+        let progress = self
+            .store
+            .step_progress(&input.address, &input.run_id, input.step)
+            .await
+            .map_err(store_error)?;
+        let turn = match progress {
+            StepProgress::Suspended { tool_call_ids } => return Ok(tool_call_ids),
+            StepProgress::Staged(turn) => turn,
+            StepProgress::New | StepProgress::Committed => {
+                return Err(failure(
+                    ErrorCode::Internal,
+                    format!(
+                        "step {} of run {} cannot suspend: {progress:?}",
+                        input.step, input.run_id
+                    ),
+                ));
+            }
+        };
+        let agent = self.agent(&input.agent_type)?;
+        let awaited: Vec<&ToolCall> = match &turn.message {
+            Message::Assistant { tool_calls, .. } => tool_calls
+                .iter()
+                .filter(|call| agent.client_tool(&call.name).is_some())
+                .collect(),
+            _ => Vec::new(),
+        };
+        self.suspend(&input, &awaited).await
     }
 
     /// Commits the final step (an answer without tool calls) and completes the run.
@@ -219,12 +263,7 @@ impl AgentActivities {
         input: &StepInput,
     ) -> Result<Option<StagedTurn>, ActivityError> {
         let address = &input.address;
-        let agent = self.registry.get(&input.agent_type).ok_or_else(|| {
-            failure(
-                ErrorCode::UnknownAgentType,
-                format!("this worker has no agent type {:?}", input.agent_type),
-            )
-        })?;
+        let agent = self.agent(&input.agent_type)?;
         let messages = self.store.messages(address).await.map_err(store_error)?;
         self.store
             .emit_model_chunks(
@@ -333,14 +372,20 @@ impl AgentActivities {
         if tool_calls.is_empty() {
             return Ok(StepPlan::Answered);
         }
-        let agent = self.registry.get(&input.agent_type);
-        // An unknown tool only needs its error recorded: that is done inline too.
-        let (inline, remote): (Vec<&ToolCall>, Vec<&ToolCall>) =
-            tool_calls.iter().partition(|call| {
-                agent
-                    .and_then(|a| a.tool(&call.name))
-                    .is_none_or(|tool| tool.execution() == ToolExecution::Inline)
-            });
+        let agent = self.agent(&input.agent_type)?;
+        let mut inline = Vec::new();
+        let mut remote = Vec::new();
+        let mut awaited = Vec::new();
+        for call in tool_calls {
+            match agent.any_tool(&call.name) {
+                Some(AgentTool::Client(_)) => awaited.push(call),
+                Some(AgentTool::Server(tool)) if tool.execution() == ToolExecution::Activity => {
+                    remote.push(call)
+                }
+                // Inline tools, and unknown ones: those only need their error recorded.
+                Some(AgentTool::Server(_)) | None => inline.push(call),
+            }
+        }
         let runs = inline.into_iter().map(|call| async move {
             // Results staged by an earlier attempt stand; a fresh turn has none.
             if !fresh
@@ -357,12 +402,73 @@ impl AgentActivities {
         for outcome in futures::future::join_all(runs).await {
             outcome?;
         }
-        if remote.is_empty() {
-            self.commit(input).await?;
-            return Ok(StepPlan::Committed);
+        if !remote.is_empty() {
+            return Ok(StepPlan::RunTools {
+                tool_call_ids: remote.into_iter().map(|call| call.id.clone()).collect(),
+                then_suspend: !awaited.is_empty(),
+            });
         }
-        Ok(StepPlan::RunTools {
-            tool_call_ids: remote.into_iter().map(|call| call.id.clone()).collect(),
+        if !awaited.is_empty() {
+            let tool_call_ids = self.suspend(input, &awaited).await?;
+            return Ok(StepPlan::Suspended { tool_call_ids });
+        }
+        self.commit(input).await?;
+        Ok(StepPlan::Committed)
+    }
+
+    /// Commits the step and suspends the run on its client calls, each with its deadline.
+    async fn suspend(
+        &self,
+        input: &StepInput,
+        awaited: &[&ToolCall],
+    ) -> Result<Vec<String>, ActivityError> {
+        let agent = self.agent(&input.agent_type)?;
+        let now = store::now_ms();
+        let pending: Vec<PendingCall> = awaited
+            .iter()
+            .map(|call| {
+                let timeout = agent
+                    .client_tool(&call.name)
+                    .map_or(DEFAULT_CLIENT_TOOL_TIMEOUT, |tool| {
+                        agent.client_tool_timeout(tool)
+                    });
+                PendingCall {
+                    tool_call_id: call.id.clone(),
+                    tool_name: call.name.clone(),
+                    input: call.arguments.clone(),
+                    kind: PendingKind::Client,
+                    step: input.step,
+                    deadline_at: now + timeout.as_millis() as u64,
+                    completed_retention_ms: agent.completed_retention().as_millis() as u64,
+                }
+            })
+            .collect();
+        self.store
+            .commit_suspended_step(
+                &input.address,
+                &input.stream_id,
+                &input.run_id,
+                input.step,
+                &pending,
+            )
+            .await
+            .map_err(store_error)?;
+        tracing::info!(
+            session = %input.address.session_id,
+            run = %input.run_id,
+            step = input.step,
+            calls = pending.len(),
+            "run suspended on client calls"
+        );
+        Ok(pending.into_iter().map(|p| p.tool_call_id).collect())
+    }
+
+    fn agent(&self, agent_type: &str) -> Result<&Arc<Agent>, ActivityError> {
+        self.registry.get(agent_type).ok_or_else(|| {
+            failure(
+                ErrorCode::UnknownAgentType,
+                format!("this worker has no agent type {agent_type:?}"),
+            )
         })
     }
 

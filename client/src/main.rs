@@ -28,7 +28,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Start a session and print it as it runs; exits non-zero if the run fails.
+    /// Start a session and print it as it runs, until it ends or suspends on client calls;
+    /// exits non-zero if the run fails.
     Run {
         /// The agent type.
         #[arg(long)]
@@ -95,11 +96,17 @@ async fn follow(
         } else {
             printer.print(&chunk);
         }
-        if let ChunkKind::End { status, .. } = chunk.kind {
-            return Ok(match status {
-                EndStatus::Completed => ExitCode::SUCCESS,
-                EndStatus::Failed => ExitCode::FAILURE,
-            });
+        match chunk.kind {
+            ChunkKind::End { status, .. } => {
+                return Ok(match status {
+                    EndStatus::Completed => ExitCode::SUCCESS,
+                    EndStatus::Failed => ExitCode::FAILURE,
+                });
+            }
+            // The run waits for client answers and no workflow runs: nothing more comes until
+            // someone answers and resumes.
+            ChunkKind::Suspended { .. } => return Ok(ExitCode::SUCCESS),
+            _ => {}
         }
     }
     anyhow::bail!("the stream ended before the run did")
@@ -143,6 +150,11 @@ impl Printer {
                 (None, None) => writeln!(out, "  ← {tool_name}"),
             },
             ChunkKind::StepEnd { .. } => Ok(()),
+            ChunkKind::Suspended { tool_call_ids, .. } => writeln!(
+                out,
+                "⏸ suspended, waiting for the answers to {}",
+                tool_call_ids.join(", ")
+            ),
             ChunkKind::End {
                 status,
                 output,

@@ -4,12 +4,28 @@
 use crate::{
     ids::is_valid_name,
     model::Model,
-    tool::{ServerTool, ToolSpec},
+    tool::{ClientTool, ServerTool, ToolSpec},
 };
-use std::{collections::BTreeMap, fmt, sync::Arc};
+use std::{collections::BTreeMap, fmt, sync::Arc, time::Duration};
 
 /// Default cap on model steps per run.
 pub const DEFAULT_MAX_STEPS: u32 = 20;
+
+/// How long a client call waits for its answer unless the tool or the agent says otherwise.
+pub const DEFAULT_CLIENT_TOOL_TIMEOUT: Duration = Duration::from_secs(5 * 60);
+
+/// How long a drained client call still answers `already_completed` to a re-submit.
+pub const DEFAULT_COMPLETED_RETENTION: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// Tool name prefixes Baton keeps for its own tools (sub-agents, companions).
+pub const RESERVED_TOOL_PREFIXES: [&str; 2] = ["subagent__", "companion__"];
+
+/// One of an agent's tools, by kind.
+#[derive(Clone, Copy)]
+pub enum AgentTool<'a> {
+    Server(&'a Arc<dyn ServerTool>),
+    Client(&'a ClientTool),
+}
 
 /// An agent: a system prompt, a model, server tools and a step cap. Its name is its agent type.
 pub struct Agent {
@@ -17,8 +33,11 @@ pub struct Agent {
     system_prompt: String,
     model: Arc<dyn Model>,
     tools: BTreeMap<String, Arc<dyn ServerTool>>,
+    client_tools: BTreeMap<String, ClientTool>,
     tool_specs: Vec<ToolSpec>,
     max_steps: u32,
+    client_tool_timeout: Duration,
+    completed_retention: Duration,
 }
 
 impl fmt::Debug for Agent {
@@ -27,6 +46,10 @@ impl fmt::Debug for Agent {
             .field("name", &self.name)
             .field("model", &self.model.name())
             .field("tools", &self.tools.keys().collect::<Vec<_>>())
+            .field(
+                "client_tools",
+                &self.client_tools.keys().collect::<Vec<_>>(),
+            )
             .field("max_steps", &self.max_steps)
             .finish()
     }
@@ -39,6 +62,8 @@ pub enum DefinitionError {
     InvalidName(String),
     #[error("agent {agent:?} has two tools named {tool:?}")]
     DuplicateTool { agent: String, tool: String },
+    #[error("tool name {0:?} uses a prefix Baton reserves (subagent__, companion__)")]
+    ReservedToolName(String),
     #[error("agent {0:?} has max_steps 0; it could never answer")]
     ZeroMaxSteps(String),
     #[error("agent {agent:?} has no model")]
@@ -55,7 +80,10 @@ impl Agent {
             system_prompt: String::new(),
             model: None,
             tools: Vec::new(),
+            client_tools: Vec::new(),
             max_steps: DEFAULT_MAX_STEPS,
+            client_tool_timeout: DEFAULT_CLIENT_TOOL_TIMEOUT,
+            completed_retention: DEFAULT_COMPLETED_RETENTION,
         }
     }
 
@@ -71,11 +99,35 @@ impl Agent {
         self.model.as_ref()
     }
 
+    /// The server tool named `name`.
     pub fn tool(&self, name: &str) -> Option<&Arc<dyn ServerTool>> {
         self.tools.get(name)
     }
 
-    /// The specs sent to the model, sorted by name.
+    /// The client tool named `name`.
+    pub fn client_tool(&self, name: &str) -> Option<&ClientTool> {
+        self.client_tools.get(name)
+    }
+
+    /// The tool named `name`, of either kind.
+    pub fn any_tool(&self, name: &str) -> Option<AgentTool<'_>> {
+        self.tools
+            .get(name)
+            .map(AgentTool::Server)
+            .or_else(|| self.client_tools.get(name).map(AgentTool::Client))
+    }
+
+    /// How long a call of `tool` waits for its answer: the tool's timeout, else the agent's.
+    pub fn client_tool_timeout(&self, tool: &ClientTool) -> Duration {
+        tool.timeout_override().unwrap_or(self.client_tool_timeout)
+    }
+
+    /// How long drained client calls keep answering `already_completed`.
+    pub fn completed_retention(&self) -> Duration {
+        self.completed_retention
+    }
+
+    /// The specs sent to the model (server and client tools), sorted by name.
     pub fn tool_specs(&self) -> &[ToolSpec] {
         &self.tool_specs
     }
@@ -91,7 +143,10 @@ pub struct AgentBuilder {
     system_prompt: String,
     model: Option<Arc<dyn Model>>,
     tools: Vec<Arc<dyn ServerTool>>,
+    client_tools: Vec<ClientTool>,
     max_steps: u32,
+    client_tool_timeout: Duration,
+    completed_retention: Duration,
 }
 
 impl AgentBuilder {
@@ -110,8 +165,27 @@ impl AgentBuilder {
         self
     }
 
+    /// A tool that runs on the client (see [`ClientTool`]).
+    pub fn client_tool(mut self, tool: ClientTool) -> Self {
+        self.client_tools.push(tool);
+        self
+    }
+
     pub fn max_steps(mut self, max_steps: u32) -> Self {
         self.max_steps = max_steps;
+        self
+    }
+
+    /// Default wait for client calls whose tool sets no timeout (5 minutes unless set).
+    pub fn client_tool_timeout(mut self, timeout: Duration) -> Self {
+        self.client_tool_timeout = timeout;
+        self
+    }
+
+    /// How long drained client calls keep answering `already_completed` (24 hours unless set;
+    /// zero turns it off).
+    pub fn completed_retention(mut self, retention: Duration) -> Self {
+        self.completed_retention = retention;
         self
     }
 
@@ -125,27 +199,53 @@ impl AgentBuilder {
         let model = self.model.ok_or_else(|| DefinitionError::MissingModel {
             agent: self.name.clone(),
         })?;
+        let check_name = |tool_name: &str, taken: bool| {
+            if RESERVED_TOOL_PREFIXES
+                .iter()
+                .any(|prefix| tool_name.starts_with(prefix))
+            {
+                return Err(DefinitionError::ReservedToolName(tool_name.to_owned()));
+            }
+            if !is_valid_name(tool_name) {
+                return Err(DefinitionError::InvalidName(tool_name.to_owned()));
+            }
+            if taken {
+                return Err(DefinitionError::DuplicateTool {
+                    agent: self.name.clone(),
+                    tool: tool_name.to_owned(),
+                });
+            }
+            Ok(())
+        };
         let mut tools = BTreeMap::new();
         for tool in self.tools {
             let tool_name = tool.spec().name.clone();
-            if !is_valid_name(&tool_name) {
-                return Err(DefinitionError::InvalidName(tool_name));
-            }
-            if tools.insert(tool_name.clone(), tool).is_some() {
-                return Err(DefinitionError::DuplicateTool {
-                    agent: self.name,
-                    tool: tool_name,
-                });
-            }
+            check_name(&tool_name, tools.contains_key(&tool_name))?;
+            tools.insert(tool_name, tool);
         }
-        let tool_specs = tools.values().map(|t| t.spec().clone()).collect();
+        let mut client_tools = BTreeMap::new();
+        for tool in self.client_tools {
+            let tool_name = tool.spec().name.clone();
+            let taken = tools.contains_key(&tool_name) || client_tools.contains_key(&tool_name);
+            check_name(&tool_name, taken)?;
+            client_tools.insert(tool_name, tool);
+        }
+        let mut tool_specs: Vec<ToolSpec> = tools
+            .values()
+            .map(|t| t.spec().clone())
+            .chain(client_tools.values().map(|t| t.spec().clone()))
+            .collect();
+        tool_specs.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(Agent {
             name: self.name,
             system_prompt: self.system_prompt,
             model,
             tools,
+            client_tools,
             tool_specs,
             max_steps: self.max_steps,
+            client_tool_timeout: self.client_tool_timeout,
+            completed_retention: self.completed_retention,
         })
     }
 }
@@ -236,6 +336,39 @@ mod tests {
                 .build(),
             Err(DefinitionError::ZeroMaxSteps(_))
         ));
+
+        let ask = || crate::tool::ClientTool::new("ask", "asks", serde_json::json!({})).unwrap();
+        let mixed = Agent::builder("mixed")
+            .model(ScriptedModel::default())
+            .tool(noop("z"))
+            .client_tool(ask().timeout(Duration::from_secs(7)))
+            .client_tool_timeout(Duration::from_secs(9))
+            .build()
+            .unwrap();
+        let names: Vec<_> = mixed.tool_specs().iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["ask", "z"]);
+        assert!(matches!(mixed.any_tool("ask"), Some(AgentTool::Client(_))));
+        assert!(matches!(mixed.any_tool("z"), Some(AgentTool::Server(_))));
+        assert_eq!(
+            mixed.client_tool_timeout(mixed.client_tool("ask").unwrap()),
+            Duration::from_secs(7)
+        );
+        assert_eq!(mixed.client_tool_timeout(&ask()), Duration::from_secs(9));
+        assert_eq!(mixed.completed_retention(), DEFAULT_COMPLETED_RETENTION);
+        let clash = Agent::builder("x")
+            .model(ScriptedModel::default())
+            .tool(noop("ask"))
+            .client_tool(ask())
+            .build();
+        assert!(matches!(clash, Err(DefinitionError::DuplicateTool { .. })));
+        let reserved = Agent::builder("x")
+            .model(ScriptedModel::default())
+            .tool(noop("subagent__helper"))
+            .build();
+        assert_eq!(
+            reserved.unwrap_err(),
+            DefinitionError::ReservedToolName("subagent__helper".into())
+        );
 
         let registry = AgentRegistry::new([agent]).unwrap();
         assert!(registry.get("demo").is_some());

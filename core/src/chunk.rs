@@ -80,6 +80,11 @@ pub enum ChunkKind {
     StepEnd {
         step: u32,
     },
+    /// The run is suspended until these client calls are answered; its workflow has ended.
+    Suspended {
+        step: u32,
+        tool_call_ids: Vec<String>,
+    },
     End {
         status: EndStatus,
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -121,6 +126,7 @@ impl ChunkKind {
             Self::ToolStart { .. } => "tool_start",
             Self::ToolEnd { .. } => "tool_end",
             Self::StepEnd { .. } => "step_end",
+            Self::Suspended { .. } => "suspended",
             Self::End { .. } => "end",
         }
     }

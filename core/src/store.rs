@@ -60,6 +60,8 @@ impl SessionAddress {
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     Active,
+    /// Waiting for client calls; no workflow runs.
+    SuspendedClientTool,
     Completed,
     Failed,
 }
@@ -68,14 +70,16 @@ impl Status {
     fn parse(value: &str) -> Option<Self> {
         match value {
             "active" => Some(Self::Active),
+            "suspended_client_tool" => Some(Self::SuspendedClientTool),
             "completed" => Some(Self::Completed),
             "failed" => Some(Self::Failed),
             _ => None,
         }
     }
 
+    /// Whether the session has ended (a suspended session has not: it waits for answers).
     pub fn is_terminal(self) -> bool {
-        !matches!(self, Self::Active)
+        matches!(self, Self::Completed | Self::Failed)
     }
 }
 
@@ -97,6 +101,44 @@ pub struct SessionState {
     pub output: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<RunError>,
+    /// Set while the session is suspended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suspension: Option<Suspension>,
+}
+
+/// What a suspended run waits for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Suspension {
+    pub run_id: String,
+    pub step: u32,
+    /// The awaited calls, in the order the model made them.
+    pub tool_call_ids: Vec<String>,
+}
+
+/// What kind of answer a pending call waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PendingKind {
+    /// The result of a client tool.
+    Client,
+}
+
+/// A call the run waits on, as stored in the owning session's `pending` hash. The run that
+/// awaits it is stored beside it (`pendingRun`), so a resume can take it over without rewriting
+/// this entry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingCall {
+    pub tool_call_id: String,
+    pub tool_name: String,
+    pub input: serde_json::Value,
+    pub kind: PendingKind,
+    pub step: u32,
+    /// Milliseconds since the epoch; past it the call counts as answered (`client_tool_timeout`).
+    pub deadline_at: u64,
+    /// How long the drained call keeps answering `already_completed`, in milliseconds.
+    pub completed_retention_ms: u64,
 }
 
 /// A checkpoint: the log, step and stream positions at one step boundary.
@@ -170,6 +212,8 @@ pub enum StepProgress {
     Staged(StagedTurn),
     /// The step is part of the log.
     Committed,
+    /// The step is part of the log and this run is suspended on it.
+    Suspended { tool_call_ids: Vec<String> },
 }
 
 macro_rules! lua {
@@ -190,6 +234,7 @@ static STAGE_TURN: LazyLock<Script> = lua!("store/stage_turn.lua");
 static STAGE_TOOL_RESULT: LazyLock<Script> = lua!("store/stage_tool_result.lua");
 static COMMIT_STEP: LazyLock<Script> = lua!("store/commit_step.lua");
 static FAIL_RUN: LazyLock<Script> = lua!("store/fail_run.lua");
+static COMMIT_SUSPENDED_STEP: LazyLock<Script> = lua!("store/commit_suspended_step.lua");
 
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> u64 {
@@ -355,8 +400,16 @@ impl Store {
         step: u32,
     ) -> Result<StepProgress, Error> {
         let key = self.key(address, "staged");
-        let (step_count, fields): (Option<u32>, (Option<String>, Option<String>)) = redis::pipe()
-            .hget(self.key(address, "state"), "stepCount")
+        let state_key = self.key(address, "state");
+        #[allow(clippy::type_complexity)]
+        let ((step_count, suspension), fields): (
+            (Option<u32>, Option<String>),
+            (Option<String>, Option<String>),
+        ) = redis::pipe()
+            .cmd("HMGET")
+            .arg(&state_key)
+            .arg("stepCount")
+            .arg("suspension")
             .add_command(staged_turn_fields(&key, run_id, step))
             .query_async(&mut self.conn())
             .await?;
@@ -364,7 +417,15 @@ impl Store {
             return Err(Error::SessionNotFound(address.session_id.clone()));
         };
         if step_count >= step {
-            return Ok(StepProgress::Committed);
+            let suspension: Option<Suspension> = suspension
+                .map(|text| from_json(&state_key, &text))
+                .transpose()?;
+            return Ok(match suspension {
+                Some(s) if s.run_id == run_id && s.step == step => StepProgress::Suspended {
+                    tool_call_ids: s.tool_call_ids,
+                },
+                _ => StepProgress::Committed,
+            });
         }
         Ok(match decode_staged_turn(&key, fields)? {
             Some(turn) => StepProgress::Staged(turn),
@@ -488,6 +549,100 @@ impl Store {
         }
     }
 
+    /// Commits a step that awaits client calls and suspends the run (see
+    /// `commit_suspended_step.lua`). `pending` holds one entry per awaited call, in call order.
+    /// Idempotent per step.
+    pub async fn commit_suspended_step(
+        &self,
+        address: &SessionAddress,
+        stream_id: &str,
+        run_id: &str,
+        step: u32,
+        pending: &[PendingCall],
+    ) -> Result<Written, Error> {
+        let header = self.header(address, stream_id, run_id);
+        let tool_call_ids: Vec<String> = pending.iter().map(|p| p.tool_call_id.clone()).collect();
+        let suspension = Suspension {
+            run_id: run_id.to_owned(),
+            step,
+            tool_call_ids: tool_call_ids.clone(),
+        };
+        let root = SessionAddress::root(&address.root_session_id);
+        let mut invocation = COMMIT_SUSPENDED_STEP.prepare_invoke();
+        invocation
+            .key(self.key(address, "state"))
+            .key(self.key(address, "stream"))
+            .key(self.key(address, "staged"))
+            .key(self.key(address, "messages"))
+            .key(self.key(address, "checkpoints"))
+            .key(self.key(address, "usage"))
+            .key(self.key(address, "pending"))
+            .key(self.key(address, "pendingRun"))
+            .key(self.key(&root, "ownership"))
+            .arg(run_id)
+            .arg(step)
+            .arg(now_ms())
+            .arg(encode_unsequenced(&header, &ChunkKind::StepEnd { step }))
+            .arg(to_json(&suspension))
+            .arg(encode_unsequenced(
+                &header,
+                &ChunkKind::Suspended {
+                    step,
+                    tool_call_ids,
+                },
+            ))
+            .arg(&address.session_id);
+        for call in pending {
+            invocation.arg(&call.tool_call_id).arg(to_json(call));
+        }
+        let reply: Vec<RedisValue> = invocation.invoke_async(&mut self.conn()).await?;
+        match reply_tag(&reply).as_str() {
+            "ok" => Ok(Written::New),
+            "already_committed" => Ok(Written::AlreadyDone),
+            "not_staged" | "missing_result" | "step_out_of_order" => Err(Error::Corrupt {
+                key: self.key(address, "staged"),
+                reason: format!("suspension at step {step} refused: {reply:?}"),
+            }),
+            refused => Err(refusal(run_id, refused)),
+        }
+    }
+
+    /// The calls a session waits on, each with the run that awaits it, in no particular order.
+    pub async fn pending_calls(
+        &self,
+        address: &SessionAddress,
+    ) -> Result<Vec<(PendingCall, String)>, Error> {
+        let key = self.key(address, "pending");
+        let (calls, runs): (HashMap<String, String>, HashMap<String, String>) = redis::pipe()
+            .hgetall(&key)
+            .hgetall(self.key(address, "pendingRun"))
+            .query_async(&mut self.conn())
+            .await?;
+        calls
+            .into_iter()
+            .map(|(id, call)| {
+                let run = runs.get(&id).cloned().ok_or_else(|| Error::Corrupt {
+                    key: key.clone(),
+                    reason: format!("pending call {id} has no run"),
+                })?;
+                Ok((from_json(&key, &call)?, run))
+            })
+            .collect()
+    }
+
+    /// The session that owns a pending client call, looked up on the root of its tree.
+    pub async fn call_owner(
+        &self,
+        root_session_id: &str,
+        tool_call_id: &str,
+    ) -> Result<Option<String>, Error> {
+        let root = SessionAddress::root(root_session_id);
+        Ok(self
+            .conn()
+            .hget(self.key(&root, "ownership"), tool_call_id)
+            .await?)
+    }
+
     /// Fails the run with a typed error and writes the `end` chunk. A run that already ended (or
     /// was superseded) is left alone and `AlreadyDone` is returned.
     pub async fn fail_run(
@@ -561,6 +716,10 @@ impl Store {
             output: fields.get("output").cloned(),
             error: fields
                 .get("error")
+                .map(|e| from_json(&key, e))
+                .transpose()?,
+            suspension: fields
+                .get("suspension")
                 .map(|e| from_json(&key, e))
                 .transpose()?,
         }))

@@ -172,6 +172,106 @@ fn panic_to_tool_error(panic: Box<dyn std::any::Any + Send>) -> ToolError {
     ToolError::new(codes::TOOL_PANICKED, message)
 }
 
+/// A tool that runs on the client's side. The server has no body for it: when the model calls
+/// it, the run commits its state and suspends until the answer is submitted. Its input schema is
+/// sent to the model; its output schema, if any, checks submitted results.
+#[derive(Clone)]
+pub struct ClientTool {
+    spec: ToolSpec,
+    output_schema: Option<Value>,
+    output_validator: Option<Arc<jsonschema::Validator>>,
+    timeout: Option<std::time::Duration>,
+}
+
+impl std::fmt::Debug for ClientTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientTool")
+            .field("spec", &self.spec)
+            .field("output_schema", &self.output_schema)
+            .field("timeout", &self.timeout)
+            .finish()
+    }
+}
+
+/// A JSON Schema given for a client tool that is not a valid schema.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("tool {tool:?}: invalid {which} schema: {reason}")]
+pub struct SchemaError {
+    pub tool: String,
+    pub which: &'static str,
+    pub reason: String,
+}
+
+impl ClientTool {
+    /// A client tool with a JSON Schema for its input.
+    pub fn new(name: &str, description: &str, input_schema: Value) -> Result<Self, SchemaError> {
+        compile(name, "input", &input_schema)?;
+        Ok(Self {
+            spec: ToolSpec {
+                name: name.to_owned(),
+                description: description.to_owned(),
+                input_schema,
+            },
+            output_schema: None,
+            output_validator: None,
+            timeout: None,
+        })
+    }
+
+    /// A client tool whose input and output schemas are derived from Rust types.
+    pub fn typed<I: JsonSchema, O: JsonSchema>(name: &str, description: &str) -> Self {
+        Self::new(name, description, schemars::schema_for!(I).to_value())
+            .and_then(|tool| tool.output_schema(schemars::schema_for!(O).to_value()))
+            .expect("a schema derived by schemars is a valid JSON Schema")
+    }
+
+    /// Submitted results must match this JSON Schema.
+    pub fn output_schema(mut self, schema: Value) -> Result<Self, SchemaError> {
+        self.output_validator = Some(Arc::new(compile(&self.spec.name, "output", &schema)?));
+        self.output_schema = Some(schema);
+        Ok(self)
+    }
+
+    /// How long the run waits for the answer before the call counts as answered with
+    /// `client_tool_timeout`; without it the agent's default applies.
+    pub fn timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    pub fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    pub fn timeout_override(&self) -> Option<std::time::Duration> {
+        self.timeout
+    }
+
+    /// Checks a submitted result against the output schema (always passes without one). The
+    /// error describes the first mismatch, for logs and verbose answers only.
+    pub fn check_output(&self, result: &Value) -> Result<(), String> {
+        match &self.output_validator {
+            None => Ok(()),
+            Some(validator) => match validator.iter_errors(result).next() {
+                None => Ok(()),
+                Some(first) => Err(format!("{}: {first}", first.instance_path)),
+            },
+        }
+    }
+}
+
+fn compile(
+    tool: &str,
+    which: &'static str,
+    schema: &Value,
+) -> Result<jsonschema::Validator, SchemaError> {
+    jsonschema::validator_for(schema).map_err(|e| SchemaError {
+        tool: tool.to_owned(),
+        which,
+        reason: e.to_string(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,7 +2,8 @@
 
 use async_trait::async_trait;
 use baton_core::{
-    Agent, AgentRegistry, Model, ModelRequest, ModelTurn, ScriptedModel, model, tool::tool,
+    Agent, AgentRegistry, Model, ModelRequest, ModelTurn, ScriptedModel, model,
+    tool::{ClientTool, tool},
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -170,7 +171,62 @@ pub fn flaky() -> Agent {
         .unwrap()
 }
 
+/// Input of the `ask_user` client tool.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct Question {
+    pub question: String,
+}
+
+/// Output of the `ask_user` client tool.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct Reply {
+    pub answer: String,
+}
+
+fn ask_user() -> ClientTool {
+    ClientTool::typed::<Question, Reply>("ask_user", "Asks the user a question.")
+}
+
+/// `asker`: step 1 calls `add` (an activity) and the client tool `ask_user` at once, so the run
+/// suspends after `add` ran; step 2 answers with the user's reply.
+pub fn asker() -> Agent {
+    let model = ScriptedModel::default()
+        .call_all(&[
+            ("add", json!({"a": 1, "b": 2})),
+            ("ask_user", json!({"question": "Proceed?"})),
+        ])
+        .answer("The user said {{result:ask_user}}");
+    Agent::builder("asker")
+        .model(model)
+        .tool(add())
+        .client_tool(ask_user().timeout(std::time::Duration::from_secs(120)))
+        .build()
+        .unwrap()
+}
+
+/// `asker_only`: step 1 calls only `ask_user`, so the model step itself suspends the run.
+pub fn asker_only() -> Agent {
+    let model = ScriptedModel::default()
+        .call("ask_user", json!({"question": "Name?"}))
+        .answer("Hello {{result:ask_user}}");
+    Agent::builder("asker_only")
+        .model(model)
+        .client_tool(ask_user())
+        .client_tool_timeout(std::time::Duration::from_secs(60))
+        .build()
+        .unwrap()
+}
+
 /// Every test agent.
 pub fn registry() -> AgentRegistry {
-    AgentRegistry::new([two_steps(), looper(), holder(false), holder(true), flaky()]).unwrap()
+    AgentRegistry::new([
+        two_steps(),
+        looper(),
+        holder(false),
+        holder(true),
+        flaky(),
+        asker(),
+        asker_only(),
+    ])
+    .unwrap()
 }

@@ -10,7 +10,7 @@ pub mod agents;
 use baton_activities::io::ActivityPolicy;
 use baton_activities::io::RunOutcome;
 use baton_client::HttpClient;
-use baton_core::{AgentRegistry, Store, StreamChunk};
+use baton_core::{AgentRegistry, ChunkKind, Store, StreamChunk};
 use baton_worker::{
     AppState, TemporalSettings, WorkerSettings, connect_temporal, router, run_worker,
 };
@@ -177,12 +177,33 @@ impl Harness {
 
     /// Follows a session's stream to its `end` chunk (at most `limit`) and returns every chunk.
     pub async fn chunks_until_end(&self, session_id: &str, limit: Duration) -> Vec<StreamChunk> {
-        let follow = self.client.follow(session_id, 0);
-        let all = tokio::time::timeout(
-            limit,
-            follow.map(|c| c.expect("stream chunk")).collect::<Vec<_>>(),
-        );
-        all.await.expect("the run should end in time")
+        self.chunks_until(session_id, limit, |_| false).await
+    }
+
+    /// Follows a session's stream from the start until `stop` holds for a chunk or the `end`
+    /// chunk comes (at most `limit`), and returns every chunk up to that one.
+    pub async fn chunks_until(
+        &self,
+        session_id: &str,
+        limit: Duration,
+        stop: impl Fn(&ChunkKind) -> bool,
+    ) -> Vec<StreamChunk> {
+        let mut follow = std::pin::pin!(self.client.follow(session_id, 0));
+        let collect = async {
+            let mut chunks = Vec::new();
+            while let Some(chunk) = follow.next().await {
+                let chunk = chunk.expect("stream chunk");
+                let last = stop(&chunk.kind) || matches!(chunk.kind, ChunkKind::End { .. });
+                chunks.push(chunk);
+                if last {
+                    break;
+                }
+            }
+            chunks
+        };
+        tokio::time::timeout(limit, collect)
+            .await
+            .expect("the run should get there in time")
     }
 
     /// Asserts that nothing was written: no Redis key under this harness's prefix and no workflow

@@ -45,6 +45,10 @@ fn describe(chunk: &StreamChunk) -> String {
             ),
         },
         ChunkKind::StepEnd { step } => format!("step_end {step}"),
+        ChunkKind::Suspended {
+            step,
+            tool_call_ids,
+        } => format!("suspended {step} {}", tool_call_ids.join(",")),
         ChunkKind::End {
             status,
             output,

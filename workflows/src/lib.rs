@@ -84,7 +84,13 @@ async fn run_steps(
                 return Ok(RunOutcome::Completed { steps: taken + 1 });
             }
             StepPlan::Committed => {}
-            StepPlan::RunTools { tool_call_ids } => {
+            StepPlan::Suspended { tool_call_ids } => {
+                return Ok(RunOutcome::Suspended { tool_call_ids });
+            }
+            StepPlan::RunTools {
+                tool_call_ids,
+                then_suspend,
+            } => {
                 let calls = tool_call_ids.into_iter().map(|tool_call_id| {
                     ctx.execute_activity(
                         AgentActivities::execute_tool,
@@ -97,6 +103,17 @@ async fn run_steps(
                 });
                 if let Some(error) = join_all(calls).await.into_iter().find_map(Result::err) {
                     return Err(Failure::of_activity(&step, &error, ErrorCode::ToolFailed));
+                }
+                if then_suspend {
+                    let tool_call_ids = ctx
+                        .execute_local_activity(
+                            AgentActivities::commit_suspended_step,
+                            step.clone(),
+                            commit_options(input),
+                        )
+                        .await
+                        .map_err(|e| Failure::of_activity(&step, &e, ErrorCode::Internal))?;
+                    return Ok(RunOutcome::Suspended { tool_call_ids });
                 }
                 ctx.execute_local_activity(
                     AgentActivities::commit_step,

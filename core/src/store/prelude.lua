@@ -28,3 +28,38 @@ local function step_guard(run_id, step)
   end
   return nil
 end
+
+-- Appends a staged step to the log (KEYS[3] staged, KEYS[4] messages, KEYS[5] checkpoints,
+-- KEYS[6] usage): the assistant message, the results of its calls in call order except the
+-- awaited ones (a set of ids), the usage record, the step count, step_end and a checkpoint; then
+-- drops the step's staged fields. Returns nil and step_end's sequence, or a refusal reply.
+local function append_staged_step(run_id, step_text, now, step_end_body, awaited)
+  local step = tonumber(step_text)
+  local committed = tonumber(redis.call('HGET', state_key, 'stepCount'))
+  if committed >= step then return {'already_committed'} end
+  if committed ~= step - 1 then return {'step_out_of_order', committed} end
+  local prefix = run_id .. ':' .. step_text
+  local turn = redis.call('HGET', KEYS[3], 'turn:' .. prefix)
+  if not turn then return {'not_staged'} end
+  local call_ids = cjson.decode(redis.call('HGET', KEYS[3], 'calls:' .. prefix))
+  local results = {}
+  local fields = {'turn:' .. prefix, 'calls:' .. prefix, 'usage:' .. prefix, 'emitted:' .. prefix}
+  for _, id in ipairs(call_ids) do
+    if not awaited[id] then
+      local field = 'result:' .. prefix .. ':' .. id
+      local result = redis.call('HGET', KEYS[3], field)
+      if not result then return {'missing_result', id} end
+      results[#results + 1] = result
+      fields[#fields + 1] = field
+    end
+  end
+  redis.call('RPUSH', KEYS[4], turn)
+  for _, result in ipairs(results) do redis.call('RPUSH', KEYS[4], result) end
+  redis.call('RPUSH', KEYS[6], redis.call('HGET', KEYS[3], 'usage:' .. prefix))
+  redis.call('HSET', state_key, 'stepCount', step, 'updatedAt', now)
+  local seq = emit(step_end_body)
+  local count = redis.call('LLEN', KEYS[4])
+  redis.call('RPUSH', KEYS[5], '{"id":' .. step .. ',"messageCount":' .. count .. ',"stepCount":' .. step .. ',"streamSequence":' .. seq .. '}')
+  redis.call('HDEL', KEYS[3], unpack(fields))
+  return nil, seq
+end

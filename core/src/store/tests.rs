@@ -399,3 +399,114 @@ async fn a_subscriber_wakes_on_new_chunks() {
     assert_eq!(kinds(&woken), ["step_start"]);
     assert_eq!(woken[0].sequence, 2);
 }
+
+#[tokio::test]
+async fn a_suspended_step_commits_server_results_and_records_pending_calls() {
+    let store = store().await;
+    let address = SessionAddress::root("s5");
+    new_session(&store, &address).await;
+    let server_call = ToolCall {
+        id: "c1".into(),
+        name: "add".into(),
+        arguments: json!({"a": 1}),
+    };
+    let client_call = ToolCall {
+        id: "c2".into(),
+        name: "ask".into(),
+        arguments: json!({"q": "?"}),
+    };
+    let staged = turn("r1", 1, "", vec![server_call.clone(), client_call.clone()]);
+    store
+        .stage_turn(&address, "st1", "r1", 1, &staged)
+        .await
+        .unwrap();
+    let result = Message::tool_result(&server_call, ToolOutcome::Result(json!(2)));
+    store
+        .stage_tool_result(&address, "st1", "r1", 1, &result)
+        .await
+        .unwrap();
+
+    let pending = PendingCall {
+        tool_call_id: "c2".into(),
+        tool_name: "ask".into(),
+        input: json!({"q": "?"}),
+        kind: PendingKind::Client,
+        step: 1,
+        deadline_at: 1_000,
+        completed_retention_ms: 86_400_000,
+    };
+    let suspend =
+        || store.commit_suspended_step(&address, "st1", "r1", 1, std::slice::from_ref(&pending));
+    assert_eq!(suspend().await.unwrap(), Written::New);
+    assert_eq!(suspend().await.unwrap(), Written::AlreadyDone);
+
+    let state = store.session(&address).await.unwrap().unwrap();
+    assert_eq!(state.status, Status::SuspendedClientTool);
+    assert!(!state.status.is_terminal());
+    assert_eq!(state.step_count, 1);
+    assert_eq!(
+        state.suspension,
+        Some(Suspension {
+            run_id: "r1".into(),
+            step: 1,
+            tool_call_ids: vec!["c2".into()]
+        })
+    );
+    assert_eq!(
+        store.messages(&address).await.unwrap()[2..],
+        [
+            Message::assistant("", vec![server_call, client_call]),
+            result
+        ]
+    );
+    assert_eq!(
+        store.pending_calls(&address).await.unwrap(),
+        vec![(pending, "r1".to_owned())]
+    );
+    assert_eq!(
+        store.call_owner("s5", "c2").await.unwrap().as_deref(),
+        Some("s5")
+    );
+    assert_eq!(store.call_owner("s5", "c1").await.unwrap(), None);
+    assert_eq!(
+        store.step_progress(&address, "r1", 1).await.unwrap(),
+        StepProgress::Suspended {
+            tool_call_ids: vec!["c2".into()]
+        }
+    );
+
+    let chunks = store.chunks_after(&address, 0, 100).await.unwrap();
+    assert_eq!(
+        kinds(&chunks),
+        [
+            "run_start",
+            "tool_start",
+            "tool_start",
+            "tool_end",
+            "step_end",
+            "suspended"
+        ]
+    );
+    assert_eq!(
+        chunks[5].kind,
+        ChunkKind::Suspended {
+            step: 1,
+            tool_call_ids: vec!["c2".into()]
+        }
+    );
+    // The suspended run writes nothing more: its workflow has ended.
+    let late = store
+        .emit_model_chunks(
+            &address,
+            "st1",
+            "r1",
+            2,
+            0,
+            &[ChunkKind::StepStart { step: 2 }],
+        )
+        .await;
+    assert!(
+        matches!(&late, Err(Error::RunRefused { reason, .. }) if reason == "run_not_active"),
+        "{late:?}"
+    );
+}
