@@ -5,7 +5,9 @@ use baton_core::{
     ApiError, StreamChunk,
     api::{StartRequest, StartResponse},
     chunk::ChunkKind,
+    message::ToolOutcome,
     store::SessionState,
+    submit::SubmitAnswer,
 };
 use futures::{Stream, StreamExt};
 use std::time::Duration;
@@ -24,6 +26,8 @@ pub enum Error {
     MalformedEvent(String),
     #[error("the stream broke {0} times in a row; giving up")]
     StreamLost(u32),
+    #[error("cannot encode the request: {0}")]
+    Encode(#[from] serde_json::Error),
 }
 
 /// HTTP client of one Baton server.
@@ -60,6 +64,31 @@ impl HttpClient {
             .http
             .get(format!("{}/status", self.base))
             .query(&[("sessionId", session_id)])
+            .send()
+            .await?;
+        decode(response).await
+    }
+
+    /// Submits the answer to a pending client call of the session tree rooted at `session_id`.
+    pub async fn submit(
+        &self,
+        session_id: &str,
+        tool_call_id: &str,
+        outcome: &ToolOutcome,
+    ) -> Result<SubmitAnswer, Error> {
+        let mut body = serde_json::json!({
+            "kind": "client-tool-result",
+            "sessionId": session_id,
+            "toolCallId": tool_call_id,
+        });
+        match outcome {
+            ToolOutcome::Result(result) => body["result"] = result.clone(),
+            ToolOutcome::Error(error) => body["error"] = serde_json::to_value(error)?,
+        }
+        let response = self
+            .http
+            .post(format!("{}/submit-tool-result", self.base))
+            .json(&body)
             .send()
             .await?;
         decode(response).await

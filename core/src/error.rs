@@ -34,6 +34,15 @@ pub enum ErrorCode {
     TemporalUnavailable,
     /// Redis could not be reached or a script failed.
     StoreUnavailable,
+    /// A submit named a tool call that nothing awaits (or whose run was stopped).
+    UnknownToolCall,
+    /// A submit reached a call whose run another entry has superseded; nothing was written.
+    StateRunSuperseded,
+    /// A submitted result does not match the tool's output schema.
+    #[serde(rename = "INVALID_RESULT")]
+    InvalidResult,
+    /// A submitted answer or a request body is over the size limit.
+    ValidationPayloadTooLarge,
     /// Anything else; details are logged, never shown.
     Internal,
 }
@@ -77,6 +86,10 @@ impl ErrorCode {
             Self::RunNotActive => (409, G::FailedPrecondition, false),
             Self::TemporalUnavailable => (503, G::Unavailable, true),
             Self::StoreUnavailable => (503, G::Unavailable, true),
+            Self::UnknownToolCall => (404, G::NotFound, false),
+            Self::StateRunSuperseded => (409, G::Aborted, false),
+            Self::InvalidResult => (400, G::InvalidArgument, false),
+            Self::ValidationPayloadTooLarge => (413, G::InvalidArgument, false),
             Self::Internal => (500, G::Internal, false),
         };
         Presentation {
@@ -102,6 +115,10 @@ impl ErrorCode {
             Self::RunNotActive => "run_not_active",
             Self::TemporalUnavailable => "temporal_unavailable",
             Self::StoreUnavailable => "store_unavailable",
+            Self::UnknownToolCall => "unknown_tool_call",
+            Self::StateRunSuperseded => "state_run_superseded",
+            Self::InvalidResult => "INVALID_RESULT",
+            Self::ValidationPayloadTooLarge => "validation_payload_too_large",
             Self::Internal => "internal",
         }
     }
@@ -113,7 +130,8 @@ impl fmt::Display for ErrorCode {
     }
 }
 
-/// An error as a client sees it: a code, a message meant for people, and whether to retry.
+/// An error as a client sees it: a code, a message meant for people, whether to retry, and the
+/// code's own fields (e.g. `limitBytes` of `validation_payload_too_large`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
 #[error("{code}: {error}")]
 pub struct ApiError {
@@ -121,6 +139,8 @@ pub struct ApiError {
     pub error: String,
     pub code: ErrorCode,
     pub retryable: bool,
+    #[serde(flatten, default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub details: serde_json::Map<String, serde_json::Value>,
 }
 
 impl ApiError {
@@ -129,7 +149,14 @@ impl ApiError {
             error: error.into(),
             code,
             retryable: code.presentation().retryable,
+            details: serde_json::Map::new(),
         }
+    }
+
+    /// Adds a field of the code's own, e.g. `with("limitBytes", 1024)`.
+    pub fn with(mut self, field: &str, value: impl Into<serde_json::Value>) -> Self {
+        self.details.insert(field.to_owned(), value.into());
+        self
     }
 }
 
@@ -153,6 +180,10 @@ mod tests {
             ErrorCode::RunNotActive,
             ErrorCode::TemporalUnavailable,
             ErrorCode::StoreUnavailable,
+            ErrorCode::UnknownToolCall,
+            ErrorCode::StateRunSuperseded,
+            ErrorCode::InvalidResult,
+            ErrorCode::ValidationPayloadTooLarge,
             ErrorCode::Internal,
         ];
         for code in codes {
@@ -166,5 +197,16 @@ mod tests {
         assert!(!ErrorCode::MaxStepsExceeded.presentation().retryable);
         let api = ApiError::new(ErrorCode::StoreUnavailable, "redis down");
         assert!(api.retryable);
+        assert_eq!(ErrorCode::InvalidResult.as_str(), "INVALID_RESULT");
+        let detailed = ApiError::new(ErrorCode::ValidationPayloadTooLarge, "too big")
+            .with("cause", "tool_result")
+            .with("limitBytes", 10);
+        let json = serde_json::to_value(&detailed).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"error": "too big", "code": "validation_payload_too_large",
+                "retryable": false, "cause": "tool_result", "limitBytes": 10})
+        );
+        assert_eq!(serde_json::from_value::<ApiError>(json).unwrap(), detailed);
     }
 }

@@ -12,6 +12,7 @@ pub mod message;
 pub mod model;
 pub mod scripted;
 pub mod store;
+pub mod submit;
 pub mod tool;
 
 pub use agent::{Agent, AgentRegistry};

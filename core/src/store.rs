@@ -203,6 +203,38 @@ pub struct StagedTurn {
     pub usage: UsageRecord,
 }
 
+/// A client's answer to a pending call, as stored until the call is drained into the log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StoredAnswer {
+    #[serde(flatten)]
+    pub outcome: crate::message::ToolOutcome,
+    pub submitted_at: u64,
+}
+
+/// What a stored answer means for its batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Continuation {
+    /// Other calls of the batch are still unanswered: nothing continues yet.
+    AwaitingBatch,
+    /// Every call of the batch is answered (or lapsed): a resume continues the run.
+    CallerResumes,
+    /// The answer was already drained into the log by an earlier continuation.
+    Consumed,
+}
+
+/// How the store took a submitted answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SubmitOutcome {
+    Accepted(Continuation),
+    /// The call already has an answer (or was drained); the stored one stands.
+    AlreadyCompleted(Continuation),
+    UnknownToolCall,
+    /// The call's run is no longer the session's run; nothing was written.
+    RunSuperseded,
+}
+
 /// How far a step has come.
 #[derive(Debug, Clone, PartialEq)]
 pub enum StepProgress {
@@ -235,6 +267,7 @@ static STAGE_TOOL_RESULT: LazyLock<Script> = lua!("store/stage_tool_result.lua")
 static COMMIT_STEP: LazyLock<Script> = lua!("store/commit_step.lua");
 static FAIL_RUN: LazyLock<Script> = lua!("store/fail_run.lua");
 static COMMIT_SUSPENDED_STEP: LazyLock<Script> = lua!("store/commit_suspended_step.lua");
+static SUBMIT_ANSWER: LazyLock<Script> = lua!("store/submit_answer.lua");
 
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> u64 {
@@ -627,6 +660,72 @@ impl Store {
                 })?;
                 Ok((from_json(&key, &call)?, run))
             })
+            .collect()
+    }
+
+    /// One pending call of the session, if it is still pending.
+    pub async fn pending_call(
+        &self,
+        address: &SessionAddress,
+        tool_call_id: &str,
+    ) -> Result<Option<PendingCall>, Error> {
+        let key = self.key(address, "pending");
+        let call: Option<String> = self.conn().hget(&key, tool_call_id).await?;
+        call.map(|call| from_json(&key, &call)).transpose()
+    }
+
+    /// Stores the answer to a pending call of `owner` (found through the root's ownership map);
+    /// the first answer wins. See `submit_answer.lua`.
+    pub async fn submit_answer(
+        &self,
+        owner: &SessionAddress,
+        tool_call_id: &str,
+        answer: &StoredAnswer,
+    ) -> Result<SubmitOutcome, Error> {
+        let root = SessionAddress::root(&owner.root_session_id);
+        let reply: Vec<RedisValue> = SUBMIT_ANSWER
+            .key(self.key(owner, "state"))
+            .key(self.key(owner, "stream"))
+            .key(self.key(owner, "pending"))
+            .key(self.key(owner, "pendingRun"))
+            .key(self.key(owner, "answers"))
+            .key(self.key(&root, "ownership"))
+            .key(self.key(&root, "completed"))
+            .arg(tool_call_id)
+            .arg(to_json(answer))
+            .arg(now_ms())
+            .arg(&owner.session_id)
+            .invoke_async(&mut self.conn())
+            .await?;
+        let continuation = || match reply
+            .get(1)
+            .and_then(|v| redis::from_redis_value::<String>(v).ok())
+            .as_deref()
+        {
+            Some("awaiting_batch") => Ok(Continuation::AwaitingBatch),
+            Some("caller_resumes") => Ok(Continuation::CallerResumes),
+            Some("consumed") => Ok(Continuation::Consumed),
+            other => Err(unexpected("submit_answer", other.unwrap_or(""))),
+        };
+        match reply_tag(&reply).as_str() {
+            "accepted" => Ok(SubmitOutcome::Accepted(continuation()?)),
+            "already_completed" => Ok(SubmitOutcome::AlreadyCompleted(continuation()?)),
+            "unknown_tool_call" => Ok(SubmitOutcome::UnknownToolCall),
+            "run_superseded" => Ok(SubmitOutcome::RunSuperseded),
+            other => Err(unexpected("submit_answer", other)),
+        }
+    }
+
+    /// The stored answers of a session's pending calls, by tool call id.
+    pub async fn answers(
+        &self,
+        address: &SessionAddress,
+    ) -> Result<HashMap<String, StoredAnswer>, Error> {
+        let key = self.key(address, "answers");
+        let answers: HashMap<String, String> = self.conn().hgetall(&key).await?;
+        answers
+            .into_iter()
+            .map(|(id, answer)| Ok((id, from_json(&key, &answer)?)))
             .collect()
     }
 

@@ -217,6 +217,21 @@ pub fn asker_only() -> Agent {
         .unwrap()
 }
 
+/// `asker_twice`: step 1 asks the user two questions at once (a batch of two client calls).
+pub fn asker_twice() -> Agent {
+    let model = ScriptedModel::default()
+        .call_all(&[
+            ("ask_user", json!({"question": "First?"})),
+            ("ask_user", json!({"question": "Second?"})),
+        ])
+        .answer("Both answered; the last said {{result:ask_user}}");
+    Agent::builder("asker_twice")
+        .model(model)
+        .client_tool(ask_user())
+        .build()
+        .unwrap()
+}
+
 /// Every test agent.
 pub fn registry() -> AgentRegistry {
     AgentRegistry::new([
@@ -227,6 +242,7 @@ pub fn registry() -> AgentRegistry {
         flaky(),
         asker(),
         asker_only(),
+        asker_twice(),
     ])
     .unwrap()
 }

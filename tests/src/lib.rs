@@ -36,6 +36,9 @@ pub fn unique(kind: &str) -> String {
     format!("baton-{kind}-{}", uuid::Uuid::new_v4().simple())
 }
 
+/// The submit limit of test servers: small, so the size refusals are cheap to reach.
+pub const SUBMIT_LIMIT_BYTES: usize = 1024;
+
 /// The activity policy of tests: a lost worker is noticed within two seconds.
 pub fn test_policy() -> ActivityPolicy {
     ActivityPolicy {
@@ -151,6 +154,10 @@ impl Harness {
             temporal: temporal.clone(),
             task_queue: task_queue.clone(),
             policy: test_policy(),
+            submit_limits: baton_core::submit::SubmitLimits {
+                max_result_bytes: SUBMIT_LIMIT_BYTES,
+            },
+            verbose_errors: false,
         };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();

@@ -3,7 +3,7 @@
 
 use anyhow::Context;
 use baton_activities::io::ActivityPolicy;
-use baton_core::Store;
+use baton_core::{Store, submit::SubmitLimits};
 use baton_worker::{
     AppState, TemporalSettings, WorkerSettings, connect_temporal, demo::demo_registry, router,
     run_worker,
@@ -48,6 +48,12 @@ struct Cli {
     /// Prefix of every Redis key Baton writes.
     #[arg(long, env = "BATON_KEY_PREFIX", default_value = "baton", global = true)]
     key_prefix: String,
+    /// Largest client-tool result a submit may carry, in bytes of JSON.
+    #[arg(long, env = "BATON_MAX_RESULT_BYTES", default_value_t = 1 << 20, global = true)]
+    max_result_bytes: usize,
+    /// Put validation details in validation_error and INVALID_RESULT answers.
+    #[arg(long, env = "BATON_VERBOSE_ERRORS", global = true)]
+    verbose_errors: bool,
     /// Address the HTTP server listens on (server and dev).
     #[arg(
         long,
@@ -98,6 +104,10 @@ async fn main() -> anyhow::Result<()> {
                 temporal: temporal.clone(),
                 task_queue: cli.task_queue.clone(),
                 policy: ActivityPolicy::default(),
+                submit_limits: SubmitLimits {
+                    max_result_bytes: cli.max_result_bytes,
+                },
+                verbose_errors: cli.verbose_errors,
             };
             let listener = tokio::net::TcpListener::bind(cli.listen)
                 .await

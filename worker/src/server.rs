@@ -18,6 +18,7 @@ use baton_core::{
     chunk::{ChunkKind, RunError, StreamChunk},
     ids,
     store::{self, NewSession, SessionAddress, SessionState},
+    submit::{SubmitAnswer, SubmitLimits, parse_submission, payload_too_large, submit_tool_result},
 };
 use baton_workflows::AgentRunWorkflow;
 use futures::{Stream, StreamExt, stream};
@@ -36,6 +37,9 @@ pub struct AppState {
     pub temporal: Client,
     pub task_queue: String,
     pub policy: ActivityPolicy,
+    pub submit_limits: SubmitLimits,
+    /// Put validation details in `validation_error` and `INVALID_RESULT` answers.
+    pub verbose_errors: bool,
 }
 
 /// The HTTP API.
@@ -44,6 +48,7 @@ pub fn router(state: AppState) -> Router {
         .route("/start", post(start))
         .route("/status", get(status))
         .route("/sse", get(sse))
+        .route("/submit-tool-result", post(submit))
         .route("/healthz", get(|| async { "ok" }))
         .with_state(state)
 }
@@ -160,6 +165,48 @@ async fn start(
     let Json(request) =
         body.map_err(|rejection| ApiError::new(ErrorCode::ValidationError, rejection.body_text()))?;
     Ok(Json(start_session(&state, request).await?))
+}
+
+/// `POST /submit-tool-result`: the body is bounded before it is read (411 without a length when
+/// chunked, 413 over the guard), then parsed and stored (see `baton_core::submit`).
+async fn submit(
+    State(state): State<AppState>,
+    headers: axum::http::HeaderMap,
+    body: axum::body::Body,
+) -> Result<Json<SubmitAnswer>, HttpError> {
+    use axum::http::header::{CONTENT_LENGTH, TRANSFER_ENCODING};
+    let cap = state.submit_limits.request_body_cap();
+    let declared = headers
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    match declared {
+        None if headers.contains_key(TRANSFER_ENCODING) => {
+            return Err(ApiError::new(
+                ErrorCode::ValidationError,
+                "the request needs a Content-Length header",
+            )
+            .with("cause", "length_required")
+            .into());
+        }
+        Some(length) if length > cap => {
+            return Err(payload_too_large("request_body", cap, length).into());
+        }
+        _ => {}
+    }
+    let bytes = axum::body::to_bytes(body, cap)
+        .await
+        .map_err(|_| payload_too_large("request_body", cap, cap + 1))?;
+    let submission = parse_submission(&bytes, state.verbose_errors)?;
+    let answer = submit_tool_result(
+        &state.store,
+        &state.registry,
+        state.submit_limits,
+        submission,
+        state.verbose_errors,
+    )
+    .await?;
+    Ok(Json(answer))
 }
 
 #[derive(Debug, Deserialize)]
@@ -335,8 +382,12 @@ impl From<ApiError> for HttpError {
 
 impl IntoResponse for HttpError {
     fn into_response(self) -> Response {
-        let status = StatusCode::from_u16(self.0.code.presentation().http_status)
+        let mut status = StatusCode::from_u16(self.0.code.presentation().http_status)
             .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        // The one validation_error with a status of its own: a chunked body without a length.
+        if self.0.details.get("cause").and_then(|c| c.as_str()) == Some("length_required") {
+            status = StatusCode::LENGTH_REQUIRED;
+        }
         if status.is_server_error() {
             tracing::error!(code = %self.0.code, error = %self.0.error, "request failed");
         } else {

@@ -1,0 +1,33 @@
+-- Stores a client's answer to a pending call of the session, first answer wins, and says what
+-- the stored answer means for the batch. Nothing is written on any refusal.
+-- KEYS: state, stream, pending, pendingRun, answers, rootOwnership, rootCompleted
+-- ARGV: toolCallId, answerJson, nowMs, ownerSessionId
+local id = ARGV[1]
+local now = tonumber(ARGV[3])
+
+-- 'caller_resumes' once every pending call is answered or past its deadline.
+local function batch_continuation()
+  local entries = redis.call('HGETALL', KEYS[3])
+  for i = 1, #entries, 2 do
+    if redis.call('HEXISTS', KEYS[5], entries[i]) == 0
+        and cjson.decode(entries[i + 1]).deadlineAt > now then
+      return 'awaiting_batch'
+    end
+  end
+  return 'caller_resumes'
+end
+
+if redis.call('HGET', KEYS[6], id) ~= ARGV[4] or redis.call('HEXISTS', KEYS[3], id) == 0 then
+  -- Drained calls keep answering already_completed until their marker's expiry.
+  local expiry = redis.call('ZSCORE', KEYS[7], id)
+  if expiry and tonumber(expiry) > now then return {'already_completed', 'consumed'} end
+  return {'unknown_tool_call'}
+end
+if redis.call('HGET', KEYS[4], id) ~= redis.call('HGET', state_key, 'runId') then
+  return {'run_superseded'}
+end
+if redis.call('HSETNX', KEYS[5], id, ARGV[2]) == 0 then
+  return {'already_completed', batch_continuation()}
+end
+redis.call('HSET', state_key, 'updatedAt', ARGV[3])
+return {'accepted', batch_continuation()}

@@ -1,0 +1,209 @@
+//! Submitting answers to pending client calls: every answer of the contract, and nothing written
+//! on any refusal.
+
+use axum::{
+    body::Body,
+    http::{Request, StatusCode, header},
+};
+use baton_core::{
+    ApiError, ChunkKind, ErrorCode,
+    message::{ToolError, ToolOutcome},
+    store::{Continuation, SessionAddress},
+    submit::{INVALID_RESULT_MESSAGE, SubmitAnswer, SubmitStatus},
+};
+use baton_tests::{Harness, SUBMIT_LIMIT_BYTES, agents};
+use baton_worker::router;
+use http_body_util::BodyExt;
+use serde_json::json;
+use std::time::Duration;
+use tower::ServiceExt;
+
+async fn suspended(harness: &Harness, agent: &str) -> String {
+    let started = harness.client.start(agent, "go").await.unwrap();
+    harness
+        .chunks_until(&started.session_id, Duration::from_secs(60), |kind| {
+            matches!(kind, ChunkKind::Suspended { .. })
+        })
+        .await;
+    started.session_id
+}
+
+fn answer(status: SubmitStatus, continuation: Continuation) -> SubmitAnswer {
+    SubmitAnswer {
+        status,
+        continuation,
+    }
+}
+
+fn api_error(error: baton_client::Error) -> ApiError {
+    match error {
+        baton_client::Error::Api(error) => error,
+        other => panic!("expected a typed error, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_of_a_batch_are_stored_once_and_say_what_comes_next() {
+    let harness = Harness::start(agents::registry()).await;
+    let session = suspended(&harness, "asker_twice").await;
+    let address = SessionAddress::root(&session);
+    let yes = ToolOutcome::Result(json!({"answer": "yes"}));
+
+    let first = harness
+        .client
+        .submit(&session, "call_1_1", &yes)
+        .await
+        .unwrap();
+    assert_eq!(
+        first,
+        answer(SubmitStatus::Accepted, Continuation::AwaitingBatch)
+    );
+    // A re-submit never replaces the stored answer.
+    let other = ToolOutcome::Result(json!({"answer": "no"}));
+    let again = harness
+        .client
+        .submit(&session, "call_1_1", &other)
+        .await
+        .unwrap();
+    assert_eq!(
+        again,
+        answer(SubmitStatus::AlreadyCompleted, Continuation::AwaitingBatch)
+    );
+    assert_eq!(
+        harness.store.answers(&address).await.unwrap()["call_1_1"].outcome,
+        yes
+    );
+
+    // A result that fails the output schema: fixed message, nothing stored.
+    let bad = ToolOutcome::Result(json!({"answer": 42}));
+    let refused = api_error(
+        harness
+            .client
+            .submit(&session, "call_1_2", &bad)
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(
+        (refused.code, refused.error.as_str()),
+        (ErrorCode::InvalidResult, INVALID_RESULT_MESSAGE)
+    );
+    assert_eq!(refused.details["toolName"], "ask_user");
+    assert_eq!(refused.details["toolCallId"], "call_1_2");
+    assert!(!refused.details.contains_key("details"), "not verbose");
+    // Too large: typed 413, nothing stored.
+    let huge = ToolOutcome::Result(json!({"answer": "x".repeat(SUBMIT_LIMIT_BYTES)}));
+    let too_large = api_error(
+        harness
+            .client
+            .submit(&session, "call_1_2", &huge)
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(too_large.code, ErrorCode::ValidationPayloadTooLarge);
+    assert_eq!(too_large.details["cause"], "tool_result");
+    assert_eq!(too_large.details["limitBytes"], SUBMIT_LIMIT_BYTES);
+    assert_eq!(too_large.details["sizeBytes"], SUBMIT_LIMIT_BYTES + 13);
+    assert_eq!(harness.store.answers(&address).await.unwrap().len(), 1);
+
+    // An error answer skips the output schema; it completes the batch.
+    let cancelled = ToolOutcome::Error(ToolError::new(
+        "user_cancelled",
+        "the user closed the dialog",
+    ));
+    let last = harness
+        .client
+        .submit(&session, "call_1_2", &cancelled)
+        .await
+        .unwrap();
+    assert_eq!(
+        last,
+        answer(SubmitStatus::Accepted, Continuation::CallerResumes)
+    );
+    let repeat = harness
+        .client
+        .submit(&session, "call_1_2", &cancelled)
+        .await
+        .unwrap();
+    assert_eq!(
+        repeat,
+        answer(SubmitStatus::AlreadyCompleted, Continuation::CallerResumes)
+    );
+
+    let unknown = api_error(
+        harness
+            .client
+            .submit(&session, "call_9_9", &yes)
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(unknown.code, ErrorCode::UnknownToolCall);
+    assert_eq!(unknown.details["status"], "unknown_tool_call");
+    let elsewhere = api_error(
+        harness
+            .client
+            .submit("nosuchsession", "call_1_1", &yes)
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(elsewhere.code, ErrorCode::UnknownToolCall);
+    let answers = harness.store.answers(&address).await.unwrap();
+    assert_eq!(answers.len(), 2);
+    assert_eq!(answers["call_1_2"].outcome, cancelled);
+}
+
+async fn raw(harness: &Harness, request: Request<Body>) -> (StatusCode, ApiError) {
+    let response = router(harness.state.clone())
+        .oneshot(request)
+        .await
+        .unwrap();
+    let status = response.status();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    (status, serde_json::from_slice(&body).unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bodies_are_bounded_before_they_are_read() {
+    let harness = Harness::server_only(agents::registry()).await;
+    let chunked = Request::post("/submit-tool-result")
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::TRANSFER_ENCODING, "chunked")
+        .body(Body::from(
+            r#"{"sessionId":"s","toolCallId":"c","result":1}"#,
+        ))
+        .unwrap();
+    let (status, error) = raw(&harness, chunked).await;
+    assert_eq!(
+        (status, error.code),
+        (StatusCode::LENGTH_REQUIRED, ErrorCode::ValidationError)
+    );
+    assert_eq!(error.details["cause"], "length_required");
+
+    let cap = SUBMIT_LIMIT_BYTES * 4;
+    let oversized = Request::post("/submit-tool-result")
+        .header(header::CONTENT_LENGTH, cap + 1)
+        .body(Body::from(vec![b' '; cap + 1]))
+        .unwrap();
+    let (status, error) = raw(&harness, oversized).await;
+    assert_eq!(
+        (status, error.code),
+        (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            ErrorCode::ValidationPayloadTooLarge
+        )
+    );
+    assert_eq!(error.details["cause"], "request_body");
+    assert_eq!(error.details["limitBytes"], cap);
+    assert_eq!(error.details["sizeBytes"], cap + 1);
+
+    let malformed = Request::post("/submit-tool-result")
+        .header(header::CONTENT_LENGTH, 9)
+        .body(Body::from("{\"bad\": 1"))
+        .unwrap();
+    let (status, error) = raw(&harness, malformed).await;
+    assert_eq!(
+        (status, error.code),
+        (StatusCode::BAD_REQUEST, ErrorCode::ValidationError)
+    );
+    assert_eq!(error.error, baton_core::submit::INVALID_SUBMIT_MESSAGE);
+    harness.assert_nothing_written().await;
+}
