@@ -18,6 +18,9 @@ pub struct RunInput {
     /// Cap on the steps of this run.
     pub max_steps: u32,
     pub policy: ActivityPolicy,
+    /// The run resumes a suspended session: drain the answered calls first.
+    #[serde(default)]
+    pub resume: bool,
 }
 
 impl RunInput {

@@ -11,16 +11,16 @@ use baton_core::{
     Agent, AgentRegistry, ErrorCode, Store,
     agent::{AgentTool, DEFAULT_CLIENT_TOOL_TIMEOUT},
     chunk::{ChunkKind, RunError},
-    message::{Message, ToolCall, ToolOutcome},
+    message::{Message, ToolCall, ToolOutcome, ToolResult},
     model::{self, ModelRequest},
     store::{
-        self, Completion, PendingCall, PendingKind, StagedTurn, StepCommit, StepProgress,
-        UsageRecord, Written,
+        self, Completion, DrainedCall, PendingCall, PendingKind, StagedTurn, StepCommit,
+        StepProgress, UsageRecord, Written,
     },
     tool::{ToolExecution, codes},
 };
 use io::{FailInput, StepInput, StepPlan, ToolInput};
-use std::{future::Future, sync::Arc, time::Duration};
+use std::{collections::HashMap, future::Future, sync::Arc, time::Duration};
 use temporalio_common::ActivityError;
 use temporalio_macros::activities;
 use temporalio_sdk::{ApplicationFailure, activities::ActivityContext};
@@ -153,6 +153,68 @@ impl AgentActivities {
             _ => Vec::new(),
         };
         self.suspend(&input, &awaited).await
+    }
+
+    /// The first activity of a resumed run: appends the answers of the suspended step's client
+    /// calls to the log in the order the model made them (a call past its deadline without an
+    /// answer as `client_tool_timeout`), with their `tool_end` chunks, and ends the suspension.
+    /// Idempotent: a retry finds the suspension gone and appends nothing.
+    #[activity]
+    pub async fn apply_results_and_reload(
+        self: Arc<Self>,
+        _ctx: ActivityContext,
+        input: StepInput,
+    ) -> Result<(), ActivityError> {
+        let address = &input.address;
+        let state = self
+            .store
+            .session(address)
+            .await
+            .map_err(store_error)?
+            .ok_or_else(|| failure(ErrorCode::SessionNotFound, "the session is gone"))?;
+        let Some(suspension) = state.suspension else {
+            return Ok(());
+        };
+        let pending: HashMap<String, PendingCall> = self
+            .store
+            .pending_calls(address)
+            .await
+            .map_err(store_error)?
+            .into_iter()
+            .map(|(call, _run)| (call.tool_call_id.clone(), call))
+            .collect();
+        let mut answers = self.store.answers(address).await.map_err(store_error)?;
+        let now = store::now_ms();
+        let mut drained = Vec::with_capacity(suspension.tool_call_ids.len());
+        for id in &suspension.tool_call_ids {
+            let call = pending.get(id).ok_or_else(|| {
+                failure(
+                    ErrorCode::Internal,
+                    format!("awaited call {id} has no pending entry"),
+                )
+            })?;
+            let outcome = match answers.remove(id) {
+                Some(answer) => answer.outcome,
+                None => ToolOutcome::Error(baton_core::ToolError::new(
+                    codes::CLIENT_TOOL_TIMEOUT,
+                    format!("no answer to {} before its deadline", call.tool_name),
+                )),
+            };
+            drained.push(DrainedCall {
+                message: Message::Tool(ToolResult {
+                    tool_call_id: id.clone(),
+                    tool_name: call.tool_name.clone(),
+                    outcome,
+                }),
+                step: call.step,
+                marker_expiry: now + call.completed_retention_ms,
+            });
+        }
+        self.store
+            .apply_answers(address, &input.stream_id, &input.run_id, &drained)
+            .await
+            .map_err(store_error)?;
+        Ok(())
     }
 
     /// Commits the final step (an answer without tool calls) and completes the run.

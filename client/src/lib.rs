@@ -3,7 +3,7 @@
 
 use baton_core::{
     ApiError, StreamChunk,
-    api::{StartRequest, StartResponse},
+    api::{ResumeMode, ResumeRequest, ResumeResponse, StartRequest, StartResponse},
     chunk::ChunkKind,
     message::ToolOutcome,
     store::SessionState,
@@ -89,6 +89,21 @@ impl HttpClient {
             .http
             .post(format!("{}/submit-tool-result", self.base))
             .json(&body)
+            .send()
+            .await?;
+        decode(response).await
+    }
+
+    /// Continues a suspended session whose calls are all answered; the run starts a workflow of
+    /// its own and the call returns at once.
+    pub async fn resume(&self, session_id: &str) -> Result<ResumeResponse, Error> {
+        let response = self
+            .http
+            .post(format!("{}/resume", self.base))
+            .json(&ResumeRequest {
+                session_id: session_id.to_owned(),
+                mode: ResumeMode::Continue,
+            })
             .send()
             .await?;
         decode(response).await

@@ -2,7 +2,11 @@
 
 use anyhow::Context;
 use baton_client::HttpClient;
-use baton_core::{ChunkKind, StreamChunk, chunk::EndStatus};
+use baton_core::{
+    ChunkKind, StreamChunk,
+    chunk::EndStatus,
+    message::{ToolError, ToolOutcome},
+};
 use clap::{Parser, Subcommand};
 use futures::StreamExt;
 use std::io::Write;
@@ -45,6 +49,19 @@ enum Command {
     },
     /// Print a session's status as JSON.
     Status { session_id: String },
+    /// Answer a pending client call, with a JSON result or an error message.
+    Submit {
+        session_id: String,
+        tool_call_id: String,
+        /// The result, as JSON.
+        #[arg(long, conflicts_with = "error", required_unless_present = "error")]
+        result: Option<String>,
+        /// A failure message instead of a result.
+        #[arg(long)]
+        error: Option<String>,
+    },
+    /// Continue a suspended session whose calls are all answered, and print it as it runs.
+    Resume { session_id: String },
 }
 
 #[tokio::main]
@@ -73,6 +90,37 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             follow(&client, &started.session_id, 0, cli.json).await
         }
         Command::Watch { session_id, from } => follow(&client, &session_id, from, cli.json).await,
+        Command::Submit {
+            session_id,
+            tool_call_id,
+            result,
+            error,
+        } => {
+            let outcome = match (result, error) {
+                (Some(result), _) => ToolOutcome::Result(
+                    serde_json::from_str(&result).context("--result must be JSON")?,
+                ),
+                (None, Some(message)) => ToolOutcome::Error(ToolError::new(
+                    baton_core::submit::CLIENT_TOOL_ERROR,
+                    message,
+                )),
+                (None, None) => anyhow::bail!("give --result or --error"),
+            };
+            let answer = client.submit(&session_id, &tool_call_id, &outcome).await?;
+            println!("{}", serde_json::to_string(&answer)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Resume { session_id } => {
+            let before = client.status(&session_id).await?.last_sequence;
+            let resumed = client.resume(&session_id).await?;
+            if !cli.json {
+                println!(
+                    "resumed as run {} ({})",
+                    resumed.run_id, resumed.workflow_id
+                );
+            }
+            follow(&client, &session_id, before, cli.json).await
+        }
         Command::Status { session_id } => {
             let state = client.status(&session_id).await?;
             println!("{}", serde_json::to_string_pretty(&state)?);

@@ -21,3 +21,28 @@ pub struct StartResponse {
     pub workflow_id: String,
     pub stream_id: String,
 }
+
+/// How a resume continues a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResumeMode {
+    /// Drain the answered calls of a suspended session and call the model.
+    Continue,
+}
+
+/// Body of `POST /resume`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ResumeRequest {
+    pub session_id: String,
+    pub mode: ResumeMode,
+}
+
+/// Answer of `POST /resume`: the new run and its workflow.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResumeResponse {
+    pub session_id: String,
+    pub run_id: String,
+    pub workflow_id: String,
+}

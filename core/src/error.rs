@@ -43,6 +43,10 @@ pub enum ErrorCode {
     InvalidResult,
     /// A submitted answer or a request body is over the size limit.
     ValidationPayloadTooLarge,
+    /// The session cannot be resumed now (calls still awaited, or nothing to continue).
+    StateNotResumable,
+    /// A run of the session is executing.
+    StateAlreadyRunning,
     /// Anything else; details are logged, never shown.
     Internal,
 }
@@ -90,6 +94,8 @@ impl ErrorCode {
             Self::StateRunSuperseded => (409, G::Aborted, false),
             Self::InvalidResult => (400, G::InvalidArgument, false),
             Self::ValidationPayloadTooLarge => (413, G::InvalidArgument, false),
+            Self::StateNotResumable => (409, G::FailedPrecondition, true),
+            Self::StateAlreadyRunning => (409, G::FailedPrecondition, false),
             Self::Internal => (500, G::Internal, false),
         };
         Presentation {
@@ -119,6 +125,8 @@ impl ErrorCode {
             Self::StateRunSuperseded => "state_run_superseded",
             Self::InvalidResult => "INVALID_RESULT",
             Self::ValidationPayloadTooLarge => "validation_payload_too_large",
+            Self::StateNotResumable => "state_not_resumable",
+            Self::StateAlreadyRunning => "state_already_running",
             Self::Internal => "internal",
         }
     }
@@ -184,6 +192,8 @@ mod tests {
             ErrorCode::StateRunSuperseded,
             ErrorCode::InvalidResult,
             ErrorCode::ValidationPayloadTooLarge,
+            ErrorCode::StateNotResumable,
+            ErrorCode::StateAlreadyRunning,
             ErrorCode::Internal,
         ];
         for code in codes {

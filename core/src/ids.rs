@@ -20,6 +20,11 @@ pub fn first_run_workflow_id(agent_type: &str, session_id: &str) -> String {
     format!("agent__{agent_type}__{session_id}")
 }
 
+/// The workflow id of a resumed run: `agent__<agentType>__<sessionId>__resume-<runId>`.
+pub fn resume_workflow_id(agent_type: &str, session_id: &str, run_id: &str) -> String {
+    format!("agent__{agent_type}__{session_id}__resume-{run_id}")
+}
+
 /// Whether `name` may be used as an agent type or a tool name: 1–64 characters of ASCII
 /// letters, digits, `-` and `_`, with no `__` (which separates workflow-id parts).
 pub fn is_valid_name(name: &str) -> bool {
@@ -47,5 +52,9 @@ mod tests {
         assert!(is_valid_name(&session));
         assert_ne!(session, new_session_id());
         assert_eq!(first_run_workflow_id("demo", "s1"), "agent__demo__s1");
+        assert_eq!(
+            resume_workflow_id("demo", "s1", "r2"),
+            "agent__demo__s1__resume-r2"
+        );
     }
 }

@@ -235,6 +235,35 @@ pub enum SubmitOutcome {
     RunSuperseded,
 }
 
+/// How a resume's claim on a session ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Claim {
+    /// The new run owns the session; it continues after `step_count` committed steps.
+    Claimed {
+        step_count: u32,
+    },
+    SessionNotFound,
+    /// A run is executing.
+    AlreadyRunning,
+    /// These calls are neither answered nor past their deadline.
+    Awaiting {
+        tool_call_ids: Vec<String>,
+    },
+    /// The session is in a status no resume continues (e.g. completed).
+    NotResumable {
+        status: String,
+    },
+}
+
+/// One awaited call as a resume drains it into the log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DrainedCall {
+    pub message: Message,
+    pub step: u32,
+    /// Until when a re-submit still answers `already_completed` (ms since the epoch).
+    pub marker_expiry: u64,
+}
+
 /// How far a step has come.
 #[derive(Debug, Clone, PartialEq)]
 pub enum StepProgress {
@@ -268,6 +297,8 @@ static COMMIT_STEP: LazyLock<Script> = lua!("store/commit_step.lua");
 static FAIL_RUN: LazyLock<Script> = lua!("store/fail_run.lua");
 static COMMIT_SUSPENDED_STEP: LazyLock<Script> = lua!("store/commit_suspended_step.lua");
 static SUBMIT_ANSWER: LazyLock<Script> = lua!("store/submit_answer.lua");
+static CLAIM_RESUME: LazyLock<Script> = lua!("store/claim_resume.lua");
+static APPLY_ANSWERS: LazyLock<Script> = lua!("store/apply_answers.lua");
 
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> u64 {
@@ -727,6 +758,103 @@ impl Store {
             .into_iter()
             .map(|(id, answer)| Ok((id, from_json(&key, &answer)?)))
             .collect()
+    }
+
+    /// Claims a suspended session for `new_run_id` (see `claim_resume.lua`) and writes the new
+    /// run's `run_start` chunk.
+    pub async fn claim_resume(
+        &self,
+        address: &SessionAddress,
+        agent_type: &str,
+        stream_id: &str,
+        new_run_id: &str,
+    ) -> Result<Claim, Error> {
+        let body = encode_unsequenced(
+            &self.header(address, stream_id, new_run_id),
+            &ChunkKind::RunStart {
+                agent_type: agent_type.to_owned(),
+            },
+        );
+        let reply: Vec<RedisValue> = CLAIM_RESUME
+            .key(self.key(address, "state"))
+            .key(self.key(address, "stream"))
+            .key(self.key(address, "pending"))
+            .key(self.key(address, "pendingRun"))
+            .key(self.key(address, "answers"))
+            .arg(new_run_id)
+            .arg(now_ms())
+            .arg(body)
+            .invoke_async(&mut self.conn())
+            .await?;
+        let strings = || -> Vec<String> {
+            reply[1..]
+                .iter()
+                .filter_map(|v| redis::from_redis_value(v).ok())
+                .collect()
+        };
+        Ok(match reply_tag(&reply).as_str() {
+            "ok" => Claim::Claimed {
+                step_count: reply_int(&reply, 1) as u32,
+            },
+            "session_not_found" => Claim::SessionNotFound,
+            "already_running" => Claim::AlreadyRunning,
+            "awaiting" => Claim::Awaiting {
+                tool_call_ids: strings(),
+            },
+            "not_resumable" => Claim::NotResumable {
+                status: strings().into_iter().next().unwrap_or_default(),
+            },
+            other => return Err(unexpected("claim_resume", other)),
+        })
+    }
+
+    /// Drains the answered (or lapsed) calls of a resumed run into the log, in the given order,
+    /// and ends the suspension (see `apply_answers.lua`). Idempotent.
+    pub async fn apply_answers(
+        &self,
+        address: &SessionAddress,
+        stream_id: &str,
+        run_id: &str,
+        drained: &[DrainedCall],
+    ) -> Result<Written, Error> {
+        let header = self.header(address, stream_id, run_id);
+        let root = SessionAddress::root(&address.root_session_id);
+        let mut invocation = APPLY_ANSWERS.prepare_invoke();
+        invocation
+            .key(self.key(address, "state"))
+            .key(self.key(address, "stream"))
+            .key(self.key(address, "messages"))
+            .key(self.key(address, "pending"))
+            .key(self.key(address, "pendingRun"))
+            .key(self.key(address, "answers"))
+            .key(self.key(&root, "ownership"))
+            .key(self.key(&root, "completed"))
+            .arg(run_id)
+            .arg(now_ms());
+        for call in drained {
+            let Message::Tool(result) = &call.message else {
+                panic!("apply_answers drains tool messages");
+            };
+            invocation
+                .arg(&result.tool_call_id)
+                .arg(to_json(&call.message))
+                .arg(encode_unsequenced(
+                    &header,
+                    &ChunkKind::tool_end(
+                        call.step,
+                        &result.tool_call_id,
+                        &result.tool_name,
+                        &result.outcome,
+                    ),
+                ))
+                .arg(call.marker_expiry);
+        }
+        let reply: Vec<RedisValue> = invocation.invoke_async(&mut self.conn()).await?;
+        match reply_tag(&reply).as_str() {
+            "ok" => Ok(Written::New),
+            "already_applied" => Ok(Written::AlreadyDone),
+            refused => Err(refusal(run_id, refused)),
+        }
     }
 
     /// The session that owns a pending client call, looked up on the root of its tree.

@@ -59,6 +59,8 @@ pub mod codes {
     pub const TOOL_FAILED: &str = ErrorCode::ToolFailed.as_str();
     pub const TOOL_PANICKED: &str = ErrorCode::ToolPanicked.as_str();
     pub const UNKNOWN_TOOL: &str = ErrorCode::UnknownTool.as_str();
+    /// A client call that got no answer before its deadline.
+    pub const CLIENT_TOOL_TIMEOUT: &str = "client_tool_timeout";
 }
 
 /// A server tool made of an async function `Fn(I) -> Result<O, E>`.

@@ -232,6 +232,20 @@ pub fn asker_twice() -> Agent {
         .unwrap()
 }
 
+/// `asker_hasty`: like `asker_only`, but its calls lapse at once (a zero timeout), so a resume
+/// can drain them as `client_tool_timeout` without waiting.
+pub fn asker_hasty() -> Agent {
+    let model = ScriptedModel::default()
+        .call("ask_user", json!({"question": "Quick?"}))
+        .answer("Outcome: {{result:ask_user}}");
+    Agent::builder("asker_hasty")
+        .model(model)
+        .client_tool(ask_user())
+        .client_tool_timeout(std::time::Duration::ZERO)
+        .build()
+        .unwrap()
+}
+
 /// Every test agent.
 pub fn registry() -> AgentRegistry {
     AgentRegistry::new([
@@ -243,6 +257,7 @@ pub fn registry() -> AgentRegistry {
         asker(),
         asker_only(),
         asker_twice(),
+        asker_hasty(),
     ])
     .unwrap()
 }

@@ -14,10 +14,10 @@ use axum::{
 use baton_activities::io::{ActivityPolicy, RunInput};
 use baton_core::{
     AgentRegistry, ApiError, ErrorCode, Message, Store,
-    api::{StartRequest, StartResponse},
+    api::{ResumeMode, ResumeRequest, ResumeResponse, StartRequest, StartResponse},
     chunk::{ChunkKind, RunError, StreamChunk},
     ids,
-    store::{self, NewSession, SessionAddress, SessionState},
+    store::{self, Claim, NewSession, SessionAddress, SessionState},
     submit::{SubmitAnswer, SubmitLimits, parse_submission, payload_too_large, submit_tool_result},
 };
 use baton_workflows::AgentRunWorkflow;
@@ -49,6 +49,7 @@ pub fn router(state: AppState) -> Router {
         .route("/status", get(status))
         .route("/sse", get(sse))
         .route("/submit-tool-result", post(submit))
+        .route("/resume", post(resume))
         .route("/healthz", get(|| async { "ok" }))
         .with_state(state)
 }
@@ -109,46 +110,16 @@ pub async fn start_session(
 
     let workflow_id = ids::first_run_workflow_id(agent.name(), &session_id);
     let input = RunInput {
-        address: address.clone(),
+        address,
         agent_type: agent.name().to_owned(),
         run_id: run_id.clone(),
         stream_id: stream_id.clone(),
         first_step: 0,
         max_steps: agent.max_steps(),
         policy: state.policy.clone(),
+        resume: false,
     };
-    let options = WorkflowStartOptions::new(state.task_queue.clone(), workflow_id.clone())
-        .id_reuse_policy(WorkflowIdReusePolicy::RejectDuplicate)
-        .build();
-    if let Err(error) = state
-        .temporal
-        .start_workflow(AgentRunWorkflow::run, input, options)
-        .await
-    {
-        tracing::error!(%session_id, %error, "starting the run's workflow failed");
-        let run_error = RunError {
-            code: ErrorCode::TemporalUnavailable,
-            message: "the run could not be started".to_owned(),
-        };
-        // The session exists now; record why it will not run so status and stream say so.
-        if let Err(store_error) = state
-            .store
-            .fail_run(
-                &address,
-                &stream_id,
-                &run_id,
-                &run_error,
-                Default::default(),
-            )
-            .await
-        {
-            tracing::error!(%session_id, %store_error, "recording the failed start failed too");
-        }
-        return Err(ApiError::new(
-            run_error.code,
-            format!("{}: {error}", run_error.message),
-        ));
-    }
+    start_run_workflow(state, &workflow_id, input).await?;
     tracing::info!(%session_id, agent = agent.name(), %workflow_id, "session started");
     Ok(StartResponse {
         session_id,
@@ -156,6 +127,138 @@ pub async fn start_session(
         workflow_id,
         stream_id,
     })
+}
+
+/// Starts the workflow of a run that Redis already holds. If Temporal refuses, the run is
+/// recorded as failed (`temporal_unavailable`) so status and stream say why nothing runs.
+async fn start_run_workflow(
+    state: &AppState,
+    workflow_id: &str,
+    input: RunInput,
+) -> Result<(), ApiError> {
+    let options = WorkflowStartOptions::new(state.task_queue.clone(), workflow_id.to_owned())
+        .id_reuse_policy(WorkflowIdReusePolicy::RejectDuplicate)
+        .build();
+    let (address, stream_id, run_id) = (
+        input.address.clone(),
+        input.stream_id.clone(),
+        input.run_id.clone(),
+    );
+    let Err(error) = state
+        .temporal
+        .start_workflow(AgentRunWorkflow::run, input, options)
+        .await
+    else {
+        return Ok(());
+    };
+    let session_id = &address.session_id;
+    tracing::error!(%session_id, %error, "starting the run's workflow failed");
+    let run_error = RunError {
+        code: ErrorCode::TemporalUnavailable,
+        message: "the run could not be started".to_owned(),
+    };
+    if let Err(store_error) = state
+        .store
+        .fail_run(
+            &address,
+            &stream_id,
+            &run_id,
+            &run_error,
+            Default::default(),
+        )
+        .await
+    {
+        tracing::error!(%session_id, %store_error, "recording the failed start failed too");
+    }
+    Err(ApiError::new(
+        run_error.code,
+        format!("{}: {error}", run_error.message),
+    ))
+}
+
+/// Resumes a suspended session: claims it for a new run in one script (refusing a running
+/// session and a batch with calls still awaited, writing nothing), then starts the run's
+/// workflow `agent__<type>__<session>__resume-<runId>`, which drains the answers first.
+pub async fn resume_session(
+    state: &AppState,
+    request: ResumeRequest,
+) -> Result<ResumeResponse, ApiError> {
+    let ResumeMode::Continue = request.mode;
+    let session = existing_session(state, &request.session_id).await?;
+    let agent = state.registry.get(&session.agent_type).ok_or_else(|| {
+        ApiError::new(
+            ErrorCode::UnknownAgentType,
+            format!("this server has no agent type {:?}", session.agent_type),
+        )
+    })?;
+    let address = SessionAddress {
+        root_session_id: session.root_session_id.clone(),
+        session_id: session.session_id.clone(),
+    };
+    let run_id = ids::new_run_id();
+    let claim = state
+        .store
+        .claim_resume(&address, agent.name(), &session.stream_id, &run_id)
+        .await
+        .map_err(store_error)?;
+    let step_count = match claim {
+        Claim::Claimed { step_count } => step_count,
+        Claim::SessionNotFound => {
+            return Err(ApiError::new(
+                ErrorCode::SessionNotFound,
+                format!("no session {}", request.session_id),
+            ));
+        }
+        Claim::AlreadyRunning => {
+            return Err(ApiError::new(
+                ErrorCode::StateAlreadyRunning,
+                "a run of this session is executing",
+            ));
+        }
+        Claim::Awaiting { tool_call_ids } => {
+            return Err(ApiError::new(
+                ErrorCode::StateNotResumable,
+                format!(
+                    "calls still awaited, answer them first: {}",
+                    tool_call_ids.join(", ")
+                ),
+            )
+            .with("awaitedToolCallIds", tool_call_ids));
+        }
+        Claim::NotResumable { status } => {
+            return Err(ApiError::new(
+                ErrorCode::StateNotResumable,
+                format!("the session is {status}; there is nothing to continue"),
+            ));
+        }
+    };
+    let workflow_id = ids::resume_workflow_id(agent.name(), &session.session_id, &run_id);
+    let input = RunInput {
+        address,
+        agent_type: agent.name().to_owned(),
+        run_id: run_id.clone(),
+        stream_id: session.stream_id.clone(),
+        first_step: step_count,
+        max_steps: agent.max_steps(),
+        policy: state.policy.clone(),
+        resume: true,
+    };
+    start_run_workflow(state, &workflow_id, input).await?;
+    tracing::info!(session_id = %session.session_id, %workflow_id, "session resumed");
+    Ok(ResumeResponse {
+        session_id: session.session_id,
+        run_id,
+        workflow_id,
+    })
+}
+
+async fn resume(
+    State(state): State<AppState>,
+    body: Result<Json<ResumeRequest>, JsonRejection>,
+) -> Result<Json<ResumeResponse>, HttpError> {
+    let Json(request) =
+        body.map_err(|rejection| ApiError::new(ErrorCode::ValidationError, rejection.body_text()))?;
+    Ok(Json(resume_session(&state, request).await?))
 }
 
 async fn start(

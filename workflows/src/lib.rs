@@ -62,6 +62,16 @@ async fn run_steps(
     ctx: &mut WorkflowContext<AgentRunWorkflow>,
     input: &RunInput,
 ) -> Result<RunOutcome, Failure> {
+    if input.resume {
+        let suspended_step = input.step(input.first_step);
+        ctx.execute_local_activity(
+            AgentActivities::apply_results_and_reload,
+            suspended_step.clone(),
+            commit_options(input),
+        )
+        .await
+        .map_err(|e| Failure::of_activity(&suspended_step, &e, ErrorCode::Internal))?;
+    }
     for taken in 0..input.max_steps {
         let step = input.step(input.first_step + taken + 1);
         let plan = ctx

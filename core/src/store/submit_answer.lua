@@ -23,9 +23,10 @@ if redis.call('HGET', KEYS[6], id) ~= ARGV[4] or redis.call('HEXISTS', KEYS[3], 
   if expiry and tonumber(expiry) > now then return {'already_completed', 'consumed'} end
   return {'unknown_tool_call'}
 end
-if redis.call('HGET', KEYS[4], id) ~= redis.call('HGET', state_key, 'runId') then
-  return {'run_superseded'}
-end
+local fields = redis.call('HMGET', state_key, 'runId', 'status')
+if redis.call('HGET', KEYS[4], id) ~= fields[1] then return {'run_superseded'} end
+-- A resume has claimed the batch: an unanswered call is being drained as lapsed.
+if fields[2] ~= 'suspended_client_tool' then return {'already_completed', 'consumed'} end
 if redis.call('HSETNX', KEYS[5], id, ARGV[2]) == 0 then
   return {'already_completed', batch_continuation()}
 end

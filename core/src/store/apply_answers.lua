@@ -1,0 +1,23 @@
+-- Drains a resumed run's answered (or lapsed) calls into the log, in the order the model made
+-- them, each with its tool_end chunk; clears their pending entries and ownership, leaves a
+-- completed marker per call (kept until its expiry; expired ones are reaped here) and ends the
+-- suspension. Applying twice changes nothing.
+-- KEYS: state, stream, messages, pending, pendingRun, answers, rootOwnership, rootCompleted
+-- ARGV: runId, nowMs, then toolCallId, toolMessage, toolEndBody, markerExpiryMs per call
+local refused = run_guard(ARGV[1])
+if refused then return {refused} end
+if not redis.call('HGET', state_key, 'suspension') then return {'already_applied'} end
+for i = 3, #ARGV, 4 do
+  local id = ARGV[i]
+  redis.call('RPUSH', KEYS[3], ARGV[i + 1])
+  emit(ARGV[i + 2])
+  redis.call('HDEL', KEYS[4], id)
+  redis.call('HDEL', KEYS[5], id)
+  redis.call('HDEL', KEYS[6], id)
+  redis.call('HDEL', KEYS[7], id)
+  redis.call('ZADD', KEYS[8], tonumber(ARGV[i + 3]), id)
+end
+redis.call('ZREMRANGEBYSCORE', KEYS[8], '-inf', ARGV[2])
+redis.call('HDEL', state_key, 'suspension')
+redis.call('HSET', state_key, 'updatedAt', ARGV[2])
+return {'ok'}

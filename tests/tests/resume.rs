@@ -1,0 +1,293 @@
+//! Resuming a suspended session: a fresh workflow drains the answers into the log (in call
+//! order; lapsed calls as `client_tool_timeout`) and continues with one model call.
+
+use baton_activities::io::RunOutcome;
+use baton_core::{
+    ApiError, ChunkKind, ErrorCode, Message, StreamChunk,
+    message::{ToolCall, ToolError, ToolOutcome},
+    store::{Continuation, SessionAddress, Status},
+    submit::{SubmitAnswer, SubmitStatus},
+};
+use baton_tests::{Harness, agents};
+use futures::StreamExt;
+use serde_json::json;
+use std::time::Duration;
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+async fn suspended(harness: &Harness, agent: &str) -> String {
+    let started = harness.client.start(agent, "go").await.unwrap();
+    harness
+        .chunks_until(&started.session_id, LIMIT, |kind| {
+            matches!(kind, ChunkKind::Suspended { .. })
+        })
+        .await;
+    started.session_id
+}
+
+/// The chunks after `after` up to the `end` chunk.
+async fn chunks_to_end(harness: &Harness, session: &str, after: u64) -> Vec<StreamChunk> {
+    let follow = harness
+        .client
+        .follow(session, after)
+        .map(|c| c.unwrap())
+        .collect::<Vec<_>>();
+    tokio::time::timeout(LIMIT, follow)
+        .await
+        .expect("the resumed run should end")
+}
+
+fn api_error(error: baton_client::Error) -> ApiError {
+    match error {
+        baton_client::Error::Api(error) => error,
+        other => panic!("expected a typed error, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn submit_then_resume_drains_the_answer_and_finishes_the_turn() {
+    let harness = Harness::start(agents::registry()).await;
+    let session = suspended(&harness, "asker").await;
+    let address = SessionAddress::root(&session);
+    let yes = ToolOutcome::Result(json!({"answer": "yes"}));
+    let submitted = harness
+        .client
+        .submit(&session, "call_1_2", &yes)
+        .await
+        .unwrap();
+    assert_eq!(submitted.continuation, Continuation::CallerResumes);
+
+    let before = harness.client.status(&session).await.unwrap().last_sequence;
+    let resumed = harness.client.resume(&session).await.unwrap();
+    assert_eq!(
+        resumed.workflow_id,
+        format!("agent__asker__{session}__resume-{}", resumed.run_id)
+    );
+    let chunks = chunks_to_end(&harness, &session, before).await;
+    let kinds: Vec<&str> = chunks.iter().map(|c| c.kind.name()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "run_start",
+            "tool_end",
+            "step_start",
+            "text_delta",
+            "text_delta",
+            "text_delta",
+            "text_delta",
+            "step_end",
+            "end"
+        ]
+    );
+    assert!(chunks.iter().all(|c| c.header.run_id == resumed.run_id));
+    assert_eq!(chunks[0].sequence, before + 1);
+    assert!(
+        matches!(&chunks[1].kind, ChunkKind::ToolEnd { tool_call_id, step: 1, .. } if tool_call_id == "call_1_2")
+    );
+
+    let add = ToolCall {
+        id: "call_1_1".into(),
+        name: "add".into(),
+        arguments: json!({"a": 1, "b": 2}),
+    };
+    let ask = ToolCall {
+        id: "call_1_2".into(),
+        name: "ask_user".into(),
+        arguments: json!({"question": "Proceed?"}),
+    };
+    assert_eq!(
+        harness.store.messages(&address).await.unwrap(),
+        vec![
+            Message::user("go"),
+            Message::assistant("", vec![add.clone(), ask.clone()]),
+            Message::tool_result(&add, ToolOutcome::Result(json!(3))),
+            Message::tool_result(&ask, yes.clone()),
+            Message::assistant(r#"The user said {"answer":"yes"}"#, vec![]),
+        ]
+    );
+    let outcome = harness.run_result(&resumed.workflow_id).await.unwrap();
+    assert_eq!(outcome, RunOutcome::Completed { steps: 1 });
+    let state = harness.client.status(&session).await.unwrap();
+    assert_eq!(
+        (state.status, state.step_count, &state.run_id),
+        (Status::Completed, 2, &resumed.run_id)
+    );
+    assert_eq!(state.suspension, None);
+    assert!(
+        harness
+            .store
+            .pending_calls(&address)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(harness.store.answers(&address).await.unwrap().is_empty());
+    assert_eq!(
+        harness
+            .store
+            .call_owner(&session, "call_1_2")
+            .await
+            .unwrap(),
+        None
+    );
+
+    // The drained call keeps answering already_completed, and nothing changes.
+    let late = harness
+        .client
+        .submit(
+            &session,
+            "call_1_2",
+            &ToolOutcome::Result(json!({"answer": "no"})),
+        )
+        .await;
+    assert_eq!(
+        late.unwrap(),
+        SubmitAnswer {
+            status: SubmitStatus::AlreadyCompleted,
+            continuation: Continuation::Consumed
+        }
+    );
+    let again = api_error(harness.client.resume(&session).await.unwrap_err());
+    assert_eq!(again.code, ErrorCode::StateNotResumable);
+    assert_eq!(harness.store.messages(&address).await.unwrap().len(), 5);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partial_batch_is_not_resumable_and_nothing_is_written() {
+    let harness = Harness::start(agents::registry()).await;
+    let session = suspended(&harness, "asker_twice").await;
+    let yes = ToolOutcome::Result(json!({"answer": "yes"}));
+    harness
+        .client
+        .submit(&session, "call_1_1", &yes)
+        .await
+        .unwrap();
+    let before = harness.client.status(&session).await.unwrap();
+
+    let refused = api_error(harness.client.resume(&session).await.unwrap_err());
+    assert_eq!(refused.code, ErrorCode::StateNotResumable);
+    assert!(refused.retryable);
+    assert!(refused.error.contains("call_1_2"), "{}", refused.error);
+    assert_eq!(refused.details["awaitedToolCallIds"], json!(["call_1_2"]));
+    let after = harness.client.status(&session).await.unwrap();
+    assert_eq!(after, before, "a refused resume writes nothing");
+
+    // Once the batch is complete the same resume goes through and drains both, in call order.
+    harness
+        .client
+        .submit(
+            &session,
+            "call_1_2",
+            &ToolOutcome::Error(ToolError::new("user_cancelled", "closed")),
+        )
+        .await
+        .unwrap();
+    harness.client.resume(&session).await.unwrap();
+    chunks_to_end(&harness, &session, before.last_sequence).await;
+    let messages = harness
+        .store
+        .messages(&SessionAddress::root(&session))
+        .await
+        .unwrap();
+    let drained: Vec<&str> = messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::Tool(result) => Some(result.tool_call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(drained, ["call_1_1", "call_1_2"]);
+    assert_eq!(
+        messages.last().unwrap(),
+        &Message::assistant("Both answered; the last said error user_cancelled", vec![])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lapsed_call_is_drained_as_a_timeout() {
+    let harness = Harness::start(agents::registry()).await;
+    let session = suspended(&harness, "asker_hasty").await;
+    let before = harness.client.status(&session).await.unwrap().last_sequence;
+    harness.client.resume(&session).await.unwrap();
+    let chunks = chunks_to_end(&harness, &session, before).await;
+    let timeout = chunks.iter().find_map(|c| match &c.kind {
+        ChunkKind::ToolEnd {
+            error: Some(error), ..
+        } => Some(error.code.clone()),
+        _ => None,
+    });
+    assert_eq!(timeout.as_deref(), Some("client_tool_timeout"));
+    let messages = harness
+        .store
+        .messages(&SessionAddress::root(&session))
+        .await
+        .unwrap();
+    assert_eq!(
+        messages.last().unwrap(),
+        &Message::assistant("Outcome: error client_tool_timeout", vec![])
+    );
+    let late = harness
+        .client
+        .submit(
+            &session,
+            "call_1_1",
+            &ToolOutcome::Result(json!({"answer": "late"})),
+        )
+        .await;
+    assert_eq!(late.unwrap().status, SubmitStatus::AlreadyCompleted);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn of_two_concurrent_resumes_exactly_one_runs() {
+    let harness = Harness::start(agents::registry()).await;
+    let session = suspended(&harness, "asker_only").await;
+    let before = harness.client.status(&session).await.unwrap().last_sequence;
+    harness
+        .client
+        .submit(
+            &session,
+            "call_1_1",
+            &ToolOutcome::Result(json!({"answer": "Ada"})),
+        )
+        .await
+        .unwrap();
+
+    let (first, second) = tokio::join!(
+        harness.client.resume(&session),
+        harness.client.resume(&session)
+    );
+    let (won, lost) = match (first, second) {
+        (Ok(won), Err(lost)) | (Err(lost), Ok(won)) => (won, api_error(lost)),
+        other => panic!("exactly one resume should win: {other:?}"),
+    };
+    assert!(
+        matches!(
+            lost.code,
+            ErrorCode::StateAlreadyRunning | ErrorCode::StateNotResumable
+        ),
+        "{lost:?}"
+    );
+    let chunks = chunks_to_end(&harness, &session, before).await;
+    assert_eq!(
+        chunks
+            .iter()
+            .filter(|c| matches!(c.kind, ChunkKind::RunStart { .. }))
+            .count(),
+        1
+    );
+    assert!(chunks.iter().all(|c| c.header.run_id == won.run_id));
+    let messages = harness
+        .store
+        .messages(&SessionAddress::root(&session))
+        .await
+        .unwrap();
+    assert_eq!(
+        messages.len(),
+        4,
+        "user, call, one result, one answer: {messages:?}"
+    );
+    assert_eq!(
+        messages[3],
+        Message::assistant(r#"Hello {"answer":"Ada"}"#, vec![])
+    );
+}
