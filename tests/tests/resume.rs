@@ -291,3 +291,44 @@ async fn of_two_concurrent_resumes_exactly_one_runs() {
         Message::assistant(r#"Hello {"answer":"Ada"}"#, vec![])
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_submit_racing_a_resume_lands_in_the_log_exactly_when_it_was_accepted() {
+    let harness = Harness::start(agents::registry()).await;
+    // The call lapses at once, so the resume may win before the answer arrives.
+    let session = suspended(&harness, "asker_hasty").await;
+    let before = harness.client.status(&session).await.unwrap().last_sequence;
+    let answer = ToolOutcome::Result(json!({"answer": "raced"}));
+    let (submitted, resumed) = tokio::join!(
+        harness.client.submit(&session, "call_1_1", &answer),
+        harness.client.resume(&session)
+    );
+    let submitted = submitted.unwrap();
+    resumed.unwrap();
+    chunks_to_end(&harness, &session, before).await;
+
+    let messages = harness
+        .store
+        .messages(&SessionAddress::root(&session))
+        .await
+        .unwrap();
+    let results: Vec<&ToolOutcome> = messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::Tool(result) => Some(&result.outcome),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        results.len(),
+        1,
+        "one result for the one call: {messages:?}"
+    );
+    match submitted.status {
+        SubmitStatus::Accepted => assert_eq!(results[0], &answer),
+        SubmitStatus::AlreadyCompleted => {
+            assert_eq!(submitted.continuation, Continuation::Consumed);
+            assert!(matches!(results[0], ToolOutcome::Error(e) if e.code == "client_tool_timeout"));
+        }
+    }
+}

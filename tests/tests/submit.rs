@@ -207,3 +207,55 @@ async fn bodies_are_bounded_before_they_are_read() {
     assert_eq!(error.error, baton_core::submit::INVALID_SUBMIT_MESSAGE);
     harness.assert_nothing_written().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn of_fifty_concurrent_submits_of_one_answer_exactly_one_is_accepted() {
+    let harness = Harness::start(agents::registry()).await;
+    let session = suspended(&harness, "asker_only").await;
+    let outcome = ToolOutcome::Result(json!({"answer": "same"}));
+    let submits = (0..50).map(|_| harness.client.submit(&session, "call_1_1", &outcome));
+    let answers: Vec<SubmitAnswer> = futures::future::join_all(submits)
+        .await
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    let accepted = answers
+        .iter()
+        .filter(|a| a.status == SubmitStatus::Accepted)
+        .count();
+    assert_eq!(accepted, 1, "{answers:?}");
+    assert!(
+        answers
+            .iter()
+            .all(|a| a.continuation == Continuation::CallerResumes)
+    );
+    let stored = harness
+        .store
+        .answers(&SessionAddress::root(&session))
+        .await
+        .unwrap();
+    assert_eq!(stored.len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn of_a_batch_answered_in_parallel_exactly_one_submit_sees_it_complete() {
+    let harness = Harness::start(agents::registry()).await;
+    let session = suspended(&harness, "asker_twice").await;
+    let outcome = ToolOutcome::Result(json!({"answer": "yes"}));
+    let (first, second) = tokio::join!(
+        harness.client.submit(&session, "call_1_1", &outcome),
+        harness.client.submit(&session, "call_1_2", &outcome)
+    );
+    let mut continuations = [first.unwrap(), second.unwrap()];
+    assert!(
+        continuations
+            .iter()
+            .all(|a| a.status == SubmitStatus::Accepted)
+    );
+    continuations.sort_by_key(|a| a.continuation == Continuation::CallerResumes);
+    let kinds: Vec<Continuation> = continuations.iter().map(|a| a.continuation).collect();
+    assert_eq!(
+        kinds,
+        [Continuation::AwaitingBatch, Continuation::CallerResumes]
+    );
+}
