@@ -9,8 +9,8 @@ use baton_core::{
 };
 use clap::{Parser, Subcommand};
 use futures::StreamExt;
-use std::io::Write;
 use std::process::ExitCode;
+use std::{collections::HashMap, io::Write};
 
 #[derive(Debug, Parser)]
 #[command(name = "baton", version, about = "Talk to a Baton server")]
@@ -40,6 +40,10 @@ enum Command {
         agent: String,
         /// The first user message.
         message: String,
+        /// Answer client calls from standard input (one line each: JSON, or else text) and
+        /// resume, instead of stopping at a suspension.
+        #[arg(long)]
+        answer: bool,
     },
     /// Follow a session's stream from a sequence (exclusive) until the run ends.
     Watch {
@@ -79,7 +83,11 @@ async fn main() -> ExitCode {
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let client = HttpClient::new(&cli.server);
     match cli.command {
-        Command::Run { agent, message } => {
+        Command::Run {
+            agent,
+            message,
+            answer,
+        } => {
             let started = client
                 .start(&agent, &message)
                 .await
@@ -87,9 +95,11 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             if !cli.json {
                 println!("session {} (agent {agent})", started.session_id);
             }
-            follow(&client, &started.session_id, 0, cli.json).await
+            follow(&client, &started.session_id, 0, cli.json, answer).await
         }
-        Command::Watch { session_id, from } => follow(&client, &session_id, from, cli.json).await,
+        Command::Watch { session_id, from } => {
+            follow(&client, &session_id, from, cli.json, false).await
+        }
         Command::Submit {
             session_id,
             tool_call_id,
@@ -119,7 +129,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     resumed.run_id, resumed.workflow_id
                 );
             }
-            follow(&client, &session_id, before, cli.json).await
+            follow(&client, &session_id, before, cli.json, false).await
         }
         Command::Status { session_id } => {
             let state = client.status(&session_id).await?;
@@ -129,12 +139,25 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
-async fn follow(
+/// Where following a session stopped.
+enum Stop {
+    Ended(ExitCode),
+    /// The run suspended on these calls; `after` is the last sequence seen.
+    Suspended {
+        tool_call_ids: Vec<String>,
+        after: u64,
+    },
+}
+
+/// Prints a session's chunks after `from` until its run ends or suspends. Remembers the tool
+/// calls it saw, so a suspension can show what each awaited call asks.
+async fn follow_once(
     client: &HttpClient,
     session_id: &str,
     from: u64,
     json: bool,
-) -> anyhow::Result<ExitCode> {
+    calls: &mut HashMap<String, (String, serde_json::Value)>,
+) -> anyhow::Result<Stop> {
     let mut chunks = std::pin::pin!(client.follow(session_id, from));
     let mut printer = Printer::default();
     while let Some(chunk) = chunks.next().await {
@@ -145,19 +168,80 @@ async fn follow(
             printer.print(&chunk);
         }
         match chunk.kind {
+            ChunkKind::ToolStart {
+                tool_call_id,
+                tool_name,
+                input,
+                ..
+            } => {
+                calls.insert(tool_call_id, (tool_name, input));
+            }
             ChunkKind::End { status, .. } => {
-                return Ok(match status {
+                return Ok(Stop::Ended(match status {
                     EndStatus::Completed => ExitCode::SUCCESS,
                     EndStatus::Failed => ExitCode::FAILURE,
-                });
+                }));
             }
             // The run waits for client answers and no workflow runs: nothing more comes until
             // someone answers and resumes.
-            ChunkKind::Suspended { .. } => return Ok(ExitCode::SUCCESS),
+            ChunkKind::Suspended { tool_call_ids, .. } => {
+                return Ok(Stop::Suspended {
+                    tool_call_ids,
+                    after: chunk.sequence,
+                });
+            }
             _ => {}
         }
     }
     anyhow::bail!("the stream ended before the run did")
+}
+
+/// Follows a session; with `answer`, each suspension is answered from standard input (one line
+/// per awaited call: JSON, or else taken as text) and the session resumed, until the run ends.
+async fn follow(
+    client: &HttpClient,
+    session_id: &str,
+    from: u64,
+    json: bool,
+    answer: bool,
+) -> anyhow::Result<ExitCode> {
+    let mut calls = HashMap::new();
+    let mut from = from;
+    loop {
+        match follow_once(client, session_id, from, json, &mut calls).await? {
+            Stop::Ended(code) => return Ok(code),
+            Stop::Suspended { .. } if !answer => return Ok(ExitCode::SUCCESS),
+            Stop::Suspended {
+                tool_call_ids,
+                after,
+            } => {
+                for id in &tool_call_ids {
+                    let (tool, input) = calls.get(id).cloned().unwrap_or_default();
+                    eprint!("? {tool} {input} > ");
+                    let line = read_line().await?;
+                    let result =
+                        serde_json::from_str(&line).unwrap_or(serde_json::Value::String(line));
+                    let outcome = ToolOutcome::Result(result);
+                    client.submit(session_id, id, &outcome).await?;
+                }
+                let resumed = client.resume(session_id).await?;
+                if !json {
+                    println!("resumed as run {}", resumed.run_id);
+                }
+                from = after;
+            }
+        }
+    }
+}
+
+async fn read_line() -> anyhow::Result<String> {
+    tokio::task::spawn_blocking(|| {
+        let mut line = String::new();
+        let read = std::io::stdin().read_line(&mut line)?;
+        anyhow::ensure!(read > 0, "standard input ended before the answer");
+        Ok(line.trim_end_matches(['\r', '\n']).to_owned())
+    })
+    .await?
 }
 
 /// Renders chunks as readable lines; text deltas are printed as they arrive.

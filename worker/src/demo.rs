@@ -1,7 +1,10 @@
 //! The demo agent: a scripted model (no API key, fully offline) with two server tools, a
 //! calculator and a clock.
 
-use baton_core::{Agent, AgentRegistry, ScriptedModel, tool::tool};
+use baton_core::{
+    Agent, AgentRegistry, ScriptedModel,
+    tool::{ClientTool, tool},
+};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
@@ -115,9 +118,51 @@ pub fn demo_agent() -> Agent {
         .expect("the demo agent definition is valid")
 }
 
+/// Input of the demo's client tool.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct Question {
+    pub question: String,
+}
+
+/// The human-in-the-loop demo agent, type `demo_hitl`: step 1 asks the user (a client tool,
+/// answered by whoever runs the session) while the calculator works; step 2 answers with both.
+pub fn demo_hitl_agent() -> Agent {
+    let model = ScriptedModel::default()
+        .call_all(&[
+            (
+                "ask_user",
+                json!({"question": "What is your favourite colour?"}),
+            ),
+            ("calculator", json!({"operation": "add", "a": 40, "b": 2})),
+        ])
+        .answer("You said {{result:ask_user}}, and 40 + 2 = {{result:calculator}}.");
+    let ask_user = ClientTool::new(
+        "ask_user",
+        "Asks the user a question; the answer is their reply as text.",
+        schemars::schema_for!(Question).to_value(),
+    )
+    .and_then(|tool| tool.output_schema(json!({"type": "string"})))
+    .expect("the demo's schemas are valid");
+    Agent::builder("demo_hitl")
+        .system_prompt("You are Baton's human-in-the-loop demo agent.")
+        .model(model)
+        .tool(
+            tool(
+                "calculator",
+                "Applies add, subtract, multiply or divide to a and b.",
+                |input: Calculation| async move { calculate(&input).map(plain_number) },
+            )
+            .inline(),
+        )
+        .client_tool(ask_user)
+        .max_steps(5)
+        .build()
+        .expect("the demo agent definition is valid")
+}
+
 /// The registry `batond` serves by default.
 pub fn demo_registry() -> AgentRegistry {
-    AgentRegistry::new([demo_agent()]).expect("one agent cannot clash")
+    AgentRegistry::new([demo_agent(), demo_hitl_agent()]).expect("the demo agents do not clash")
 }
 
 #[cfg(test)]
@@ -139,6 +184,11 @@ mod tests {
         assert_eq!(format_utc(0), "1970-01-01T00:00:00Z");
         assert_eq!(format_utc(951_782_400), "2000-02-29T00:00:00Z");
         assert_eq!(format_utc(1_798_761_599), "2026-12-31T23:59:59Z");
-        assert!(demo_registry().get("demo").is_some());
+        let registry = demo_registry();
+        assert!(registry.get("demo").is_some());
+        let hitl = registry.get("demo_hitl").unwrap();
+        let ask = hitl.client_tool("ask_user").unwrap();
+        assert!(ask.check_output(&json!("blue")).is_ok());
+        assert!(ask.check_output(&json!({"colour": "blue"})).is_err());
     }
 }
