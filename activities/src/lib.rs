@@ -156,9 +156,10 @@ impl AgentActivities {
     }
 
     /// The first activity of a resumed run: appends the answers of the suspended step's client
-    /// calls to the log in the order the model made them (a call past its deadline without an
-    /// answer as `client_tool_timeout`), with their `tool_end` chunks, and ends the suspension.
-    /// Idempotent: a retry finds the suspension gone and appends nothing.
+    /// calls to the log in the order the model made them (an unanswered call as
+    /// `client_tool_abandoned` when the resume abandoned it, else as `client_tool_timeout`), with
+    /// their `tool_end` chunks, ends the suspension, then appends the resume's user message.
+    /// Idempotent: a retry finds nothing left to drain and appends nothing.
     #[activity]
     pub async fn apply_results_and_reload(
         self: Arc<Self>,
@@ -172,9 +173,11 @@ impl AgentActivities {
             .await
             .map_err(store_error)?
             .ok_or_else(|| failure(ErrorCode::SessionNotFound, "the session is gone"))?;
-        let Some(suspension) = state.suspension else {
-            return Ok(());
-        };
+        // With no suspension (a new turn on an ended session) only the message is appended.
+        let awaited = state
+            .suspension
+            .map(|s| s.tool_call_ids)
+            .unwrap_or_default();
         let pending: HashMap<String, PendingCall> = self
             .store
             .pending_calls(address)
@@ -185,8 +188,8 @@ impl AgentActivities {
             .collect();
         let mut answers = self.store.answers(address).await.map_err(store_error)?;
         let now = store::now_ms();
-        let mut drained = Vec::with_capacity(suspension.tool_call_ids.len());
-        for id in &suspension.tool_call_ids {
+        let mut drained = Vec::with_capacity(awaited.len());
+        for id in &awaited {
             let call = pending.get(id).ok_or_else(|| {
                 failure(
                     ErrorCode::Internal,
@@ -195,6 +198,10 @@ impl AgentActivities {
             })?;
             let outcome = match answers.remove(id) {
                 Some(answer) => answer.outcome,
+                None if state.abandon_pending => ToolOutcome::Error(baton_core::ToolError::new(
+                    codes::CLIENT_TOOL_ABANDONED,
+                    "the user moved on with a new message before answering",
+                )),
                 None => ToolOutcome::Error(baton_core::ToolError::new(
                     codes::CLIENT_TOOL_TIMEOUT,
                     format!("no answer to {} before its deadline", call.tool_name),

@@ -97,13 +97,37 @@ impl HttpClient {
     /// Continues a suspended session whose calls are all answered; the run starts a workflow of
     /// its own and the call returns at once.
     pub async fn resume(&self, session_id: &str) -> Result<ResumeResponse, Error> {
+        self.resume_with(&ResumeRequest {
+            session_id: session_id.to_owned(),
+            mode: ResumeMode::Continue,
+            message: None,
+            abandon_pending: false,
+        })
+        .await
+    }
+
+    /// Sends the next user message of a session: drains what a suspended session has first
+    /// (with `abandon_pending`, its open calls are abandoned), then one model call.
+    pub async fn send_message(
+        &self,
+        session_id: &str,
+        message: &str,
+        abandon_pending: bool,
+    ) -> Result<ResumeResponse, Error> {
+        self.resume_with(&ResumeRequest {
+            session_id: session_id.to_owned(),
+            mode: ResumeMode::WithMessage,
+            message: Some(message.to_owned()),
+            abandon_pending,
+        })
+        .await
+    }
+
+    async fn resume_with(&self, request: &ResumeRequest) -> Result<ResumeResponse, Error> {
         let response = self
             .http
             .post(format!("{}/resume", self.base))
-            .json(&ResumeRequest {
-                session_id: session_id.to_owned(),
-                mode: ResumeMode::Continue,
-            })
+            .json(request)
             .send()
             .await?;
         decode(response).await

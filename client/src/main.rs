@@ -64,8 +64,17 @@ enum Command {
         #[arg(long)]
         error: Option<String>,
     },
-    /// Continue a suspended session whose calls are all answered, and print it as it runs.
-    Resume { session_id: String },
+    /// Continue a suspended session whose calls are all answered, or, with --message, send the
+    /// next user message (to a suspended or an ended session); print the run as it goes.
+    Resume {
+        session_id: String,
+        /// The next user message (resume mode with_message).
+        #[arg(long)]
+        message: Option<String>,
+        /// With --message: answer the calls still open as abandoned.
+        #[arg(long, requires = "message")]
+        abandon_pending: bool,
+    },
 }
 
 #[tokio::main]
@@ -120,9 +129,20 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             println!("{}", serde_json::to_string(&answer)?);
             Ok(ExitCode::SUCCESS)
         }
-        Command::Resume { session_id } => {
+        Command::Resume {
+            session_id,
+            message,
+            abandon_pending,
+        } => {
             let before = client.status(&session_id).await?.last_sequence;
-            let resumed = client.resume(&session_id).await?;
+            let resumed = match message {
+                Some(message) => {
+                    client
+                        .send_message(&session_id, &message, abandon_pending)
+                        .await?
+                }
+                None => client.resume(&session_id).await?,
+            };
             if !cli.json {
                 println!(
                     "resumed as run {} ({})",

@@ -28,6 +28,9 @@ pub struct StartResponse {
 pub enum ResumeMode {
     /// Drain the answered calls of a suspended session and call the model.
     Continue,
+    /// Drain what a suspended session has (if anything), append a user message, call the model:
+    /// the next turn of a conversation.
+    WithMessage,
 }
 
 /// Body of `POST /resume`.
@@ -36,6 +39,12 @@ pub enum ResumeMode {
 pub struct ResumeRequest {
     pub session_id: String,
     pub mode: ResumeMode,
+    /// Required with `with_message`, refused with `continue`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// With `with_message`: answer every still-open call `client_tool_abandoned`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub abandon_pending: bool,
 }
 
 /// Answer of `POST /resume`: the new run and its workflow.

@@ -104,6 +104,9 @@ pub struct SessionState {
     /// Set while the session is suspended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suspension: Option<Suspension>,
+    /// Set between a resume's claim and its drain: the open calls are abandoned.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub abandon_pending: bool,
 }
 
 /// What a suspended run waits for.
@@ -253,6 +256,15 @@ pub enum Claim {
     NotResumable {
         status: String,
     },
+}
+
+/// What a resume brings: a user message for the next turn (`with_message`) or none
+/// (`continue`), and whether open calls are abandoned.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ResumeEntry {
+    pub message: Option<Message>,
+    /// With a message: answer the still-open calls `client_tool_abandoned`.
+    pub abandon_pending: bool,
 }
 
 /// One awaited call as a resume drains it into the log.
@@ -768,6 +780,7 @@ impl Store {
         agent_type: &str,
         stream_id: &str,
         new_run_id: &str,
+        entry: &ResumeEntry,
     ) -> Result<Claim, Error> {
         let body = encode_unsequenced(
             &self.header(address, stream_id, new_run_id),
@@ -784,6 +797,12 @@ impl Store {
             .arg(new_run_id)
             .arg(now_ms())
             .arg(body)
+            .arg(match entry.message {
+                Some(_) => "with_message",
+                None => "continue",
+            })
+            .arg(if entry.abandon_pending { "1" } else { "0" })
+            .arg(entry.message.as_ref().map(to_json).unwrap_or_default())
             .invoke_async(&mut self.conn())
             .await?;
         let strings = || -> Vec<String> {
@@ -949,6 +968,7 @@ impl Store {
                 .get("suspension")
                 .map(|e| from_json(&key, e))
                 .transpose()?,
+            abandon_pending: fields.contains_key("abandon"),
         }))
     }
 

@@ -61,6 +61,8 @@ pub mod codes {
     pub const UNKNOWN_TOOL: &str = ErrorCode::UnknownTool.as_str();
     /// A client call that got no answer before its deadline.
     pub const CLIENT_TOOL_TIMEOUT: &str = "client_tool_timeout";
+    /// A client call left unanswered by a resume that brought a new message instead.
+    pub const CLIENT_TOOL_ABANDONED: &str = "client_tool_abandoned";
 }
 
 /// A server tool made of an async function `Fn(I) -> Result<O, E>`.

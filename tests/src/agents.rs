@@ -246,6 +246,14 @@ pub fn asker_hasty() -> Agent {
         .unwrap()
 }
 
+/// `chatter`: answers every turn with text, echoing the latest user message.
+pub fn chatter() -> Agent {
+    let model = ScriptedModel::default()
+        .answer("first: {{input}}")
+        .answer("second: {{input}}");
+    Agent::builder("chatter").model(model).build().unwrap()
+}
+
 /// Every test agent.
 pub fn registry() -> AgentRegistry {
     AgentRegistry::new([
@@ -258,6 +266,7 @@ pub fn registry() -> AgentRegistry {
         asker_only(),
         asker_twice(),
         asker_hasty(),
+        chatter(),
     ])
     .unwrap()
 }

@@ -332,3 +332,131 @@ async fn a_submit_racing_a_resume_lands_in_the_log_exactly_when_it_was_accepted(
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_to_an_ended_session_is_its_next_turn() {
+    let harness = Harness::start(agents::registry()).await;
+    let started = harness.client.start("chatter", "hi").await.unwrap();
+    let first = harness.chunks_until_end(&started.session_id, LIMIT).await;
+    let before = first.last().unwrap().sequence;
+
+    let next = harness
+        .client
+        .send_message(&started.session_id, "again", false)
+        .await
+        .unwrap();
+    assert_eq!(
+        next.workflow_id,
+        format!(
+            "agent__chatter__{}__resume-{}",
+            started.session_id, next.run_id
+        )
+    );
+    let chunks = chunks_to_end(&harness, &started.session_id, before).await;
+    assert!(
+        matches!(&chunks.last().unwrap().kind, ChunkKind::End { output: Some(o), .. } if o == "second: again")
+    );
+    assert_eq!(
+        harness
+            .store
+            .messages(&SessionAddress::root(&started.session_id))
+            .await
+            .unwrap(),
+        vec![
+            Message::user("hi"),
+            Message::assistant("first: hi", vec![]),
+            Message::user("again"),
+            Message::assistant("second: again", vec![]),
+        ]
+    );
+    let state = harness.client.status(&started.session_id).await.unwrap();
+    assert_eq!(
+        (state.status, state.step_count, state.output.as_deref()),
+        (Status::Completed, 2, Some("second: again"))
+    );
+
+    // continue has nothing to continue on an ended session; a blank message is refused.
+    let refused = api_error(
+        harness
+            .client
+            .resume(&started.session_id)
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(refused.code, ErrorCode::StateNotResumable);
+    let blank = api_error(
+        harness
+            .client
+            .send_message(&started.session_id, " ", false)
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(blank.code, ErrorCode::ValidationError);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_over_open_calls_abandons_them_and_lands_after_the_results() {
+    let harness = Harness::start(agents::registry()).await;
+    let session = suspended(&harness, "asker_twice").await;
+    let yes = ToolOutcome::Result(json!({"answer": "yes"}));
+    harness
+        .client
+        .submit(&session, "call_1_1", &yes)
+        .await
+        .unwrap();
+    let before = harness.client.status(&session).await.unwrap().last_sequence;
+
+    // Without abandonPending a partial batch refuses the message and stores nothing.
+    let refused = api_error(
+        harness
+            .client
+            .send_message(&session, "never mind", false)
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(refused.code, ErrorCode::StateNotResumable);
+    assert_eq!(
+        harness.client.status(&session).await.unwrap().last_sequence,
+        before
+    );
+
+    harness
+        .client
+        .send_message(&session, "never mind", true)
+        .await
+        .unwrap();
+    let chunks = chunks_to_end(&harness, &session, before).await;
+    let model_steps = chunks
+        .iter()
+        .filter(|c| matches!(c.kind, ChunkKind::StepStart { .. }))
+        .count();
+    assert_eq!(model_steps, 1, "exactly one model call");
+    let messages = harness
+        .store
+        .messages(&SessionAddress::root(&session))
+        .await
+        .unwrap();
+    let tail: Vec<String> = messages[2..]
+        .iter()
+        .map(|m| match m {
+            Message::Tool(result) => match &result.outcome {
+                ToolOutcome::Result(value) => format!("{} {value}", result.tool_call_id),
+                ToolOutcome::Error(error) => format!("{} {}", result.tool_call_id, error.code),
+            },
+            Message::User { content } => format!("user {content}"),
+            Message::Assistant { content, .. } => format!("assistant {content}"),
+            Message::System { .. } => "system".to_owned(),
+        })
+        .collect();
+    assert_eq!(
+        tail,
+        [
+            r#"call_1_1 {"answer":"yes"}"#,
+            "call_1_2 client_tool_abandoned",
+            "user never mind",
+            "assistant Both answered; the last said error client_tool_abandoned",
+        ]
+    );
+    let state = harness.client.status(&session).await.unwrap();
+    assert!(!state.abandon_pending && state.suspension.is_none());
+}

@@ -17,7 +17,7 @@ use baton_core::{
     api::{ResumeMode, ResumeRequest, ResumeResponse, StartRequest, StartResponse},
     chunk::{ChunkKind, RunError, StreamChunk},
     ids,
-    store::{self, Claim, NewSession, SessionAddress, SessionState},
+    store::{self, Claim, NewSession, ResumeEntry, SessionAddress, SessionState},
     submit::{SubmitAnswer, SubmitLimits, parse_submission, payload_too_large, submit_tool_result},
 };
 use baton_workflows::AgentRunWorkflow;
@@ -71,21 +71,7 @@ pub async fn start_session(
             ),
         )
     })?;
-    if request.message.trim().is_empty() {
-        return Err(ApiError::new(
-            ErrorCode::ValidationError,
-            "message must not be empty",
-        ));
-    }
-    if request.message.len() > MAX_MESSAGE_BYTES {
-        return Err(ApiError::new(
-            ErrorCode::ValidationError,
-            format!(
-                "message is {} bytes; the limit is {MAX_MESSAGE_BYTES}",
-                request.message.len()
-            ),
-        ));
-    }
+    let user_message = checked_message(request.message)?;
 
     let session_id = ids::new_session_id();
     let run_id = ids::new_run_id();
@@ -95,7 +81,7 @@ pub async fn start_session(
     if !agent.system_prompt().is_empty() {
         messages.push(Message::system(agent.system_prompt()));
     }
-    messages.push(Message::user(request.message));
+    messages.push(Message::user(user_message));
     state
         .store
         .create_session(NewSession {
@@ -127,6 +113,26 @@ pub async fn start_session(
         workflow_id,
         stream_id,
     })
+}
+
+/// A user message as `/start` and `/resume` accept it: not blank, at most [`MAX_MESSAGE_BYTES`].
+fn checked_message(message: String) -> Result<String, ApiError> {
+    if message.trim().is_empty() {
+        return Err(ApiError::new(
+            ErrorCode::ValidationError,
+            "message must not be empty",
+        ));
+    }
+    if message.len() > MAX_MESSAGE_BYTES {
+        return Err(ApiError::new(
+            ErrorCode::ValidationError,
+            format!(
+                "message is {} bytes; the limit is {MAX_MESSAGE_BYTES}",
+                message.len()
+            ),
+        ));
+    }
+    Ok(message)
 }
 
 /// Starts the workflow of a run that Redis already holds. If Temporal refuses, the run is
@@ -183,7 +189,26 @@ pub async fn resume_session(
     state: &AppState,
     request: ResumeRequest,
 ) -> Result<ResumeResponse, ApiError> {
-    let ResumeMode::Continue = request.mode;
+    let message = match (request.mode, request.message) {
+        (ResumeMode::Continue, None) if !request.abandon_pending => None,
+        (ResumeMode::Continue, _) => {
+            return Err(ApiError::new(
+                ErrorCode::ValidationError,
+                "mode continue takes no message and no abandonPending; use with_message",
+            ));
+        }
+        (ResumeMode::WithMessage, Some(message)) => Some(checked_message(message)?),
+        (ResumeMode::WithMessage, None) => {
+            return Err(ApiError::new(
+                ErrorCode::ValidationError,
+                "mode with_message needs a message",
+            ));
+        }
+    };
+    let entry = ResumeEntry {
+        message: message.map(Message::user),
+        abandon_pending: request.abandon_pending,
+    };
     let session = existing_session(state, &request.session_id).await?;
     let agent = state.registry.get(&session.agent_type).ok_or_else(|| {
         ApiError::new(
@@ -198,7 +223,7 @@ pub async fn resume_session(
     let run_id = ids::new_run_id();
     let claim = state
         .store
-        .claim_resume(&address, agent.name(), &session.stream_id, &run_id)
+        .claim_resume(&address, agent.name(), &session.stream_id, &run_id, &entry)
         .await
         .map_err(store_error)?;
     let step_count = match claim {

@@ -1,12 +1,14 @@
--- Drains a resumed run's answered (or lapsed) calls into the log, in the order the model made
--- them, each with its tool_end chunk; clears their pending entries and ownership, leaves a
--- completed marker per call (kept until its expiry; expired ones are reaped here) and ends the
--- suspension. Applying twice changes nothing.
+-- Drains a resumed run's answered (or lapsed, or abandoned) calls into the log, in the order the
+-- model made them, each with its tool_end chunk; clears their pending entries and ownership,
+-- leaves a completed marker per call (kept until its expiry; expired ones are reaped here) and
+-- ends the suspension; then appends the resume's user message, if any, after the results.
+-- Applying twice changes nothing.
 -- KEYS: state, stream, messages, pending, pendingRun, answers, rootOwnership, rootCompleted
 -- ARGV: runId, nowMs, then toolCallId, toolMessage, toolEndBody, markerExpiryMs per call
 local refused = run_guard(ARGV[1])
 if refused then return {refused} end
-if not redis.call('HGET', state_key, 'suspension') then return {'already_applied'} end
+local state = redis.call('HMGET', state_key, 'suspension', 'resumeMessage')
+if not state[1] and not state[2] then return {'already_applied'} end
 for i = 3, #ARGV, 4 do
   local id = ARGV[i]
   redis.call('RPUSH', KEYS[3], ARGV[i + 1])
@@ -18,6 +20,7 @@ for i = 3, #ARGV, 4 do
   redis.call('ZADD', KEYS[8], tonumber(ARGV[i + 3]), id)
 end
 redis.call('ZREMRANGEBYSCORE', KEYS[8], '-inf', ARGV[2])
-redis.call('HDEL', state_key, 'suspension')
+if state[2] then redis.call('RPUSH', KEYS[3], state[2]) end
+redis.call('HDEL', state_key, 'suspension', 'resumeMessage', 'abandon')
 redis.call('HSET', state_key, 'updatedAt', ARGV[2])
 return {'ok'}

@@ -1,24 +1,39 @@
--- Claims a suspended session for a new run: refuses a running session and a batch with calls
--- still awaited (naming them); else makes the new run the session's run, takes the pending calls
--- over for it and reports the run's start. Exactly one of two concurrent claims wins.
+-- Claims a session for a new run. `continue` needs a suspended session whose batch is complete
+-- (every call answered or past its deadline); `with_message` also takes an ended session (the
+-- next turn) and, with abandon set, a partial batch (its open calls are abandoned). A running
+-- session and a partial batch otherwise are refused, naming the awaited calls. On success the new
+-- run becomes the session's run, takes the pending calls over, the message waits in the state
+-- for the run to append it after the drained results, and the run's start is reported. Exactly
+-- one of two concurrent claims wins.
 -- KEYS: state, stream, pending, pendingRun, answers
--- ARGV: newRunId, nowMs, runStartBody
+-- ARGV: newRunId, nowMs, runStartBody, mode ('continue' | 'with_message'), abandon ('1' | '0'),
+--       userMessageJson ('' for continue)
 local fields = redis.call('HMGET', state_key, 'status', 'stepCount')
 local status = fields[1]
 if not status then return {'session_not_found'} end
 if status == 'active' then return {'already_running'} end
-if status ~= 'suspended_client_tool' then return {'not_resumable', status} end
+local with_message = ARGV[4] == 'with_message'
 local now = tonumber(ARGV[2])
-local entries = redis.call('HGETALL', KEYS[3])
-local awaited = {}
-for i = 1, #entries, 2 do
-  if redis.call('HEXISTS', KEYS[5], entries[i]) == 0
-      and cjson.decode(entries[i + 1]).deadlineAt > now then
-    awaited[#awaited + 1] = entries[i]
+local entries = {}
+if status == 'suspended_client_tool' then
+  entries = redis.call('HGETALL', KEYS[3])
+  local awaited = {}
+  for i = 1, #entries, 2 do
+    if redis.call('HEXISTS', KEYS[5], entries[i]) == 0
+        and cjson.decode(entries[i + 1]).deadlineAt > now then
+      awaited[#awaited + 1] = entries[i]
+    end
   end
+  if #awaited > 0 and not (with_message and ARGV[5] == '1') then
+    return {'awaiting', unpack(awaited)}
+  end
+elseif not (with_message and (status == 'completed' or status == 'failed')) then
+  return {'not_resumable', status}
 end
-if #awaited > 0 then return {'awaiting', unpack(awaited)} end
 redis.call('HSET', state_key, 'status', 'active', 'runId', ARGV[1], 'updatedAt', ARGV[2])
+redis.call('HDEL', state_key, 'output', 'error')
+if with_message then redis.call('HSET', state_key, 'resumeMessage', ARGV[6]) end
+if ARGV[5] == '1' then redis.call('HSET', state_key, 'abandon', '1') end
 for i = 1, #entries, 2 do redis.call('HSET', KEYS[4], entries[i], ARGV[1]) end
 emit(ARGV[3])
 return {'ok', tonumber(fields[2])}
