@@ -197,6 +197,11 @@ impl AgentActivities {
                 )
             })?;
             let outcome = match answers.remove(id) {
+                // A stopped run's calls were never carried on, answered or not.
+                _ if state.stop.is_some() => ToolOutcome::Error(baton_core::ToolError::new(
+                    codes::NOT_EXECUTED,
+                    "the run was stopped before this call was carried on",
+                )),
                 Some(answer) => answer.outcome,
                 None if state.abandon_pending => ToolOutcome::Error(baton_core::ToolError::new(
                     codes::CLIENT_TOOL_ABANDONED,

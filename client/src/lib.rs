@@ -3,7 +3,10 @@
 
 use baton_core::{
     ApiError, StreamChunk,
-    api::{ResumeMode, ResumeRequest, ResumeResponse, StartRequest, StartResponse},
+    api::{
+        ResumeMode, ResumeRequest, ResumeResponse, SessionRequest, StartRequest, StartResponse,
+        StopResponse,
+    },
     chunk::ChunkKind,
     message::ToolOutcome,
     store::SessionState,
@@ -121,6 +124,21 @@ impl HttpClient {
             abandon_pending,
         })
         .await
+    }
+
+    /// Stops the session's current run: `abort` fails it (`framework_cancelled`), otherwise it is
+    /// interrupted.
+    pub async fn stop(&self, session_id: &str, abort: bool) -> Result<StopResponse, Error> {
+        let route = if abort { "abort" } else { "interrupt" };
+        let response = self
+            .http
+            .post(format!("{}/{route}", self.base))
+            .json(&SessionRequest {
+                session_id: session_id.to_owned(),
+            })
+            .send()
+            .await?;
+        decode(response).await
     }
 
     async fn resume_with(&self, request: &ResumeRequest) -> Result<ResumeResponse, Error> {

@@ -64,6 +64,10 @@ enum Command {
         #[arg(long)]
         error: Option<String>,
     },
+    /// Stop the session's current run; the session becomes interrupted.
+    Interrupt { session_id: String },
+    /// Stop the session's current run; the session fails with framework_cancelled.
+    Abort { session_id: String },
     /// Continue a suspended session whose calls are all answered, or, with --message, send the
     /// next user message (to a suspended or an ended session); print the run as it goes.
     Resume {
@@ -151,6 +155,16 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             follow(&client, &session_id, before, cli.json, false).await
         }
+        Command::Interrupt { session_id } => {
+            let stopped = client.stop(&session_id, false).await?;
+            println!("{}", serde_json::to_string(&stopped)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Abort { session_id } => {
+            let stopped = client.stop(&session_id, true).await?;
+            println!("{}", serde_json::to_string(&stopped)?);
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Status { session_id } => {
             let state = client.status(&session_id).await?;
             println!("{}", serde_json::to_string_pretty(&state)?);
@@ -198,7 +212,7 @@ async fn follow_once(
             }
             ChunkKind::End { status, .. } => {
                 return Ok(Stop::Ended(match status {
-                    EndStatus::Completed => ExitCode::SUCCESS,
+                    EndStatus::Completed | EndStatus::Interrupted => ExitCode::SUCCESS,
                     EndStatus::Failed => ExitCode::FAILURE,
                 }));
             }
@@ -313,6 +327,7 @@ impl Printer {
                 error,
                 usage,
             } => match status {
+                EndStatus::Interrupted => writeln!(out, "■ interrupted"),
                 EndStatus::Completed => writeln!(
                     out,
                     "✓ completed: {} ({} tokens in, {} out)",

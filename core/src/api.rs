@@ -55,3 +55,21 @@ pub struct ResumeResponse {
     pub run_id: String,
     pub workflow_id: String,
 }
+
+/// Body of `POST /interrupt` and `POST /abort`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SessionRequest {
+    pub session_id: String,
+}
+
+/// Answer of `POST /interrupt` and `POST /abort`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StopResponse {
+    pub session_id: String,
+    /// The stopped run.
+    pub run_id: String,
+    /// `interrupted`, or `failed` for an abort.
+    pub status: crate::store::Status,
+}

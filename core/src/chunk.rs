@@ -42,6 +42,8 @@ pub struct ChunkHeader {
 pub enum EndStatus {
     Completed,
     Failed,
+    /// Stopped by an interrupt.
+    Interrupted,
 }
 
 /// What happened.

@@ -47,6 +47,8 @@ pub enum ErrorCode {
     StateNotResumable,
     /// A run of the session is executing.
     StateAlreadyRunning,
+    /// The run was aborted.
+    FrameworkCancelled,
     /// Anything else; details are logged, never shown.
     Internal,
 }
@@ -96,6 +98,7 @@ impl ErrorCode {
             Self::ValidationPayloadTooLarge => (413, G::InvalidArgument, false),
             Self::StateNotResumable => (409, G::FailedPrecondition, true),
             Self::StateAlreadyRunning => (409, G::FailedPrecondition, false),
+            Self::FrameworkCancelled => (409, G::Aborted, false),
             Self::Internal => (500, G::Internal, false),
         };
         Presentation {
@@ -127,6 +130,7 @@ impl ErrorCode {
             Self::ValidationPayloadTooLarge => "validation_payload_too_large",
             Self::StateNotResumable => "state_not_resumable",
             Self::StateAlreadyRunning => "state_already_running",
+            Self::FrameworkCancelled => "framework_cancelled",
             Self::Internal => "internal",
         }
     }
@@ -194,6 +198,7 @@ mod tests {
             ErrorCode::ValidationPayloadTooLarge,
             ErrorCode::StateNotResumable,
             ErrorCode::StateAlreadyRunning,
+            ErrorCode::FrameworkCancelled,
             ErrorCode::Internal,
         ];
         for code in codes {

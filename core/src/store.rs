@@ -64,6 +64,8 @@ pub enum Status {
     SuspendedClientTool,
     Completed,
     Failed,
+    /// Stopped by an interrupt; a new message starts the next turn.
+    Interrupted,
 }
 
 impl Status {
@@ -73,13 +75,14 @@ impl Status {
             "suspended_client_tool" => Some(Self::SuspendedClientTool),
             "completed" => Some(Self::Completed),
             "failed" => Some(Self::Failed),
+            "interrupted" => Some(Self::Interrupted),
             _ => None,
         }
     }
 
     /// Whether the session has ended (a suspended session has not: it waits for answers).
     pub fn is_terminal(self) -> bool {
-        matches!(self, Self::Completed | Self::Failed)
+        matches!(self, Self::Completed | Self::Failed | Self::Interrupted)
     }
 }
 
@@ -104,6 +107,12 @@ pub struct SessionState {
     /// Set while the session is suspended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suspension: Option<Suspension>,
+    /// The workflow of the current (or last) run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflow_id: Option<String>,
+    /// The stop recorded on the last run, until the next turn drains its calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<StopRecord>,
     /// Set between a resume's claim and its drain: the open calls are abandoned.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub abandon_pending: bool,
@@ -117,6 +126,39 @@ pub struct Suspension {
     pub step: u32,
     /// The awaited calls, in the order the model made them.
     pub tool_call_ids: Vec<String>,
+}
+
+/// How a run was stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopKind {
+    /// The session becomes `interrupted`.
+    Interrupt,
+    /// The session becomes `failed` with `framework_cancelled`.
+    Abort,
+}
+
+/// A durable stop on a run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StopRecord {
+    pub run_id: String,
+    pub kind: StopKind,
+    pub at: u64,
+}
+
+/// How a stop request ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stopped {
+    /// The run is stopped; its workflow (if still running) should be cancelled.
+    Stopped {
+        run_id: String,
+    },
+    SessionNotFound,
+    /// Nothing runs (the session has ended).
+    NotRunning {
+        status: String,
+    },
 }
 
 /// What kind of answer a pending call waits for.
@@ -172,6 +214,7 @@ pub struct NewSession<'a> {
     pub agent_type: &'a str,
     pub run_id: &'a str,
     pub stream_id: &'a str,
+    pub workflow_id: &'a str,
     /// The initial log: system prompt (if any) and the user's message.
     pub messages: &'a [Message],
 }
@@ -236,6 +279,8 @@ pub enum SubmitOutcome {
     UnknownToolCall,
     /// The call's run is no longer the session's run; nothing was written.
     RunSuperseded,
+    /// The call's run was stopped (interrupt or abort); nothing was written.
+    RunStopped,
 }
 
 /// How a resume's claim on a session ended.
@@ -311,6 +356,7 @@ static COMMIT_SUSPENDED_STEP: LazyLock<Script> = lua!("store/commit_suspended_st
 static SUBMIT_ANSWER: LazyLock<Script> = lua!("store/submit_answer.lua");
 static CLAIM_RESUME: LazyLock<Script> = lua!("store/claim_resume.lua");
 static APPLY_ANSWERS: LazyLock<Script> = lua!("store/apply_answers.lua");
+static STOP_RUN: LazyLock<Script> = lua!("store/stop_run.lua");
 
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> u64 {
@@ -384,7 +430,8 @@ impl Store {
             .arg(new.stream_id)
             .arg(&new.address.root_session_id)
             .arg(now_ms())
-            .arg(body);
+            .arg(body)
+            .arg(new.workflow_id);
         for message in new.messages {
             invocation.arg(to_json(message));
         }
@@ -755,6 +802,7 @@ impl Store {
             "already_completed" => Ok(SubmitOutcome::AlreadyCompleted(continuation()?)),
             "unknown_tool_call" => Ok(SubmitOutcome::UnknownToolCall),
             "run_superseded" => Ok(SubmitOutcome::RunSuperseded),
+            "run_stopped" => Ok(SubmitOutcome::RunStopped),
             other => Err(unexpected("submit_answer", other)),
         }
     }
@@ -780,6 +828,7 @@ impl Store {
         agent_type: &str,
         stream_id: &str,
         new_run_id: &str,
+        workflow_id: &str,
         entry: &ResumeEntry,
     ) -> Result<Claim, Error> {
         let body = encode_unsequenced(
@@ -803,6 +852,7 @@ impl Store {
             })
             .arg(if entry.abandon_pending { "1" } else { "0" })
             .arg(entry.message.as_ref().map(to_json).unwrap_or_default())
+            .arg(workflow_id)
             .invoke_async(&mut self.conn())
             .await?;
         let strings = || -> Vec<String> {
@@ -874,6 +924,64 @@ impl Store {
             "already_applied" => Ok(Written::AlreadyDone),
             refused => Err(refusal(run_id, refused)),
         }
+    }
+
+    /// Records a durable stop on the session's current run and ends it (see `stop_run.lua`).
+    pub async fn stop_run(
+        &self,
+        address: &SessionAddress,
+        kind: StopKind,
+    ) -> Result<Stopped, Error> {
+        let Some(state) = self.session(address).await? else {
+            return Ok(Stopped::SessionNotFound);
+        };
+        let now = now_ms();
+        let stop = StopRecord {
+            run_id: state.run_id.clone(),
+            kind,
+            at: now,
+        };
+        let error = RunError {
+            code: crate::ErrorCode::FrameworkCancelled,
+            message: "the run was aborted".to_owned(),
+        };
+        let end = ChunkKind::End {
+            status: match kind {
+                StopKind::Interrupt => EndStatus::Interrupted,
+                StopKind::Abort => EndStatus::Failed,
+            },
+            output: None,
+            error: (kind == StopKind::Abort).then(|| error.clone()),
+            usage: self.usage_total(address).await?,
+        };
+        let reply: Vec<RedisValue> = STOP_RUN
+            .key(self.key(address, "state"))
+            .key(self.key(address, "stream"))
+            .arg(match kind {
+                StopKind::Interrupt => "interrupt",
+                StopKind::Abort => "abort",
+            })
+            .arg(now)
+            .arg(to_json(&stop))
+            .arg(to_json(&error))
+            .arg(encode_unsequenced(
+                &self.header(address, &state.stream_id, &state.run_id),
+                &end,
+            ))
+            .invoke_async(&mut self.conn())
+            .await?;
+        let second = || {
+            reply
+                .get(1)
+                .and_then(|v| redis::from_redis_value::<String>(v).ok())
+                .unwrap_or_default()
+        };
+        Ok(match reply_tag(&reply).as_str() {
+            "ok" => Stopped::Stopped { run_id: second() },
+            "session_not_found" => Stopped::SessionNotFound,
+            "not_running" => Stopped::NotRunning { status: second() },
+            other => return Err(unexpected("stop_run", other)),
+        })
     }
 
     /// The session that owns a pending client call, looked up on the root of its tree.
@@ -969,6 +1077,8 @@ impl Store {
                 .map(|e| from_json(&key, e))
                 .transpose()?,
             abandon_pending: fields.contains_key("abandon"),
+            workflow_id: fields.get("workflowId").cloned(),
+            stop: fields.get("stop").map(|e| from_json(&key, e)).transpose()?,
         }))
     }
 

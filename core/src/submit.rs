@@ -178,6 +178,14 @@ pub async fn submit_tool_result(
             format!("no pending tool call {tool_call_id} in session {session_id}"),
         )
         .with("status", "unknown_tool_call")),
+        SubmitOutcome::RunStopped => Err(ApiError::new(
+            ErrorCode::UnknownToolCall,
+            format!(
+                "tool call {tool_call_id} belongs to a stopped run; send a new message to go on"
+            ),
+        )
+        .with("status", "unknown_tool_call")
+        .with("reason", "run_stopped")),
         SubmitOutcome::RunSuperseded => Err(ApiError::new(
             ErrorCode::StateRunSuperseded,
             "the call's run was superseded by another run; nothing was stored",

@@ -63,6 +63,8 @@ pub mod codes {
     pub const CLIENT_TOOL_TIMEOUT: &str = "client_tool_timeout";
     /// A client call left unanswered by a resume that brought a new message instead.
     pub const CLIENT_TOOL_ABANDONED: &str = "client_tool_abandoned";
+    /// A call of a run that was stopped (interrupt, abort) before the call was carried on.
+    pub const NOT_EXECUTED: &str = "not_executed";
 }
 
 /// A server tool made of an async function `Fn(I) -> Result<O, E>`.

@@ -256,3 +256,51 @@ impl Drop for Harness {
         self.server_shutdown.cancel();
     }
 }
+
+/// A `baton-test-worker` process serving [`agents::registry`] on a harness's task queue and key
+/// prefix; killed with SIGKILL when dropped. Tests pass the binary's path
+/// (`env!("CARGO_BIN_EXE_baton-test-worker")`).
+pub struct WorkerProcess {
+    child: std::process::Child,
+    stdout: Option<std::process::ChildStdout>,
+}
+
+impl WorkerProcess {
+    /// With `hold`, the worker's `hold` tool blocks forever.
+    pub fn spawn(executable: &str, harness: &Harness, hold: bool) -> Self {
+        let mut command = std::process::Command::new(executable);
+        command
+            .env("BATON_TEST_TASK_QUEUE", &harness.task_queue)
+            .env("BATON_TEST_KEY_PREFIX", &harness.prefix)
+            .stdout(std::process::Stdio::piped());
+        if hold {
+            command.env(agents::HOLD_TOOL_ENV, "1");
+        } else {
+            command.env_remove(agents::HOLD_TOOL_ENV);
+        }
+        let mut child = command.spawn().expect("the test worker binary runs");
+        let stdout = child.stdout.take();
+        Self { child, stdout }
+    }
+
+    /// Resolves `true` once the worker's `hold` tool has started holding.
+    pub async fn holding(&mut self) -> bool {
+        use std::io::BufRead;
+        let stdout = self.stdout.take().expect("holding() is awaited once");
+        tokio::task::spawn_blocking(move || {
+            std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+                .any(|line| line == agents::HOLDING_LINE)
+        })
+        .await
+        .unwrap_or(false)
+    }
+}
+
+impl Drop for WorkerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

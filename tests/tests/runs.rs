@@ -6,16 +6,13 @@ use baton_core::{
     message::{ToolCall, ToolError, ToolOutcome},
     store::{SessionAddress, Status},
 };
-use baton_tests::{Harness, agents};
+use baton_tests::{Harness, WorkerProcess, agents};
 use serde_json::json;
-use std::{
-    io::{BufRead, BufReader},
-    process::{Child, Command, Stdio},
-    time::Duration,
-};
+use std::time::Duration;
 use temporalio_common::protos::temporal::api::failure::v1::failure::FailureInfo;
 
 const RUN_LIMIT: Duration = Duration::from_secs(60);
+const TEST_WORKER: &str = env!("CARGO_BIN_EXE_baton-test-worker");
 
 /// A compact view of a chunk, for exact comparisons.
 fn describe(chunk: &StreamChunk) -> String {
@@ -288,34 +285,6 @@ async fn an_unknown_agent_type_is_refused_and_nothing_is_written() {
     harness.assert_nothing_written().await;
 }
 
-/// A `baton-test-worker` process; killed with SIGKILL when dropped.
-struct WorkerProcess(Child);
-
-impl WorkerProcess {
-    fn spawn(harness: &Harness, hold: bool) -> (Self, std::process::ChildStdout) {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_baton-test-worker"));
-        command
-            .env("BATON_TEST_TASK_QUEUE", &harness.task_queue)
-            .env("BATON_TEST_KEY_PREFIX", &harness.prefix)
-            .stdout(Stdio::piped());
-        if hold {
-            command.env(agents::HOLD_TOOL_ENV, "1");
-        } else {
-            command.env_remove(agents::HOLD_TOOL_ENV);
-        }
-        let mut child = command.spawn().expect("the test worker binary runs");
-        let stdout = child.stdout.take().unwrap();
-        (Self(child), stdout)
-    }
-}
-
-impl Drop for WorkerProcess {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_killed_in_a_tool_activity_is_replaced_and_nothing_is_duplicated() {
     killed_mid_tool("holder").await;
@@ -330,25 +299,18 @@ async fn a_worker_killed_in_an_inline_tool_is_replaced_and_nothing_is_duplicated
 /// the run completes with every message and chunk exactly once.
 async fn killed_mid_tool(agent: &str) {
     let harness = Harness::server_only(agents::registry()).await;
-    let (first, stdout) = WorkerProcess::spawn(&harness, true);
+    let mut first = WorkerProcess::spawn(TEST_WORKER, &harness, true);
     let started = harness.client.start(agent, "go").await.unwrap();
 
     // Wait until the first worker is inside the tool, then kill it without warning.
-    let holding = tokio::task::spawn_blocking(move || {
-        BufReader::new(stdout)
-            .lines()
-            .map_while(Result::ok)
-            .any(|line| line == agents::HOLDING_LINE)
-    });
     assert!(
-        tokio::time::timeout(RUN_LIMIT, holding)
+        tokio::time::timeout(RUN_LIMIT, first.holding())
             .await
-            .unwrap()
             .unwrap()
     );
     drop(first);
 
-    let (_second, _stdout) = WorkerProcess::spawn(&harness, false);
+    let _second = WorkerProcess::spawn(TEST_WORKER, &harness, false);
     let chunks = harness
         .chunks_until_end(&started.session_id, RUN_LIMIT)
         .await;

@@ -14,10 +14,16 @@ use axum::{
 use baton_activities::io::{ActivityPolicy, RunInput};
 use baton_core::{
     AgentRegistry, ApiError, ErrorCode, Message, Store,
-    api::{ResumeMode, ResumeRequest, ResumeResponse, StartRequest, StartResponse},
+    api::{
+        ResumeMode, ResumeRequest, ResumeResponse, SessionRequest, StartRequest, StartResponse,
+        StopResponse,
+    },
     chunk::{ChunkKind, RunError, StreamChunk},
     ids,
-    store::{self, Claim, NewSession, ResumeEntry, SessionAddress, SessionState},
+    store::{
+        self, Claim, NewSession, ResumeEntry, SessionAddress, SessionState, Status, StopKind,
+        Stopped,
+    },
     submit::{SubmitAnswer, SubmitLimits, parse_submission, payload_too_large, submit_tool_result},
 };
 use baton_workflows::AgentRunWorkflow;
@@ -50,6 +56,8 @@ pub fn router(state: AppState) -> Router {
         .route("/sse", get(sse))
         .route("/submit-tool-result", post(submit))
         .route("/resume", post(resume))
+        .route("/interrupt", post(interrupt))
+        .route("/abort", post(abort))
         .route("/healthz", get(|| async { "ok" }))
         .with_state(state)
 }
@@ -77,6 +85,7 @@ pub async fn start_session(
     let run_id = ids::new_run_id();
     let stream_id = ids::new_session_id();
     let address = SessionAddress::root(&session_id);
+    let workflow_id = ids::first_run_workflow_id(agent.name(), &session_id);
     let mut messages = Vec::with_capacity(2);
     if !agent.system_prompt().is_empty() {
         messages.push(Message::system(agent.system_prompt()));
@@ -89,12 +98,12 @@ pub async fn start_session(
             agent_type: agent.name(),
             run_id: &run_id,
             stream_id: &stream_id,
+            workflow_id: &workflow_id,
             messages: &messages,
         })
         .await
         .map_err(store_error)?;
 
-    let workflow_id = ids::first_run_workflow_id(agent.name(), &session_id);
     let input = RunInput {
         address,
         agent_type: agent.name().to_owned(),
@@ -221,9 +230,17 @@ pub async fn resume_session(
         session_id: session.session_id.clone(),
     };
     let run_id = ids::new_run_id();
+    let workflow_id = ids::resume_workflow_id(agent.name(), &session.session_id, &run_id);
     let claim = state
         .store
-        .claim_resume(&address, agent.name(), &session.stream_id, &run_id, &entry)
+        .claim_resume(
+            &address,
+            agent.name(),
+            &session.stream_id,
+            &run_id,
+            &workflow_id,
+            &entry,
+        )
         .await
         .map_err(store_error)?;
     let step_count = match claim {
@@ -257,7 +274,6 @@ pub async fn resume_session(
             ));
         }
     };
-    let workflow_id = ids::resume_workflow_id(agent.name(), &session.session_id, &run_id);
     let input = RunInput {
         address,
         agent_type: agent.name().to_owned(),
@@ -284,6 +300,84 @@ async fn resume(
     let Json(request) =
         body.map_err(|rejection| ApiError::new(ErrorCode::ValidationError, rejection.body_text()))?;
     Ok(Json(resume_session(&state, request).await?))
+}
+
+/// Stops the session's current run: a durable stop record first (one script, which also ends the
+/// run in Redis), then Temporal cancellation of its workflow if one is still running.
+pub async fn stop_session(
+    state: &AppState,
+    session_id: &str,
+    kind: StopKind,
+) -> Result<StopResponse, ApiError> {
+    let session = existing_session(state, session_id).await?;
+    let address = SessionAddress {
+        root_session_id: session.root_session_id.clone(),
+        session_id: session.session_id.clone(),
+    };
+    let run_id = match state
+        .store
+        .stop_run(&address, kind)
+        .await
+        .map_err(store_error)?
+    {
+        Stopped::Stopped { run_id } => run_id,
+        Stopped::SessionNotFound => {
+            return Err(ApiError::new(
+                ErrorCode::SessionNotFound,
+                format!("no session {session_id}"),
+            ));
+        }
+        Stopped::NotRunning { status } => {
+            return Err(ApiError::new(
+                ErrorCode::RunNotActive,
+                format!("the session is {status}; no run to stop"),
+            ));
+        }
+    };
+    if let Some(workflow_id) = &session.workflow_id {
+        // A suspended run has no workflow left; any other outcome is logged, not fatal: the stop
+        // is recorded, so the run's own writes are refused from now on.
+        let handle = state
+            .temporal
+            .get_workflow_handle::<AgentRunWorkflow>(workflow_id.clone());
+        if let Err(error) = handle.cancel(Default::default()).await {
+            tracing::debug!(%workflow_id, %error, "cancelling the stopped run's workflow");
+        }
+    }
+    tracing::info!(%session_id, %run_id, ?kind, "run stopped");
+    let status = state
+        .store
+        .session(&address)
+        .await
+        .map_err(store_error)?
+        .map_or(Status::Failed, |s| s.status);
+    Ok(StopResponse {
+        session_id: session.session_id,
+        run_id,
+        status,
+    })
+}
+
+async fn interrupt(
+    State(state): State<AppState>,
+    body: Result<Json<SessionRequest>, JsonRejection>,
+) -> Result<Json<StopResponse>, HttpError> {
+    let Json(request) =
+        body.map_err(|rejection| ApiError::new(ErrorCode::ValidationError, rejection.body_text()))?;
+    Ok(Json(
+        stop_session(&state, &request.session_id, StopKind::Interrupt).await?,
+    ))
+}
+
+async fn abort(
+    State(state): State<AppState>,
+    body: Result<Json<SessionRequest>, JsonRejection>,
+) -> Result<Json<StopResponse>, HttpError> {
+    let Json(request) =
+        body.map_err(|rejection| ApiError::new(ErrorCode::ValidationError, rejection.body_text()))?;
+    Ok(Json(
+        stop_session(&state, &request.session_id, StopKind::Abort).await?,
+    ))
 }
 
 async fn start(

@@ -21,6 +21,6 @@ for i = 3, #ARGV, 4 do
 end
 redis.call('ZREMRANGEBYSCORE', KEYS[8], '-inf', ARGV[2])
 if state[2] then redis.call('RPUSH', KEYS[3], state[2]) end
-redis.call('HDEL', state_key, 'suspension', 'resumeMessage', 'abandon')
+redis.call('HDEL', state_key, 'suspension', 'resumeMessage', 'abandon', 'stop')
 redis.call('HSET', state_key, 'updatedAt', ARGV[2])
 return {'ok'}

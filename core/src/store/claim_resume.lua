@@ -7,7 +7,7 @@
 -- one of two concurrent claims wins.
 -- KEYS: state, stream, pending, pendingRun, answers
 -- ARGV: newRunId, nowMs, runStartBody, mode ('continue' | 'with_message'), abandon ('1' | '0'),
---       userMessageJson ('' for continue)
+--       userMessageJson ('' for continue), workflowId
 local fields = redis.call('HMGET', state_key, 'status', 'stepCount')
 local status = fields[1]
 if not status then return {'session_not_found'} end
@@ -27,10 +27,14 @@ if status == 'suspended_client_tool' then
   if #awaited > 0 and not (with_message and ARGV[5] == '1') then
     return {'awaiting', unpack(awaited)}
   end
-elseif not (with_message and (status == 'completed' or status == 'failed')) then
+elseif not (with_message
+    and (status == 'completed' or status == 'failed' or status == 'interrupted')) then
   return {'not_resumable', status}
 end
-redis.call('HSET', state_key, 'status', 'active', 'runId', ARGV[1], 'updatedAt', ARGV[2])
+-- The calls of a stopped run stay its own (a late submit answers run_stopped) until the new run
+-- drains them as not executed.
+redis.call('HSET', state_key, 'status', 'active', 'runId', ARGV[1], 'updatedAt', ARGV[2],
+  'workflowId', ARGV[7])
 redis.call('HDEL', state_key, 'output', 'error')
 if with_message then redis.call('HSET', state_key, 'resumeMessage', ARGV[6]) end
 if ARGV[5] == '1' then redis.call('HSET', state_key, 'abandon', '1') end

@@ -23,8 +23,11 @@ if redis.call('HGET', KEYS[6], id) ~= ARGV[4] or redis.call('HEXISTS', KEYS[3], 
   if expiry and tonumber(expiry) > now then return {'already_completed', 'consumed'} end
   return {'unknown_tool_call'}
 end
-local fields = redis.call('HMGET', state_key, 'runId', 'status')
-if redis.call('HGET', KEYS[4], id) ~= fields[1] then return {'run_superseded'} end
+local fields = redis.call('HMGET', state_key, 'runId', 'status', 'stop')
+local call_run = redis.call('HGET', KEYS[4], id)
+-- The recorded stop wins: nothing is stored for a stopped run's call.
+if fields[3] and cjson.decode(fields[3]).runId == call_run then return {'run_stopped'} end
+if call_run ~= fields[1] then return {'run_superseded'} end
 -- A resume has claimed the batch: an unanswered call is being drained as lapsed.
 if fields[2] ~= 'suspended_client_tool' then return {'already_completed', 'consumed'} end
 if redis.call('HSETNX', KEYS[5], id, ARGV[2]) == 0 then

@@ -36,6 +36,7 @@ async fn new_session(store: &Store, address: &SessionAddress) {
             agent_type: "demo",
             run_id: "r1",
             stream_id: "st1",
+            workflow_id: "wf1",
             messages: &[Message::system("be brief"), Message::user("hi")],
         })
         .await
@@ -58,6 +59,7 @@ async fn a_step_goes_from_staged_to_committed_once() {
             agent_type: "demo",
             run_id: "r2",
             stream_id: "st2",
+            workflow_id: "wf2",
             messages: &[],
         })
         .await;

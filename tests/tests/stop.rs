@@ -1,0 +1,187 @@
+//! Interrupt and abort: a durable stop on the run, then its workflow cancelled; late submits
+//! answer run_stopped; the next message closes the dangling calls as not executed.
+
+use baton_core::{
+    ChunkKind, ErrorCode, Message,
+    chunk::EndStatus,
+    message::ToolOutcome,
+    store::{SessionAddress, Status},
+};
+use baton_tests::{Harness, WorkerProcess, agents};
+use futures::StreamExt;
+use serde_json::json;
+use std::time::Duration;
+
+const LIMIT: Duration = Duration::from_secs(60);
+const TEST_WORKER: &str = env!("CARGO_BIN_EXE_baton-test-worker");
+
+fn api_error(error: baton_client::Error) -> baton_core::ApiError {
+    match error {
+        baton_client::Error::Api(error) => error,
+        other => panic!("expected a typed error, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupted_suspension_refuses_late_answers_and_the_next_message_closes_its_calls() {
+    let harness = Harness::start(agents::registry()).await;
+    let started = harness.client.start("asker_twice", "go").await.unwrap();
+    let session = started.session_id.clone();
+    harness
+        .chunks_until(&session, LIMIT, |kind| {
+            matches!(kind, ChunkKind::Suspended { .. })
+        })
+        .await;
+    let yes = ToolOutcome::Result(json!({"answer": "yes"}));
+    harness
+        .client
+        .submit(&session, "call_1_1", &yes)
+        .await
+        .unwrap();
+
+    let stopped = harness.client.stop(&session, false).await.unwrap();
+    assert_eq!(
+        (stopped.status, &stopped.run_id),
+        (Status::Interrupted, &started.run_id)
+    );
+    let chunks = harness.chunks_until_end(&session, LIMIT).await;
+    assert!(matches!(
+        chunks.last().unwrap().kind,
+        ChunkKind::End {
+            status: EndStatus::Interrupted,
+            ..
+        }
+    ));
+    let state = harness.client.status(&session).await.unwrap();
+    assert_eq!(state.status, Status::Interrupted);
+    assert_eq!(
+        state.stop.as_ref().map(|s| s.run_id.as_str()),
+        Some(started.run_id.as_str())
+    );
+
+    // The recorded stop wins over any late answer, stored before or not; nothing is written.
+    for call in ["call_1_2", "call_1_1"] {
+        let late = api_error(
+            harness
+                .client
+                .submit(&session, call, &yes)
+                .await
+                .unwrap_err(),
+        );
+        assert_eq!(late.code, ErrorCode::UnknownToolCall);
+        assert_eq!(late.details["reason"], "run_stopped", "{call}");
+    }
+    assert_eq!(
+        harness
+            .store
+            .answers(&SessionAddress::root(&session))
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    let again = api_error(harness.client.stop(&session, false).await.unwrap_err());
+    assert_eq!(again.code, ErrorCode::RunNotActive);
+    assert_eq!(
+        api_error(harness.client.resume(&session).await.unwrap_err()).code,
+        ErrorCode::StateNotResumable
+    );
+
+    // The next message starts a turn; every call of the stopped run gets one not-executed result.
+    let before = harness.client.status(&session).await.unwrap().last_sequence;
+    harness
+        .client
+        .send_message(&session, "start over", false)
+        .await
+        .unwrap();
+    let follow = harness
+        .client
+        .follow(&session, before)
+        .map(|c| c.unwrap())
+        .collect::<Vec<_>>();
+    tokio::time::timeout(LIMIT, follow).await.unwrap();
+    let messages = harness
+        .store
+        .messages(&SessionAddress::root(&session))
+        .await
+        .unwrap();
+    let tail: Vec<String> = messages[2..]
+        .iter()
+        .map(|m| match m {
+            Message::Tool(result) => match &result.outcome {
+                ToolOutcome::Error(error) => format!("{} {}", result.tool_call_id, error.code),
+                ToolOutcome::Result(value) => format!("{} {value}", result.tool_call_id),
+            },
+            Message::User { content } => format!("user {content}"),
+            Message::Assistant { content, .. } => format!("assistant {content}"),
+            Message::System { .. } => "system".into(),
+        })
+        .collect();
+    assert_eq!(
+        tail,
+        [
+            "call_1_1 not_executed",
+            "call_1_2 not_executed",
+            "user start over",
+            "assistant Both answered; the last said error not_executed",
+        ]
+    );
+    let state = harness.client.status(&session).await.unwrap();
+    assert_eq!((state.status, state.stop), (Status::Completed, None));
+    assert!(
+        harness
+            .store
+            .pending_calls(&SessionAddress::root(&session))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_aborted_running_run_fails_cancelled_and_writes_nothing_after_its_end() {
+    let harness = Harness::server_only(agents::registry()).await;
+    let mut worker = WorkerProcess::spawn(TEST_WORKER, &harness, true);
+    let started = harness.client.start("holder", "go").await.unwrap();
+    assert!(tokio::time::timeout(LIMIT, worker.holding()).await.unwrap());
+
+    let stopped = harness
+        .client
+        .stop(&started.session_id, true)
+        .await
+        .unwrap();
+    assert_eq!(stopped.status, Status::Failed);
+    let chunks = harness.chunks_until_end(&started.session_id, LIMIT).await;
+    let ChunkKind::End { status, error, .. } = &chunks.last().unwrap().kind else {
+        panic!("no end chunk: {chunks:?}");
+    };
+    assert_eq!(*status, EndStatus::Failed);
+    assert_eq!(
+        error.as_ref().map(|e| e.code),
+        Some(ErrorCode::FrameworkCancelled)
+    );
+
+    // The workflow is cancelled and ends; the stopped run's writes are refused.
+    let ended = tokio::time::timeout(LIMIT, harness.run_result(&started.workflow_id)).await;
+    assert!(ended.expect("the workflow should end").is_err());
+    let end_sequence = chunks.last().unwrap().sequence;
+    let address = SessionAddress::root(&started.session_id);
+    assert!(
+        harness
+            .store
+            .chunks_after(&address, end_sequence, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let state = harness.client.status(&started.session_id).await.unwrap();
+    assert_eq!(state.status, Status::Failed);
+    assert_eq!(
+        state.error.map(|e| e.code),
+        Some(ErrorCode::FrameworkCancelled)
+    );
+    assert_eq!(
+        harness.store.messages(&address).await.unwrap(),
+        vec![Message::user("go")]
+    );
+}
