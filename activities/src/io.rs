@@ -24,6 +24,11 @@ pub struct RunInput {
 }
 
 impl RunInput {
+    /// The deadline workflow's id for this run: unique per suspended run.
+    pub fn deadline_workflow_id(&self) -> String {
+        format!("deadline__{}__{}", self.address.session_id, self.run_id)
+    }
+
     /// The input of the activities of `step`.
     pub fn step(&self, step: u32) -> StepInput {
         StepInput {
@@ -95,8 +100,59 @@ pub enum StepPlan {
         then_suspend: bool,
     },
     /// The step awaits these client calls; it is committed and the run suspended. The workflow
-    /// ends.
-    Suspended { tool_call_ids: Vec<String> },
+    /// ends, leaving a deadline workflow behind when `wake`, is set.
+    Suspended(SuspendedRun),
+}
+
+/// A run that has suspended on client calls.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SuspendedRun {
+    pub tool_call_ids: Vec<String>,
+    /// When the earliest deadline of the batch lapses (ms since the epoch), if the agent resumes
+    /// the session by itself then.
+    #[serde(default)]
+    pub wake_at: Option<u64>,
+}
+
+/// Input of the deadline workflow of a suspended run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeadlineInput {
+    /// The suspended run; the input of the run to start mirrors it.
+    pub run: RunInput,
+    pub wake_at: u64,
+}
+
+/// What the deadline activity found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(
+    tag = "kind",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
+pub enum DeadlineCheck {
+    /// The session was claimed for this new run: start its workflow.
+    Resume {
+        run: Box<RunInput>,
+        workflow_id: String,
+    },
+    /// Some calls of the batch are still open: check again then.
+    WaitUntil { wake_at: u64 },
+    /// The suspended run is no longer waiting (answered and resumed, stopped, ...): nothing to do.
+    Nothing,
+}
+
+/// How a deadline workflow ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(
+    tag = "kind",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
+pub enum DeadlineOutcome {
+    Resumed { run_id: String, workflow_id: String },
+    Nothing,
 }
 
 /// Input of `execute_tool`.

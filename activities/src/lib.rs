@@ -11,15 +11,18 @@ use baton_core::{
     Agent, AgentRegistry, ErrorCode, Store,
     agent::{AgentTool, DEFAULT_CLIENT_TOOL_TIMEOUT},
     chunk::{ChunkKind, RunError},
+    ids,
     message::{Message, ToolCall, ToolOutcome, ToolResult},
     model::{self, ModelRequest},
     store::{
-        self, Completion, DrainedCall, PendingCall, PendingKind, StagedTurn, StepCommit,
-        StepProgress, UsageRecord, Written,
+        self, Claim, Completion, DrainedCall, PendingCall, PendingKind, ResumeEntry, StagedTurn,
+        StepCommit, StepProgress, UsageRecord, Written,
     },
     tool::{ToolExecution, codes},
 };
-use io::{FailInput, StepInput, StepPlan, ToolInput};
+use io::{
+    DeadlineCheck, DeadlineInput, FailInput, RunInput, StepInput, StepPlan, SuspendedRun, ToolInput,
+};
 use std::{collections::HashMap, future::Future, sync::Arc, time::Duration};
 use temporalio_common::ActivityError;
 use temporalio_macros::activities;
@@ -65,7 +68,9 @@ impl AgentActivities {
         let (turn, fresh) = match progress {
             StepProgress::Committed => return Ok(StepPlan::Committed),
             StepProgress::Suspended { tool_call_ids } => {
-                return Ok(StepPlan::Suspended { tool_call_ids });
+                return Ok(StepPlan::Suspended(
+                    self.suspended_run(&input, tool_call_ids).await?,
+                ));
             }
             StepProgress::Staged(turn) => (turn, false),
             StepProgress::New => match self.call_model(&ctx, &input).await? {
@@ -119,20 +124,22 @@ impl AgentActivities {
     }
 
     /// After a step's tool activities: commits the step and suspends the run on its client
-    /// calls. Returns the awaited call ids.
+    /// calls. Returns the awaited call ids and when the deadline workflow should wake.
     #[activity]
     pub async fn commit_suspended_step(
         self: Arc<Self>,
         _ctx: ActivityContext,
         input: StepInput,
-    ) -> Result<Vec<String>, ActivityError> {
+    ) -> Result<SuspendedRun, ActivityError> {
         let progress = self
             .store
             .step_progress(&input.address, &input.run_id, input.step)
             .await
             .map_err(store_error)?;
         let turn = match progress {
-            StepProgress::Suspended { tool_call_ids } => return Ok(tool_call_ids),
+            StepProgress::Suspended { tool_call_ids } => {
+                return self.suspended_run(&input, tool_call_ids).await;
+            }
             StepProgress::Staged(turn) => turn,
             StepProgress::New | StepProgress::Committed => {
                 return Err(failure(
@@ -227,6 +234,76 @@ impl AgentActivities {
             .await
             .map_err(store_error)?;
         Ok(())
+    }
+
+    /// Run by the deadline workflow when the earliest open deadline of a suspended run's batch
+    /// has lapsed: claims the session for a new run if that run still waits and every call is
+    /// now answered or lapsed; says when to look again if some are still open; else nothing.
+    #[activity]
+    pub async fn check_deadline(
+        self: Arc<Self>,
+        _ctx: ActivityContext,
+        input: DeadlineInput,
+    ) -> Result<DeadlineCheck, ActivityError> {
+        let suspended = &input.run;
+        let address = &suspended.address;
+        let Some(state) = self.store.session(address).await.map_err(store_error)? else {
+            return Ok(DeadlineCheck::Nothing);
+        };
+        if state.run_id != suspended.run_id || state.status != store::Status::SuspendedClientTool {
+            return Ok(DeadlineCheck::Nothing);
+        }
+        let agent = self.agent(&suspended.agent_type)?;
+        let run_id = ids::new_run_id();
+        let workflow_id = ids::resume_workflow_id(agent.name(), &address.session_id, &run_id);
+        let entry = ResumeEntry {
+            expected_run_id: Some(suspended.run_id.clone()),
+            ..ResumeEntry::default()
+        };
+        let claim = self
+            .store
+            .claim_resume(
+                address,
+                agent.name(),
+                &state.stream_id,
+                &run_id,
+                &workflow_id,
+                &entry,
+            )
+            .await
+            .map_err(store_error)?;
+        Ok(match claim {
+            Claim::Claimed { step_count } => {
+                tracing::info!(session = %address.session_id, %run_id, "deadline lapsed: resuming");
+                DeadlineCheck::Resume {
+                    run: Box::new(RunInput {
+                        run_id,
+                        first_step: step_count,
+                        max_steps: agent.max_steps(),
+                        resume: true,
+                        ..suspended.clone()
+                    }),
+                    workflow_id,
+                }
+            }
+            Claim::Awaiting { tool_call_ids } => {
+                let pending = self
+                    .store
+                    .pending_calls(address)
+                    .await
+                    .map_err(store_error)?;
+                let next = pending
+                    .iter()
+                    .filter(|(call, _)| tool_call_ids.contains(&call.tool_call_id))
+                    .map(|(call, _)| call.deadline_at)
+                    .min()
+                    .unwrap_or_default();
+                DeadlineCheck::WaitUntil {
+                    wake_at: next.max(store::now_ms() + 1),
+                }
+            }
+            _ => DeadlineCheck::Nothing,
+        })
     }
 
     /// Commits the final step (an answer without tool calls) and completes the run.
@@ -483,8 +560,7 @@ impl AgentActivities {
             });
         }
         if !awaited.is_empty() {
-            let tool_call_ids = self.suspend(input, &awaited).await?;
-            return Ok(StepPlan::Suspended { tool_call_ids });
+            return Ok(StepPlan::Suspended(self.suspend(input, &awaited).await?));
         }
         self.commit(input).await?;
         Ok(StepPlan::Committed)
@@ -495,7 +571,7 @@ impl AgentActivities {
         &self,
         input: &StepInput,
         awaited: &[&ToolCall],
-    ) -> Result<Vec<String>, ActivityError> {
+    ) -> Result<SuspendedRun, ActivityError> {
         let agent = self.agent(&input.agent_type)?;
         let now = store::now_ms();
         let pending: Vec<PendingCall> = awaited
@@ -534,7 +610,32 @@ impl AgentActivities {
             calls = pending.len(),
             "run suspended on client calls"
         );
-        Ok(pending.into_iter().map(|p| p.tool_call_id).collect())
+        Ok(SuspendedRun {
+            wake_at: wake_at(agent, &pending),
+            tool_call_ids: pending.into_iter().map(|p| p.tool_call_id).collect(),
+        })
+    }
+
+    /// The suspension of a run whose step is already committed (a retried activity).
+    async fn suspended_run(
+        &self,
+        input: &StepInput,
+        tool_call_ids: Vec<String>,
+    ) -> Result<SuspendedRun, ActivityError> {
+        let agent = self.agent(&input.agent_type)?;
+        let pending: Vec<PendingCall> = self
+            .store
+            .pending_calls(&input.address)
+            .await
+            .map_err(store_error)?
+            .into_iter()
+            .map(|(call, _run)| call)
+            .filter(|call| tool_call_ids.contains(&call.tool_call_id))
+            .collect();
+        Ok(SuspendedRun {
+            wake_at: wake_at(agent, &pending),
+            tool_call_ids,
+        })
     }
 
     fn agent(&self, agent_type: &str) -> Result<&Arc<Agent>, ActivityError> {
@@ -656,6 +757,15 @@ impl AgentActivities {
             )),
         }
     }
+}
+
+/// When a deadline workflow should wake for these pending calls: the earliest deadline, if the
+/// agent resumes sessions by itself.
+fn wake_at(agent: &Agent, pending: &[PendingCall]) -> Option<u64> {
+    if !agent.resume_on_deadline() {
+        return None;
+    }
+    pending.iter().map(|call| call.deadline_at).min()
 }
 
 /// Runs `work`, recording a heartbeat every `every` so Temporal notices a lost worker quickly

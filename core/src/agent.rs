@@ -38,6 +38,7 @@ pub struct Agent {
     max_steps: u32,
     client_tool_timeout: Duration,
     completed_retention: Duration,
+    resume_on_deadline: bool,
 }
 
 impl fmt::Debug for Agent {
@@ -84,6 +85,7 @@ impl Agent {
             max_steps: DEFAULT_MAX_STEPS,
             client_tool_timeout: DEFAULT_CLIENT_TOOL_TIMEOUT,
             completed_retention: DEFAULT_COMPLETED_RETENTION,
+            resume_on_deadline: true,
         }
     }
 
@@ -127,6 +129,11 @@ impl Agent {
         self.completed_retention
     }
 
+    /// Whether a suspended session resumes by itself when its batch's deadlines lapse.
+    pub fn resume_on_deadline(&self) -> bool {
+        self.resume_on_deadline
+    }
+
     /// The specs sent to the model (server and client tools), sorted by name.
     pub fn tool_specs(&self) -> &[ToolSpec] {
         &self.tool_specs
@@ -147,6 +154,7 @@ pub struct AgentBuilder {
     max_steps: u32,
     client_tool_timeout: Duration,
     completed_retention: Duration,
+    resume_on_deadline: bool,
 }
 
 impl AgentBuilder {
@@ -179,6 +187,13 @@ impl AgentBuilder {
     /// Default wait for client calls whose tool sets no timeout (5 minutes unless set).
     pub fn client_tool_timeout(mut self, timeout: Duration) -> Self {
         self.client_tool_timeout = timeout;
+        self
+    }
+
+    /// Whether a deadline workflow resumes a suspended session when its batch's deadlines have
+    /// lapsed, so an abandoned session still finishes (on unless turned off).
+    pub fn resume_on_deadline(mut self, resume: bool) -> Self {
+        self.resume_on_deadline = resume;
         self
     }
 
@@ -246,6 +261,7 @@ impl AgentBuilder {
             max_steps: self.max_steps,
             client_tool_timeout: self.client_tool_timeout,
             completed_retention: self.completed_retention,
+            resume_on_deadline: self.resume_on_deadline,
         })
     }
 }

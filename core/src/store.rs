@@ -310,6 +310,8 @@ pub struct ResumeEntry {
     pub message: Option<Message>,
     /// With a message: answer the still-open calls `client_tool_abandoned`.
     pub abandon_pending: bool,
+    /// Claim only if this is still the session's run (a deadline resumes only its own run).
+    pub expected_run_id: Option<String>,
 }
 
 /// One awaited call as a resume drains it into the log.
@@ -853,6 +855,7 @@ impl Store {
             .arg(if entry.abandon_pending { "1" } else { "0" })
             .arg(entry.message.as_ref().map(to_json).unwrap_or_default())
             .arg(workflow_id)
+            .arg(entry.expected_run_id.as_deref().unwrap_or_default())
             .invoke_async(&mut self.conn())
             .await?;
         let strings = || -> Vec<String> {

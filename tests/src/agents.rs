@@ -242,6 +242,20 @@ pub fn asker_hasty() -> Agent {
         .model(model)
         .client_tool(ask_user())
         .client_tool_timeout(std::time::Duration::ZERO)
+        .resume_on_deadline(false)
+        .build()
+        .unwrap()
+}
+
+/// `asker_deadline`: one client call with a short deadline (`timeout`), and the default
+/// resume-on-deadline, so an unanswered session resumes by itself.
+pub fn asker_deadline(name: &str, timeout: std::time::Duration) -> Agent {
+    let model = ScriptedModel::default()
+        .call("ask_user", json!({"question": "Still there?"}))
+        .answer("Outcome: {{result:ask_user}}");
+    Agent::builder(name)
+        .model(model)
+        .client_tool(ask_user().timeout(timeout))
         .build()
         .unwrap()
 }
@@ -267,6 +281,8 @@ pub fn registry() -> AgentRegistry {
         asker_twice(),
         asker_hasty(),
         chatter(),
+        asker_deadline("asker_deadline", std::time::Duration::from_secs(1)),
+        asker_deadline("asker_patient", std::time::Duration::from_secs(3)),
     ])
     .unwrap()
 }

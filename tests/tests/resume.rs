@@ -460,3 +460,87 @@ async fn a_message_over_open_calls_abandons_them_and_lands_after_the_results() {
     let state = harness.client.status(&session).await.unwrap();
     assert!(!state.abandon_pending && state.suspension.is_none());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unanswered_session_resumes_itself_when_its_deadline_lapses() {
+    let harness = Harness::start(agents::registry()).await;
+    let started = harness.client.start("asker_deadline", "go").await.unwrap();
+    // Nobody answers: the deadline workflow resumes the session after one second.
+    let chunks = harness.chunks_until_end(&started.session_id, LIMIT).await;
+    assert!(
+        chunks
+            .iter()
+            .any(|c| matches!(c.kind, ChunkKind::Suspended { .. }))
+    );
+    assert!(
+        matches!(&chunks.last().unwrap().kind, ChunkKind::End { output: Some(o), .. } if o == "Outcome: error client_tool_timeout")
+    );
+
+    let deadline_id = format!("deadline__{}__{}", started.session_id, started.run_id);
+    let outcome = harness
+        .temporal
+        .get_workflow_handle::<baton_workflows::DeadlineWorkflow>(deadline_id)
+        .get_result(Default::default())
+        .await
+        .unwrap();
+    let state = harness.client.status(&started.session_id).await.unwrap();
+    assert_eq!(
+        outcome,
+        baton_activities::io::DeadlineOutcome::Resumed {
+            run_id: state.run_id.clone(),
+            workflow_id: format!(
+                "agent__asker_deadline__{}__resume-{}",
+                started.session_id, state.run_id
+            ),
+        }
+    );
+    assert_eq!(state.status, Status::Completed);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_resumed_before_its_deadline_makes_the_deadline_a_no_op() {
+    let harness = Harness::start(agents::registry()).await;
+    let started = harness.client.start("asker_patient", "go").await.unwrap();
+    let session = started.session_id.clone();
+    harness
+        .chunks_until(&session, LIMIT, |kind| {
+            matches!(kind, ChunkKind::Suspended { .. })
+        })
+        .await;
+    let before = harness.client.status(&session).await.unwrap().last_sequence;
+    harness
+        .client
+        .submit(
+            &session,
+            "call_1_1",
+            &ToolOutcome::Result(json!({"answer": "yes"})),
+        )
+        .await
+        .unwrap();
+    let resumed = harness.client.resume(&session).await.unwrap();
+    chunks_to_end(&harness, &session, before).await;
+
+    // The deadline (3 s) still fires, finds its run gone, and does nothing.
+    let deadline_id = format!("deadline__{session}__{}", started.run_id);
+    let outcome = harness
+        .temporal
+        .get_workflow_handle::<baton_workflows::DeadlineWorkflow>(deadline_id)
+        .get_result(Default::default())
+        .await
+        .unwrap();
+    assert_eq!(outcome, baton_activities::io::DeadlineOutcome::Nothing);
+    let state = harness.client.status(&session).await.unwrap();
+    assert_eq!(
+        (state.status, &state.run_id),
+        (Status::Completed, &resumed.run_id)
+    );
+    let messages = harness
+        .store
+        .messages(&SessionAddress::root(&session))
+        .await
+        .unwrap();
+    assert_eq!(
+        messages.last().unwrap(),
+        &Message::assistant(r#"Outcome: {"answer":"yes"}"#, vec![])
+    );
+}

@@ -3,7 +3,7 @@
 use anyhow::Context;
 use baton_activities::AgentActivities;
 use baton_core::{AgentRegistry, Store};
-use baton_workflows::AgentRunWorkflow;
+use baton_workflows::{AgentRunWorkflow, DeadlineWorkflow};
 use std::time::Duration;
 use temporalio_client::{Client, ClientOptions, Connection, ConnectionOptions, Url};
 use temporalio_sdk::{Runtime, Worker, WorkerOptions};
@@ -84,6 +84,7 @@ pub async fn run_worker(
             settings.heartbeat_every,
         ))
         .register_workflow::<AgentRunWorkflow>()?
+        .register_workflow::<DeadlineWorkflow>()?
         .build();
     let mut worker = Worker::new(&runtime, client, options)?;
     let stop = worker.shutdown_handle();

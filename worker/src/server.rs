@@ -217,6 +217,7 @@ pub async fn resume_session(
     let entry = ResumeEntry {
         message: message.map(Message::user),
         abandon_pending: request.abandon_pending,
+        expected_run_id: None,
     };
     let session = existing_session(state, &request.session_id).await?;
     let agent = state.registry.get(&session.agent_type).ok_or_else(|| {

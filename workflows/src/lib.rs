@@ -9,14 +9,19 @@
 
 use baton_activities::{
     AgentActivities,
-    io::{FailInput, RunInput, RunOutcome, StepInput, StepPlan, ToolInput},
+    io::{
+        DeadlineCheck, DeadlineInput, DeadlineOutcome, FailInput, RunInput, RunOutcome, StepInput,
+        StepPlan, SuspendedRun, ToolInput,
+    },
 };
 use baton_core::ErrorCode;
+use std::time::{Duration, UNIX_EPOCH};
 use temporalio_common::RetryPolicy;
 use temporalio_macros::{workflow, workflow_methods};
 use temporalio_sdk::{
-    ActivityExecutionError, ActivityOptions, ApplicationFailure, LocalActivityOptions,
-    WorkflowContext, WorkflowResult, WorkflowTermination, workflows::join_all,
+    ActivityExecutionError, ActivityOptions, ApplicationFailure, ChildWorkflowOptions,
+    LocalActivityOptions, ParentClosePolicy, WorkflowContext, WorkflowResult, WorkflowTermination,
+    workflows::join_all,
 };
 
 /// The agent-run workflow. Its id is `agent__<agentType>__<sessionId>` for a session's first run.
@@ -94,8 +99,8 @@ async fn run_steps(
                 return Ok(RunOutcome::Completed { steps: taken + 1 });
             }
             StepPlan::Committed => {}
-            StepPlan::Suspended { tool_call_ids } => {
-                return Ok(RunOutcome::Suspended { tool_call_ids });
+            StepPlan::Suspended(suspended) => {
+                return suspend(ctx, input, &step, suspended).await;
             }
             StepPlan::RunTools {
                 tool_call_ids,
@@ -115,7 +120,7 @@ async fn run_steps(
                     return Err(Failure::of_activity(&step, &error, ErrorCode::ToolFailed));
                 }
                 if then_suspend {
-                    let tool_call_ids = ctx
+                    let suspended = ctx
                         .execute_local_activity(
                             AgentActivities::commit_suspended_step,
                             step.clone(),
@@ -123,7 +128,7 @@ async fn run_steps(
                         )
                         .await
                         .map_err(|e| Failure::of_activity(&step, &e, ErrorCode::Internal))?;
-                    return Ok(RunOutcome::Suspended { tool_call_ids });
+                    return suspend(ctx, input, &step, suspended).await;
                 }
                 ctx.execute_local_activity(
                     AgentActivities::commit_step,
@@ -143,6 +148,89 @@ async fn run_steps(
             input.max_steps
         ),
     })
+}
+
+/// Ends a run that has suspended (its state is committed): leaves a deadline workflow behind when
+/// the agent resumes sessions by itself, then returns. Nothing waits in this workflow.
+async fn suspend(
+    ctx: &mut WorkflowContext<AgentRunWorkflow>,
+    input: &RunInput,
+    step: &StepInput,
+    suspended: SuspendedRun,
+) -> Result<RunOutcome, Failure> {
+    if let Some(wake_at) = suspended.wake_at {
+        let options = ChildWorkflowOptions::builder()
+            .workflow_id(input.deadline_workflow_id())
+            .parent_close_policy(ParentClosePolicy::Abandon)
+            .build();
+        let deadline = DeadlineInput {
+            run: input.clone(),
+            wake_at,
+        };
+        ctx.start_child_workflow(DeadlineWorkflow::run, deadline, options)
+            .await
+            .map_err(|error| Failure {
+                step: step.clone(),
+                code: ErrorCode::TemporalUnavailable,
+                message: format!("the deadline workflow did not start: {error}"),
+            })?;
+    }
+    Ok(RunOutcome::Suspended {
+        tool_call_ids: suspended.tool_call_ids,
+    })
+}
+
+/// Waits (a durable timer, nothing in memory) until the earliest open deadline of a suspended
+/// run's batch, then resumes the session if that run still waits: the lapsed calls count as
+/// answered (`client_tool_timeout`), so an abandoned session still finishes. A session resumed
+/// earlier makes it a no-op. Id: `deadline__<session>__<suspended run>`.
+#[workflow]
+#[derive(Default)]
+pub struct DeadlineWorkflow;
+
+#[workflow_methods]
+impl DeadlineWorkflow {
+    #[run]
+    pub async fn run(
+        ctx: &mut WorkflowContext<Self>,
+        input: DeadlineInput,
+    ) -> WorkflowResult<DeadlineOutcome> {
+        let mut wake_at = input.wake_at;
+        loop {
+            let now = ctx
+                .workflow_time()
+                .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_millis() as u64);
+            if wake_at > now {
+                // A cancelled timer (the workflow was cancelled) just checks early.
+                ctx.timer(Duration::from_millis(wake_at - now)).await;
+            }
+            let check = ctx
+                .execute_local_activity(
+                    AgentActivities::check_deadline,
+                    input.clone(),
+                    commit_options(&input.run),
+                )
+                .await?;
+            match check {
+                DeadlineCheck::Resume { run, workflow_id } => {
+                    let run_id = run.run_id.clone();
+                    let options = ChildWorkflowOptions::builder()
+                        .workflow_id(workflow_id.clone())
+                        .parent_close_policy(ParentClosePolicy::Abandon)
+                        .build();
+                    ctx.start_child_workflow(AgentRunWorkflow::run, *run, options)
+                        .await?;
+                    return Ok(DeadlineOutcome::Resumed {
+                        run_id,
+                        workflow_id,
+                    });
+                }
+                DeadlineCheck::WaitUntil { wake_at: next } => wake_at = next,
+                DeadlineCheck::Nothing => return Ok(DeadlineOutcome::Nothing),
+            }
+        }
+    }
 }
 
 /// Records the failure in Redis, then fails the workflow with the error code as failure type.

@@ -7,10 +7,11 @@
 -- one of two concurrent claims wins.
 -- KEYS: state, stream, pending, pendingRun, answers
 -- ARGV: newRunId, nowMs, runStartBody, mode ('continue' | 'with_message'), abandon ('1' | '0'),
---       userMessageJson ('' for continue), workflowId
-local fields = redis.call('HMGET', state_key, 'status', 'stepCount')
+--       userMessageJson ('' for continue), workflowId, expectedRunId ('' for any)
+local fields = redis.call('HMGET', state_key, 'status', 'stepCount', 'runId')
 local status = fields[1]
 if not status then return {'session_not_found'} end
+if ARGV[8] ~= '' and fields[3] ~= ARGV[8] then return {'not_resumable', 'superseded'} end
 if status == 'active' then return {'already_running'} end
 local with_message = ARGV[4] == 'with_message'
 local now = tonumber(ARGV[2])
