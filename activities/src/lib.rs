@@ -9,14 +9,14 @@ pub mod io;
 
 use baton_core::{
     Agent, AgentRegistry, ErrorCode, Store,
-    agent::{AgentTool, DEFAULT_CLIENT_TOOL_TIMEOUT},
+    agent::AgentTool,
     chunk::{ChunkKind, RunError},
     ids,
     message::{Message, ToolCall, ToolOutcome, ToolResult},
     model::{self, ModelRequest},
     store::{
-        self, Claim, Completion, DrainedCall, PendingCall, PendingKind, ResumeEntry, StagedTurn,
-        StepCommit, StepProgress, UsageRecord, Written,
+        self, Answer, Claim, Completion, DrainedCall, PendingCall, PendingKind, ResumeEntry,
+        StagedTurn, StepCommit, StepProgress, StoredAnswer, UsageRecord, Written,
     },
     tool::{ToolExecution, codes},
 };
@@ -155,7 +155,7 @@ impl AgentActivities {
         let awaited: Vec<&ToolCall> = match &turn.message {
             Message::Assistant { tool_calls, .. } => tool_calls
                 .iter()
-                .filter(|call| agent.client_tool(&call.name).is_some())
+                .filter(|call| awaits_answer(agent, &call.name))
                 .collect(),
             _ => Vec::new(),
         };
@@ -170,7 +170,7 @@ impl AgentActivities {
     #[activity]
     pub async fn apply_results_and_reload(
         self: Arc<Self>,
-        _ctx: ActivityContext,
+        ctx: ActivityContext,
         input: StepInput,
     ) -> Result<(), ActivityError> {
         let address = &input.address;
@@ -209,7 +209,27 @@ impl AgentActivities {
                     codes::NOT_EXECUTED,
                     "the run was stopped before this call was carried on",
                 )),
-                Some(answer) => answer.outcome,
+                Some(StoredAnswer {
+                    answer: Answer::Outcome { outcome },
+                    ..
+                }) => outcome,
+                Some(StoredAnswer {
+                    answer: Answer::Approval(decision),
+                    ..
+                }) => {
+                    if decision.approved {
+                        let arguments = decision.arguments.unwrap_or_else(|| call.input.clone());
+                        self.outcome_of(&ctx, &input.agent_type, &call.tool_name, arguments)
+                            .await
+                    } else {
+                        ToolOutcome::Error(baton_core::ToolError::new(
+                            codes::TOOL_DENIED,
+                            decision
+                                .reason
+                                .unwrap_or_else(|| "the call was not approved".to_owned()),
+                        ))
+                    }
+                }
                 None if state.abandon_pending => ToolOutcome::Error(baton_core::ToolError::new(
                     codes::CLIENT_TOOL_ABANDONED,
                     "the user moved on with a new message before answering",
@@ -530,6 +550,7 @@ impl AgentActivities {
         for call in tool_calls {
             match agent.any_tool(&call.name) {
                 Some(AgentTool::Client(_)) => awaited.push(call),
+                Some(AgentTool::Server(tool)) if tool.requires_approval() => awaited.push(call),
                 Some(AgentTool::Server(tool)) if tool.execution() == ToolExecution::Activity => {
                     remote.push(call)
                 }
@@ -577,19 +598,22 @@ impl AgentActivities {
         let pending: Vec<PendingCall> = awaited
             .iter()
             .map(|call| {
-                let timeout = agent
-                    .client_tool(&call.name)
-                    .map_or(DEFAULT_CLIENT_TOOL_TIMEOUT, |tool| {
-                        agent.client_tool_timeout(tool)
-                    });
+                let (kind, approval_id) = match agent.client_tool(&call.name) {
+                    Some(_) => (PendingKind::Client, None),
+                    None => (
+                        PendingKind::Approval,
+                        Some(format!("{}::{}", input.run_id, call.id)),
+                    ),
+                };
                 PendingCall {
                     tool_call_id: call.id.clone(),
                     tool_name: call.name.clone(),
                     input: call.arguments.clone(),
-                    kind: PendingKind::Client,
+                    kind,
                     step: input.step,
-                    deadline_at: now + timeout.as_millis() as u64,
+                    deadline_at: now + agent.answer_timeout(&call.name).as_millis() as u64,
                     completed_retention_ms: agent.completed_retention().as_millis() as u64,
+                    approval_id,
                 }
             })
             .collect();
@@ -654,23 +678,9 @@ impl AgentActivities {
         step: &StepInput,
         call: &ToolCall,
     ) -> Result<(), ActivityError> {
-        let outcome = match self
-            .registry
-            .get(&step.agent_type)
-            .and_then(|agent| agent.tool(&call.name))
-        {
-            None => ToolOutcome::Error(baton_core::ToolError::new(
-                codes::UNKNOWN_TOOL,
-                format!("there is no tool named {:?}", call.name),
-            )),
-            Some(tool) => {
-                let run = tool.call(call.arguments.clone());
-                match with_heartbeats(ctx, self.heartbeat_every, run).await {
-                    Ok(value) => ToolOutcome::Result(value),
-                    Err(error) => ToolOutcome::Error(error),
-                }
-            }
-        };
+        let outcome = self
+            .outcome_of(ctx, &step.agent_type, &call.name, call.arguments.clone())
+            .await;
         self.store
             .stage_tool_result(
                 &step.address,
@@ -682,6 +692,30 @@ impl AgentActivities {
             .await
             .map_err(store_error)?;
         Ok(())
+    }
+
+    /// Runs a server tool and turns whatever happens into the outcome the model sees.
+    async fn outcome_of(
+        &self,
+        ctx: &ActivityContext,
+        agent_type: &str,
+        tool_name: &str,
+        arguments: serde_json::Value,
+    ) -> ToolOutcome {
+        let Some(tool) = self
+            .registry
+            .get(agent_type)
+            .and_then(|agent| agent.tool(tool_name))
+        else {
+            return ToolOutcome::Error(baton_core::ToolError::new(
+                codes::UNKNOWN_TOOL,
+                format!("there is no tool named {tool_name:?}"),
+            ));
+        };
+        match with_heartbeats(ctx, self.heartbeat_every, tool.call(arguments)).await {
+            Ok(value) => ToolOutcome::Result(value),
+            Err(error) => ToolOutcome::Error(error),
+        }
     }
 
     async fn commit(&self, step: &StepInput) -> Result<(), ActivityError> {
@@ -756,6 +790,16 @@ impl AgentActivities {
                 ),
             )),
         }
+    }
+}
+
+/// Whether a call of `tool_name` makes the run wait for an answer: a client tool, or a server
+/// tool that requires approval.
+fn awaits_answer(agent: &Agent, tool_name: &str) -> bool {
+    match agent.any_tool(tool_name) {
+        Some(AgentTool::Client(_)) => true,
+        Some(AgentTool::Server(tool)) => tool.requires_approval(),
+        None => false,
     }
 }
 

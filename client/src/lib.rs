@@ -9,7 +9,7 @@ use baton_core::{
     },
     chunk::ChunkKind,
     message::ToolOutcome,
-    store::SessionState,
+    store::{ApprovalDecision, SessionState},
     submit::SubmitAnswer,
 };
 use futures::{Stream, StreamExt};
@@ -87,6 +87,37 @@ impl HttpClient {
         match outcome {
             ToolOutcome::Result(result) => body["result"] = result.clone(),
             ToolOutcome::Error(error) => body["error"] = serde_json::to_value(error)?,
+        }
+        let response = self
+            .http
+            .post(format!("{}/submit-tool-result", self.base))
+            .json(&body)
+            .send()
+            .await?;
+        decode(response).await
+    }
+
+    /// Answers an approval-gated call: approve (optionally with edited arguments) or deny (with
+    /// an optional reason).
+    pub async fn submit_approval(
+        &self,
+        session_id: &str,
+        tool_call_id: &str,
+        approval_id: &str,
+        decision: &ApprovalDecision,
+    ) -> Result<SubmitAnswer, Error> {
+        let mut body = serde_json::json!({
+            "kind": "approval-response",
+            "sessionId": session_id,
+            "toolCallId": tool_call_id,
+            "approvalId": approval_id,
+            "approved": decision.approved,
+        });
+        if let Some(reason) = &decision.reason {
+            body["reason"] = reason.clone().into();
+        }
+        if let Some(arguments) = &decision.arguments {
+            body["arguments"] = arguments.clone();
         }
         let response = self
             .http

@@ -6,6 +6,7 @@ use baton_core::{
     ChunkKind, StreamChunk,
     chunk::EndStatus,
     message::{ToolError, ToolOutcome},
+    store::ApprovalDecision,
 };
 use clap::{Parser, Subcommand};
 use futures::StreamExt;
@@ -63,6 +64,23 @@ enum Command {
         /// A failure message instead of a result.
         #[arg(long)]
         error: Option<String>,
+    },
+    /// Approve an approval-gated call (the approvalId comes with its tool_approval_request).
+    Approve {
+        session_id: String,
+        tool_call_id: String,
+        approval_id: String,
+        /// Run the call with these arguments (JSON) instead of the model's.
+        #[arg(long)]
+        arguments: Option<String>,
+    },
+    /// Deny an approval-gated call; the model sees the denial with the reason.
+    Deny {
+        session_id: String,
+        tool_call_id: String,
+        approval_id: String,
+        #[arg(long)]
+        reason: Option<String>,
     },
     /// Stop the session's current run; the session becomes interrupted.
     Interrupt { session_id: String },
@@ -154,6 +172,43 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 );
             }
             follow(&client, &session_id, before, cli.json, false).await
+        }
+        Command::Approve {
+            session_id,
+            tool_call_id,
+            approval_id,
+            arguments,
+        } => {
+            let arguments = arguments
+                .map(|a| serde_json::from_str(&a).context("--arguments must be JSON"))
+                .transpose()?;
+            let decision = ApprovalDecision {
+                approved: true,
+                reason: None,
+                arguments,
+            };
+            let answer = client
+                .submit_approval(&session_id, &tool_call_id, &approval_id, &decision)
+                .await?;
+            println!("{}", serde_json::to_string(&answer)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Deny {
+            session_id,
+            tool_call_id,
+            approval_id,
+            reason,
+        } => {
+            let decision = ApprovalDecision {
+                approved: false,
+                reason,
+                arguments: None,
+            };
+            let answer = client
+                .submit_approval(&session_id, &tool_call_id, &approval_id, &decision)
+                .await?;
+            println!("{}", serde_json::to_string(&answer)?);
+            Ok(ExitCode::SUCCESS)
         }
         Command::Interrupt { session_id } => {
             let stopped = client.stop(&session_id, false).await?;
@@ -316,6 +371,15 @@ impl Printer {
                 (None, None) => writeln!(out, "  ← {tool_name}"),
             },
             ChunkKind::StepEnd { .. } => Ok(()),
+            ChunkKind::ToolApprovalRequest {
+                tool_name,
+                input,
+                approval_id,
+                ..
+            } => writeln!(
+                out,
+                "  ? approve {tool_name} {input} (approval {approval_id})"
+            ),
             ChunkKind::Suspended { tool_call_ids, .. } => writeln!(
                 out,
                 "⏸ suspended, waiting for the answers to {}",

@@ -124,6 +124,16 @@ impl Agent {
         tool.timeout_override().unwrap_or(self.client_tool_timeout)
     }
 
+    /// How long a call of the tool named `tool_name` waits for an answer (a client tool's result
+    /// or an approval): the client tool's own timeout, else the agent's.
+    pub fn answer_timeout(&self, tool_name: &str) -> Duration {
+        self.client_tools
+            .get(tool_name)
+            .map_or(self.client_tool_timeout, |tool| {
+                self.client_tool_timeout(tool)
+            })
+    }
+
     /// How long drained client calls keep answering `already_completed`.
     pub fn completed_retention(&self) -> Duration {
         self.completed_retention

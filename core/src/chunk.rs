@@ -82,6 +82,14 @@ pub enum ChunkKind {
     StepEnd {
         step: u32,
     },
+    /// A server tool call waits for a person's approval, to be answered with this `approvalId`.
+    ToolApprovalRequest {
+        step: u32,
+        tool_call_id: String,
+        tool_name: String,
+        input: Value,
+        approval_id: String,
+    },
     /// The run is suspended until these client calls are answered; its workflow has ended.
     Suspended {
         step: u32,
@@ -128,6 +136,7 @@ impl ChunkKind {
             Self::ToolStart { .. } => "tool_start",
             Self::ToolEnd { .. } => "tool_end",
             Self::StepEnd { .. } => "step_end",
+            Self::ToolApprovalRequest { .. } => "tool_approval_request",
             Self::Suspended { .. } => "suspended",
             Self::End { .. } => "end",
         }

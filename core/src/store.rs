@@ -167,6 +167,8 @@ pub enum Stopped {
 pub enum PendingKind {
     /// The result of a client tool.
     Client,
+    /// A person's approval of a server tool call.
+    Approval,
 }
 
 /// A call the run waits on, as stored in the owning session's `pending` hash. The run that
@@ -184,6 +186,9 @@ pub struct PendingCall {
     pub deadline_at: u64,
     /// How long the drained call keeps answering `already_completed`, in milliseconds.
     pub completed_retention_ms: u64,
+    /// For approvals: `<runId>::<toolCallId>`, which the approval response must name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_id: Option<String>,
 }
 
 /// A checkpoint: the log, step and stream positions at one step boundary.
@@ -253,9 +258,32 @@ pub struct StagedTurn {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StoredAnswer {
-    #[serde(flatten)]
-    pub outcome: crate::message::ToolOutcome,
+    pub answer: Answer,
     pub submitted_at: u64,
+}
+
+/// What a client answered.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Answer {
+    /// A client tool's result or error.
+    Outcome {
+        outcome: crate::message::ToolOutcome,
+    },
+    /// A person's decision on an approval-gated call.
+    Approval(ApprovalDecision),
+}
+
+/// A decision on an approval-gated call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovalDecision {
+    pub approved: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Arguments edited by the approver; the call runs with them instead of the model's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<serde_json::Value>,
 }
 
 /// What a stored answer means for its batch.
@@ -718,7 +746,22 @@ impl Store {
             ))
             .arg(&address.session_id);
         for call in pending {
-            invocation.arg(&call.tool_call_id).arg(to_json(call));
+            let approval_request = call.approval_id.as_ref().map(|approval_id| {
+                encode_unsequenced(
+                    &header,
+                    &ChunkKind::ToolApprovalRequest {
+                        step,
+                        tool_call_id: call.tool_call_id.clone(),
+                        tool_name: call.tool_name.clone(),
+                        input: call.input.clone(),
+                        approval_id: approval_id.clone(),
+                    },
+                )
+            });
+            invocation
+                .arg(&call.tool_call_id)
+                .arg(to_json(call))
+                .arg(approval_request.unwrap_or_default());
         }
         let reply: Vec<RedisValue> = invocation.invoke_async(&mut self.conn()).await?;
         match reply_tag(&reply).as_str() {

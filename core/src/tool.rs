@@ -44,6 +44,17 @@ pub trait ServerTool: Send + Sync {
         ToolExecution::Activity
     }
 
+    /// Whether a person must approve each call before it runs: the run suspends on the call
+    /// until an `approval-response` is submitted.
+    fn requires_approval(&self) -> bool {
+        false
+    }
+
+    /// Checks an input without running the tool (for arguments edited in an approval).
+    fn check_input(&self, _input: &Value) -> Result<(), ToolError> {
+        Ok(())
+    }
+
     /// Validates `input` and runs the tool. Errors, including a panic inside the tool, come back
     /// as a [`ToolError`].
     async fn call(&self, input: Value) -> Result<Value, ToolError>;
@@ -65,6 +76,8 @@ pub mod codes {
     pub const CLIENT_TOOL_ABANDONED: &str = "client_tool_abandoned";
     /// A call of a run that was stopped (interrupt, abort) before the call was carried on.
     pub const NOT_EXECUTED: &str = "not_executed";
+    /// A call whose approval was denied.
+    pub const TOOL_DENIED: &str = "tool_denied";
 }
 
 /// A server tool made of an async function `Fn(I) -> Result<O, E>`.
@@ -72,6 +85,7 @@ pub struct FnTool<I, O, E, F> {
     spec: ToolSpec,
     validator: jsonschema::Validator,
     execution: ToolExecution,
+    approval: bool,
     function: F,
     types: PhantomData<fn(I) -> Result<O, E>>,
 }
@@ -105,6 +119,7 @@ where
         },
         validator,
         execution: ToolExecution::Activity,
+        approval: false,
         function,
         types: PhantomData,
     }
@@ -114,6 +129,12 @@ impl<I, O, E, F> FnTool<I, O, E, F> {
     /// Runs the tool inside the model-step activity (see [`ToolExecution::Inline`]).
     pub fn inline(mut self) -> Self {
         self.execution = ToolExecution::Inline;
+        self
+    }
+
+    /// Each call waits for a person's approval before it runs.
+    pub fn requires_approval(mut self) -> Self {
+        self.approval = true;
         self
     }
 
@@ -142,8 +163,12 @@ where
         self.execution
     }
 
-    async fn call(&self, input: Value) -> Result<Value, ToolError> {
-        if let Some(first) = self.validator.iter_errors(&input).next() {
+    fn requires_approval(&self) -> bool {
+        self.approval
+    }
+
+    fn check_input(&self, input: &Value) -> Result<(), ToolError> {
+        if let Some(first) = self.validator.iter_errors(input).next() {
             let path = first.instance_path.to_string();
             let at = if path.is_empty() {
                 "the input".to_owned()
@@ -155,6 +180,11 @@ where
                 format!("{at}: {first}"),
             ));
         }
+        Ok(())
+    }
+
+    async fn call(&self, input: Value) -> Result<Value, ToolError> {
+        self.check_input(&input)?;
         let decoded: I = serde_json::from_value(input)
             .map_err(|e| ToolError::new(codes::INVALID_TOOL_INPUT, e.to_string()))?;
         // A panic may happen while the future is made or while it runs; both become tool errors.

@@ -260,6 +260,29 @@ pub fn asker_deadline(name: &str, timeout: std::time::Duration) -> Agent {
         .unwrap()
 }
 
+/// Input of the approval-gated `transfer` tool.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct Transfer {
+    pub to: String,
+    pub amount: i64,
+}
+
+/// `guarded`: step 1 calls `transfer`, which needs a person's approval; step 2 reports.
+pub fn guarded() -> Agent {
+    let model = ScriptedModel::default()
+        .call("transfer", json!({"to": "alice", "amount": 10}))
+        .answer("Transfer: {{result:transfer}}");
+    let transfer = tool("transfer", "Sends money.", |t: Transfer| async move {
+        Ok::<_, String>(format!("sent {} to {}", t.amount, t.to))
+    })
+    .requires_approval();
+    Agent::builder("guarded")
+        .model(model)
+        .tool(transfer)
+        .build()
+        .unwrap()
+}
+
 /// `chatter`: answers every turn with text, echoing the latest user message.
 pub fn chatter() -> Agent {
     let model = ScriptedModel::default()
@@ -281,6 +304,7 @@ pub fn registry() -> AgentRegistry {
         asker_twice(),
         asker_hasty(),
         chatter(),
+        guarded(),
         asker_deadline("asker_deadline", std::time::Duration::from_secs(1)),
         asker_deadline("asker_patient", std::time::Duration::from_secs(3)),
     ])

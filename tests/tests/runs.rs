@@ -42,6 +42,7 @@ fn describe(chunk: &StreamChunk) -> String {
             ),
         },
         ChunkKind::StepEnd { step } => format!("step_end {step}"),
+        ChunkKind::ToolApprovalRequest { tool_call_id, .. } => format!("approval {tool_call_id}"),
         ChunkKind::Suspended {
             step,
             tool_call_ids,

@@ -8,7 +8,7 @@ use axum::{
 use baton_core::{
     ApiError, ChunkKind, ErrorCode,
     message::{ToolError, ToolOutcome},
-    store::{Continuation, SessionAddress},
+    store::{Answer, Continuation, SessionAddress},
     submit::{INVALID_RESULT_MESSAGE, SubmitAnswer, SubmitStatus},
 };
 use baton_tests::{Harness, SUBMIT_LIMIT_BYTES, agents};
@@ -70,8 +70,10 @@ async fn answers_of_a_batch_are_stored_once_and_say_what_comes_next() {
         answer(SubmitStatus::AlreadyCompleted, Continuation::AwaitingBatch)
     );
     assert_eq!(
-        harness.store.answers(&address).await.unwrap()["call_1_1"].outcome,
-        yes
+        harness.store.answers(&address).await.unwrap()["call_1_1"].answer,
+        Answer::Outcome {
+            outcome: yes.clone()
+        }
     );
 
     // A result that fails the output schema: fixed message, nothing stored.
@@ -148,7 +150,10 @@ async fn answers_of_a_batch_are_stored_once_and_say_what_comes_next() {
     assert_eq!(elsewhere.code, ErrorCode::UnknownToolCall);
     let answers = harness.store.answers(&address).await.unwrap();
     assert_eq!(answers.len(), 2);
-    assert_eq!(answers["call_1_2"].outcome, cancelled);
+    assert_eq!(
+        answers["call_1_2"].answer,
+        Answer::Outcome { outcome: cancelled }
+    );
 }
 
 async fn raw(harness: &Harness, request: Request<Body>) -> (StatusCode, ApiError) {

@@ -69,10 +69,11 @@ async fn run_steps(
 ) -> Result<RunOutcome, Failure> {
     if input.resume {
         let suspended_step = input.step(input.first_step);
-        ctx.execute_local_activity(
+        // A regular activity: an approved call runs its tool here.
+        ctx.execute_activity(
             AgentActivities::apply_results_and_reload,
             suspended_step.clone(),
-            commit_options(input),
+            tool_options(input),
         )
         .await
         .map_err(|e| Failure::of_activity(&suspended_step, &e, ErrorCode::Internal))?;

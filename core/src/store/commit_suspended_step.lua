@@ -1,11 +1,12 @@
 -- Commits a step that awaits client calls, and suspends the run, in one script: the staged step
 -- without the awaited calls' results (see append_staged_step), one pending entry per awaited
 -- call with the run that awaits it, the ownership of each call on the root session, the
--- suspension context and status suspended_client_tool; then the suspended chunk. Twice changes
+-- suspension context and status suspended_client_tool; a tool_approval_request chunk per
+-- approval; then the suspended chunk. Twice changes
 -- nothing.
 -- KEYS: state, stream, staged, messages, checkpoints, usage, pending, pendingRun, rootOwnership
 -- ARGV: runId, step, nowMs, stepEndBody, suspensionJson, suspendedBody, ownerSessionId,
---       then toolCallId, pendingCallJson for each awaited call
+--       then toolCallId, pendingCallJson, approvalRequestBody ('' for a client call) per call
 local refused = run_guard(ARGV[1])
 if refused then
   if refused == 'run_not_active' then
@@ -18,13 +19,14 @@ if refused then
   return {refused}
 end
 local awaited = {}
-for i = 8, #ARGV, 2 do awaited[ARGV[i]] = true end
+for i = 8, #ARGV, 3 do awaited[ARGV[i]] = true end
 local refusal, seq = append_staged_step(ARGV[1], ARGV[2], ARGV[3], ARGV[4], awaited)
 if refusal then return refusal end
-for i = 8, #ARGV, 2 do
+for i = 8, #ARGV, 3 do
   redis.call('HSET', KEYS[7], ARGV[i], ARGV[i + 1])
   redis.call('HSET', KEYS[8], ARGV[i], ARGV[1])
   redis.call('HSET', KEYS[9], ARGV[i], ARGV[7])
+  if ARGV[i + 2] ~= '' then emit(ARGV[i + 2]) end
 end
 redis.call('HSET', state_key, 'status', 'suspended_client_tool', 'suspension', ARGV[5])
 seq = emit(ARGV[6])
