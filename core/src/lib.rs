@@ -6,6 +6,7 @@
 pub mod agent;
 pub mod api;
 pub mod chunk;
+pub mod config;
 pub mod error;
 pub mod ids;
 pub mod message;

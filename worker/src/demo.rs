@@ -3,12 +3,16 @@
 
 use baton_core::{
     Agent, AgentRegistry, ScriptedModel,
+    config::ToolCatalogue,
     tool::{ClientTool, tool},
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::{
+    sync::Arc,
+    time::{SystemTime, UNIX_EPOCH},
+};
 
 /// Arithmetic the calculator can do.
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
@@ -87,6 +91,32 @@ fn format_utc(unix_seconds: u64) -> String {
     )
 }
 
+fn calculator() -> impl baton_core::ServerTool + 'static {
+    tool(
+        "calculator",
+        "Applies add, subtract, multiply or divide to a and b.",
+        |input: Calculation| async move { calculate(&input).map(plain_number) },
+    )
+    .inline()
+}
+
+fn clock() -> impl baton_core::ServerTool + 'static {
+    tool("clock", "Tells the current UTC time.", |_: NoInput| async {
+        Ok::<_, String>(utc_now())
+    })
+    .inline()
+}
+
+/// The server tools an agents file may name: `calculator` and `clock`.
+pub fn tool_catalogue() -> ToolCatalogue {
+    let calculator: Arc<dyn baton_core::ServerTool> = Arc::new(calculator());
+    let clock: Arc<dyn baton_core::ServerTool> = Arc::new(clock());
+    ToolCatalogue::from([
+        ("calculator".to_owned(), calculator),
+        ("clock".to_owned(), clock),
+    ])
+}
+
 /// The demo agent, type `demo`.
 pub fn demo_agent() -> Agent {
     let model = ScriptedModel::default()
@@ -99,20 +129,8 @@ pub fn demo_agent() -> Agent {
     Agent::builder("demo")
         .system_prompt("You are Baton's demo agent. Use the tools to answer.")
         .model(model)
-        .tool(
-            tool(
-                "calculator",
-                "Applies add, subtract, multiply or divide to a and b.",
-                |input: Calculation| async move { calculate(&input).map(plain_number) },
-            )
-            .inline(),
-        )
-        .tool(
-            tool("clock", "Tells the current UTC time.", |_: NoInput| async {
-                Ok::<_, String>(utc_now())
-            })
-            .inline(),
-        )
+        .tool(calculator())
+        .tool(clock())
         .max_steps(5)
         .build()
         .expect("the demo agent definition is valid")
@@ -146,14 +164,7 @@ pub fn demo_hitl_agent() -> Agent {
     Agent::builder("demo_hitl")
         .system_prompt("You are Baton's human-in-the-loop demo agent.")
         .model(model)
-        .tool(
-            tool(
-                "calculator",
-                "Applies add, subtract, multiply or divide to a and b.",
-                |input: Calculation| async move { calculate(&input).map(plain_number) },
-            )
-            .inline(),
-        )
+        .tool(calculator())
         .client_tool(ask_user)
         .max_steps(5)
         .build()

@@ -3,10 +3,10 @@
 
 use anyhow::Context;
 use baton_activities::io::ActivityPolicy;
+use baton_core::{AgentRegistry, config::agents_from_toml};
 use baton_core::{Store, submit::SubmitLimits};
 use baton_worker::{
-    AppState, TemporalSettings, WorkerSettings, connect_temporal, demo::demo_registry, router,
-    run_worker,
+    AppState, TemporalSettings, WorkerSettings, connect_temporal, demo, router, run_worker,
 };
 use clap::{Parser, Subcommand};
 use std::net::SocketAddr;
@@ -54,6 +54,9 @@ struct Cli {
     /// Put validation details in validation_error and INVALID_RESULT answers.
     #[arg(long, env = "BATON_VERBOSE_ERRORS", global = true)]
     verbose_errors: bool,
+    /// A TOML file of agents to serve beside the built-in ones (see the README).
+    #[arg(long, env = "BATON_AGENTS_FILE", global = true)]
+    agents: Option<std::path::PathBuf>,
     /// Address the HTTP server listens on (server and dev).
     #[arg(
         long,
@@ -75,7 +78,17 @@ enum Role {
 }
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
+async fn main() -> std::process::ExitCode {
+    match run().await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("batond: {error:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
@@ -94,7 +107,7 @@ async fn main() -> anyhow::Result<()> {
         namespace: cli.namespace.clone(),
     })
     .await?;
-    let registry = demo_registry();
+    let registry = registry(cli.agents.as_deref())?;
 
     let server = match cli.role {
         Role::Server | Role::Dev => {
@@ -141,6 +154,21 @@ async fn main() -> anyhow::Result<()> {
     }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// The built-in agents, plus those of the agents file if one is given. A bad file stops the
+/// start with its line and reason.
+fn registry(agents_file: Option<&std::path::Path>) -> anyhow::Result<AgentRegistry> {
+    let mut agents = vec![demo::demo_agent(), demo::demo_hitl_agent()];
+    if let Some(path) = agents_file {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read the agents file {}", path.display()))?;
+        let declared = agents_from_toml(&text, &demo::tool_catalogue())
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        tracing::info!(count = declared.len(), file = %path.display(), "agents loaded");
+        agents.extend(declared);
+    }
+    AgentRegistry::new(agents).map_err(|e| anyhow::anyhow!("agents: {e}"))
 }
 
 async fn stop_on_signal(shutdown: CancellationToken) {
