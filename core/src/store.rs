@@ -732,6 +732,7 @@ impl Store {
             .key(self.key(address, "pending"))
             .key(self.key(address, "pendingRun"))
             .key(self.key(&root, "ownership"))
+            .key(self.key(address, "openDeadlines"))
             .arg(run_id)
             .arg(step)
             .arg(now_ms())
@@ -761,7 +762,8 @@ impl Store {
             invocation
                 .arg(&call.tool_call_id)
                 .arg(to_json(call))
-                .arg(approval_request.unwrap_or_default());
+                .arg(approval_request.unwrap_or_default())
+                .arg(call.deadline_at);
         }
         let reply: Vec<RedisValue> = invocation.invoke_async(&mut self.conn()).await?;
         match reply_tag(&reply).as_str() {
@@ -826,6 +828,7 @@ impl Store {
             .key(self.key(owner, "answers"))
             .key(self.key(&root, "ownership"))
             .key(self.key(&root, "completed"))
+            .key(self.key(owner, "openDeadlines"))
             .arg(tool_call_id)
             .arg(to_json(answer))
             .arg(now_ms())
@@ -888,6 +891,7 @@ impl Store {
             .key(self.key(address, "pending"))
             .key(self.key(address, "pendingRun"))
             .key(self.key(address, "answers"))
+            .key(self.key(address, "openDeadlines"))
             .arg(new_run_id)
             .arg(now_ms())
             .arg(body)
@@ -944,6 +948,7 @@ impl Store {
             .key(self.key(address, "answers"))
             .key(self.key(&root, "ownership"))
             .key(self.key(&root, "completed"))
+            .key(self.key(address, "openDeadlines"))
             .arg(run_id)
             .arg(now_ms());
         for call in drained {

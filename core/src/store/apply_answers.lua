@@ -3,7 +3,8 @@
 -- leaves a completed marker per call (kept until its expiry; expired ones are reaped here) and
 -- ends the suspension; then appends the resume's user message, if any, after the results.
 -- Applying twice changes nothing.
--- KEYS: state, stream, messages, pending, pendingRun, answers, rootOwnership, rootCompleted
+-- KEYS: state, stream, messages, pending, pendingRun, answers, rootOwnership, rootCompleted,
+--       openDeadlines
 -- ARGV: runId, nowMs, then toolCallId, toolMessage, toolEndBody, markerExpiryMs per call
 local refused = run_guard(ARGV[1])
 if refused then return {refused} end
@@ -17,6 +18,7 @@ for i = 3, #ARGV, 4 do
   redis.call('HDEL', KEYS[5], id)
   redis.call('HDEL', KEYS[6], id)
   redis.call('HDEL', KEYS[7], id)
+  redis.call('ZREM', KEYS[9], id)
   redis.call('ZADD', KEYS[8], tonumber(ARGV[i + 3]), id)
 end
 redis.call('ZREMRANGEBYSCORE', KEYS[8], '-inf', ARGV[2])

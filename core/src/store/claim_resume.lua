@@ -5,7 +5,7 @@
 -- run becomes the session's run, takes the pending calls over, the message waits in the state
 -- for the run to append it after the drained results, and the run's start is reported. Exactly
 -- one of two concurrent claims wins.
--- KEYS: state, stream, pending, pendingRun, answers
+-- KEYS: state, stream, pending, pendingRun, answers, openDeadlines
 -- ARGV: newRunId, nowMs, runStartBody, mode ('continue' | 'with_message'), abandon ('1' | '0'),
 --       userMessageJson ('' for continue), workflowId, expectedRunId ('' for any)
 local fields = redis.call('HMGET', state_key, 'status', 'stepCount', 'runId')
@@ -14,17 +14,10 @@ if not status then return {'session_not_found'} end
 if ARGV[8] ~= '' and fields[3] ~= ARGV[8] then return {'not_resumable', 'superseded'} end
 if status == 'active' then return {'already_running'} end
 local with_message = ARGV[4] == 'with_message'
-local now = tonumber(ARGV[2])
-local entries = {}
+local calls = {}
 if status == 'suspended_client_tool' then
-  entries = redis.call('HGETALL', KEYS[3])
-  local awaited = {}
-  for i = 1, #entries, 2 do
-    if redis.call('HEXISTS', KEYS[5], entries[i]) == 0
-        and cjson.decode(entries[i + 1]).deadlineAt > now then
-      awaited[#awaited + 1] = entries[i]
-    end
-  end
+  calls = redis.call('HKEYS', KEYS[3])
+  local awaited = redis.call('ZRANGEBYSCORE', KEYS[6], '(' .. ARGV[2], '+inf')
   if #awaited > 0 and not (with_message and ARGV[5] == '1') then
     return {'awaiting', unpack(awaited)}
   end
@@ -39,6 +32,6 @@ redis.call('HSET', state_key, 'status', 'active', 'runId', ARGV[1], 'updatedAt',
 redis.call('HDEL', state_key, 'output', 'error')
 if with_message then redis.call('HSET', state_key, 'resumeMessage', ARGV[6]) end
 if ARGV[5] == '1' then redis.call('HSET', state_key, 'abandon', '1') end
-for i = 1, #entries, 2 do redis.call('HSET', KEYS[4], entries[i], ARGV[1]) end
+for _, id in ipairs(calls) do redis.call('HSET', KEYS[4], id, ARGV[1]) end
 emit(ARGV[3])
 return {'ok', tonumber(fields[2])}

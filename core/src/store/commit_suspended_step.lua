@@ -4,9 +4,11 @@
 -- suspension context and status suspended_client_tool; a tool_approval_request chunk per
 -- approval; then the suspended chunk. Twice changes
 -- nothing.
--- KEYS: state, stream, staged, messages, checkpoints, usage, pending, pendingRun, rootOwnership
+-- KEYS: state, stream, staged, messages, checkpoints, usage, pending, pendingRun, rootOwnership,
+--       openDeadlines
 -- ARGV: runId, step, nowMs, stepEndBody, suspensionJson, suspendedBody, ownerSessionId,
---       then toolCallId, pendingCallJson, approvalRequestBody ('' for a client call) per call
+--       then toolCallId, pendingCallJson, approvalRequestBody ('' for a client call),
+--       deadlineAtMs per call
 local refused = run_guard(ARGV[1])
 if refused then
   if refused == 'run_not_active' then
@@ -19,10 +21,11 @@ if refused then
   return {refused}
 end
 local awaited = {}
-for i = 8, #ARGV, 3 do awaited[ARGV[i]] = true end
+for i = 8, #ARGV, 4 do awaited[ARGV[i]] = true end
 local refusal, seq = append_staged_step(ARGV[1], ARGV[2], ARGV[3], ARGV[4], awaited)
 if refusal then return refusal end
-for i = 8, #ARGV, 3 do
+for i = 8, #ARGV, 4 do
+  redis.call('ZADD', KEYS[10], tonumber(ARGV[i + 3]), ARGV[i])
   redis.call('HSET', KEYS[7], ARGV[i], ARGV[i + 1])
   redis.call('HSET', KEYS[8], ARGV[i], ARGV[1])
   redis.call('HSET', KEYS[9], ARGV[i], ARGV[7])

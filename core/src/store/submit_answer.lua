@@ -1,19 +1,15 @@
 -- Stores a client's answer to a pending call of the session, first answer wins, and says what
 -- the stored answer means for the batch. Nothing is written on any refusal.
--- KEYS: state, stream, pending, pendingRun, answers, rootOwnership, rootCompleted
+-- KEYS: state, stream, pending, pendingRun, answers, rootOwnership, rootCompleted, openDeadlines
 -- ARGV: toolCallId, answerJson, nowMs, ownerSessionId
 local id = ARGV[1]
 local now = tonumber(ARGV[3])
 
--- 'caller_resumes' once every pending call is answered or past its deadline.
+-- 'caller_resumes' once every pending call is answered or past its deadline: the unanswered
+-- calls are the members of openDeadlines, scored by deadline, so this is O(log n) whatever the
+-- size of the batch.
 local function batch_continuation()
-  local entries = redis.call('HGETALL', KEYS[3])
-  for i = 1, #entries, 2 do
-    if redis.call('HEXISTS', KEYS[5], entries[i]) == 0
-        and cjson.decode(entries[i + 1]).deadlineAt > now then
-      return 'awaiting_batch'
-    end
-  end
+  if redis.call('ZCOUNT', KEYS[8], '(' .. ARGV[3], '+inf') > 0 then return 'awaiting_batch' end
   return 'caller_resumes'
 end
 
@@ -33,5 +29,6 @@ if fields[2] ~= 'suspended_client_tool' then return {'already_completed', 'consu
 if redis.call('HSETNX', KEYS[5], id, ARGV[2]) == 0 then
   return {'already_completed', batch_continuation()}
 end
+redis.call('ZREM', KEYS[8], id)
 redis.call('HSET', state_key, 'updatedAt', ARGV[3])
 return {'accepted', batch_continuation()}
