@@ -10,8 +10,8 @@
 
 use async_trait::async_trait;
 use baton_core::{
-    Agent, AgentRegistry, Model, ModelRequest, ModelTurn, ScriptedModel, model,
-    store::SessionAddress,
+    Agent, AgentRegistry, Model, ModelRequest, ModelTurn, ScriptedModel, message::ToolOutcome,
+    model, store::SessionAddress,
 };
 use baton_tests::{Harness, WorkerThread, agents, temporal_settings, unique};
 use baton_worker::connect_temporal;
@@ -94,6 +94,27 @@ impl Model for TimedModel {
     }
 }
 
+/// `bench_batch`: one step of 200 client calls.
+fn bench_batch() -> Agent {
+    let question = serde_json::json!({"question": "?"});
+    let calls: Vec<(&str, serde_json::Value)> =
+        (0..BATCH).map(|_| ("ask_user", question.clone())).collect();
+    let script = ScriptedModel::default().call_all(&calls).answer("done");
+    Agent::builder("bench_batch")
+        .model(script)
+        .client_tool(
+            baton_core::tool::ClientTool::new(
+                "ask_user",
+                "asks",
+                serde_json::json!({"type": "object"}),
+            )
+            .unwrap(),
+        )
+        .resume_on_deadline(false)
+        .build()
+        .unwrap()
+}
+
 /// A benchmark agent whose model records when each call starts.
 fn timed(name: &str, steps: u32, local: bool, marks: &Marks) -> Agent {
     let model = TimedModel {
@@ -124,7 +145,9 @@ fn summary(mut samples: Vec<f64>) -> (f64, f64, usize) {
     )
 }
 
-async fn bare_round_trips(count: u32) -> anyhow::Result<Vec<f64>> {
+/// Runs the bare workflow's worker on a thread of its own; returns its task queue and the marks
+/// its empty activity leaves.
+fn spawn_bare_worker() -> (String, Marks) {
     let marks: Marks = Arc::default();
     let task_queue = unique("bench-bare");
     let queue = task_queue.clone();
@@ -148,12 +171,18 @@ async fn bare_round_trips(count: u32) -> anyhow::Result<Vec<f64>> {
             worker.run().await.unwrap();
         });
     });
+    (task_queue, marks)
+}
+
+async fn bare_round_trips(bare: &(String, Marks), count: u32) -> anyhow::Result<Vec<f64>> {
+    let (task_queue, marks) = bare;
+    marks.lock().unwrap().clear();
     let client = connect_temporal(&temporal_settings()).await?;
     let handle = client
         .start_workflow(
             BareWorkflow::run,
             count + 1,
-            WorkflowStartOptions::new(task_queue, unique("bare")).build(),
+            WorkflowStartOptions::new(task_queue.clone(), unique("bare")).build(),
         )
         .await?;
     handle
@@ -161,6 +190,161 @@ async fn bare_round_trips(count: u32) -> anyhow::Result<Vec<f64>> {
         .await?;
     let marks = marks.lock().unwrap().clone();
     Ok(gaps_ms(&marks))
+}
+
+/// The dev server's bare start-workflow → first-activity time, `samples` times.
+async fn bare_start_to_first_activity(
+    bare: &(String, Marks),
+    samples: u32,
+) -> anyhow::Result<Vec<f64>> {
+    let (task_queue, marks) = bare;
+    let client = connect_temporal(&temporal_settings()).await?;
+    let mut times = Vec::new();
+    for _ in 0..samples {
+        marks.lock().unwrap().clear();
+        let began = Instant::now();
+        let handle = client
+            .start_workflow(
+                BareWorkflow::run,
+                1,
+                WorkflowStartOptions::new(task_queue.clone(), unique("bare")).build(),
+            )
+            .await?;
+        handle
+            .get_result(WorkflowGetResultOptions::default())
+            .await?;
+        let first = marks.lock().unwrap()[0];
+        times.push((first - began).as_secs_f64() * 1000.0);
+    }
+    Ok(times)
+}
+
+/// Human in the loop: submit latency (with a small and a 100,000-call root), last submit to
+/// the continuation's first chunk, and Redis bytes per suspended session.
+struct HitlFigures {
+    evalsha: (f64, f64, usize),
+    submit_small: (f64, f64, usize),
+    submit_large: (f64, f64, usize),
+    continuation: (f64, f64, usize),
+    bytes_per_session: f64,
+}
+
+const BATCH: usize = 200;
+
+async fn suspended_session(harness: &Harness, agent: &str) -> anyhow::Result<String> {
+    let started = harness.client.start(agent, "go").await?;
+    harness
+        .chunks_until(&started.session_id, Duration::from_secs(60), |k| {
+            matches!(k, baton_core::ChunkKind::Suspended { .. })
+        })
+        .await;
+    Ok(started.session_id)
+}
+
+async fn submit_latencies(harness: &Harness, session: &str) -> anyhow::Result<Vec<f64>> {
+    let answer = ToolOutcome::Result(serde_json::json!({"answer": "ok"}));
+    let mut times = Vec::with_capacity(BATCH);
+    for i in 1..=BATCH {
+        let began = Instant::now();
+        harness
+            .client
+            .submit(session, &format!("call_1_{i}"), &answer)
+            .await?;
+        times.push(began.elapsed().as_secs_f64() * 1000.0);
+    }
+    Ok(times)
+}
+
+/// Adds `count` pending calls (far deadlines) to a session, as a large tree would have.
+async fn add_pending_calls(harness: &Harness, session: &str, count: usize) -> anyhow::Result<()> {
+    let client = redis::Client::open(baton_tests::redis_url())?;
+    let mut connection = client.get_multiplexed_async_connection().await?;
+    let key = |what: &str| format!("{}:{{{session}}}:{session}:{what}", harness.prefix);
+    let root_ownership = key("ownership");
+    for chunk in (0..count).collect::<Vec<_>>().chunks(5_000) {
+        let mut pipe = redis::pipe();
+        for i in chunk {
+            let id = format!("other_{i}");
+            let entry = serde_json::json!({"toolCallId": id, "toolName": "ask_user", "input": {},
+                "kind": "client", "step": 1, "deadlineAt": u64::MAX / 4, "completedRetentionMs": 0});
+            pipe.hset(key("pending"), &id, entry.to_string())
+                .hset(key("pendingRun"), &id, "elsewhere")
+                .hset(&root_ownership, &id, session)
+                .zadd(key("openDeadlines"), &id, u64::MAX / 4)
+                .ignore();
+        }
+        let () = pipe.query_async(&mut connection).await?;
+    }
+    Ok(())
+}
+
+async fn hitl_figures(harness: &Harness) -> anyhow::Result<HitlFigures> {
+    // A bare EVALSHA round trip on loopback.
+    let client = redis::Client::open(baton_tests::redis_url())?;
+    let mut connection = client.get_multiplexed_async_connection().await?;
+    let script = redis::Script::new("return 1");
+    let mut evalsha = Vec::new();
+    for _ in 0..1000 {
+        let began = Instant::now();
+        let _: i64 = script.invoke_async(&mut connection).await?;
+        evalsha.push(began.elapsed().as_secs_f64() * 1000.0);
+    }
+
+    eprintln!("submit latency, {BATCH} submits");
+    let small = suspended_session(harness, "bench_batch").await?;
+    let submit_small = submit_latencies(harness, &small).await?;
+    eprintln!("submit latency with 100,000 pending calls on the root");
+    let large = suspended_session(harness, "bench_batch").await?;
+    add_pending_calls(harness, &large, 100_000).await?;
+    let submit_large = submit_latencies(harness, &large).await?;
+
+    eprintln!("last submit to the continuation's first chunk");
+    let answer = ToolOutcome::Result(serde_json::json!({"answer": "ok"}));
+    let mut continuation = Vec::new();
+    let mut bytes = Vec::new();
+    for _ in 0..20 {
+        let session = suspended_session(harness, "bench_ask").await?;
+        bytes.push(session_bytes(harness, &session).await? as f64);
+        let before = harness.client.status(&session).await?.last_sequence;
+        let mut follow = std::pin::pin!(harness.client.follow(&session, before));
+        let began = Instant::now();
+        harness.client.submit(&session, "call_1_1", &answer).await?;
+        harness.client.resume(&session).await?;
+        // The resumed workflow's first write is the drained answer's tool_end.
+        while let Some(chunk) = follow.next().await {
+            if matches!(chunk?.kind, baton_core::ChunkKind::ToolEnd { .. }) {
+                break;
+            }
+        }
+        continuation.push(began.elapsed().as_secs_f64() * 1000.0);
+    }
+    Ok(HitlFigures {
+        evalsha: summary(evalsha),
+        submit_small: summary(submit_small),
+        submit_large: summary(submit_large),
+        continuation: summary(continuation),
+        bytes_per_session: bytes.iter().sum::<f64>() / bytes.len() as f64,
+    })
+}
+
+/// Redis bytes (`MEMORY USAGE`) of every key of a suspended session.
+async fn session_bytes(harness: &Harness, session: &str) -> anyhow::Result<u64> {
+    let client = redis::Client::open(baton_tests::redis_url())?;
+    let mut connection = client.get_multiplexed_async_connection().await?;
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("{}:{{{session}}}:*", harness.prefix))
+        .query_async(&mut connection)
+        .await?;
+    let mut total = 0;
+    for key in keys {
+        let used: Option<u64> = redis::cmd("MEMORY")
+            .arg("USAGE")
+            .arg(&key)
+            .query_async(&mut connection)
+            .await?;
+        total += used.unwrap_or(0);
+    }
+    Ok(total)
 }
 
 /// Runs one session of `agent` and returns the gaps between model calls and the history bytes
@@ -247,6 +431,8 @@ async fn main() -> anyhow::Result<()> {
         timed("bench_activity", steps + 1, false, &marks),
         timed("bench_local_short", 21, true, &marks),
         baton_worker::demo::demo_agent(),
+        bench_batch(),
+        baton_tests::agents::asker_deadline("bench_ask", Duration::from_secs(3600)),
     ])?;
     let harness = Harness::server_only(registry.clone()).await;
     let _worker = WorkerThread::spawn(&harness.task_queue, &harness.prefix, registry);
@@ -254,7 +440,9 @@ async fn main() -> anyhow::Result<()> {
     eprintln!("warming up");
     session_steps(&harness, "bench_local_short", &marks, 21).await?;
     eprintln!("bare activity round trips ({steps})");
-    let bare = summary(bare_round_trips(steps).await?);
+    let bare_worker = spawn_bare_worker();
+    let bare = summary(bare_round_trips(&bare_worker, steps).await?);
+    let bare_start = summary(bare_start_to_first_activity(&bare_worker, 20).await?);
     eprintln!("steps with inline tools ({steps})");
     let (local_gaps, local_bytes, local_events) =
         session_steps(&harness, "bench_local", &marks, steps + 1).await?;
@@ -268,6 +456,7 @@ async fn main() -> anyhow::Result<()> {
     let activity = summary(activity_gaps);
     let (_, short_bytes, short_events) =
         session_steps(&harness, "bench_local_short", &marks, 21).await?;
+    let hitl = hitl_figures(&harness).await?;
     eprintln!("sessions per second");
     let rate = sessions_per_second(&harness, 200, 20).await?;
 
@@ -312,6 +501,31 @@ async fn main() -> anyhow::Result<()> {
     println!("| {steps}-step session, inline tools | {local_bytes:.0} | {local_events:.1} |");
     println!(
         "| {steps}-step session, tools as activities | {activity_bytes:.0} | {activity_events:.1} |"
+    );
+    println!();
+    println!("| human in the loop | median ms | p99 ms | samples |");
+    println!("|---|---:|---:|---:|");
+    let row = |name: &str, (median, p99, n): (f64, f64, usize)| {
+        println!("| {name} | {median:.2} | {p99:.2} | {n} |");
+    };
+    row("bare Redis EVALSHA round trip", hitl.evalsha);
+    row(
+        "submit over HTTP, root with 200 pending calls",
+        hitl.submit_small,
+    );
+    row(
+        "submit over HTTP, root with 100,200 pending calls",
+        hitl.submit_large,
+    );
+    row(
+        "last submit → resumed run's first chunk (submit + resume)",
+        hitl.continuation,
+    );
+    row("bare start-workflow → first activity", bare_start);
+    println!();
+    println!(
+        "Redis bytes per suspended session (one client call): {:.0}",
+        hitl.bytes_per_session
     );
     println!();
     println!("| throughput | sessions/s |");
