@@ -3,7 +3,7 @@
 
 use axum::{
     Json, Router,
-    extract::{Query, State, rejection::JsonRejection},
+    extract::{FromRequest, FromRequestParts, Query, State},
     http::StatusCode,
     response::{
         IntoResponse, Response,
@@ -296,10 +296,8 @@ pub async fn resume_session(
 
 async fn resume(
     State(state): State<AppState>,
-    body: Result<Json<ResumeRequest>, JsonRejection>,
+    ApiJson(request): ApiJson<ResumeRequest>,
 ) -> Result<Json<ResumeResponse>, HttpError> {
-    let Json(request) =
-        body.map_err(|rejection| ApiError::new(ErrorCode::ValidationError, rejection.body_text()))?;
     Ok(Json(resume_session(&state, request).await?))
 }
 
@@ -361,10 +359,8 @@ pub async fn stop_session(
 
 async fn interrupt(
     State(state): State<AppState>,
-    body: Result<Json<SessionRequest>, JsonRejection>,
+    ApiJson(request): ApiJson<SessionRequest>,
 ) -> Result<Json<StopResponse>, HttpError> {
-    let Json(request) =
-        body.map_err(|rejection| ApiError::new(ErrorCode::ValidationError, rejection.body_text()))?;
     Ok(Json(
         stop_session(&state, &request.session_id, StopKind::Interrupt).await?,
     ))
@@ -372,10 +368,8 @@ async fn interrupt(
 
 async fn abort(
     State(state): State<AppState>,
-    body: Result<Json<SessionRequest>, JsonRejection>,
+    ApiJson(request): ApiJson<SessionRequest>,
 ) -> Result<Json<StopResponse>, HttpError> {
-    let Json(request) =
-        body.map_err(|rejection| ApiError::new(ErrorCode::ValidationError, rejection.body_text()))?;
     Ok(Json(
         stop_session(&state, &request.session_id, StopKind::Abort).await?,
     ))
@@ -383,10 +377,8 @@ async fn abort(
 
 async fn start(
     State(state): State<AppState>,
-    body: Result<Json<StartRequest>, JsonRejection>,
+    ApiJson(request): ApiJson<StartRequest>,
 ) -> Result<Json<StartResponse>, HttpError> {
-    let Json(request) =
-        body.map_err(|rejection| ApiError::new(ErrorCode::ValidationError, rejection.body_text()))?;
     Ok(Json(start_session(&state, request).await?))
 }
 
@@ -443,10 +435,8 @@ struct SessionQuery {
 
 async fn status(
     State(state): State<AppState>,
-    query: Result<Query<SessionQuery>, axum::extract::rejection::QueryRejection>,
+    ApiQuery(query): ApiQuery<SessionQuery>,
 ) -> Result<Json<SessionState>, HttpError> {
-    let Query(query) =
-        query.map_err(|r| ApiError::new(ErrorCode::ValidationError, r.body_text()))?;
     Ok(Json(existing_session(&state, &query.session_id).await?))
 }
 
@@ -475,10 +465,8 @@ const STREAM_POLL_MS: usize = 10_000;
 
 async fn sse(
     State(state): State<AppState>,
-    query: Result<Query<SessionQuery>, axum::extract::rejection::QueryRejection>,
+    ApiQuery(query): ApiQuery<SessionQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, HttpError> {
-    let Query(query) =
-        query.map_err(|r| ApiError::new(ErrorCode::ValidationError, r.body_text()))?;
     let session = existing_session(&state, &query.session_id).await?;
     // A client that has seen everything of an ended session gets an empty stream at once.
     let finished = session.status.is_terminal() && session.last_sequence <= query.from_sequence;
@@ -590,6 +578,43 @@ fn store_error(error: store::Error) -> ApiError {
             tracing::error!(%error, "corrupt store data");
             ApiError::new(ErrorCode::Internal, "internal error")
         }
+    }
+}
+
+/// A JSON body whose rejection (bad JSON, wrong content type, unknown field) is a typed
+/// `validation_error`.
+struct ApiJson<T>(T);
+
+impl<S: Send + Sync, T: serde::de::DeserializeOwned> FromRequest<S> for ApiJson<T> {
+    type Rejection = HttpError;
+
+    async fn from_request(request: axum::extract::Request, state: &S) -> Result<Self, HttpError> {
+        let Json(value) = Json::<T>::from_request(request, state)
+            .await
+            .map_err(|rejection| {
+                ApiError::new(ErrorCode::ValidationError, rejection.body_text())
+            })?;
+        Ok(Self(value))
+    }
+}
+
+/// A query string whose rejection is a typed `validation_error`.
+struct ApiQuery<T>(T);
+
+impl<S: Send + Sync, T: serde::de::DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
+    type Rejection = HttpError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &S,
+    ) -> Result<Self, HttpError> {
+        let Query(value) =
+            Query::<T>::from_request_parts(parts, state)
+                .await
+                .map_err(|rejection| {
+                    ApiError::new(ErrorCode::ValidationError, rejection.body_text())
+                })?;
+        Ok(Self(value))
     }
 }
 
