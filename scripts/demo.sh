@@ -21,12 +21,13 @@ done
   "What is 6 times 7, and what time is it?"
 
 # Human in the loop: the run suspends on a client tool (no workflow waits), the answer is read
-# from the terminal and submitted, and a fresh workflow resumes the session.
+# from the terminal and submitted, and a fresh workflow resumes the session; then it suspends on
+# a call that needs approval, approved from the terminal the same way.
 echo
 if [ -t 0 ]; then
   ./target/debug/baton --server "http://$listen" run --agent demo_hitl --answer \
     "Ask me something while you add 40 and 2."
 else
-  echo '"blue"' | ./target/debug/baton --server "http://$listen" run --agent demo_hitl --answer \
+  printf '"blue"\ny\n' | ./target/debug/baton --server "http://$listen" run --agent demo_hitl --answer \
     "Ask me something while you add 40 and 2."
 fi

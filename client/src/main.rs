@@ -41,8 +41,8 @@ enum Command {
         agent: String,
         /// The first user message.
         message: String,
-        /// Answer client calls from standard input (one line each: JSON, or else text) and
-        /// resume, instead of stopping at a suspension.
+        /// Answer client calls (one line each: JSON, or else text) and approvals (y/N) from
+        /// standard input and resume, instead of stopping at a suspension.
         #[arg(long)]
         answer: bool,
     },
@@ -246,6 +246,7 @@ async fn follow_once(
     from: u64,
     json: bool,
     calls: &mut HashMap<String, (String, serde_json::Value)>,
+    approvals: &mut HashMap<String, String>,
 ) -> anyhow::Result<Stop> {
     let mut chunks = std::pin::pin!(client.follow(session_id, from));
     let mut printer = Printer::default();
@@ -264,6 +265,13 @@ async fn follow_once(
                 ..
             } => {
                 calls.insert(tool_call_id, (tool_name, input));
+            }
+            ChunkKind::ToolApprovalRequest {
+                tool_call_id,
+                approval_id,
+                ..
+            } => {
+                approvals.insert(tool_call_id, approval_id);
             }
             ChunkKind::End { status, .. } => {
                 return Ok(Stop::Ended(match status {
@@ -295,9 +303,10 @@ async fn follow(
     answer: bool,
 ) -> anyhow::Result<ExitCode> {
     let mut calls = HashMap::new();
+    let mut approvals = HashMap::new();
     let mut from = from;
     loop {
-        match follow_once(client, session_id, from, json, &mut calls).await? {
+        match follow_once(client, session_id, from, json, &mut calls, &mut approvals).await? {
             Stop::Ended(code) => return Ok(code),
             Stop::Suspended { .. } if !answer => return Ok(ExitCode::SUCCESS),
             Stop::Suspended {
@@ -306,6 +315,20 @@ async fn follow(
             } => {
                 for id in &tool_call_ids {
                     let (tool, input) = calls.get(id).cloned().unwrap_or_default();
+                    if let Some(approval_id) = approvals.get(id) {
+                        eprint!("? approve {tool} {input} [y/N] > ");
+                        let line = read_line().await?;
+                        let approved = matches!(line.trim(), "y" | "Y" | "yes");
+                        let decision = ApprovalDecision {
+                            approved,
+                            reason: (!approved).then(|| "declined at the terminal".to_owned()),
+                            arguments: None,
+                        };
+                        client
+                            .submit_approval(session_id, id, approval_id, &decision)
+                            .await?;
+                        continue;
+                    }
                     eprint!("? {tool} {input} > ");
                     let line = read_line().await?;
                     let result =

@@ -136,6 +136,13 @@ pub fn demo_agent() -> Agent {
         .expect("the demo agent definition is valid")
 }
 
+/// Input of the demo's approval-gated tool.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct Postcard {
+    pub to: String,
+    pub text: String,
+}
+
 /// Input of the demo's client tool.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct Question {
@@ -143,7 +150,8 @@ pub struct Question {
 }
 
 /// The human-in-the-loop demo agent, type `demo_hitl`: step 1 asks the user (a client tool,
-/// answered by whoever runs the session) while the calculator works; step 2 answers with both.
+/// answered by whoever runs the session) while the calculator works; step 2 asks to approve a
+/// "send_postcard" call (a server tool gated by approval); step 3 answers with all of it.
 pub fn demo_hitl_agent() -> Agent {
     let model = ScriptedModel::default()
         .call_all(&[
@@ -153,7 +161,14 @@ pub fn demo_hitl_agent() -> Agent {
             ),
             ("calculator", json!({"operation": "add", "a": 40, "b": 2})),
         ])
-        .answer("You said {{result:ask_user}}, and 40 + 2 = {{result:calculator}}.");
+        .call(
+            "send_postcard",
+            json!({"to": "Ada", "text": "Greetings from Baton"}),
+        )
+        .answer(
+            "You said {{result:ask_user}}, 40 + 2 = {{result:calculator}}, \
+             and the postcard: {{result:send_postcard}}.",
+        );
     let ask_user = ClientTool::new(
         "ask_user",
         "Asks the user a question; the answer is their reply as text.",
@@ -165,6 +180,17 @@ pub fn demo_hitl_agent() -> Agent {
         .system_prompt("You are Baton's human-in-the-loop demo agent.")
         .model(model)
         .tool(calculator())
+        .tool(
+            tool(
+                "send_postcard",
+                "Sends a postcard (pretend); needs the user's approval.",
+                |postcard: Postcard| async move {
+                    Ok::<_, String>(format!("sent to {}", postcard.to))
+                },
+            )
+            .inline()
+            .requires_approval(),
+        )
         .client_tool(ask_user)
         .max_steps(5)
         .build()
