@@ -11,9 +11,7 @@ use baton_activities::io::ActivityPolicy;
 use baton_activities::io::RunOutcome;
 use baton_client::HttpClient;
 use baton_core::{AgentRegistry, ChunkKind, Store, StreamChunk};
-use baton_worker::{
-    AppState, TemporalSettings, WorkerSettings, connect_temporal, router, run_worker,
-};
+use baton_worker::{AppState, TemporalSettings, WorkerSettings, connect_temporal, run_worker};
 use baton_workflows::AgentRunWorkflow;
 use futures::StreamExt;
 use std::{net::SocketAddr, thread::JoinHandle, time::Duration};
@@ -163,12 +161,9 @@ impl Harness {
         let address = listener.local_addr().unwrap();
         let server_shutdown = CancellationToken::new();
         let stop = server_shutdown.clone();
-        let app = router(state.clone());
-        tokio::spawn(async move {
-            axum::serve(listener, app)
-                .with_graceful_shutdown(async move { stop.cancelled().await })
-                .await
-        });
+        tokio::spawn(baton_worker::serve(listener, state.clone(), async move {
+            stop.cancelled().await
+        }));
         Self {
             store,
             temporal,

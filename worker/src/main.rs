@@ -6,7 +6,7 @@ use baton_activities::io::ActivityPolicy;
 use baton_core::{AgentRegistry, config::agents_from_toml};
 use baton_core::{Store, submit::SubmitLimits};
 use baton_worker::{
-    AppState, TemporalSettings, WorkerSettings, connect_temporal, demo, router, run_worker,
+    AppState, TemporalSettings, WorkerSettings, connect_temporal, demo, run_worker, serve,
 };
 use clap::{Parser, Subcommand};
 use std::net::SocketAddr;
@@ -127,11 +127,9 @@ async fn run() -> anyhow::Result<()> {
                 .with_context(|| format!("cannot listen on {}", cli.listen))?;
             tracing::info!(address = %listener.local_addr()?, "HTTP server listening");
             let stop = shutdown.clone();
-            Some(tokio::spawn(async move {
-                axum::serve(listener, router(state))
-                    .with_graceful_shutdown(async move { stop.cancelled().await })
-                    .await
-            }))
+            Some(tokio::spawn(serve(listener, state, async move {
+                stop.cancelled().await
+            })))
         }
         Role::Worker => None,
     };

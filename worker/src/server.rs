@@ -48,6 +48,25 @@ pub struct AppState {
     pub verbose_errors: bool,
 }
 
+/// Serves the API on `listener` until `shutdown` resolves, then drains open requests. Small
+/// writes (SSE events) go out at once: Nagle's algorithm would hold them for the peer's delayed
+/// ACK (~40 ms).
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    use axum::serve::ListenerExt;
+    let listener = listener.tap_io(|stream| {
+        if let Err(error) = stream.set_nodelay(true) {
+            tracing::debug!(%error, "TCP_NODELAY could not be set");
+        }
+    });
+    axum::serve(listener, router(state))
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
 /// The HTTP API.
 pub fn router(state: AppState) -> Router {
     Router::new()
