@@ -81,6 +81,20 @@ pub fn looper() -> Agent {
 /// with [`HOLD_TOOL_ENV`] set and returns at once elsewhere; step 2 answers. `hold` runs as an
 /// activity of its own, or inline in the model step for `holder_inline`.
 pub fn holder(inline: bool) -> Agent {
+    holder_agent(
+        if inline { "holder_inline" } else { "holder" },
+        inline,
+        false,
+    )
+}
+
+/// `holder_gated`: like `holder`, but `hold` needs approval, so it runs while the resumed run
+/// drains the approval (inside `apply_results_and_reload`).
+pub fn holder_gated() -> Agent {
+    holder_agent("holder_gated", false, true)
+}
+
+fn holder_agent(name: &str, inline: bool, gated: bool) -> Agent {
     let model = ScriptedModel::default()
         .call("hold", json!({}))
         .answer("released: {{result:hold}}");
@@ -95,10 +109,11 @@ pub fn holder(inline: bool) -> Agent {
             Ok::<_, String>("done")
         },
     );
-    let (name, hold) = if inline {
-        ("holder_inline", hold.inline())
+    let hold = if inline { hold.inline() } else { hold };
+    let hold = if gated {
+        hold.requires_approval()
     } else {
-        ("holder", hold)
+        hold
     };
     Agent::builder(name)
         .model(model)
@@ -298,6 +313,7 @@ pub fn registry() -> AgentRegistry {
         looper(),
         holder(false),
         holder(true),
+        holder_gated(),
         flaky(),
         asker(),
         asker_only(),

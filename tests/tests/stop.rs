@@ -185,3 +185,111 @@ async fn an_aborted_running_run_fails_cancelled_and_writes_nothing_after_its_end
         vec![Message::user("go")]
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_submit_racing_an_interrupt_never_reaches_the_log_as_an_answer() {
+    let harness = Harness::start(agents::registry()).await;
+    let started = harness.client.start("asker_only", "go").await.unwrap();
+    let session = started.session_id.clone();
+    harness
+        .chunks_until(&session, LIMIT, |kind| {
+            matches!(kind, ChunkKind::Suspended { .. })
+        })
+        .await;
+    let answer = ToolOutcome::Result(json!({"answer": "raced"}));
+    let (submitted, stopped) = tokio::join!(
+        harness.client.submit(&session, "call_1_1", &answer),
+        harness.client.stop(&session, false)
+    );
+    stopped.unwrap();
+    match submitted {
+        Ok(accepted) => assert_eq!(accepted.status, baton_core::submit::SubmitStatus::Accepted),
+        Err(refused) => assert_eq!(api_error(refused).details["reason"], "run_stopped"),
+    }
+    // Whichever came first, the stop wins: the call is closed as not executed, once.
+    let before = harness.client.status(&session).await.unwrap().last_sequence;
+    harness
+        .client
+        .send_message(&session, "again", false)
+        .await
+        .unwrap();
+    let follow = harness
+        .client
+        .follow(&session, before)
+        .map(|c| c.unwrap())
+        .collect::<Vec<_>>();
+    tokio::time::timeout(LIMIT, follow).await.unwrap();
+    let messages = harness
+        .store
+        .messages(&SessionAddress::root(&session))
+        .await
+        .unwrap();
+    let results: Vec<&ToolOutcome> = messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::Tool(result) => Some(&result.outcome),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(results.len(), 1, "{messages:?}");
+    assert!(matches!(results[0], ToolOutcome::Error(e) if e.code == "not_executed"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_killed_while_draining_an_approval_is_replaced_and_the_result_lands_once() {
+    let harness = Harness::server_only(agents::registry()).await;
+    let mut first = WorkerProcess::spawn(TEST_WORKER, &harness, true);
+    let started = harness.client.start("holder_gated", "go").await.unwrap();
+    let session = started.session_id.clone();
+    harness
+        .chunks_until(&session, LIMIT, |kind| {
+            matches!(kind, ChunkKind::Suspended { .. })
+        })
+        .await;
+    let approval_id = format!("{}::call_1_1", started.run_id);
+    let approve = baton_core::store::ApprovalDecision {
+        approved: true,
+        reason: None,
+        arguments: None,
+    };
+    harness
+        .client
+        .submit_approval(&session, "call_1_1", &approval_id, &approve)
+        .await
+        .unwrap();
+    let before = harness.client.status(&session).await.unwrap().last_sequence;
+    harness.client.resume(&session).await.unwrap();
+
+    // The approved tool holds inside apply_results_and_reload: kill that worker, start another.
+    assert!(tokio::time::timeout(LIMIT, first.holding()).await.unwrap());
+    drop(first);
+    let _second = WorkerProcess::spawn(TEST_WORKER, &harness, false);
+    let follow = harness
+        .client
+        .follow(&session, before)
+        .map(|c| c.unwrap())
+        .collect::<Vec<_>>();
+    let chunks = tokio::time::timeout(LIMIT, follow).await.unwrap();
+    let tool_ends = chunks
+        .iter()
+        .filter(|c| matches!(c.kind, ChunkKind::ToolEnd { .. }))
+        .count();
+    assert_eq!(tool_ends, 1, "{chunks:?}");
+    let messages = harness
+        .store
+        .messages(&SessionAddress::root(&session))
+        .await
+        .unwrap();
+    let results: Vec<&ToolOutcome> = messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::Tool(result) => Some(&result.outcome),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(results, [&ToolOutcome::Result(json!("done"))]);
+    assert_eq!(
+        messages.last().unwrap(),
+        &Message::assistant("released: done", vec![])
+    );
+}
