@@ -10,7 +10,7 @@ pub mod agents;
 use baton_activities::io::ActivityPolicy;
 use baton_activities::io::RunOutcome;
 use baton_client::HttpClient;
-use baton_core::{AgentRegistry, ChunkKind, Store, StreamChunk};
+use baton_core::{AgentRegistry, ChunkKind, Message, Store, StreamChunk, store::SessionAddress};
 use baton_worker::{AppState, TemporalSettings, WorkerSettings, connect_temporal, run_worker};
 use baton_workflows::AgentRunWorkflow;
 use futures::StreamExt;
@@ -27,6 +27,28 @@ pub fn redis_url() -> String {
 pub fn temporal_address() -> String {
     std::env::var("BATON_TEST_TEMPORAL_ADDRESS")
         .unwrap_or_else(|_| "http://127.0.0.1:7233".to_owned())
+}
+
+/// How long a test waits for a run to get somewhere before it fails.
+pub const WAIT_LIMIT: Duration = Duration::from_secs(60);
+
+/// The typed error of a refused client call; panics on any other failure.
+pub fn api_error(error: baton_client::Error) -> baton_core::ApiError {
+    match error {
+        baton_client::Error::Api(error) => error,
+        other => panic!("expected a typed error, got {other:?}"),
+    }
+}
+
+/// The outcomes of the `tool` messages of a log, in order.
+pub fn tool_outcomes(messages: &[Message]) -> Vec<&baton_core::message::ToolOutcome> {
+    messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::Tool(result) => Some(&result.outcome),
+            _ => None,
+        })
+        .collect()
 }
 
 /// A unique name for this test's task queue and key prefix.
@@ -179,23 +201,53 @@ impl Harness {
 
     /// Follows a session's stream to its `end` chunk (at most `limit`) and returns every chunk.
     pub async fn chunks_until_end(&self, session_id: &str, limit: Duration) -> Vec<StreamChunk> {
-        self.chunks_until(session_id, limit, |_| false).await
+        self.collect_chunks(session_id, 0, limit, false).await
     }
 
-    /// Follows a session's stream from the start until `stop` holds for a chunk or the `end`
-    /// chunk comes (at most `limit`), and returns every chunk up to that one.
-    pub async fn chunks_until(
+    /// Follows a session's stream from the start until its run suspends (or ends) and returns
+    /// every chunk up to that one.
+    pub async fn chunks_until_suspended(&self, session_id: &str) -> Vec<StreamChunk> {
+        self.collect_chunks(session_id, 0, WAIT_LIMIT, true).await
+    }
+
+    /// The chunks after sequence `after` up to the `end` chunk: what a resumed run streams.
+    pub async fn chunks_after_until_end(&self, session_id: &str, after: u64) -> Vec<StreamChunk> {
+        self.collect_chunks(session_id, after, WAIT_LIMIT, false)
+            .await
+    }
+
+    /// Starts a session of `agent` and waits until its run suspends; returns the session id.
+    pub async fn suspended_session(&self, agent: &str) -> String {
+        let started = self.client.start(agent, "go").await.unwrap();
+        self.chunks_until_suspended(&started.session_id).await;
+        started.session_id
+    }
+
+    /// The message log of a top-level session.
+    pub async fn messages(&self, session_id: &str) -> Vec<Message> {
+        self.store
+            .messages(&SessionAddress::root(session_id))
+            .await
+            .unwrap()
+    }
+
+    async fn collect_chunks(
         &self,
         session_id: &str,
+        after: u64,
         limit: Duration,
-        stop: impl Fn(&ChunkKind) -> bool,
+        stop_at_suspension: bool,
     ) -> Vec<StreamChunk> {
-        let mut follow = std::pin::pin!(self.client.follow(session_id, 0));
+        let mut follow = std::pin::pin!(self.client.follow(session_id, after));
         let collect = async {
             let mut chunks = Vec::new();
             while let Some(chunk) = follow.next().await {
                 let chunk = chunk.expect("stream chunk");
-                let last = stop(&chunk.kind) || matches!(chunk.kind, ChunkKind::End { .. });
+                let last = match chunk.kind {
+                    ChunkKind::End { .. } => true,
+                    ChunkKind::Suspended { .. } => stop_at_suspension,
+                    _ => false,
+                };
                 chunks.push(chunk);
                 if last {
                     break;

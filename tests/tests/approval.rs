@@ -2,26 +2,18 @@
 //! edited arguments) or denies it, and the resumed run runs the tool or reports the denial.
 
 use baton_core::{
-    ApiError, ChunkKind, ErrorCode, Message, StreamChunk,
+    ChunkKind, ErrorCode, Message, StreamChunk,
     message::ToolOutcome,
     store::{ApprovalDecision, Continuation, SessionAddress},
     submit::INVALID_ARGUMENTS_MESSAGE,
 };
-use baton_tests::{Harness, agents};
-use futures::StreamExt;
+use baton_tests::{Harness, agents, api_error};
 use serde_json::json;
-use std::time::Duration;
-
-const LIMIT: Duration = Duration::from_secs(60);
 
 /// Starts `guarded` and returns the session, the run and the approval request's id.
 async fn awaiting_approval(harness: &Harness) -> (String, String, String) {
     let started = harness.client.start("guarded", "pay alice").await.unwrap();
-    let chunks = harness
-        .chunks_until(&started.session_id, LIMIT, |k| {
-            matches!(k, ChunkKind::Suspended { .. })
-        })
-        .await;
+    let chunks = harness.chunks_until_suspended(&started.session_id).await;
     let approval_id = chunks
         .iter()
         .find_map(|c| match &c.kind {
@@ -47,23 +39,11 @@ async fn awaiting_approval(harness: &Harness) -> (String, String, String) {
 async fn resume_to_end(harness: &Harness, session: &str) -> Vec<StreamChunk> {
     let before = harness.client.status(session).await.unwrap().last_sequence;
     harness.client.resume(session).await.unwrap();
-    let follow = harness
-        .client
-        .follow(session, before)
-        .map(|c| c.unwrap())
-        .collect::<Vec<_>>();
-    tokio::time::timeout(LIMIT, follow).await.unwrap()
+    harness.chunks_after_until_end(session, before).await
 }
 
 fn last_message(messages: &[Message]) -> &Message {
     messages.last().unwrap()
-}
-
-fn api_error(error: baton_client::Error) -> ApiError {
-    match error {
-        baton_client::Error::Api(error) => error,
-        other => panic!("expected a typed error, got {other:?}"),
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -86,11 +66,7 @@ async fn an_approved_call_runs_with_the_edited_arguments() {
     assert!(chunks.iter().any(
         |c| matches!(&c.kind, ChunkKind::ToolEnd { result: Some(r), .. } if r == "sent 5 to bob")
     ));
-    let messages = harness
-        .store
-        .messages(&SessionAddress::root(&session))
-        .await
-        .unwrap();
+    let messages = harness.messages(&session).await;
     assert_eq!(
         last_message(&messages),
         &Message::assistant("Transfer: sent 5 to bob", vec![])
@@ -116,11 +92,7 @@ async fn a_denied_call_reaches_the_model_as_a_denial_with_its_reason() {
         .await
         .unwrap();
     resume_to_end(&harness, &session).await;
-    let messages = harness
-        .store
-        .messages(&SessionAddress::root(&session))
-        .await
-        .unwrap();
+    let messages = harness.messages(&session).await;
     let Message::Tool(result) = &messages[messages.len() - 2] else {
         panic!("expected the tool result")
     };

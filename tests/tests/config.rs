@@ -1,13 +1,10 @@
 //! An agent declared in TOML, with a client tool, runs end to end like one written in Rust.
 
 use baton_core::{
-    AgentRegistry, ChunkKind, Message,
-    config::agents_from_toml,
-    message::ToolOutcome,
-    store::{Continuation, SessionAddress},
+    AgentRegistry, ChunkKind, Message, config::agents_from_toml, message::ToolOutcome,
+    store::Continuation,
 };
 use baton_tests::Harness;
-use futures::StreamExt;
 use serde_json::json;
 use std::time::Duration;
 
@@ -40,12 +37,8 @@ async fn an_agent_from_toml_suspends_on_its_client_tool_and_finishes() {
     let harness = Harness::start(AgentRegistry::new(agents).unwrap()).await;
     let started = harness.client.start("form_filler", "go").await.unwrap();
     let session = started.session_id;
-    let limit = Duration::from_secs(60);
-    let chunks = harness
-        .chunks_until(&session, limit, |k| {
-            matches!(k, ChunkKind::Suspended { .. })
-        })
-        .await;
+    let _limit = Duration::from_secs(60);
+    let chunks = harness.chunks_until_suspended(&session).await;
     assert!(
         matches!(&chunks.last().unwrap().kind, ChunkKind::Suspended { tool_call_ids, .. } if tool_call_ids == &["call_1_1"])
     );
@@ -67,17 +60,8 @@ async fn an_agent_from_toml_suspends_on_its_client_tool_and_finishes() {
     assert_eq!(answer.continuation, Continuation::CallerResumes);
     let before = harness.client.status(&session).await.unwrap().last_sequence;
     harness.client.resume(&session).await.unwrap();
-    let follow = harness
-        .client
-        .follow(&session, before)
-        .map(|c| c.unwrap())
-        .collect::<Vec<_>>();
-    tokio::time::timeout(limit, follow).await.unwrap();
-    let messages = harness
-        .store
-        .messages(&SessionAddress::root(&session))
-        .await
-        .unwrap();
+    harness.chunks_after_until_end(&session, before).await;
+    let messages = harness.messages(&session).await;
     assert_eq!(
         messages.last().unwrap(),
         &Message::assistant("Thanks Ada; 1 + 1 = 2", vec![])

@@ -3,51 +3,21 @@
 
 use baton_activities::io::RunOutcome;
 use baton_core::{
-    ApiError, ChunkKind, ErrorCode, Message, StreamChunk,
+    ChunkKind, ErrorCode, Message,
     message::{ToolCall, ToolError, ToolOutcome},
     store::{Continuation, SessionAddress, Status},
     submit::{SubmitAnswer, SubmitStatus},
 };
-use baton_tests::{Harness, agents};
-use futures::StreamExt;
+use baton_tests::{Harness, agents, api_error, tool_outcomes};
 use serde_json::json;
 use std::time::Duration;
 
-const LIMIT: Duration = Duration::from_secs(60);
-
-async fn suspended(harness: &Harness, agent: &str) -> String {
-    let started = harness.client.start(agent, "go").await.unwrap();
-    harness
-        .chunks_until(&started.session_id, LIMIT, |kind| {
-            matches!(kind, ChunkKind::Suspended { .. })
-        })
-        .await;
-    started.session_id
-}
-
-/// The chunks after `after` up to the `end` chunk.
-async fn chunks_to_end(harness: &Harness, session: &str, after: u64) -> Vec<StreamChunk> {
-    let follow = harness
-        .client
-        .follow(session, after)
-        .map(|c| c.unwrap())
-        .collect::<Vec<_>>();
-    tokio::time::timeout(LIMIT, follow)
-        .await
-        .expect("the resumed run should end")
-}
-
-fn api_error(error: baton_client::Error) -> ApiError {
-    match error {
-        baton_client::Error::Api(error) => error,
-        other => panic!("expected a typed error, got {other:?}"),
-    }
-}
+const LIMIT: Duration = baton_tests::WAIT_LIMIT;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn submit_then_resume_drains_the_answer_and_finishes_the_turn() {
     let harness = Harness::start(agents::registry()).await;
-    let session = suspended(&harness, "asker").await;
+    let session = harness.suspended_session("asker").await;
     let address = SessionAddress::root(&session);
     let yes = ToolOutcome::Result(json!({"answer": "yes"}));
     let submitted = harness
@@ -63,7 +33,7 @@ async fn submit_then_resume_drains_the_answer_and_finishes_the_turn() {
         resumed.workflow_id,
         format!("agent__asker__{session}__resume-{}", resumed.run_id)
     );
-    let chunks = chunks_to_end(&harness, &session, before).await;
+    let chunks = harness.chunks_after_until_end(&session, before).await;
     let kinds: Vec<&str> = chunks.iter().map(|c| c.kind.name()).collect();
     assert_eq!(
         kinds,
@@ -155,7 +125,7 @@ async fn submit_then_resume_drains_the_answer_and_finishes_the_turn() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_partial_batch_is_not_resumable_and_nothing_is_written() {
     let harness = Harness::start(agents::registry()).await;
-    let session = suspended(&harness, "asker_twice").await;
+    let session = harness.suspended_session("asker_twice").await;
     let yes = ToolOutcome::Result(json!({"answer": "yes"}));
     harness
         .client
@@ -183,12 +153,10 @@ async fn a_partial_batch_is_not_resumable_and_nothing_is_written() {
         .await
         .unwrap();
     harness.client.resume(&session).await.unwrap();
-    chunks_to_end(&harness, &session, before.last_sequence).await;
-    let messages = harness
-        .store
-        .messages(&SessionAddress::root(&session))
-        .await
-        .unwrap();
+    harness
+        .chunks_after_until_end(&session, before.last_sequence)
+        .await;
+    let messages = harness.messages(&session).await;
     let drained: Vec<&str> = messages
         .iter()
         .filter_map(|m| match m {
@@ -206,10 +174,10 @@ async fn a_partial_batch_is_not_resumable_and_nothing_is_written() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lapsed_call_is_drained_as_a_timeout() {
     let harness = Harness::start(agents::registry()).await;
-    let session = suspended(&harness, "asker_hasty").await;
+    let session = harness.suspended_session("asker_hasty").await;
     let before = harness.client.status(&session).await.unwrap().last_sequence;
     harness.client.resume(&session).await.unwrap();
-    let chunks = chunks_to_end(&harness, &session, before).await;
+    let chunks = harness.chunks_after_until_end(&session, before).await;
     let timeout = chunks.iter().find_map(|c| match &c.kind {
         ChunkKind::ToolEnd {
             error: Some(error), ..
@@ -217,11 +185,7 @@ async fn a_lapsed_call_is_drained_as_a_timeout() {
         _ => None,
     });
     assert_eq!(timeout.as_deref(), Some("client_tool_timeout"));
-    let messages = harness
-        .store
-        .messages(&SessionAddress::root(&session))
-        .await
-        .unwrap();
+    let messages = harness.messages(&session).await;
     assert_eq!(
         messages.last().unwrap(),
         &Message::assistant("Outcome: error client_tool_timeout", vec![])
@@ -240,7 +204,7 @@ async fn a_lapsed_call_is_drained_as_a_timeout() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn of_two_concurrent_resumes_exactly_one_runs() {
     let harness = Harness::start(agents::registry()).await;
-    let session = suspended(&harness, "asker_only").await;
+    let session = harness.suspended_session("asker_only").await;
     let before = harness.client.status(&session).await.unwrap().last_sequence;
     harness
         .client
@@ -267,7 +231,7 @@ async fn of_two_concurrent_resumes_exactly_one_runs() {
         ),
         "{lost:?}"
     );
-    let chunks = chunks_to_end(&harness, &session, before).await;
+    let chunks = harness.chunks_after_until_end(&session, before).await;
     assert_eq!(
         chunks
             .iter()
@@ -276,11 +240,7 @@ async fn of_two_concurrent_resumes_exactly_one_runs() {
         1
     );
     assert!(chunks.iter().all(|c| c.header.run_id == won.run_id));
-    let messages = harness
-        .store
-        .messages(&SessionAddress::root(&session))
-        .await
-        .unwrap();
+    let messages = harness.messages(&session).await;
     assert_eq!(
         messages.len(),
         4,
@@ -296,7 +256,7 @@ async fn of_two_concurrent_resumes_exactly_one_runs() {
 async fn a_submit_racing_a_resume_lands_in_the_log_exactly_when_it_was_accepted() {
     let harness = Harness::start(agents::registry()).await;
     // The call lapses at once, so the resume may win before the answer arrives.
-    let session = suspended(&harness, "asker_hasty").await;
+    let session = harness.suspended_session("asker_hasty").await;
     let before = harness.client.status(&session).await.unwrap().last_sequence;
     let answer = ToolOutcome::Result(json!({"answer": "raced"}));
     let (submitted, resumed) = tokio::join!(
@@ -305,20 +265,10 @@ async fn a_submit_racing_a_resume_lands_in_the_log_exactly_when_it_was_accepted(
     );
     let submitted = submitted.unwrap();
     resumed.unwrap();
-    chunks_to_end(&harness, &session, before).await;
+    harness.chunks_after_until_end(&session, before).await;
 
-    let messages = harness
-        .store
-        .messages(&SessionAddress::root(&session))
-        .await
-        .unwrap();
-    let results: Vec<&ToolOutcome> = messages
-        .iter()
-        .filter_map(|m| match m {
-            Message::Tool(result) => Some(&result.outcome),
-            _ => None,
-        })
-        .collect();
+    let messages = harness.messages(&session).await;
+    let results = tool_outcomes(&messages);
     assert_eq!(
         results.len(),
         1,
@@ -352,16 +302,14 @@ async fn a_message_to_an_ended_session_is_its_next_turn() {
             started.session_id, next.run_id
         )
     );
-    let chunks = chunks_to_end(&harness, &started.session_id, before).await;
+    let chunks = harness
+        .chunks_after_until_end(&started.session_id, before)
+        .await;
     assert!(
         matches!(&chunks.last().unwrap().kind, ChunkKind::End { output: Some(o), .. } if o == "second: again")
     );
     assert_eq!(
-        harness
-            .store
-            .messages(&SessionAddress::root(&started.session_id))
-            .await
-            .unwrap(),
+        harness.messages(&started.session_id).await,
         vec![
             Message::user("hi"),
             Message::assistant("first: hi", vec![]),
@@ -397,7 +345,7 @@ async fn a_message_to_an_ended_session_is_its_next_turn() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_message_over_open_calls_abandons_them_and_lands_after_the_results() {
     let harness = Harness::start(agents::registry()).await;
-    let session = suspended(&harness, "asker_twice").await;
+    let session = harness.suspended_session("asker_twice").await;
     let yes = ToolOutcome::Result(json!({"answer": "yes"}));
     harness
         .client
@@ -425,17 +373,13 @@ async fn a_message_over_open_calls_abandons_them_and_lands_after_the_results() {
         .send_message(&session, "never mind", true)
         .await
         .unwrap();
-    let chunks = chunks_to_end(&harness, &session, before).await;
+    let chunks = harness.chunks_after_until_end(&session, before).await;
     let model_steps = chunks
         .iter()
         .filter(|c| matches!(c.kind, ChunkKind::StepStart { .. }))
         .count();
     assert_eq!(model_steps, 1, "exactly one model call");
-    let messages = harness
-        .store
-        .messages(&SessionAddress::root(&session))
-        .await
-        .unwrap();
+    let messages = harness.messages(&session).await;
     let tail: Vec<String> = messages[2..]
         .iter()
         .map(|m| match m {
@@ -502,11 +446,7 @@ async fn a_session_resumed_before_its_deadline_makes_the_deadline_a_no_op() {
     let harness = Harness::start(agents::registry()).await;
     let started = harness.client.start("asker_patient", "go").await.unwrap();
     let session = started.session_id.clone();
-    harness
-        .chunks_until(&session, LIMIT, |kind| {
-            matches!(kind, ChunkKind::Suspended { .. })
-        })
-        .await;
+    harness.chunks_until_suspended(&session).await;
     let before = harness.client.status(&session).await.unwrap().last_sequence;
     harness
         .client
@@ -518,7 +458,7 @@ async fn a_session_resumed_before_its_deadline_makes_the_deadline_a_no_op() {
         .await
         .unwrap();
     let resumed = harness.client.resume(&session).await.unwrap();
-    chunks_to_end(&harness, &session, before).await;
+    harness.chunks_after_until_end(&session, before).await;
 
     // The deadline (3 s) still fires, finds its run gone, and does nothing.
     let deadline_id = format!("deadline__{session}__{}", started.run_id);
@@ -534,11 +474,7 @@ async fn a_session_resumed_before_its_deadline_makes_the_deadline_a_no_op() {
         (state.status, &state.run_id),
         (Status::Completed, &resumed.run_id)
     );
-    let messages = harness
-        .store
-        .messages(&SessionAddress::root(&session))
-        .await
-        .unwrap();
+    let messages = harness.messages(&session).await;
     assert_eq!(
         messages.last().unwrap(),
         &Message::assistant(r#"Outcome: {"answer":"yes"}"#, vec![])

@@ -11,7 +11,7 @@ use serde_json::json;
 use std::time::Duration;
 use temporalio_common::protos::temporal::api::failure::v1::failure::FailureInfo;
 
-const RUN_LIMIT: Duration = Duration::from_secs(60);
+const RUN_LIMIT: Duration = baton_tests::WAIT_LIMIT;
 const TEST_WORKER: &str = env!("CARGO_BIN_EXE_baton-test-worker");
 
 /// A compact view of a chunk, for exact comparisons.
@@ -236,11 +236,7 @@ async fn exceeding_max_steps_fails_the_run_with_a_typed_error() {
             message: "the model was still calling tools after max_steps (3) steps".into()
         })
     );
-    let messages = harness
-        .store
-        .messages(&SessionAddress::root(&started.session_id))
-        .await
-        .unwrap();
+    let messages = harness.messages(&started.session_id).await;
     assert_eq!(
         messages.len(),
         1 + 3 * 2,
@@ -317,11 +313,7 @@ async fn killed_mid_tool(agent: &str) {
         .await;
 
     let hold = call("call_1_1", "hold", json!({}));
-    let messages = harness
-        .store
-        .messages(&SessionAddress::root(&started.session_id))
-        .await
-        .unwrap();
+    let messages = harness.messages(&started.session_id).await;
     assert_eq!(
         messages,
         vec![
@@ -362,11 +354,7 @@ async fn a_step_whose_tools_are_all_inline_is_one_activity() {
         .chunks_until_end(&started.session_id, RUN_LIMIT)
         .await;
 
-    let messages = harness
-        .store
-        .messages(&SessionAddress::root(&started.session_id))
-        .await
-        .unwrap();
+    let messages = harness.messages(&started.session_id).await;
     let calculator = call(
         "call_1_1",
         "calculator",
@@ -443,11 +431,7 @@ async fn a_retried_model_step_repeats_no_chunk_and_no_message() {
             "end Completed first second third -",
         ]
     );
-    let messages = harness
-        .store
-        .messages(&SessionAddress::root(&started.session_id))
-        .await
-        .unwrap();
+    let messages = harness.messages(&started.session_id).await;
     assert_eq!(
         messages,
         vec![

@@ -7,31 +7,19 @@ use baton_core::{
     message::ToolOutcome,
     store::{SessionAddress, Status},
 };
-use baton_tests::{Harness, WorkerProcess, agents};
-use futures::StreamExt;
+use baton_tests::{Harness, WorkerProcess, agents, api_error, tool_outcomes};
 use serde_json::json;
 use std::time::Duration;
 
-const LIMIT: Duration = Duration::from_secs(60);
+const LIMIT: Duration = baton_tests::WAIT_LIMIT;
 const TEST_WORKER: &str = env!("CARGO_BIN_EXE_baton-test-worker");
-
-fn api_error(error: baton_client::Error) -> baton_core::ApiError {
-    match error {
-        baton_client::Error::Api(error) => error,
-        other => panic!("expected a typed error, got {other:?}"),
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_interrupted_suspension_refuses_late_answers_and_the_next_message_closes_its_calls() {
     let harness = Harness::start(agents::registry()).await;
     let started = harness.client.start("asker_twice", "go").await.unwrap();
     let session = started.session_id.clone();
-    harness
-        .chunks_until(&session, LIMIT, |kind| {
-            matches!(kind, ChunkKind::Suspended { .. })
-        })
-        .await;
+    harness.chunks_until_suspended(&session).await;
     let yes = ToolOutcome::Result(json!({"answer": "yes"}));
     harness
         .client
@@ -94,17 +82,8 @@ async fn an_interrupted_suspension_refuses_late_answers_and_the_next_message_clo
         .send_message(&session, "start over", false)
         .await
         .unwrap();
-    let follow = harness
-        .client
-        .follow(&session, before)
-        .map(|c| c.unwrap())
-        .collect::<Vec<_>>();
-    tokio::time::timeout(LIMIT, follow).await.unwrap();
-    let messages = harness
-        .store
-        .messages(&SessionAddress::root(&session))
-        .await
-        .unwrap();
+    harness.chunks_after_until_end(&session, before).await;
+    let messages = harness.messages(&session).await;
     let tail: Vec<String> = messages[2..]
         .iter()
         .map(|m| match m {
@@ -191,11 +170,7 @@ async fn a_submit_racing_an_interrupt_never_reaches_the_log_as_an_answer() {
     let harness = Harness::start(agents::registry()).await;
     let started = harness.client.start("asker_only", "go").await.unwrap();
     let session = started.session_id.clone();
-    harness
-        .chunks_until(&session, LIMIT, |kind| {
-            matches!(kind, ChunkKind::Suspended { .. })
-        })
-        .await;
+    harness.chunks_until_suspended(&session).await;
     let answer = ToolOutcome::Result(json!({"answer": "raced"}));
     let (submitted, stopped) = tokio::join!(
         harness.client.submit(&session, "call_1_1", &answer),
@@ -213,24 +188,9 @@ async fn a_submit_racing_an_interrupt_never_reaches_the_log_as_an_answer() {
         .send_message(&session, "again", false)
         .await
         .unwrap();
-    let follow = harness
-        .client
-        .follow(&session, before)
-        .map(|c| c.unwrap())
-        .collect::<Vec<_>>();
-    tokio::time::timeout(LIMIT, follow).await.unwrap();
-    let messages = harness
-        .store
-        .messages(&SessionAddress::root(&session))
-        .await
-        .unwrap();
-    let results: Vec<&ToolOutcome> = messages
-        .iter()
-        .filter_map(|m| match m {
-            Message::Tool(result) => Some(&result.outcome),
-            _ => None,
-        })
-        .collect();
+    harness.chunks_after_until_end(&session, before).await;
+    let messages = harness.messages(&session).await;
+    let results = tool_outcomes(&messages);
     assert_eq!(results.len(), 1, "{messages:?}");
     assert!(matches!(results[0], ToolOutcome::Error(e) if e.code == "not_executed"));
 }
@@ -241,11 +201,7 @@ async fn a_worker_killed_while_draining_an_approval_is_replaced_and_the_result_l
     let mut first = WorkerProcess::spawn(TEST_WORKER, &harness, true);
     let started = harness.client.start("holder_gated", "go").await.unwrap();
     let session = started.session_id.clone();
-    harness
-        .chunks_until(&session, LIMIT, |kind| {
-            matches!(kind, ChunkKind::Suspended { .. })
-        })
-        .await;
+    harness.chunks_until_suspended(&session).await;
     let approval_id = format!("{}::call_1_1", started.run_id);
     let approve = baton_core::store::ApprovalDecision {
         approved: true,
@@ -264,29 +220,14 @@ async fn a_worker_killed_while_draining_an_approval_is_replaced_and_the_result_l
     assert!(tokio::time::timeout(LIMIT, first.holding()).await.unwrap());
     drop(first);
     let _second = WorkerProcess::spawn(TEST_WORKER, &harness, false);
-    let follow = harness
-        .client
-        .follow(&session, before)
-        .map(|c| c.unwrap())
-        .collect::<Vec<_>>();
-    let chunks = tokio::time::timeout(LIMIT, follow).await.unwrap();
+    let chunks = harness.chunks_after_until_end(&session, before).await;
     let tool_ends = chunks
         .iter()
         .filter(|c| matches!(c.kind, ChunkKind::ToolEnd { .. }))
         .count();
     assert_eq!(tool_ends, 1, "{chunks:?}");
-    let messages = harness
-        .store
-        .messages(&SessionAddress::root(&session))
-        .await
-        .unwrap();
-    let results: Vec<&ToolOutcome> = messages
-        .iter()
-        .filter_map(|m| match m {
-            Message::Tool(result) => Some(&result.outcome),
-            _ => None,
-        })
-        .collect();
+    let messages = harness.messages(&session).await;
+    let results = tool_outcomes(&messages);
     assert_eq!(results, [&ToolOutcome::Result(json!("done"))]);
     assert_eq!(
         messages.last().unwrap(),

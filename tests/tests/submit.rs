@@ -6,27 +6,16 @@ use axum::{
     http::{Request, StatusCode, header},
 };
 use baton_core::{
-    ApiError, ChunkKind, ErrorCode,
+    ApiError, ErrorCode,
     message::{ToolError, ToolOutcome},
     store::{Answer, Continuation, SessionAddress},
     submit::{INVALID_RESULT_MESSAGE, SubmitAnswer, SubmitStatus},
 };
-use baton_tests::{Harness, SUBMIT_LIMIT_BYTES, agents};
+use baton_tests::{Harness, SUBMIT_LIMIT_BYTES, agents, api_error};
 use baton_worker::router;
 use http_body_util::BodyExt;
 use serde_json::json;
-use std::time::Duration;
 use tower::ServiceExt;
-
-async fn suspended(harness: &Harness, agent: &str) -> String {
-    let started = harness.client.start(agent, "go").await.unwrap();
-    harness
-        .chunks_until(&started.session_id, Duration::from_secs(60), |kind| {
-            matches!(kind, ChunkKind::Suspended { .. })
-        })
-        .await;
-    started.session_id
-}
 
 fn answer(status: SubmitStatus, continuation: Continuation) -> SubmitAnswer {
     SubmitAnswer {
@@ -35,17 +24,10 @@ fn answer(status: SubmitStatus, continuation: Continuation) -> SubmitAnswer {
     }
 }
 
-fn api_error(error: baton_client::Error) -> ApiError {
-    match error {
-        baton_client::Error::Api(error) => error,
-        other => panic!("expected a typed error, got {other:?}"),
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn answers_of_a_batch_are_stored_once_and_say_what_comes_next() {
     let harness = Harness::start(agents::registry()).await;
-    let session = suspended(&harness, "asker_twice").await;
+    let session = harness.suspended_session("asker_twice").await;
     let address = SessionAddress::root(&session);
     let yes = ToolOutcome::Result(json!({"answer": "yes"}));
 
@@ -216,7 +198,7 @@ async fn bodies_are_bounded_before_they_are_read() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn of_fifty_concurrent_submits_of_one_answer_exactly_one_is_accepted() {
     let harness = Harness::start(agents::registry()).await;
-    let session = suspended(&harness, "asker_only").await;
+    let session = harness.suspended_session("asker_only").await;
     let outcome = ToolOutcome::Result(json!({"answer": "same"}));
     let submits = (0..50).map(|_| harness.client.submit(&session, "call_1_1", &outcome));
     let answers: Vec<SubmitAnswer> = futures::future::join_all(submits)
@@ -245,7 +227,7 @@ async fn of_fifty_concurrent_submits_of_one_answer_exactly_one_is_accepted() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn of_a_batch_answered_in_parallel_exactly_one_submit_sees_it_complete() {
     let harness = Harness::start(agents::registry()).await;
-    let session = suspended(&harness, "asker_twice").await;
+    let session = harness.suspended_session("asker_twice").await;
     let outcome = ToolOutcome::Result(json!({"answer": "yes"}));
     let (first, second) = tokio::join!(
         harness.client.submit(&session, "call_1_1", &outcome),

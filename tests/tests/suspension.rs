@@ -9,10 +9,7 @@ use baton_core::{
 };
 use baton_tests::{Harness, agents};
 use serde_json::json;
-use std::time::Duration;
 use temporalio_client::{WorkflowDescribeOptions, WorkflowExecutionStatus};
-
-const LIMIT: Duration = Duration::from_secs(60);
 
 fn describe(chunk: &StreamChunk) -> String {
     match &chunk.kind {
@@ -41,20 +38,12 @@ fn describe(chunk: &StreamChunk) -> String {
     }
 }
 
-async fn until_suspended(harness: &Harness, session_id: &str) -> Vec<StreamChunk> {
-    harness
-        .chunks_until(session_id, LIMIT, |kind| {
-            matches!(kind, ChunkKind::Suspended { .. })
-        })
-        .await
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_step_with_a_client_call_suspends_after_its_server_tools_and_no_workflow_runs() {
     let harness = Harness::start(agents::registry()).await;
     let before = now_ms();
     let started = harness.client.start("asker", "go").await.unwrap();
-    let chunks = until_suspended(&harness, &started.session_id).await;
+    let chunks = harness.chunks_until_suspended(&started.session_id).await;
     let described: Vec<String> = chunks.iter().map(describe).collect();
     assert_eq!(
         described,
@@ -151,7 +140,7 @@ async fn a_step_of_client_calls_only_suspends_inside_the_model_step() {
     let harness = Harness::start(agents::registry()).await;
     let before = now_ms();
     let started = harness.client.start("asker_only", "hi").await.unwrap();
-    let chunks = until_suspended(&harness, &started.session_id).await;
+    let chunks = harness.chunks_until_suspended(&started.session_id).await;
     assert_eq!(
         chunks.iter().map(describe).collect::<Vec<_>>(),
         [

@@ -233,11 +233,7 @@ const BATCH: usize = 200;
 
 async fn suspended_session(harness: &Harness, agent: &str) -> anyhow::Result<String> {
     let started = harness.client.start(agent, "go").await?;
-    harness
-        .chunks_until(&started.session_id, Duration::from_secs(60), |k| {
-            matches!(k, baton_core::ChunkKind::Suspended { .. })
-        })
-        .await;
+    harness.chunks_until_suspended(&started.session_id).await;
     Ok(started.session_id)
 }
 
