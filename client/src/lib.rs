@@ -136,6 +136,7 @@ impl HttpClient {
             mode: ResumeMode::Continue,
             message: None,
             abandon_pending: false,
+            checkpoint_id: None,
         })
         .await
     }
@@ -153,6 +154,27 @@ impl HttpClient {
             mode: ResumeMode::WithMessage,
             message: Some(message.to_owned()),
             abandon_pending,
+            checkpoint_id: None,
+        })
+        .await
+    }
+
+    /// Rewinds a session that is not running to one of its checkpoints and goes on from there,
+    /// with `message` appended if given. A checkpoint whose step suspended awaits its calls again
+    /// (the answer's `workflowId` is then none) unless `abandon_pending` drains them.
+    pub async fn rewind(
+        &self,
+        session_id: &str,
+        checkpoint_id: u32,
+        message: Option<&str>,
+        abandon_pending: bool,
+    ) -> Result<ResumeResponse, Error> {
+        self.resume_with(&ResumeRequest {
+            session_id: session_id.to_owned(),
+            mode: ResumeMode::FromCheckpoint,
+            message: message.map(str::to_owned),
+            abandon_pending,
+            checkpoint_id: Some(checkpoint_id),
         })
         .await
     }

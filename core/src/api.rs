@@ -31,6 +31,10 @@ pub enum ResumeMode {
     /// Drain what a suspended session has (if anything), append a user message, call the model:
     /// the next turn of a conversation.
     WithMessage,
+    /// Rewind the session to a checkpoint (`checkpointId`) and go on from there, with an
+    /// optional message. A checkpoint whose step suspended awaits its calls again (unless
+    /// `abandonPending` with a message drains them as abandoned).
+    FromCheckpoint,
 }
 
 /// Body of `POST /resume`.
@@ -42,9 +46,12 @@ pub struct ResumeRequest {
     /// Required with `with_message`, refused with `continue`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
-    /// With `with_message`: answer every still-open call `client_tool_abandoned`.
+    /// With a message: answer every still-open call `client_tool_abandoned`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub abandon_pending: bool,
+    /// Required with `from_checkpoint`, refused otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint_id: Option<u32>,
 }
 
 /// Answer of `POST /resume`: the new run and its workflow.
@@ -53,7 +60,12 @@ pub struct ResumeRequest {
 pub struct ResumeResponse {
     pub session_id: String,
     pub run_id: String,
-    pub workflow_id: String,
+    /// The new run's workflow; none when the run suspended at once (a rewind to a checkpoint
+    /// whose calls are awaited again).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflow_id: Option<String>,
+    /// `active`, or `suspended_client_tool` when the run suspended at once.
+    pub status: crate::store::Status,
 }
 
 /// Body of `POST /interrupt` and `POST /abort`.

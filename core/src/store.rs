@@ -192,13 +192,22 @@ pub struct PendingCall {
 }
 
 /// A checkpoint: the log, step and stream positions at one step boundary.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Checkpoint {
+    /// Its index in the session's checkpoint list, which only grows (a rewind adds one too).
     pub id: u32,
     pub message_count: u64,
     pub step_count: u32,
     pub stream_sequence: u64,
+    /// For a step that suspended: when, what it awaited and the pending entries it wrote, so a
+    /// rewind to it can await the same calls again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suspended_at: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suspension: Option<Suspension>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending: Vec<PendingCall>,
 }
 
 /// One model call's usage, as recorded per step.
@@ -287,19 +296,27 @@ pub struct ApprovalDecision {
 }
 
 /// What a stored answer means for its batch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(
+    tag = "kind",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
 pub enum Continuation {
     /// Other calls of the batch are still unanswered: nothing continues yet.
     AwaitingBatch,
     /// Every call of the batch is answered (or lapsed): a resume continues the run.
     CallerResumes,
-    /// The answer was already drained into the log by an earlier continuation.
+    /// The answer was already drained into the log by an earlier continuation (or another
+    /// entry is draining it now).
     Consumed,
+    /// The server resumed the session by itself on the batch's last answer: this run carries
+    /// the turn on; follow the stream.
+    NewRun { run_id: String },
 }
 
 /// How the store took a submitted answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SubmitOutcome {
     Accepted(Continuation),
     /// The call already has an answer (or was drained); the stored one stands.
@@ -340,6 +357,39 @@ pub struct ResumeEntry {
     pub abandon_pending: bool,
     /// Claim only if this is still the session's run (a deadline resumes only its own run).
     pub expected_run_id: Option<String>,
+}
+
+/// A rewind of a session to one of its checkpoints (resume `from_checkpoint`).
+#[derive(Debug, Clone)]
+pub struct Rewind<'a> {
+    pub agent_type: &'a str,
+    pub stream_id: &'a str,
+    pub new_run_id: &'a str,
+    pub workflow_id: &'a str,
+    /// The checkpoint, as read before (checkpoint records never change).
+    pub checkpoint: &'a Checkpoint,
+    /// Appended after the rewind; with a checkpoint that suspended it needs `abandon_pending`.
+    pub message: Option<Message>,
+    /// Drain the restored calls of a checkpoint that suspended as `client_tool_abandoned`.
+    pub abandon_pending: bool,
+}
+
+/// How a rewind ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Rewound {
+    /// The new run owns the session after `step_count` steps and runs (its workflow starts).
+    Run {
+        step_count: u32,
+    },
+    /// The checkpoint's calls are awaited again by the new run, with these entries: the session
+    /// is suspended and no workflow runs.
+    Suspended {
+        step_count: u32,
+        pending: Vec<PendingCall>,
+    },
+    SessionNotFound,
+    AlreadyRunning,
+    UnknownCheckpoint,
 }
 
 /// One awaited call as a resume drains it into the log.
@@ -387,8 +437,29 @@ static SUBMIT_ANSWER: LazyLock<Script> = lua!("store/submit_answer.lua");
 static CLAIM_RESUME: LazyLock<Script> = lua!("store/claim_resume.lua");
 static APPLY_ANSWERS: LazyLock<Script> = lua!("store/apply_answers.lua");
 static STOP_RUN: LazyLock<Script> = lua!("store/stop_run.lua");
+static REWIND: LazyLock<Script> = lua!("store/rewind.lua");
 
 /// Milliseconds since the Unix epoch.
+/// The id an approval request is answered with: `<runId>::<toolCallId>`.
+pub fn approval_id(run_id: &str, tool_call_id: &str) -> String {
+    format!("{run_id}::{tool_call_id}")
+}
+
+/// The `tool_approval_request` chunk of a pending approval (none for a client call).
+fn approval_request_body(header: &ChunkHeader, call: &PendingCall) -> Option<String> {
+    let approval_id = call.approval_id.as_ref()?;
+    Some(encode_unsequenced(
+        header,
+        &ChunkKind::ToolApprovalRequest {
+            step: call.step,
+            tool_call_id: call.tool_call_id.clone(),
+            tool_name: call.tool_name.clone(),
+            input: call.input.clone(),
+            approval_id: approval_id.clone(),
+        },
+    ))
+}
+
 pub fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -600,6 +671,20 @@ impl Store {
         decode_staged_turn(&key, fields)
     }
 
+    /// The staged result of a tool call of `step`, if it has one.
+    pub async fn staged_tool_result(
+        &self,
+        address: &SessionAddress,
+        run_id: &str,
+        step: u32,
+        tool_call_id: &str,
+    ) -> Result<Option<Message>, Error> {
+        let key = self.key(address, "staged");
+        let field = format!("result:{run_id}:{step}:{tool_call_id}");
+        let result: Option<String> = self.conn().hget(&key, field).await?;
+        result.map(|r| from_json(&key, &r)).transpose()
+    }
+
     /// Whether a tool call of `step` already has a staged result.
     pub async fn has_staged_tool_result(
         &self,
@@ -747,22 +832,10 @@ impl Store {
             ))
             .arg(&address.session_id);
         for call in pending {
-            let approval_request = call.approval_id.as_ref().map(|approval_id| {
-                encode_unsequenced(
-                    &header,
-                    &ChunkKind::ToolApprovalRequest {
-                        step,
-                        tool_call_id: call.tool_call_id.clone(),
-                        tool_name: call.tool_name.clone(),
-                        input: call.input.clone(),
-                        approval_id: approval_id.clone(),
-                    },
-                )
-            });
             invocation
                 .arg(&call.tool_call_id)
                 .arg(to_json(call))
-                .arg(approval_request.unwrap_or_default())
+                .arg(approval_request_body(&header, call).unwrap_or_default())
                 .arg(call.deadline_at);
         }
         let reply: Vec<RedisValue> = invocation.invoke_async(&mut self.conn()).await?;
@@ -924,6 +997,120 @@ impl Store {
                 status: strings().into_iter().next().unwrap_or_default(),
             },
             other => return Err(unexpected("claim_resume", other)),
+        })
+    }
+
+    /// One checkpoint of the session, by id.
+    pub async fn checkpoint(
+        &self,
+        address: &SessionAddress,
+        id: u32,
+    ) -> Result<Option<Checkpoint>, Error> {
+        let key = self.key(address, "checkpoints");
+        let record: Option<String> = self.conn().lindex(&key, id as isize).await?;
+        record.map(|r| from_json(&key, &r)).transpose()
+    }
+
+    /// Rewinds a session that is not running to a checkpoint for a new run (see `rewind.lua`).
+    /// A checkpoint that suspended gives its calls back to the new run with fresh deadlines
+    /// (each as long as it first had) and fresh approval ids; unless a message abandons them,
+    /// the session awaits them again at once.
+    pub async fn rewind(
+        &self,
+        address: &SessionAddress,
+        rewind: Rewind<'_>,
+    ) -> Result<Rewound, Error> {
+        let checkpoint = rewind.checkpoint;
+        let now = now_ms();
+        let header = self.header(address, rewind.stream_id, rewind.new_run_id);
+        let suspend = !checkpoint.pending.is_empty() && rewind.message.is_none();
+        let restored: Vec<PendingCall> = checkpoint
+            .pending
+            .iter()
+            .map(|call| PendingCall {
+                deadline_at: now
+                    + call
+                        .deadline_at
+                        .saturating_sub(checkpoint.suspended_at.unwrap_or(call.deadline_at)),
+                approval_id: call
+                    .approval_id
+                    .as_ref()
+                    .map(|_| approval_id(rewind.new_run_id, &call.tool_call_id)),
+                ..call.clone()
+            })
+            .collect();
+        let suspension = checkpoint.suspension.as_ref().map(|s| Suspension {
+            run_id: rewind.new_run_id.to_owned(),
+            ..s.clone()
+        });
+        let step = suspension
+            .as_ref()
+            .map_or(checkpoint.step_count, |s| s.step);
+        let mut invocation = REWIND.prepare_invoke();
+        invocation
+            .key(self.key(address, "state"))
+            .key(self.key(address, "stream"))
+            .key(self.key(address, "messages"))
+            .key(self.key(address, "checkpoints"))
+            .key(self.key(address, "pending"))
+            .key(self.key(address, "pendingRun"))
+            .key(self.key(address, "answers"))
+            .key(self.key(address, "openDeadlines"))
+            .key(self.key(&SessionAddress::root(&address.root_session_id), "ownership"))
+            .key(self.key(&SessionAddress::root(&address.root_session_id), "completed"))
+            .arg(rewind.new_run_id)
+            .arg(now)
+            .arg(checkpoint.id)
+            .arg(rewind.workflow_id)
+            .arg(encode_unsequenced(
+                &header,
+                &ChunkKind::Rewind {
+                    checkpoint_id: checkpoint.id,
+                    stream_sequence: checkpoint.stream_sequence,
+                },
+            ))
+            .arg(encode_unsequenced(
+                &header,
+                &ChunkKind::RunStart {
+                    agent_type: rewind.agent_type.to_owned(),
+                },
+            ))
+            .arg(if suspend { "suspend" } else { "run" })
+            .arg(rewind.message.as_ref().map(to_json).unwrap_or_default())
+            .arg(if rewind.abandon_pending { "1" } else { "0" })
+            .arg(suspension.as_ref().map(to_json).unwrap_or_default())
+            .arg(encode_unsequenced(
+                &header,
+                &ChunkKind::Suspended {
+                    step,
+                    tool_call_ids: restored.iter().map(|c| c.tool_call_id.clone()).collect(),
+                },
+            ))
+            .arg(&address.session_id);
+        for call in &restored {
+            invocation
+                .arg(&call.tool_call_id)
+                .arg(to_json(call))
+                .arg(if suspend {
+                    approval_request_body(&header, call).unwrap_or_default()
+                } else {
+                    String::new()
+                })
+                .arg(call.deadline_at);
+        }
+        let reply: Vec<RedisValue> = invocation.invoke_async(&mut self.conn()).await?;
+        Ok(match reply_tag(&reply).as_str() {
+            "ok" if suspend => Rewound::Suspended {
+                step_count: reply_int(&reply, 1) as u32,
+                pending: restored,
+            },
+            "ok" => Rewound::Run {
+                step_count: reply_int(&reply, 1) as u32,
+            },
+            "session_not_found" => Rewound::SessionNotFound,
+            "already_running" => Rewound::AlreadyRunning,
+            "unknown_checkpoint" => Rewound::UnknownCheckpoint,
+            other => return Err(unexpected("rewind", other)),
         })
     }
 

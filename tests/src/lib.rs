@@ -11,7 +11,9 @@ use baton_activities::io::ActivityPolicy;
 use baton_activities::io::RunOutcome;
 use baton_client::HttpClient;
 use baton_core::{AgentRegistry, ChunkKind, Message, Store, StreamChunk, store::SessionAddress};
-use baton_worker::{AppState, TemporalSettings, WorkerSettings, connect_temporal, run_worker};
+use baton_worker::{
+    AppState, ServerOptions, TemporalSettings, WorkerSettings, connect_temporal, run_worker,
+};
 use baton_workflows::AgentRunWorkflow;
 use futures::StreamExt;
 use std::{net::SocketAddr, thread::JoinHandle, time::Duration};
@@ -149,7 +151,12 @@ pub struct Harness {
 impl Harness {
     /// Server and in-process worker.
     pub async fn start(registry: AgentRegistry) -> Self {
-        let mut harness = Self::server_only(registry.clone()).await;
+        Self::start_with(registry, ServerOptions::default()).await
+    }
+
+    /// Server with these options (the submit limit is always the test one) and in-process worker.
+    pub async fn start_with(registry: AgentRegistry, options: ServerOptions) -> Self {
+        let mut harness = Self::server_with(registry.clone(), options).await;
         harness.worker = Some(WorkerThread::spawn(
             &harness.task_queue,
             &harness.prefix,
@@ -160,6 +167,10 @@ impl Harness {
 
     /// Server only: the test brings its own worker (e.g. a process it can kill).
     pub async fn server_only(registry: AgentRegistry) -> Self {
+        Self::server_with(registry, ServerOptions::default()).await
+    }
+
+    async fn server_with(registry: AgentRegistry, options: ServerOptions) -> Self {
         let task_queue = unique("queue");
         let prefix = unique("keys");
         let store = Store::connect(&redis_url(), prefix.clone())
@@ -174,10 +185,13 @@ impl Harness {
             temporal: temporal.clone(),
             task_queue: task_queue.clone(),
             policy: test_policy(),
-            submit_limits: baton_core::submit::SubmitLimits {
-                max_result_bytes: SUBMIT_LIMIT_BYTES,
+            options: ServerOptions {
+                submit_limits: baton_core::submit::SubmitLimits {
+                    max_result_bytes: SUBMIT_LIMIT_BYTES,
+                },
+                verbose_errors: false,
+                ..options
             },
-            verbose_errors: false,
         };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
@@ -208,6 +222,16 @@ impl Harness {
     /// every chunk up to that one.
     pub async fn chunks_until_suspended(&self, session_id: &str) -> Vec<StreamChunk> {
         self.collect_chunks(session_id, 0, WAIT_LIMIT, true).await
+    }
+
+    /// The chunks after sequence `after` up to the next suspension (or end).
+    pub async fn chunks_after_until_suspended(
+        &self,
+        session_id: &str,
+        after: u64,
+    ) -> Vec<StreamChunk> {
+        self.collect_chunks(session_id, after, WAIT_LIMIT, true)
+            .await
     }
 
     /// The chunks after sequence `after` up to the `end` chunk: what a resumed run streams.
@@ -273,6 +297,14 @@ impl Harness {
             .await
             .unwrap();
         assert_eq!(workflows.count(), 0);
+    }
+
+    /// Resumes a session whose batch is answered (`continue`) and waits for the resumed run's
+    /// workflow to end.
+    pub async fn resume_to_end(&self, session_id: &str) -> RunOutcome {
+        let resumed = self.client.resume(session_id).await.unwrap();
+        let workflow_id = resumed.workflow_id.expect("a resumed run has a workflow");
+        self.run_result(&workflow_id).await.unwrap()
     }
 
     /// Waits for the workflow of a run and returns its result.

@@ -240,9 +240,80 @@ async fn of_a_batch_answered_in_parallel_exactly_one_submit_sees_it_complete() {
             .all(|a| a.status == SubmitStatus::Accepted)
     );
     continuations.sort_by_key(|a| a.continuation == Continuation::CallerResumes);
-    let kinds: Vec<Continuation> = continuations.iter().map(|a| a.continuation).collect();
+    let kinds: Vec<Continuation> = continuations
+        .iter()
+        .map(|a| a.continuation.clone())
+        .collect();
     assert_eq!(
         kinds,
         [Continuation::AwaitingBatch, Continuation::CallerResumes]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_resumes_by_itself_answers_the_last_submit_with_the_new_run() {
+    let options = baton_worker::ServerOptions {
+        resume_on_submit: true,
+        ..Default::default()
+    };
+    let harness = Harness::start_with(agents::registry(), options).await;
+    let session = harness.suspended_session("asker_twice").await;
+    let suspended = harness.client.status(&session).await.unwrap();
+    let outcome = |n: &str| ToolOutcome::Result(json!({"answer": n}));
+    let (a, b) = (outcome("a"), outcome("b"));
+    let first = harness.client.submit(&session, "call_1_1", &a);
+    let second = harness.client.submit(&session, "call_1_2", &b);
+    let (first, second) = tokio::join!(first, second);
+    let answers = [first.unwrap(), second.unwrap()];
+    let new_runs: Vec<&str> = answers
+        .iter()
+        .filter_map(|a| match &a.continuation {
+            Continuation::NewRun { run_id } => Some(run_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(new_runs.len(), 1, "{answers:?}");
+    assert!(
+        answers
+            .iter()
+            .any(|a| a.continuation == Continuation::AwaitingBatch)
+    );
+    let run_id = new_runs[0].to_owned();
+    assert_ne!(run_id, suspended.run_id);
+    assert_eq!(
+        serde_json::to_value(Continuation::NewRun {
+            run_id: run_id.clone()
+        })
+        .unwrap(),
+        json!({"kind": "new_run", "runId": run_id})
+    );
+
+    // Nobody calls resume: the run the submit started finishes the turn.
+    let chunks = harness
+        .chunks_after_until_end(&session, suspended.last_sequence)
+        .await;
+    assert!(chunks.iter().all(|c| c.header.run_id == run_id));
+    let state = harness.client.status(&session).await.unwrap();
+    assert_eq!(
+        (state.status, state.run_id.as_str()),
+        (baton_core::store::Status::Completed, run_id.as_str())
+    );
+    assert_eq!(
+        state.output.as_deref(),
+        Some(r#"Both answered; the last said {"answer":"b"}"#)
+    );
+    // A re-send after the drain stores nothing and starts nothing.
+    let again = harness
+        .client
+        .submit(&session, "call_1_2", &outcome("c"))
+        .await
+        .unwrap();
+    assert_eq!(
+        again,
+        answer(SubmitStatus::AlreadyCompleted, Continuation::Consumed)
+    );
+    assert_eq!(
+        harness.client.status(&session).await.unwrap().run_id,
+        run_id
     );
 }

@@ -6,4 +6,4 @@ pub mod runner;
 pub mod server;
 
 pub use runner::{TemporalSettings, WorkerSettings, connect_temporal, run_worker};
-pub use server::{AppState, router, serve};
+pub use server::{AppState, ServerOptions, router, serve};

@@ -6,7 +6,8 @@ use baton_activities::io::ActivityPolicy;
 use baton_core::{AgentRegistry, config::agents_from_toml};
 use baton_core::{Store, submit::SubmitLimits};
 use baton_worker::{
-    AppState, TemporalSettings, WorkerSettings, connect_temporal, demo, run_worker, serve,
+    AppState, ServerOptions, TemporalSettings, WorkerSettings, connect_temporal, demo, run_worker,
+    serve,
 };
 use clap::{Parser, Subcommand};
 use std::net::SocketAddr;
@@ -54,6 +55,10 @@ struct Cli {
     /// Put validation details in validation_error and INVALID_RESULT answers.
     #[arg(long, env = "BATON_VERBOSE_ERRORS", global = true)]
     verbose_errors: bool,
+    /// Resume a session by itself when a submit completes its batch (the submit answers
+    /// continuation new_run) instead of leaving it to the caller (caller_resumes).
+    #[arg(long, env = "BATON_RESUME_ON_SUBMIT", global = true)]
+    resume_on_submit: bool,
     /// A TOML file of agents to serve beside the built-in ones (see the README).
     #[arg(long, env = "BATON_AGENTS_FILE", global = true)]
     agents: Option<std::path::PathBuf>,
@@ -117,10 +122,13 @@ async fn run() -> anyhow::Result<()> {
                 temporal: temporal.clone(),
                 task_queue: cli.task_queue.clone(),
                 policy: ActivityPolicy::default(),
-                submit_limits: SubmitLimits {
-                    max_result_bytes: cli.max_result_bytes,
+                options: ServerOptions {
+                    submit_limits: SubmitLimits {
+                        max_result_bytes: cli.max_result_bytes,
+                    },
+                    verbose_errors: cli.verbose_errors,
+                    resume_on_submit: cli.resume_on_submit,
                 },
-                verbose_errors: cli.verbose_errors,
             };
             let listener = tokio::net::TcpListener::bind(cli.listen)
                 .await

@@ -11,9 +11,9 @@ use axum::{
     },
     routing::{get, post},
 };
-use baton_activities::io::{ActivityPolicy, RunInput};
+use baton_activities::io::{ActivityPolicy, DeadlineInput, RunInput};
 use baton_core::{
-    AgentRegistry, ApiError, ErrorCode, Message, Store,
+    Agent, AgentRegistry, ApiError, ErrorCode, Message, Store,
     api::{
         ResumeMode, ResumeRequest, ResumeResponse, SessionRequest, StartRequest, StartResponse,
         StopResponse,
@@ -21,12 +21,15 @@ use baton_core::{
     chunk::{ChunkKind, RunError, StreamChunk},
     ids,
     store::{
-        self, Claim, NewSession, ResumeEntry, SessionAddress, SessionState, Status, StopKind,
-        Stopped,
+        self, Claim, Continuation, NewSession, ResumeEntry, Rewound, SessionAddress, SessionState,
+        Status, StopKind, Stopped,
     },
-    submit::{SubmitAnswer, SubmitLimits, parse_submission, payload_too_large, submit_tool_result},
+    submit::{
+        Submission, SubmitAnswer, SubmitLimits, parse_submission, payload_too_large,
+        submit_tool_result,
+    },
 };
-use baton_workflows::AgentRunWorkflow;
+use baton_workflows::{AgentRunWorkflow, DeadlineWorkflow};
 use futures::{Stream, StreamExt, stream};
 use serde::Deserialize;
 use std::convert::Infallible;
@@ -43,9 +46,18 @@ pub struct AppState {
     pub temporal: Client,
     pub task_queue: String,
     pub policy: ActivityPolicy,
+    pub options: ServerOptions,
+}
+
+/// How the server treats requests; `Default` is what `batond` runs with when given no flags.
+#[derive(Debug, Clone, Default)]
+pub struct ServerOptions {
     pub submit_limits: SubmitLimits,
     /// Put validation details in `validation_error` and `INVALID_RESULT` answers.
     pub verbose_errors: bool,
+    /// Resume a session by itself when a submit completes its batch (continuation `new_run`)
+    /// instead of leaving that to the caller (`caller_resumes`).
+    pub resume_on_submit: bool,
 }
 
 /// Serves the API on `listener` until `shutdown` resolves, then drains open requests. Small
@@ -217,21 +229,22 @@ pub async fn resume_session(
     state: &AppState,
     request: ResumeRequest,
 ) -> Result<ResumeResponse, ApiError> {
+    let refuse = |message: &str| Err(ApiError::new(ErrorCode::ValidationError, message));
+    if request.mode != ResumeMode::FromCheckpoint && request.checkpoint_id.is_some() {
+        return refuse("checkpointId goes with mode from_checkpoint only");
+    }
     let message = match (request.mode, request.message) {
         (ResumeMode::Continue, None) if !request.abandon_pending => None,
         (ResumeMode::Continue, _) => {
-            return Err(ApiError::new(
-                ErrorCode::ValidationError,
+            return refuse(
                 "mode continue takes no message and no abandonPending; use with_message",
-            ));
+            );
         }
-        (ResumeMode::WithMessage, Some(message)) => Some(checked_message(message)?),
-        (ResumeMode::WithMessage, None) => {
-            return Err(ApiError::new(
-                ErrorCode::ValidationError,
-                "mode with_message needs a message",
-            ));
+        (ResumeMode::WithMessage, None) => return refuse("mode with_message needs a message"),
+        (ResumeMode::FromCheckpoint, None) if request.abandon_pending => {
+            return refuse("abandonPending goes with a message");
         }
+        (_, message) => message.map(checked_message).transpose()?,
     };
     let entry = ResumeEntry {
         message: message.map(Message::user),
@@ -251,6 +264,24 @@ pub async fn resume_session(
     };
     let run_id = ids::new_run_id();
     let workflow_id = ids::resume_workflow_id(agent.name(), &session.session_id, &run_id);
+    if request.mode == ResumeMode::FromCheckpoint {
+        let checkpoint_id = request.checkpoint_id.ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::ValidationError,
+                "mode from_checkpoint needs a checkpointId",
+            )
+        })?;
+        let rewind = RewindRequest {
+            session: &session,
+            agent,
+            address,
+            run_id,
+            workflow_id,
+            checkpoint_id,
+            entry,
+        };
+        return rewind_session(state, rewind).await;
+    }
     let claim = state
         .store
         .claim_resume(
@@ -309,8 +340,164 @@ pub async fn resume_session(
     Ok(ResumeResponse {
         session_id: session.session_id,
         run_id,
-        workflow_id,
+        workflow_id: Some(workflow_id),
+        status: Status::Active,
     })
+}
+
+/// A `from_checkpoint` resume, its session found and its request checked.
+struct RewindRequest<'a> {
+    session: &'a SessionState,
+    agent: &'a Agent,
+    address: SessionAddress,
+    run_id: String,
+    workflow_id: String,
+    checkpoint_id: u32,
+    entry: ResumeEntry,
+}
+
+/// Rewinds a session to a checkpoint for a new run (one script; a refusal writes nothing). A
+/// checkpoint whose step suspended hands its calls to the new run, which awaits them at once
+/// (leaving a deadline workflow if the agent resumes by itself) unless the message abandons
+/// them; otherwise the run's workflow starts and calls the model.
+async fn rewind_session(
+    state: &AppState,
+    request: RewindRequest<'_>,
+) -> Result<ResumeResponse, ApiError> {
+    let RewindRequest {
+        session,
+        agent,
+        address,
+        run_id,
+        workflow_id,
+        checkpoint_id,
+        entry,
+    } = request;
+    let not_found = || {
+        ApiError::new(
+            ErrorCode::CheckpointNotFound,
+            format!(
+                "session {} has no checkpoint {checkpoint_id}",
+                session.session_id
+            ),
+        )
+    };
+    let checkpoint = state
+        .store
+        .checkpoint(&address, checkpoint_id)
+        .await
+        .map_err(store_error)?
+        .ok_or_else(not_found)?;
+    if entry.message.is_some() && !entry.abandon_pending && !checkpoint.pending.is_empty() {
+        let awaited: Vec<&str> = checkpoint
+            .pending
+            .iter()
+            .map(|c| c.tool_call_id.as_str())
+            .collect();
+        return Err(ApiError::new(
+            ErrorCode::StateNotResumable,
+            format!(
+                "checkpoint {checkpoint_id} awaits calls ({}); rewind without a message, or \
+                 abandon them with abandonPending",
+                awaited.join(", ")
+            ),
+        )
+        .with("awaitedToolCallIds", awaited));
+    }
+    let rewound = state
+        .store
+        .rewind(
+            &address,
+            store::Rewind {
+                agent_type: agent.name(),
+                stream_id: &session.stream_id,
+                new_run_id: &run_id,
+                workflow_id: &workflow_id,
+                checkpoint: &checkpoint,
+                message: entry.message,
+                abandon_pending: entry.abandon_pending,
+            },
+        )
+        .await
+        .map_err(store_error)?;
+    let input = |first_step| RunInput {
+        address: address.clone(),
+        agent_type: agent.name().to_owned(),
+        run_id: run_id.clone(),
+        stream_id: session.stream_id.clone(),
+        first_step,
+        max_steps: agent.max_steps(),
+        policy: state.policy.clone(),
+        resume: true,
+    };
+    let session_id = &session.session_id;
+    match rewound {
+        Rewound::Run { step_count } => {
+            start_run_workflow(state, &workflow_id, input(step_count)).await?;
+            tracing::info!(%session_id, checkpoint_id, %workflow_id, "session rewound");
+            Ok(ResumeResponse {
+                session_id: session_id.clone(),
+                run_id,
+                workflow_id: Some(workflow_id),
+                status: Status::Active,
+            })
+        }
+        Rewound::Suspended {
+            step_count,
+            pending,
+        } => {
+            let wake_at = pending.iter().map(|call| call.deadline_at).min();
+            if let Some(wake_at) = wake_at.filter(|_| agent.resume_on_deadline()) {
+                start_deadline_workflow(state, input(step_count), wake_at).await?;
+            }
+            tracing::info!(%session_id, checkpoint_id, "session rewound to a suspension");
+            Ok(ResumeResponse {
+                session_id: session_id.clone(),
+                run_id,
+                workflow_id: None,
+                status: Status::SuspendedClientTool,
+            })
+        }
+        Rewound::SessionNotFound => Err(ApiError::new(
+            ErrorCode::SessionNotFound,
+            format!("no session {session_id}"),
+        )),
+        Rewound::AlreadyRunning => Err(ApiError::new(
+            ErrorCode::StateAlreadyRunning,
+            "a run of this session is executing",
+        )),
+        Rewound::UnknownCheckpoint => Err(not_found()),
+    }
+}
+
+/// Starts the deadline workflow of a run that suspended without a workflow of its own. The
+/// suspension is already durable, so a failure here is reported but nothing is undone: the calls
+/// can still be answered and the session resumed by hand.
+async fn start_deadline_workflow(
+    state: &AppState,
+    run: RunInput,
+    wake_at: u64,
+) -> Result<(), ApiError> {
+    let workflow_id = run.deadline_workflow_id();
+    let options = WorkflowStartOptions::new(state.task_queue.clone(), workflow_id.clone())
+        .id_reuse_policy(WorkflowIdReusePolicy::RejectDuplicate)
+        .build();
+    state
+        .temporal
+        .start_workflow(
+            DeadlineWorkflow::run,
+            DeadlineInput { run, wake_at },
+            options,
+        )
+        .await
+        .map(|_| ())
+        .map_err(|error| {
+            tracing::error!(%workflow_id, %error, "starting the deadline workflow failed");
+            ApiError::new(
+                ErrorCode::TemporalUnavailable,
+                format!("the deadline workflow did not start: {error}"),
+            )
+        })
 }
 
 async fn resume(
@@ -409,7 +596,7 @@ async fn submit(
     body: axum::body::Body,
 ) -> Result<Json<SubmitAnswer>, HttpError> {
     use axum::http::header::{CONTENT_LENGTH, TRANSFER_ENCODING};
-    let cap = state.submit_limits.request_body_cap();
+    let cap = state.options.submit_limits.request_body_cap();
     let declared = headers
         .get(CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
@@ -431,16 +618,44 @@ async fn submit(
     let bytes = axum::body::to_bytes(body, cap)
         .await
         .map_err(|_| payload_too_large("request_body", cap, cap + 1))?;
-    let submission = parse_submission(&bytes, state.verbose_errors)?;
-    let answer = submit_tool_result(
+    let submission = parse_submission(&bytes, state.options.verbose_errors)?;
+    Ok(Json(submit_and_continue(&state, submission).await?))
+}
+
+/// Stores a client's answer (see `baton_core::submit`); when the answer completes its batch and
+/// the server resumes by itself, also resumes the session and answers `new_run`. A resume that
+/// loses to another entry answers `consumed`: that entry drains the answer.
+pub async fn submit_and_continue(
+    state: &AppState,
+    submission: Submission,
+) -> Result<SubmitAnswer, ApiError> {
+    let session_id = submission.session_id.clone();
+    let mut answer = submit_tool_result(
         &state.store,
         &state.registry,
-        state.submit_limits,
+        state.options.submit_limits,
         submission,
-        state.verbose_errors,
+        state.options.verbose_errors,
     )
     .await?;
-    Ok(Json(answer))
+    if !state.options.resume_on_submit || answer.continuation != Continuation::CallerResumes {
+        return Ok(answer);
+    }
+    let request = ResumeRequest {
+        session_id,
+        mode: ResumeMode::Continue,
+        message: None,
+        abandon_pending: false,
+        checkpoint_id: None,
+    };
+    answer.continuation = match resume_session(state, request).await {
+        Ok(resumed) => Continuation::NewRun {
+            run_id: resumed.run_id,
+        },
+        Err(error) if error.code == ErrorCode::StateAlreadyRunning => Continuation::Consumed,
+        Err(error) => return Err(error),
+    };
+    Ok(answer)
 }
 
 #[derive(Debug, Deserialize)]

@@ -7,6 +7,5 @@ redis.call('HSET', state_key,
   'workflowId', ARGV[7])
 for i = 8, #ARGV do redis.call('RPUSH', KEYS[3], ARGV[i]) end
 local seq = emit(ARGV[6])
-local count = redis.call('LLEN', KEYS[3])
-redis.call('RPUSH', KEYS[4], '{"id":0,"messageCount":' .. count .. ',"stepCount":0,"streamSequence":' .. seq .. '}')
+push_checkpoint(KEYS[4], redis.call('LLEN', KEYS[3]), 0, seq, '')
 return {'ok', seq}

@@ -201,13 +201,15 @@ async fn a_step_goes_from_staged_to_committed_once() {
                 id: 0,
                 message_count: 2,
                 step_count: 0,
-                stream_sequence: 1
+                stream_sequence: 1,
+                ..Default::default()
             },
             Checkpoint {
                 id: 1,
                 message_count: 4,
                 step_count: 1,
-                stream_sequence: 6
+                stream_sequence: 6,
+                ..Default::default()
             },
         ]
     );
