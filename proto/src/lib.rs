@@ -1,8 +1,10 @@
-//! Baton's gRPC API (`baton.v1`), generated from `proto/baton/v1/baton.proto`. Only this crate
-//! and the server know the wire types; conversions live at the boundary.
+//! Baton's gRPC API (`baton.v1`), generated from `proto/baton/v1/baton.proto`, and its
+//! conversions to and from baton-core's types. Only this crate and the servers and clients that
+//! use it know the wire types; conversions are checked once, in [`convert`].
 
-#![allow(unreachable_pub, missing_docs, clippy::all)]
+pub mod convert;
 
+#[allow(unreachable_pub, missing_docs, clippy::all)]
 pub mod v1 {
     tonic::include_proto!("baton.v1");
 }

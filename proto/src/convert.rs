@@ -1,0 +1,486 @@
+//! Conversions between the wire types of `baton.v1` and baton-core's request, answer and error
+//! types. Core → wire always succeeds; wire → core is checked here, once, and fails on a missing
+//! field or a value the API does not have.
+
+use crate::v1;
+use baton_core::{
+    ApiError, StreamChunk,
+    api::{ResumeRequest, ResumeResponse, StartRequest, StartResponse, StopResponse},
+    chunk::RunError,
+    store::{Continuation, SessionState, StopRecord, Suspension},
+    submit::SubmitAnswer,
+};
+use serde::{Serialize, de::DeserializeOwned};
+use serde_json::Value;
+
+/// The binary metadata entry of a refused call's status that holds the JSON error body.
+pub const ERROR_METADATA_KEY: &str = "baton-error-bin";
+
+/// Why a wire message does not convert to its core type.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("field {0} is missing")]
+    MissingField(&'static str),
+    #[error("field {field} has a value the API does not have: {value:?}")]
+    InvalidValue { field: &'static str, value: String },
+    #[error("the chunk's JSON is malformed")]
+    ChunkJson(#[source] serde_json::Error),
+    #[error("the chunk says sequence {wire} but its JSON says {json}")]
+    ChunkSequence { wire: u64, json: u64 },
+}
+
+/// An [`ApiError`] as a gRPC status: the code from the error table, the message, and the JSON
+/// body in [`ERROR_METADATA_KEY`].
+pub fn status_from_api_error(error: &ApiError) -> tonic::Status {
+    let code = tonic::Code::from_i32(error.code.presentation().grpc as i32);
+    let mut status = tonic::Status::new(code, error.error.clone());
+    let body = serde_json::to_vec(error).expect("an ApiError always serializes");
+    status.metadata_mut().insert_bin(
+        ERROR_METADATA_KEY,
+        tonic::metadata::MetadataValue::from_bytes(&body),
+    );
+    status
+}
+
+/// The typed error a status carries, if it is one of Baton's (a status from the transport itself,
+/// such as an unreachable server, has none).
+pub fn api_error_from_status(status: &tonic::Status) -> Option<ApiError> {
+    let body = status
+        .metadata()
+        .get_bin(ERROR_METADATA_KEY)?
+        .to_bytes()
+        .ok()?;
+    serde_json::from_slice(&body).ok()
+}
+
+/// A unit enum of core as its JSON string (`"suspended_client_tool"`).
+fn wire_string<T: Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(Value::String(text)) => text,
+        // Only unit enums with string renames are passed here.
+        other => unreachable!("a unit enum serializes to a string, got {other:?}"),
+    }
+}
+
+/// A JSON string of the API as its core enum.
+fn from_wire_string<T: DeserializeOwned>(field: &'static str, value: String) -> Result<T, Error> {
+    serde_json::from_value(Value::String(value.clone()))
+        .map_err(|_| Error::InvalidValue { field, value })
+}
+
+impl From<StartRequest> for v1::StartRequest {
+    fn from(request: StartRequest) -> Self {
+        Self {
+            agent: request.agent,
+            message: request.message,
+        }
+    }
+}
+
+impl From<v1::StartRequest> for StartRequest {
+    fn from(request: v1::StartRequest) -> Self {
+        Self {
+            agent: request.agent,
+            message: request.message,
+        }
+    }
+}
+
+impl From<StartResponse> for v1::StartResponse {
+    fn from(answer: StartResponse) -> Self {
+        Self {
+            session_id: answer.session_id,
+            run_id: answer.run_id,
+            workflow_id: answer.workflow_id,
+            stream_id: answer.stream_id,
+        }
+    }
+}
+
+impl From<v1::StartResponse> for StartResponse {
+    fn from(answer: v1::StartResponse) -> Self {
+        Self {
+            session_id: answer.session_id,
+            run_id: answer.run_id,
+            workflow_id: answer.workflow_id,
+            stream_id: answer.stream_id,
+        }
+    }
+}
+
+impl From<ResumeRequest> for v1::ResumeRequest {
+    fn from(request: ResumeRequest) -> Self {
+        Self {
+            session_id: request.session_id,
+            mode: wire_string(&request.mode),
+            message: request.message,
+            abandon_pending: request.abandon_pending,
+            checkpoint_id: request.checkpoint_id,
+        }
+    }
+}
+
+impl TryFrom<v1::ResumeRequest> for ResumeRequest {
+    type Error = Error;
+
+    fn try_from(request: v1::ResumeRequest) -> Result<Self, Error> {
+        Ok(Self {
+            session_id: request.session_id,
+            mode: from_wire_string("mode", request.mode)?,
+            message: request.message,
+            abandon_pending: request.abandon_pending,
+            checkpoint_id: request.checkpoint_id,
+        })
+    }
+}
+
+impl From<ResumeResponse> for v1::ResumeResponse {
+    fn from(answer: ResumeResponse) -> Self {
+        Self {
+            session_id: answer.session_id,
+            run_id: answer.run_id,
+            workflow_id: answer.workflow_id,
+            status: wire_string(&answer.status),
+        }
+    }
+}
+
+impl TryFrom<v1::ResumeResponse> for ResumeResponse {
+    type Error = Error;
+
+    fn try_from(answer: v1::ResumeResponse) -> Result<Self, Error> {
+        Ok(Self {
+            session_id: answer.session_id,
+            run_id: answer.run_id,
+            workflow_id: answer.workflow_id,
+            status: from_wire_string("status", answer.status)?,
+        })
+    }
+}
+
+impl From<StopResponse> for v1::StopResponse {
+    fn from(answer: StopResponse) -> Self {
+        Self {
+            session_id: answer.session_id,
+            run_id: answer.run_id,
+            status: wire_string(&answer.status),
+        }
+    }
+}
+
+impl TryFrom<v1::StopResponse> for StopResponse {
+    type Error = Error;
+
+    fn try_from(answer: v1::StopResponse) -> Result<Self, Error> {
+        Ok(Self {
+            session_id: answer.session_id,
+            run_id: answer.run_id,
+            status: from_wire_string("status", answer.status)?,
+        })
+    }
+}
+
+impl From<SubmitAnswer> for v1::SubmitToolResultResponse {
+    fn from(answer: SubmitAnswer) -> Self {
+        let (kind, run_id) = match answer.continuation {
+            Continuation::NewRun { run_id } => ("new_run".to_owned(), Some(run_id)),
+            other => (continuation_kind(&other), None),
+        };
+        Self {
+            status: wire_string(&answer.status),
+            continuation: Some(v1::Continuation { kind, run_id }),
+        }
+    }
+}
+
+/// The `kind` of a continuation without fields of its own.
+fn continuation_kind(continuation: &Continuation) -> String {
+    match serde_json::to_value(continuation) {
+        Ok(Value::Object(mut fields)) => match fields.remove("kind") {
+            Some(Value::String(kind)) => kind,
+            other => unreachable!("a continuation is tagged by kind, got {other:?}"),
+        },
+        other => unreachable!("a continuation serializes to an object, got {other:?}"),
+    }
+}
+
+impl TryFrom<v1::SubmitToolResultResponse> for SubmitAnswer {
+    type Error = Error;
+
+    fn try_from(answer: v1::SubmitToolResultResponse) -> Result<Self, Error> {
+        let continuation = answer
+            .continuation
+            .ok_or(Error::MissingField("continuation"))?;
+        let mut fields = serde_json::Map::new();
+        fields.insert("kind".to_owned(), continuation.kind.clone().into());
+        if let Some(run_id) = continuation.run_id {
+            fields.insert("runId".to_owned(), run_id.into());
+        }
+        let continuation =
+            serde_json::from_value(Value::Object(fields)).map_err(|_| Error::InvalidValue {
+                field: "continuation",
+                value: continuation.kind,
+            })?;
+        Ok(Self {
+            status: from_wire_string("status", answer.status)?,
+            continuation,
+        })
+    }
+}
+
+impl From<SessionState> for v1::SessionStatus {
+    fn from(state: SessionState) -> Self {
+        Self {
+            session_id: state.session_id,
+            root_session_id: state.root_session_id,
+            agent_type: state.agent_type,
+            status: wire_string(&state.status),
+            run_id: state.run_id,
+            stream_id: state.stream_id,
+            step_count: state.step_count,
+            last_sequence: state.last_sequence,
+            created_at: state.created_at,
+            updated_at: state.updated_at,
+            output: state.output,
+            error: state.error.map(|error| v1::RunError {
+                code: error.code.as_str().to_owned(),
+                message: error.message,
+            }),
+            suspension: state.suspension.map(|suspension| v1::Suspension {
+                run_id: suspension.run_id,
+                step: suspension.step,
+                tool_call_ids: suspension.tool_call_ids,
+            }),
+            workflow_id: state.workflow_id,
+            stop: state.stop.map(|stop| v1::StopRecord {
+                run_id: stop.run_id,
+                kind: wire_string(&stop.kind),
+                at: stop.at,
+            }),
+            abandon_pending: state.abandon_pending,
+        }
+    }
+}
+
+impl TryFrom<v1::SessionStatus> for SessionState {
+    type Error = Error;
+
+    fn try_from(state: v1::SessionStatus) -> Result<Self, Error> {
+        let error = state
+            .error
+            .map(|error| {
+                Ok::<_, Error>(RunError {
+                    code: from_wire_string("error.code", error.code)?,
+                    message: error.message,
+                })
+            })
+            .transpose()?;
+        let stop = state
+            .stop
+            .map(|stop| {
+                Ok::<_, Error>(StopRecord {
+                    run_id: stop.run_id,
+                    kind: from_wire_string("stop.kind", stop.kind)?,
+                    at: stop.at,
+                })
+            })
+            .transpose()?;
+        Ok(Self {
+            session_id: state.session_id,
+            root_session_id: state.root_session_id,
+            agent_type: state.agent_type,
+            status: from_wire_string("status", state.status)?,
+            run_id: state.run_id,
+            stream_id: state.stream_id,
+            step_count: state.step_count,
+            last_sequence: state.last_sequence,
+            created_at: state.created_at,
+            updated_at: state.updated_at,
+            output: state.output,
+            error,
+            suspension: state.suspension.map(|suspension| Suspension {
+                run_id: suspension.run_id,
+                step: suspension.step,
+                tool_call_ids: suspension.tool_call_ids,
+            }),
+            workflow_id: state.workflow_id,
+            stop,
+            abandon_pending: state.abandon_pending,
+        })
+    }
+}
+
+impl From<&StreamChunk> for v1::Chunk {
+    fn from(chunk: &StreamChunk) -> Self {
+        // Serialized directly (not through a `Value`) so the fields keep the order the HTTP
+        // stream sends them in.
+        let json = serde_json::to_string(chunk).expect("a chunk always serializes");
+        let chunk_type = match serde_json::to_value(&chunk.kind) {
+            Ok(Value::Object(fields)) => match fields.get("type") {
+                Some(Value::String(chunk_type)) => chunk_type.clone(),
+                other => unreachable!("a chunk is tagged by type, got {other:?}"),
+            },
+            other => unreachable!("a chunk kind serializes to an object, got {other:?}"),
+        };
+        Self {
+            sequence: chunk.sequence,
+            r#type: chunk_type,
+            json,
+        }
+    }
+}
+
+impl TryFrom<v1::Chunk> for StreamChunk {
+    type Error = Error;
+
+    fn try_from(chunk: v1::Chunk) -> Result<Self, Error> {
+        let decoded: StreamChunk = serde_json::from_str(&chunk.json).map_err(Error::ChunkJson)?;
+        if decoded.sequence != chunk.sequence {
+            return Err(Error::ChunkSequence {
+                wire: chunk.sequence,
+                json: decoded.sequence,
+            });
+        }
+        Ok(decoded)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use baton_core::{
+        ChunkKind, ErrorCode,
+        api::ResumeMode,
+        chunk::ChunkHeader,
+        store::{Status, StopKind},
+        submit::SubmitStatus,
+    };
+
+    #[test]
+    fn api_errors_travel_in_status_metadata() {
+        let error = ApiError::new(ErrorCode::StateNotResumable, "calls still awaited")
+            .with("awaitedToolCallIds", vec!["call_1_1"]);
+        let status = status_from_api_error(&error);
+        assert_eq!(status.code(), tonic::Code::FailedPrecondition);
+        assert_eq!(status.message(), "calls still awaited");
+        assert_eq!(api_error_from_status(&status), Some(error));
+        let unknown = status_from_api_error(&ApiError::new(ErrorCode::UnknownAgentType, "no"));
+        assert_eq!(unknown.code(), tonic::Code::NotFound);
+        assert_eq!(
+            api_error_from_status(&tonic::Status::unavailable("connection refused")),
+            None
+        );
+    }
+
+    #[test]
+    fn answers_convert_both_ways_and_refuse_unknown_values() {
+        let state = SessionState {
+            session_id: "s".into(),
+            root_session_id: "s".into(),
+            agent_type: "demo".into(),
+            status: Status::Failed,
+            run_id: "r".into(),
+            stream_id: "st".into(),
+            step_count: 2,
+            last_sequence: 9,
+            created_at: 1,
+            updated_at: 3,
+            output: None,
+            error: Some(RunError {
+                code: ErrorCode::FrameworkCancelled,
+                message: "aborted".into(),
+            }),
+            suspension: Some(Suspension {
+                run_id: "r".into(),
+                step: 2,
+                tool_call_ids: vec!["call_2_1".into()],
+            }),
+            workflow_id: Some("w".into()),
+            stop: Some(StopRecord {
+                run_id: "r".into(),
+                kind: StopKind::Abort,
+                at: 7,
+            }),
+            abandon_pending: true,
+        };
+        let wire = v1::SessionStatus::from(state.clone());
+        assert_eq!(wire.status, "failed");
+        assert_eq!(wire.stop.as_ref().unwrap().kind, "abort");
+        assert_eq!(SessionState::try_from(wire.clone()).unwrap(), state);
+        let unknown = v1::SessionStatus {
+            status: "sleeping".into(),
+            ..wire
+        };
+        assert!(matches!(
+            SessionState::try_from(unknown),
+            Err(Error::InvalidValue { field: "status", value }) if value == "sleeping"
+        ));
+
+        for continuation in [
+            Continuation::AwaitingBatch,
+            Continuation::CallerResumes,
+            Continuation::Consumed,
+            Continuation::NewRun {
+                run_id: "r2".into(),
+            },
+        ] {
+            let answer = SubmitAnswer {
+                status: SubmitStatus::AlreadyCompleted,
+                continuation,
+            };
+            let wire = v1::SubmitToolResultResponse::from(answer.clone());
+            assert_eq!(wire.status, "already_completed");
+            assert_eq!(SubmitAnswer::try_from(wire).unwrap(), answer);
+        }
+        let missing = v1::SubmitToolResultResponse {
+            status: "accepted".into(),
+            continuation: None,
+        };
+        assert!(matches!(
+            SubmitAnswer::try_from(missing),
+            Err(Error::MissingField("continuation"))
+        ));
+
+        let request = ResumeRequest {
+            session_id: "s".into(),
+            mode: ResumeMode::FromCheckpoint,
+            message: Some("again".into()),
+            abandon_pending: true,
+            checkpoint_id: Some(3),
+        };
+        let wire = v1::ResumeRequest::from(request.clone());
+        assert_eq!(wire.mode, "from_checkpoint");
+        assert_eq!(ResumeRequest::try_from(wire).unwrap(), request);
+    }
+
+    #[test]
+    fn chunks_carry_their_json_and_check_the_sequence() {
+        let chunk = StreamChunk {
+            sequence: 4,
+            header: ChunkHeader {
+                stream_id: "st".into(),
+                session_id: "s".into(),
+                agent_id: "s".into(),
+                run_id: "r".into(),
+                timestamp: 11,
+            },
+            kind: ChunkKind::TextDelta {
+                step: 1,
+                delta: "hi".into(),
+            },
+        };
+        let wire = v1::Chunk::from(&chunk);
+        assert_eq!(wire.sequence, 4);
+        assert_eq!(wire.r#type, "text_delta");
+        assert_eq!(wire.json, serde_json::to_string(&chunk).unwrap());
+        assert_eq!(StreamChunk::try_from(wire.clone()).unwrap(), chunk);
+        let lying = v1::Chunk {
+            sequence: 5,
+            ..wire
+        };
+        assert!(matches!(
+            StreamChunk::try_from(lying),
+            Err(Error::ChunkSequence { wire: 5, json: 4 })
+        ));
+    }
+}
