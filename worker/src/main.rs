@@ -1,5 +1,5 @@
 //! `batond`: Baton's daemon. `batond worker` runs the Temporal worker, `batond server` the HTTP
-//! API, `batond dev` both in one process. Configuration comes from flags or `BATON_*` variables.
+//! API (and the gRPC service with `--grpc-listen`), `batond dev` both in one process. Configuration comes from flags or `BATON_*` variables.
 
 use anyhow::Context;
 use baton_activities::io::ActivityPolicy;
@@ -7,7 +7,7 @@ use baton_core::{AgentRegistry, config::agents_from_toml};
 use baton_core::{Store, submit::SubmitLimits};
 use baton_worker::{
     AppState, ServerOptions, TemporalSettings, WorkerSettings, connect_temporal, demo, run_worker,
-    serve,
+    serve, serve_grpc,
 };
 use clap::{Parser, Subcommand};
 use std::net::SocketAddr;
@@ -70,6 +70,9 @@ struct Cli {
         global = true
     )]
     listen: SocketAddr,
+    /// Address the gRPC service listens on beside HTTP (server and dev); off when not given.
+    #[arg(long, env = "BATON_GRPC_LISTEN", global = true)]
+    grpc_listen: Option<SocketAddr>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -130,14 +133,31 @@ async fn run() -> anyhow::Result<()> {
                     resume_on_submit: cli.resume_on_submit,
                 },
             };
+            let grpc = match cli.grpc_listen {
+                Some(address) => {
+                    let listener = tokio::net::TcpListener::bind(address)
+                        .await
+                        .with_context(|| format!("cannot listen for gRPC on {address}"))?;
+                    tracing::info!(address = %listener.local_addr()?, "gRPC service listening");
+                    Some(tokio::spawn(serve_grpc(
+                        listener,
+                        state.clone(),
+                        shutdown.clone(),
+                    )))
+                }
+                None => None,
+            };
             let listener = tokio::net::TcpListener::bind(cli.listen)
                 .await
                 .with_context(|| format!("cannot listen on {}", cli.listen))?;
             tracing::info!(address = %listener.local_addr()?, "HTTP server listening");
             let stop = shutdown.clone();
-            Some(tokio::spawn(serve(listener, state, async move {
-                stop.cancelled().await
-            })))
+            let http = tokio::spawn(serve(
+                listener,
+                state,
+                async move { stop.cancelled().await },
+            ));
+            Some((http, grpc))
         }
         Role::Worker => None,
     };
@@ -155,8 +175,11 @@ async fn run() -> anyhow::Result<()> {
         }
         Role::Server => shutdown.cancelled().await,
     }
-    if let Some(server) = server {
-        server.await?.context("the HTTP server failed")?;
+    if let Some((http, grpc)) = server {
+        http.await?.context("the HTTP server failed")?;
+        if let Some(grpc) = grpc {
+            grpc.await?.context("the gRPC service failed")?;
+        }
     }
     tracing::info!("stopped");
     Ok(())

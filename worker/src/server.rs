@@ -674,7 +674,12 @@ async fn status(
     Ok(Json(existing_session(&state, &query.session_id).await?))
 }
 
-async fn existing_session(state: &AppState, session_id: &str) -> Result<SessionState, ApiError> {
+/// The state of a session the request names: `validation_error` for a malformed id,
+/// `session_not_found` for an unknown one.
+pub async fn existing_session(
+    state: &AppState,
+    session_id: &str,
+) -> Result<SessionState, ApiError> {
     if !ids::is_valid_name(session_id) {
         return Err(ApiError::new(
             ErrorCode::ValidationError,
@@ -695,7 +700,7 @@ async fn existing_session(state: &AppState, session_id: &str) -> Result<SessionS
 }
 
 /// How long one blocking read of the stream waits before checking the session again.
-const STREAM_POLL_MS: usize = 10_000;
+pub(crate) const STREAM_POLL_MS: usize = 10_000;
 
 async fn sse(
     State(state): State<AppState>,
@@ -794,7 +799,7 @@ fn error_event(code: ErrorCode, message: &str) -> Event {
     Event::default().event("error").data(body)
 }
 
-fn store_error(error: store::Error) -> ApiError {
+pub(crate) fn store_error(error: store::Error) -> ApiError {
     match error {
         store::Error::Redis(ref e) => {
             tracing::error!(%e, "redis failed");

@@ -1,0 +1,237 @@
+//! The gRPC service `baton.v1.Baton`: the HTTP API's operations over gRPC. Every method calls the
+//! same function on [`AppState`] as its HTTP route, so both transports accept, refuse and answer
+//! alike; refusals become statuses through the one error table.
+
+use crate::server::{
+    AppState, MAX_MESSAGE_BYTES, STREAM_POLL_MS, existing_session, resume_session, start_session,
+    stop_session, store_error, submit_and_continue,
+};
+use baton_core::{
+    ApiError, ChunkKind, ErrorCode,
+    api::{ResumeRequest, StartRequest},
+    store::{SessionAddress, StopKind, Subscriber},
+    submit::{parse_submission, payload_too_large},
+};
+use baton_proto::{
+    convert::status_from_api_error,
+    v1::{self, baton_server},
+};
+use futures::{Stream, StreamExt, stream};
+use std::pin::Pin;
+use tokio_util::sync::CancellationToken;
+use tonic::{Request, Response, Status};
+
+/// Room for the protobuf framing around the largest body a request may carry, so that the
+/// service's own size checks answer (typed) before tonic's decoding limit does.
+const FRAMING_SLACK_BYTES: usize = 64 * 1024;
+
+/// Serves `baton.v1.Baton` on `listener` until `shutdown` is cancelled. Open `Subscribe` streams
+/// end then too (cleanly: a client reconnects from its last sequence), so the server drains.
+pub async fn serve_grpc(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    shutdown: CancellationToken,
+) -> Result<(), tonic::transport::Error> {
+    let largest_body = state
+        .options
+        .submit_limits
+        .request_body_cap()
+        .max(MAX_MESSAGE_BYTES);
+    let service = baton_server::BatonServer::new(GrpcService {
+        state,
+        shutdown: shutdown.clone(),
+    })
+    .max_decoding_message_size(largest_body + FRAMING_SLACK_BYTES);
+    let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
+    tonic::transport::Server::builder()
+        .add_service(service)
+        .serve_with_incoming_shutdown(incoming, shutdown.cancelled_owned())
+        .await
+}
+
+/// The service: the server's state, and the token that ends open streams on shutdown.
+pub struct GrpcService {
+    state: AppState,
+    shutdown: CancellationToken,
+}
+
+/// A refusal as a gRPC status (see [`status_from_api_error`]).
+fn refused(error: ApiError) -> Status {
+    if error.code.presentation().http_status >= 500 {
+        tracing::error!(code = %error.code, error = %error.error, "gRPC request failed");
+    } else {
+        tracing::debug!(code = %error.code, error = %error.error, "gRPC request refused");
+    }
+    status_from_api_error(&error)
+}
+
+/// A request field the API does not have, refused as the HTTP API refuses a bad JSON body.
+fn malformed(error: baton_proto::convert::Error) -> Status {
+    refused(ApiError::new(ErrorCode::ValidationError, error.to_string()))
+}
+
+impl GrpcService {
+    async fn stop(
+        &self,
+        request: Request<v1::SessionRequest>,
+        kind: StopKind,
+    ) -> Result<Response<v1::StopResponse>, Status> {
+        let session_id = request.into_inner().session_id;
+        let stopped = stop_session(&self.state, &session_id, kind)
+            .await
+            .map_err(refused)?;
+        Ok(Response::new(stopped.into()))
+    }
+}
+
+type ChunkStream = Pin<Box<dyn Stream<Item = Result<v1::Chunk, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl baton_server::Baton for GrpcService {
+    async fn start(
+        &self,
+        request: Request<v1::StartRequest>,
+    ) -> Result<Response<v1::StartResponse>, Status> {
+        let request = StartRequest::from(request.into_inner());
+        let started = start_session(&self.state, request).await.map_err(refused)?;
+        Ok(Response::new(started.into()))
+    }
+
+    async fn resume(
+        &self,
+        request: Request<v1::ResumeRequest>,
+    ) -> Result<Response<v1::ResumeResponse>, Status> {
+        let request = ResumeRequest::try_from(request.into_inner()).map_err(malformed)?;
+        let resumed = resume_session(&self.state, request)
+            .await
+            .map_err(refused)?;
+        Ok(Response::new(resumed.into()))
+    }
+
+    /// The body is the HTTP route's JSON, bounded by the same cap and parsed by the same code.
+    async fn submit_tool_result(
+        &self,
+        request: Request<v1::SubmitToolResultRequest>,
+    ) -> Result<Response<v1::SubmitToolResultResponse>, Status> {
+        let body = request.into_inner().body_json;
+        let cap = self.state.options.submit_limits.request_body_cap();
+        if body.len() > cap {
+            return Err(refused(payload_too_large("request_body", cap, body.len())));
+        }
+        let submission = parse_submission(body.as_bytes(), self.state.options.verbose_errors)
+            .map_err(refused)?;
+        let answer = submit_and_continue(&self.state, submission)
+            .await
+            .map_err(refused)?;
+        Ok(Response::new(answer.into()))
+    }
+
+    async fn interrupt(
+        &self,
+        request: Request<v1::SessionRequest>,
+    ) -> Result<Response<v1::StopResponse>, Status> {
+        self.stop(request, StopKind::Interrupt).await
+    }
+
+    async fn abort(
+        &self,
+        request: Request<v1::SessionRequest>,
+    ) -> Result<Response<v1::StopResponse>, Status> {
+        self.stop(request, StopKind::Abort).await
+    }
+
+    async fn status(
+        &self,
+        request: Request<v1::StatusRequest>,
+    ) -> Result<Response<v1::SessionStatus>, Status> {
+        let session_id = request.into_inner().session_id;
+        let session = existing_session(&self.state, &session_id)
+            .await
+            .map_err(refused)?;
+        Ok(Response::new(session.into()))
+    }
+
+    type SubscribeStream = ChunkStream;
+
+    /// Refuses an unknown session before the stream opens; a store failure mid-stream ends the
+    /// stream with its status.
+    async fn subscribe(
+        &self,
+        request: Request<v1::SubscribeRequest>,
+    ) -> Result<Response<ChunkStream>, Status> {
+        let request = request.into_inner();
+        let session = existing_session(&self.state, &request.session_id)
+            .await
+            .map_err(refused)?;
+        let subscriber = self
+            .state
+            .store
+            .subscriber()
+            .await
+            .map_err(|error| refused(store_error(error)))?;
+        let follow = Follow {
+            state: self.state.clone(),
+            address: SessionAddress::root(&request.session_id),
+            subscriber,
+            after: request.from_sequence,
+            // A client that has seen everything of an ended session gets an empty stream.
+            ended: session.status.is_terminal() && session.last_sequence <= request.from_sequence,
+        };
+        let chunks = stream::unfold(follow, Follow::next_batch)
+            .flat_map(stream::iter)
+            .take_until(self.shutdown.clone().cancelled_owned());
+        Ok(Response::new(Box::pin(chunks)))
+    }
+}
+
+/// The position of one subscriber in a session's stream.
+struct Follow {
+    state: AppState,
+    address: SessionAddress,
+    subscriber: Subscriber,
+    after: u64,
+    ended: bool,
+}
+
+impl Follow {
+    /// The next chunks up to and including the `end` chunk; `None` once that was sent, or when
+    /// the session has ended and nothing newer remains.
+    async fn next_batch(mut self) -> Option<(Vec<Result<v1::Chunk, Status>>, Self)> {
+        while !self.ended {
+            let store = &self.state.store;
+            let read = self
+                .subscriber
+                .next_chunks(store, &self.address, self.after, STREAM_POLL_MS)
+                .await;
+            let chunks = match read {
+                Ok(chunks) => chunks,
+                Err(error) => {
+                    self.ended = true;
+                    return Some((vec![Err(refused(store_error(error)))], self));
+                }
+            };
+            if chunks.is_empty() {
+                match store.session(&self.address).await {
+                    Ok(Some(session)) => {
+                        self.ended =
+                            session.status.is_terminal() && session.last_sequence <= self.after;
+                    }
+                    Ok(None) => {}
+                    Err(error) => tracing::warn!(%error, "status read failed while streaming"),
+                }
+                continue;
+            }
+            let mut batch = Vec::with_capacity(chunks.len());
+            for chunk in &chunks {
+                self.after = chunk.sequence;
+                batch.push(Ok(v1::Chunk::from(chunk)));
+                if matches!(chunk.kind, ChunkKind::End { .. }) {
+                    self.ended = true;
+                    break;
+                }
+            }
+            return Some((batch, self));
+        }
+        None
+    }
+}
