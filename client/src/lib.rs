@@ -1,79 +1,105 @@
-//! A thin client of the Baton server over HTTP: start a session, read its status, follow its
-//! stream (reconnecting from the last sequence if the connection drops).
+//! A thin client of the Baton server: one [`Client`] trait with every operation, implemented over
+//! HTTP ([`HttpClient`]) and gRPC ([`GrpcClient`]). Both map refusals back to the same typed
+//! [`ApiError`], and both follow a session's stream with automatic reconnection from the last
+//! sequence received.
 
+mod grpc;
+mod http;
+
+pub use grpc::GrpcClient;
+pub use http::HttpClient;
+
+use async_trait::async_trait;
 use baton_core::{
     ApiError, StreamChunk,
-    api::{
-        ResumeMode, ResumeRequest, ResumeResponse, SessionRequest, StartRequest, StartResponse,
-        StopResponse,
-    },
+    api::{ResumeMode, ResumeRequest, ResumeResponse, StartResponse, StopResponse},
     chunk::ChunkKind,
     message::ToolOutcome,
     store::{ApprovalDecision, SessionState},
     submit::SubmitAnswer,
 };
-use futures::{Stream, StreamExt};
+use futures::{StreamExt, stream::BoxStream};
 use std::time::Duration;
 
 /// Why a client call failed.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// The server answered with a typed error.
+    /// The server answered with a typed error (on either transport).
     #[error(transparent)]
     Api(#[from] ApiError),
     #[error("cannot reach the Baton server")]
     Transport(#[from] reqwest::Error),
+    /// A gRPC status without a Baton error body: the transport failed, not the operation.
+    #[error("the gRPC call failed: {0}")]
+    Grpc(Box<tonic::Status>),
+    #[error("not a gRPC server address")]
+    GrpcAddress(#[source] tonic::transport::Error),
     #[error("the server answered HTTP {status} without a Baton error body: {body}")]
     Unexpected { status: u16, body: String },
     #[error("malformed stream event: {0}")]
     MalformedEvent(String),
-    #[error("the stream broke {0} times in a row; giving up")]
-    StreamLost(u32),
+    #[error("malformed gRPC answer")]
+    MalformedAnswer(#[from] baton_proto::convert::Error),
+    #[error("the server closed the stream before the run ended")]
+    StreamClosed,
+    #[error("the stream broke {failures} times in a row; giving up")]
+    StreamLost {
+        failures: u32,
+        #[source]
+        last: Box<Error>,
+    },
     #[error("cannot encode the request: {0}")]
     Encode(#[from] serde_json::Error),
 }
 
-/// HTTP client of one Baton server.
-#[derive(Debug, Clone)]
-pub struct HttpClient {
-    base: String,
-    http: reqwest::Client,
-}
-
-impl HttpClient {
-    /// `base` is the server's address, e.g. `http://127.0.0.1:8080`.
-    pub fn new(base: impl Into<String>) -> Self {
-        Self {
-            base: base.into().trim_end_matches('/').to_owned(),
-            http: reqwest::Client::new(),
+impl Error {
+    /// Whether following a stream may reconnect after this error: a broken connection or a
+    /// refusal the server marks retryable, not a typed refusal or a malformed answer.
+    fn is_transient(&self) -> bool {
+        match self {
+            Self::Api(error) => error.retryable,
+            Self::Transport(_) | Self::Grpc(_) | Self::StreamClosed => true,
+            _ => false,
         }
     }
+}
 
-    pub async fn start(&self, agent: &str, message: &str) -> Result<StartResponse, Error> {
-        let response = self
-            .http
-            .post(format!("{}/start", self.base))
-            .json(&StartRequest {
-                agent: agent.to_owned(),
-                message: message.to_owned(),
-            })
-            .send()
-            .await?;
-        decode(response).await
-    }
+/// A session's chunks, as a stream.
+pub type ChunkStream = BoxStream<'static, Result<StreamChunk, Error>>;
 
-    pub async fn status(&self, session_id: &str) -> Result<SessionState, Error> {
-        let response = self
-            .http
-            .get(format!("{}/status", self.base))
-            .query(&[("sessionId", session_id)])
-            .send()
-            .await?;
-        decode(response).await
-    }
+/// Every operation of the Baton API. The required methods are the transport's; the rest build
+/// their request bodies once, here, for both transports.
+#[async_trait]
+pub trait Client: Send + Sync {
+    /// Starts a session of `agent` with a first user message.
+    async fn start(&self, agent: &str, message: &str) -> Result<StartResponse, Error>;
+
+    async fn status(&self, session_id: &str) -> Result<SessionState, Error>;
+
+    /// Sends a `/submit-tool-result` body as it is: what [`Client::submit`] and
+    /// [`Client::submit_approval`] build.
+    async fn submit_body(&self, body: &serde_json::Value) -> Result<SubmitAnswer, Error>;
+
+    /// Sends a resume request as it is: what [`Client::resume`], [`Client::send_message`] and
+    /// [`Client::rewind`] build.
+    async fn resume_with(&self, request: &ResumeRequest) -> Result<ResumeResponse, Error>;
+
+    /// Stops the session's current run: `abort` fails it (`framework_cancelled`), otherwise it is
+    /// interrupted.
+    async fn stop(&self, session_id: &str, abort: bool) -> Result<StopResponse, Error>;
+
+    /// One connection's worth of the session's chunks after `from_sequence` (exclusive): ends
+    /// when the server ends the stream (after the `end` chunk) or the connection breaks. A typed
+    /// refusal to open the stream is the call's error.
+    async fn subscribe(&self, session_id: &str, from_sequence: u64) -> Result<ChunkStream, Error>;
+
+    /// The session's chunks after `from_sequence`, ending after the `end` chunk. A dropped
+    /// connection is reopened from the last sequence received, so no chunk is lost or repeated;
+    /// implementations pass a clone of themselves to [`reconnecting`].
+    fn follow(&self, session_id: &str, from_sequence: u64) -> ChunkStream;
 
     /// Submits the answer to a pending client call of the session tree rooted at `session_id`.
-    pub async fn submit(
+    async fn submit(
         &self,
         session_id: &str,
         tool_call_id: &str,
@@ -88,18 +114,12 @@ impl HttpClient {
             ToolOutcome::Result(result) => body["result"] = result.clone(),
             ToolOutcome::Error(error) => body["error"] = serde_json::to_value(error)?,
         }
-        let response = self
-            .http
-            .post(format!("{}/submit-tool-result", self.base))
-            .json(&body)
-            .send()
-            .await?;
-        decode(response).await
+        self.submit_body(&body).await
     }
 
     /// Answers an approval-gated call: approve (optionally with edited arguments) or deny (with
     /// an optional reason).
-    pub async fn submit_approval(
+    async fn submit_approval(
         &self,
         session_id: &str,
         tool_call_id: &str,
@@ -119,18 +139,12 @@ impl HttpClient {
         if let Some(arguments) = &decision.arguments {
             body["arguments"] = arguments.clone();
         }
-        let response = self
-            .http
-            .post(format!("{}/submit-tool-result", self.base))
-            .json(&body)
-            .send()
-            .await?;
-        decode(response).await
+        self.submit_body(&body).await
     }
 
     /// Continues a suspended session whose calls are all answered; the run starts a workflow of
     /// its own and the call returns at once.
-    pub async fn resume(&self, session_id: &str) -> Result<ResumeResponse, Error> {
+    async fn resume(&self, session_id: &str) -> Result<ResumeResponse, Error> {
         self.resume_with(&ResumeRequest {
             session_id: session_id.to_owned(),
             mode: ResumeMode::Continue,
@@ -143,7 +157,7 @@ impl HttpClient {
 
     /// Sends the next user message of a session: drains what a suspended session has first
     /// (with `abandon_pending`, its open calls are abandoned), then one model call.
-    pub async fn send_message(
+    async fn send_message(
         &self,
         session_id: &str,
         message: &str,
@@ -162,7 +176,7 @@ impl HttpClient {
     /// Rewinds a session that is not running to one of its checkpoints and goes on from there,
     /// with `message` appended if given. A checkpoint whose step suspended awaits its calls again
     /// (the answer's `workflowId` is then none) unless `abandon_pending` drains them.
-    pub async fn rewind(
+    async fn rewind(
         &self,
         session_id: &str,
         checkpoint_id: u32,
@@ -178,221 +192,207 @@ impl HttpClient {
         })
         .await
     }
-
-    /// Stops the session's current run: `abort` fails it (`framework_cancelled`), otherwise it is
-    /// interrupted.
-    pub async fn stop(&self, session_id: &str, abort: bool) -> Result<StopResponse, Error> {
-        let route = if abort { "abort" } else { "interrupt" };
-        let response = self
-            .http
-            .post(format!("{}/{route}", self.base))
-            .json(&SessionRequest {
-                session_id: session_id.to_owned(),
-            })
-            .send()
-            .await?;
-        decode(response).await
-    }
-
-    async fn resume_with(&self, request: &ResumeRequest) -> Result<ResumeResponse, Error> {
-        let response = self
-            .http
-            .post(format!("{}/resume", self.base))
-            .json(request)
-            .send()
-            .await?;
-        decode(response).await
-    }
-
-    /// The session's chunks after `from_sequence`, ending after the `end` chunk. A dropped
-    /// connection is resumed from the last sequence received, so no chunk is lost or repeated.
-    pub fn follow(
-        &self,
-        session_id: &str,
-        from_sequence: u64,
-    ) -> impl Stream<Item = Result<StreamChunk, Error>> + Send + 'static {
-        let state = FollowState {
-            client: self.clone(),
-            session_id: session_id.to_owned(),
-            after: from_sequence,
-            failures: 0,
-            done: false,
-        };
-        futures::stream::unfold(state, |mut state| async move {
-            if state.done {
-                return None;
-            }
-            let batch = state.next_batch().await;
-            Some((futures::stream::iter(batch), state))
-        })
-        .flatten()
-    }
 }
 
+/// How many broken connections in a row a follow survives.
 const MAX_STREAM_FAILURES: u32 = 5;
 
-struct FollowState {
-    client: HttpClient,
+/// Follows a session over `client`'s [`Client::subscribe`], reopening the stream from the last
+/// sequence received whenever it breaks or closes before the run has ended. A chunk at or below
+/// that sequence (a server repeating itself after a reconnect) is skipped.
+pub fn reconnecting<C: Client + 'static>(
+    client: C,
+    session_id: &str,
+    from_sequence: u64,
+) -> ChunkStream {
+    let follow = Follow {
+        client,
+        session_id: session_id.to_owned(),
+        after: from_sequence,
+        failures: 0,
+        ended: false,
+        connection: None,
+    };
+    futures::stream::unfold(follow, Follow::next).boxed()
+}
+
+struct Follow<C> {
+    client: C,
     session_id: String,
     after: u64,
     failures: u32,
-    done: bool,
+    ended: bool,
+    connection: Option<ChunkStream>,
 }
 
-impl FollowState {
-    /// Reads one connection's worth of chunks.
-    async fn next_batch(&mut self) -> Vec<Result<StreamChunk, Error>> {
-        let response = self
-            .client
-            .http
-            .get(format!("{}/sse", self.client.base))
-            .query(&[
-                ("sessionId", self.session_id.clone()),
-                ("fromSequence", self.after.to_string()),
-            ])
-            .send()
-            .await;
-        let response = match response {
-            Ok(response) if response.status().is_success() => response,
-            Ok(response) => {
-                self.done = true;
-                return vec![Err(decode::<()>(response).await.unwrap_err())];
-            }
-            Err(error) => return self.broken(error.into()).await,
-        };
-        let mut body = response.bytes_stream();
-        let mut buffer = Vec::new();
-        let mut chunks = Vec::new();
-        // Collect until the connection ends; yielded as one batch per connection would delay
-        // output, so stop at each complete event group instead.
-        loop {
-            match body.next().await {
-                Some(Ok(bytes)) => {
-                    buffer.extend_from_slice(&bytes);
-                    while let Some(end) = find_event_end(&buffer) {
-                        let event: Vec<u8> = buffer.drain(..end).collect();
-                        match parse_event(&event) {
-                            Ok(Some(chunk)) => {
-                                self.after = chunk.sequence;
-                                self.failures = 0;
-                                if matches!(chunk.kind, ChunkKind::End { .. }) {
-                                    self.done = true;
-                                }
-                                chunks.push(Ok(chunk));
-                            }
-                            Ok(None) => {}
-                            Err(error) => {
-                                self.done = true;
-                                chunks.push(Err(error));
-                                return chunks;
-                            }
-                        }
-                    }
-                    if !chunks.is_empty() {
-                        return chunks;
-                    }
+impl<C: Client> Follow<C> {
+    async fn next(mut self) -> Option<(Result<StreamChunk, Error>, Self)> {
+        while !self.ended {
+            let connection = match &mut self.connection {
+                Some(connection) => connection,
+                None => match self.client.subscribe(&self.session_id, self.after).await {
+                    Ok(connection) => self.connection.insert(connection),
+                    Err(error) => match self.broken(error).await {
+                        Some(error) => return Some((Err(error), self)),
+                        None => continue,
+                    },
+                },
+            };
+            let error = match connection.next().await {
+                Some(Ok(chunk)) if chunk.sequence <= self.after => continue,
+                Some(Ok(chunk)) => {
+                    self.after = chunk.sequence;
+                    self.failures = 0;
+                    self.ended = matches!(chunk.kind, ChunkKind::End { .. });
+                    return Some((Ok(chunk), self));
                 }
-                Some(Err(error)) => {
-                    chunks.extend(self.broken(error.into()).await);
-                    return chunks;
+                Some(Err(error)) => error,
+                None if session_ended(&self.client, &self.session_id, self.after).await => {
+                    self.ended = true;
+                    continue;
                 }
-                None => {
-                    // The server closes the stream after `end` or when the session has ended.
-                    if !self.done {
-                        self.done = self.session_ended().await;
-                    }
-                    return chunks;
-                }
+                None => Error::StreamClosed,
+            };
+            self.connection = None;
+            if let Some(error) = self.broken(error).await {
+                return Some((Err(error), self));
             }
         }
+        None
     }
 
-    async fn broken(&mut self, error: Error) -> Vec<Result<StreamChunk, Error>> {
+    /// Takes a failed connection: gives up on a permanent error or after too many failures in a
+    /// row (the error to yield last), else waits a little longer each time before reconnecting.
+    async fn broken(&mut self, error: Error) -> Option<Error> {
+        if !error.is_transient() {
+            self.ended = true;
+            return Some(error);
+        }
         self.failures += 1;
         if self.failures >= MAX_STREAM_FAILURES {
-            self.done = true;
-            return vec![Err(Error::StreamLost(self.failures)), Err(error)];
+            self.ended = true;
+            return Some(Error::StreamLost {
+                failures: self.failures,
+                last: Box::new(error),
+            });
         }
         tokio::time::sleep(Duration::from_millis(200 * u64::from(self.failures))).await;
-        Vec::new()
-    }
-
-    async fn session_ended(&self) -> bool {
-        match self.client.status(&self.session_id).await {
-            Ok(state) => state.status.is_terminal() && state.last_sequence <= self.after,
-            Err(_) => false,
-        }
+        None
     }
 }
 
-/// Index just past the blank line ending the first complete event in `buffer`.
-fn find_event_end(buffer: &[u8]) -> Option<usize> {
-    buffer.windows(2).position(|w| w == b"\n\n").map(|i| i + 2)
-}
-
-/// Decodes one SSE event; comments and keep-alives give `None`.
-fn parse_event(event: &[u8]) -> Result<Option<StreamChunk>, Error> {
-    let text = std::str::from_utf8(event).map_err(|e| Error::MalformedEvent(e.to_string()))?;
-    let mut data = String::new();
-    let mut name = None;
-    for line in text.lines() {
-        if let Some(value) = line.strip_prefix("data:") {
-            if !data.is_empty() {
-                data.push('\n');
-            }
-            data.push_str(value.strip_prefix(' ').unwrap_or(value));
-        } else if let Some(value) = line.strip_prefix("event:") {
-            name = Some(value.trim().to_owned());
-        }
-    }
-    if data.is_empty() {
-        return Ok(None);
-    }
-    if name.as_deref() == Some("error") {
-        let error: ApiError = serde_json::from_str(&data)
-            .map_err(|e| Error::MalformedEvent(format!("{e}: {data}")))?;
-        return Err(Error::Api(error));
-    }
-    serde_json::from_str(&data)
-        .map(Some)
-        .map_err(|e| Error::MalformedEvent(format!("{e}: {data}")))
-}
-
-async fn decode<T: serde::de::DeserializeOwned>(response: reqwest::Response) -> Result<T, Error> {
-    let status = response.status();
-    let body = response.text().await?;
-    if status.is_success() {
-        return serde_json::from_str(&body).map_err(|_| Error::Unexpected {
-            status: status.as_u16(),
-            body,
-        });
-    }
-    match serde_json::from_str::<ApiError>(&body) {
-        Ok(error) => Err(Error::Api(error)),
-        Err(_) => Err(Error::Unexpected {
-            status: status.as_u16(),
-            body,
-        }),
+/// Whether the session has ended and a follower at `after` has seen all of it (the server closes
+/// a stream in that case even without an `end` chunk after the follower's position).
+async fn session_ended<C: Client>(client: &C, session_id: &str, after: u64) -> bool {
+    match client.status(session_id).await {
+        Ok(state) => state.status.is_terminal() && state.last_sequence <= after,
+        Err(_) => false,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use baton_core::{
+        ErrorCode,
+        chunk::{ChunkHeader, EndStatus},
+    };
+    use std::sync::{Arc, Mutex};
 
-    #[test]
-    fn sse_events_are_decoded() {
-        let raw = b": keep-alive\n\nid: 3\ndata: {\"sequence\":3,\"streamId\":\"st\",\"sessionId\":\"s\",\"agentId\":\"s\",\"runId\":\"r\",\"timestamp\":1,\"type\":\"step_start\",\"step\":1}\n\nid: 4\n";
-        let first = find_event_end(raw).unwrap();
-        assert_eq!(parse_event(&raw[..first]).unwrap(), None);
-        let second = first + find_event_end(&raw[first..]).unwrap();
-        let chunk = parse_event(&raw[first..second]).unwrap().unwrap();
-        assert_eq!(chunk.sequence, 3);
-        assert_eq!(chunk.kind, ChunkKind::StepStart { step: 1 });
-        assert_eq!(find_event_end(&raw[second..]), None);
-        let error = parse_event(b"event: error\ndata: {\"error\":\"gone\",\"code\":\"session_not_found\",\"retryable\":false}\n\n");
-        assert!(
-            matches!(error, Err(Error::Api(e)) if e.code == baton_core::ErrorCode::SessionNotFound)
+    fn chunk(sequence: u64, kind: ChunkKind) -> StreamChunk {
+        StreamChunk {
+            sequence,
+            header: ChunkHeader {
+                stream_id: "st".into(),
+                session_id: "s".into(),
+                agent_id: "s".into(),
+                run_id: "r".into(),
+                timestamp: 0,
+            },
+            kind,
+        }
+    }
+
+    fn step(sequence: u64) -> StreamChunk {
+        chunk(sequence, ChunkKind::StepStart { step: 1 })
+    }
+
+    /// One scripted `subscribe`: a refusal, or the items of one connection.
+    type Connection = Result<Vec<Result<StreamChunk, Error>>, Error>;
+
+    /// A transport whose connections are scripted: each `subscribe` takes the next script and
+    /// records the sequence it was asked to start after.
+    #[derive(Clone, Default)]
+    struct Scripted {
+        connections: Arc<Mutex<Vec<Connection>>>,
+        opened_after: Arc<Mutex<Vec<u64>>>,
+    }
+
+    #[async_trait]
+    impl Client for Scripted {
+        async fn start(&self, _: &str, _: &str) -> Result<StartResponse, Error> {
+            unimplemented!("not used by follow")
+        }
+        async fn status(&self, _: &str) -> Result<SessionState, Error> {
+            Err(Error::StreamClosed)
+        }
+        async fn submit_body(&self, _: &serde_json::Value) -> Result<SubmitAnswer, Error> {
+            unimplemented!("not used by follow")
+        }
+        async fn resume_with(&self, _: &ResumeRequest) -> Result<ResumeResponse, Error> {
+            unimplemented!("not used by follow")
+        }
+        async fn stop(&self, _: &str, _: bool) -> Result<StopResponse, Error> {
+            unimplemented!("not used by follow")
+        }
+        async fn subscribe(&self, _: &str, from_sequence: u64) -> Result<ChunkStream, Error> {
+            self.opened_after.lock().unwrap().push(from_sequence);
+            let next = self.connections.lock().unwrap().remove(0);
+            next.map(|items| futures::stream::iter(items).boxed())
+        }
+        fn follow(&self, session_id: &str, from_sequence: u64) -> ChunkStream {
+            reconnecting(self.clone(), session_id, from_sequence)
+        }
+    }
+
+    #[tokio::test]
+    async fn follow_reopens_from_the_last_sequence_and_skips_repeats() {
+        let client = Scripted::default();
+        let end = chunk(
+            4,
+            ChunkKind::End {
+                status: EndStatus::Completed,
+                output: Some("done".into()),
+                error: None,
+                usage: Default::default(),
+            },
         );
+        *client.connections.lock().unwrap() = vec![
+            Ok(vec![
+                Ok(step(1)),
+                Ok(step(2)),
+                Err(Error::Grpc(Box::new(tonic::Status::unavailable("reset")))),
+            ]),
+            Err(Error::Grpc(Box::new(tonic::Status::unavailable("refused")))),
+            Ok(vec![Ok(step(2)), Ok(step(3)), Ok(end.clone()), Ok(step(5))]),
+        ];
+        let chunks: Vec<StreamChunk> = client
+            .follow("s", 0)
+            .map(|chunk| chunk.unwrap())
+            .collect()
+            .await;
+        assert_eq!(chunks, vec![step(1), step(2), step(3), end]);
+        assert_eq!(*client.opened_after.lock().unwrap(), vec![0, 2, 2]);
+    }
+
+    #[tokio::test]
+    async fn follow_ends_with_a_typed_refusal_without_retrying() {
+        let client = Scripted::default();
+        let missing = ApiError::new(ErrorCode::SessionNotFound, "no session s");
+        *client.connections.lock().unwrap() = vec![Err(Error::Api(missing.clone()))];
+        let results: Vec<Result<StreamChunk, Error>> = client.follow("s", 7).collect().await;
+        assert_eq!(results.len(), 1);
+        assert!(matches!(&results[0], Err(Error::Api(error)) if *error == missing));
+        assert_eq!(*client.opened_after.lock().unwrap(), vec![7]);
     }
 }

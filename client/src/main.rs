@@ -1,7 +1,9 @@
-//! `baton`: the command line of Baton. `baton run` starts a session and prints it live.
+//! `baton`: the command line of Baton. `baton run` starts a session and prints it live. Every
+//! command goes through the `Client` trait, over HTTP or (with `--grpc` or a `grpc://` server)
+//! gRPC.
 
 use anyhow::Context;
-use baton_client::HttpClient;
+use baton_client::{Client, GrpcClient, HttpClient};
 use baton_core::{
     ChunkKind, StreamChunk,
     chunk::EndStatus,
@@ -16,7 +18,7 @@ use std::{collections::HashMap, io::Write};
 #[derive(Debug, Parser)]
 #[command(name = "baton", version, about = "Talk to a Baton server")]
 struct Cli {
-    /// The Baton server.
+    /// The Baton server: its HTTP address, or `grpc://host:port` for its gRPC service.
     #[arg(
         long,
         env = "BATON_SERVER",
@@ -24,6 +26,9 @@ struct Cli {
         global = true
     )]
     server: String,
+    /// Talk gRPC to the service at this address (`host:port`) instead of HTTP to --server.
+    #[arg(long, env = "BATON_GRPC", global = true)]
+    grpc: Option<String>,
     /// Print raw JSON chunks, one per line, instead of readable text.
     #[arg(long, global = true)]
     json: bool,
@@ -117,7 +122,12 @@ async fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let client = HttpClient::new(&cli.server);
+    let client: Box<dyn Client> = match (&cli.grpc, cli.server.strip_prefix("grpc://")) {
+        (Some(address), _) => Box::new(GrpcClient::new(address)?),
+        (None, Some(address)) => Box::new(GrpcClient::new(address)?),
+        (None, None) => Box::new(HttpClient::new(&cli.server)),
+    };
+    let client = client.as_ref();
     match cli.command {
         Command::Run {
             agent,
@@ -131,10 +141,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             if !cli.json {
                 println!("session {} (agent {agent})", started.session_id);
             }
-            follow(&client, &started.session_id, 0, cli.json, answer).await
+            follow(client, &started.session_id, 0, cli.json, answer).await
         }
         Command::Watch { session_id, from } => {
-            follow(&client, &session_id, from, cli.json, false).await
+            follow(client, &session_id, from, cli.json, false).await
         }
         Command::Submit {
             session_id,
@@ -184,7 +194,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     None => println!("resumed as run {}, which awaits answers", resumed.run_id),
                 }
             }
-            follow(&client, &session_id, before, cli.json, false).await
+            follow(client, &session_id, before, cli.json, false).await
         }
         Command::Approve {
             session_id,
@@ -254,7 +264,7 @@ enum Stop {
 /// Prints a session's chunks after `from` until its run ends or suspends. Remembers the tool
 /// calls it saw, so a suspension can show what each awaited call asks.
 async fn follow_once(
-    client: &HttpClient,
+    client: &dyn Client,
     session_id: &str,
     from: u64,
     json: bool,
@@ -309,7 +319,7 @@ async fn follow_once(
 /// Follows a session; with `answer`, each suspension is answered from standard input (one line
 /// per awaited call: JSON, or else taken as text) and the session resumed, until the run ends.
 async fn follow(
-    client: &HttpClient,
+    client: &dyn Client,
     session_id: &str,
     from: u64,
     json: bool,

@@ -1,5 +1,5 @@
 //! Shared pieces of Baton's end-to-end tests and benchmark: the test agents and a harness that
-//! runs the HTTP server (and, unless told otherwise, a Temporal worker) against a real Temporal
+//! runs the HTTP server and the gRPC service (and, unless told otherwise, a Temporal worker) against a real Temporal
 //! dev server and a real Redis, under a task queue and key prefix of its own.
 //!
 //! Addresses come from `BATON_TEST_TEMPORAL_ADDRESS` (default `http://127.0.0.1:7233`) and
@@ -9,7 +9,7 @@ pub mod agents;
 
 use baton_activities::io::ActivityPolicy;
 use baton_activities::io::RunOutcome;
-use baton_client::HttpClient;
+use baton_client::{Client as _, GrpcClient, HttpClient};
 use baton_core::{AgentRegistry, ChunkKind, Message, Store, StreamChunk, store::SessionAddress};
 use baton_worker::{
     AppState, ServerOptions, TemporalSettings, WorkerSettings, connect_temporal, run_worker,
@@ -141,8 +141,12 @@ pub struct Harness {
     pub temporal: Client,
     pub task_queue: String,
     pub prefix: String,
+    /// The HTTP API.
     pub address: SocketAddr,
     pub client: HttpClient,
+    /// The gRPC service, on the same state.
+    pub grpc_address: SocketAddr,
+    pub grpc_client: GrpcClient,
     pub state: AppState,
     server_shutdown: CancellationToken,
     worker: Option<WorkerThread>,
@@ -200,6 +204,13 @@ impl Harness {
         tokio::spawn(baton_worker::serve(listener, state.clone(), async move {
             stop.cancelled().await
         }));
+        let grpc_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let grpc_address = grpc_listener.local_addr().unwrap();
+        tokio::spawn(baton_worker::serve_grpc(
+            grpc_listener,
+            state.clone(),
+            server_shutdown.clone(),
+        ));
         Self {
             store,
             temporal,
@@ -207,6 +218,8 @@ impl Harness {
             prefix,
             address,
             client: HttpClient::new(format!("http://{address}")),
+            grpc_address,
+            grpc_client: GrpcClient::new(&grpc_address.to_string()).unwrap(),
             state,
             server_shutdown,
             worker: None,
@@ -262,26 +275,7 @@ impl Harness {
         limit: Duration,
         stop_at_suspension: bool,
     ) -> Vec<StreamChunk> {
-        let mut follow = std::pin::pin!(self.client.follow(session_id, after));
-        let collect = async {
-            let mut chunks = Vec::new();
-            while let Some(chunk) = follow.next().await {
-                let chunk = chunk.expect("stream chunk");
-                let last = match chunk.kind {
-                    ChunkKind::End { .. } => true,
-                    ChunkKind::Suspended { .. } => stop_at_suspension,
-                    _ => false,
-                };
-                chunks.push(chunk);
-                if last {
-                    break;
-                }
-            }
-            chunks
-        };
-        tokio::time::timeout(limit, collect)
-            .await
-            .expect("the run should get there in time")
+        chunks_through(&self.client, session_id, after, limit, stop_at_suspension).await
     }
 
     /// Asserts that nothing was written: no Redis key under this harness's prefix and no workflow
@@ -328,6 +322,37 @@ impl Harness {
             .await
             .unwrap()
     }
+}
+
+/// Follows a session through `client` from sequence `after` (at most `limit`) and returns every
+/// chunk up to its `end` chunk, or with `stop_at_suspension` up to its next suspension.
+pub async fn chunks_through(
+    client: &dyn baton_client::Client,
+    session_id: &str,
+    after: u64,
+    limit: Duration,
+    stop_at_suspension: bool,
+) -> Vec<StreamChunk> {
+    let mut follow = client.follow(session_id, after);
+    let collect = async {
+        let mut chunks = Vec::new();
+        while let Some(chunk) = follow.next().await {
+            let chunk = chunk.expect("stream chunk");
+            let last = match chunk.kind {
+                ChunkKind::End { .. } => true,
+                ChunkKind::Suspended { .. } => stop_at_suspension,
+                _ => false,
+            };
+            chunks.push(chunk);
+            if last {
+                break;
+            }
+        }
+        chunks
+    };
+    tokio::time::timeout(limit, collect)
+        .await
+        .expect("the run should get there in time")
 }
 
 impl Drop for Harness {

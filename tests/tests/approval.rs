@@ -1,6 +1,7 @@
 //! Approval-gated server tools: the run suspends on the call, a person approves (possibly with
 //! edited arguments) or denies it, and the resumed run runs the tool or reports the denial.
 
+use baton_client::Client as _;
 use baton_core::{
     ChunkKind, ErrorCode, Message, StreamChunk,
     message::ToolOutcome,

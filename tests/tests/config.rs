@@ -1,5 +1,6 @@
 //! An agent declared in TOML, with a client tool, runs end to end like one written in Rust.
 
+use baton_client::Client as _;
 use baton_core::{
     AgentRegistry, ChunkKind, Message, config::agents_from_toml, message::ToolOutcome,
     store::Continuation,

@@ -2,6 +2,7 @@
 //! model call; a failed one goes back to the model like any tool error.
 
 use baton_activities::io::RunOutcome;
+use baton_client::Client as _;
 use baton_core::{
     Message,
     message::{ToolCall, ToolOutcome},

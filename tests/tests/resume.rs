@@ -2,6 +2,7 @@
 //! order; lapsed calls as `client_tool_timeout`) and continues with one model call.
 
 use baton_activities::io::RunOutcome;
+use baton_client::Client as _;
 use baton_core::{
     ChunkKind, ErrorCode, Message,
     message::{ToolCall, ToolError, ToolOutcome},

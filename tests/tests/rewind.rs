@@ -1,6 +1,7 @@
 //! Resuming from a checkpoint: the session is rewound to one of its step boundaries and a new
 //! run goes on from there; a checkpoint whose step suspended awaits its calls again at once.
 
+use baton_client::Client as _;
 use baton_core::{
     ChunkKind, ErrorCode, Message,
     api::{ResumeMode, ResumeRequest},

@@ -1,5 +1,6 @@
 //! Agent runs end to end: HTTP server, Temporal worker, a real Temporal dev server, a real Redis.
 
+use baton_client::Client as _;
 use baton_core::{
     ChunkKind, ErrorCode, Message, StreamChunk,
     chunk::{EndStatus, RunError},

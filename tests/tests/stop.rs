@@ -1,6 +1,7 @@
 //! Interrupt and abort: a durable stop on the run, then its workflow cancelled; late submits
 //! answer run_stopped; the next message closes the dangling calls as not executed.
 
+use baton_client::Client as _;
 use baton_core::{
     ChunkKind, ErrorCode, Message,
     chunk::EndStatus,

@@ -5,6 +5,7 @@ use axum::{
     body::Body,
     http::{Request, StatusCode, header},
 };
+use baton_client::Client as _;
 use baton_core::{
     ApiError, ErrorCode,
     message::{ToolError, ToolOutcome},

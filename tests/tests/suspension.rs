@@ -2,6 +2,7 @@
 //! waits in memory.
 
 use baton_activities::io::RunOutcome;
+use baton_client::Client as _;
 use baton_core::{
     ChunkKind, Message, StreamChunk,
     message::{ToolCall, ToolOutcome},

@@ -9,6 +9,7 @@
 #![allow(unreachable_pub)]
 
 use async_trait::async_trait;
+use baton_client::Client as _;
 use baton_core::{
     Agent, AgentRegistry, Model, ModelRequest, ModelTurn, ScriptedModel, message::ToolOutcome,
     model, store::SessionAddress,

@@ -1,0 +1,135 @@
+//! The gRPC transport: [`GrpcClient`] calls the `baton.v1.Baton` service and converts its answers
+//! back to the core types, checked.
+
+use crate::{ChunkStream, Client, Error, reconnecting};
+use async_trait::async_trait;
+use baton_core::{
+    StreamChunk,
+    api::{ResumeRequest, ResumeResponse, StartRequest, StartResponse, StopResponse},
+    store::SessionState,
+    submit::SubmitAnswer,
+};
+use baton_proto::{
+    convert::api_error_from_status,
+    v1::{self, baton_client::BatonClient},
+};
+use futures::StreamExt;
+use tonic::transport::{Channel, Endpoint};
+
+/// gRPC client of one Baton server. Cheap to clone (the connection is shared).
+#[derive(Debug, Clone)]
+pub struct GrpcClient {
+    service: BatonClient<Channel>,
+}
+
+impl GrpcClient {
+    /// `address` is the server's gRPC address: `http://127.0.0.1:50051`, `grpc://127.0.0.1:50051`
+    /// or `127.0.0.1:50051`. The connection is made on the first call (and remade after it
+    /// breaks), so an unreachable server shows as that call's error. Needs a Tokio runtime.
+    pub fn new(address: &str) -> Result<Self, Error> {
+        let uri = match address.split_once("://") {
+            Some(("grpc", rest)) => format!("http://{rest}"),
+            Some(_) => address.to_owned(),
+            None => format!("http://{address}"),
+        };
+        let channel = Endpoint::from_shared(uri)
+            .map_err(Error::GrpcAddress)?
+            .tcp_nodelay(true)
+            .connect_lazy();
+        Ok(Self {
+            service: BatonClient::new(channel),
+        })
+    }
+
+    /// A handle on the shared connection for one call (tonic's calls take `&mut self`).
+    fn service(&self) -> BatonClient<Channel> {
+        self.service.clone()
+    }
+}
+
+/// A failed call: the typed error its status carries, or the status itself.
+fn failed(status: tonic::Status) -> Error {
+    match api_error_from_status(&status) {
+        Some(error) => Error::Api(error),
+        None => Error::Grpc(Box::new(status)),
+    }
+}
+
+#[async_trait]
+impl Client for GrpcClient {
+    async fn start(&self, agent: &str, message: &str) -> Result<StartResponse, Error> {
+        let request = StartRequest {
+            agent: agent.to_owned(),
+            message: message.to_owned(),
+        };
+        let answer = self
+            .service()
+            .start(v1::StartRequest::from(request))
+            .await
+            .map_err(failed)?;
+        Ok(answer.into_inner().into())
+    }
+
+    async fn status(&self, session_id: &str) -> Result<SessionState, Error> {
+        let request = v1::StatusRequest {
+            session_id: session_id.to_owned(),
+        };
+        let answer = self.service().status(request).await.map_err(failed)?;
+        Ok(answer.into_inner().try_into()?)
+    }
+
+    async fn submit_body(&self, body: &serde_json::Value) -> Result<SubmitAnswer, Error> {
+        let request = v1::SubmitToolResultRequest {
+            body_json: serde_json::to_string(body)?,
+        };
+        let answer = self
+            .service()
+            .submit_tool_result(request)
+            .await
+            .map_err(failed)?;
+        Ok(answer.into_inner().try_into()?)
+    }
+
+    async fn resume_with(&self, request: &ResumeRequest) -> Result<ResumeResponse, Error> {
+        let answer = self
+            .service()
+            .resume(v1::ResumeRequest::from(request.clone()))
+            .await
+            .map_err(failed)?;
+        Ok(answer.into_inner().try_into()?)
+    }
+
+    async fn stop(&self, session_id: &str, abort: bool) -> Result<StopResponse, Error> {
+        let request = v1::SessionRequest {
+            session_id: session_id.to_owned(),
+        };
+        let mut service = self.service();
+        let answer = if abort {
+            service.abort(request).await
+        } else {
+            service.interrupt(request).await
+        };
+        Ok(answer.map_err(failed)?.into_inner().try_into()?)
+    }
+
+    /// One `Subscribe` call, its chunks converted (checked) as they arrive.
+    async fn subscribe(&self, session_id: &str, from_sequence: u64) -> Result<ChunkStream, Error> {
+        let request = v1::SubscribeRequest {
+            session_id: session_id.to_owned(),
+            from_sequence,
+        };
+        let chunks = self
+            .service()
+            .subscribe(request)
+            .await
+            .map_err(failed)?
+            .into_inner();
+        Ok(chunks
+            .map(|chunk| Ok(StreamChunk::try_from(chunk.map_err(failed)?)?))
+            .boxed())
+    }
+
+    fn follow(&self, session_id: &str, from_sequence: u64) -> ChunkStream {
+        reconnecting(self.clone(), session_id, from_sequence)
+    }
+}
