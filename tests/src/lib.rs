@@ -149,7 +149,27 @@ pub struct Harness {
     pub grpc_client: GrpcClient,
     pub state: AppState,
     server_shutdown: CancellationToken,
+    grpc: GrpcServer,
     worker: Option<WorkerThread>,
+}
+
+/// The harness's gRPC service: stopped and started again by [`Harness::restart_grpc`].
+struct GrpcServer {
+    shutdown: CancellationToken,
+    task: tokio::task::JoinHandle<Result<(), tonic::transport::Error>>,
+}
+
+impl GrpcServer {
+    /// Serves on `listener` until this server's token (a child of `parent`) is cancelled.
+    fn spawn(
+        listener: tokio::net::TcpListener,
+        state: AppState,
+        parent: &CancellationToken,
+    ) -> Self {
+        let shutdown = parent.child_token();
+        let task = tokio::spawn(baton_worker::serve_grpc(listener, state, shutdown.clone()));
+        Self { shutdown, task }
+    }
 }
 
 impl Harness {
@@ -206,11 +226,7 @@ impl Harness {
         }));
         let grpc_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let grpc_address = grpc_listener.local_addr().unwrap();
-        tokio::spawn(baton_worker::serve_grpc(
-            grpc_listener,
-            state.clone(),
-            server_shutdown.clone(),
-        ));
+        let grpc = GrpcServer::spawn(grpc_listener, state.clone(), &server_shutdown);
         Self {
             store,
             temporal,
@@ -222,8 +238,23 @@ impl Harness {
             grpc_client: GrpcClient::new(&grpc_address.to_string()).unwrap(),
             state,
             server_shutdown,
+            grpc,
             worker: None,
         }
+    }
+
+    /// Stops the gRPC service (its open streams end, then the server drains) and serves it again
+    /// on the same address, as a restarted server would.
+    pub async fn restart_grpc(&mut self) {
+        self.grpc.shutdown.cancel();
+        (&mut self.grpc.task)
+            .await
+            .expect("the gRPC task does not panic")
+            .expect("the gRPC service shuts down cleanly");
+        let listener = tokio::net::TcpListener::bind(self.grpc_address)
+            .await
+            .expect("the gRPC address is free again");
+        self.grpc = GrpcServer::spawn(listener, self.state.clone(), &self.server_shutdown);
     }
 
     /// Follows a session's stream to its `end` chunk (at most `limit`) and returns every chunk.

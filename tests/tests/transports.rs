@@ -356,3 +356,56 @@ async fn a_transport_failure_is_not_a_typed_error() {
     };
     assert_eq!(status.code(), tonic::Code::Unavailable);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grpc_follow_outlives_a_restart_of_the_service_and_delivers_every_chunk_once() {
+    let mut harness = Harness::start(agents::registry()).await;
+    let started = harness.grpc_client.start("asker_only", "go").await.unwrap();
+    let session_id = &started.session_id;
+    let mut follow = harness.grpc_client.follow(session_id, 0);
+    let mut seen = Vec::new();
+    while seen.last().map(|chunk: &StreamChunk| chunk.kind.name()) != Some("suspended") {
+        let next = tokio::time::timeout(WAIT_LIMIT, follow.next())
+            .await
+            .expect("in time");
+        seen.push(next.unwrap().unwrap());
+    }
+    // The follower's connection ends with the old service; the session goes on meanwhile.
+    harness.restart_grpc().await;
+    let reply = ToolOutcome::Result(json!({"answer": "Ada"}));
+    harness
+        .client
+        .submit(session_id, "call_1_1", &reply)
+        .await
+        .unwrap();
+    harness.client.resume(session_id).await.unwrap();
+    let rest: Vec<StreamChunk> = tokio::time::timeout(WAIT_LIMIT, follow.collect::<Vec<_>>())
+        .await
+        .expect("the follow ends in time")
+        .into_iter()
+        .map(|chunk| chunk.unwrap())
+        .collect();
+    seen.extend(rest);
+
+    let whole = read_to_close(&harness.client, session_id, 0).await;
+    assert_eq!(seen, whole);
+    assert_eq!(
+        sequences_of(&whole),
+        (1..=whole.len() as u64).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        shape_of(&whole),
+        [
+            "run_start",
+            "step_start",
+            "tool_start",
+            "step_end",
+            "suspended",
+            "run_start",
+            "tool_end",
+            "step_start",
+            "step_end",
+            "end",
+        ]
+    );
+}
