@@ -44,6 +44,28 @@ fn sequences_of(chunks: &[StreamChunk]) -> Vec<u64> {
     chunks.iter().map(|chunk| chunk.sequence).collect()
 }
 
+/// `asker_only` up to its suspension, and its resumed run: the chunk types, deltas left out.
+const ASKER_ONLY_SUSPENDED: [&str; 5] = [
+    "run_start",
+    "step_start",
+    "tool_start",
+    "step_end",
+    "suspended",
+];
+const ASKER_ONLY_RESUMED: [&str; 5] = ["run_start", "tool_end", "step_start", "step_end", "end"];
+
+/// Asserts that what a reader `seen` through its reconnections is the whole stream, each chunk
+/// exactly once and in order, and that the stream has the expected `shape`.
+fn assert_exactly_once(seen: &[StreamChunk], whole: &[StreamChunk], shape: &[&str], context: &str) {
+    assert_eq!(seen, whole, "{context}");
+    assert_eq!(
+        sequences_of(whole),
+        (1..=whole.len() as u64).collect::<Vec<_>>(),
+        "{context}"
+    );
+    assert_eq!(shape_of(whole), shape, "{context}");
+}
+
 /// Reads `count` chunks of one stream connection, then drops the connection.
 async fn read_then_drop(
     client: &dyn Client,
@@ -147,11 +169,7 @@ async fn a_suspended_session_is_answered_resumed_and_ended_through_either_client
 
         let after = suspended.last().unwrap().sequence;
         let rest = chunks_through(client, session_id, after, WAIT_LIMIT, false).await;
-        assert_eq!(
-            shape_of(&rest),
-            ["run_start", "tool_end", "step_start", "step_end", "end"],
-            "over {name}"
-        );
+        assert_eq!(shape_of(&rest), ASKER_ONLY_RESUMED, "over {name}");
         assert_eq!(rest[0].sequence, after + 1);
         assert_eq!(rest[0].header.run_id, resumed.run_id);
         let ChunkKind::End { status, output, .. } = &rest.last().unwrap().kind else {
@@ -320,29 +338,21 @@ async fn a_stream_dropped_mid_session_and_reopened_from_its_last_sequence_repeat
         seen.extend(read_to_close(client, session_id, suspended_at).await);
 
         let whole = read_to_close(client, session_id, 0).await;
-        assert_eq!(seen, whole, "over {name}");
-        assert_eq!(
-            sequences_of(&whole),
-            (1..=whole.len() as u64).collect::<Vec<_>>()
-        );
-        assert_eq!(
-            shape_of(&whole),
-            [
-                "run_start",
-                "step_start",
-                "tool_start",
-                "tool_start",
-                "tool_end",
-                "step_end",
-                "suspended",
-                "run_start",
-                "tool_end",
-                "step_start",
-                "step_end",
-                "end",
-            ],
-            "over {name}"
-        );
+        let shape = [
+            "run_start",
+            "step_start",
+            "tool_start",
+            "tool_start",
+            "tool_end",
+            "step_end",
+            "suspended",
+            "run_start",
+            "tool_end",
+            "step_start",
+            "step_end",
+            "end",
+        ];
+        assert_exactly_once(&seen, &whole, &shape, name);
         assert_eq!(text_of(&whole), r#"The user said {"answer":"yes"}"#);
     }
 }
@@ -388,24 +398,6 @@ async fn a_grpc_follow_outlives_a_restart_of_the_service_and_delivers_every_chun
     seen.extend(rest);
 
     let whole = read_to_close(&harness.client, session_id, 0).await;
-    assert_eq!(seen, whole);
-    assert_eq!(
-        sequences_of(&whole),
-        (1..=whole.len() as u64).collect::<Vec<_>>()
-    );
-    assert_eq!(
-        shape_of(&whole),
-        [
-            "run_start",
-            "step_start",
-            "tool_start",
-            "step_end",
-            "suspended",
-            "run_start",
-            "tool_end",
-            "step_start",
-            "step_end",
-            "end",
-        ]
-    );
+    let shape = [ASKER_ONLY_SUSPENDED, ASKER_ONLY_RESUMED].concat();
+    assert_exactly_once(&seen, &whole, &shape, "grpc");
 }
