@@ -16,6 +16,10 @@ use baton_proto::{
 use futures::StreamExt;
 use tonic::transport::{Channel, Endpoint};
 
+/// Largest answer or chunk the client decodes. tonic's default (4 MiB) is below what a server
+/// with a raised `--max-result-bytes` may stream in one chunk.
+const MAX_ANSWER_BYTES: usize = 64 << 20;
+
 /// gRPC client of one Baton server. Cheap to clone (the connection is shared).
 #[derive(Debug, Clone)]
 pub struct GrpcClient {
@@ -37,7 +41,7 @@ impl GrpcClient {
             .tcp_nodelay(true)
             .connect_lazy();
         Ok(Self {
-            service: BatonClient::new(channel),
+            service: BatonClient::new(channel).max_decoding_message_size(MAX_ANSWER_BYTES),
         })
     }
 
