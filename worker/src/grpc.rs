@@ -37,11 +37,8 @@ pub async fn serve_grpc(
         .submit_limits
         .request_body_cap()
         .max(MAX_MESSAGE_BYTES);
-    let service = baton_server::BatonServer::new(GrpcService {
-        state,
-        shutdown: shutdown.clone(),
-    })
-    .max_decoding_message_size(largest_body + FRAMING_SLACK_BYTES);
+    let service = baton_server::BatonServer::new(GrpcService::new(state, shutdown.clone()))
+        .max_decoding_message_size(largest_body + FRAMING_SLACK_BYTES);
     let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
     tonic::transport::Server::builder()
         .add_service(service)
@@ -53,6 +50,26 @@ pub async fn serve_grpc(
 pub struct GrpcService {
     state: AppState,
     shutdown: CancellationToken,
+}
+
+impl GrpcService {
+    /// For a binary that builds its own tonic server (e.g. with interceptors) instead of calling
+    /// [`serve_grpc`]: wrap it in `baton_server::BatonServer`.
+    pub fn new(state: AppState, shutdown: CancellationToken) -> Self {
+        Self { state, shutdown }
+    }
+
+    async fn stop(
+        &self,
+        request: Request<v1::SessionRequest>,
+        kind: StopKind,
+    ) -> Result<Response<v1::StopResponse>, Status> {
+        let session_id = request.into_inner().session_id;
+        let stopped = stop_session(&self.state, &session_id, kind)
+            .await
+            .map_err(refused)?;
+        Ok(Response::new(stopped.into()))
+    }
 }
 
 /// A refusal as a gRPC status (see [`status_from_api_error`]).
@@ -68,20 +85,6 @@ fn refused(error: ApiError) -> Status {
 /// A request field the API does not have, refused as the HTTP API refuses a bad JSON body.
 fn malformed(error: baton_proto::convert::Error) -> Status {
     refused(ApiError::new(ErrorCode::ValidationError, error.to_string()))
-}
-
-impl GrpcService {
-    async fn stop(
-        &self,
-        request: Request<v1::SessionRequest>,
-        kind: StopKind,
-    ) -> Result<Response<v1::StopResponse>, Status> {
-        let session_id = request.into_inner().session_id;
-        let stopped = stop_session(&self.state, &session_id, kind)
-            .await
-            .map_err(refused)?;
-        Ok(Response::new(stopped.into()))
-    }
 }
 
 type ChunkStream = Pin<Box<dyn Stream<Item = Result<v1::Chunk, Status>> + Send>>;
