@@ -31,6 +31,8 @@ pub enum Error {
     StreamLost(u32),
     #[error("cannot encode the request: {0}")]
     Encode(#[from] serde_json::Error),
+    #[error("{0}")]
+    Usage(String),
 }
 
 /// HTTP client of one Baton server.
@@ -47,6 +49,23 @@ impl HttpClient {
             base: base.into().trim_end_matches('/').to_owned(),
             http: reqwest::Client::new(),
         }
+    }
+
+    /// A client that sends `Authorization: Bearer <credential>` (an operator key or a session
+    /// token) with every request. Fails on a credential that cannot be a header value.
+    pub fn with_bearer(base: impl Into<String>, credential: &str) -> Result<Self, Error> {
+        let mut value = reqwest::header::HeaderValue::from_str(&format!("Bearer {credential}"))
+            .map_err(|_| Error::Usage("the credential is not a valid header value".into()))?;
+        value.set_sensitive(true);
+        let headers =
+            reqwest::header::HeaderMap::from_iter([(reqwest::header::AUTHORIZATION, value)]);
+        let http = reqwest::Client::builder()
+            .default_headers(headers)
+            .build()?;
+        Ok(Self {
+            base: base.into().trim_end_matches('/').to_owned(),
+            http,
+        })
     }
 
     pub async fn start(&self, agent: &str, message: &str) -> Result<StartResponse, Error> {

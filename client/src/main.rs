@@ -24,6 +24,9 @@ struct Cli {
         global = true
     )]
     server: String,
+    /// Bearer credentials: an operator key, or a session token from `/start`.
+    #[arg(long, env = "BATON_TOKEN", global = true, hide_env_values = true)]
+    token: Option<String>,
     /// Print raw JSON chunks, one per line, instead of readable text.
     #[arg(long, global = true)]
     json: bool,
@@ -117,7 +120,10 @@ async fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let client = HttpClient::new(&cli.server);
+    let client = match &cli.token {
+        Some(token) => HttpClient::with_bearer(&cli.server, token)?,
+        None => HttpClient::new(&cli.server),
+    };
     match cli.command {
         Command::Run {
             agent,

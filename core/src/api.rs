@@ -20,6 +20,9 @@ pub struct StartResponse {
     pub run_id: String,
     pub workflow_id: String,
     pub stream_id: String,
+    /// With built-in auth: a short-lived bearer token for this session only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
 }
 
 /// How a resume continues a session.

@@ -5,23 +5,8 @@ use axum::{
     body::Body,
     http::{Request, StatusCode, header},
 };
-use baton_core::{ApiError, ErrorCode};
+use baton_core::ErrorCode;
 use baton_tests::{Harness, agents};
-use baton_worker::router;
-use http_body_util::BodyExt;
-use tower::ServiceExt;
-
-async fn call(harness: &Harness, request: Request<Body>) -> (StatusCode, ApiError) {
-    let response = router(harness.state.clone())
-        .oneshot(request)
-        .await
-        .unwrap();
-    let status = response.status();
-    let body = response.into_body().collect().await.unwrap().to_bytes();
-    let error = serde_json::from_slice(&body)
-        .unwrap_or_else(|e| panic!("{status}: body is not an error ({e}): {body:?}"));
-    (status, error)
-}
 
 fn start(body: &str) -> Request<Body> {
     Request::post("/start")
@@ -119,7 +104,7 @@ async fn refusals_are_typed_and_write_nothing() {
     ];
     for (request, status, code, mentions) in cases {
         let described = format!("{} {}", request.method(), request.uri());
-        let (got_status, error) = call(&harness, request).await;
+        let (got_status, error) = harness.refusal(request).await;
         assert_eq!(
             (got_status, error.code),
             (status, code),

@@ -6,16 +6,13 @@ use axum::{
     http::{Request, StatusCode, header},
 };
 use baton_core::{
-    ApiError, ErrorCode,
+    ErrorCode,
     message::{ToolError, ToolOutcome},
     store::{Answer, Continuation, SessionAddress},
     submit::{INVALID_RESULT_MESSAGE, SubmitAnswer, SubmitStatus},
 };
 use baton_tests::{Harness, SUBMIT_LIMIT_BYTES, agents, api_error};
-use baton_worker::router;
-use http_body_util::BodyExt;
 use serde_json::json;
-use tower::ServiceExt;
 
 fn answer(status: SubmitStatus, continuation: Continuation) -> SubmitAnswer {
     SubmitAnswer {
@@ -138,16 +135,6 @@ async fn answers_of_a_batch_are_stored_once_and_say_what_comes_next() {
     );
 }
 
-async fn raw(harness: &Harness, request: Request<Body>) -> (StatusCode, ApiError) {
-    let response = router(harness.state.clone())
-        .oneshot(request)
-        .await
-        .unwrap();
-    let status = response.status();
-    let body = response.into_body().collect().await.unwrap().to_bytes();
-    (status, serde_json::from_slice(&body).unwrap())
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bodies_are_bounded_before_they_are_read() {
     let harness = Harness::server_only(agents::registry()).await;
@@ -158,7 +145,7 @@ async fn bodies_are_bounded_before_they_are_read() {
             r#"{"sessionId":"s","toolCallId":"c","result":1}"#,
         ))
         .unwrap();
-    let (status, error) = raw(&harness, chunked).await;
+    let (status, error) = harness.refusal(chunked).await;
     assert_eq!(
         (status, error.code),
         (StatusCode::LENGTH_REQUIRED, ErrorCode::ValidationError)
@@ -170,7 +157,7 @@ async fn bodies_are_bounded_before_they_are_read() {
         .header(header::CONTENT_LENGTH, cap + 1)
         .body(Body::from(vec![b' '; cap + 1]))
         .unwrap();
-    let (status, error) = raw(&harness, oversized).await;
+    let (status, error) = harness.refusal(oversized).await;
     assert_eq!(
         (status, error.code),
         (
@@ -186,7 +173,7 @@ async fn bodies_are_bounded_before_they_are_read() {
         .header(header::CONTENT_LENGTH, 9)
         .body(Body::from("{\"bad\": 1"))
         .unwrap();
-    let (status, error) = raw(&harness, malformed).await;
+    let (status, error) = harness.refusal(malformed).await;
     assert_eq!(
         (status, error.code),
         (StatusCode::BAD_REQUEST, ErrorCode::ValidationError)
@@ -254,7 +241,7 @@ async fn of_a_batch_answered_in_parallel_exactly_one_submit_sees_it_complete() {
 async fn a_server_that_resumes_by_itself_answers_the_last_submit_with_the_new_run() {
     let options = baton_worker::ServerOptions {
         resume_on_submit: true,
-        ..Default::default()
+        ..baton_tests::open_options()
     };
     let harness = Harness::start_with(agents::registry(), options).await;
     let session = harness.suspended_session("asker_twice").await;

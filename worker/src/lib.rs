@@ -1,6 +1,7 @@
 //! The parts of `batond`: connecting to Temporal, running the Temporal worker, the HTTP server,
 //! and the demo agents. The binary (`main.rs`) parses flags and environment; nothing here does.
 
+pub mod auth;
 pub mod demo;
 pub mod runner;
 pub mod server;

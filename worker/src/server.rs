@@ -1,8 +1,9 @@
 //! The HTTP server: start a session, follow its stream, read its status. Every handler answers
 //! from Redis or by starting a workflow; none waits on a run.
 
+use crate::auth::{Auth, Principal};
 use axum::{
-    Json, Router,
+    Extension, Json, Router,
     extract::{FromRequest, FromRequestParts, Query, State},
     http::StatusCode,
     response::{
@@ -58,6 +59,8 @@ pub struct ServerOptions {
     /// Resume a session by itself when a submit completes its batch (continuation `new_run`)
     /// instead of leaving that to the caller (`caller_resumes`).
     pub resume_on_submit: bool,
+    /// Who may call; [`Auth::Unset`] (the default) serves nothing.
+    pub auth: Auth,
 }
 
 /// Serves the API on `listener` until `shutdown` resolves, then drains open requests. Small
@@ -69,6 +72,19 @@ pub async fn serve(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     use axum::serve::ListenerExt;
+    match state.options.auth {
+        Auth::Unset => {
+            return Err(std::io::Error::other(
+                "refusing to serve the Baton API without authentication: configure API keys \
+                 (--api-key) or pass --allow-unauthenticated",
+            ));
+        }
+        Auth::AllowUnauthenticated => tracing::warn!(
+            "the Baton HTTP API is serving WITHOUT authentication (--allow-unauthenticated): \
+             anyone who reaches it can start, read and steer sessions"
+        ),
+        Auth::Builtin(_) | Auth::Custom(_) => {}
+    }
     let listener = listener.tap_io(|stream| {
         if let Err(error) = stream.set_nodelay(true) {
             tracing::debug!(%error, "TCP_NODELAY could not be set");
@@ -79,7 +95,7 @@ pub async fn serve(
         .await
 }
 
-/// The HTTP API.
+/// The HTTP API. Every route but `/healthz` authenticates first (401 before anything is read).
 pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/start", post(start))
@@ -89,8 +105,27 @@ pub fn router(state: AppState) -> Router {
         .route("/resume", post(resume))
         .route("/interrupt", post(interrupt))
         .route("/abort", post(abort))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            authenticate,
+        ))
         .route("/healthz", get(|| async { "ok" }))
         .with_state(state)
+}
+
+/// Puts the request's [`Principal`] in its extensions, or answers 401.
+async fn authenticate(
+    State(state): State<AppState>,
+    mut request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    match state.options.auth.authenticate(request.headers()).await {
+        Ok(principal) => {
+            request.extensions_mut().insert(principal);
+            next.run(request).await
+        }
+        Err(error) => HttpError::from(error).into_response(),
+    }
 }
 
 /// Starts a session: checks the request, writes the session and its first run to Redis, then
@@ -152,6 +187,7 @@ pub async fn start_session(
         run_id,
         workflow_id,
         stream_id,
+        token: None,
     })
 }
 
@@ -502,8 +538,10 @@ async fn start_deadline_workflow(
 
 async fn resume(
     State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
     ApiJson(request): ApiJson<ResumeRequest>,
 ) -> Result<Json<ResumeResponse>, HttpError> {
+    principal.may_act_on(&request.session_id)?;
     Ok(Json(resume_session(&state, request).await?))
 }
 
@@ -565,8 +603,10 @@ pub async fn stop_session(
 
 async fn interrupt(
     State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
     ApiJson(request): ApiJson<SessionRequest>,
 ) -> Result<Json<StopResponse>, HttpError> {
+    principal.may_act_on(&request.session_id)?;
     Ok(Json(
         stop_session(&state, &request.session_id, StopKind::Interrupt).await?,
     ))
@@ -574,24 +614,32 @@ async fn interrupt(
 
 async fn abort(
     State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
     ApiJson(request): ApiJson<SessionRequest>,
 ) -> Result<Json<StopResponse>, HttpError> {
+    principal.may_act_on(&request.session_id)?;
     Ok(Json(
         stop_session(&state, &request.session_id, StopKind::Abort).await?,
     ))
 }
 
+/// `/start` is for operators; with built-in auth the answer carries the new session's token.
 async fn start(
     State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
     ApiJson(request): ApiJson<StartRequest>,
 ) -> Result<Json<StartResponse>, HttpError> {
-    Ok(Json(start_session(&state, request).await?))
+    principal.must_be_operator()?;
+    let mut started = start_session(&state, request).await?;
+    started.token = state.options.auth.token_for(&started.session_id);
+    Ok(Json(started))
 }
 
 /// `POST /submit-tool-result`: the body is bounded before it is read (411 without a length when
 /// chunked, 413 over the guard), then parsed and stored (see `baton_core::submit`).
 async fn submit(
     State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
     headers: axum::http::HeaderMap,
     body: axum::body::Body,
 ) -> Result<Json<SubmitAnswer>, HttpError> {
@@ -619,6 +667,7 @@ async fn submit(
         .await
         .map_err(|_| payload_too_large("request_body", cap, cap + 1))?;
     let submission = parse_submission(&bytes, state.options.verbose_errors)?;
+    principal.may_act_on(&submission.session_id)?;
     Ok(Json(submit_and_continue(&state, submission).await?))
 }
 
@@ -669,8 +718,10 @@ struct SessionQuery {
 
 async fn status(
     State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
     ApiQuery(query): ApiQuery<SessionQuery>,
 ) -> Result<Json<SessionState>, HttpError> {
+    principal.may_act_on(&query.session_id)?;
     Ok(Json(existing_session(&state, &query.session_id).await?))
 }
 
@@ -699,8 +750,10 @@ const STREAM_POLL_MS: usize = 10_000;
 
 async fn sse(
     State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
     ApiQuery(query): ApiQuery<SessionQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, HttpError> {
+    principal.may_act_on(&query.session_id)?;
     let session = existing_session(&state, &query.session_id).await?;
     // A client that has seen everything of an ended session gets an empty stream at once.
     let finished = session.status.is_terminal() && session.last_sequence <= query.from_sequence;
