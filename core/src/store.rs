@@ -438,6 +438,7 @@ static CLAIM_RESUME: LazyLock<Script> = lua!("store/claim_resume.lua");
 static APPLY_ANSWERS: LazyLock<Script> = lua!("store/apply_answers.lua");
 static STOP_RUN: LazyLock<Script> = lua!("store/stop_run.lua");
 static REWIND: LazyLock<Script> = lua!("store/rewind.lua");
+static TAKE_TOKEN: LazyLock<Script> = lua!("store/take_token.lua");
 
 /// Milliseconds since the Unix epoch.
 /// The id an approval request is answered with: `<runId>::<toolCallId>`.
@@ -998,6 +999,26 @@ impl Store {
             },
             other => return Err(unexpected("claim_resume", other)),
         })
+    }
+
+    /// Takes a token from the session's submit bucket (`per_minute` tokens, refilled evenly):
+    /// `Ok(None)` when taken, `Ok(Some(wait))` when the bucket is empty, with the time until the
+    /// next token. Shared by every server on the same Redis.
+    pub async fn take_submit_token(
+        &self,
+        address: &SessionAddress,
+        per_minute: u32,
+    ) -> Result<Option<std::time::Duration>, Error> {
+        let rate = f64::from(per_minute) / 60_000.0;
+        let (taken, wait_ms): (u8, u64) = TAKE_TOKEN
+            .key(self.key(address, "state"))
+            .key(self.key(address, "submitBucket"))
+            .arg(per_minute)
+            .arg(rate)
+            .arg(now_ms())
+            .invoke_async(&mut self.conn())
+            .await?;
+        Ok((taken == 0).then(|| std::time::Duration::from_millis(wait_ms)))
     }
 
     /// One checkpoint of the session, by id.

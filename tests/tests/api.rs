@@ -58,10 +58,31 @@ async fn refusals_are_typed_and_write_nothing() {
             "",
         ),
         (
+            // Over the body guard (4× the test's 1 KiB result limit): refused unread.
             start(&too_long),
+            StatusCode::PAYLOAD_TOO_LARGE,
+            ErrorCode::ValidationPayloadTooLarge,
+            "limit",
+        ),
+        (
+            start(&format!(
+                r#"{{"agent":"two_steps","message":"hi","x":{}1{}}}"#,
+                "[".repeat(65),
+                "]".repeat(65)
+            )),
             StatusCode::BAD_REQUEST,
             ErrorCode::ValidationError,
-            "limit",
+            "deeper than 64",
+        ),
+        (
+            Request::post("/resume")
+                .header(header::CONTENT_TYPE, "application/json")
+                .header(header::TRANSFER_ENCODING, "chunked")
+                .body(Body::from(r#"{"sessionId":"s","mode":"continue"}"#))
+                .unwrap(),
+            StatusCode::LENGTH_REQUIRED,
+            ErrorCode::ValidationError,
+            "Content-Length",
         ),
         (
             Request::post("/start")

@@ -304,3 +304,50 @@ async fn a_server_that_resumes_by_itself_answers_the_last_submit_with_the_new_ru
         run_id
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn submits_past_the_session_rate_limit_are_refused_with_a_retry_time() {
+    let options = baton_worker::ServerOptions {
+        submits_per_minute: Some(3),
+        ..baton_tests::open_options()
+    };
+    let harness = Harness::start_with(agents::registry(), options).await;
+    let session = harness.suspended_session("asker_twice").await;
+    let other = harness.suspended_session("asker_twice").await;
+    let yes = ToolOutcome::Result(json!({"answer": "yes"}));
+    for _ in 0..3 {
+        harness
+            .client
+            .submit(&session, "call_1_1", &yes)
+            .await
+            .unwrap();
+    }
+    let request = Request::post("/submit-tool-result")
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(
+            json!({"sessionId": session, "toolCallId": "call_1_2", "result": {"answer": "no"}})
+                .to_string(),
+        ))
+        .unwrap();
+    let (status, refused) = harness.refusal(request).await;
+    assert_eq!(
+        (status, refused.code),
+        (StatusCode::TOO_MANY_REQUESTS, ErrorCode::RateLimited)
+    );
+    assert!(refused.retryable);
+    // 3 a minute: the next token comes within 20 s.
+    let retry_after = refused.details["retryAfter"].as_u64().unwrap();
+    assert!((1..=20).contains(&retry_after), "{retry_after}");
+    // Nothing was stored for the refused call, and other sessions have their own bucket.
+    let answers = harness
+        .store
+        .answers(&SessionAddress::root(&session))
+        .await
+        .unwrap();
+    assert_eq!(answers.keys().collect::<Vec<_>>(), ["call_1_1"]);
+    harness
+        .client
+        .submit(&other, "call_1_1", &yes)
+        .await
+        .unwrap();
+}

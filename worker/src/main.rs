@@ -86,6 +86,15 @@ struct Cli {
         global = true
     )]
     token_ttl_secs: u64,
+    /// Submits a session may make per minute (a token bucket shared by all servers); 0 is
+    /// unlimited.
+    #[arg(
+        long,
+        env = "BATON_SUBMITS_PER_MINUTE",
+        default_value_t = 60,
+        global = true
+    )]
+    submits_per_minute: u32,
     /// Serve the HTTP API without authentication (loopback demos, private networks only).
     #[arg(long, env = "BATON_ALLOW_UNAUTHENTICATED", global = true)]
     allow_unauthenticated: bool,
@@ -187,6 +196,8 @@ async fn run() -> anyhow::Result<()> {
                     verbose_errors: cli.verbose_errors,
                     resume_on_submit: cli.resume_on_submit,
                     auth: auth(&cli)?,
+                    submits_per_minute: (cli.submits_per_minute > 0)
+                        .then_some(cli.submits_per_minute),
                 },
             };
             let listener = tokio::net::TcpListener::bind(cli.listen)

@@ -50,8 +50,9 @@ pub struct AppState {
     pub options: ServerOptions,
 }
 
-/// How the server treats requests; `Default` is what `batond` runs with when given no flags.
-#[derive(Debug, Clone, Default)]
+/// How the server treats requests; `Default` is what `batond` runs with when given no flags
+/// (which, without auth, it refuses to serve).
+#[derive(Debug, Clone)]
 pub struct ServerOptions {
     pub submit_limits: SubmitLimits,
     /// Put validation details in `validation_error` and `INVALID_RESULT` answers.
@@ -61,7 +62,24 @@ pub struct ServerOptions {
     pub resume_on_submit: bool,
     /// Who may call; [`Auth::Unset`] (the default) serves nothing.
     pub auth: Auth,
+    /// Submits per minute and session (a token bucket in Redis); `None` is unlimited.
+    pub submits_per_minute: Option<u32>,
 }
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        Self {
+            submit_limits: SubmitLimits::default(),
+            verbose_errors: false,
+            resume_on_submit: false,
+            auth: Auth::Unset,
+            submits_per_minute: Some(DEFAULT_SUBMITS_PER_MINUTE),
+        }
+    }
+}
+
+/// The default submit rate limit per session.
+pub const DEFAULT_SUBMITS_PER_MINUTE: u32 = 60;
 
 /// Serves the API on `listener` until `shutdown` resolves, then drains open requests. Small
 /// writes (SSE events) go out at once: Nagle's algorithm would hold them for the peer's delayed
@@ -643,8 +661,43 @@ async fn submit(
     headers: axum::http::HeaderMap,
     body: axum::body::Body,
 ) -> Result<Json<SubmitAnswer>, HttpError> {
-    use axum::http::header::{CONTENT_LENGTH, TRANSFER_ENCODING};
     let cap = state.options.submit_limits.request_body_cap();
+    let bytes = bounded_body(&headers, body, cap).await?;
+    let submission = parse_submission(&bytes, state.options.verbose_errors)?;
+    principal.may_act_on(&submission.session_id)?;
+    if let Some(per_minute) = state.options.submits_per_minute {
+        let address = SessionAddress::root(&submission.session_id);
+        let wait = state
+            .store
+            .take_submit_token(&address, per_minute)
+            .await
+            .map_err(store_error)?;
+        if let Some(wait) = wait {
+            let retry_after = wait.as_secs_f64().ceil().max(1.0) as u64;
+            return Err(ApiError::new(
+                ErrorCode::RateLimited,
+                format!("more than {per_minute} submits a minute on this session"),
+            )
+            .with("retryAfter", retry_after)
+            .into());
+        }
+    }
+    Ok(Json(submit_and_continue(&state, submission).await?))
+}
+
+/// Deepest JSON nesting a request body may have.
+pub const MAX_JSON_DEPTH: usize = 64;
+
+/// Reads a request body under the guards every JSON route shares, before any parsing: a chunked
+/// body without a length is refused (411), a declared or actual length over `cap` is refused
+/// (413, `cause: request_body`) without reading it, and nesting deeper than [`MAX_JSON_DEPTH`]
+/// is refused (400).
+async fn bounded_body(
+    headers: &axum::http::HeaderMap,
+    body: axum::body::Body,
+    cap: usize,
+) -> Result<axum::body::Bytes, ApiError> {
+    use axum::http::header::{CONTENT_LENGTH, TRANSFER_ENCODING};
     let declared = headers
         .get(CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
@@ -655,20 +708,51 @@ async fn submit(
                 ErrorCode::ValidationError,
                 "the request needs a Content-Length header",
             )
-            .with("cause", "length_required")
-            .into());
+            .with("cause", "length_required"));
         }
         Some(length) if length > cap => {
-            return Err(payload_too_large("request_body", cap, length).into());
+            return Err(payload_too_large("request_body", cap, length));
         }
         _ => {}
     }
     let bytes = axum::body::to_bytes(body, cap)
         .await
         .map_err(|_| payload_too_large("request_body", cap, cap + 1))?;
-    let submission = parse_submission(&bytes, state.options.verbose_errors)?;
-    principal.may_act_on(&submission.session_id)?;
-    Ok(Json(submit_and_continue(&state, submission).await?))
+    if json_depth(&bytes) > MAX_JSON_DEPTH {
+        return Err(ApiError::new(
+            ErrorCode::ValidationError,
+            format!("the body nests JSON deeper than {MAX_JSON_DEPTH} levels"),
+        )
+        .with("cause", "json_depth")
+        .with("limitDepth", MAX_JSON_DEPTH));
+    }
+    Ok(bytes)
+}
+
+/// The deepest nesting of arrays and objects in a JSON text (strings skipped), without parsing.
+fn json_depth(bytes: &[u8]) -> usize {
+    let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0, false, false);
+    for &byte in bytes {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
 }
 
 /// Stores a client's answer (see `baton_core::submit`); when the answer completes its batch and
@@ -872,15 +956,35 @@ fn store_error(error: store::Error) -> ApiError {
 /// `validation_error`.
 struct ApiJson<T>(T);
 
-impl<S: Send + Sync, T: serde::de::DeserializeOwned> FromRequest<S> for ApiJson<T> {
+impl<T: serde::de::DeserializeOwned> FromRequest<AppState> for ApiJson<T> {
     type Rejection = HttpError;
 
-    async fn from_request(request: axum::extract::Request, state: &S) -> Result<Self, HttpError> {
-        let Json(value) = Json::<T>::from_request(request, state)
-            .await
-            .map_err(|rejection| {
-                ApiError::new(ErrorCode::ValidationError, rejection.body_text())
-            })?;
+    /// The body guards of [`bounded_body`] (the same cap as submits), then the JSON.
+    async fn from_request(
+        request: axum::extract::Request,
+        state: &AppState,
+    ) -> Result<Self, HttpError> {
+        let (parts, body) = request.into_parts();
+        let json = parts
+            .headers
+            .get(axum::http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("application/json"));
+        if !json {
+            return Err(ApiError::new(
+                ErrorCode::ValidationError,
+                "expected a body with Content-Type: application/json",
+            )
+            .into());
+        }
+        let cap = state.options.submit_limits.request_body_cap();
+        let bytes = bounded_body(&parts.headers, body, cap).await?;
+        let value = serde_json::from_slice(&bytes).map_err(|error| {
+            ApiError::new(
+                ErrorCode::ValidationError,
+                format!("the body is not the expected JSON: {error}"),
+            )
+        })?;
         Ok(Self(value))
     }
 }
@@ -928,6 +1032,29 @@ impl IntoResponse for HttpError {
         } else {
             tracing::debug!(code = %self.0.code, error = %self.0.error, "request refused");
         }
-        (status, Json(self.0)).into_response()
+        let retry_after = self.0.details.get("retryAfter").map(|v| v.to_string());
+        let mut response = (status, Json(self.0)).into_response();
+        if let Some(value) = retry_after.and_then(|v| v.parse().ok()) {
+            response
+                .headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, value);
+        }
+        response
+    }
+}
+
+#[cfg(test)]
+mod body_tests {
+    use super::json_depth;
+
+    #[test]
+    fn depth_counts_nesting_outside_strings() {
+        assert_eq!(json_depth(br#"{"a":1}"#), 1);
+        assert_eq!(json_depth(br#"{"a":[{"b":[]}]}"#), 4);
+        assert_eq!(json_depth(br#"{"a":"[[[[{{{{"}"#), 1);
+        assert_eq!(json_depth(br#"{"a":"\"[[[["}"#), 1);
+        assert_eq!(json_depth(br#"{"a":"\\",[[]]}"#), 3);
+        assert_eq!(json_depth(b"42"), 0);
+        assert_eq!(json_depth(&[b'['; 100]), 100);
     }
 }
