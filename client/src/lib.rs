@@ -4,8 +4,8 @@
 use baton_core::{
     ApiError, StreamChunk,
     api::{
-        ResumeMode, ResumeRequest, ResumeResponse, SessionRequest, StartRequest, StartResponse,
-        StopResponse,
+        ResumeMode, ResumeRequest, ResumeResponse, SessionRequest, SnapshotResponse, StartRequest,
+        StartResponse, StopResponse, UsageResponse,
     },
     chunk::ChunkKind,
     message::ToolOutcome,
@@ -81,10 +81,29 @@ impl HttpClient {
         decode(response).await
     }
 
+    /// The session's state, with `isExecuting` from Temporal's view of its run.
     pub async fn status(&self, session_id: &str) -> Result<SessionState, Error> {
+        self.get_session("status", session_id).await
+    }
+
+    /// The session's log pinned to a stream position (see [`SnapshotResponse`]).
+    pub async fn snapshot(&self, session_id: &str) -> Result<SnapshotResponse, Error> {
+        self.get_session("snapshot", session_id).await
+    }
+
+    /// What the session has spent so far.
+    pub async fn usage(&self, session_id: &str) -> Result<UsageResponse, Error> {
+        self.get_session("usage", session_id).await
+    }
+
+    async fn get_session<T: serde::de::DeserializeOwned>(
+        &self,
+        route: &str,
+        session_id: &str,
+    ) -> Result<T, Error> {
         let response = self
             .http
-            .get(format!("{}/status", self.base))
+            .get(format!("{}/{route}", self.base))
             .query(&[("sessionId", session_id)])
             .send()
             .await?;

@@ -16,8 +16,8 @@ use baton_activities::io::{ActivityPolicy, DeadlineInput, RunInput};
 use baton_core::{
     Agent, AgentRegistry, ApiError, ErrorCode, Message, Store,
     api::{
-        ResumeMode, ResumeRequest, ResumeResponse, SessionRequest, StartRequest, StartResponse,
-        StopResponse,
+        ResumeMode, ResumeRequest, ResumeResponse, SessionRequest, SnapshotResponse, StartRequest,
+        StartResponse, StopResponse, UsageResponse,
     },
     chunk::{ChunkKind, RunError, StreamChunk},
     ids,
@@ -123,6 +123,8 @@ pub fn router(state: AppState) -> Router {
         .route("/resume", post(resume))
         .route("/interrupt", post(interrupt))
         .route("/abort", post(abort))
+        .route("/snapshot", get(snapshot))
+        .route("/usage", get(usage))
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             authenticate,
@@ -806,27 +808,95 @@ async fn status(
     ApiQuery(query): ApiQuery<SessionQuery>,
 ) -> Result<Json<SessionState>, HttpError> {
     principal.may_act_on(&query.session_id)?;
-    Ok(Json(existing_session(&state, &query.session_id).await?))
+    let mut session = existing_session(&state, &query.session_id).await?;
+    session.is_executing = Some(is_executing(&state, &session).await?);
+    Ok(Json(session))
 }
 
-async fn existing_session(state: &AppState, session_id: &str) -> Result<SessionState, ApiError> {
+/// Whether Temporal is running the workflow of the session's current run. A suspended or ended
+/// run has none; a run whose workflow is gone (or never started) is not executing.
+async fn is_executing(state: &AppState, session: &SessionState) -> Result<bool, ApiError> {
+    use temporalio_client::{WorkflowDescribeOptions, WorkflowExecutionStatus};
+    let Some(workflow_id) = session
+        .workflow_id
+        .as_ref()
+        .filter(|_| session.status == Status::Active)
+    else {
+        return Ok(false);
+    };
+    let handle = state
+        .temporal
+        .get_workflow_handle::<AgentRunWorkflow>(workflow_id.clone());
+    match handle.describe(WorkflowDescribeOptions::default()).await {
+        Ok(description) => Ok(description.status() == WorkflowExecutionStatus::Running),
+        Err(error) if error.to_string().to_lowercase().contains("not found") => Ok(false),
+        Err(error) => Err(ApiError::new(
+            ErrorCode::TemporalUnavailable,
+            format!("cannot ask Temporal about the run's workflow: {error}"),
+        )),
+    }
+}
+
+/// `GET /snapshot`: the session's log pinned to a stream position (see [`SnapshotResponse`]).
+async fn snapshot(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    ApiQuery(query): ApiQuery<SessionQuery>,
+) -> Result<Json<SnapshotResponse>, HttpError> {
+    principal.may_act_on(&query.session_id)?;
+    let address = checked_address(&query.session_id)?;
+    let snapshot = state.store.snapshot(&address).await.map_err(store_error)?;
+    Ok(Json(snapshot.ok_or_else(|| no_session(&query.session_id))?))
+}
+
+/// `GET /usage`: what the session has spent so far.
+async fn usage(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    ApiQuery(query): ApiQuery<SessionQuery>,
+) -> Result<Json<UsageResponse>, HttpError> {
+    principal.may_act_on(&query.session_id)?;
+    let address = checked_address(&query.session_id)?;
+    let rollup = state
+        .store
+        .usage_rollup(&address)
+        .await
+        .map_err(store_error)?
+        .ok_or_else(|| no_session(&query.session_id))?;
+    Ok(Json(UsageResponse {
+        session_id: query.session_id,
+        rollup,
+    }))
+}
+
+pub async fn existing_session(
+    state: &AppState,
+    session_id: &str,
+) -> Result<SessionState, ApiError> {
+    state
+        .store
+        .session(&checked_address(session_id)?)
+        .await
+        .map_err(store_error)?
+        .ok_or_else(|| no_session(session_id))
+}
+
+/// The address of a top-level session, if the id is well-formed.
+fn checked_address(session_id: &str) -> Result<SessionAddress, ApiError> {
     if !ids::is_valid_name(session_id) {
         return Err(ApiError::new(
             ErrorCode::ValidationError,
             "malformed sessionId",
         ));
     }
-    state
-        .store
-        .session(&SessionAddress::root(session_id))
-        .await
-        .map_err(store_error)?
-        .ok_or_else(|| {
-            ApiError::new(
-                ErrorCode::SessionNotFound,
-                format!("no session {session_id}"),
-            )
-        })
+    Ok(SessionAddress::root(session_id))
+}
+
+fn no_session(session_id: &str) -> ApiError {
+    ApiError::new(
+        ErrorCode::SessionNotFound,
+        format!("no session {session_id}"),
+    )
 }
 
 /// How long one blocking read of the stream waits before checking the session again.
