@@ -203,7 +203,18 @@ impl AgentActivities {
                     format!("awaited call {id} has no pending entry"),
                 )
             })?;
-            let outcome = match answers.remove(id) {
+            let answer = answers.remove(id);
+            // The client's wait: to its answer, or to the deadline that lapsed.
+            let waited_until = match (&answer, state.stop.is_some() || state.abandon_pending) {
+                (Some(answer), _) => answer.submitted_at,
+                (None, false) => call.deadline_at.min(now),
+                (None, true) => call.awaited_since,
+            };
+            let wait_ms = match call.awaited_since {
+                0 => 0,
+                since => waited_until.saturating_sub(since),
+            };
+            let outcome = match answer {
                 // A stopped run's calls were never carried on, answered or not.
                 _ if state.stop.is_some() => ToolOutcome::Error(baton_core::ToolError::new(
                     codes::NOT_EXECUTED,
@@ -247,6 +258,7 @@ impl AgentActivities {
                 }),
                 step: call.step,
                 marker_expiry: now + call.completed_retention_ms,
+                wait_ms,
             });
         }
         self.store
@@ -668,6 +680,7 @@ impl AgentActivities {
                     deadline_at: now + agent.answer_timeout(&call.name).as_millis() as u64,
                     completed_retention_ms: agent.completed_retention().as_millis() as u64,
                     approval_id,
+                    awaited_since: now,
                 }
             })
             .collect();

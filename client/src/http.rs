@@ -5,7 +5,8 @@ use async_trait::async_trait;
 use baton_core::{
     ApiError, StreamChunk,
     api::{
-        ResumeRequest, ResumeResponse, SessionRequest, StartRequest, StartResponse, StopResponse,
+        ResumeRequest, ResumeResponse, SessionRequest, SnapshotResponse, StartRequest,
+        StartResponse, StopResponse, UsageResponse,
     },
     store::SessionState,
     submit::SubmitAnswer,
@@ -26,6 +27,47 @@ impl HttpClient {
             base: base.into().trim_end_matches('/').to_owned(),
             http: reqwest::Client::new(),
         }
+    }
+
+    /// A client that sends `Authorization: Bearer <credential>` (an operator key or a session
+    /// token) with every request. Fails on a credential that cannot be a header value.
+    pub fn with_bearer(base: impl Into<String>, credential: &str) -> Result<Self, Error> {
+        let mut value = reqwest::header::HeaderValue::from_str(&format!("Bearer {credential}"))
+            .map_err(|_| Error::Usage("the credential is not a valid header value".into()))?;
+        value.set_sensitive(true);
+        let headers =
+            reqwest::header::HeaderMap::from_iter([(reqwest::header::AUTHORIZATION, value)]);
+        let http = reqwest::Client::builder()
+            .default_headers(headers)
+            .build()?;
+        Ok(Self {
+            base: base.into().trim_end_matches('/').to_owned(),
+            http,
+        })
+    }
+
+    /// The session's log pinned to a stream position (see [`SnapshotResponse`]).
+    pub async fn snapshot(&self, session_id: &str) -> Result<SnapshotResponse, Error> {
+        self.get_session("snapshot", session_id).await
+    }
+
+    /// What the session has spent so far.
+    pub async fn usage(&self, session_id: &str) -> Result<UsageResponse, Error> {
+        self.get_session("usage", session_id).await
+    }
+
+    async fn get_session<T: serde::de::DeserializeOwned>(
+        &self,
+        route: &str,
+        session_id: &str,
+    ) -> Result<T, Error> {
+        let response = self
+            .http
+            .get(format!("{}/{route}", self.base))
+            .query(&[("sessionId", session_id)])
+            .send()
+            .await?;
+        decode(response).await
     }
 
     async fn post<T: serde::de::DeserializeOwned>(
@@ -54,13 +96,7 @@ impl Client for HttpClient {
     }
 
     async fn status(&self, session_id: &str) -> Result<SessionState, Error> {
-        let response = self
-            .http
-            .get(format!("{}/status", self.base))
-            .query(&[("sessionId", session_id)])
-            .send()
-            .await?;
-        decode(response).await
+        self.get_session("status", session_id).await
     }
 
     async fn submit_body(&self, body: &serde_json::Value) -> Result<SubmitAnswer, Error> {

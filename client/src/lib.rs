@@ -50,6 +50,9 @@ pub enum Error {
     },
     #[error("cannot encode the request: {0}")]
     Encode(#[from] serde_json::Error),
+    /// The client was given something it cannot use, e.g. a credential that is not a header value.
+    #[error("{0}")]
+    Usage(String),
 }
 
 impl Error {
@@ -74,6 +77,7 @@ pub trait Client: Send + Sync {
     /// Starts a session of `agent` with a first user message.
     async fn start(&self, agent: &str, message: &str) -> Result<StartResponse, Error>;
 
+    /// The session's state, with `isExecuting` from Temporal's view of its run.
     async fn status(&self, session_id: &str) -> Result<SessionState, Error>;
 
     /// Sends a `/submit-tool-result` body as it is: what [`Client::submit`] and

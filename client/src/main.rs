@@ -29,6 +29,9 @@ struct Cli {
     /// Talk gRPC to the service at this address (`host:port`) instead of HTTP to --server.
     #[arg(long, env = "BATON_GRPC", global = true)]
     grpc: Option<String>,
+    /// Bearer credentials: an operator key, or a session token from `/start`.
+    #[arg(long, env = "BATON_TOKEN", global = true, hide_env_values = true)]
+    token: Option<String>,
     /// Print raw JSON chunks, one per line, instead of readable text.
     #[arg(long, global = true)]
     json: bool,
@@ -122,10 +125,13 @@ async fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let client: Box<dyn Client> = match (&cli.grpc, cli.server.strip_prefix("grpc://")) {
-        (Some(address), _) => Box::new(GrpcClient::new(address)?),
-        (None, Some(address)) => Box::new(GrpcClient::new(address)?),
-        (None, None) => Box::new(HttpClient::new(&cli.server)),
+    let token = cli.token.as_deref();
+    let client: Box<dyn Client> = match (cli.grpc.as_deref(), cli.server.strip_prefix("grpc://")) {
+        (Some(address), _) | (None, Some(address)) => Box::new(GrpcClient::new(address)?),
+        (None, None) => match token {
+            Some(token) => Box::new(HttpClient::with_bearer(&cli.server, token)?),
+            None => Box::new(HttpClient::new(&cli.server)),
+        },
     };
     let client = client.as_ref();
     match cli.command {

@@ -20,6 +20,9 @@ pub struct StartResponse {
     pub run_id: String,
     pub workflow_id: String,
     pub stream_id: String,
+    /// With built-in auth: a short-lived bearer token for this session only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
 }
 
 /// How a resume continues a session.
@@ -84,4 +87,38 @@ pub struct StopResponse {
     pub run_id: String,
     /// `interrupted`, or `failed` for an abort.
     pub status: crate::store::Status,
+}
+
+/// Answer of `GET /snapshot`: a session's log pinned to a stream position. For a session that
+/// has not ended, the log and `streamSequence` come from its newest checkpoint, read at once:
+/// attach the stream at `fromSequence = streamSequence` and apply what follows. An ended session
+/// (or one without a checkpoint) gives its whole log and `streamSequence: -1`, no position.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SnapshotResponse {
+    pub session_id: String,
+    pub stream_id: String,
+    pub status: crate::store::Status,
+    pub state: SnapshotState,
+    pub stream_sequence: i64,
+    /// A `fromSequence` below this is no longer in the stream (`TRUNCATED`); 0 = all retained.
+    pub oldest_retained_sequence: u64,
+    pub step_count: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint_id: Option<u32>,
+}
+
+/// The session state a snapshot carries: its message log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SnapshotState {
+    pub messages: Vec<crate::Message>,
+}
+
+/// Answer of `GET /usage`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UsageResponse {
+    pub session_id: String,
+    pub rollup: crate::usage::UsageRollup,
 }

@@ -116,6 +116,10 @@ pub struct SessionState {
     /// Set between a resume's claim and its drain: the open calls are abandoned.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub abandon_pending: bool,
+    /// Whether Temporal runs the current run's workflow now (set by `/status`, which asks it;
+    /// an `active` session whose workflow is not executing is stuck).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub is_executing: Option<bool>,
 }
 
 /// What a suspended run waits for.
@@ -189,6 +193,9 @@ pub struct PendingCall {
     /// For approvals: `<runId>::<toolCallId>`, which the approval response must name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval_id: Option<String>,
+    /// Since when the call is awaited (ms since the epoch), for the client-tool wait time.
+    #[serde(default)]
+    pub awaited_since: u64,
 }
 
 /// A checkpoint: the log, step and stream positions at one step boundary.
@@ -399,6 +406,8 @@ pub struct DrainedCall {
     pub step: u32,
     /// Until when a re-submit still answers `already_completed` (ms since the epoch).
     pub marker_expiry: u64,
+    /// How long the client took: from the suspension to the answer (or the lapsed deadline).
+    pub wait_ms: u64,
 }
 
 /// How far a step has come.
@@ -438,6 +447,8 @@ static CLAIM_RESUME: LazyLock<Script> = lua!("store/claim_resume.lua");
 static APPLY_ANSWERS: LazyLock<Script> = lua!("store/apply_answers.lua");
 static STOP_RUN: LazyLock<Script> = lua!("store/stop_run.lua");
 static REWIND: LazyLock<Script> = lua!("store/rewind.lua");
+static TAKE_TOKEN: LazyLock<Script> = lua!("store/take_token.lua");
+static SNAPSHOT: LazyLock<Script> = lua!("store/snapshot.lua");
 
 /// Milliseconds since the Unix epoch.
 /// The id an approval request is answered with: `<runId>::<toolCallId>`.
@@ -1000,6 +1011,122 @@ impl Store {
         })
     }
 
+    /// Takes a token from the session's submit bucket (`per_minute` tokens, refilled evenly):
+    /// `Ok(None)` when taken, `Ok(Some(wait))` when the bucket is empty, with the time until the
+    /// next token. Shared by every server on the same Redis.
+    pub async fn take_submit_token(
+        &self,
+        address: &SessionAddress,
+        per_minute: u32,
+    ) -> Result<Option<std::time::Duration>, Error> {
+        let rate = f64::from(per_minute) / 60_000.0;
+        let (taken, wait_ms): (u8, u64) = TAKE_TOKEN
+            .key(self.key(address, "state"))
+            .key(self.key(address, "submitBucket"))
+            .arg(per_minute)
+            .arg(rate)
+            .arg(now_ms())
+            .invoke_async(&mut self.conn())
+            .await?;
+        Ok((taken == 0).then(|| std::time::Duration::from_millis(wait_ms)))
+    }
+
+    /// The session's snapshot (see `snapshot.lua` and [`SnapshotResponse`]), or `None` if
+    /// there is no such session.
+    pub async fn snapshot(
+        &self,
+        address: &SessionAddress,
+    ) -> Result<Option<crate::api::SnapshotResponse>, Error> {
+        let key = self.key(address, "state");
+        let reply: Vec<String> = SNAPSHOT
+            .key(&key)
+            .key(self.key(address, "stream"))
+            .key(self.key(address, "messages"))
+            .key(self.key(address, "checkpoints"))
+            .invoke_async(&mut self.conn())
+            .await?;
+        if reply.first().map(String::as_str) != Some("ok") || reply.len() < 7 {
+            return Ok(None);
+        }
+        let corrupt = |reason: String| Error::Corrupt {
+            key: key.clone(),
+            reason,
+        };
+        let number = |text: &str| {
+            text.parse::<u64>()
+                .map_err(|e| corrupt(format!("snapshot field {text:?}: {e}")))
+        };
+        let status = Status::parse(&reply[1])
+            .ok_or_else(|| corrupt(format!("unknown status {}", reply[1])))?;
+        let checkpoint: Option<Checkpoint> = match reply[5].as_str() {
+            "" => None,
+            record => Some(from_json(&key, record)?),
+        };
+        let last_sequence = number(&reply[4])?;
+        // The floor is the sequence before the oldest retained entry (`<sequence>-0`).
+        let oldest_retained_sequence = match reply[6].split_once('-') {
+            Some((first, _)) => number(first)?.saturating_sub(1),
+            None => last_sequence,
+        };
+        let messages = reply[7..]
+            .iter()
+            .map(|m| from_json(&key, m))
+            .collect::<Result<_, _>>()?;
+        let pinned = checkpoint.as_ref().filter(|_| !status.is_terminal());
+        Ok(Some(crate::api::SnapshotResponse {
+            session_id: address.session_id.clone(),
+            stream_id: reply[2].clone(),
+            status,
+            state: crate::api::SnapshotState { messages },
+            stream_sequence: pinned.map_or(-1, |c| c.stream_sequence as i64),
+            oldest_retained_sequence,
+            step_count: match pinned {
+                Some(checkpoint) => checkpoint.step_count,
+                None => number(&reply[3])? as u32,
+            },
+            checkpoint_id: checkpoint.map(|c| c.id),
+        }))
+    }
+
+    /// The session's usage rollup (see [`crate::usage`]), or `None` if there is no such session.
+    pub async fn usage_rollup(
+        &self,
+        address: &SessionAddress,
+    ) -> Result<Option<crate::usage::UsageRollup>, Error> {
+        let key = self.key(address, "state");
+        let (exists, wait, aborts, records, messages): (
+            bool,
+            Option<u64>,
+            Option<u64>,
+            Vec<String>,
+            Vec<String>,
+        ) = redis::pipe()
+            .exists(&key)
+            .hget(&key, "clientToolWaitMs")
+            .hget(&key, "aborts")
+            .lrange(self.key(address, "usage"), 0, -1)
+            .lrange(self.key(address, "messages"), 0, -1)
+            .query_async(&mut self.conn())
+            .await?;
+        if !exists {
+            return Ok(None);
+        }
+        let records: Vec<UsageRecord> = records
+            .iter()
+            .map(|r| from_json(&key, r))
+            .collect::<Result<_, _>>()?;
+        let messages: Vec<Message> = messages
+            .iter()
+            .map(|m| from_json(&key, m))
+            .collect::<Result<_, _>>()?;
+        Ok(Some(crate::usage::UsageRollup::of(
+            &records,
+            &messages,
+            wait.unwrap_or(0),
+            aborts.unwrap_or(0),
+        )))
+    }
+
     /// One checkpoint of the session, by id.
     pub async fn checkpoint(
         &self,
@@ -1036,6 +1163,7 @@ impl Store {
                     .approval_id
                     .as_ref()
                     .map(|_| approval_id(rewind.new_run_id, &call.tool_call_id)),
+                awaited_since: now,
                 ..call.clone()
             })
             .collect();
@@ -1137,7 +1265,8 @@ impl Store {
             .key(self.key(&root, "completed"))
             .key(self.key(address, "openDeadlines"))
             .arg(run_id)
-            .arg(now_ms());
+            .arg(now_ms())
+            .arg(drained.iter().map(|call| call.wait_ms).sum::<u64>());
         for call in drained {
             let Message::Tool(result) = &call.message else {
                 panic!("apply_answers drains tool messages");
@@ -1317,6 +1446,7 @@ impl Store {
             abandon_pending: fields.contains_key("abandon"),
             workflow_id: fields.get("workflowId").cloned(),
             stop: fields.get("stop").map(|e| from_json(&key, e)).transpose()?,
+            is_executing: None,
         }))
     }
 

@@ -93,6 +93,7 @@ impl From<StartResponse> for v1::StartResponse {
             run_id: answer.run_id,
             workflow_id: answer.workflow_id,
             stream_id: answer.stream_id,
+            token: answer.token,
         }
     }
 }
@@ -104,6 +105,7 @@ impl From<v1::StartResponse> for StartResponse {
             run_id: answer.run_id,
             workflow_id: answer.workflow_id,
             stream_id: answer.stream_id,
+            token: answer.token,
         }
     }
 }
@@ -258,6 +260,7 @@ impl From<SessionState> for v1::SessionStatus {
                 at: stop.at,
             }),
             abandon_pending: state.abandon_pending,
+            is_executing: state.is_executing,
         }
     }
 }
@@ -306,6 +309,7 @@ impl TryFrom<v1::SessionStatus> for SessionState {
             workflow_id: state.workflow_id,
             stop,
             abandon_pending: state.abandon_pending,
+            is_executing: state.is_executing,
         })
     }
 }
@@ -402,6 +406,7 @@ mod tests {
                 at: 7,
             }),
             abandon_pending: true,
+            is_executing: Some(false),
         };
         let wire = v1::SessionStatus::from(state.clone());
         assert_eq!(wire.status, "failed");

@@ -172,10 +172,18 @@ impl GrpcServer {
     }
 }
 
+/// Server options of the tests that are not about auth: an open server on loopback.
+pub fn open_options() -> ServerOptions {
+    ServerOptions {
+        auth: baton_worker::auth::Auth::AllowUnauthenticated,
+        ..Default::default()
+    }
+}
+
 impl Harness {
     /// Server and in-process worker.
     pub async fn start(registry: AgentRegistry) -> Self {
-        Self::start_with(registry, ServerOptions::default()).await
+        Self::start_with(registry, open_options()).await
     }
 
     /// Server with these options (the submit limit is always the test one) and in-process worker.
@@ -191,7 +199,12 @@ impl Harness {
 
     /// Server only: the test brings its own worker (e.g. a process it can kill).
     pub async fn server_only(registry: AgentRegistry) -> Self {
-        Self::server_with(registry, ServerOptions::default()).await
+        Self::server_with(registry, open_options()).await
+    }
+
+    /// Server only, with these options.
+    pub async fn server_only_with(registry: AgentRegistry, options: ServerOptions) -> Self {
+        Self::server_with(registry, options).await
     }
 
     async fn server_with(registry: AgentRegistry, options: ServerOptions) -> Self {
@@ -322,6 +335,25 @@ impl Harness {
             .await
             .unwrap();
         assert_eq!(workflows.count(), 0);
+    }
+
+    /// Sends one request to the HTTP router without a socket and decodes the typed error it
+    /// answers.
+    pub async fn refusal(
+        &self,
+        request: axum::http::Request<axum::body::Body>,
+    ) -> (axum::http::StatusCode, baton_core::ApiError) {
+        use http_body_util::BodyExt;
+        use tower::ServiceExt;
+        let response = baton_worker::router(self.state.clone())
+            .oneshot(request)
+            .await
+            .unwrap();
+        let status = response.status();
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        let error = serde_json::from_slice(&body)
+            .unwrap_or_else(|e| panic!("{status}: body is not an error ({e}): {body:?}"));
+        (status, error)
     }
 
     /// Resumes a session whose batch is answered (`continue`) and waits for the resumed run's

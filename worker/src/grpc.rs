@@ -3,8 +3,8 @@
 //! alike; refusals become statuses through the one error table.
 
 use crate::server::{
-    AppState, MAX_MESSAGE_BYTES, STREAM_POLL_MS, existing_session, resume_session, start_session,
-    stop_session, store_error, submit_and_continue,
+    AppState, MAX_MESSAGE_BYTES, STREAM_POLL_MS, existing_session, is_executing, resume_session,
+    start_session, stop_session, store_error, submit_and_continue,
 };
 use baton_core::{
     ApiError, ChunkKind, ErrorCode,
@@ -148,9 +148,10 @@ impl baton_server::Baton for GrpcService {
         request: Request<v1::StatusRequest>,
     ) -> Result<Response<v1::SessionStatus>, Status> {
         let session_id = request.into_inner().session_id;
-        let session = existing_session(&self.state, &session_id)
+        let mut session = existing_session(&self.state, &session_id)
             .await
             .map_err(refused)?;
+        session.is_executing = Some(is_executing(&self.state, &session).await.map_err(refused)?);
         Ok(Response::new(session.into()))
     }
 

@@ -2,6 +2,7 @@
 //! the gRPC service and the demo agents. The binary (`main.rs`) parses flags and environment;
 //! nothing here does.
 
+pub mod auth;
 pub mod demo;
 pub mod grpc;
 pub mod runner;

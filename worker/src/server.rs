@@ -1,8 +1,9 @@
 //! The HTTP server: start a session, follow its stream, read its status. Every handler answers
 //! from Redis or by starting a workflow; none waits on a run.
 
+use crate::auth::{Auth, Principal};
 use axum::{
-    Json, Router,
+    Extension, Json, Router,
     extract::{FromRequest, FromRequestParts, Query, State},
     http::StatusCode,
     response::{
@@ -15,8 +16,8 @@ use baton_activities::io::{ActivityPolicy, DeadlineInput, RunInput};
 use baton_core::{
     Agent, AgentRegistry, ApiError, ErrorCode, Message, Store,
     api::{
-        ResumeMode, ResumeRequest, ResumeResponse, SessionRequest, StartRequest, StartResponse,
-        StopResponse,
+        ResumeMode, ResumeRequest, ResumeResponse, SessionRequest, SnapshotResponse, StartRequest,
+        StartResponse, StopResponse, UsageResponse,
     },
     chunk::{ChunkKind, RunError, StreamChunk},
     ids,
@@ -49,8 +50,9 @@ pub struct AppState {
     pub options: ServerOptions,
 }
 
-/// How the server treats requests; `Default` is what `batond` runs with when given no flags.
-#[derive(Debug, Clone, Default)]
+/// How the server treats requests; `Default` is what `batond` runs with when given no flags
+/// (which, without auth, it refuses to serve).
+#[derive(Debug, Clone)]
 pub struct ServerOptions {
     pub submit_limits: SubmitLimits,
     /// Put validation details in `validation_error` and `INVALID_RESULT` answers.
@@ -58,7 +60,26 @@ pub struct ServerOptions {
     /// Resume a session by itself when a submit completes its batch (continuation `new_run`)
     /// instead of leaving that to the caller (`caller_resumes`).
     pub resume_on_submit: bool,
+    /// Who may call; [`Auth::Unset`] (the default) serves nothing.
+    pub auth: Auth,
+    /// Submits per minute and session (a token bucket in Redis); `None` is unlimited.
+    pub submits_per_minute: Option<u32>,
 }
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        Self {
+            submit_limits: SubmitLimits::default(),
+            verbose_errors: false,
+            resume_on_submit: false,
+            auth: Auth::Unset,
+            submits_per_minute: Some(DEFAULT_SUBMITS_PER_MINUTE),
+        }
+    }
+}
+
+/// The default submit rate limit per session.
+pub const DEFAULT_SUBMITS_PER_MINUTE: u32 = 60;
 
 /// Serves the API on `listener` until `shutdown` resolves, then drains open requests. Small
 /// writes (SSE events) go out at once: Nagle's algorithm would hold them for the peer's delayed
@@ -69,6 +90,19 @@ pub async fn serve(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     use axum::serve::ListenerExt;
+    match state.options.auth {
+        Auth::Unset => {
+            return Err(std::io::Error::other(
+                "refusing to serve the Baton API without authentication: configure API keys \
+                 (--api-key) or pass --allow-unauthenticated",
+            ));
+        }
+        Auth::AllowUnauthenticated => tracing::warn!(
+            "the Baton HTTP API is serving WITHOUT authentication (--allow-unauthenticated): \
+             anyone who reaches it can start, read and steer sessions"
+        ),
+        Auth::Builtin(_) | Auth::Custom(_) => {}
+    }
     let listener = listener.tap_io(|stream| {
         if let Err(error) = stream.set_nodelay(true) {
             tracing::debug!(%error, "TCP_NODELAY could not be set");
@@ -79,7 +113,7 @@ pub async fn serve(
         .await
 }
 
-/// The HTTP API.
+/// The HTTP API. Every route but `/healthz` authenticates first (401 before anything is read).
 pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/start", post(start))
@@ -89,8 +123,29 @@ pub fn router(state: AppState) -> Router {
         .route("/resume", post(resume))
         .route("/interrupt", post(interrupt))
         .route("/abort", post(abort))
+        .route("/snapshot", get(snapshot))
+        .route("/usage", get(usage))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            authenticate,
+        ))
         .route("/healthz", get(|| async { "ok" }))
         .with_state(state)
+}
+
+/// Puts the request's [`Principal`] in its extensions, or answers 401.
+async fn authenticate(
+    State(state): State<AppState>,
+    mut request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    match state.options.auth.authenticate(request.headers()).await {
+        Ok(principal) => {
+            request.extensions_mut().insert(principal);
+            next.run(request).await
+        }
+        Err(error) => HttpError::from(error).into_response(),
+    }
 }
 
 /// Starts a session: checks the request, writes the session and its first run to Redis, then
@@ -152,6 +207,7 @@ pub async fn start_session(
         run_id,
         workflow_id,
         stream_id,
+        token: None,
     })
 }
 
@@ -502,8 +558,10 @@ async fn start_deadline_workflow(
 
 async fn resume(
     State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
     ApiJson(request): ApiJson<ResumeRequest>,
 ) -> Result<Json<ResumeResponse>, HttpError> {
+    principal.may_act_on(&request.session_id)?;
     Ok(Json(resume_session(&state, request).await?))
 }
 
@@ -565,8 +623,10 @@ pub async fn stop_session(
 
 async fn interrupt(
     State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
     ApiJson(request): ApiJson<SessionRequest>,
 ) -> Result<Json<StopResponse>, HttpError> {
+    principal.may_act_on(&request.session_id)?;
     Ok(Json(
         stop_session(&state, &request.session_id, StopKind::Interrupt).await?,
     ))
@@ -574,29 +634,72 @@ async fn interrupt(
 
 async fn abort(
     State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
     ApiJson(request): ApiJson<SessionRequest>,
 ) -> Result<Json<StopResponse>, HttpError> {
+    principal.may_act_on(&request.session_id)?;
     Ok(Json(
         stop_session(&state, &request.session_id, StopKind::Abort).await?,
     ))
 }
 
+/// `/start` is for operators; with built-in auth the answer carries the new session's token.
 async fn start(
     State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
     ApiJson(request): ApiJson<StartRequest>,
 ) -> Result<Json<StartResponse>, HttpError> {
-    Ok(Json(start_session(&state, request).await?))
+    principal.must_be_operator()?;
+    let mut started = start_session(&state, request).await?;
+    started.token = state.options.auth.token_for(&started.session_id);
+    Ok(Json(started))
 }
 
 /// `POST /submit-tool-result`: the body is bounded before it is read (411 without a length when
 /// chunked, 413 over the guard), then parsed and stored (see `baton_core::submit`).
 async fn submit(
     State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
     headers: axum::http::HeaderMap,
     body: axum::body::Body,
 ) -> Result<Json<SubmitAnswer>, HttpError> {
-    use axum::http::header::{CONTENT_LENGTH, TRANSFER_ENCODING};
     let cap = state.options.submit_limits.request_body_cap();
+    let bytes = bounded_body(&headers, body, cap).await?;
+    let submission = parse_submission(&bytes, state.options.verbose_errors)?;
+    principal.may_act_on(&submission.session_id)?;
+    if let Some(per_minute) = state.options.submits_per_minute {
+        let address = SessionAddress::root(&submission.session_id);
+        let wait = state
+            .store
+            .take_submit_token(&address, per_minute)
+            .await
+            .map_err(store_error)?;
+        if let Some(wait) = wait {
+            let retry_after = wait.as_secs_f64().ceil().max(1.0) as u64;
+            return Err(ApiError::new(
+                ErrorCode::RateLimited,
+                format!("more than {per_minute} submits a minute on this session"),
+            )
+            .with("retryAfter", retry_after)
+            .into());
+        }
+    }
+    Ok(Json(submit_and_continue(&state, submission).await?))
+}
+
+/// Deepest JSON nesting a request body may have.
+pub const MAX_JSON_DEPTH: usize = 64;
+
+/// Reads a request body under the guards every JSON route shares, before any parsing: a chunked
+/// body without a length is refused (411), a declared or actual length over `cap` is refused
+/// (413, `cause: request_body`) without reading it, and nesting deeper than [`MAX_JSON_DEPTH`]
+/// is refused (400).
+async fn bounded_body(
+    headers: &axum::http::HeaderMap,
+    body: axum::body::Body,
+    cap: usize,
+) -> Result<axum::body::Bytes, ApiError> {
+    use axum::http::header::{CONTENT_LENGTH, TRANSFER_ENCODING};
     let declared = headers
         .get(CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
@@ -607,19 +710,51 @@ async fn submit(
                 ErrorCode::ValidationError,
                 "the request needs a Content-Length header",
             )
-            .with("cause", "length_required")
-            .into());
+            .with("cause", "length_required"));
         }
         Some(length) if length > cap => {
-            return Err(payload_too_large("request_body", cap, length).into());
+            return Err(payload_too_large("request_body", cap, length));
         }
         _ => {}
     }
     let bytes = axum::body::to_bytes(body, cap)
         .await
         .map_err(|_| payload_too_large("request_body", cap, cap + 1))?;
-    let submission = parse_submission(&bytes, state.options.verbose_errors)?;
-    Ok(Json(submit_and_continue(&state, submission).await?))
+    if json_depth(&bytes) > MAX_JSON_DEPTH {
+        return Err(ApiError::new(
+            ErrorCode::ValidationError,
+            format!("the body nests JSON deeper than {MAX_JSON_DEPTH} levels"),
+        )
+        .with("cause", "json_depth")
+        .with("limitDepth", MAX_JSON_DEPTH));
+    }
+    Ok(bytes)
+}
+
+/// The deepest nesting of arrays and objects in a JSON text (strings skipped), without parsing.
+fn json_depth(bytes: &[u8]) -> usize {
+    let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0, false, false);
+    for &byte in bytes {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
 }
 
 /// Stores a client's answer (see `baton_core::submit`); when the answer completes its batch and
@@ -669,9 +804,72 @@ struct SessionQuery {
 
 async fn status(
     State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
     ApiQuery(query): ApiQuery<SessionQuery>,
 ) -> Result<Json<SessionState>, HttpError> {
-    Ok(Json(existing_session(&state, &query.session_id).await?))
+    principal.may_act_on(&query.session_id)?;
+    let mut session = existing_session(&state, &query.session_id).await?;
+    session.is_executing = Some(is_executing(&state, &session).await?);
+    Ok(Json(session))
+}
+
+/// Whether Temporal is running the workflow of the session's current run. A suspended or ended
+/// run has none; a run whose workflow is gone (or never started) is not executing.
+pub(crate) async fn is_executing(
+    state: &AppState,
+    session: &SessionState,
+) -> Result<bool, ApiError> {
+    use temporalio_client::{WorkflowDescribeOptions, WorkflowExecutionStatus};
+    let Some(workflow_id) = session
+        .workflow_id
+        .as_ref()
+        .filter(|_| session.status == Status::Active)
+    else {
+        return Ok(false);
+    };
+    let handle = state
+        .temporal
+        .get_workflow_handle::<AgentRunWorkflow>(workflow_id.clone());
+    match handle.describe(WorkflowDescribeOptions::default()).await {
+        Ok(description) => Ok(description.status() == WorkflowExecutionStatus::Running),
+        Err(error) if error.to_string().to_lowercase().contains("not found") => Ok(false),
+        Err(error) => Err(ApiError::new(
+            ErrorCode::TemporalUnavailable,
+            format!("cannot ask Temporal about the run's workflow: {error}"),
+        )),
+    }
+}
+
+/// `GET /snapshot`: the session's log pinned to a stream position (see [`SnapshotResponse`]).
+async fn snapshot(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    ApiQuery(query): ApiQuery<SessionQuery>,
+) -> Result<Json<SnapshotResponse>, HttpError> {
+    principal.may_act_on(&query.session_id)?;
+    let address = checked_address(&query.session_id)?;
+    let snapshot = state.store.snapshot(&address).await.map_err(store_error)?;
+    Ok(Json(snapshot.ok_or_else(|| no_session(&query.session_id))?))
+}
+
+/// `GET /usage`: what the session has spent so far.
+async fn usage(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    ApiQuery(query): ApiQuery<SessionQuery>,
+) -> Result<Json<UsageResponse>, HttpError> {
+    principal.may_act_on(&query.session_id)?;
+    let address = checked_address(&query.session_id)?;
+    let rollup = state
+        .store
+        .usage_rollup(&address)
+        .await
+        .map_err(store_error)?
+        .ok_or_else(|| no_session(&query.session_id))?;
+    Ok(Json(UsageResponse {
+        session_id: query.session_id,
+        rollup,
+    }))
 }
 
 /// The state of a session the request names: `validation_error` for a malformed id,
@@ -680,23 +878,30 @@ pub async fn existing_session(
     state: &AppState,
     session_id: &str,
 ) -> Result<SessionState, ApiError> {
+    state
+        .store
+        .session(&checked_address(session_id)?)
+        .await
+        .map_err(store_error)?
+        .ok_or_else(|| no_session(session_id))
+}
+
+/// The address of a top-level session, if the id is well-formed.
+fn checked_address(session_id: &str) -> Result<SessionAddress, ApiError> {
     if !ids::is_valid_name(session_id) {
         return Err(ApiError::new(
             ErrorCode::ValidationError,
             "malformed sessionId",
         ));
     }
-    state
-        .store
-        .session(&SessionAddress::root(session_id))
-        .await
-        .map_err(store_error)?
-        .ok_or_else(|| {
-            ApiError::new(
-                ErrorCode::SessionNotFound,
-                format!("no session {session_id}"),
-            )
-        })
+    Ok(SessionAddress::root(session_id))
+}
+
+fn no_session(session_id: &str) -> ApiError {
+    ApiError::new(
+        ErrorCode::SessionNotFound,
+        format!("no session {session_id}"),
+    )
 }
 
 /// How long one blocking read of the stream waits before checking the session again.
@@ -704,8 +909,10 @@ pub(crate) const STREAM_POLL_MS: usize = 10_000;
 
 async fn sse(
     State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
     ApiQuery(query): ApiQuery<SessionQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, HttpError> {
+    principal.may_act_on(&query.session_id)?;
     let session = existing_session(&state, &query.session_id).await?;
     // A client that has seen everything of an ended session gets an empty stream at once.
     let finished = session.status.is_terminal() && session.last_sequence <= query.from_sequence;
@@ -824,15 +1031,35 @@ pub(crate) fn store_error(error: store::Error) -> ApiError {
 /// `validation_error`.
 struct ApiJson<T>(T);
 
-impl<S: Send + Sync, T: serde::de::DeserializeOwned> FromRequest<S> for ApiJson<T> {
+impl<T: serde::de::DeserializeOwned> FromRequest<AppState> for ApiJson<T> {
     type Rejection = HttpError;
 
-    async fn from_request(request: axum::extract::Request, state: &S) -> Result<Self, HttpError> {
-        let Json(value) = Json::<T>::from_request(request, state)
-            .await
-            .map_err(|rejection| {
-                ApiError::new(ErrorCode::ValidationError, rejection.body_text())
-            })?;
+    /// The body guards of [`bounded_body`] (the same cap as submits), then the JSON.
+    async fn from_request(
+        request: axum::extract::Request,
+        state: &AppState,
+    ) -> Result<Self, HttpError> {
+        let (parts, body) = request.into_parts();
+        let json = parts
+            .headers
+            .get(axum::http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("application/json"));
+        if !json {
+            return Err(ApiError::new(
+                ErrorCode::ValidationError,
+                "expected a body with Content-Type: application/json",
+            )
+            .into());
+        }
+        let cap = state.options.submit_limits.request_body_cap();
+        let bytes = bounded_body(&parts.headers, body, cap).await?;
+        let value = serde_json::from_slice(&bytes).map_err(|error| {
+            ApiError::new(
+                ErrorCode::ValidationError,
+                format!("the body is not the expected JSON: {error}"),
+            )
+        })?;
         Ok(Self(value))
     }
 }
@@ -880,6 +1107,29 @@ impl IntoResponse for HttpError {
         } else {
             tracing::debug!(code = %self.0.code, error = %self.0.error, "request refused");
         }
-        (status, Json(self.0)).into_response()
+        let retry_after = self.0.details.get("retryAfter").map(|v| v.to_string());
+        let mut response = (status, Json(self.0)).into_response();
+        if let Some(value) = retry_after.and_then(|v| v.parse().ok()) {
+            response
+                .headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, value);
+        }
+        response
+    }
+}
+
+#[cfg(test)]
+mod body_tests {
+    use super::json_depth;
+
+    #[test]
+    fn depth_counts_nesting_outside_strings() {
+        assert_eq!(json_depth(br#"{"a":1}"#), 1);
+        assert_eq!(json_depth(br#"{"a":[{"b":[]}]}"#), 4);
+        assert_eq!(json_depth(br#"{"a":"[[[[{{{{"}"#), 1);
+        assert_eq!(json_depth(br#"{"a":"\"[[[["}"#), 1);
+        assert_eq!(json_depth(br#"{"a":"\\",[[]]}"#), 3);
+        assert_eq!(json_depth(b"42"), 0);
+        assert_eq!(json_depth(&[b'['; 100]), 100);
     }
 }

@@ -439,6 +439,7 @@ async fn a_suspended_step_commits_server_results_and_records_pending_calls() {
         deadline_at: 1_000,
         completed_retention_ms: 86_400_000,
         approval_id: None,
+        awaited_since: 0,
     };
     let suspend =
         || store.commit_suspended_step(&address, "st1", "r1", 1, std::slice::from_ref(&pending));
