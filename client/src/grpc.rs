@@ -5,7 +5,10 @@ use crate::{ChunkStream, Client, Error, reconnecting};
 use async_trait::async_trait;
 use baton_core::{
     StreamChunk,
-    api::{ResumeRequest, ResumeResponse, StartRequest, StartResponse, StopResponse},
+    api::{
+        ResumeRequest, ResumeResponse, SnapshotResponse, StartRequest, StartResponse, StopResponse,
+        UsageResponse,
+    },
     store::SessionState,
     submit::SubmitAnswer,
 };
@@ -14,7 +17,10 @@ use baton_proto::{
     v1::{self, baton_client::BatonClient},
 };
 use futures::StreamExt;
-use tonic::transport::{Channel, Endpoint};
+use tonic::{
+    metadata::AsciiMetadataValue,
+    transport::{Channel, Endpoint},
+};
 
 /// Largest answer or chunk the client decodes. tonic's default (4 MiB) is below what a server
 /// with a raised `--max-result-bytes` may stream in one chunk.
@@ -24,6 +30,8 @@ const MAX_ANSWER_BYTES: usize = 64 << 20;
 #[derive(Debug, Clone)]
 pub struct GrpcClient {
     service: BatonClient<Channel>,
+    /// `Bearer <credential>`, sent as `authorization` metadata with every call.
+    authorization: Option<AsciiMetadataValue>,
 }
 
 impl GrpcClient {
@@ -42,12 +50,37 @@ impl GrpcClient {
             .connect_lazy();
         Ok(Self {
             service: BatonClient::new(channel).max_decoding_message_size(MAX_ANSWER_BYTES),
+            authorization: None,
+        })
+    }
+
+    /// A client that sends `authorization: Bearer <credential>` (an operator key or a session
+    /// token) with every call. Fails on a credential that cannot be a metadata value.
+    pub fn with_bearer(address: &str, credential: &str) -> Result<Self, Error> {
+        let mut value: AsciiMetadataValue = format!("Bearer {credential}")
+            .parse()
+            .map_err(|_| Error::Usage("the credential is not a valid metadata value".into()))?;
+        value.set_sensitive(true);
+        Ok(Self {
+            authorization: Some(value),
+            ..Self::new(address)?
         })
     }
 
     /// A handle on the shared connection for one call (tonic's calls take `&mut self`).
     fn service(&self) -> BatonClient<Channel> {
         self.service.clone()
+    }
+
+    /// A call's request, with the credential if the client has one.
+    fn request<T>(&self, message: T) -> tonic::Request<T> {
+        let mut request = tonic::Request::new(message);
+        if let Some(authorization) = &self.authorization {
+            request
+                .metadata_mut()
+                .insert("authorization", authorization.clone());
+        }
+        request
     }
 }
 
@@ -68,7 +101,7 @@ impl Client for GrpcClient {
         };
         let answer = self
             .service()
-            .start(v1::StartRequest::from(request))
+            .start(self.request(v1::StartRequest::from(request)))
             .await
             .map_err(failed)?;
         Ok(answer.into_inner().into())
@@ -78,7 +111,35 @@ impl Client for GrpcClient {
         let request = v1::StatusRequest {
             session_id: session_id.to_owned(),
         };
-        let answer = self.service().status(request).await.map_err(failed)?;
+        let answer = self
+            .service()
+            .status(self.request(request))
+            .await
+            .map_err(failed)?;
+        Ok(answer.into_inner().try_into()?)
+    }
+
+    async fn snapshot(&self, session_id: &str) -> Result<SnapshotResponse, Error> {
+        let request = v1::SessionRequest {
+            session_id: session_id.to_owned(),
+        };
+        let answer = self
+            .service()
+            .snapshot(self.request(request))
+            .await
+            .map_err(failed)?;
+        Ok(answer.into_inner().try_into()?)
+    }
+
+    async fn usage(&self, session_id: &str) -> Result<UsageResponse, Error> {
+        let request = v1::SessionRequest {
+            session_id: session_id.to_owned(),
+        };
+        let answer = self
+            .service()
+            .usage(self.request(request))
+            .await
+            .map_err(failed)?;
         Ok(answer.into_inner().try_into()?)
     }
 
@@ -88,7 +149,7 @@ impl Client for GrpcClient {
         };
         let answer = self
             .service()
-            .submit_tool_result(request)
+            .submit_tool_result(self.request(request))
             .await
             .map_err(failed)?;
         Ok(answer.into_inner().try_into()?)
@@ -97,16 +158,16 @@ impl Client for GrpcClient {
     async fn resume_with(&self, request: &ResumeRequest) -> Result<ResumeResponse, Error> {
         let answer = self
             .service()
-            .resume(v1::ResumeRequest::from(request.clone()))
+            .resume(self.request(v1::ResumeRequest::from(request.clone())))
             .await
             .map_err(failed)?;
         Ok(answer.into_inner().try_into()?)
     }
 
     async fn stop(&self, session_id: &str, abort: bool) -> Result<StopResponse, Error> {
-        let request = v1::SessionRequest {
+        let request = self.request(v1::SessionRequest {
             session_id: session_id.to_owned(),
-        };
+        });
         let mut service = self.service();
         let answer = if abort {
             service.abort(request).await
@@ -124,7 +185,7 @@ impl Client for GrpcClient {
         };
         let chunks = self
             .service()
-            .subscribe(request)
+            .subscribe(self.request(request))
             .await
             .map_err(failed)?
             .into_inner();

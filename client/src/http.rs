@@ -46,16 +46,6 @@ impl HttpClient {
         })
     }
 
-    /// The session's log pinned to a stream position (see [`SnapshotResponse`]).
-    pub async fn snapshot(&self, session_id: &str) -> Result<SnapshotResponse, Error> {
-        self.get_session("snapshot", session_id).await
-    }
-
-    /// What the session has spent so far.
-    pub async fn usage(&self, session_id: &str) -> Result<UsageResponse, Error> {
-        self.get_session("usage", session_id).await
-    }
-
     async fn get_session<T: serde::de::DeserializeOwned>(
         &self,
         route: &str,
@@ -97,6 +87,14 @@ impl Client for HttpClient {
 
     async fn status(&self, session_id: &str) -> Result<SessionState, Error> {
         self.get_session("status", session_id).await
+    }
+
+    async fn snapshot(&self, session_id: &str) -> Result<SnapshotResponse, Error> {
+        self.get_session("snapshot", session_id).await
+    }
+
+    async fn usage(&self, session_id: &str) -> Result<UsageResponse, Error> {
+        self.get_session("usage", session_id).await
     }
 
     async fn submit_body(&self, body: &serde_json::Value) -> Result<SubmitAnswer, Error> {

@@ -12,7 +12,10 @@ pub use http::HttpClient;
 use async_trait::async_trait;
 use baton_core::{
     ApiError, StreamChunk,
-    api::{ResumeMode, ResumeRequest, ResumeResponse, StartResponse, StopResponse},
+    api::{
+        ResumeMode, ResumeRequest, ResumeResponse, SnapshotResponse, StartResponse, StopResponse,
+        UsageResponse,
+    },
     chunk::ChunkKind,
     message::ToolOutcome,
     store::{ApprovalDecision, SessionState},
@@ -79,6 +82,12 @@ pub trait Client: Send + Sync {
 
     /// The session's state, with `isExecuting` from Temporal's view of its run.
     async fn status(&self, session_id: &str) -> Result<SessionState, Error>;
+
+    /// The session's log pinned to a stream position (see [`SnapshotResponse`]).
+    async fn snapshot(&self, session_id: &str) -> Result<SnapshotResponse, Error>;
+
+    /// What the session has spent so far.
+    async fn usage(&self, session_id: &str) -> Result<UsageResponse, Error>;
 
     /// Sends a `/submit-tool-result` body as it is: what [`Client::submit`] and
     /// [`Client::submit_approval`] build.
@@ -339,6 +348,12 @@ mod tests {
         }
         async fn status(&self, _: &str) -> Result<SessionState, Error> {
             Err(Error::StreamClosed)
+        }
+        async fn snapshot(&self, _: &str) -> Result<SnapshotResponse, Error> {
+            unimplemented!("not used by follow")
+        }
+        async fn usage(&self, _: &str) -> Result<UsageResponse, Error> {
+            unimplemented!("not used by follow")
         }
         async fn submit_body(&self, _: &serde_json::Value) -> Result<SubmitAnswer, Error> {
             unimplemented!("not used by follow")

@@ -127,7 +127,10 @@ async fn main() -> ExitCode {
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let token = cli.token.as_deref();
     let client: Box<dyn Client> = match (cli.grpc.as_deref(), cli.server.strip_prefix("grpc://")) {
-        (Some(address), _) | (None, Some(address)) => Box::new(GrpcClient::new(address)?),
+        (Some(address), _) | (None, Some(address)) => match token {
+            Some(token) => Box::new(GrpcClient::with_bearer(address, token)?),
+            None => Box::new(GrpcClient::new(address)?),
+        },
         (None, None) => match token {
             Some(token) => Box::new(HttpClient::with_bearer(&cli.server, token)?),
             None => Box::new(HttpClient::new(&cli.server)),

@@ -4,11 +4,15 @@
 
 use crate::v1;
 use baton_core::{
-    ApiError, StreamChunk,
-    api::{ResumeRequest, ResumeResponse, StartRequest, StartResponse, StopResponse},
+    ApiError, Message, StreamChunk, Usage,
+    api::{
+        ResumeRequest, ResumeResponse, SnapshotResponse, SnapshotState, StartRequest,
+        StartResponse, StopResponse, UsageResponse,
+    },
     chunk::RunError,
     store::{Continuation, SessionState, StopRecord, Suspension},
     submit::SubmitAnswer,
+    usage::{ModelUsage, UsageRollup},
 };
 use serde::{Serialize, de::DeserializeOwned};
 use serde_json::Value;
@@ -23,6 +27,8 @@ pub enum Error {
     MissingField(&'static str),
     #[error("field {field} has a value the API does not have: {value:?}")]
     InvalidValue { field: &'static str, value: String },
+    #[error("a message of the snapshot is malformed JSON")]
+    MessageJson(#[source] serde_json::Error),
     #[error("the chunk's JSON is malformed")]
     ChunkJson(#[source] serde_json::Error),
     #[error("the chunk says sequence {wire} but its JSON says {json}")]
@@ -314,6 +320,115 @@ impl TryFrom<v1::SessionStatus> for SessionState {
     }
 }
 
+impl From<SnapshotResponse> for v1::SnapshotResponse {
+    fn from(snapshot: SnapshotResponse) -> Self {
+        let messages_json = snapshot
+            .state
+            .messages
+            .iter()
+            .map(|message| serde_json::to_string(message).expect("a message always serializes"))
+            .collect();
+        Self {
+            session_id: snapshot.session_id,
+            stream_id: snapshot.stream_id,
+            status: wire_string(&snapshot.status),
+            messages_json,
+            stream_sequence: snapshot.stream_sequence,
+            oldest_retained_sequence: snapshot.oldest_retained_sequence,
+            step_count: snapshot.step_count,
+            checkpoint_id: snapshot.checkpoint_id,
+        }
+    }
+}
+
+impl TryFrom<v1::SnapshotResponse> for SnapshotResponse {
+    type Error = Error;
+
+    fn try_from(snapshot: v1::SnapshotResponse) -> Result<Self, Error> {
+        let messages = snapshot
+            .messages_json
+            .iter()
+            .map(|json| serde_json::from_str::<Message>(json).map_err(Error::MessageJson))
+            .collect::<Result<_, _>>()?;
+        Ok(Self {
+            session_id: snapshot.session_id,
+            stream_id: snapshot.stream_id,
+            status: from_wire_string("status", snapshot.status)?,
+            state: SnapshotState { messages },
+            stream_sequence: snapshot.stream_sequence,
+            oldest_retained_sequence: snapshot.oldest_retained_sequence,
+            step_count: snapshot.step_count,
+            checkpoint_id: snapshot.checkpoint_id,
+        })
+    }
+}
+
+impl From<UsageResponse> for v1::UsageResponse {
+    fn from(answer: UsageResponse) -> Self {
+        let rollup = answer.rollup;
+        let models = rollup
+            .models
+            .into_iter()
+            .map(|(model, usage)| {
+                let usage = v1::ModelUsage {
+                    input_tokens: usage.tokens.input_tokens,
+                    output_tokens: usage.tokens.output_tokens,
+                    calls: usage.calls,
+                };
+                (model, usage)
+            })
+            .collect();
+        Self {
+            session_id: answer.session_id,
+            rollup: Some(v1::UsageRollup {
+                input_tokens: rollup.tokens.input_tokens,
+                output_tokens: rollup.tokens.output_tokens,
+                models,
+                tool_calls: rollup.tool_calls.into_iter().collect(),
+                client_tool_wait_ms: rollup.client_tool_wait_ms,
+                client_tool_timeouts: rollup.client_tool_timeouts,
+                aborts: rollup.aborts,
+            }),
+        }
+    }
+}
+
+impl TryFrom<v1::UsageResponse> for UsageResponse {
+    type Error = Error;
+
+    fn try_from(answer: v1::UsageResponse) -> Result<Self, Error> {
+        let rollup = answer.rollup.ok_or(Error::MissingField("rollup"))?;
+        let models = rollup
+            .models
+            .into_iter()
+            .map(|(model, usage)| {
+                let usage = ModelUsage {
+                    tokens: Usage {
+                        input_tokens: usage.input_tokens,
+                        output_tokens: usage.output_tokens,
+                    },
+                    calls: usage.calls,
+                };
+                (model, usage)
+            })
+            .collect();
+        Ok(Self {
+            session_id: answer.session_id,
+            rollup: UsageRollup {
+                tokens: Usage {
+                    input_tokens: rollup.input_tokens,
+                    output_tokens: rollup.output_tokens,
+                },
+                models,
+                tool_calls: rollup.tool_calls.into_iter().collect(),
+                client_tool_wait_ms: rollup.client_tool_wait_ms,
+                client_tool_timeouts: rollup.client_tool_timeouts,
+                aborts: rollup.aborts,
+            },
+        })
+    }
+}
+
 impl From<&StreamChunk> for v1::Chunk {
     fn from(chunk: &StreamChunk) -> Self {
         // Serialized directly (not through a `Value`) so the fields keep the order the HTTP
@@ -456,6 +571,63 @@ mod tests {
         let wire = v1::ResumeRequest::from(request.clone());
         assert_eq!(wire.mode, "from_checkpoint");
         assert_eq!(ResumeRequest::try_from(wire).unwrap(), request);
+    }
+
+    #[test]
+    fn snapshots_and_usage_convert_both_ways() {
+        let snapshot = SnapshotResponse {
+            session_id: "s".into(),
+            stream_id: "st".into(),
+            status: Status::SuspendedClientTool,
+            state: SnapshotState {
+                messages: vec![Message::system("Be brief."), Message::user("hi")],
+            },
+            stream_sequence: 7,
+            oldest_retained_sequence: 0,
+            step_count: 1,
+            checkpoint_id: Some(1),
+        };
+        let wire = v1::SnapshotResponse::from(snapshot.clone());
+        assert_eq!(wire.status, "suspended_client_tool");
+        assert_eq!(
+            wire.messages_json[1],
+            serde_json::to_string(&Message::user("hi")).unwrap()
+        );
+        assert_eq!(SnapshotResponse::try_from(wire).unwrap(), snapshot);
+
+        let tokens = |input_tokens, output_tokens| Usage {
+            input_tokens,
+            output_tokens,
+        };
+        let usage = UsageResponse {
+            session_id: "s".into(),
+            rollup: UsageRollup {
+                tokens: tokens(30, 4),
+                models: [(
+                    "scripted".to_owned(),
+                    ModelUsage {
+                        tokens: tokens(30, 4),
+                        calls: 2,
+                    },
+                )]
+                .into(),
+                tool_calls: [("add".to_owned(), 3)].into(),
+                client_tool_wait_ms: 1500,
+                client_tool_timeouts: 1,
+                aborts: 0,
+            },
+        };
+        let wire = v1::UsageResponse::from(usage.clone());
+        assert_eq!(wire.rollup.as_ref().unwrap().models["scripted"].calls, 2);
+        assert_eq!(UsageResponse::try_from(wire).unwrap(), usage);
+        let missing = v1::UsageResponse {
+            session_id: "s".into(),
+            rollup: None,
+        };
+        assert!(matches!(
+            UsageResponse::try_from(missing),
+            Err(Error::MissingField("rollup"))
+        ));
     }
 
     #[test]

@@ -156,7 +156,7 @@ pub struct Harness {
 /// The harness's gRPC service: stopped and started again by [`Harness::restart_grpc`].
 struct GrpcServer {
     shutdown: CancellationToken,
-    task: tokio::task::JoinHandle<Result<(), tonic::transport::Error>>,
+    task: tokio::task::JoinHandle<Result<(), baton_worker::grpc::Error>>,
 }
 
 impl GrpcServer {

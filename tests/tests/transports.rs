@@ -2,7 +2,7 @@
 //! server: the same chunks, the same answers, the same typed refusals, and streams that reopen
 //! from the last sequence without losing or repeating a chunk.
 
-use baton_client::{Client, Error};
+use baton_client::{Client, Error, GrpcClient, HttpClient};
 use baton_core::{
     ApiError, ChunkKind, ErrorCode, StreamChunk,
     api::{ResumeMode, ResumeRequest, StopResponse},
@@ -12,8 +12,14 @@ use baton_core::{
     submit::{INVALID_SUBMIT_MESSAGE, SubmitAnswer, SubmitStatus},
 };
 use baton_tests::{Harness, SUBMIT_LIMIT_BYTES, WAIT_LIMIT, agents, api_error, chunks_through};
+use baton_worker::{
+    ServerOptions,
+    auth::{Auth, BuiltinAuth},
+    server::MAX_JSON_DEPTH,
+};
 use futures::StreamExt;
 use serde_json::json;
+use std::{sync::Arc, time::Duration};
 
 /// Both clients of a harness, named for assertion messages.
 fn clients(harness: &Harness) -> [(&'static str, &dyn Client); 2] {
@@ -260,6 +266,17 @@ async fn refusals_map_to_the_same_typed_error_on_both_transports() {
     .with("cause", "request_body")
     .with("limitBytes", body_cap)
     .with("sizeBytes", huge_size);
+    let mut nested = json!("bottom");
+    for _ in 0..MAX_JSON_DEPTH {
+        nested = json!([nested]);
+    }
+    let too_deep = json!({"sessionId": session_id, "toolCallId": "call_1_1", "result": nested});
+    let nests_too_deep = ApiError::new(
+        ErrorCode::ValidationError,
+        format!("the body nests JSON deeper than {MAX_JSON_DEPTH} levels"),
+    )
+    .with("cause", "json_depth")
+    .with("limitDepth", MAX_JSON_DEPTH);
     let mut unknown_calls = Vec::new();
     for (name, client) in clients(&harness) {
         let refused = api_error(client.status("nosuchsession").await.unwrap_err());
@@ -294,6 +311,8 @@ async fn refusals_map_to_the_same_typed_error_on_both_transports() {
         assert_eq!(refused, too_large, "submit over {name}");
         let refused = api_error(client.submit_body(&huge).await.unwrap_err());
         assert_eq!(refused, body_too_large, "submit over {name}");
+        let refused = api_error(client.submit_body(&too_deep).await.unwrap_err());
+        assert_eq!(refused, nests_too_deep, "submit over {name}");
         let reply = ToolOutcome::Result(json!({"answer": "Ada"}));
         let refused = api_error(
             client
@@ -400,4 +419,204 @@ async fn a_grpc_follow_outlives_a_restart_of_the_service_and_delivers_every_chun
     let whole = read_to_close(&harness.client, session_id, 0).await;
     let shape = [ASKER_ONLY_SUSPENDED, ASKER_ONLY_RESUMED].concat();
     assert_exactly_once(&seen, &whole, &shape, "grpc");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn snapshot_and_usage_answer_the_same_through_both_clients() {
+    let harness = Harness::start(agents::registry()).await;
+    let session_id = harness.suspended_session("asker").await;
+    let snapshot = harness.client.snapshot(&session_id).await.unwrap();
+    assert_eq!(
+        harness.grpc_client.snapshot(&session_id).await.unwrap(),
+        snapshot
+    );
+    assert_eq!(snapshot.status, Status::SuspendedClientTool);
+    assert_eq!((snapshot.step_count, snapshot.checkpoint_id), (1, Some(1)));
+    assert_eq!(snapshot.state.messages, harness.messages(&session_id).await);
+
+    let reply = ToolOutcome::Result(json!({"answer": "yes"}));
+    harness
+        .grpc_client
+        .submit(&session_id, "call_1_2", &reply)
+        .await
+        .unwrap();
+    harness.resume_to_end(&session_id).await;
+    let usage = harness.client.usage(&session_id).await.unwrap();
+    assert_eq!(harness.grpc_client.usage(&session_id).await.unwrap(), usage);
+    assert_eq!(usage.session_id, session_id);
+    assert_eq!(usage.rollup.models["scripted"].calls, 2);
+    assert_eq!(
+        usage.rollup.tool_calls.into_iter().collect::<Vec<_>>(),
+        [("add".to_owned(), 1), ("ask_user".to_owned(), 1)]
+    );
+    let ended = harness.grpc_client.snapshot(&session_id).await.unwrap();
+    assert_eq!(
+        (ended.status, ended.stream_sequence),
+        (Status::Completed, -1)
+    );
+
+    for (name, client) in clients(&harness) {
+        let missing = api_error(client.usage("nosuchsession").await.unwrap_err());
+        assert_eq!(
+            missing,
+            ApiError::new(ErrorCode::SessionNotFound, "no session nosuchsession"),
+            "usage over {name}"
+        );
+        let missing = api_error(client.snapshot("nosuchsession").await.unwrap_err());
+        assert_eq!(
+            missing.code,
+            ErrorCode::SessionNotFound,
+            "snapshot over {name}"
+        );
+    }
+}
+
+const OPERATOR_KEY: &str = "operator-key";
+
+fn with_keys() -> ServerOptions {
+    ServerOptions {
+        auth: Auth::Builtin(Arc::new(BuiltinAuth::new(
+            vec![OPERATOR_KEY.into()],
+            b"test secret",
+            Duration::from_secs(600),
+        ))),
+        ..Default::default()
+    }
+}
+
+/// An HTTP and a gRPC client of `harness`, both with `credential`, or none.
+fn clients_with(
+    harness: &Harness,
+    credential: Option<&str>,
+) -> [(&'static str, Box<dyn Client>); 2] {
+    let http = format!("http://{}", harness.address);
+    let grpc = harness.grpc_address.to_string();
+    match credential {
+        Some(credential) => [
+            (
+                "http",
+                Box::new(HttpClient::with_bearer(http, credential).unwrap()),
+            ),
+            (
+                "grpc",
+                Box::new(GrpcClient::with_bearer(&grpc, credential).unwrap()),
+            ),
+        ],
+        None => [
+            ("http", Box::new(HttpClient::new(http))),
+            ("grpc", Box::new(GrpcClient::new(&grpc).unwrap())),
+        ],
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_grpc_service_authenticates_like_the_http_api() {
+    let harness = Harness::start_with(agents::registry(), with_keys()).await;
+    for (credential, message) in [
+        (None, "missing bearer credentials"),
+        (Some("wrong-key"), "invalid or expired token"),
+    ] {
+        let unauthorized = ApiError::new(ErrorCode::Unauthorized, message);
+        for (name, client) in clients_with(&harness, credential) {
+            let context = format!("{name} with {credential:?}");
+            let refused = api_error(client.start("chatter", "hi").await.unwrap_err());
+            assert_eq!(refused, unauthorized, "{context}");
+            let refused = api_error(client.status("nosuchsession").await.unwrap_err());
+            assert_eq!(refused, unauthorized, "{context}");
+            let first = client.follow("nosuchsession", 0).next().await.unwrap();
+            assert_eq!(api_error(first.unwrap_err()), unauthorized, "{context}");
+        }
+    }
+    harness.assert_nothing_written().await;
+
+    let mut sessions = Vec::new();
+    for (name, operator) in clients_with(&harness, Some(OPERATOR_KEY)) {
+        let started = operator.start("chatter", "hello").await.unwrap();
+        let token = started
+            .token
+            .clone()
+            .expect("built-in auth issues a session token");
+        sessions.push((name, started.session_id, token));
+    }
+    let (_, first_session, first_token) = &sessions[0];
+    let (_, second_session, second_token) = &sessions[1];
+    for (name, holder) in clients_with(&harness, Some(first_token)) {
+        let chunks = chunks_through(holder.as_ref(), first_session, 0, WAIT_LIMIT, false).await;
+        assert_eq!(chunks.last().unwrap().kind.name(), "end", "{name}");
+        let state = holder.status(first_session).await.unwrap();
+        assert_eq!(state.status, Status::Completed, "{name}");
+        let mismatch = api_error(holder.status(second_session).await.unwrap_err());
+        assert_eq!(
+            mismatch,
+            ApiError::new(
+                ErrorCode::SessionMismatch,
+                "this token is bound to another session"
+            ),
+            "{name}"
+        );
+        let forbidden = api_error(holder.start("chatter", "again").await.unwrap_err());
+        assert_eq!(
+            forbidden,
+            ApiError::new(
+                ErrorCode::Forbidden,
+                "a session token cannot do this; use an operator key"
+            ),
+            "{name}"
+        );
+    }
+    // A token from the gRPC start works over HTTP too: one scheme, two transports.
+    let [(_, http_holder), _] = clients_with(&harness, Some(second_token));
+    let state = http_holder.status(second_session).await.unwrap();
+    assert_eq!(state.session_id, *second_session);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn submits_over_both_transports_count_against_one_rate_limit() {
+    let options = ServerOptions {
+        submits_per_minute: Some(2),
+        ..baton_tests::open_options()
+    };
+    let harness = Harness::start_with(agents::registry(), options).await;
+    let session_id = harness.suspended_session("asker_only").await;
+    let reply = ToolOutcome::Result(json!({"answer": "Ada"}));
+    let first = harness
+        .client
+        .submit(&session_id, "call_1_1", &reply)
+        .await
+        .unwrap();
+    assert_eq!(first.status, SubmitStatus::Accepted);
+    let second = harness
+        .grpc_client
+        .submit(&session_id, "call_1_1", &reply)
+        .await
+        .unwrap();
+    assert_eq!(second.status, SubmitStatus::AlreadyCompleted);
+    // The bucket (two a minute) is empty: the next token comes in 30 seconds, on either transport.
+    let limited = ApiError::new(
+        ErrorCode::RateLimited,
+        "more than 2 submits a minute on this session",
+    )
+    .with("retryAfter", 30);
+    for (name, client) in clients(&harness) {
+        let refused = api_error(
+            client
+                .submit(&session_id, "call_1_1", &reply)
+                .await
+                .unwrap_err(),
+        );
+        assert_eq!(refused, limited, "over {name}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_grpc_service_does_not_start_without_an_auth_configuration() {
+    let harness = Harness::server_only(agents::registry()).await;
+    let mut state = harness.state.clone();
+    state.options.auth = Auth::Unset;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let refused = baton_worker::serve_grpc(listener, state, Default::default()).await;
+    assert!(
+        matches!(refused, Err(baton_worker::grpc::Error::NoAuthConfigured)),
+        "{refused:?}"
+    );
 }

@@ -1,10 +1,16 @@
-//! The gRPC service `baton.v1.Baton`: the HTTP API's operations over gRPC. Every method calls the
-//! same function on [`AppState`] as its HTTP route, so both transports accept, refuse and answer
-//! alike; refusals become statuses through the one error table.
+//! The gRPC service `baton.v1.Baton`: the HTTP API's operations over gRPC. Every method
+//! authenticates the `authorization` metadata as the HTTP API does its header, checks what its
+//! HTTP route checks, in the same order, and calls the same function on [`AppState`], so both
+//! transports accept, refuse and answer alike; refusals become statuses through the one error
+//! table.
 
-use crate::server::{
-    AppState, MAX_MESSAGE_BYTES, STREAM_POLL_MS, existing_session, is_executing, resume_session,
-    start_session, stop_session, store_error, submit_and_continue,
+use crate::{
+    auth::{Auth, Principal},
+    server::{
+        AppState, MAX_MESSAGE_BYTES, STREAM_POLL_MS, checked_json_depth, existing_session,
+        resume_session, session_snapshot, session_status, session_usage, start_session,
+        stop_session, store_error, submit_and_continue, take_submit_token,
+    },
 };
 use baton_core::{
     ApiError, ChunkKind, ErrorCode,
@@ -25,13 +31,34 @@ use tonic::{Request, Response, Status};
 /// service's own size checks answer (typed) before tonic's decoding limit does.
 const FRAMING_SLACK_BYTES: usize = 64 * 1024;
 
+/// Why the gRPC service did not start or stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(
+        "refusing to serve the Baton gRPC service without authentication: configure API keys \
+         (--api-key) or pass --allow-unauthenticated"
+    )]
+    NoAuthConfigured,
+    #[error("the gRPC service failed")]
+    Transport(#[from] tonic::transport::Error),
+}
+
 /// Serves `baton.v1.Baton` on `listener` until `shutdown` is cancelled. Open `Subscribe` streams
 /// end then too (cleanly: a client reconnects from its last sequence), so the server drains.
+/// Fail-closed like the HTTP API: without an auth configuration it does not start.
 pub async fn serve_grpc(
     listener: tokio::net::TcpListener,
     state: AppState,
     shutdown: CancellationToken,
-) -> Result<(), tonic::transport::Error> {
+) -> Result<(), Error> {
+    match state.options.auth {
+        Auth::Unset => return Err(Error::NoAuthConfigured),
+        Auth::AllowUnauthenticated => tracing::warn!(
+            "the Baton gRPC service is serving WITHOUT authentication (--allow-unauthenticated): \
+             anyone who reaches it can start, read and steer sessions"
+        ),
+        Auth::Builtin(_) | Auth::Custom(_) => {}
+    }
     let largest_body = state
         .options
         .submit_limits
@@ -43,7 +70,8 @@ pub async fn serve_grpc(
     tonic::transport::Server::builder()
         .add_service(service)
         .serve_with_incoming_shutdown(incoming, shutdown.cancelled_owned())
-        .await
+        .await?;
+    Ok(())
 }
 
 /// The service: the server's state, and the token that ends open streams on shutdown.
@@ -59,12 +87,31 @@ impl GrpcService {
         Self { state, shutdown }
     }
 
+    /// Who sent the request, from its `authorization` metadata, or `unauthenticated`.
+    async fn principal<T>(&self, request: &Request<T>) -> Result<Principal, Status> {
+        let headers = request.metadata().clone().into_headers();
+        self.state
+            .options
+            .auth
+            .authenticate(&headers)
+            .await
+            .map_err(refused)
+    }
+
+    /// The session a request names, once its sender may act on it.
+    async fn session_of(&self, request: Request<v1::SessionRequest>) -> Result<String, Status> {
+        let principal = self.principal(&request).await?;
+        let session_id = request.into_inner().session_id;
+        principal.may_act_on(&session_id).map_err(refused)?;
+        Ok(session_id)
+    }
+
     async fn stop(
         &self,
         request: Request<v1::SessionRequest>,
         kind: StopKind,
     ) -> Result<Response<v1::StopResponse>, Status> {
-        let session_id = request.into_inner().session_id;
+        let session_id = self.session_of(request).await?;
         let stopped = stop_session(&self.state, &session_id, kind)
             .await
             .map_err(refused)?;
@@ -95,8 +142,13 @@ impl baton_server::Baton for GrpcService {
         &self,
         request: Request<v1::StartRequest>,
     ) -> Result<Response<v1::StartResponse>, Status> {
+        self.principal(&request)
+            .await?
+            .must_be_operator()
+            .map_err(refused)?;
         let request = StartRequest::from(request.into_inner());
-        let started = start_session(&self.state, request).await.map_err(refused)?;
+        let mut started = start_session(&self.state, request).await.map_err(refused)?;
+        started.token = self.state.options.auth.token_for(&started.session_id);
         Ok(Response::new(started.into()))
     }
 
@@ -104,24 +156,35 @@ impl baton_server::Baton for GrpcService {
         &self,
         request: Request<v1::ResumeRequest>,
     ) -> Result<Response<v1::ResumeResponse>, Status> {
+        let principal = self.principal(&request).await?;
         let request = ResumeRequest::try_from(request.into_inner()).map_err(malformed)?;
+        principal.may_act_on(&request.session_id).map_err(refused)?;
         let resumed = resume_session(&self.state, request)
             .await
             .map_err(refused)?;
         Ok(Response::new(resumed.into()))
     }
 
-    /// The body is the HTTP route's JSON, bounded by the same cap and parsed by the same code.
+    /// The body is the HTTP route's JSON, bounded by the same cap and depth, parsed by the same
+    /// code and counted against the same rate limit.
     async fn submit_tool_result(
         &self,
         request: Request<v1::SubmitToolResultRequest>,
     ) -> Result<Response<v1::SubmitToolResultResponse>, Status> {
+        let principal = self.principal(&request).await?;
         let body = request.into_inner().body_json;
         let cap = self.state.options.submit_limits.request_body_cap();
         if body.len() > cap {
             return Err(refused(payload_too_large("request_body", cap, body.len())));
         }
+        checked_json_depth(body.as_bytes()).map_err(refused)?;
         let submission = parse_submission(body.as_bytes(), self.state.options.verbose_errors)
+            .map_err(refused)?;
+        principal
+            .may_act_on(&submission.session_id)
+            .map_err(refused)?;
+        take_submit_token(&self.state, &submission.session_id)
+            .await
             .map_err(refused)?;
         let answer = submit_and_continue(&self.state, submission)
             .await
@@ -147,12 +210,35 @@ impl baton_server::Baton for GrpcService {
         &self,
         request: Request<v1::StatusRequest>,
     ) -> Result<Response<v1::SessionStatus>, Status> {
+        let principal = self.principal(&request).await?;
         let session_id = request.into_inner().session_id;
-        let mut session = existing_session(&self.state, &session_id)
+        principal.may_act_on(&session_id).map_err(refused)?;
+        let session = session_status(&self.state, &session_id)
             .await
             .map_err(refused)?;
-        session.is_executing = Some(is_executing(&self.state, &session).await.map_err(refused)?);
         Ok(Response::new(session.into()))
+    }
+
+    async fn snapshot(
+        &self,
+        request: Request<v1::SessionRequest>,
+    ) -> Result<Response<v1::SnapshotResponse>, Status> {
+        let session_id = self.session_of(request).await?;
+        let snapshot = session_snapshot(&self.state, &session_id)
+            .await
+            .map_err(refused)?;
+        Ok(Response::new(snapshot.into()))
+    }
+
+    async fn usage(
+        &self,
+        request: Request<v1::SessionRequest>,
+    ) -> Result<Response<v1::UsageResponse>, Status> {
+        let session_id = self.session_of(request).await?;
+        let usage = session_usage(&self.state, &session_id)
+            .await
+            .map_err(refused)?;
+        Ok(Response::new(usage.into()))
     }
 
     type SubscribeStream = ChunkStream;
@@ -163,7 +249,9 @@ impl baton_server::Baton for GrpcService {
         &self,
         request: Request<v1::SubscribeRequest>,
     ) -> Result<Response<ChunkStream>, Status> {
+        let principal = self.principal(&request).await?;
         let request = request.into_inner();
+        principal.may_act_on(&request.session_id).map_err(refused)?;
         let session = existing_session(&self.state, &request.session_id)
             .await
             .map_err(refused)?;

@@ -667,24 +667,33 @@ async fn submit(
     let bytes = bounded_body(&headers, body, cap).await?;
     let submission = parse_submission(&bytes, state.options.verbose_errors)?;
     principal.may_act_on(&submission.session_id)?;
-    if let Some(per_minute) = state.options.submits_per_minute {
-        let address = SessionAddress::root(&submission.session_id);
-        let wait = state
-            .store
-            .take_submit_token(&address, per_minute)
-            .await
-            .map_err(store_error)?;
-        if let Some(wait) = wait {
+    take_submit_token(&state, &submission.session_id).await?;
+    Ok(Json(submit_and_continue(&state, submission).await?))
+}
+
+/// Takes one submit from the session's rate limit, or refuses (429 `rate_limited` with
+/// `retryAfter`). Both transports call it before storing an answer.
+pub async fn take_submit_token(state: &AppState, session_id: &str) -> Result<(), ApiError> {
+    let Some(per_minute) = state.options.submits_per_minute else {
+        return Ok(());
+    };
+    let address = SessionAddress::root(session_id);
+    let wait = state
+        .store
+        .take_submit_token(&address, per_minute)
+        .await
+        .map_err(store_error)?;
+    match wait {
+        None => Ok(()),
+        Some(wait) => {
             let retry_after = wait.as_secs_f64().ceil().max(1.0) as u64;
-            return Err(ApiError::new(
+            Err(ApiError::new(
                 ErrorCode::RateLimited,
                 format!("more than {per_minute} submits a minute on this session"),
             )
-            .with("retryAfter", retry_after)
-            .into());
+            .with("retryAfter", retry_after))
         }
     }
-    Ok(Json(submit_and_continue(&state, submission).await?))
 }
 
 /// Deepest JSON nesting a request body may have.
@@ -720,7 +729,13 @@ async fn bounded_body(
     let bytes = axum::body::to_bytes(body, cap)
         .await
         .map_err(|_| payload_too_large("request_body", cap, cap + 1))?;
-    if json_depth(&bytes) > MAX_JSON_DEPTH {
+    checked_json_depth(&bytes)?;
+    Ok(bytes)
+}
+
+/// Refuses (400, `cause: json_depth`) a JSON text nesting deeper than [`MAX_JSON_DEPTH`].
+pub fn checked_json_depth(bytes: &[u8]) -> Result<(), ApiError> {
+    if json_depth(bytes) > MAX_JSON_DEPTH {
         return Err(ApiError::new(
             ErrorCode::ValidationError,
             format!("the body nests JSON deeper than {MAX_JSON_DEPTH} levels"),
@@ -728,7 +743,7 @@ async fn bounded_body(
         .with("cause", "json_depth")
         .with("limitDepth", MAX_JSON_DEPTH));
     }
-    Ok(bytes)
+    Ok(())
 }
 
 /// The deepest nesting of arrays and objects in a JSON text (strings skipped), without parsing.
@@ -808,9 +823,14 @@ async fn status(
     ApiQuery(query): ApiQuery<SessionQuery>,
 ) -> Result<Json<SessionState>, HttpError> {
     principal.may_act_on(&query.session_id)?;
-    let mut session = existing_session(&state, &query.session_id).await?;
-    session.is_executing = Some(is_executing(&state, &session).await?);
-    Ok(Json(session))
+    Ok(Json(session_status(&state, &query.session_id).await?))
+}
+
+/// The session's state, with `isExecuting` from Temporal's view of its run.
+pub async fn session_status(state: &AppState, session_id: &str) -> Result<SessionState, ApiError> {
+    let mut session = existing_session(state, session_id).await?;
+    session.is_executing = Some(is_executing(state, &session).await?);
+    Ok(session)
 }
 
 /// Whether Temporal is running the workflow of the session's current run. A suspended or ended
@@ -847,9 +867,17 @@ async fn snapshot(
     ApiQuery(query): ApiQuery<SessionQuery>,
 ) -> Result<Json<SnapshotResponse>, HttpError> {
     principal.may_act_on(&query.session_id)?;
-    let address = checked_address(&query.session_id)?;
+    Ok(Json(session_snapshot(&state, &query.session_id).await?))
+}
+
+/// The session's log pinned to a stream position (see [`SnapshotResponse`]).
+pub async fn session_snapshot(
+    state: &AppState,
+    session_id: &str,
+) -> Result<SnapshotResponse, ApiError> {
+    let address = checked_address(session_id)?;
     let snapshot = state.store.snapshot(&address).await.map_err(store_error)?;
-    Ok(Json(snapshot.ok_or_else(|| no_session(&query.session_id))?))
+    snapshot.ok_or_else(|| no_session(session_id))
 }
 
 /// `GET /usage`: what the session has spent so far.
@@ -859,17 +887,22 @@ async fn usage(
     ApiQuery(query): ApiQuery<SessionQuery>,
 ) -> Result<Json<UsageResponse>, HttpError> {
     principal.may_act_on(&query.session_id)?;
-    let address = checked_address(&query.session_id)?;
+    Ok(Json(session_usage(&state, &query.session_id).await?))
+}
+
+/// What the session has spent so far.
+pub async fn session_usage(state: &AppState, session_id: &str) -> Result<UsageResponse, ApiError> {
+    let address = checked_address(session_id)?;
     let rollup = state
         .store
         .usage_rollup(&address)
         .await
         .map_err(store_error)?
-        .ok_or_else(|| no_session(&query.session_id))?;
-    Ok(Json(UsageResponse {
-        session_id: query.session_id,
+        .ok_or_else(|| no_session(session_id))?;
+    Ok(UsageResponse {
+        session_id: session_id.to_owned(),
         rollup,
-    }))
+    })
 }
 
 /// The state of a session the request names: `validation_error` for a malformed id,
