@@ -62,6 +62,10 @@ enum Command {
     },
     /// Print a session's status as JSON.
     Status { session_id: String },
+    /// Print a session's log pinned to a stream position as JSON.
+    Snapshot { session_id: String },
+    /// Print what a session has spent as JSON.
+    Usage { session_id: String },
     /// Answer a pending client call, with a JSON result or an error message.
     Submit {
         session_id: String,
@@ -252,12 +256,16 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             println!("{}", serde_json::to_string(&stopped)?);
             Ok(ExitCode::SUCCESS)
         }
-        Command::Status { session_id } => {
-            let state = client.status(&session_id).await?;
-            println!("{}", serde_json::to_string_pretty(&state)?);
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Status { session_id } => print_json(&client.status(&session_id).await?),
+        Command::Snapshot { session_id } => print_json(&client.snapshot(&session_id).await?),
+        Command::Usage { session_id } => print_json(&client.usage(&session_id).await?),
     }
+}
+
+/// Prints an answer as indented JSON.
+fn print_json(answer: &impl serde::Serialize) -> anyhow::Result<ExitCode> {
+    println!("{}", serde_json::to_string_pretty(answer)?);
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Where following a session stopped.
