@@ -55,11 +55,8 @@ async fn a_snapshot_is_pinned_to_the_newest_checkpoint_until_the_session_ends() 
 
     let answer = ToolOutcome::Result(json!({"answer": "Ann"}));
     harness
-        .client
-        .submit(&session, "call_1_1", &answer)
-        .await
-        .unwrap();
-    harness.resume_to_end(&session).await;
+        .answer_and_finish(&session, "call_1_1", &answer)
+        .await;
     let ended = harness.client.snapshot(&session).await.unwrap();
     assert_eq!(ended.status, Status::Completed);
     assert_eq!(ended.stream_sequence, -1);

@@ -3,6 +3,7 @@
 
 pub mod auth;
 pub mod demo;
+pub mod fanout;
 pub mod runner;
 pub mod server;
 
