@@ -200,6 +200,7 @@ impl Harness {
             task_queue: task_queue.clone(),
             policy: test_policy(),
             streams: Default::default(),
+            metrics: Default::default(),
             options: ServerOptions {
                 submit_limits: baton_core::submit::SubmitLimits {
                     max_result_bytes: SUBMIT_LIMIT_BYTES,

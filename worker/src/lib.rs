@@ -4,6 +4,7 @@
 pub mod auth;
 pub mod demo;
 pub mod fanout;
+pub mod metrics;
 pub mod runner;
 pub mod server;
 

@@ -199,6 +199,7 @@ async fn run() -> anyhow::Result<()> {
                 task_queue: cli.task_queue.clone(),
                 policy: ActivityPolicy::default(),
                 streams: Default::default(),
+                metrics: Default::default(),
                 options: ServerOptions {
                     submit_limits: SubmitLimits {
                         max_result_bytes: cli.max_result_bytes,

@@ -50,6 +50,7 @@ pub struct AppState {
     pub options: ServerOptions,
     /// The stream feeds SSE followers share.
     pub streams: crate::fanout::StreamHub,
+    pub metrics: crate::metrics::Metrics,
 }
 
 /// How the server treats requests; `Default` is what `batond` runs with when given no flags
@@ -134,12 +135,59 @@ pub fn router(state: AppState) -> Router {
         .route("/abort", post(abort))
         .route("/snapshot", get(snapshot))
         .route("/usage", get(usage))
+        .route("/metrics", get(metrics))
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             authenticate,
         ))
         .route("/healthz", get(|| async { "ok" }))
+        .route_layer(axum::middleware::from_fn_with_state(state.clone(), measure))
         .with_state(state)
+}
+
+/// Counts each request by route and status, and times it.
+async fn measure(
+    State(state): State<AppState>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let route = request
+        .extensions()
+        .get::<axum::extract::MatchedPath>()
+        .map_or_else(|| "unmatched".to_owned(), |path| path.as_str().to_owned());
+    let started = std::time::Instant::now();
+    let response = next.run(request).await;
+    let metrics = &state.metrics;
+    metrics
+        .latency
+        .with_label_values(&[route.as_str()])
+        .observe(started.elapsed().as_secs_f64());
+    metrics
+        .requests
+        .with_label_values(&[route.as_str(), response.status().as_str()])
+        .inc();
+    response
+}
+
+/// `GET /metrics`: Prometheus text, for operators.
+async fn metrics(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+) -> Result<Response, HttpError> {
+    principal.must_be_operator()?;
+    let text = state.metrics.render(&[(
+        "baton_stream_feeds",
+        "Sessions whose stream this server reads for its followers",
+        state.streams.feed_count() as f64,
+    )]);
+    Ok((
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        text,
+    )
+        .into_response())
 }
 
 /// Puts the request's [`Principal`] in its extensions, or answers 401.
@@ -674,7 +722,25 @@ async fn submit(
 ) -> Result<Json<SubmitAnswer>, HttpError> {
     let cap = state.options.submit_limits.request_body_cap();
     let bytes = bounded_body(&headers, body, cap).await?;
-    let submission = parse_submission(&bytes, state.options.verbose_errors)?;
+    let answer = checked_submit(&state, &principal, &bytes).await;
+    let label = match &answer {
+        Ok(answer) => match answer.status {
+            baton_core::submit::SubmitStatus::Accepted => "accepted",
+            baton_core::submit::SubmitStatus::AlreadyCompleted => "already_completed",
+        },
+        Err(error) => error.code.as_str(),
+    };
+    state.metrics.submits.with_label_values(&[label]).inc();
+    Ok(Json(answer?))
+}
+
+/// A submit body from its bytes to its answer: parsed, authorized, rate-limited, stored.
+async fn checked_submit(
+    state: &AppState,
+    principal: &Principal,
+    bytes: &[u8],
+) -> Result<SubmitAnswer, ApiError> {
+    let submission = parse_submission(bytes, state.options.verbose_errors)?;
     principal.may_act_on(&submission.session_id)?;
     if let Some(per_minute) = state.options.submits_per_minute {
         let address = SessionAddress::root(&submission.session_id);
@@ -689,11 +755,10 @@ async fn submit(
                 ErrorCode::RateLimited,
                 format!("more than {per_minute} submits a minute on this session"),
             )
-            .with("retryAfter", retry_after)
-            .into());
+            .with("retryAfter", retry_after));
         }
     }
-    Ok(Json(submit_and_continue(&state, submission).await?))
+    submit_and_continue(state, submission).await
 }
 
 /// Deepest JSON nesting a request body may have.
@@ -927,6 +992,7 @@ async fn sse(
         .await
         .map_err(store_error)?;
     let follow = Follow {
+        _counted: crate::metrics::FollowerGuard::new(&state.metrics.followers),
         state,
         address,
         feed,
@@ -947,6 +1013,7 @@ async fn sse(
 
 /// The position of one SSE follower in a session's stream.
 struct Follow {
+    _counted: crate::metrics::FollowerGuard,
     state: AppState,
     address: SessionAddress,
     /// New chunks, from the session's shared feed.
