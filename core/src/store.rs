@@ -450,7 +450,6 @@ static REWIND: LazyLock<Script> = lua!("store/rewind.lua");
 static TAKE_TOKEN: LazyLock<Script> = lua!("store/take_token.lua");
 static SNAPSHOT: LazyLock<Script> = lua!("store/snapshot.lua");
 
-/// Milliseconds since the Unix epoch.
 /// The id an approval request is answered with: `<runId>::<toolCallId>`.
 pub fn approval_id(run_id: &str, tool_call_id: &str) -> String {
     format!("{run_id}::{tool_call_id}")
@@ -471,6 +470,7 @@ fn approval_request_body(header: &ChunkHeader, call: &PendingCall) -> Option<Str
     ))
 }
 
+/// Milliseconds since the Unix epoch.
 pub fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -483,6 +483,7 @@ pub struct Store {
     client: redis::Client,
     connection: ConnectionManager,
     prefix: String,
+    stream_max_chunks: u64,
 }
 
 impl std::fmt::Debug for Store {
@@ -502,7 +503,16 @@ impl Store {
             client,
             connection,
             prefix: prefix.into(),
+            stream_max_chunks: 0,
         })
+    }
+
+    /// Sessions this store creates keep at most `max` chunks in their stream (the oldest are
+    /// trimmed as new ones come); 0 keeps every chunk. A reader asking for a trimmed position
+    /// is told `TRUNCATED` and re-reads the snapshot.
+    pub fn with_stream_max_chunks(mut self, max: u64) -> Self {
+        self.stream_max_chunks = max;
+        self
     }
 
     fn key(&self, address: &SessionAddress, what: &str) -> String {
@@ -543,7 +553,8 @@ impl Store {
             .arg(&new.address.root_session_id)
             .arg(now_ms())
             .arg(body)
-            .arg(new.workflow_id);
+            .arg(new.workflow_id)
+            .arg(self.stream_max_chunks);
         for message in new.messages {
             invocation.arg(to_json(message));
         }

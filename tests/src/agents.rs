@@ -344,6 +344,7 @@ pub fn registry() -> AgentRegistry {
         guarded(),
         asker_deadline("asker_deadline", std::time::Duration::from_secs(1)),
         asker_deadline("asker_patient", std::time::Duration::from_secs(3)),
+        bench_agent("long", 12, bench_script(12, true)),
         finisher("finisher", json!({"text": "all good"}), false),
         finisher("finisher_inline", json!({"text": "all good"}), true),
         finisher("finisher_failing", json!({"txt": 1}), false),

@@ -216,12 +216,15 @@ impl Harness {
         let temporal = connect_temporal(&temporal_settings())
             .await
             .expect("Temporal must run for the end-to-end tests (scripts/services.sh starts it)");
+        let store = store.with_stream_max_chunks(options.stream_max_chunks);
         let state = AppState {
             store: store.clone(),
             registry,
             temporal: temporal.clone(),
             task_queue: task_queue.clone(),
             policy: test_policy(),
+            streams: Default::default(),
+            metrics: Default::default(),
             options: ServerOptions {
                 submit_limits: baton_core::submit::SubmitLimits {
                     max_result_bytes: SUBMIT_LIMIT_BYTES,
@@ -354,6 +357,21 @@ impl Harness {
         let error = serde_json::from_slice(&body)
             .unwrap_or_else(|e| panic!("{status}: body is not an error ({e}): {body:?}"));
         (status, error)
+    }
+
+    /// Answers the one open call of a suspended session with `outcome`, resumes it and waits for
+    /// the resumed run to end.
+    pub async fn answer_and_finish(
+        &self,
+        session_id: &str,
+        tool_call_id: &str,
+        outcome: &baton_core::message::ToolOutcome,
+    ) -> RunOutcome {
+        self.client
+            .submit(session_id, tool_call_id, outcome)
+            .await
+            .unwrap();
+        self.resume_to_end(session_id).await
     }
 
     /// Resumes a session whose batch is answered (`continue`) and waits for the resumed run's

@@ -56,11 +56,8 @@ async fn a_snapshot_is_pinned_to_the_newest_checkpoint_until_the_session_ends() 
 
     let answer = ToolOutcome::Result(json!({"answer": "Ann"}));
     harness
-        .client
-        .submit(&session, "call_1_1", &answer)
-        .await
-        .unwrap();
-    harness.resume_to_end(&session).await;
+        .answer_and_finish(&session, "call_1_1", &answer)
+        .await;
     let ended = harness.client.snapshot(&session).await.unwrap();
     assert_eq!(ended.status, Status::Completed);
     assert_eq!(ended.stream_sequence, -1);
@@ -154,4 +151,49 @@ async fn status_says_whether_temporal_runs_the_session() {
         (ended.status, ended.is_executing),
         (Status::Completed, Some(false))
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_count_requests_and_submits_by_answer() {
+    let harness = Harness::start(agents::registry()).await;
+    let session = harness.suspended_session("asker_only").await;
+    let answer = ToolOutcome::Result(json!({"answer": "Ann"}));
+    for _ in 0..2 {
+        harness
+            .client
+            .submit(&session, "call_1_1", &answer)
+            .await
+            .unwrap();
+    }
+    let refused = harness.client.submit(&session, "nope", &answer).await;
+    assert!(refused.is_err());
+
+    let text = {
+        use http_body_util::BodyExt;
+        use tower::ServiceExt;
+        let request = axum::http::Request::get("/metrics")
+            .body(axum::body::Body::empty())
+            .unwrap();
+        let response = baton_worker::router(harness.state.clone())
+            .oneshot(request)
+            .await
+            .unwrap();
+        assert_eq!(response.status(), axum::http::StatusCode::OK);
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        String::from_utf8(body.to_vec()).unwrap()
+    };
+    for line in [
+        r#"baton_http_requests_total{route="/start",status="200"} 1"#,
+        r#"baton_http_requests_total{route="/submit-tool-result",status="404"} 1"#,
+        r#"baton_submits_total{answer="accepted"} 1"#,
+        r#"baton_submits_total{answer="already_completed"} 1"#,
+        r#"baton_submits_total{answer="unknown_tool_call"} 1"#,
+        "baton_sse_followers 0",
+    ] {
+        assert!(
+            text.lines().any(|l| l == line),
+            "{line} missing in:\n{text}"
+        );
+    }
+    assert!(text.contains("# TYPE baton_http_request_duration_seconds histogram"));
 }

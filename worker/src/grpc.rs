@@ -7,16 +7,16 @@
 use crate::{
     auth::{Auth, Principal},
     server::{
-        AppState, MAX_MESSAGE_BYTES, STREAM_POLL_MS, checked_json_depth, existing_session,
-        resume_session, session_snapshot, session_status, session_usage, start_session,
-        stop_session, store_error, submit_and_continue, take_submit_token,
+        AppState, MAX_MESSAGE_BYTES, STREAM_POLL_MS, checked_json_depth, checked_submit,
+        existing_session, resume_session, session_snapshot, session_status, session_usage,
+        start_session, stop_session, store_error,
     },
 };
 use baton_core::{
     ApiError, ChunkKind, ErrorCode,
     api::{ResumeRequest, StartRequest},
     store::{SessionAddress, StopKind, Subscriber},
-    submit::{parse_submission, payload_too_large},
+    submit::payload_too_large,
 };
 use baton_proto::{
     convert::status_from_api_error,
@@ -178,15 +178,7 @@ impl baton_server::Baton for GrpcService {
             return Err(refused(payload_too_large("request_body", cap, body.len())));
         }
         checked_json_depth(body.as_bytes()).map_err(refused)?;
-        let submission = parse_submission(body.as_bytes(), self.state.options.verbose_errors)
-            .map_err(refused)?;
-        principal
-            .may_act_on(&submission.session_id)
-            .map_err(refused)?;
-        take_submit_token(&self.state, &submission.session_id)
-            .await
-            .map_err(refused)?;
-        let answer = submit_and_continue(&self.state, submission)
+        let answer = checked_submit(&self.state, &principal, body.as_bytes())
             .await
             .map_err(refused)?;
         Ok(Response::new(answer.into()))

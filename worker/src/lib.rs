@@ -4,7 +4,9 @@
 
 pub mod auth;
 pub mod demo;
+pub mod fanout;
 pub mod grpc;
+pub mod metrics;
 pub mod runner;
 pub mod server;
 

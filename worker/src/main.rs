@@ -95,6 +95,15 @@ struct Cli {
         global = true
     )]
     submits_per_minute: u32,
+    /// Chunks a session's stream keeps (the oldest are trimmed; a follower asking for them is
+    /// told TRUNCATED); 0 keeps all.
+    #[arg(
+        long,
+        env = "BATON_STREAM_MAX_CHUNKS",
+        default_value_t = 100_000,
+        global = true
+    )]
+    stream_max_chunks: u64,
     /// Serve the HTTP API without authentication (loopback demos, private networks only).
     #[arg(long, env = "BATON_ALLOW_UNAUTHENTICATED", global = true)]
     allow_unauthenticated: bool,
@@ -187,11 +196,13 @@ async fn run() -> anyhow::Result<()> {
     let server = match cli.role {
         Role::Server | Role::Dev => {
             let state = AppState {
-                store: store.clone(),
+                store: store.clone().with_stream_max_chunks(cli.stream_max_chunks),
                 registry: registry.clone(),
                 temporal: temporal.clone(),
                 task_queue: cli.task_queue.clone(),
                 policy: ActivityPolicy::default(),
+                streams: Default::default(),
+                metrics: Default::default(),
                 options: ServerOptions {
                     submit_limits: SubmitLimits {
                         max_result_bytes: cli.max_result_bytes,
@@ -201,6 +212,7 @@ async fn run() -> anyhow::Result<()> {
                     auth: auth(&cli)?,
                     submits_per_minute: (cli.submits_per_minute > 0)
                         .then_some(cli.submits_per_minute),
+                    stream_max_chunks: cli.stream_max_chunks,
                 },
             };
             let grpc = match cli.grpc_listen {

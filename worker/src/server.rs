@@ -48,6 +48,9 @@ pub struct AppState {
     pub task_queue: String,
     pub policy: ActivityPolicy,
     pub options: ServerOptions,
+    /// The stream feeds SSE followers share.
+    pub streams: crate::fanout::StreamHub,
+    pub metrics: crate::metrics::Metrics,
 }
 
 /// How the server treats requests; `Default` is what `batond` runs with when given no flags
@@ -64,6 +67,9 @@ pub struct ServerOptions {
     pub auth: Auth,
     /// Submits per minute and session (a token bucket in Redis); `None` is unlimited.
     pub submits_per_minute: Option<u32>,
+    /// Chunks a session's stream keeps (the oldest are trimmed); 0 keeps all. Apply it to the
+    /// store with [`Store::with_stream_max_chunks`] (`AppState` users do).
+    pub stream_max_chunks: u64,
 }
 
 impl Default for ServerOptions {
@@ -74,9 +80,13 @@ impl Default for ServerOptions {
             resume_on_submit: false,
             auth: Auth::Unset,
             submits_per_minute: Some(DEFAULT_SUBMITS_PER_MINUTE),
+            stream_max_chunks: DEFAULT_STREAM_MAX_CHUNKS,
         }
     }
 }
+
+/// How many chunks a session's stream keeps by default.
+pub const DEFAULT_STREAM_MAX_CHUNKS: u64 = 100_000;
 
 /// The default submit rate limit per session.
 pub const DEFAULT_SUBMITS_PER_MINUTE: u32 = 60;
@@ -125,12 +135,59 @@ pub fn router(state: AppState) -> Router {
         .route("/abort", post(abort))
         .route("/snapshot", get(snapshot))
         .route("/usage", get(usage))
+        .route("/metrics", get(metrics))
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             authenticate,
         ))
         .route("/healthz", get(|| async { "ok" }))
+        .route_layer(axum::middleware::from_fn_with_state(state.clone(), measure))
         .with_state(state)
+}
+
+/// Counts each request by route and status, and times it.
+async fn measure(
+    State(state): State<AppState>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let route = request
+        .extensions()
+        .get::<axum::extract::MatchedPath>()
+        .map_or_else(|| "unmatched".to_owned(), |path| path.as_str().to_owned());
+    let started = std::time::Instant::now();
+    let response = next.run(request).await;
+    let metrics = &state.metrics;
+    metrics
+        .latency
+        .with_label_values(&[route.as_str()])
+        .observe(started.elapsed().as_secs_f64());
+    metrics
+        .requests
+        .with_label_values(&[route.as_str(), response.status().as_str()])
+        .inc();
+    response
+}
+
+/// `GET /metrics`: Prometheus text, for operators.
+async fn metrics(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+) -> Result<Response, HttpError> {
+    principal.must_be_operator()?;
+    let text = state.metrics.render(&[(
+        "baton_stream_feeds",
+        "Sessions whose stream this server reads for its followers",
+        state.streams.feed_count() as f64,
+    )]);
+    Ok((
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        text,
+    )
+        .into_response())
 }
 
 /// Puts the request's [`Principal`] in its extensions, or answers 401.
@@ -665,15 +722,37 @@ async fn submit(
 ) -> Result<Json<SubmitAnswer>, HttpError> {
     let cap = state.options.submit_limits.request_body_cap();
     let bytes = bounded_body(&headers, body, cap).await?;
-    let submission = parse_submission(&bytes, state.options.verbose_errors)?;
-    principal.may_act_on(&submission.session_id)?;
-    take_submit_token(&state, &submission.session_id).await?;
-    Ok(Json(submit_and_continue(&state, submission).await?))
+    Ok(Json(checked_submit(&state, &principal, &bytes).await?))
+}
+
+/// A submit body from its bytes to its answer: parsed, authorized, rate-limited, stored, and
+/// counted by answer. Both transports call it once the body is bounded.
+pub async fn checked_submit(
+    state: &AppState,
+    principal: &Principal,
+    bytes: &[u8],
+) -> Result<SubmitAnswer, ApiError> {
+    let answer = async {
+        let submission = parse_submission(bytes, state.options.verbose_errors)?;
+        principal.may_act_on(&submission.session_id)?;
+        take_submit_token(state, &submission.session_id).await?;
+        submit_and_continue(state, submission).await
+    }
+    .await;
+    let label = match &answer {
+        Ok(answer) => match answer.status {
+            baton_core::submit::SubmitStatus::Accepted => "accepted",
+            baton_core::submit::SubmitStatus::AlreadyCompleted => "already_completed",
+        },
+        Err(error) => error.code.as_str(),
+    };
+    state.metrics.submits.with_label_values(&[label]).inc();
+    answer
 }
 
 /// Takes one submit from the session's rate limit, or refuses (429 `rate_limited` with
-/// `retryAfter`). Both transports call it before storing an answer.
-pub async fn take_submit_token(state: &AppState, session_id: &str) -> Result<(), ApiError> {
+/// `retryAfter`).
+async fn take_submit_token(state: &AppState, session_id: &str) -> Result<(), ApiError> {
     let Some(per_minute) = state.options.submits_per_minute else {
         return Ok(());
     };
@@ -949,13 +1028,19 @@ async fn sse(
     let session = existing_session(&state, &query.session_id).await?;
     // A client that has seen everything of an ended session gets an empty stream at once.
     let finished = session.status.is_terminal() && session.last_sequence <= query.from_sequence;
-    let subscriber = state.store.subscriber().await.map_err(store_error)?;
     let address = SessionAddress::root(&query.session_id);
+    let feed = state
+        .streams
+        .subscribe(&state.store, &address)
+        .await
+        .map_err(store_error)?;
     let follow = Follow {
+        _counted: crate::metrics::FollowerGuard::new(&state.metrics.followers),
         state,
         address,
-        subscriber,
+        feed,
         after: query.from_sequence,
+        behind: true,
         finished,
     };
     let events = stream::unfold(follow, |mut follow| async move {
@@ -969,55 +1054,129 @@ async fn sse(
     Ok(Sse::new(events).keep_alive(KeepAlive::default()))
 }
 
-/// The position of one SSE subscriber in a session's stream.
+/// The position of one SSE follower in a session's stream.
 struct Follow {
+    _counted: crate::metrics::FollowerGuard,
     state: AppState,
     address: SessionAddress,
-    subscriber: store::Subscriber,
+    /// New chunks, from the session's shared feed.
+    feed: tokio::sync::broadcast::Receiver<crate::fanout::Batch>,
     after: u64,
+    /// Chunks after `after` may be in Redis only: read them there before taking the feed.
+    behind: bool,
     finished: bool,
 }
 
+/// Most chunks read from Redis at once when a follower catches up.
+const CATCH_UP_BATCH: usize = 512;
+
 impl Follow {
-    /// The next chunks as events; ends the stream after the `end` chunk, or when the session has
-    /// ended and nothing newer remains.
+    /// The next chunks as events; ends the stream after the `end` chunk, when the session has
+    /// ended and nothing newer remains, or with an error event (`TRUNCATED` when the chunks
+    /// after the position are no longer kept).
     async fn next_batch(&mut self) -> Vec<Result<Event, Infallible>> {
+        use tokio::sync::broadcast::error::RecvError;
         loop {
-            let chunks = match self
-                .subscriber
-                .next_chunks(&self.state.store, &self.address, self.after, STREAM_POLL_MS)
-                .await
-            {
-                Ok(chunks) => chunks,
-                Err(error) => {
-                    tracing::warn!(session = %self.address.session_id, %error, "stream read failed");
-                    self.finished = true;
-                    return vec![Ok(error_event(
-                        ErrorCode::StoreUnavailable,
-                        "reading the stream failed",
-                    ))];
+            if self.behind {
+                match self.catch_up().await {
+                    Ok(events) if events.is_empty() => self.behind = false,
+                    Ok(events) => return events,
+                    Err(event) => {
+                        self.finished = true;
+                        return vec![Ok(event)];
+                    }
                 }
-            };
-            if chunks.is_empty() {
-                match self.state.store.session(&self.address).await {
+            }
+            let wait = std::time::Duration::from_millis(STREAM_POLL_MS as u64);
+            match tokio::time::timeout(wait, self.feed.recv()).await {
+                Ok(Ok(batch)) => {
+                    let fresh: Vec<&StreamChunk> =
+                        batch.iter().filter(|c| c.sequence > self.after).collect();
+                    match fresh.first() {
+                        None => continue,
+                        // A gap: Redis has what the feed did not carry.
+                        Some(first) if first.sequence != self.after + 1 => self.behind = true,
+                        Some(_) => {
+                            let chunks = fresh.into_iter().cloned().collect();
+                            return self.events(chunks);
+                        }
+                    }
+                }
+                Ok(Err(RecvError::Lagged(_))) => self.behind = true,
+                Ok(Err(RecvError::Closed)) => {
+                    match self
+                        .state
+                        .streams
+                        .subscribe(&self.state.store, &self.address)
+                        .await
+                    {
+                        Ok(feed) => self.feed = feed,
+                        Err(error) => {
+                            tracing::warn!(%error, "re-subscribing to a stream failed");
+                            self.finished = true;
+                            return vec![Ok(error_event(
+                                ErrorCode::StoreUnavailable,
+                                "reading the stream failed",
+                            ))];
+                        }
+                    }
+                    self.behind = true;
+                }
+                Err(_) => match self.state.store.session(&self.address).await {
                     Ok(Some(session))
                         if session.status.is_terminal() && session.last_sequence <= self.after =>
                     {
                         self.finished = true;
                         return Vec::new();
                     }
-                    Ok(_) => continue,
-                    Err(error) => {
-                        tracing::warn!(%error, "status read failed while streaming");
-                        continue;
-                    }
-                }
+                    Ok(_) => {}
+                    Err(error) => tracing::warn!(%error, "status read failed while streaming"),
+                },
             }
-            return chunks
-                .into_iter()
-                .map(|chunk| Ok(self.event(chunk)))
-                .collect();
         }
+    }
+
+    /// Reads chunks after the position straight from Redis; an error event when they are gone.
+    async fn catch_up(&mut self) -> Result<Vec<Result<Event, Infallible>>, Event> {
+        let chunks = self
+            .state
+            .store
+            .chunks_after(&self.address, self.after, CATCH_UP_BATCH)
+            .await
+            .map_err(|error| {
+                tracing::warn!(session = %self.address.session_id, %error, "stream read failed");
+                error_event(ErrorCode::StoreUnavailable, "reading the stream failed")
+            })?;
+        if let Some(first) = chunks.first()
+            && first.sequence != self.after + 1
+        {
+            let floor = first.sequence - 1;
+            let body = ApiError::new(
+                ErrorCode::Truncated,
+                format!(
+                    "the stream no longer holds the chunks after {}; read the snapshot and \
+                     follow from its streamSequence",
+                    self.after
+                ),
+            )
+            .with("oldestRetainedSequence", floor);
+            return Err(Event::default()
+                .event("error")
+                .data(serde_json::to_string(&body).expect("an ApiError always serializes")));
+        }
+        Ok(self.events(chunks))
+    }
+
+    /// The chunks as events, up to and with the first `end` chunk.
+    fn events(&mut self, chunks: Vec<StreamChunk>) -> Vec<Result<Event, Infallible>> {
+        let mut events = Vec::with_capacity(chunks.len());
+        for chunk in chunks {
+            events.push(Ok(self.event(chunk)));
+            if self.finished {
+                break;
+            }
+        }
+        events
     }
 
     fn event(&mut self, chunk: StreamChunk) -> Event {

@@ -3,9 +3,19 @@
 local state_key = KEYS[1]
 local stream_key = KEYS[2]
 
+-- A session keeps at most maxChunks chunks (0 or unset: all); the oldest are trimmed.
+local max_chunks = nil
 local function emit(body)
   local seq = redis.call('HINCRBY', state_key, 'lastSequence', 1)
-  redis.call('XADD', stream_key, seq .. '-0', 'c', '{"sequence":' .. seq .. ',' .. body)
+  local chunk = '{"sequence":' .. seq .. ',' .. body
+  if max_chunks == nil then
+    max_chunks = tonumber(redis.call('HGET', state_key, 'maxChunks') or '0') or 0
+  end
+  if max_chunks > 0 then
+    redis.call('XADD', stream_key, 'MAXLEN', max_chunks, seq .. '-0', 'c', chunk)
+  else
+    redis.call('XADD', stream_key, seq .. '-0', 'c', chunk)
+  end
   return seq
 end
 
