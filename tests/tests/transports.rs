@@ -620,3 +620,41 @@ async fn the_grpc_service_does_not_start_without_an_auth_configuration() {
         "{refused:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trimmed_stream_answers_truncated_on_both_transports() {
+    let options = ServerOptions {
+        stream_max_chunks: 4,
+        ..baton_tests::open_options()
+    };
+    let harness = Harness::start_with(agents::registry(), options).await;
+    let started = harness.grpc_client.start("two_steps", "go").await.unwrap();
+    harness.run_result(&started.workflow_id).await.unwrap();
+    let session_id = &started.session_id;
+    let last = harness
+        .grpc_client
+        .status(session_id)
+        .await
+        .unwrap()
+        .last_sequence;
+    let floor = last - 4;
+    let truncated = ApiError::new(
+        ErrorCode::Truncated,
+        "the stream no longer holds the chunks after 0; read the snapshot and follow from its \
+         streamSequence",
+    )
+    .with("oldestRetainedSequence", floor);
+    for (name, client) in clients(&harness) {
+        let mut follow = client.follow(session_id, 0);
+        let refused = api_error(follow.next().await.unwrap().unwrap_err());
+        assert_eq!(refused, truncated, "over {name}");
+        assert!(follow.next().await.is_none(), "over {name}");
+        let kept = read_to_close(client, session_id, floor).await;
+        assert_eq!(
+            sequences_of(&kept),
+            (floor + 1..=last).collect::<Vec<_>>(),
+            "over {name}"
+        );
+        assert_eq!(kept.last().unwrap().kind.name(), "end", "over {name}");
+    }
+}

@@ -7,15 +7,14 @@
 use crate::{
     auth::{Auth, Principal},
     server::{
-        AppState, MAX_MESSAGE_BYTES, STREAM_POLL_MS, checked_json_depth, checked_submit,
-        existing_session, resume_session, session_snapshot, session_status, session_usage,
-        start_session, stop_session, store_error,
+        AppState, Follow, MAX_MESSAGE_BYTES, checked_json_depth, checked_submit, resume_session,
+        session_snapshot, session_status, session_usage, start_session, stop_session,
     },
 };
 use baton_core::{
-    ApiError, ChunkKind, ErrorCode,
+    ApiError, ErrorCode,
     api::{ResumeRequest, StartRequest},
-    store::{SessionAddress, StopKind, Subscriber},
+    store::StopKind,
     submit::payload_too_large,
 };
 use baton_proto::{
@@ -235,8 +234,9 @@ impl baton_server::Baton for GrpcService {
 
     type SubscribeStream = ChunkStream;
 
-    /// Refuses an unknown session before the stream opens; a store failure mid-stream ends the
-    /// stream with its status.
+    /// Refuses an unknown session before the stream opens. The stream is the SSE follower's
+    /// (`server::Follow`: the session's shared feed, `TRUNCATED` for a position no longer
+    /// kept); an error mid-stream ends it with its status.
     async fn subscribe(
         &self,
         request: Request<v1::SubscribeRequest>,
@@ -244,78 +244,25 @@ impl baton_server::Baton for GrpcService {
         let principal = self.principal(&request).await?;
         let request = request.into_inner();
         principal.may_act_on(&request.session_id).map_err(refused)?;
-        let session = existing_session(&self.state, &request.session_id)
-            .await
-            .map_err(refused)?;
-        let subscriber = self
-            .state
-            .store
-            .subscriber()
-            .await
-            .map_err(|error| refused(store_error(error)))?;
-        let follow = Follow {
-            state: self.state.clone(),
-            address: SessionAddress::root(&request.session_id),
-            subscriber,
-            after: request.from_sequence,
-            // A client that has seen everything of an ended session gets an empty stream.
-            ended: session.status.is_terminal() && session.last_sequence <= request.from_sequence,
-        };
-        let chunks = stream::unfold(follow, Follow::next_batch)
-            .flat_map(stream::iter)
-            .take_until(self.shutdown.clone().cancelled_owned());
-        Ok(Response::new(Box::pin(chunks)))
-    }
-}
-
-/// The position of one subscriber in a session's stream.
-struct Follow {
-    state: AppState,
-    address: SessionAddress,
-    subscriber: Subscriber,
-    after: u64,
-    ended: bool,
-}
-
-impl Follow {
-    /// The next chunks up to and including the `end` chunk; `None` once that was sent, or when
-    /// the session has ended and nothing newer remains.
-    async fn next_batch(mut self) -> Option<(Vec<Result<v1::Chunk, Status>>, Self)> {
-        while !self.ended {
-            let store = &self.state.store;
-            let read = self
-                .subscriber
-                .next_chunks(store, &self.address, self.after, STREAM_POLL_MS)
-                .await;
-            let chunks = match read {
-                Ok(chunks) => chunks,
-                Err(error) => {
-                    self.ended = true;
-                    return Some((vec![Err(refused(store_error(error)))], self));
-                }
+        let follow = Follow::open(
+            self.state.clone(),
+            &request.session_id,
+            request.from_sequence,
+        )
+        .await
+        .map_err(refused)?;
+        let chunks = stream::unfold(follow, |mut follow| async move {
+            let items: Vec<Result<v1::Chunk, Status>> = match follow.next_chunks().await? {
+                Ok(chunks) => chunks
+                    .iter()
+                    .map(|chunk| Ok(v1::Chunk::from(chunk)))
+                    .collect(),
+                Err(error) => vec![Err(refused(error))],
             };
-            if chunks.is_empty() {
-                match store.session(&self.address).await {
-                    Ok(Some(session)) => {
-                        self.ended =
-                            session.status.is_terminal() && session.last_sequence <= self.after;
-                    }
-                    Ok(None) => {}
-                    Err(error) => tracing::warn!(%error, "status read failed while streaming"),
-                }
-                continue;
-            }
-            let mut batch = Vec::with_capacity(chunks.len());
-            for chunk in &chunks {
-                self.after = chunk.sequence;
-                batch.push(Ok(v1::Chunk::from(chunk)));
-                if matches!(chunk.kind, ChunkKind::End { .. }) {
-                    self.ended = true;
-                    break;
-                }
-            }
-            return Some((batch, self));
-        }
-        None
+            Some((stream::iter(items), follow))
+        })
+        .flatten()
+        .take_until(self.shutdown.clone().cancelled_owned());
+        Ok(Response::new(Box::pin(chunks)))
     }
 }

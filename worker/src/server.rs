@@ -1016,8 +1016,8 @@ fn no_session(session_id: &str) -> ApiError {
     )
 }
 
-/// How long one blocking read of the stream waits before checking the session again.
-pub(crate) const STREAM_POLL_MS: usize = 10_000;
+/// How long a follower waits for its feed before checking the session again.
+const STREAM_POLL_MS: u64 = 10_000;
 
 async fn sse(
     State(state): State<AppState>,
@@ -1025,38 +1025,35 @@ async fn sse(
     ApiQuery(query): ApiQuery<SessionQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, HttpError> {
     principal.may_act_on(&query.session_id)?;
-    let session = existing_session(&state, &query.session_id).await?;
-    // A client that has seen everything of an ended session gets an empty stream at once.
-    let finished = session.status.is_terminal() && session.last_sequence <= query.from_sequence;
-    let address = SessionAddress::root(&query.session_id);
-    let feed = state
-        .streams
-        .subscribe(&state.store, &address)
-        .await
-        .map_err(store_error)?;
-    let follow = Follow {
-        _counted: crate::metrics::FollowerGuard::new(&state.metrics.followers),
-        state,
-        address,
-        feed,
-        after: query.from_sequence,
-        behind: true,
-        finished,
-    };
-    let events = stream::unfold(follow, |mut follow| async move {
-        if follow.finished {
-            return None;
-        }
-        let batch = follow.next_batch().await;
-        Some((stream::iter(batch), follow))
+    let counted = crate::metrics::FollowerGuard::new(&state.metrics.followers);
+    let follow = Follow::open(state, &query.session_id, query.from_sequence).await?;
+    let events = stream::unfold((counted, follow), |(counted, mut follow)| async move {
+        let events = match follow.next_chunks().await? {
+            Ok(chunks) => chunks.iter().map(|chunk| Ok(chunk_event(chunk))).collect(),
+            Err(error) => vec![Ok(error_event(&error))],
+        };
+        Some((stream::iter(events), (counted, follow)))
     })
     .flatten();
     Ok(Sse::new(events).keep_alive(KeepAlive::default()))
 }
 
-/// The position of one SSE follower in a session's stream.
-struct Follow {
-    _counted: crate::metrics::FollowerGuard,
+/// A chunk as an SSE event: its sequence as the `id:`, its JSON as the data.
+fn chunk_event(chunk: &StreamChunk) -> Event {
+    Event::default()
+        .id(chunk.sequence.to_string())
+        .json_data(chunk)
+        .unwrap_or_else(|_| {
+            error_event(&ApiError::new(
+                ErrorCode::Internal,
+                "chunk could not be encoded",
+            ))
+        })
+}
+
+/// The position of one follower (an SSE or a gRPC subscriber) in a session's stream: what it
+/// missed comes from Redis, new chunks from the session's shared feed.
+pub struct Follow {
     state: AppState,
     address: SessionAddress,
     /// New chunks, from the session's shared feed.
@@ -1071,23 +1068,45 @@ struct Follow {
 const CATCH_UP_BATCH: usize = 512;
 
 impl Follow {
-    /// The next chunks as events; ends the stream after the `end` chunk, when the session has
-    /// ended and nothing newer remains, or with an error event (`TRUNCATED` when the chunks
-    /// after the position are no longer kept).
-    async fn next_batch(&mut self) -> Vec<Result<Event, Infallible>> {
+    /// Follows a session after sequence `after` (exclusive): `session_not_found` for an unknown
+    /// session. A follower that has seen everything of an ended session ends at once.
+    pub async fn open(state: AppState, session_id: &str, after: u64) -> Result<Self, ApiError> {
+        let session = existing_session(&state, session_id).await?;
+        let finished = session.status.is_terminal() && session.last_sequence <= after;
+        let address = SessionAddress::root(session_id);
+        let feed = state
+            .streams
+            .subscribe(&state.store, &address)
+            .await
+            .map_err(store_error)?;
+        Ok(Self {
+            state,
+            address,
+            feed,
+            after,
+            behind: true,
+            finished,
+        })
+    }
+
+    /// The next chunks, up to and with the `end` chunk; `None` once the stream is over (after
+    /// `end`, or when the session has ended and nothing newer remains). An error (`TRUNCATED`
+    /// when the chunks after the position are no longer kept, `store_unavailable`) is the
+    /// stream's last item.
+    pub async fn next_chunks(&mut self) -> Option<Result<Vec<StreamChunk>, ApiError>> {
         use tokio::sync::broadcast::error::RecvError;
-        loop {
+        while !self.finished {
             if self.behind {
                 match self.catch_up().await {
-                    Ok(events) if events.is_empty() => self.behind = false,
-                    Ok(events) => return events,
-                    Err(event) => {
+                    Ok(chunks) if chunks.is_empty() => self.behind = false,
+                    Ok(chunks) => return Some(Ok(self.taken(chunks))),
+                    Err(error) => {
                         self.finished = true;
-                        return vec![Ok(event)];
+                        return Some(Err(error));
                     }
                 }
             }
-            let wait = std::time::Duration::from_millis(STREAM_POLL_MS as u64);
+            let wait = std::time::Duration::from_millis(STREAM_POLL_MS);
             match tokio::time::timeout(wait, self.feed.recv()).await {
                 Ok(Ok(batch)) => {
                     let fresh: Vec<&StreamChunk> =
@@ -1098,7 +1117,7 @@ impl Follow {
                         Some(first) if first.sequence != self.after + 1 => self.behind = true,
                         Some(_) => {
                             let chunks = fresh.into_iter().cloned().collect();
-                            return self.events(chunks);
+                            return Some(Ok(self.taken(chunks)));
                         }
                     }
                 }
@@ -1114,10 +1133,10 @@ impl Follow {
                         Err(error) => {
                             tracing::warn!(%error, "re-subscribing to a stream failed");
                             self.finished = true;
-                            return vec![Ok(error_event(
+                            return Some(Err(ApiError::new(
                                 ErrorCode::StoreUnavailable,
                                 "reading the stream failed",
-                            ))];
+                            )));
                         }
                     }
                     self.behind = true;
@@ -1127,17 +1146,17 @@ impl Follow {
                         if session.status.is_terminal() && session.last_sequence <= self.after =>
                     {
                         self.finished = true;
-                        return Vec::new();
                     }
                     Ok(_) => {}
                     Err(error) => tracing::warn!(%error, "status read failed while streaming"),
                 },
             }
         }
+        None
     }
 
-    /// Reads chunks after the position straight from Redis; an error event when they are gone.
-    async fn catch_up(&mut self) -> Result<Vec<Result<Event, Infallible>>, Event> {
+    /// Reads chunks after the position straight from Redis; `TRUNCATED` when they are gone.
+    async fn catch_up(&mut self) -> Result<Vec<StreamChunk>, ApiError> {
         let chunks = self
             .state
             .store
@@ -1145,13 +1164,13 @@ impl Follow {
             .await
             .map_err(|error| {
                 tracing::warn!(session = %self.address.session_id, %error, "stream read failed");
-                error_event(ErrorCode::StoreUnavailable, "reading the stream failed")
+                ApiError::new(ErrorCode::StoreUnavailable, "reading the stream failed")
             })?;
         if let Some(first) = chunks.first()
             && first.sequence != self.after + 1
         {
             let floor = first.sequence - 1;
-            let body = ApiError::new(
+            return Err(ApiError::new(
                 ErrorCode::Truncated,
                 format!(
                     "the stream no longer holds the chunks after {}; read the snapshot and \
@@ -1159,42 +1178,30 @@ impl Follow {
                     self.after
                 ),
             )
-            .with("oldestRetainedSequence", floor);
-            return Err(Event::default()
-                .event("error")
-                .data(serde_json::to_string(&body).expect("an ApiError always serializes")));
+            .with("oldestRetainedSequence", floor));
         }
-        Ok(self.events(chunks))
+        Ok(chunks)
     }
 
-    /// The chunks as events, up to and with the first `end` chunk.
-    fn events(&mut self, chunks: Vec<StreamChunk>) -> Vec<Result<Event, Infallible>> {
-        let mut events = Vec::with_capacity(chunks.len());
-        for chunk in chunks {
-            events.push(Ok(self.event(chunk)));
-            if self.finished {
-                break;
-            }
-        }
-        events
-    }
-
-    fn event(&mut self, chunk: StreamChunk) -> Event {
-        self.after = chunk.sequence;
-        if matches!(chunk.kind, ChunkKind::End { .. }) {
+    /// The chunks up to and with the first `end` chunk, the position moved past them.
+    fn taken(&mut self, mut chunks: Vec<StreamChunk>) -> Vec<StreamChunk> {
+        if let Some(end) = chunks
+            .iter()
+            .position(|chunk| matches!(chunk.kind, ChunkKind::End { .. }))
+        {
+            chunks.truncate(end + 1);
             self.finished = true;
         }
-        Event::default()
-            .id(chunk.sequence.to_string())
-            .json_data(&chunk)
-            .unwrap_or_else(|_| error_event(ErrorCode::Internal, "chunk could not be encoded"))
+        if let Some(last) = chunks.last() {
+            self.after = last.sequence;
+        }
+        chunks
     }
 }
 
 /// A typed error as an SSE event named `error`; its data is an [`ApiError`] body.
-fn error_event(code: ErrorCode, message: &str) -> Event {
-    let body = serde_json::to_string(&ApiError::new(code, message))
-        .expect("an ApiError always serializes");
+fn error_event(error: &ApiError) -> Event {
+    let body = serde_json::to_string(error).expect("an ApiError always serializes");
     Event::default().event("error").data(body)
 }
 
