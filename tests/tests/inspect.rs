@@ -189,7 +189,10 @@ async fn metrics_count_requests_and_submits_by_answer() {
         r#"baton_submits_total{answer="unknown_tool_call"} 1"#,
         "baton_sse_followers 0",
     ] {
-        assert!(text.lines().any(|l| l == line), "{line} missing in:\n{text}");
+        assert!(
+            text.lines().any(|l| l == line),
+            "{line} missing in:\n{text}"
+        );
     }
     assert!(text.contains("# TYPE baton_http_request_duration_seconds histogram"));
 }
