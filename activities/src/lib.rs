@@ -484,15 +484,27 @@ impl AgentActivities {
             }
             Ok::<_, store::Error>(())
         };
-        let (turn, streamed) = with_heartbeats(ctx, self.heartbeat_every, async {
+        let call = with_heartbeats(ctx, self.heartbeat_every, async {
             futures::join!(generate, stream_deltas)
-        })
-        .await;
+        });
+        // An interrupt or abort cancels the workflow; Temporal passes the cancellation on with
+        // the answer to a heartbeat. Dropping the call then closes the model's HTTP stream at
+        // once instead of letting it run to its end.
+        let (turn, streamed) = tokio::select! {
+            biased;
+            _ = ctx.cancelled() => {
+                tracing::info!(
+                    session = %address.session_id,
+                    run = %input.run_id,
+                    step = input.step,
+                    "model call cancelled"
+                );
+                return Err(ActivityError::cancelled());
+            }
+            outcome = call => outcome,
+        };
         streamed.map_err(store_error)?;
-        let turn = turn.map_err(|error| match error {
-            model::Error::Transient(message) => ActivityError::from(Transient(message)),
-            model::Error::Permanent(message) => failure(ErrorCode::ModelFailed, message),
-        })?;
+        let turn = turn.map_err(model_error)?;
 
         let staged = StagedTurn {
             message: Message::assistant(turn.text, turn.tool_calls),
@@ -843,7 +855,20 @@ fn failure(code: ErrorCode, message: impl Into<String>) -> ActivityError {
     )
 }
 
-/// A failure worth retrying (Redis trouble, a transient model error).
+/// A failed model call as an activity failure typed with its error code: retried (after the
+/// provider's `retry-after`, when it gave one) if the kind says so, final otherwise.
+fn model_error(error: model::Error) -> ActivityError {
+    let retryable = error.retryable();
+    ActivityError::application(
+        ApplicationFailure::builder(error.to_string())
+            .type_name(error.kind.code().as_str().to_owned())
+            .non_retryable(!retryable)
+            .maybe_next_retry_delay(error.retry_after.filter(|_| retryable))
+            .build(),
+    )
+}
+
+/// A failure worth retrying (Redis trouble).
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 struct Transient(String);
