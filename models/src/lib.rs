@@ -11,6 +11,7 @@ pub mod anthropic;
 mod conversation;
 mod http;
 pub mod openai;
+pub mod replay;
 pub mod sse;
 
 pub use anthropic::Anthropic;
