@@ -863,7 +863,9 @@ fn model_error(error: model::Error) -> ActivityError {
         ApplicationFailure::builder(error.to_string())
             .type_name(error.kind.code().as_str().to_owned())
             .non_retryable(!retryable)
-            .maybe_next_retry_delay(error.retry_after.filter(|_| retryable))
+            // Temporal does not retry at all after a zero delay; then the policy's backoff
+            // decides.
+            .maybe_next_retry_delay(error.retry_after.filter(|d| retryable && !d.is_zero()))
             .build(),
     )
 }
@@ -882,5 +884,45 @@ fn store_error(error: store::Error) -> ActivityError {
         store::Error::SessionExists(_) | store::Error::Corrupt { .. } => {
             failure(ErrorCode::Internal, error.to_string())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use model::ErrorKind;
+
+    #[test]
+    fn model_errors_become_typed_failures_with_the_providers_delay() {
+        let application = |error: model::Error| match model_error(error) {
+            ActivityError::Application(failure) => failure,
+            other => panic!("not an application failure: {other:?}"),
+        };
+        let throttled = application(
+            model::Error::new(ErrorKind::RateLimited, "slow down")
+                .with_retry_after(Some(Duration::from_millis(343))),
+        );
+        assert_eq!(throttled.type_name(), Some("model_rate_limited"));
+        assert!(!throttled.is_non_retryable());
+        assert_eq!(
+            throttled.next_retry_delay(),
+            Some(Duration::from_millis(343))
+        );
+
+        let now = application(
+            model::Error::new(ErrorKind::Unavailable, "overloaded")
+                .with_retry_after(Some(Duration::ZERO)),
+        );
+        assert_eq!(now.type_name(), Some("model_unavailable"));
+        assert_eq!(now.next_retry_delay(), None);
+
+        let refused = application(
+            model::Error::new(ErrorKind::Authentication, "bad key")
+                .with_retry_after(Some(Duration::from_secs(5))),
+        );
+        assert_eq!(refused.type_name(), Some("model_auth_failed"));
+        assert!(refused.is_non_retryable());
+        assert_eq!(refused.next_retry_delay(), None);
+        assert_eq!(refused.to_string(), "authentication failed: bad key");
     }
 }
