@@ -27,6 +27,53 @@ pub(crate) trait StreamState {
     fn finish(self) -> Result<ModelTurn, Error>;
 }
 
+/// A response body on its way through the SSE decoder into a provider's stream state.
+pub(crate) struct BodyDecoder<S> {
+    sse: sse::Decoder,
+    state: S,
+    ended: bool,
+}
+
+impl<S: StreamState> BodyDecoder<S> {
+    pub(crate) fn new(state: S) -> Self {
+        Self {
+            sse: sse::Decoder::new(),
+            state,
+            ended: false,
+        }
+    }
+
+    /// Takes one read of the body; returns `true` once the end marker has arrived.
+    pub(crate) fn feed(
+        &mut self,
+        bytes: &[u8],
+        deltas: &mpsc::UnboundedSender<String>,
+    ) -> Result<bool, Error> {
+        let Self { sse, state, ended } = self;
+        sse.feed(bytes, &mut |event| {
+            if !*ended {
+                *ended = state.on_event(event, deltas)?;
+            }
+            Ok(())
+        })?;
+        Ok(*ended)
+    }
+
+    /// The turn, at the end marker or where the body stopped: a body that stopped before its
+    /// end marker was cut, whatever it held.
+    pub(crate) fn finish(self) -> Result<ModelTurn, Error> {
+        if !self.ended {
+            let what = if self.sse.has_partial_event() {
+                "the stream ended in the middle of an event"
+            } else {
+                "the stream ended before its end marker"
+            };
+            return Err(Error::new(ErrorKind::Truncated, what));
+        }
+        self.state.finish()
+    }
+}
+
 /// An error body as a provider sends it, reduced to what classification needs.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub(crate) struct ProviderError {
@@ -69,7 +116,7 @@ impl Endpoint {
     pub(crate) async fn stream<S: StreamState>(
         &self,
         body: &serde_json::Value,
-        mut state: S,
+        state: S,
         deltas: &mpsc::UnboundedSender<String>,
         classify: fn(StatusCode, &[u8]) -> Error,
     ) -> Result<ModelTurn, Error> {
@@ -104,31 +151,21 @@ impl Endpoint {
             return Err(error);
         }
 
-        let mut decoder = sse::Decoder::new();
+        let mut body = BodyDecoder::new(state);
         let mut chunks = response.bytes_stream();
-        let mut ended = false;
-        while !ended {
+        loop {
             let next = tokio::time::timeout(self.timeout, chunks.next())
                 .await
                 .map_err(|_| self.quiet_for_too_long("the next event"))?;
             let Some(chunk) = next else {
-                let what = if decoder.has_partial_event() {
-                    "the stream ended in the middle of an event"
-                } else {
-                    "the stream ended before its end marker"
-                };
-                return Err(Error::new(ErrorKind::Truncated, what));
+                return body.finish();
             };
             let chunk = chunk.map_err(|e| self.transport_error(&e))?;
-            decoder.feed(&chunk, &mut |event| {
-                if ended {
-                    return Ok(());
-                }
-                ended = state.on_event(event, deltas)?;
-                Ok(())
-            })?;
+            // Whatever follows the end marker is not read: the turn is complete.
+            if body.feed(&chunk, deltas)? {
+                return body.finish();
+            }
         }
-        state.finish()
     }
 
     fn quiet_for_too_long(&self, waiting_for: &str) -> Error {

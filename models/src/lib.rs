@@ -21,9 +21,10 @@ pub use openai::OpenAi;
 use baton_core::{
     Model,
     config::ModelBuilder,
-    model::{Error, ErrorKind},
+    model::{Error, ErrorKind, ModelTurn},
 };
 use std::{fmt, sync::Arc, time::Duration};
+use tokio::sync::mpsc;
 
 /// Wait for a response head, and for each later read of the stream, when the configuration sets
 /// none.
@@ -113,6 +114,33 @@ impl<F: Fn(&str) -> Option<String>> ModelBuilder for ProviderModels<F> {
             None => None,
         };
         build(config, api_key).map_err(|e| e.message)
+    }
+}
+
+/// Decodes a recorded response body (the bytes after the HTTP head) read in `pieces`, exactly
+/// as the adapter of `provider` decodes a live stream, without HTTP: for the benchmark and for
+/// checking a recording offline.
+pub fn decode_body<'a>(
+    provider: Provider,
+    pieces: impl IntoIterator<Item = &'a [u8]>,
+    deltas: &mpsc::UnboundedSender<String>,
+) -> Result<ModelTurn, Error> {
+    fn decode<'a, S: http::StreamState>(
+        state: S,
+        pieces: impl IntoIterator<Item = &'a [u8]>,
+        deltas: &mpsc::UnboundedSender<String>,
+    ) -> Result<ModelTurn, Error> {
+        let mut body = http::BodyDecoder::new(state);
+        for piece in pieces {
+            if body.feed(piece, deltas)? {
+                break;
+            }
+        }
+        body.finish()
+    }
+    match provider {
+        Provider::OpenAi => decode(openai::OpenAiStream::default(), pieces, deltas),
+        Provider::Anthropic => decode(anthropic::AnthropicStream::default(), pieces, deltas),
     }
 }
 

@@ -212,22 +212,40 @@ async fn serve(
 }
 
 async fn write_reply(socket: &mut TcpStream, reply: &Reply) -> std::io::Result<()> {
-    let mut head = format!("HTTP/1.1 {} {}\r\n", reply.status, reason(reply.status));
-    for (name, value) in &reply.headers {
-        head.push_str(&format!("{name}: {value}\r\n"));
-    }
-    head.push_str("transfer-encoding: chunked\r\n\r\n");
-    socket.write_all(head.as_bytes()).await?;
-    for piece in reply.pieces.iter().filter(|p| !p.is_empty()) {
-        let mut chunk = format!("{:x}\r\n", piece.len()).into_bytes();
-        chunk.extend_from_slice(piece);
-        chunk.extend_from_slice(b"\r\n");
-        socket.write_all(&chunk).await?;
-        socket.flush().await?;
+    write_head(socket, reply.status, &reply.headers).await?;
+    for piece in &reply.pieces {
+        write_chunk(socket, piece).await?;
     }
     if reply.then == Then::End {
         socket.write_all(b"0\r\n\r\n").await?;
     }
+    socket.flush().await
+}
+
+/// Writes a response head for a chunked body.
+pub async fn write_head(
+    socket: &mut TcpStream,
+    status: u16,
+    headers: &[(String, String)],
+) -> std::io::Result<()> {
+    let mut head = format!("HTTP/1.1 {status} {}\r\n", reason(status));
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("transfer-encoding: chunked\r\n\r\n");
+    socket.write_all(head.as_bytes()).await
+}
+
+/// Writes `piece` as one HTTP chunk and flushes it (an empty piece is skipped: it would end the
+/// body).
+pub async fn write_chunk(socket: &mut TcpStream, piece: &[u8]) -> std::io::Result<()> {
+    if piece.is_empty() {
+        return Ok(());
+    }
+    let mut chunk = format!("{:x}\r\n", piece.len()).into_bytes();
+    chunk.extend_from_slice(piece);
+    chunk.extend_from_slice(b"\r\n");
+    socket.write_all(&chunk).await?;
     socket.flush().await
 }
 
@@ -245,8 +263,9 @@ fn reason(status: u16) -> &'static str {
     }
 }
 
-/// Reads one request (head and `content-length` body); `None` when the client closed.
-async fn read_request(socket: &mut TcpStream, buffer: &mut Vec<u8>) -> Option<Recorded> {
+/// Reads one request (head and `content-length` body) from `socket`, keeping in `buffer` what
+/// arrived beyond it; `None` when the client closed.
+pub async fn read_request(socket: &mut TcpStream, buffer: &mut Vec<u8>) -> Option<Recorded> {
     let head_end = loop {
         if let Some(at) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
             break at;
