@@ -41,7 +41,7 @@ fn main() {
 
     println!("Parse throughput ({events} text deltas + 1 tool call in {TOOL_FRAGMENTS} fragments)");
     println!(
-        "{:<10} {:<22} {:>9} {:>8} {:>10} {:>10}",
+        "{:<10} {:<30} {:>9} {:>8} {:>10} {:>10}",
         "provider", "reads", "body MB", "events", "MB/s", "ns/event"
     );
     for provider in [Provider::OpenAi, Provider::Anthropic] {
@@ -59,7 +59,7 @@ fn main() {
             let per_pass = throughput(provider, pieces);
             let seconds = per_pass.as_secs_f64();
             println!(
-                "{:<10} {:<22} {:>9.2} {:>8} {:>10.1} {:>10.0}",
+                "{:<10} {:<30} {:>9.2} {:>8} {:>10.1} {:>10.0}",
                 provider.to_string(),
                 format!("{reads} ({} reads)", pieces.len()),
                 body.len() as f64 / 1e6,
