@@ -11,15 +11,15 @@
 //! `tool_result` blocks, a tool error a block with `is_error: true`.
 
 use crate::{
-    Settings,
+    ApiKey, Settings,
     conversation::{PartialCall, bad_event, check_tool_results, tool_result_text},
-    http::{self, Endpoint, ProviderError, StreamState},
+    http::{self, ProviderError},
     sse,
+    wire::{HttpModel, StreamState, WireFormat},
 };
-use async_trait::async_trait;
 use baton_core::{
     message::Message,
-    model::{Error, ErrorKind, Model, ModelRequest, ModelTurn, Usage},
+    model::{Error, ErrorKind, ModelRequest, ModelTurn, Usage},
 };
 use reqwest::{StatusCode, header};
 use serde::Deserialize;
@@ -34,34 +34,43 @@ pub const API_VERSION: &str = "2023-06-01";
 /// `max_tokens` is required by the API; this is sent when the configuration sets none.
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 
-/// A model behind the Anthropic Messages API.
-#[derive(Debug, Clone)]
-pub struct Anthropic {
-    settings: Settings,
-    endpoint: Endpoint,
-}
+/// The Messages wire format.
+#[derive(Debug, Clone, Copy)]
+pub struct Messages;
 
-impl Anthropic {
-    pub fn new(settings: Settings) -> Result<Self, Error> {
-        let base_url = settings.base_url.as_deref().unwrap_or(DEFAULT_BASE_URL);
+/// A model behind the Anthropic Messages API.
+pub type Anthropic = HttpModel<Messages>;
+
+impl WireFormat for Messages {
+    type Stream = AnthropicStream;
+    const DEFAULT_BASE_URL: &'static str = DEFAULT_BASE_URL;
+    const PATH: &'static str = "/v1/messages";
+
+    fn headers(api_key: Option<&ApiKey>) -> Result<header::HeaderMap, Error> {
         let mut headers = header::HeaderMap::new();
         headers.insert(
             "anthropic-version",
             header::HeaderValue::from_static(API_VERSION),
         );
-        if let Some(key) = &settings.api_key {
+        if let Some(key) = api_key {
             headers.insert("x-api-key", key.header_value(&key.0)?);
         }
-        let endpoint = crate::endpoint(
-            &settings,
-            format!("{}/v1/messages", base_url.trim_end_matches('/')),
-            headers,
-        )?;
-        Ok(Self { settings, endpoint })
+        Ok(headers)
     }
 
-    /// The JSON body of a streamed request for `request`.
-    pub fn request_body(&self, request: ModelRequest<'_>) -> Result<Value, Error> {
+    /// A refused request: the body's error type decides, the status where the type is unknown.
+    fn classify(status: StatusCode, body: &[u8]) -> Error {
+        let error = ProviderError::from_body(body, provider_error);
+        let by_status = http::kind_of_status(status);
+        let kind = match kind_of_type(&error, by_status) {
+            // Server trouble stays retryable whatever the body calls it.
+            _ if by_status == ErrorKind::Unavailable => ErrorKind::Unavailable,
+            kind => kind,
+        };
+        Error::new(kind, http::describe(Some(status), &error))
+    }
+
+    fn request_body(settings: &Settings, request: ModelRequest<'_>) -> Result<Value, Error> {
         check_tool_results(request.messages)?;
         let mut system = Vec::new();
         let mut turns: Vec<(&str, Vec<Value>)> = Vec::new();
@@ -118,8 +127,8 @@ impl Anthropic {
             })
             .collect();
         let mut body = json!({
-            "model": self.settings.model,
-            "max_tokens": self.settings.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+            "model": settings.model,
+            "max_tokens": settings.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
             "messages": messages,
             "stream": true,
         });
@@ -136,7 +145,7 @@ impl Anthropic {
                 })
                 .collect();
         }
-        if let Some(temperature) = self.settings.temperature {
+        if let Some(temperature) = settings.temperature {
             body["temperature"] = json!(temperature);
         }
         Ok(body)
@@ -145,24 +154,6 @@ impl Anthropic {
 
 fn text_block(text: &str) -> Value {
     json!({"type": "text", "text": text})
-}
-
-#[async_trait]
-impl Model for Anthropic {
-    fn name(&self) -> &str {
-        &self.settings.model
-    }
-
-    async fn generate(
-        &self,
-        request: ModelRequest<'_>,
-        deltas: mpsc::UnboundedSender<String>,
-    ) -> Result<ModelTurn, Error> {
-        let body = self.request_body(request)?;
-        self.endpoint
-            .stream(&body, AnthropicStream::default(), &deltas, classify)
-            .await
-    }
 }
 
 /// The state of one streamed response.
@@ -422,18 +413,6 @@ fn kind_of_type(error: &ProviderError, fallback: ErrorKind) -> ErrorKind {
     }
 }
 
-/// A refused request: the body's error type decides, the status where the type is unknown.
-fn classify(status: StatusCode, body: &[u8]) -> Error {
-    let error = ProviderError::from_body(body, provider_error);
-    let by_status = http::kind_of_status(status);
-    let kind = match kind_of_type(&error, by_status) {
-        // Server trouble stays retryable whatever the body calls it.
-        _ if by_status == ErrorKind::Unavailable => ErrorKind::Unavailable,
-        kind => kind,
-    };
-    Error::new(kind, http::describe(Some(status), &error))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -474,10 +453,10 @@ mod tests {
             (500, "<html>bad gateway</html>", ErrorKind::Unavailable),
         ];
         for (status, body, kind) in cases {
-            let error = classify(StatusCode::from_u16(status).unwrap(), body.as_bytes());
+            let error = Messages::classify(StatusCode::from_u16(status).unwrap(), body.as_bytes());
             assert_eq!(error.kind, kind, "{status} {body}");
         }
-        let first = classify(StatusCode::BAD_REQUEST, cases[0].1.as_bytes());
+        let first = Messages::classify(StatusCode::BAD_REQUEST, cases[0].1.as_bytes());
         assert_eq!(
             first.message,
             "HTTP 400 invalid_request_error: prompt is too long: 208310 tokens > 200000 maximum \

@@ -2,7 +2,7 @@
 //! classified into a typed model error, and the body fed through the SSE decoder into the
 //! provider's stream state until its end marker.
 
-use crate::{ApiKey, sse};
+use crate::{ApiKey, sse, wire::StreamState};
 use baton_core::model::{Error, ErrorKind, ModelTurn};
 use futures::StreamExt;
 use reqwest::{StatusCode, header::HeaderMap};
@@ -13,19 +13,6 @@ use tokio::sync::mpsc;
 const RETRY_AFTER_CAP: Duration = Duration::from_secs(300);
 /// How much of an error body is read and kept.
 const ERROR_BODY_LIMIT: usize = 64 * 1024;
-
-/// What a provider's stream state does with the events of one response.
-pub(crate) trait StreamState {
-    /// Takes one event; returns `true` once the provider's end marker has arrived.
-    fn on_event(
-        &mut self,
-        event: sse::Event<'_>,
-        deltas: &mpsc::UnboundedSender<String>,
-    ) -> Result<bool, Error>;
-
-    /// The turn, once the end marker has arrived.
-    fn finish(self) -> Result<ModelTurn, Error>;
-}
 
 /// A response body on its way through the SSE decoder into a provider's stream state.
 pub(crate) struct BodyDecoder<S> {

@@ -13,10 +13,12 @@ mod http;
 pub mod openai;
 pub mod replay;
 pub mod sse;
+pub mod wire;
 
 pub use anthropic::Anthropic;
 pub use baton_core::config::{ModelConfig, Provider};
 pub use openai::OpenAi;
+pub use wire::{HttpModel, StreamState, WireFormat};
 
 use baton_core::{
     Model,
@@ -125,7 +127,7 @@ pub fn decode_body<'a>(
     pieces: impl IntoIterator<Item = &'a [u8]>,
     deltas: &mpsc::UnboundedSender<String>,
 ) -> Result<ModelTurn, Error> {
-    fn decode<'a, S: http::StreamState>(
+    fn decode<'a, S: StreamState>(
         state: S,
         pieces: impl IntoIterator<Item = &'a [u8]>,
         deltas: &mpsc::UnboundedSender<String>,

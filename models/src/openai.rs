@@ -7,15 +7,15 @@
 //! a last chunk with no choices carries the usage; `data: [DONE]` ends the stream.
 
 use crate::{
-    Settings,
+    ApiKey, Settings,
     conversation::{PartialCall, bad_event, check_tool_results, tool_result_text},
-    http::{self, Endpoint, ProviderError, StreamState},
+    http::{self, ProviderError},
     sse,
+    wire::{HttpModel, StreamState, WireFormat},
 };
-use async_trait::async_trait;
 use baton_core::{
     message::Message,
-    model::{Error, ErrorKind, Model, ModelRequest, ModelTurn, Usage},
+    model::{Error, ErrorKind, ModelRequest, ModelTurn, Usage},
     tool::ToolSpec,
 };
 use reqwest::{StatusCode, header};
@@ -27,36 +27,33 @@ use tokio::sync::mpsc;
 /// The hosted API's base URL, used when the configuration names none.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 
-/// A model behind an OpenAI-compatible Chat Completions endpoint.
-#[derive(Debug, Clone)]
-pub struct OpenAi {
-    settings: Settings,
-    endpoint: Endpoint,
-}
+/// The Chat Completions wire format.
+#[derive(Debug, Clone, Copy)]
+pub struct ChatCompletions;
 
-impl OpenAi {
-    pub fn new(settings: Settings) -> Result<Self, Error> {
-        let base_url = settings.base_url.as_deref().unwrap_or(DEFAULT_BASE_URL);
+/// A model behind an OpenAI-compatible Chat Completions endpoint.
+pub type OpenAi = HttpModel<ChatCompletions>;
+
+impl WireFormat for ChatCompletions {
+    type Stream = OpenAiStream;
+    const DEFAULT_BASE_URL: &'static str = DEFAULT_BASE_URL;
+    const PATH: &'static str = "/chat/completions";
+
+    fn headers(api_key: Option<&ApiKey>) -> Result<header::HeaderMap, Error> {
         let mut headers = header::HeaderMap::new();
-        if let Some(key) = &settings.api_key {
+        if let Some(key) = api_key {
             headers.insert(
                 header::AUTHORIZATION,
                 key.header_value(&format!("Bearer {}", key.0))?,
             );
         }
-        let endpoint = crate::endpoint(
-            &settings,
-            format!("{}/chat/completions", base_url.trim_end_matches('/')),
-            headers,
-        )?;
-        Ok(Self { settings, endpoint })
+        Ok(headers)
     }
 
-    /// The JSON body of a streamed request for `request`.
-    pub fn request_body(&self, request: ModelRequest<'_>) -> Result<Value, Error> {
+    fn request_body(settings: &Settings, request: ModelRequest<'_>) -> Result<Value, Error> {
         check_tool_results(request.messages)?;
         let mut body = json!({
-            "model": self.settings.model,
+            "model": settings.model,
             "messages": request.messages.iter().map(message).collect::<Vec<_>>(),
             "stream": true,
             "stream_options": {"include_usage": true},
@@ -64,31 +61,27 @@ impl OpenAi {
         if !request.tools.is_empty() {
             body["tools"] = request.tools.iter().map(tool).collect();
         }
-        if let Some(temperature) = self.settings.temperature {
+        if let Some(temperature) = settings.temperature {
             body["temperature"] = json!(temperature);
         }
-        if let Some(max_tokens) = self.settings.max_tokens {
+        // `max_tokens`, which every compatible server knows (OpenAI also takes the newer
+        // `max_completion_tokens`).
+        if let Some(max_tokens) = settings.max_tokens {
             body["max_tokens"] = json!(max_tokens);
         }
         Ok(body)
     }
-}
 
-#[async_trait]
-impl Model for OpenAi {
-    fn name(&self) -> &str {
-        &self.settings.model
-    }
-
-    async fn generate(
-        &self,
-        request: ModelRequest<'_>,
-        deltas: mpsc::UnboundedSender<String>,
-    ) -> Result<ModelTurn, Error> {
-        let body = self.request_body(request)?;
-        self.endpoint
-            .stream(&body, OpenAiStream::default(), &deltas, classify)
-            .await
+    /// A refused request: the status decides, refined by what the body says.
+    fn classify(status: StatusCode, body: &[u8]) -> Error {
+        let error = ProviderError::from_body(body, provider_error);
+        let kind = match http::kind_of_status(status) {
+            ErrorKind::Rejected if is_context_length(&error) => ErrorKind::ContextLengthExceeded,
+            // A spent quota answers 429 too, but waiting does not refill it.
+            ErrorKind::RateLimited if error.code == "insufficient_quota" => ErrorKind::Rejected,
+            kind => kind,
+        };
+        Error::new(kind, http::describe(Some(status), &error))
     }
 }
 
@@ -323,18 +316,6 @@ fn is_context_length(error: &ProviderError) -> bool {
         || message.contains("context length exceeded")
 }
 
-/// A refused request: the status decides, refined by what the body says.
-fn classify(status: StatusCode, body: &[u8]) -> Error {
-    let error = ProviderError::from_body(body, provider_error);
-    let kind = match http::kind_of_status(status) {
-        ErrorKind::Rejected if is_context_length(&error) => ErrorKind::ContextLengthExceeded,
-        // A spent quota answers 429 too, but waiting does not refill it.
-        ErrorKind::RateLimited if error.code == "insufficient_quota" => ErrorKind::Rejected,
-        kind => kind,
-    };
-    Error::new(kind, http::describe(Some(status), &error))
-}
-
 /// An error sent inside a stream that had started well.
 fn kind_of_stream_error(error: &ProviderError) -> ErrorKind {
     if is_context_length(error) {
@@ -427,10 +408,11 @@ mod tests {
             (503, "upstream connect error", ErrorKind::Unavailable),
         ];
         for (status, body, kind) in cases {
-            let error = classify(StatusCode::from_u16(status).unwrap(), body.as_bytes());
+            let error =
+                ChatCompletions::classify(StatusCode::from_u16(status).unwrap(), body.as_bytes());
             assert_eq!(error.kind, kind, "{status} {body}");
         }
-        let described = classify(
+        let described = ChatCompletions::classify(
             StatusCode::NOT_FOUND,
             br#"{"error":"model 'llama9' not found"}"#,
         );
