@@ -8,6 +8,7 @@ use baton_core::{
     chunk::EndStatus,
     config::{ModelConfig, Provider},
     message::{ToolCall, ToolOutcome},
+    store::SessionAddress,
     tool::tool,
 };
 use baton_models::{
@@ -89,6 +90,8 @@ fn model(provider: Provider, replay: &Replay) -> Arc<dyn Model> {
 struct Run {
     chunks: Vec<StreamChunk>,
     messages: Vec<Message>,
+    /// Per committed step: the model's name and its usage, as stored in Redis.
+    usage: Vec<(String, Usage)>,
     requests: Vec<Recorded>,
 }
 
@@ -100,9 +103,18 @@ async fn run(provider: Provider, replies: Vec<Reply>) -> Run {
         .chunks_until_end(&started.session_id, WAIT_LIMIT)
         .await;
     let messages = harness.messages(&started.session_id).await;
+    let usage = harness
+        .store
+        .usage_records(&SessionAddress::root(&started.session_id))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|record| (record.model, record.usage))
+        .collect();
     Run {
         chunks,
         messages,
+        usage,
         requests: replay.requests_so_far(),
     }
 }
@@ -196,6 +208,19 @@ async fn an_openai_agent_calls_tools_then_answers() {
             ", and it is ",
             "2026-11-30T04:00:00Z",
             " — déjà vu 🎉"
+        ]
+    );
+    let usage = |input_tokens, output_tokens, cache_read_input_tokens| Usage {
+        input_tokens,
+        output_tokens,
+        cache_read_input_tokens,
+        cache_creation_input_tokens: 0,
+    };
+    assert_eq!(
+        run.usage,
+        [
+            ("gpt-4o-mini".to_owned(), usage(1203, 49, 0)),
+            ("gpt-4o-mini".to_owned(), usage(1310, 24, 1152)),
         ]
     );
     let (calculator_id, clock_id) = (
