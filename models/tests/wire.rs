@@ -479,3 +479,26 @@ async fn a_log_with_an_unanswered_call_is_refused_before_any_request() {
     );
     assert!(replay.requests_so_far().is_empty());
 }
+
+/// The replay server's promise, on which the tests above rest: the client's reads see exactly
+/// the pieces chosen, however the kernel packs them.
+#[tokio::test]
+async fn the_client_reads_the_replayed_pieces_one_by_one() {
+    use futures::StreamExt;
+    let body = fixture("anthropic_tool_use.sse");
+    let pieces = split_awkwardly(&body);
+    let replay = Replay::start(vec![Reply::stream(pieces.clone())]).await;
+    let response = reqwest::Client::new()
+        .post(replay.base_url())
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    let mut reads = Vec::new();
+    let mut stream = response.bytes_stream();
+    while let Some(read) = stream.next().await {
+        reads.push(read.unwrap().to_vec());
+    }
+    assert_eq!(pieces.len(), 34);
+    assert_eq!(reads, pieces);
+}
