@@ -8,7 +8,7 @@ source scripts/services.sh
 cargo build --quiet -p baton-worker -p baton-client
 listen=${BATON_LISTEN:-127.0.0.1:8080}
 export BATON_LISTEN=$listen
-./target/debug/batond dev >"$log_dir/batond.log" 2>&1 &
+./target/debug/batond dev --allow-unauthenticated >"$log_dir/batond.log" 2>&1 &
 batond_pid=$!
 trap 'kill $batond_pid 2>/dev/null; wait $batond_pid 2>/dev/null || true' EXIT
 for _ in $(seq 100); do

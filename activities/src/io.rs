@@ -87,17 +87,21 @@ pub struct StepInput {
     rename_all_fields = "camelCase"
 )]
 pub enum StepPlan {
-    /// The model answered without calling a tool: complete the run.
+    /// The model answered without calling a tool, or called (inline) a tool that ends the run:
+    /// `complete_run`.
     Answered,
     /// Every tool of the step was inline and has run, and the step is committed: next step.
     Committed,
     /// Run these calls as `execute_tool` activities (in parallel), then `commit_step`, or
-    /// `commit_suspended_step` when `then_suspend` is set (the step also awaits client calls).
+    /// `commit_suspended_step` when `then_suspend` is set (the step also awaits client calls),
+    /// or `complete_run` when `then_finish` is set (the step called a tool that ends the run).
     /// Inline calls of the step have already run.
     RunTools {
         tool_call_ids: Vec<String>,
         #[serde(default)]
         then_suspend: bool,
+        #[serde(default)]
+        then_finish: bool,
     },
     /// The step awaits these client calls; it is committed and the run suspended. The workflow
     /// ends, leaving a deadline workflow behind when `wake`, is set.

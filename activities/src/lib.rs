@@ -203,7 +203,18 @@ impl AgentActivities {
                     format!("awaited call {id} has no pending entry"),
                 )
             })?;
-            let outcome = match answers.remove(id) {
+            let answer = answers.remove(id);
+            // The client's wait: to its answer, or to the deadline that lapsed.
+            let waited_until = match (&answer, state.stop.is_some() || state.abandon_pending) {
+                (Some(answer), _) => answer.submitted_at,
+                (None, false) => call.deadline_at.min(now),
+                (None, true) => call.awaited_since,
+            };
+            let wait_ms = match call.awaited_since {
+                0 => 0,
+                since => waited_until.saturating_sub(since),
+            };
+            let outcome = match answer {
                 // A stopped run's calls were never carried on, answered or not.
                 _ if state.stop.is_some() => ToolOutcome::Error(baton_core::ToolError::new(
                     codes::NOT_EXECUTED,
@@ -247,6 +258,7 @@ impl AgentActivities {
                 }),
                 step: call.step,
                 marker_expiry: now + call.completed_retention_ms,
+                wait_ms,
             });
         }
         self.store
@@ -326,13 +338,16 @@ impl AgentActivities {
         })
     }
 
-    /// Commits the final step (an answer without tool calls) and completes the run.
+    /// Commits the final step and completes the run: an answer without tool calls (its text is
+    /// the output), or a step that called a tool that ends the run (the first such call that
+    /// succeeded gives the output). When every such call failed, the step is committed without
+    /// completing and `false` says the run goes on: the model sees the errors.
     #[activity]
     pub async fn complete_run(
         self: Arc<Self>,
         _ctx: ActivityContext,
         input: StepInput,
-    ) -> Result<(), ActivityError> {
+    ) -> Result<bool, ActivityError> {
         let address = &input.address;
         let Some(staged) = self
             .store
@@ -341,16 +356,30 @@ impl AgentActivities {
             .map_err(store_error)?
         else {
             // Already committed by an earlier attempt (the commit drops the staged turn).
-            return self.ensure_completed(&input).await;
+            return self.committed_outcome(&input).await;
         };
-        let Message::Assistant { content, .. } = &staged.message else {
+        let Message::Assistant {
+            content,
+            tool_calls,
+        } = &staged.message
+        else {
             return Err(failure(
                 ErrorCode::Internal,
                 "staged turn is not an assistant message",
             ));
         };
+        let output = if tool_calls.is_empty() {
+            Some(content.clone())
+        } else {
+            self.finishing_output(&input, tool_calls).await?
+        };
         let mut usage = self.store.usage_total(address).await.map_err(store_error)?;
         usage.add(&staged.usage.usage);
+        let completion = output.map(|output| Completion {
+            output,
+            usage: usage.clone(),
+        });
+        let completes = completion.is_some();
         self.store
             .commit_step(
                 address,
@@ -358,14 +387,14 @@ impl AgentActivities {
                 StepCommit {
                     run_id: &input.run_id,
                     step: input.step,
-                    completion: Some(Completion {
-                        output: content.clone(),
-                        usage: usage.clone(),
-                    }),
+                    completion,
                 },
             )
             .await
             .map_err(store_error)?;
+        if !completes {
+            return Ok(false);
+        }
         tracing::info!(
             session = %address.session_id,
             run = %input.run_id,
@@ -374,7 +403,35 @@ impl AgentActivities {
             output_tokens = usage.output_tokens,
             "run completed"
         );
-        Ok(())
+        Ok(true)
+    }
+
+    /// The output a step's finishing tools give: the result of the first such call (in call
+    /// order) that succeeded, a string as it is and anything else as JSON text.
+    async fn finishing_output(
+        &self,
+        input: &StepInput,
+        tool_calls: &[ToolCall],
+    ) -> Result<Option<String>, ActivityError> {
+        let agent = self.agent(&input.agent_type)?;
+        for call in tool_calls.iter().filter(|c| finishes_run(agent, &c.name)) {
+            let staged = self
+                .store
+                .staged_tool_result(&input.address, &input.run_id, input.step, &call.id)
+                .await
+                .map_err(store_error)?;
+            if let Some(Message::Tool(ToolResult {
+                outcome: ToolOutcome::Result(value),
+                ..
+            })) = staged
+            {
+                return Ok(Some(match value {
+                    serde_json::Value::String(text) => text,
+                    other => other.to_string(),
+                }));
+            }
+        }
+        Ok(None)
     }
 
     /// Ends the run as failed with a typed error.
@@ -586,14 +643,23 @@ impl AgentActivities {
         for outcome in futures::future::join_all(runs).await {
             outcome?;
         }
+        // A step that waits for answers goes back to the model with them, finishing tool or not.
+        let then_finish = awaited.is_empty()
+            && tool_calls
+                .iter()
+                .any(|call| finishes_run(agent, &call.name));
         if !remote.is_empty() {
             return Ok(StepPlan::RunTools {
                 tool_call_ids: remote.into_iter().map(|call| call.id.clone()).collect(),
                 then_suspend: !awaited.is_empty(),
+                then_finish,
             });
         }
         if !awaited.is_empty() {
             return Ok(StepPlan::Suspended(self.suspend(input, &awaited).await?));
+        }
+        if then_finish {
+            return Ok(StepPlan::Answered);
         }
         self.commit(input).await?;
         Ok(StepPlan::Committed)
@@ -614,7 +680,7 @@ impl AgentActivities {
                     Some(_) => (PendingKind::Client, None),
                     None => (
                         PendingKind::Approval,
-                        Some(format!("{}::{}", input.run_id, call.id)),
+                        Some(store::approval_id(&input.run_id, &call.id)),
                     ),
                 };
                 PendingCall {
@@ -626,6 +692,7 @@ impl AgentActivities {
                     deadline_at: now + agent.answer_timeout(&call.name).as_millis() as u64,
                     completed_retention_ms: agent.completed_retention().as_millis() as u64,
                     approval_id,
+                    awaited_since: now,
                 }
             })
             .collect();
@@ -782,27 +849,32 @@ impl AgentActivities {
         }
     }
 
-    async fn ensure_completed(&self, input: &StepInput) -> Result<(), ActivityError> {
+    /// Whether an already committed final step completed the run (a step whose finishing tools
+    /// all failed was committed without completing).
+    async fn committed_outcome(&self, input: &StepInput) -> Result<bool, ActivityError> {
         let state = self
             .store
             .session(&input.address)
             .await
             .map_err(store_error)?;
         match state {
-            Some(state)
-                if state.run_id == input.run_id && state.status == store::Status::Completed =>
-            {
-                Ok(())
+            Some(state) if state.run_id == input.run_id && state.step_count >= input.step => {
+                Ok(state.status == store::Status::Completed)
             }
             _ => Err(failure(
                 ErrorCode::Internal,
                 format!(
-                    "step {} of run {} was neither staged nor completed",
+                    "step {} of run {} was neither staged nor committed",
                     input.step, input.run_id
                 ),
             )),
         }
     }
+}
+
+/// Whether a successful call of `tool_name` ends the run (a server tool marked so).
+fn finishes_run(agent: &Agent, tool_name: &str) -> bool {
+    matches!(agent.any_tool(tool_name), Some(AgentTool::Server(tool)) if tool.finishes_run())
 }
 
 /// Whether a call of `tool_name` makes the run wait for an answer: a client tool, or a server

@@ -4,8 +4,8 @@
 use baton_core::{
     ApiError, StreamChunk,
     api::{
-        ResumeMode, ResumeRequest, ResumeResponse, SessionRequest, StartRequest, StartResponse,
-        StopResponse,
+        ResumeMode, ResumeRequest, ResumeResponse, SessionRequest, SnapshotResponse, StartRequest,
+        StartResponse, StopResponse, UsageResponse,
     },
     chunk::ChunkKind,
     message::ToolOutcome,
@@ -31,6 +31,8 @@ pub enum Error {
     StreamLost(u32),
     #[error("cannot encode the request: {0}")]
     Encode(#[from] serde_json::Error),
+    #[error("{0}")]
+    Usage(String),
 }
 
 /// HTTP client of one Baton server.
@@ -49,6 +51,23 @@ impl HttpClient {
         }
     }
 
+    /// A client that sends `Authorization: Bearer <credential>` (an operator key or a session
+    /// token) with every request. Fails on a credential that cannot be a header value.
+    pub fn with_bearer(base: impl Into<String>, credential: &str) -> Result<Self, Error> {
+        let mut value = reqwest::header::HeaderValue::from_str(&format!("Bearer {credential}"))
+            .map_err(|_| Error::Usage("the credential is not a valid header value".into()))?;
+        value.set_sensitive(true);
+        let headers =
+            reqwest::header::HeaderMap::from_iter([(reqwest::header::AUTHORIZATION, value)]);
+        let http = reqwest::Client::builder()
+            .default_headers(headers)
+            .build()?;
+        Ok(Self {
+            base: base.into().trim_end_matches('/').to_owned(),
+            http,
+        })
+    }
+
     pub async fn start(&self, agent: &str, message: &str) -> Result<StartResponse, Error> {
         let response = self
             .http
@@ -62,10 +81,29 @@ impl HttpClient {
         decode(response).await
     }
 
+    /// The session's state, with `isExecuting` from Temporal's view of its run.
     pub async fn status(&self, session_id: &str) -> Result<SessionState, Error> {
+        self.get_session("status", session_id).await
+    }
+
+    /// The session's log pinned to a stream position (see [`SnapshotResponse`]).
+    pub async fn snapshot(&self, session_id: &str) -> Result<SnapshotResponse, Error> {
+        self.get_session("snapshot", session_id).await
+    }
+
+    /// What the session has spent so far.
+    pub async fn usage(&self, session_id: &str) -> Result<UsageResponse, Error> {
+        self.get_session("usage", session_id).await
+    }
+
+    async fn get_session<T: serde::de::DeserializeOwned>(
+        &self,
+        route: &str,
+        session_id: &str,
+    ) -> Result<T, Error> {
         let response = self
             .http
-            .get(format!("{}/status", self.base))
+            .get(format!("{}/{route}", self.base))
             .query(&[("sessionId", session_id)])
             .send()
             .await?;
@@ -136,6 +174,7 @@ impl HttpClient {
             mode: ResumeMode::Continue,
             message: None,
             abandon_pending: false,
+            checkpoint_id: None,
         })
         .await
     }
@@ -153,6 +192,27 @@ impl HttpClient {
             mode: ResumeMode::WithMessage,
             message: Some(message.to_owned()),
             abandon_pending,
+            checkpoint_id: None,
+        })
+        .await
+    }
+
+    /// Rewinds a session that is not running to one of its checkpoints and goes on from there,
+    /// with `message` appended if given. A checkpoint whose step suspended awaits its calls again
+    /// (the answer's `workflowId` is then none) unless `abandon_pending` drains them.
+    pub async fn rewind(
+        &self,
+        session_id: &str,
+        checkpoint_id: u32,
+        message: Option<&str>,
+        abandon_pending: bool,
+    ) -> Result<ResumeResponse, Error> {
+        self.resume_with(&ResumeRequest {
+            session_id: session_id.to_owned(),
+            mode: ResumeMode::FromCheckpoint,
+            message: message.map(str::to_owned),
+            abandon_pending,
+            checkpoint_id: Some(checkpoint_id),
         })
         .await
     }

@@ -24,6 +24,9 @@ struct Cli {
         global = true
     )]
     server: String,
+    /// Bearer credentials: an operator key, or a session token from `/start`.
+    #[arg(long, env = "BATON_TOKEN", global = true, hide_env_values = true)]
+    token: Option<String>,
     /// Print raw JSON chunks, one per line, instead of readable text.
     #[arg(long, global = true)]
     json: bool,
@@ -87,15 +90,20 @@ enum Command {
     /// Stop the session's current run; the session fails with framework_cancelled.
     Abort { session_id: String },
     /// Continue a suspended session whose calls are all answered, or, with --message, send the
-    /// next user message (to a suspended or an ended session); print the run as it goes.
+    /// next user message (to a suspended or an ended session), or, with --checkpoint, rewind the
+    /// session to a checkpoint and go on from there; print the run as it goes.
     Resume {
         session_id: String,
-        /// The next user message (resume mode with_message).
+        /// The next user message (resume mode with_message; with --checkpoint, appended after
+        /// the rewind).
         #[arg(long)]
         message: Option<String>,
         /// With --message: answer the calls still open as abandoned.
         #[arg(long, requires = "message")]
         abandon_pending: bool,
+        /// Rewind to this checkpoint first (resume mode from_checkpoint).
+        #[arg(long)]
+        checkpoint: Option<u32>,
     },
 }
 
@@ -112,7 +120,10 @@ async fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let client = HttpClient::new(&cli.server);
+    let client = match &cli.token {
+        Some(token) => HttpClient::with_bearer(&cli.server, token)?,
+        None => HttpClient::new(&cli.server),
+    };
     match cli.command {
         Command::Run {
             agent,
@@ -155,21 +166,29 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             session_id,
             message,
             abandon_pending,
+            checkpoint,
         } => {
             let before = client.status(&session_id).await?.last_sequence;
-            let resumed = match message {
-                Some(message) => {
+            let resumed = match (checkpoint, message) {
+                (Some(checkpoint), message) => {
+                    client
+                        .rewind(&session_id, checkpoint, message.as_deref(), abandon_pending)
+                        .await?
+                }
+                (None, Some(message)) => {
                     client
                         .send_message(&session_id, &message, abandon_pending)
                         .await?
                 }
-                None => client.resume(&session_id).await?,
+                (None, None) => client.resume(&session_id).await?,
             };
             if !cli.json {
-                println!(
-                    "resumed as run {} ({})",
-                    resumed.run_id, resumed.workflow_id
-                );
+                match &resumed.workflow_id {
+                    Some(workflow_id) => {
+                        println!("resumed as run {} ({workflow_id})", resumed.run_id)
+                    }
+                    None => println!("resumed as run {}, which awaits answers", resumed.run_id),
+                }
             }
             follow(&client, &session_id, before, cli.json, false).await
         }
@@ -407,6 +426,13 @@ impl Printer {
                 out,
                 "⏸ suspended, waiting for the answers to {}",
                 tool_call_ids.join(", ")
+            ),
+            ChunkKind::Rewind {
+                checkpoint_id,
+                stream_sequence,
+            } => writeln!(
+                out,
+                "↺ rewound to checkpoint {checkpoint_id} (stream position {stream_sequence})"
             ),
             ChunkKind::End {
                 status,

@@ -95,6 +95,12 @@ pub enum ChunkKind {
         step: u32,
         tool_call_ids: Vec<String>,
     },
+    /// The session was rewound to a checkpoint (`resume` from_checkpoint): a reader drops what it
+    /// built from chunks after `streamSequence` (the checkpoint's position) and goes on.
+    Rewind {
+        checkpoint_id: u32,
+        stream_sequence: u64,
+    },
     End {
         status: EndStatus,
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -138,6 +144,7 @@ impl ChunkKind {
             Self::StepEnd { .. } => "step_end",
             Self::ToolApprovalRequest { .. } => "tool_approval_request",
             Self::Suspended { .. } => "suspended",
+            Self::Rewind { .. } => "rewind",
             Self::End { .. } => "end",
         }
     }

@@ -12,6 +12,7 @@
 //! completed_retention_secs = 86400      # optional; default 86400
 //! tools = ["calculator"]                # server tools from the catalogue
 //! approval_required = ["calculator"]    # of those, the ones a person must approve
+//! finish_with = []                      # of those, the ones whose result ends the run
 //!
 //! [agent.model]
 //! kind = "scripted"
@@ -180,6 +181,8 @@ struct AgentEntry {
     #[serde(default)]
     approval_required: Vec<Spanned<String>>,
     #[serde(default)]
+    finish_with: Vec<Spanned<String>>,
+    #[serde(default)]
     client_tool: Vec<ClientToolEntry>,
 }
 
@@ -300,6 +303,24 @@ fn build_agent(
             ));
         }
     }
+    for finishing in &entry.finish_with {
+        let name = finishing.get_ref();
+        if entry.client_tool.iter().any(|c| c.name.get_ref() == name) {
+            return Err(at(
+                finishing.span().start,
+                format!(
+                    "finish_with names the client tool {name:?}; a client tool cannot finish \
+                     the run (its answer always goes back to the model)"
+                ),
+            ));
+        }
+        if !entry.tools.iter().any(|t| t.get_ref() == name) {
+            return Err(at(
+                finishing.span().start,
+                format!("finish_with names {name:?}, which is not in tools"),
+            ));
+        }
+    }
     for name in &entry.tools {
         let tool = catalogue.get(name.get_ref()).ok_or_else(|| {
             let known: Vec<&str> = catalogue.keys().map(String::as_str).collect();
@@ -316,9 +337,14 @@ fn build_agent(
             .approval_required
             .iter()
             .any(|g| g.get_ref() == name.get_ref());
+        let finishes = entry
+            .finish_with
+            .iter()
+            .any(|f| f.get_ref() == name.get_ref());
         builder = builder.tool(Catalogued {
             tool: tool.clone(),
             requires_approval: gated || tool.requires_approval(),
+            finishes_run: finishes || tool.finishes_run(),
         });
     }
     for client in entry.client_tool {
@@ -343,10 +369,12 @@ fn build_agent(
         .map_err(|e: DefinitionError| at(agent_line, e.to_string()))
 }
 
-/// A catalogue tool as an agent of the file uses it (possibly gated by approval).
+/// A catalogue tool as an agent of the file uses it (possibly gated by approval, possibly
+/// ending the run).
 struct Catalogued {
     tool: Arc<dyn ServerTool>,
     requires_approval: bool,
+    finishes_run: bool,
 }
 
 #[async_trait]
@@ -361,6 +389,10 @@ impl ServerTool for Catalogued {
 
     fn requires_approval(&self) -> bool {
         self.requires_approval
+    }
+
+    fn finishes_run(&self) -> bool {
+        self.finishes_run
     }
 
     fn check_input(&self, input: &Value) -> Result<(), ToolError> {
@@ -427,6 +459,14 @@ timeout_secs = 10
         assert!(ask.check_output(&json!("Ada")).is_ok());
         assert!(ask.check_output(&json!(3)).is_err());
         assert!(agent.tool("clock").unwrap().requires_approval());
+        assert!(!agent.tool("clock").unwrap().finishes_run());
+        let finishing = GOOD.replace(
+            r#"approval_required = ["clock"]"#,
+            r#"finish_with = ["clock"]"#,
+        );
+        let finisher = &agents_from_toml(&finishing, &catalogue()).unwrap()[0];
+        assert!(finisher.tool("clock").unwrap().finishes_run());
+        assert!(!finisher.tool("clock").unwrap().requires_approval());
         assert_eq!(agent.answer_timeout("clock"), Duration::from_secs(30));
         let names: Vec<&str> = agent.tool_specs().iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names, ["ask_user", "clock"]);
@@ -475,6 +515,22 @@ timeout_secs = 10
                 GOOD.replace("system_prompt", "system_promt"),
                 4,
                 "unknown field",
+            ),
+            (
+                GOOD.replace(
+                    r#"approval_required = ["clock"]"#,
+                    r#"finish_with = ["ask_user"]"#,
+                ),
+                8,
+                "a client tool cannot finish the run",
+            ),
+            (
+                GOOD.replace(
+                    r#"approval_required = ["clock"]"#,
+                    r#"finish_with = ["oven"]"#,
+                ),
+                8,
+                "not in tools",
             ),
         ];
         for (text, line, reason) in cases {

@@ -62,6 +62,19 @@ pub enum ErrorCode {
     StateAlreadyRunning,
     /// The run was aborted.
     FrameworkCancelled,
+    /// A `from_checkpoint` resume named a checkpoint the session does not have.
+    CheckpointNotFound,
+    /// No credentials, or credentials that do not check out.
+    Unauthorized,
+    /// A session-bound token used on another session.
+    SessionMismatch,
+    /// The caller's credentials do not allow this operation.
+    Forbidden,
+    /// Too many requests; `retryAfter` (seconds) says when to try again.
+    RateLimited,
+    /// The stream no longer holds the requested position (below `oldestRetainedSequence`).
+    #[serde(rename = "TRUNCATED")]
+    Truncated,
     /// Anything else; details are logged, never shown.
     Internal,
 }
@@ -73,11 +86,14 @@ pub enum GrpcCode {
     InvalidArgument = 3,
     NotFound = 5,
     AlreadyExists = 6,
+    PermissionDenied = 7,
     ResourceExhausted = 8,
     FailedPrecondition = 9,
     Aborted = 10,
+    OutOfRange = 11,
     Internal = 13,
     Unavailable = 14,
+    Unauthenticated = 16,
 }
 
 /// How one error code is presented on the wire.
@@ -119,6 +135,12 @@ impl ErrorCode {
             Self::StateNotResumable => (409, G::FailedPrecondition, true),
             Self::StateAlreadyRunning => (409, G::FailedPrecondition, false),
             Self::FrameworkCancelled => (409, G::Aborted, false),
+            Self::CheckpointNotFound => (404, G::NotFound, false),
+            Self::Unauthorized => (401, G::Unauthenticated, false),
+            Self::SessionMismatch => (403, G::PermissionDenied, false),
+            Self::Forbidden => (403, G::PermissionDenied, false),
+            Self::RateLimited => (429, G::ResourceExhausted, true),
+            Self::Truncated => (410, G::OutOfRange, false),
             Self::Internal => (500, G::Internal, false),
         };
         Presentation {
@@ -157,6 +179,12 @@ impl ErrorCode {
             Self::StateNotResumable => "state_not_resumable",
             Self::StateAlreadyRunning => "state_already_running",
             Self::FrameworkCancelled => "framework_cancelled",
+            Self::CheckpointNotFound => "checkpoint_not_found",
+            Self::Unauthorized => "unauthorized",
+            Self::SessionMismatch => "session_mismatch",
+            Self::Forbidden => "forbidden",
+            Self::RateLimited => "rate_limited",
+            Self::Truncated => "TRUNCATED",
             Self::Internal => "internal",
         }
     }
@@ -231,6 +259,12 @@ mod tests {
             ErrorCode::StateNotResumable,
             ErrorCode::StateAlreadyRunning,
             ErrorCode::FrameworkCancelled,
+            ErrorCode::CheckpointNotFound,
+            ErrorCode::Unauthorized,
+            ErrorCode::SessionMismatch,
+            ErrorCode::Forbidden,
+            ErrorCode::RateLimited,
+            ErrorCode::Truncated,
             ErrorCode::Internal,
         ];
         for code in codes {

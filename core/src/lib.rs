@@ -15,6 +15,7 @@ pub mod scripted;
 pub mod store;
 pub mod submit;
 pub mod tool;
+pub mod usage;
 
 pub use agent::{Agent, AgentRegistry};
 pub use chunk::{ChunkKind, StreamChunk};

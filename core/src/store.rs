@@ -116,6 +116,10 @@ pub struct SessionState {
     /// Set between a resume's claim and its drain: the open calls are abandoned.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub abandon_pending: bool,
+    /// Whether Temporal runs the current run's workflow now (set by `/status`, which asks it;
+    /// an `active` session whose workflow is not executing is stuck).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub is_executing: Option<bool>,
 }
 
 /// What a suspended run waits for.
@@ -189,16 +193,28 @@ pub struct PendingCall {
     /// For approvals: `<runId>::<toolCallId>`, which the approval response must name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval_id: Option<String>,
+    /// Since when the call is awaited (ms since the epoch), for the client-tool wait time.
+    #[serde(default)]
+    pub awaited_since: u64,
 }
 
 /// A checkpoint: the log, step and stream positions at one step boundary.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Checkpoint {
+    /// Its index in the session's checkpoint list, which only grows (a rewind adds one too).
     pub id: u32,
     pub message_count: u64,
     pub step_count: u32,
     pub stream_sequence: u64,
+    /// For a step that suspended: when, what it awaited and the pending entries it wrote, so a
+    /// rewind to it can await the same calls again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suspended_at: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suspension: Option<Suspension>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending: Vec<PendingCall>,
 }
 
 /// One model call's usage, as recorded per step.
@@ -287,19 +303,27 @@ pub struct ApprovalDecision {
 }
 
 /// What a stored answer means for its batch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(
+    tag = "kind",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
 pub enum Continuation {
     /// Other calls of the batch are still unanswered: nothing continues yet.
     AwaitingBatch,
     /// Every call of the batch is answered (or lapsed): a resume continues the run.
     CallerResumes,
-    /// The answer was already drained into the log by an earlier continuation.
+    /// The answer was already drained into the log by an earlier continuation (or another
+    /// entry is draining it now).
     Consumed,
+    /// The server resumed the session by itself on the batch's last answer: this run carries
+    /// the turn on; follow the stream.
+    NewRun { run_id: String },
 }
 
 /// How the store took a submitted answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SubmitOutcome {
     Accepted(Continuation),
     /// The call already has an answer (or was drained); the stored one stands.
@@ -342,6 +366,39 @@ pub struct ResumeEntry {
     pub expected_run_id: Option<String>,
 }
 
+/// A rewind of a session to one of its checkpoints (resume `from_checkpoint`).
+#[derive(Debug, Clone)]
+pub struct Rewind<'a> {
+    pub agent_type: &'a str,
+    pub stream_id: &'a str,
+    pub new_run_id: &'a str,
+    pub workflow_id: &'a str,
+    /// The checkpoint, as read before (checkpoint records never change).
+    pub checkpoint: &'a Checkpoint,
+    /// Appended after the rewind; with a checkpoint that suspended it needs `abandon_pending`.
+    pub message: Option<Message>,
+    /// Drain the restored calls of a checkpoint that suspended as `client_tool_abandoned`.
+    pub abandon_pending: bool,
+}
+
+/// How a rewind ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Rewound {
+    /// The new run owns the session after `step_count` steps and runs (its workflow starts).
+    Run {
+        step_count: u32,
+    },
+    /// The checkpoint's calls are awaited again by the new run, with these entries: the session
+    /// is suspended and no workflow runs.
+    Suspended {
+        step_count: u32,
+        pending: Vec<PendingCall>,
+    },
+    SessionNotFound,
+    AlreadyRunning,
+    UnknownCheckpoint,
+}
+
 /// One awaited call as a resume drains it into the log.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DrainedCall {
@@ -349,6 +406,8 @@ pub struct DrainedCall {
     pub step: u32,
     /// Until when a re-submit still answers `already_completed` (ms since the epoch).
     pub marker_expiry: u64,
+    /// How long the client took: from the suspension to the answer (or the lapsed deadline).
+    pub wait_ms: u64,
 }
 
 /// How far a step has come.
@@ -387,6 +446,29 @@ static SUBMIT_ANSWER: LazyLock<Script> = lua!("store/submit_answer.lua");
 static CLAIM_RESUME: LazyLock<Script> = lua!("store/claim_resume.lua");
 static APPLY_ANSWERS: LazyLock<Script> = lua!("store/apply_answers.lua");
 static STOP_RUN: LazyLock<Script> = lua!("store/stop_run.lua");
+static REWIND: LazyLock<Script> = lua!("store/rewind.lua");
+static TAKE_TOKEN: LazyLock<Script> = lua!("store/take_token.lua");
+static SNAPSHOT: LazyLock<Script> = lua!("store/snapshot.lua");
+
+/// The id an approval request is answered with: `<runId>::<toolCallId>`.
+pub fn approval_id(run_id: &str, tool_call_id: &str) -> String {
+    format!("{run_id}::{tool_call_id}")
+}
+
+/// The `tool_approval_request` chunk of a pending approval (none for a client call).
+fn approval_request_body(header: &ChunkHeader, call: &PendingCall) -> Option<String> {
+    let approval_id = call.approval_id.as_ref()?;
+    Some(encode_unsequenced(
+        header,
+        &ChunkKind::ToolApprovalRequest {
+            step: call.step,
+            tool_call_id: call.tool_call_id.clone(),
+            tool_name: call.tool_name.clone(),
+            input: call.input.clone(),
+            approval_id: approval_id.clone(),
+        },
+    ))
+}
 
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> u64 {
@@ -401,6 +483,7 @@ pub struct Store {
     client: redis::Client,
     connection: ConnectionManager,
     prefix: String,
+    stream_max_chunks: u64,
 }
 
 impl std::fmt::Debug for Store {
@@ -420,7 +503,16 @@ impl Store {
             client,
             connection,
             prefix: prefix.into(),
+            stream_max_chunks: 0,
         })
+    }
+
+    /// Sessions this store creates keep at most `max` chunks in their stream (the oldest are
+    /// trimmed as new ones come); 0 keeps every chunk. A reader asking for a trimmed position
+    /// is told `TRUNCATED` and re-reads the snapshot.
+    pub fn with_stream_max_chunks(mut self, max: u64) -> Self {
+        self.stream_max_chunks = max;
+        self
     }
 
     fn key(&self, address: &SessionAddress, what: &str) -> String {
@@ -461,7 +553,8 @@ impl Store {
             .arg(&new.address.root_session_id)
             .arg(now_ms())
             .arg(body)
-            .arg(new.workflow_id);
+            .arg(new.workflow_id)
+            .arg(self.stream_max_chunks);
         for message in new.messages {
             invocation.arg(to_json(message));
         }
@@ -598,6 +691,20 @@ impl Store {
             .query_async(&mut self.conn())
             .await?;
         decode_staged_turn(&key, fields)
+    }
+
+    /// The staged result of a tool call of `step`, if it has one.
+    pub async fn staged_tool_result(
+        &self,
+        address: &SessionAddress,
+        run_id: &str,
+        step: u32,
+        tool_call_id: &str,
+    ) -> Result<Option<Message>, Error> {
+        let key = self.key(address, "staged");
+        let field = format!("result:{run_id}:{step}:{tool_call_id}");
+        let result: Option<String> = self.conn().hget(&key, field).await?;
+        result.map(|r| from_json(&key, &r)).transpose()
     }
 
     /// Whether a tool call of `step` already has a staged result.
@@ -747,22 +854,10 @@ impl Store {
             ))
             .arg(&address.session_id);
         for call in pending {
-            let approval_request = call.approval_id.as_ref().map(|approval_id| {
-                encode_unsequenced(
-                    &header,
-                    &ChunkKind::ToolApprovalRequest {
-                        step,
-                        tool_call_id: call.tool_call_id.clone(),
-                        tool_name: call.tool_name.clone(),
-                        input: call.input.clone(),
-                        approval_id: approval_id.clone(),
-                    },
-                )
-            });
             invocation
                 .arg(&call.tool_call_id)
                 .arg(to_json(call))
-                .arg(approval_request.unwrap_or_default())
+                .arg(approval_request_body(&header, call).unwrap_or_default())
                 .arg(call.deadline_at);
         }
         let reply: Vec<RedisValue> = invocation.invoke_async(&mut self.conn()).await?;
@@ -927,6 +1022,237 @@ impl Store {
         })
     }
 
+    /// Takes a token from the session's submit bucket (`per_minute` tokens, refilled evenly):
+    /// `Ok(None)` when taken, `Ok(Some(wait))` when the bucket is empty, with the time until the
+    /// next token. Shared by every server on the same Redis.
+    pub async fn take_submit_token(
+        &self,
+        address: &SessionAddress,
+        per_minute: u32,
+    ) -> Result<Option<std::time::Duration>, Error> {
+        let rate = f64::from(per_minute) / 60_000.0;
+        let (taken, wait_ms): (u8, u64) = TAKE_TOKEN
+            .key(self.key(address, "state"))
+            .key(self.key(address, "submitBucket"))
+            .arg(per_minute)
+            .arg(rate)
+            .arg(now_ms())
+            .invoke_async(&mut self.conn())
+            .await?;
+        Ok((taken == 0).then(|| std::time::Duration::from_millis(wait_ms)))
+    }
+
+    /// The session's snapshot (see `snapshot.lua` and [`SnapshotResponse`]), or `None` if
+    /// there is no such session.
+    pub async fn snapshot(
+        &self,
+        address: &SessionAddress,
+    ) -> Result<Option<crate::api::SnapshotResponse>, Error> {
+        let key = self.key(address, "state");
+        let reply: Vec<String> = SNAPSHOT
+            .key(&key)
+            .key(self.key(address, "stream"))
+            .key(self.key(address, "messages"))
+            .key(self.key(address, "checkpoints"))
+            .invoke_async(&mut self.conn())
+            .await?;
+        if reply.first().map(String::as_str) != Some("ok") || reply.len() < 7 {
+            return Ok(None);
+        }
+        let corrupt = |reason: String| Error::Corrupt {
+            key: key.clone(),
+            reason,
+        };
+        let number = |text: &str| {
+            text.parse::<u64>()
+                .map_err(|e| corrupt(format!("snapshot field {text:?}: {e}")))
+        };
+        let status = Status::parse(&reply[1])
+            .ok_or_else(|| corrupt(format!("unknown status {}", reply[1])))?;
+        let checkpoint: Option<Checkpoint> = match reply[5].as_str() {
+            "" => None,
+            record => Some(from_json(&key, record)?),
+        };
+        let last_sequence = number(&reply[4])?;
+        // The floor is the sequence before the oldest retained entry (`<sequence>-0`).
+        let oldest_retained_sequence = match reply[6].split_once('-') {
+            Some((first, _)) => number(first)?.saturating_sub(1),
+            None => last_sequence,
+        };
+        let messages = reply[7..]
+            .iter()
+            .map(|m| from_json(&key, m))
+            .collect::<Result<_, _>>()?;
+        let pinned = checkpoint.as_ref().filter(|_| !status.is_terminal());
+        Ok(Some(crate::api::SnapshotResponse {
+            session_id: address.session_id.clone(),
+            stream_id: reply[2].clone(),
+            status,
+            state: crate::api::SnapshotState { messages },
+            stream_sequence: pinned.map_or(-1, |c| c.stream_sequence as i64),
+            oldest_retained_sequence,
+            step_count: match pinned {
+                Some(checkpoint) => checkpoint.step_count,
+                None => number(&reply[3])? as u32,
+            },
+            checkpoint_id: checkpoint.map(|c| c.id),
+        }))
+    }
+
+    /// The session's usage rollup (see [`crate::usage`]), or `None` if there is no such session.
+    pub async fn usage_rollup(
+        &self,
+        address: &SessionAddress,
+    ) -> Result<Option<crate::usage::UsageRollup>, Error> {
+        let key = self.key(address, "state");
+        let (exists, wait, aborts, records, messages): (
+            bool,
+            Option<u64>,
+            Option<u64>,
+            Vec<String>,
+            Vec<String>,
+        ) = redis::pipe()
+            .exists(&key)
+            .hget(&key, "clientToolWaitMs")
+            .hget(&key, "aborts")
+            .lrange(self.key(address, "usage"), 0, -1)
+            .lrange(self.key(address, "messages"), 0, -1)
+            .query_async(&mut self.conn())
+            .await?;
+        if !exists {
+            return Ok(None);
+        }
+        let records: Vec<UsageRecord> = records
+            .iter()
+            .map(|r| from_json(&key, r))
+            .collect::<Result<_, _>>()?;
+        let messages: Vec<Message> = messages
+            .iter()
+            .map(|m| from_json(&key, m))
+            .collect::<Result<_, _>>()?;
+        Ok(Some(crate::usage::UsageRollup::of(
+            &records,
+            &messages,
+            wait.unwrap_or(0),
+            aborts.unwrap_or(0),
+        )))
+    }
+
+    /// One checkpoint of the session, by id.
+    pub async fn checkpoint(
+        &self,
+        address: &SessionAddress,
+        id: u32,
+    ) -> Result<Option<Checkpoint>, Error> {
+        let key = self.key(address, "checkpoints");
+        let record: Option<String> = self.conn().lindex(&key, id as isize).await?;
+        record.map(|r| from_json(&key, &r)).transpose()
+    }
+
+    /// Rewinds a session that is not running to a checkpoint for a new run (see `rewind.lua`).
+    /// A checkpoint that suspended gives its calls back to the new run with fresh deadlines
+    /// (each as long as it first had) and fresh approval ids; unless a message abandons them,
+    /// the session awaits them again at once.
+    pub async fn rewind(
+        &self,
+        address: &SessionAddress,
+        rewind: Rewind<'_>,
+    ) -> Result<Rewound, Error> {
+        let checkpoint = rewind.checkpoint;
+        let now = now_ms();
+        let header = self.header(address, rewind.stream_id, rewind.new_run_id);
+        let suspend = !checkpoint.pending.is_empty() && rewind.message.is_none();
+        let restored: Vec<PendingCall> = checkpoint
+            .pending
+            .iter()
+            .map(|call| PendingCall {
+                deadline_at: now
+                    + call
+                        .deadline_at
+                        .saturating_sub(checkpoint.suspended_at.unwrap_or(call.deadline_at)),
+                approval_id: call
+                    .approval_id
+                    .as_ref()
+                    .map(|_| approval_id(rewind.new_run_id, &call.tool_call_id)),
+                awaited_since: now,
+                ..call.clone()
+            })
+            .collect();
+        let suspension = checkpoint.suspension.as_ref().map(|s| Suspension {
+            run_id: rewind.new_run_id.to_owned(),
+            ..s.clone()
+        });
+        let step = suspension
+            .as_ref()
+            .map_or(checkpoint.step_count, |s| s.step);
+        let mut invocation = REWIND.prepare_invoke();
+        invocation
+            .key(self.key(address, "state"))
+            .key(self.key(address, "stream"))
+            .key(self.key(address, "messages"))
+            .key(self.key(address, "checkpoints"))
+            .key(self.key(address, "pending"))
+            .key(self.key(address, "pendingRun"))
+            .key(self.key(address, "answers"))
+            .key(self.key(address, "openDeadlines"))
+            .key(self.key(&SessionAddress::root(&address.root_session_id), "ownership"))
+            .key(self.key(&SessionAddress::root(&address.root_session_id), "completed"))
+            .arg(rewind.new_run_id)
+            .arg(now)
+            .arg(checkpoint.id)
+            .arg(rewind.workflow_id)
+            .arg(encode_unsequenced(
+                &header,
+                &ChunkKind::Rewind {
+                    checkpoint_id: checkpoint.id,
+                    stream_sequence: checkpoint.stream_sequence,
+                },
+            ))
+            .arg(encode_unsequenced(
+                &header,
+                &ChunkKind::RunStart {
+                    agent_type: rewind.agent_type.to_owned(),
+                },
+            ))
+            .arg(if suspend { "suspend" } else { "run" })
+            .arg(rewind.message.as_ref().map(to_json).unwrap_or_default())
+            .arg(if rewind.abandon_pending { "1" } else { "0" })
+            .arg(suspension.as_ref().map(to_json).unwrap_or_default())
+            .arg(encode_unsequenced(
+                &header,
+                &ChunkKind::Suspended {
+                    step,
+                    tool_call_ids: restored.iter().map(|c| c.tool_call_id.clone()).collect(),
+                },
+            ))
+            .arg(&address.session_id);
+        for call in &restored {
+            invocation
+                .arg(&call.tool_call_id)
+                .arg(to_json(call))
+                .arg(if suspend {
+                    approval_request_body(&header, call).unwrap_or_default()
+                } else {
+                    String::new()
+                })
+                .arg(call.deadline_at);
+        }
+        let reply: Vec<RedisValue> = invocation.invoke_async(&mut self.conn()).await?;
+        Ok(match reply_tag(&reply).as_str() {
+            "ok" if suspend => Rewound::Suspended {
+                step_count: reply_int(&reply, 1) as u32,
+                pending: restored,
+            },
+            "ok" => Rewound::Run {
+                step_count: reply_int(&reply, 1) as u32,
+            },
+            "session_not_found" => Rewound::SessionNotFound,
+            "already_running" => Rewound::AlreadyRunning,
+            "unknown_checkpoint" => Rewound::UnknownCheckpoint,
+            other => return Err(unexpected("rewind", other)),
+        })
+    }
+
     /// Drains the answered (or lapsed) calls of a resumed run into the log, in the given order,
     /// and ends the suspension (see `apply_answers.lua`). Idempotent.
     pub async fn apply_answers(
@@ -950,7 +1276,8 @@ impl Store {
             .key(self.key(&root, "completed"))
             .key(self.key(address, "openDeadlines"))
             .arg(run_id)
-            .arg(now_ms());
+            .arg(now_ms())
+            .arg(drained.iter().map(|call| call.wait_ms).sum::<u64>());
         for call in drained {
             let Message::Tool(result) = &call.message else {
                 panic!("apply_answers drains tool messages");
@@ -1130,6 +1457,7 @@ impl Store {
             abandon_pending: fields.contains_key("abandon"),
             workflow_id: fields.get("workflowId").cloned(),
             stop: fields.get("stop").map(|e| from_json(&key, e)).transpose()?,
+            is_executing: None,
         }))
     }
 

@@ -50,6 +50,13 @@ pub trait ServerTool: Send + Sync {
         false
     }
 
+    /// Whether a successful call ends the run with the tool's result as the output, without
+    /// another model call (an error result goes back to the model as usual). Only server tools
+    /// can: a client tool's answer always goes back to the model.
+    fn finishes_run(&self) -> bool {
+        false
+    }
+
     /// Checks an input without running the tool (for arguments edited in an approval).
     fn check_input(&self, _input: &Value) -> Result<(), ToolError> {
         Ok(())
@@ -86,6 +93,7 @@ pub struct FnTool<I, O, E, F> {
     validator: jsonschema::Validator,
     execution: ToolExecution,
     approval: bool,
+    finish: bool,
     function: F,
     types: PhantomData<fn(I) -> Result<O, E>>,
 }
@@ -120,6 +128,7 @@ where
         validator,
         execution: ToolExecution::Activity,
         approval: false,
+        finish: false,
         function,
         types: PhantomData,
     }
@@ -135,6 +144,13 @@ impl<I, O, E, F> FnTool<I, O, E, F> {
     /// Each call waits for a person's approval before it runs.
     pub fn requires_approval(mut self) -> Self {
         self.approval = true;
+        self
+    }
+
+    /// A successful call ends the run with its result as the output (see
+    /// [`ServerTool::finishes_run`]).
+    pub fn finishes_run(mut self) -> Self {
+        self.finish = true;
         self
     }
 
@@ -165,6 +181,10 @@ where
 
     fn requires_approval(&self) -> bool {
         self.approval
+    }
+
+    fn finishes_run(&self) -> bool {
+        self.finish
     }
 
     fn check_input(&self, input: &Value) -> Result<(), ToolError> {

@@ -309,6 +309,27 @@ pub fn chatter() -> Agent {
     Agent::builder("chatter").model(model).build().unwrap()
 }
 
+/// A `finisher`: step 1 calls `report` with `arguments` (and `add` beside it); `report` ends
+/// the run with its result. If it fails, step 2 answers with the error the model saw.
+pub fn finisher(name: &str, arguments: serde_json::Value, inline: bool) -> Agent {
+    let model = ScriptedModel::default()
+        .call_all(&[("add", json!({"a": 2, "b": 2})), ("report", arguments)])
+        .answer("The report failed: {{result:report}}");
+    let report = tool(
+        "report",
+        "Files the final report.",
+        |i: TextInput| async move { Ok::<_, String>(format!("report filed: {}", i.text)) },
+    )
+    .finishes_run();
+    let builder = Agent::builder(name).model(model).tool(add());
+    let builder = if inline {
+        builder.tool(report.inline())
+    } else {
+        builder.tool(report)
+    };
+    builder.build().unwrap()
+}
+
 /// Every test agent.
 pub fn registry() -> AgentRegistry {
     AgentRegistry::new([
@@ -326,6 +347,10 @@ pub fn registry() -> AgentRegistry {
         guarded(),
         asker_deadline("asker_deadline", std::time::Duration::from_secs(1)),
         asker_deadline("asker_patient", std::time::Duration::from_secs(3)),
+        bench_agent("long", 12, bench_script(12, true)),
+        finisher("finisher", json!({"text": "all good"}), false),
+        finisher("finisher_inline", json!({"text": "all good"}), true),
+        finisher("finisher_failing", json!({"txt": 1}), false),
     ])
     .unwrap()
 }

@@ -11,7 +11,9 @@ use baton_activities::io::ActivityPolicy;
 use baton_activities::io::RunOutcome;
 use baton_client::HttpClient;
 use baton_core::{AgentRegistry, ChunkKind, Message, Store, StreamChunk, store::SessionAddress};
-use baton_worker::{AppState, TemporalSettings, WorkerSettings, connect_temporal, run_worker};
+use baton_worker::{
+    AppState, ServerOptions, TemporalSettings, WorkerSettings, connect_temporal, run_worker,
+};
 use baton_workflows::AgentRunWorkflow;
 use futures::StreamExt;
 use std::{net::SocketAddr, thread::JoinHandle, time::Duration};
@@ -146,10 +148,23 @@ pub struct Harness {
     worker: Option<WorkerThread>,
 }
 
+/// Server options of the tests that are not about auth: an open server on loopback.
+pub fn open_options() -> ServerOptions {
+    ServerOptions {
+        auth: baton_worker::auth::Auth::AllowUnauthenticated,
+        ..Default::default()
+    }
+}
+
 impl Harness {
     /// Server and in-process worker.
     pub async fn start(registry: AgentRegistry) -> Self {
-        let mut harness = Self::server_only(registry.clone()).await;
+        Self::start_with(registry, open_options()).await
+    }
+
+    /// Server with these options (the submit limit is always the test one) and in-process worker.
+    pub async fn start_with(registry: AgentRegistry, options: ServerOptions) -> Self {
+        let mut harness = Self::server_with(registry.clone(), options).await;
         harness.worker = Some(WorkerThread::spawn(
             &harness.task_queue,
             &harness.prefix,
@@ -160,6 +175,15 @@ impl Harness {
 
     /// Server only: the test brings its own worker (e.g. a process it can kill).
     pub async fn server_only(registry: AgentRegistry) -> Self {
+        Self::server_with(registry, open_options()).await
+    }
+
+    /// Server only, with these options.
+    pub async fn server_only_with(registry: AgentRegistry, options: ServerOptions) -> Self {
+        Self::server_with(registry, options).await
+    }
+
+    async fn server_with(registry: AgentRegistry, options: ServerOptions) -> Self {
         let task_queue = unique("queue");
         let prefix = unique("keys");
         let store = Store::connect(&redis_url(), prefix.clone())
@@ -168,16 +192,22 @@ impl Harness {
         let temporal = connect_temporal(&temporal_settings())
             .await
             .expect("Temporal must run for the end-to-end tests (scripts/services.sh starts it)");
+        let store = store.with_stream_max_chunks(options.stream_max_chunks);
         let state = AppState {
             store: store.clone(),
             registry,
             temporal: temporal.clone(),
             task_queue: task_queue.clone(),
             policy: test_policy(),
-            submit_limits: baton_core::submit::SubmitLimits {
-                max_result_bytes: SUBMIT_LIMIT_BYTES,
+            streams: Default::default(),
+            metrics: Default::default(),
+            options: ServerOptions {
+                submit_limits: baton_core::submit::SubmitLimits {
+                    max_result_bytes: SUBMIT_LIMIT_BYTES,
+                },
+                verbose_errors: false,
+                ..options
             },
-            verbose_errors: false,
         };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
@@ -208,6 +238,16 @@ impl Harness {
     /// every chunk up to that one.
     pub async fn chunks_until_suspended(&self, session_id: &str) -> Vec<StreamChunk> {
         self.collect_chunks(session_id, 0, WAIT_LIMIT, true).await
+    }
+
+    /// The chunks after sequence `after` up to the next suspension (or end).
+    pub async fn chunks_after_until_suspended(
+        &self,
+        session_id: &str,
+        after: u64,
+    ) -> Vec<StreamChunk> {
+        self.collect_chunks(session_id, after, WAIT_LIMIT, true)
+            .await
     }
 
     /// The chunks after sequence `after` up to the `end` chunk: what a resumed run streams.
@@ -273,6 +313,48 @@ impl Harness {
             .await
             .unwrap();
         assert_eq!(workflows.count(), 0);
+    }
+
+    /// Sends one request to the HTTP router without a socket and decodes the typed error it
+    /// answers.
+    pub async fn refusal(
+        &self,
+        request: axum::http::Request<axum::body::Body>,
+    ) -> (axum::http::StatusCode, baton_core::ApiError) {
+        use http_body_util::BodyExt;
+        use tower::ServiceExt;
+        let response = baton_worker::router(self.state.clone())
+            .oneshot(request)
+            .await
+            .unwrap();
+        let status = response.status();
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        let error = serde_json::from_slice(&body)
+            .unwrap_or_else(|e| panic!("{status}: body is not an error ({e}): {body:?}"));
+        (status, error)
+    }
+
+    /// Answers the one open call of a suspended session with `outcome`, resumes it and waits for
+    /// the resumed run to end.
+    pub async fn answer_and_finish(
+        &self,
+        session_id: &str,
+        tool_call_id: &str,
+        outcome: &baton_core::message::ToolOutcome,
+    ) -> RunOutcome {
+        self.client
+            .submit(session_id, tool_call_id, outcome)
+            .await
+            .unwrap();
+        self.resume_to_end(session_id).await
+    }
+
+    /// Resumes a session whose batch is answered (`continue`) and waits for the resumed run's
+    /// workflow to end.
+    pub async fn resume_to_end(&self, session_id: &str) -> RunOutcome {
+        let resumed = self.client.resume(session_id).await.unwrap();
+        let workflow_id = resumed.workflow_id.expect("a resumed run has a workflow");
+        self.run_result(&workflow_id).await.unwrap()
     }
 
     /// Waits for the workflow of a run and returns its result.

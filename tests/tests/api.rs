@@ -5,23 +5,8 @@ use axum::{
     body::Body,
     http::{Request, StatusCode, header},
 };
-use baton_core::{ApiError, ErrorCode};
+use baton_core::ErrorCode;
 use baton_tests::{Harness, agents};
-use baton_worker::router;
-use http_body_util::BodyExt;
-use tower::ServiceExt;
-
-async fn call(harness: &Harness, request: Request<Body>) -> (StatusCode, ApiError) {
-    let response = router(harness.state.clone())
-        .oneshot(request)
-        .await
-        .unwrap();
-    let status = response.status();
-    let body = response.into_body().collect().await.unwrap().to_bytes();
-    let error = serde_json::from_slice(&body)
-        .unwrap_or_else(|e| panic!("{status}: body is not an error ({e}): {body:?}"));
-    (status, error)
-}
 
 fn start(body: &str) -> Request<Body> {
     Request::post("/start")
@@ -73,10 +58,31 @@ async fn refusals_are_typed_and_write_nothing() {
             "",
         ),
         (
+            // Over the body guard (4× the test's 1 KiB result limit): refused unread.
             start(&too_long),
+            StatusCode::PAYLOAD_TOO_LARGE,
+            ErrorCode::ValidationPayloadTooLarge,
+            "limit",
+        ),
+        (
+            start(&format!(
+                r#"{{"agent":"two_steps","message":"hi","x":{}1{}}}"#,
+                "[".repeat(65),
+                "]".repeat(65)
+            )),
             StatusCode::BAD_REQUEST,
             ErrorCode::ValidationError,
-            "limit",
+            "deeper than 64",
+        ),
+        (
+            Request::post("/resume")
+                .header(header::CONTENT_TYPE, "application/json")
+                .header(header::TRANSFER_ENCODING, "chunked")
+                .body(Body::from(r#"{"sessionId":"s","mode":"continue"}"#))
+                .unwrap(),
+            StatusCode::LENGTH_REQUIRED,
+            ErrorCode::ValidationError,
+            "Content-Length",
         ),
         (
             Request::post("/start")
@@ -119,7 +125,7 @@ async fn refusals_are_typed_and_write_nothing() {
     ];
     for (request, status, code, mentions) in cases {
         let described = format!("{} {}", request.method(), request.uri());
-        let (got_status, error) = call(&harness, request).await;
+        let (got_status, error) = harness.refusal(request).await;
         assert_eq!(
             (got_status, error.code),
             (status, code),

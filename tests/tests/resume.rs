@@ -31,8 +31,12 @@ async fn submit_then_resume_drains_the_answer_and_finishes_the_turn() {
     let resumed = harness.client.resume(&session).await.unwrap();
     assert_eq!(
         resumed.workflow_id,
-        format!("agent__asker__{session}__resume-{}", resumed.run_id)
+        Some(format!(
+            "agent__asker__{session}__resume-{}",
+            resumed.run_id
+        ))
     );
+    assert_eq!(resumed.status, Status::Active);
     let chunks = harness.chunks_after_until_end(&session, before).await;
     let kinds: Vec<&str> = chunks.iter().map(|c| c.kind.name()).collect();
     assert_eq!(
@@ -75,7 +79,8 @@ async fn submit_then_resume_drains_the_answer_and_finishes_the_turn() {
             Message::assistant(r#"The user said {"answer":"yes"}"#, vec![]),
         ]
     );
-    let outcome = harness.run_result(&resumed.workflow_id).await.unwrap();
+    let workflow_id = resumed.workflow_id.unwrap();
+    let outcome = harness.run_result(&workflow_id).await.unwrap();
     assert_eq!(outcome, RunOutcome::Completed { steps: 1 });
     let state = harness.client.status(&session).await.unwrap();
     assert_eq!(
@@ -297,10 +302,10 @@ async fn a_message_to_an_ended_session_is_its_next_turn() {
         .unwrap();
     assert_eq!(
         next.workflow_id,
-        format!(
+        Some(format!(
             "agent__chatter__{}__resume-{}",
             started.session_id, next.run_id
-        )
+        ))
     );
     let chunks = harness
         .chunks_after_until_end(&started.session_id, before)

@@ -47,6 +47,7 @@ fn describe(chunk: &StreamChunk) -> String {
             step,
             tool_call_ids,
         } => format!("suspended {step} {}", tool_call_ids.join(",")),
+        ChunkKind::Rewind { checkpoint_id, .. } => format!("rewind {checkpoint_id}"),
         ChunkKind::End {
             status,
             output,

@@ -6,16 +6,13 @@ use axum::{
     http::{Request, StatusCode, header},
 };
 use baton_core::{
-    ApiError, ErrorCode,
+    ErrorCode,
     message::{ToolError, ToolOutcome},
     store::{Answer, Continuation, SessionAddress},
     submit::{INVALID_RESULT_MESSAGE, SubmitAnswer, SubmitStatus},
 };
 use baton_tests::{Harness, SUBMIT_LIMIT_BYTES, agents, api_error};
-use baton_worker::router;
-use http_body_util::BodyExt;
 use serde_json::json;
-use tower::ServiceExt;
 
 fn answer(status: SubmitStatus, continuation: Continuation) -> SubmitAnswer {
     SubmitAnswer {
@@ -138,16 +135,6 @@ async fn answers_of_a_batch_are_stored_once_and_say_what_comes_next() {
     );
 }
 
-async fn raw(harness: &Harness, request: Request<Body>) -> (StatusCode, ApiError) {
-    let response = router(harness.state.clone())
-        .oneshot(request)
-        .await
-        .unwrap();
-    let status = response.status();
-    let body = response.into_body().collect().await.unwrap().to_bytes();
-    (status, serde_json::from_slice(&body).unwrap())
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bodies_are_bounded_before_they_are_read() {
     let harness = Harness::server_only(agents::registry()).await;
@@ -158,7 +145,7 @@ async fn bodies_are_bounded_before_they_are_read() {
             r#"{"sessionId":"s","toolCallId":"c","result":1}"#,
         ))
         .unwrap();
-    let (status, error) = raw(&harness, chunked).await;
+    let (status, error) = harness.refusal(chunked).await;
     assert_eq!(
         (status, error.code),
         (StatusCode::LENGTH_REQUIRED, ErrorCode::ValidationError)
@@ -170,7 +157,7 @@ async fn bodies_are_bounded_before_they_are_read() {
         .header(header::CONTENT_LENGTH, cap + 1)
         .body(Body::from(vec![b' '; cap + 1]))
         .unwrap();
-    let (status, error) = raw(&harness, oversized).await;
+    let (status, error) = harness.refusal(oversized).await;
     assert_eq!(
         (status, error.code),
         (
@@ -186,7 +173,7 @@ async fn bodies_are_bounded_before_they_are_read() {
         .header(header::CONTENT_LENGTH, 9)
         .body(Body::from("{\"bad\": 1"))
         .unwrap();
-    let (status, error) = raw(&harness, malformed).await;
+    let (status, error) = harness.refusal(malformed).await;
     assert_eq!(
         (status, error.code),
         (StatusCode::BAD_REQUEST, ErrorCode::ValidationError)
@@ -240,9 +227,127 @@ async fn of_a_batch_answered_in_parallel_exactly_one_submit_sees_it_complete() {
             .all(|a| a.status == SubmitStatus::Accepted)
     );
     continuations.sort_by_key(|a| a.continuation == Continuation::CallerResumes);
-    let kinds: Vec<Continuation> = continuations.iter().map(|a| a.continuation).collect();
+    let kinds: Vec<Continuation> = continuations
+        .iter()
+        .map(|a| a.continuation.clone())
+        .collect();
     assert_eq!(
         kinds,
         [Continuation::AwaitingBatch, Continuation::CallerResumes]
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_resumes_by_itself_answers_the_last_submit_with_the_new_run() {
+    let options = baton_worker::ServerOptions {
+        resume_on_submit: true,
+        ..baton_tests::open_options()
+    };
+    let harness = Harness::start_with(agents::registry(), options).await;
+    let session = harness.suspended_session("asker_twice").await;
+    let suspended = harness.client.status(&session).await.unwrap();
+    let outcome = |n: &str| ToolOutcome::Result(json!({"answer": n}));
+    let (a, b) = (outcome("a"), outcome("b"));
+    let first = harness.client.submit(&session, "call_1_1", &a);
+    let second = harness.client.submit(&session, "call_1_2", &b);
+    let (first, second) = tokio::join!(first, second);
+    let answers = [first.unwrap(), second.unwrap()];
+    let new_runs: Vec<&str> = answers
+        .iter()
+        .filter_map(|a| match &a.continuation {
+            Continuation::NewRun { run_id } => Some(run_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(new_runs.len(), 1, "{answers:?}");
+    assert!(
+        answers
+            .iter()
+            .any(|a| a.continuation == Continuation::AwaitingBatch)
+    );
+    let run_id = new_runs[0].to_owned();
+    assert_ne!(run_id, suspended.run_id);
+    assert_eq!(
+        serde_json::to_value(Continuation::NewRun {
+            run_id: run_id.clone()
+        })
+        .unwrap(),
+        json!({"kind": "new_run", "runId": run_id})
+    );
+
+    // Nobody calls resume: the run the submit started finishes the turn.
+    let chunks = harness
+        .chunks_after_until_end(&session, suspended.last_sequence)
+        .await;
+    assert!(chunks.iter().all(|c| c.header.run_id == run_id));
+    let state = harness.client.status(&session).await.unwrap();
+    assert_eq!(
+        (state.status, state.run_id.as_str()),
+        (baton_core::store::Status::Completed, run_id.as_str())
+    );
+    assert_eq!(
+        state.output.as_deref(),
+        Some(r#"Both answered; the last said {"answer":"b"}"#)
+    );
+    // A re-send after the drain stores nothing and starts nothing.
+    let again = harness
+        .client
+        .submit(&session, "call_1_2", &outcome("c"))
+        .await
+        .unwrap();
+    assert_eq!(
+        again,
+        answer(SubmitStatus::AlreadyCompleted, Continuation::Consumed)
+    );
+    assert_eq!(
+        harness.client.status(&session).await.unwrap().run_id,
+        run_id
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn submits_past_the_session_rate_limit_are_refused_with_a_retry_time() {
+    let options = baton_worker::ServerOptions {
+        submits_per_minute: Some(3),
+        ..baton_tests::open_options()
+    };
+    let harness = Harness::start_with(agents::registry(), options).await;
+    let session = harness.suspended_session("asker_twice").await;
+    let other = harness.suspended_session("asker_twice").await;
+    let yes = ToolOutcome::Result(json!({"answer": "yes"}));
+    for _ in 0..3 {
+        harness
+            .client
+            .submit(&session, "call_1_1", &yes)
+            .await
+            .unwrap();
+    }
+    let request = Request::post("/submit-tool-result")
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(
+            json!({"sessionId": session, "toolCallId": "call_1_2", "result": {"answer": "no"}})
+                .to_string(),
+        ))
+        .unwrap();
+    let (status, refused) = harness.refusal(request).await;
+    assert_eq!(
+        (status, refused.code),
+        (StatusCode::TOO_MANY_REQUESTS, ErrorCode::RateLimited)
+    );
+    assert!(refused.retryable);
+    // 3 a minute: the next token comes within 20 s.
+    let retry_after = refused.details["retryAfter"].as_u64().unwrap();
+    assert!((1..=20).contains(&retry_after), "{retry_after}");
+    // Nothing was stored for the refused call, and other sessions have their own bucket.
+    let answers = harness
+        .store
+        .answers(&SessionAddress::root(&session))
+        .await
+        .unwrap();
+    assert_eq!(answers.keys().collect::<Vec<_>>(), ["call_1_1"]);
+    harness
+        .client
+        .submit(&other, "call_1_1", &yes)
+        .await
+        .unwrap();
 }

@@ -9,8 +9,10 @@ use baton_core::{
     submit::SubmitLimits,
 };
 use baton_models::ProviderModels;
+use baton_worker::auth::{Auth, BuiltinAuth};
 use baton_worker::{
-    AppState, TemporalSettings, WorkerSettings, connect_temporal, demo, run_worker, serve,
+    AppState, ServerOptions, TemporalSettings, WorkerSettings, connect_temporal, demo, run_worker,
+    serve,
 };
 use clap::{Parser, Subcommand};
 use std::net::SocketAddr;
@@ -58,6 +60,57 @@ struct Cli {
     /// Put validation details in validation_error and INVALID_RESULT answers.
     #[arg(long, env = "BATON_VERBOSE_ERRORS", global = true)]
     verbose_errors: bool,
+    /// Resume a session by itself when a submit completes its batch (the submit answers
+    /// continuation new_run) instead of leaving it to the caller (caller_resumes).
+    #[arg(long, env = "BATON_RESUME_ON_SUBMIT", global = true)]
+    resume_on_submit: bool,
+    /// An operator API key (bearer); repeat for several. Enables built-in auth: `/start` then
+    /// answers a session token bound to the new session.
+    #[arg(
+        long = "api-key",
+        env = "BATON_API_KEYS",
+        value_delimiter = ',',
+        global = true
+    )]
+    api_keys: Vec<String>,
+    /// Secret that signs session tokens (servers sharing it accept each other's tokens). Without
+    /// it a random one is made, and tokens hold on this process only.
+    #[arg(
+        long,
+        env = "BATON_TOKEN_SECRET",
+        global = true,
+        hide_env_values = true
+    )]
+    token_secret: Option<String>,
+    /// How long a session token is valid, in seconds.
+    #[arg(
+        long,
+        env = "BATON_TOKEN_TTL_SECS",
+        default_value_t = 3600,
+        global = true
+    )]
+    token_ttl_secs: u64,
+    /// Submits a session may make per minute (a token bucket shared by all servers); 0 is
+    /// unlimited.
+    #[arg(
+        long,
+        env = "BATON_SUBMITS_PER_MINUTE",
+        default_value_t = 60,
+        global = true
+    )]
+    submits_per_minute: u32,
+    /// Chunks a session's stream keeps (the oldest are trimmed; a follower asking for them is
+    /// told TRUNCATED); 0 keeps all.
+    #[arg(
+        long,
+        env = "BATON_STREAM_MAX_CHUNKS",
+        default_value_t = 100_000,
+        global = true
+    )]
+    stream_max_chunks: u64,
+    /// Serve the HTTP API without authentication (loopback demos, private networks only).
+    #[arg(long, env = "BATON_ALLOW_UNAUTHENTICATED", global = true)]
+    allow_unauthenticated: bool,
     /// A TOML file of agents to serve beside the built-in ones (see the README).
     #[arg(long, env = "BATON_AGENTS_FILE", global = true)]
     agents: Option<std::path::PathBuf>,
@@ -98,6 +151,34 @@ enum Role {
     Dev,
 }
 
+/// The server's auth from the flags; none given is refused (fail-closed).
+fn auth(cli: &Cli) -> anyhow::Result<Auth> {
+    if cli.api_keys.is_empty() {
+        if cli.allow_unauthenticated {
+            return Ok(Auth::AllowUnauthenticated);
+        }
+        anyhow::bail!(
+            "refusing to serve without authentication: give operator keys (--api-key or \
+             BATON_API_KEYS) or pass --allow-unauthenticated"
+        );
+    }
+    let secret = match &cli.token_secret {
+        Some(secret) => secret.as_bytes().to_vec(),
+        None => {
+            tracing::warn!("no --token-secret: session tokens hold on this process only");
+            let mut secret = vec![0u8; 32];
+            ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut secret)
+                .map_err(|_| anyhow::anyhow!("no system randomness for the token secret"))?;
+            secret
+        }
+    };
+    Ok(Auth::Builtin(std::sync::Arc::new(BuiltinAuth::new(
+        cli.api_keys.clone(),
+        &secret,
+        std::time::Duration::from_secs(cli.token_ttl_secs),
+    ))))
+}
+
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     match run().await {
@@ -133,15 +214,24 @@ async fn run() -> anyhow::Result<()> {
     let server = match cli.role {
         Role::Server | Role::Dev => {
             let state = AppState {
-                store: store.clone(),
+                store: store.clone().with_stream_max_chunks(cli.stream_max_chunks),
                 registry: registry.clone(),
                 temporal: temporal.clone(),
                 task_queue: cli.task_queue.clone(),
                 policy: ActivityPolicy::default(),
-                submit_limits: SubmitLimits {
-                    max_result_bytes: cli.max_result_bytes,
+                streams: Default::default(),
+                metrics: Default::default(),
+                options: ServerOptions {
+                    submit_limits: SubmitLimits {
+                        max_result_bytes: cli.max_result_bytes,
+                    },
+                    verbose_errors: cli.verbose_errors,
+                    resume_on_submit: cli.resume_on_submit,
+                    auth: auth(&cli)?,
+                    submits_per_minute: (cli.submits_per_minute > 0)
+                        .then_some(cli.submits_per_minute),
+                    stream_max_chunks: cli.stream_max_chunks,
                 },
-                verbose_errors: cli.verbose_errors,
             };
             let listener = tokio::net::TcpListener::bind(cli.listen)
                 .await

@@ -1,8 +1,9 @@
 //! The HTTP server: start a session, follow its stream, read its status. Every handler answers
 //! from Redis or by starting a workflow; none waits on a run.
 
+use crate::auth::{Auth, Principal};
 use axum::{
-    Json, Router,
+    Extension, Json, Router,
     extract::{FromRequest, FromRequestParts, Query, State},
     http::StatusCode,
     response::{
@@ -11,22 +12,25 @@ use axum::{
     },
     routing::{get, post},
 };
-use baton_activities::io::{ActivityPolicy, RunInput};
+use baton_activities::io::{ActivityPolicy, DeadlineInput, RunInput};
 use baton_core::{
-    AgentRegistry, ApiError, ErrorCode, Message, Store,
+    Agent, AgentRegistry, ApiError, ErrorCode, Message, Store,
     api::{
-        ResumeMode, ResumeRequest, ResumeResponse, SessionRequest, StartRequest, StartResponse,
-        StopResponse,
+        ResumeMode, ResumeRequest, ResumeResponse, SessionRequest, SnapshotResponse, StartRequest,
+        StartResponse, StopResponse, UsageResponse,
     },
     chunk::{ChunkKind, RunError, StreamChunk},
     ids,
     store::{
-        self, Claim, NewSession, ResumeEntry, SessionAddress, SessionState, Status, StopKind,
-        Stopped,
+        self, Claim, Continuation, NewSession, ResumeEntry, Rewound, SessionAddress, SessionState,
+        Status, StopKind, Stopped,
     },
-    submit::{SubmitAnswer, SubmitLimits, parse_submission, payload_too_large, submit_tool_result},
+    submit::{
+        Submission, SubmitAnswer, SubmitLimits, parse_submission, payload_too_large,
+        submit_tool_result,
+    },
 };
-use baton_workflows::AgentRunWorkflow;
+use baton_workflows::{AgentRunWorkflow, DeadlineWorkflow};
 use futures::{Stream, StreamExt, stream};
 use serde::Deserialize;
 use std::convert::Infallible;
@@ -43,10 +47,49 @@ pub struct AppState {
     pub temporal: Client,
     pub task_queue: String,
     pub policy: ActivityPolicy,
+    pub options: ServerOptions,
+    /// The stream feeds SSE followers share.
+    pub streams: crate::fanout::StreamHub,
+    pub metrics: crate::metrics::Metrics,
+}
+
+/// How the server treats requests; `Default` is what `batond` runs with when given no flags
+/// (which, without auth, it refuses to serve).
+#[derive(Debug, Clone)]
+pub struct ServerOptions {
     pub submit_limits: SubmitLimits,
     /// Put validation details in `validation_error` and `INVALID_RESULT` answers.
     pub verbose_errors: bool,
+    /// Resume a session by itself when a submit completes its batch (continuation `new_run`)
+    /// instead of leaving that to the caller (`caller_resumes`).
+    pub resume_on_submit: bool,
+    /// Who may call; [`Auth::Unset`] (the default) serves nothing.
+    pub auth: Auth,
+    /// Submits per minute and session (a token bucket in Redis); `None` is unlimited.
+    pub submits_per_minute: Option<u32>,
+    /// Chunks a session's stream keeps (the oldest are trimmed); 0 keeps all. Apply it to the
+    /// store with [`Store::with_stream_max_chunks`] (`AppState` users do).
+    pub stream_max_chunks: u64,
 }
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        Self {
+            submit_limits: SubmitLimits::default(),
+            verbose_errors: false,
+            resume_on_submit: false,
+            auth: Auth::Unset,
+            submits_per_minute: Some(DEFAULT_SUBMITS_PER_MINUTE),
+            stream_max_chunks: DEFAULT_STREAM_MAX_CHUNKS,
+        }
+    }
+}
+
+/// How many chunks a session's stream keeps by default.
+pub const DEFAULT_STREAM_MAX_CHUNKS: u64 = 100_000;
+
+/// The default submit rate limit per session.
+pub const DEFAULT_SUBMITS_PER_MINUTE: u32 = 60;
 
 /// Serves the API on `listener` until `shutdown` resolves, then drains open requests. Small
 /// writes (SSE events) go out at once: Nagle's algorithm would hold them for the peer's delayed
@@ -57,6 +100,19 @@ pub async fn serve(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     use axum::serve::ListenerExt;
+    match state.options.auth {
+        Auth::Unset => {
+            return Err(std::io::Error::other(
+                "refusing to serve the Baton API without authentication: configure API keys \
+                 (--api-key) or pass --allow-unauthenticated",
+            ));
+        }
+        Auth::AllowUnauthenticated => tracing::warn!(
+            "the Baton HTTP API is serving WITHOUT authentication (--allow-unauthenticated): \
+             anyone who reaches it can start, read and steer sessions"
+        ),
+        Auth::Builtin(_) | Auth::Custom(_) => {}
+    }
     let listener = listener.tap_io(|stream| {
         if let Err(error) = stream.set_nodelay(true) {
             tracing::debug!(%error, "TCP_NODELAY could not be set");
@@ -67,7 +123,7 @@ pub async fn serve(
         .await
 }
 
-/// The HTTP API.
+/// The HTTP API. Every route but `/healthz` authenticates first (401 before anything is read).
 pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/start", post(start))
@@ -77,8 +133,76 @@ pub fn router(state: AppState) -> Router {
         .route("/resume", post(resume))
         .route("/interrupt", post(interrupt))
         .route("/abort", post(abort))
+        .route("/snapshot", get(snapshot))
+        .route("/usage", get(usage))
+        .route("/metrics", get(metrics))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            authenticate,
+        ))
         .route("/healthz", get(|| async { "ok" }))
+        .route_layer(axum::middleware::from_fn_with_state(state.clone(), measure))
         .with_state(state)
+}
+
+/// Counts each request by route and status, and times it.
+async fn measure(
+    State(state): State<AppState>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let route = request
+        .extensions()
+        .get::<axum::extract::MatchedPath>()
+        .map_or_else(|| "unmatched".to_owned(), |path| path.as_str().to_owned());
+    let started = std::time::Instant::now();
+    let response = next.run(request).await;
+    let metrics = &state.metrics;
+    metrics
+        .latency
+        .with_label_values(&[route.as_str()])
+        .observe(started.elapsed().as_secs_f64());
+    metrics
+        .requests
+        .with_label_values(&[route.as_str(), response.status().as_str()])
+        .inc();
+    response
+}
+
+/// `GET /metrics`: Prometheus text, for operators.
+async fn metrics(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+) -> Result<Response, HttpError> {
+    principal.must_be_operator()?;
+    let text = state.metrics.render(&[(
+        "baton_stream_feeds",
+        "Sessions whose stream this server reads for its followers",
+        state.streams.feed_count() as f64,
+    )]);
+    Ok((
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        text,
+    )
+        .into_response())
+}
+
+/// Puts the request's [`Principal`] in its extensions, or answers 401.
+async fn authenticate(
+    State(state): State<AppState>,
+    mut request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    match state.options.auth.authenticate(request.headers()).await {
+        Ok(principal) => {
+            request.extensions_mut().insert(principal);
+            next.run(request).await
+        }
+        Err(error) => HttpError::from(error).into_response(),
+    }
 }
 
 /// Starts a session: checks the request, writes the session and its first run to Redis, then
@@ -140,6 +264,7 @@ pub async fn start_session(
         run_id,
         workflow_id,
         stream_id,
+        token: None,
     })
 }
 
@@ -217,21 +342,22 @@ pub async fn resume_session(
     state: &AppState,
     request: ResumeRequest,
 ) -> Result<ResumeResponse, ApiError> {
+    let refuse = |message: &str| Err(ApiError::new(ErrorCode::ValidationError, message));
+    if request.mode != ResumeMode::FromCheckpoint && request.checkpoint_id.is_some() {
+        return refuse("checkpointId goes with mode from_checkpoint only");
+    }
     let message = match (request.mode, request.message) {
         (ResumeMode::Continue, None) if !request.abandon_pending => None,
         (ResumeMode::Continue, _) => {
-            return Err(ApiError::new(
-                ErrorCode::ValidationError,
+            return refuse(
                 "mode continue takes no message and no abandonPending; use with_message",
-            ));
+            );
         }
-        (ResumeMode::WithMessage, Some(message)) => Some(checked_message(message)?),
-        (ResumeMode::WithMessage, None) => {
-            return Err(ApiError::new(
-                ErrorCode::ValidationError,
-                "mode with_message needs a message",
-            ));
+        (ResumeMode::WithMessage, None) => return refuse("mode with_message needs a message"),
+        (ResumeMode::FromCheckpoint, None) if request.abandon_pending => {
+            return refuse("abandonPending goes with a message");
         }
+        (_, message) => message.map(checked_message).transpose()?,
     };
     let entry = ResumeEntry {
         message: message.map(Message::user),
@@ -251,6 +377,24 @@ pub async fn resume_session(
     };
     let run_id = ids::new_run_id();
     let workflow_id = ids::resume_workflow_id(agent.name(), &session.session_id, &run_id);
+    if request.mode == ResumeMode::FromCheckpoint {
+        let checkpoint_id = request.checkpoint_id.ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::ValidationError,
+                "mode from_checkpoint needs a checkpointId",
+            )
+        })?;
+        let rewind = RewindRequest {
+            session: &session,
+            agent,
+            address,
+            run_id,
+            workflow_id,
+            checkpoint_id,
+            entry,
+        };
+        return rewind_session(state, rewind).await;
+    }
     let claim = state
         .store
         .claim_resume(
@@ -309,14 +453,172 @@ pub async fn resume_session(
     Ok(ResumeResponse {
         session_id: session.session_id,
         run_id,
-        workflow_id,
+        workflow_id: Some(workflow_id),
+        status: Status::Active,
     })
+}
+
+/// A `from_checkpoint` resume, its session found and its request checked.
+struct RewindRequest<'a> {
+    session: &'a SessionState,
+    agent: &'a Agent,
+    address: SessionAddress,
+    run_id: String,
+    workflow_id: String,
+    checkpoint_id: u32,
+    entry: ResumeEntry,
+}
+
+/// Rewinds a session to a checkpoint for a new run (one script; a refusal writes nothing). A
+/// checkpoint whose step suspended hands its calls to the new run, which awaits them at once
+/// (leaving a deadline workflow if the agent resumes by itself) unless the message abandons
+/// them; otherwise the run's workflow starts and calls the model.
+async fn rewind_session(
+    state: &AppState,
+    request: RewindRequest<'_>,
+) -> Result<ResumeResponse, ApiError> {
+    let RewindRequest {
+        session,
+        agent,
+        address,
+        run_id,
+        workflow_id,
+        checkpoint_id,
+        entry,
+    } = request;
+    let not_found = || {
+        ApiError::new(
+            ErrorCode::CheckpointNotFound,
+            format!(
+                "session {} has no checkpoint {checkpoint_id}",
+                session.session_id
+            ),
+        )
+    };
+    let checkpoint = state
+        .store
+        .checkpoint(&address, checkpoint_id)
+        .await
+        .map_err(store_error)?
+        .ok_or_else(not_found)?;
+    if entry.message.is_some() && !entry.abandon_pending && !checkpoint.pending.is_empty() {
+        let awaited: Vec<&str> = checkpoint
+            .pending
+            .iter()
+            .map(|c| c.tool_call_id.as_str())
+            .collect();
+        return Err(ApiError::new(
+            ErrorCode::StateNotResumable,
+            format!(
+                "checkpoint {checkpoint_id} awaits calls ({}); rewind without a message, or \
+                 abandon them with abandonPending",
+                awaited.join(", ")
+            ),
+        )
+        .with("awaitedToolCallIds", awaited));
+    }
+    let rewound = state
+        .store
+        .rewind(
+            &address,
+            store::Rewind {
+                agent_type: agent.name(),
+                stream_id: &session.stream_id,
+                new_run_id: &run_id,
+                workflow_id: &workflow_id,
+                checkpoint: &checkpoint,
+                message: entry.message,
+                abandon_pending: entry.abandon_pending,
+            },
+        )
+        .await
+        .map_err(store_error)?;
+    let input = |first_step| RunInput {
+        address: address.clone(),
+        agent_type: agent.name().to_owned(),
+        run_id: run_id.clone(),
+        stream_id: session.stream_id.clone(),
+        first_step,
+        max_steps: agent.max_steps(),
+        policy: state.policy.clone(),
+        resume: true,
+    };
+    let session_id = &session.session_id;
+    match rewound {
+        Rewound::Run { step_count } => {
+            start_run_workflow(state, &workflow_id, input(step_count)).await?;
+            tracing::info!(%session_id, checkpoint_id, %workflow_id, "session rewound");
+            Ok(ResumeResponse {
+                session_id: session_id.clone(),
+                run_id,
+                workflow_id: Some(workflow_id),
+                status: Status::Active,
+            })
+        }
+        Rewound::Suspended {
+            step_count,
+            pending,
+        } => {
+            let wake_at = pending.iter().map(|call| call.deadline_at).min();
+            if let Some(wake_at) = wake_at.filter(|_| agent.resume_on_deadline()) {
+                start_deadline_workflow(state, input(step_count), wake_at).await?;
+            }
+            tracing::info!(%session_id, checkpoint_id, "session rewound to a suspension");
+            Ok(ResumeResponse {
+                session_id: session_id.clone(),
+                run_id,
+                workflow_id: None,
+                status: Status::SuspendedClientTool,
+            })
+        }
+        Rewound::SessionNotFound => Err(ApiError::new(
+            ErrorCode::SessionNotFound,
+            format!("no session {session_id}"),
+        )),
+        Rewound::AlreadyRunning => Err(ApiError::new(
+            ErrorCode::StateAlreadyRunning,
+            "a run of this session is executing",
+        )),
+        Rewound::UnknownCheckpoint => Err(not_found()),
+    }
+}
+
+/// Starts the deadline workflow of a run that suspended without a workflow of its own. The
+/// suspension is already durable, so a failure here is reported but nothing is undone: the calls
+/// can still be answered and the session resumed by hand.
+async fn start_deadline_workflow(
+    state: &AppState,
+    run: RunInput,
+    wake_at: u64,
+) -> Result<(), ApiError> {
+    let workflow_id = run.deadline_workflow_id();
+    let options = WorkflowStartOptions::new(state.task_queue.clone(), workflow_id.clone())
+        .id_reuse_policy(WorkflowIdReusePolicy::RejectDuplicate)
+        .build();
+    state
+        .temporal
+        .start_workflow(
+            DeadlineWorkflow::run,
+            DeadlineInput { run, wake_at },
+            options,
+        )
+        .await
+        .map(|_| ())
+        .map_err(|error| {
+            tracing::error!(%workflow_id, %error, "starting the deadline workflow failed");
+            ApiError::new(
+                ErrorCode::TemporalUnavailable,
+                format!("the deadline workflow did not start: {error}"),
+            )
+        })
 }
 
 async fn resume(
     State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
     ApiJson(request): ApiJson<ResumeRequest>,
 ) -> Result<Json<ResumeResponse>, HttpError> {
+    principal.may_act_on(&request.session_id)?;
     Ok(Json(resume_session(&state, request).await?))
 }
 
@@ -378,8 +680,10 @@ pub async fn stop_session(
 
 async fn interrupt(
     State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
     ApiJson(request): ApiJson<SessionRequest>,
 ) -> Result<Json<StopResponse>, HttpError> {
+    principal.may_act_on(&request.session_id)?;
     Ok(Json(
         stop_session(&state, &request.session_id, StopKind::Interrupt).await?,
     ))
@@ -387,29 +691,89 @@ async fn interrupt(
 
 async fn abort(
     State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
     ApiJson(request): ApiJson<SessionRequest>,
 ) -> Result<Json<StopResponse>, HttpError> {
+    principal.may_act_on(&request.session_id)?;
     Ok(Json(
         stop_session(&state, &request.session_id, StopKind::Abort).await?,
     ))
 }
 
+/// `/start` is for operators; with built-in auth the answer carries the new session's token.
 async fn start(
     State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
     ApiJson(request): ApiJson<StartRequest>,
 ) -> Result<Json<StartResponse>, HttpError> {
-    Ok(Json(start_session(&state, request).await?))
+    principal.must_be_operator()?;
+    let mut started = start_session(&state, request).await?;
+    started.token = state.options.auth.token_for(&started.session_id);
+    Ok(Json(started))
 }
 
 /// `POST /submit-tool-result`: the body is bounded before it is read (411 without a length when
 /// chunked, 413 over the guard), then parsed and stored (see `baton_core::submit`).
 async fn submit(
     State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
     headers: axum::http::HeaderMap,
     body: axum::body::Body,
 ) -> Result<Json<SubmitAnswer>, HttpError> {
+    let cap = state.options.submit_limits.request_body_cap();
+    let bytes = bounded_body(&headers, body, cap).await?;
+    let answer = checked_submit(&state, &principal, &bytes).await;
+    let label = match &answer {
+        Ok(answer) => match answer.status {
+            baton_core::submit::SubmitStatus::Accepted => "accepted",
+            baton_core::submit::SubmitStatus::AlreadyCompleted => "already_completed",
+        },
+        Err(error) => error.code.as_str(),
+    };
+    state.metrics.submits.with_label_values(&[label]).inc();
+    Ok(Json(answer?))
+}
+
+/// A submit body from its bytes to its answer: parsed, authorized, rate-limited, stored.
+async fn checked_submit(
+    state: &AppState,
+    principal: &Principal,
+    bytes: &[u8],
+) -> Result<SubmitAnswer, ApiError> {
+    let submission = parse_submission(bytes, state.options.verbose_errors)?;
+    principal.may_act_on(&submission.session_id)?;
+    if let Some(per_minute) = state.options.submits_per_minute {
+        let address = SessionAddress::root(&submission.session_id);
+        let wait = state
+            .store
+            .take_submit_token(&address, per_minute)
+            .await
+            .map_err(store_error)?;
+        if let Some(wait) = wait {
+            let retry_after = wait.as_secs_f64().ceil().max(1.0) as u64;
+            return Err(ApiError::new(
+                ErrorCode::RateLimited,
+                format!("more than {per_minute} submits a minute on this session"),
+            )
+            .with("retryAfter", retry_after));
+        }
+    }
+    submit_and_continue(state, submission).await
+}
+
+/// Deepest JSON nesting a request body may have.
+pub const MAX_JSON_DEPTH: usize = 64;
+
+/// Reads a request body under the guards every JSON route shares, before any parsing: a chunked
+/// body without a length is refused (411), a declared or actual length over `cap` is refused
+/// (413, `cause: request_body`) without reading it, and nesting deeper than [`MAX_JSON_DEPTH`]
+/// is refused (400).
+async fn bounded_body(
+    headers: &axum::http::HeaderMap,
+    body: axum::body::Body,
+    cap: usize,
+) -> Result<axum::body::Bytes, ApiError> {
     use axum::http::header::{CONTENT_LENGTH, TRANSFER_ENCODING};
-    let cap = state.submit_limits.request_body_cap();
     let declared = headers
         .get(CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
@@ -420,27 +784,87 @@ async fn submit(
                 ErrorCode::ValidationError,
                 "the request needs a Content-Length header",
             )
-            .with("cause", "length_required")
-            .into());
+            .with("cause", "length_required"));
         }
         Some(length) if length > cap => {
-            return Err(payload_too_large("request_body", cap, length).into());
+            return Err(payload_too_large("request_body", cap, length));
         }
         _ => {}
     }
     let bytes = axum::body::to_bytes(body, cap)
         .await
         .map_err(|_| payload_too_large("request_body", cap, cap + 1))?;
-    let submission = parse_submission(&bytes, state.verbose_errors)?;
-    let answer = submit_tool_result(
+    if json_depth(&bytes) > MAX_JSON_DEPTH {
+        return Err(ApiError::new(
+            ErrorCode::ValidationError,
+            format!("the body nests JSON deeper than {MAX_JSON_DEPTH} levels"),
+        )
+        .with("cause", "json_depth")
+        .with("limitDepth", MAX_JSON_DEPTH));
+    }
+    Ok(bytes)
+}
+
+/// The deepest nesting of arrays and objects in a JSON text (strings skipped), without parsing.
+fn json_depth(bytes: &[u8]) -> usize {
+    let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0, false, false);
+    for &byte in bytes {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
+}
+
+/// Stores a client's answer (see `baton_core::submit`); when the answer completes its batch and
+/// the server resumes by itself, also resumes the session and answers `new_run`. A resume that
+/// loses to another entry answers `consumed`: that entry drains the answer.
+pub async fn submit_and_continue(
+    state: &AppState,
+    submission: Submission,
+) -> Result<SubmitAnswer, ApiError> {
+    let session_id = submission.session_id.clone();
+    let mut answer = submit_tool_result(
         &state.store,
         &state.registry,
-        state.submit_limits,
+        state.options.submit_limits,
         submission,
-        state.verbose_errors,
+        state.options.verbose_errors,
     )
     .await?;
-    Ok(Json(answer))
+    if !state.options.resume_on_submit || answer.continuation != Continuation::CallerResumes {
+        return Ok(answer);
+    }
+    let request = ResumeRequest {
+        session_id,
+        mode: ResumeMode::Continue,
+        message: None,
+        abandon_pending: false,
+        checkpoint_id: None,
+    };
+    answer.continuation = match resume_session(state, request).await {
+        Ok(resumed) => Continuation::NewRun {
+            run_id: resumed.run_id,
+        },
+        Err(error) if error.code == ErrorCode::StateAlreadyRunning => Continuation::Consumed,
+        Err(error) => return Err(error),
+    };
+    Ok(answer)
 }
 
 #[derive(Debug, Deserialize)]
@@ -454,29 +878,99 @@ struct SessionQuery {
 
 async fn status(
     State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
     ApiQuery(query): ApiQuery<SessionQuery>,
 ) -> Result<Json<SessionState>, HttpError> {
-    Ok(Json(existing_session(&state, &query.session_id).await?))
+    principal.may_act_on(&query.session_id)?;
+    let mut session = existing_session(&state, &query.session_id).await?;
+    session.is_executing = Some(is_executing(&state, &session).await?);
+    Ok(Json(session))
 }
 
-async fn existing_session(state: &AppState, session_id: &str) -> Result<SessionState, ApiError> {
+/// Whether Temporal is running the workflow of the session's current run. A suspended or ended
+/// run has none; a run whose workflow is gone (or never started) is not executing.
+async fn is_executing(state: &AppState, session: &SessionState) -> Result<bool, ApiError> {
+    use temporalio_client::{WorkflowDescribeOptions, WorkflowExecutionStatus};
+    let Some(workflow_id) = session
+        .workflow_id
+        .as_ref()
+        .filter(|_| session.status == Status::Active)
+    else {
+        return Ok(false);
+    };
+    let handle = state
+        .temporal
+        .get_workflow_handle::<AgentRunWorkflow>(workflow_id.clone());
+    match handle.describe(WorkflowDescribeOptions::default()).await {
+        Ok(description) => Ok(description.status() == WorkflowExecutionStatus::Running),
+        Err(error) if error.to_string().to_lowercase().contains("not found") => Ok(false),
+        Err(error) => Err(ApiError::new(
+            ErrorCode::TemporalUnavailable,
+            format!("cannot ask Temporal about the run's workflow: {error}"),
+        )),
+    }
+}
+
+/// `GET /snapshot`: the session's log pinned to a stream position (see [`SnapshotResponse`]).
+async fn snapshot(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    ApiQuery(query): ApiQuery<SessionQuery>,
+) -> Result<Json<SnapshotResponse>, HttpError> {
+    principal.may_act_on(&query.session_id)?;
+    let address = checked_address(&query.session_id)?;
+    let snapshot = state.store.snapshot(&address).await.map_err(store_error)?;
+    Ok(Json(snapshot.ok_or_else(|| no_session(&query.session_id))?))
+}
+
+/// `GET /usage`: what the session has spent so far.
+async fn usage(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    ApiQuery(query): ApiQuery<SessionQuery>,
+) -> Result<Json<UsageResponse>, HttpError> {
+    principal.may_act_on(&query.session_id)?;
+    let address = checked_address(&query.session_id)?;
+    let rollup = state
+        .store
+        .usage_rollup(&address)
+        .await
+        .map_err(store_error)?
+        .ok_or_else(|| no_session(&query.session_id))?;
+    Ok(Json(UsageResponse {
+        session_id: query.session_id,
+        rollup,
+    }))
+}
+
+pub async fn existing_session(
+    state: &AppState,
+    session_id: &str,
+) -> Result<SessionState, ApiError> {
+    state
+        .store
+        .session(&checked_address(session_id)?)
+        .await
+        .map_err(store_error)?
+        .ok_or_else(|| no_session(session_id))
+}
+
+/// The address of a top-level session, if the id is well-formed.
+fn checked_address(session_id: &str) -> Result<SessionAddress, ApiError> {
     if !ids::is_valid_name(session_id) {
         return Err(ApiError::new(
             ErrorCode::ValidationError,
             "malformed sessionId",
         ));
     }
-    state
-        .store
-        .session(&SessionAddress::root(session_id))
-        .await
-        .map_err(store_error)?
-        .ok_or_else(|| {
-            ApiError::new(
-                ErrorCode::SessionNotFound,
-                format!("no session {session_id}"),
-            )
-        })
+    Ok(SessionAddress::root(session_id))
+}
+
+fn no_session(session_id: &str) -> ApiError {
+    ApiError::new(
+        ErrorCode::SessionNotFound,
+        format!("no session {session_id}"),
+    )
 }
 
 /// How long one blocking read of the stream waits before checking the session again.
@@ -484,18 +978,26 @@ const STREAM_POLL_MS: usize = 10_000;
 
 async fn sse(
     State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
     ApiQuery(query): ApiQuery<SessionQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, HttpError> {
+    principal.may_act_on(&query.session_id)?;
     let session = existing_session(&state, &query.session_id).await?;
     // A client that has seen everything of an ended session gets an empty stream at once.
     let finished = session.status.is_terminal() && session.last_sequence <= query.from_sequence;
-    let subscriber = state.store.subscriber().await.map_err(store_error)?;
     let address = SessionAddress::root(&query.session_id);
+    let feed = state
+        .streams
+        .subscribe(&state.store, &address)
+        .await
+        .map_err(store_error)?;
     let follow = Follow {
+        _counted: crate::metrics::FollowerGuard::new(&state.metrics.followers),
         state,
         address,
-        subscriber,
+        feed,
         after: query.from_sequence,
+        behind: true,
         finished,
     };
     let events = stream::unfold(follow, |mut follow| async move {
@@ -509,55 +1011,129 @@ async fn sse(
     Ok(Sse::new(events).keep_alive(KeepAlive::default()))
 }
 
-/// The position of one SSE subscriber in a session's stream.
+/// The position of one SSE follower in a session's stream.
 struct Follow {
+    _counted: crate::metrics::FollowerGuard,
     state: AppState,
     address: SessionAddress,
-    subscriber: store::Subscriber,
+    /// New chunks, from the session's shared feed.
+    feed: tokio::sync::broadcast::Receiver<crate::fanout::Batch>,
     after: u64,
+    /// Chunks after `after` may be in Redis only: read them there before taking the feed.
+    behind: bool,
     finished: bool,
 }
 
+/// Most chunks read from Redis at once when a follower catches up.
+const CATCH_UP_BATCH: usize = 512;
+
 impl Follow {
-    /// The next chunks as events; ends the stream after the `end` chunk, or when the session has
-    /// ended and nothing newer remains.
+    /// The next chunks as events; ends the stream after the `end` chunk, when the session has
+    /// ended and nothing newer remains, or with an error event (`TRUNCATED` when the chunks
+    /// after the position are no longer kept).
     async fn next_batch(&mut self) -> Vec<Result<Event, Infallible>> {
+        use tokio::sync::broadcast::error::RecvError;
         loop {
-            let chunks = match self
-                .subscriber
-                .next_chunks(&self.state.store, &self.address, self.after, STREAM_POLL_MS)
-                .await
-            {
-                Ok(chunks) => chunks,
-                Err(error) => {
-                    tracing::warn!(session = %self.address.session_id, %error, "stream read failed");
-                    self.finished = true;
-                    return vec![Ok(error_event(
-                        ErrorCode::StoreUnavailable,
-                        "reading the stream failed",
-                    ))];
+            if self.behind {
+                match self.catch_up().await {
+                    Ok(events) if events.is_empty() => self.behind = false,
+                    Ok(events) => return events,
+                    Err(event) => {
+                        self.finished = true;
+                        return vec![Ok(event)];
+                    }
                 }
-            };
-            if chunks.is_empty() {
-                match self.state.store.session(&self.address).await {
+            }
+            let wait = std::time::Duration::from_millis(STREAM_POLL_MS as u64);
+            match tokio::time::timeout(wait, self.feed.recv()).await {
+                Ok(Ok(batch)) => {
+                    let fresh: Vec<&StreamChunk> =
+                        batch.iter().filter(|c| c.sequence > self.after).collect();
+                    match fresh.first() {
+                        None => continue,
+                        // A gap: Redis has what the feed did not carry.
+                        Some(first) if first.sequence != self.after + 1 => self.behind = true,
+                        Some(_) => {
+                            let chunks = fresh.into_iter().cloned().collect();
+                            return self.events(chunks);
+                        }
+                    }
+                }
+                Ok(Err(RecvError::Lagged(_))) => self.behind = true,
+                Ok(Err(RecvError::Closed)) => {
+                    match self
+                        .state
+                        .streams
+                        .subscribe(&self.state.store, &self.address)
+                        .await
+                    {
+                        Ok(feed) => self.feed = feed,
+                        Err(error) => {
+                            tracing::warn!(%error, "re-subscribing to a stream failed");
+                            self.finished = true;
+                            return vec![Ok(error_event(
+                                ErrorCode::StoreUnavailable,
+                                "reading the stream failed",
+                            ))];
+                        }
+                    }
+                    self.behind = true;
+                }
+                Err(_) => match self.state.store.session(&self.address).await {
                     Ok(Some(session))
                         if session.status.is_terminal() && session.last_sequence <= self.after =>
                     {
                         self.finished = true;
                         return Vec::new();
                     }
-                    Ok(_) => continue,
-                    Err(error) => {
-                        tracing::warn!(%error, "status read failed while streaming");
-                        continue;
-                    }
-                }
+                    Ok(_) => {}
+                    Err(error) => tracing::warn!(%error, "status read failed while streaming"),
+                },
             }
-            return chunks
-                .into_iter()
-                .map(|chunk| Ok(self.event(chunk)))
-                .collect();
         }
+    }
+
+    /// Reads chunks after the position straight from Redis; an error event when they are gone.
+    async fn catch_up(&mut self) -> Result<Vec<Result<Event, Infallible>>, Event> {
+        let chunks = self
+            .state
+            .store
+            .chunks_after(&self.address, self.after, CATCH_UP_BATCH)
+            .await
+            .map_err(|error| {
+                tracing::warn!(session = %self.address.session_id, %error, "stream read failed");
+                error_event(ErrorCode::StoreUnavailable, "reading the stream failed")
+            })?;
+        if let Some(first) = chunks.first()
+            && first.sequence != self.after + 1
+        {
+            let floor = first.sequence - 1;
+            let body = ApiError::new(
+                ErrorCode::Truncated,
+                format!(
+                    "the stream no longer holds the chunks after {}; read the snapshot and \
+                     follow from its streamSequence",
+                    self.after
+                ),
+            )
+            .with("oldestRetainedSequence", floor);
+            return Err(Event::default()
+                .event("error")
+                .data(serde_json::to_string(&body).expect("an ApiError always serializes")));
+        }
+        Ok(self.events(chunks))
+    }
+
+    /// The chunks as events, up to and with the first `end` chunk.
+    fn events(&mut self, chunks: Vec<StreamChunk>) -> Vec<Result<Event, Infallible>> {
+        let mut events = Vec::with_capacity(chunks.len());
+        for chunk in chunks {
+            events.push(Ok(self.event(chunk)));
+            if self.finished {
+                break;
+            }
+        }
+        events
     }
 
     fn event(&mut self, chunk: StreamChunk) -> Event {
@@ -604,15 +1180,35 @@ fn store_error(error: store::Error) -> ApiError {
 /// `validation_error`.
 struct ApiJson<T>(T);
 
-impl<S: Send + Sync, T: serde::de::DeserializeOwned> FromRequest<S> for ApiJson<T> {
+impl<T: serde::de::DeserializeOwned> FromRequest<AppState> for ApiJson<T> {
     type Rejection = HttpError;
 
-    async fn from_request(request: axum::extract::Request, state: &S) -> Result<Self, HttpError> {
-        let Json(value) = Json::<T>::from_request(request, state)
-            .await
-            .map_err(|rejection| {
-                ApiError::new(ErrorCode::ValidationError, rejection.body_text())
-            })?;
+    /// The body guards of [`bounded_body`] (the same cap as submits), then the JSON.
+    async fn from_request(
+        request: axum::extract::Request,
+        state: &AppState,
+    ) -> Result<Self, HttpError> {
+        let (parts, body) = request.into_parts();
+        let json = parts
+            .headers
+            .get(axum::http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("application/json"));
+        if !json {
+            return Err(ApiError::new(
+                ErrorCode::ValidationError,
+                "expected a body with Content-Type: application/json",
+            )
+            .into());
+        }
+        let cap = state.options.submit_limits.request_body_cap();
+        let bytes = bounded_body(&parts.headers, body, cap).await?;
+        let value = serde_json::from_slice(&bytes).map_err(|error| {
+            ApiError::new(
+                ErrorCode::ValidationError,
+                format!("the body is not the expected JSON: {error}"),
+            )
+        })?;
         Ok(Self(value))
     }
 }
@@ -660,6 +1256,29 @@ impl IntoResponse for HttpError {
         } else {
             tracing::debug!(code = %self.0.code, error = %self.0.error, "request refused");
         }
-        (status, Json(self.0)).into_response()
+        let retry_after = self.0.details.get("retryAfter").map(|v| v.to_string());
+        let mut response = (status, Json(self.0)).into_response();
+        if let Some(value) = retry_after.and_then(|v| v.parse().ok()) {
+            response
+                .headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, value);
+        }
+        response
+    }
+}
+
+#[cfg(test)]
+mod body_tests {
+    use super::json_depth;
+
+    #[test]
+    fn depth_counts_nesting_outside_strings() {
+        assert_eq!(json_depth(br#"{"a":1}"#), 1);
+        assert_eq!(json_depth(br#"{"a":[{"b":[]}]}"#), 4);
+        assert_eq!(json_depth(br#"{"a":"[[[[{{{{"}"#), 1);
+        assert_eq!(json_depth(br#"{"a":"\"[[[["}"#), 1);
+        assert_eq!(json_depth(br#"{"a":"\\",[[]]}"#), 3);
+        assert_eq!(json_depth(b"42"), 0);
+        assert_eq!(json_depth(&[b'['; 100]), 100);
     }
 }

@@ -90,14 +90,9 @@ async fn run_steps(
             .map_err(|e| Failure::of_activity(&step, &e, ErrorCode::ModelFailed))?;
         match plan {
             StepPlan::Answered => {
-                ctx.execute_local_activity(
-                    AgentActivities::complete_run,
-                    step.clone(),
-                    commit_options(input),
-                )
-                .await
-                .map_err(|e| Failure::of_activity(&step, &e, ErrorCode::Internal))?;
-                return Ok(RunOutcome::Completed { steps: taken + 1 });
+                if complete(ctx, input, &step).await? {
+                    return Ok(RunOutcome::Completed { steps: taken + 1 });
+                }
             }
             StepPlan::Committed => {}
             StepPlan::Suspended(suspended) => {
@@ -106,6 +101,7 @@ async fn run_steps(
             StepPlan::RunTools {
                 tool_call_ids,
                 then_suspend,
+                then_finish,
             } => {
                 let calls = tool_call_ids.into_iter().map(|tool_call_id| {
                     ctx.execute_activity(
@@ -131,6 +127,12 @@ async fn run_steps(
                         .map_err(|e| Failure::of_activity(&step, &e, ErrorCode::Internal))?;
                     return suspend(ctx, input, &step, suspended).await;
                 }
+                if then_finish {
+                    if complete(ctx, input, &step).await? {
+                        return Ok(RunOutcome::Completed { steps: taken + 1 });
+                    }
+                    continue;
+                }
                 ctx.execute_local_activity(
                     AgentActivities::commit_step,
                     step.clone(),
@@ -149,6 +151,22 @@ async fn run_steps(
             input.max_steps
         ),
     })
+}
+
+/// Commits the final step; says whether the run completed (a step whose finishing tools all
+/// failed goes on to the next model call).
+async fn complete(
+    ctx: &mut WorkflowContext<AgentRunWorkflow>,
+    input: &RunInput,
+    step: &StepInput,
+) -> Result<bool, Failure> {
+    ctx.execute_local_activity(
+        AgentActivities::complete_run,
+        step.clone(),
+        commit_options(input),
+    )
+    .await
+    .map_err(|e| Failure::of_activity(step, &e, ErrorCode::Internal))
 }
 
 /// Ends a run that has suspended (its state is committed): leaves a deadline workflow behind when

@@ -5,12 +5,14 @@
 -- Applying twice changes nothing.
 -- KEYS: state, stream, messages, pending, pendingRun, answers, rootOwnership, rootCompleted,
 --       openDeadlines
--- ARGV: runId, nowMs, then toolCallId, toolMessage, toolEndBody, markerExpiryMs per call
+-- ARGV: runId, nowMs, waitMs (the calls' client-tool wait, added to the session's total), then
+--       toolCallId, toolMessage, toolEndBody, markerExpiryMs per call
 local refused = run_guard(ARGV[1])
 if refused then return {refused} end
 local state = redis.call('HMGET', state_key, 'suspension', 'resumeMessage')
 if not state[1] and not state[2] then return {'already_applied'} end
-for i = 3, #ARGV, 4 do
+redis.call('HINCRBY', state_key, 'clientToolWaitMs', ARGV[3])
+for i = 4, #ARGV, 4 do
   local id = ARGV[i]
   redis.call('RPUSH', KEYS[3], ARGV[i + 1])
   emit(ARGV[i + 2])

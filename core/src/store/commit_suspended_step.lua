@@ -21,8 +21,15 @@ if refused then
   return {refused}
 end
 local awaited = {}
-for i = 8, #ARGV, 4 do awaited[ARGV[i]] = true end
-local refusal, seq = append_staged_step(ARGV[1], ARGV[2], ARGV[3], ARGV[4], awaited)
+local pending = {}
+for i = 8, #ARGV, 4 do
+  awaited[ARGV[i]] = true
+  pending[#pending + 1] = ARGV[i + 1]
+end
+-- The checkpoint keeps what the step awaits, for a rewind to it.
+local extra = ',"suspendedAt":' .. ARGV[3] .. ',"suspension":' .. ARGV[5] .. ',"pending":['
+  .. table.concat(pending, ',') .. ']'
+local refusal, seq = append_staged_step(ARGV[1], ARGV[2], ARGV[3], ARGV[4], awaited, extra)
 if refusal then return refusal end
 for i = 8, #ARGV, 4 do
   redis.call('ZADD', KEYS[10], tonumber(ARGV[i + 3]), ARGV[i])

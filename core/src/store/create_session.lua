@@ -1,12 +1,12 @@
 -- KEYS: state, stream, messages, checkpoints
--- ARGV: agentType, runId, streamId, rootSessionId, nowMs, runStartBody, workflowId, message...
+-- ARGV: agentType, runId, streamId, rootSessionId, nowMs, runStartBody, workflowId, maxChunks
+--       (0: keep every chunk), message...
 if redis.call('EXISTS', state_key) == 1 then return {'session_exists'} end
 redis.call('HSET', state_key,
   'agentType', ARGV[1], 'runId', ARGV[2], 'streamId', ARGV[3], 'rootSessionId', ARGV[4],
   'status', 'active', 'stepCount', 0, 'lastSequence', 0, 'createdAt', ARGV[5], 'updatedAt', ARGV[5],
-  'workflowId', ARGV[7])
-for i = 8, #ARGV do redis.call('RPUSH', KEYS[3], ARGV[i]) end
+  'workflowId', ARGV[7], 'maxChunks', ARGV[8])
+for i = 9, #ARGV do redis.call('RPUSH', KEYS[3], ARGV[i]) end
 local seq = emit(ARGV[6])
-local count = redis.call('LLEN', KEYS[3])
-redis.call('RPUSH', KEYS[4], '{"id":0,"messageCount":' .. count .. ',"stepCount":0,"streamSequence":' .. seq .. '}')
+push_checkpoint(KEYS[4], redis.call('LLEN', KEYS[3]), 0, seq, '')
 return {'ok', seq}

@@ -3,9 +3,19 @@
 local state_key = KEYS[1]
 local stream_key = KEYS[2]
 
+-- A session keeps at most maxChunks chunks (0 or unset: all); the oldest are trimmed.
+local max_chunks = nil
 local function emit(body)
   local seq = redis.call('HINCRBY', state_key, 'lastSequence', 1)
-  redis.call('XADD', stream_key, seq .. '-0', 'c', '{"sequence":' .. seq .. ',' .. body)
+  local chunk = '{"sequence":' .. seq .. ',' .. body
+  if max_chunks == nil then
+    max_chunks = tonumber(redis.call('HGET', state_key, 'maxChunks') or '0') or 0
+  end
+  if max_chunks > 0 then
+    redis.call('XADD', stream_key, 'MAXLEN', max_chunks, seq .. '-0', 'c', chunk)
+  else
+    redis.call('XADD', stream_key, seq .. '-0', 'c', chunk)
+  end
   return seq
 end
 
@@ -29,11 +39,20 @@ local function step_guard(run_id, step)
   return nil
 end
 
+-- Appends a checkpoint record; its id is its index in the list, which only grows.
+local function push_checkpoint(key, message_count, step_count, seq, extra)
+  local id = redis.call('LLEN', key)
+  redis.call('RPUSH', key, '{"id":' .. id .. ',"messageCount":' .. message_count .. ',"stepCount":'
+    .. step_count .. ',"streamSequence":' .. seq .. (extra or '') .. '}')
+  return id
+end
+
 -- Appends a staged step to the log (KEYS[3] staged, KEYS[4] messages, KEYS[5] checkpoints,
 -- KEYS[6] usage): the assistant message, the results of its calls in call order except the
 -- awaited ones (a set of ids), the usage record, the step count, step_end and a checkpoint; then
--- drops the step's staged fields. Returns nil and step_end's sequence, or a refusal reply.
-local function append_staged_step(run_id, step_text, now, step_end_body, awaited)
+-- drops the step's staged fields. `checkpoint_extra` ('' or ',"field":…') goes into the
+-- checkpoint record. Returns nil and step_end's sequence, or a refusal reply.
+local function append_staged_step(run_id, step_text, now, step_end_body, awaited, checkpoint_extra)
   local step = tonumber(step_text)
   local committed = tonumber(redis.call('HGET', state_key, 'stepCount'))
   if committed >= step then return {'already_committed'} end
@@ -58,8 +77,7 @@ local function append_staged_step(run_id, step_text, now, step_end_body, awaited
   redis.call('RPUSH', KEYS[6], redis.call('HGET', KEYS[3], 'usage:' .. prefix))
   redis.call('HSET', state_key, 'stepCount', step, 'updatedAt', now)
   local seq = emit(step_end_body)
-  local count = redis.call('LLEN', KEYS[4])
-  redis.call('RPUSH', KEYS[5], '{"id":' .. step .. ',"messageCount":' .. count .. ',"stepCount":' .. step .. ',"streamSequence":' .. seq .. '}')
+  push_checkpoint(KEYS[5], redis.call('LLEN', KEYS[4]), step, seq, checkpoint_extra)
   redis.call('HDEL', KEYS[3], unpack(fields))
   return nil, seq
 end

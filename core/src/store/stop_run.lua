@@ -12,6 +12,7 @@ end
 redis.call('HSET', state_key, 'stop', ARGV[3], 'updatedAt', ARGV[2])
 if ARGV[1] == 'abort' then
   redis.call('HSET', state_key, 'status', 'failed', 'error', ARGV[4])
+  redis.call('HINCRBY', state_key, 'aborts', 1)
 else
   redis.call('HSET', state_key, 'status', 'interrupted')
 end

@@ -202,13 +202,15 @@ async fn a_step_goes_from_staged_to_committed_once() {
                 id: 0,
                 message_count: 2,
                 step_count: 0,
-                stream_sequence: 1
+                stream_sequence: 1,
+                ..Default::default()
             },
             Checkpoint {
                 id: 1,
                 message_count: 4,
                 step_count: 1,
-                stream_sequence: 6
+                stream_sequence: 6,
+                ..Default::default()
             },
         ]
     );
@@ -439,6 +441,7 @@ async fn a_suspended_step_commits_server_results_and_records_pending_calls() {
         deadline_at: 1_000,
         completed_retention_ms: 86_400_000,
         approval_id: None,
+        awaited_since: 0,
     };
     let suspend =
         || store.commit_suspended_step(&address, "st1", "r1", 1, std::slice::from_ref(&pending));

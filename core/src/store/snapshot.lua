@@ -1,0 +1,21 @@
+-- Reads a session's snapshot in one step (it writes nothing): its status, stream id, step count
+-- and last sequence, its newest checkpoint, the messages up to that checkpoint (every message
+-- for an ended session, or one with no checkpoint) and the id of the stream's oldest retained
+-- entry.
+-- KEYS: state, stream, messages, checkpoints
+local fields = redis.call('HMGET', state_key, 'status', 'streamId', 'stepCount', 'lastSequence')
+if not fields[1] then return {'session_not_found'} end
+local checkpoint = redis.call('LINDEX', KEYS[4], -1)
+local ended = fields[1] == 'completed' or fields[1] == 'failed' or fields[1] == 'interrupted'
+local messages
+if ended or not checkpoint then
+  messages = redis.call('LRANGE', KEYS[3], 0, -1)
+else
+  local count = tonumber(cjson.decode(checkpoint).messageCount)
+  messages = count > 0 and redis.call('LRANGE', KEYS[3], 0, count - 1) or {}
+end
+local first = redis.call('XRANGE', KEYS[2], '-', '+', 'COUNT', 1)
+local reply = {'ok', fields[1], fields[2], fields[3], fields[4], checkpoint or '',
+  first[1] and first[1][1] or ''}
+for _, message in ipairs(messages) do reply[#reply + 1] = message end
+return reply

@@ -1,0 +1,122 @@
+//! What a session has spent: tokens per model, tool calls per tool, the time clients took to
+//! answer, and how many calls lapsed and runs were aborted. Derived on read from the usage records,
+//! the message log and two counters, so it never drifts from them.
+
+use crate::{Message, Usage, message::ToolOutcome, store::UsageRecord, tool::codes};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// A session's usage. Sessions have no sub-agents yet, so a session's rollup is its own.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UsageRollup {
+    /// Tokens of every model call.
+    #[serde(flatten)]
+    pub tokens: Usage,
+    pub models: BTreeMap<String, ModelUsage>,
+    /// Results in the log per tool (server and client tools alike).
+    pub tool_calls: BTreeMap<String, u64>,
+    /// Time from a suspension to each client answer (or lapsed deadline), summed.
+    pub client_tool_wait_ms: u64,
+    /// Client calls that got no answer before their deadline.
+    pub client_tool_timeouts: u64,
+    /// Runs ended by an abort.
+    pub aborts: u64,
+}
+
+/// One model's share.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelUsage {
+    #[serde(flatten)]
+    pub tokens: Usage,
+    pub calls: u64,
+}
+
+impl UsageRollup {
+    pub fn of(
+        records: &[UsageRecord],
+        messages: &[Message],
+        client_tool_wait_ms: u64,
+        aborts: u64,
+    ) -> Self {
+        let mut rollup = Self {
+            client_tool_wait_ms,
+            aborts,
+            ..Self::default()
+        };
+        for record in records {
+            rollup.tokens.add(&record.usage);
+            let model = rollup.models.entry(record.model.clone()).or_default();
+            model.tokens.add(&record.usage);
+            model.calls += 1;
+        }
+        for message in messages {
+            let Message::Tool(result) = message else {
+                continue;
+            };
+            *rollup
+                .tool_calls
+                .entry(result.tool_name.clone())
+                .or_default() += 1;
+            if matches!(&result.outcome, ToolOutcome::Error(e) if e.code == codes::CLIENT_TOOL_TIMEOUT)
+            {
+                rollup.client_tool_timeouts += 1;
+            }
+        }
+        rollup
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{ToolCall, ToolError};
+    use serde_json::json;
+
+    #[test]
+    fn a_rollup_sums_per_model_and_counts_per_tool() {
+        let record = |model: &str, input, output| UsageRecord {
+            run_id: "r".into(),
+            step: 1,
+            model: model.into(),
+            usage: Usage {
+                input_tokens: input,
+                output_tokens: output,
+                ..Usage::default()
+            },
+        };
+        let call = |id: &str, name: &str| ToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments: json!({}),
+        };
+        let messages = [
+            Message::user("go"),
+            Message::tool_result(&call("a", "add"), ToolOutcome::Result(json!(1))),
+            Message::tool_result(&call("b", "add"), ToolOutcome::Result(json!(2))),
+            Message::tool_result(
+                &call("c", "ask"),
+                ToolOutcome::Error(ToolError::new(codes::CLIENT_TOOL_TIMEOUT, "late")),
+            ),
+        ];
+        let rollup = UsageRollup::of(
+            &[record("m1", 10, 2), record("m2", 5, 1), record("m1", 1, 1)],
+            &messages,
+            1_500,
+            1,
+        );
+        assert_eq!(
+            serde_json::to_value(&rollup).unwrap(),
+            json!({
+                "inputTokens": 16, "outputTokens": 4,
+                "models": {
+                    "m1": {"inputTokens": 11, "outputTokens": 3, "calls": 2},
+                    "m2": {"inputTokens": 5, "outputTokens": 1, "calls": 1},
+                },
+                "toolCalls": {"add": 2, "ask": 1},
+                "clientToolWaitMs": 1500, "clientToolTimeouts": 1, "aborts": 1,
+            })
+        );
+    }
+}
