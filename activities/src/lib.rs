@@ -541,15 +541,27 @@ impl AgentActivities {
             }
             Ok::<_, store::Error>(())
         };
-        let (turn, streamed) = with_heartbeats(ctx, self.heartbeat_every, async {
+        let call = with_heartbeats(ctx, self.heartbeat_every, async {
             futures::join!(generate, stream_deltas)
-        })
-        .await;
+        });
+        // An interrupt or abort cancels the workflow; Temporal passes the cancellation on with
+        // the answer to a heartbeat. Dropping the call then closes the model's HTTP stream at
+        // once instead of letting it run to its end.
+        let (turn, streamed) = tokio::select! {
+            biased;
+            _ = ctx.cancelled() => {
+                tracing::info!(
+                    session = %address.session_id,
+                    run = %input.run_id,
+                    step = input.step,
+                    "model call cancelled"
+                );
+                return Err(ActivityError::cancelled());
+            }
+            outcome = call => outcome,
+        };
         streamed.map_err(store_error)?;
-        let turn = turn.map_err(|error| match error {
-            model::Error::Transient(message) => ActivityError::from(Transient(message)),
-            model::Error::Permanent(message) => failure(ErrorCode::ModelFailed, message),
-        })?;
+        let turn = turn.map_err(model_error)?;
 
         let staged = StagedTurn {
             message: Message::assistant(turn.text, turn.tool_calls),
@@ -915,7 +927,22 @@ fn failure(code: ErrorCode, message: impl Into<String>) -> ActivityError {
     )
 }
 
-/// A failure worth retrying (Redis trouble, a transient model error).
+/// A failed model call as an activity failure typed with its error code: retried (after the
+/// provider's `retry-after`, when it gave one) if the kind says so, final otherwise.
+fn model_error(error: model::Error) -> ActivityError {
+    let retryable = error.retryable();
+    ActivityError::application(
+        ApplicationFailure::builder(error.to_string())
+            .type_name(error.kind.code().as_str().to_owned())
+            .non_retryable(!retryable)
+            // Temporal does not retry at all after a zero delay; then the policy's backoff
+            // decides.
+            .maybe_next_retry_delay(error.retry_after.filter(|d| retryable && !d.is_zero()))
+            .build(),
+    )
+}
+
+/// A failure worth retrying (Redis trouble).
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 struct Transient(String);
@@ -929,5 +956,45 @@ fn store_error(error: store::Error) -> ActivityError {
         store::Error::SessionExists(_) | store::Error::Corrupt { .. } => {
             failure(ErrorCode::Internal, error.to_string())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use model::ErrorKind;
+
+    #[test]
+    fn model_errors_become_typed_failures_with_the_providers_delay() {
+        let application = |error: model::Error| match model_error(error) {
+            ActivityError::Application(failure) => failure,
+            other => panic!("not an application failure: {other:?}"),
+        };
+        let throttled = application(
+            model::Error::new(ErrorKind::RateLimited, "slow down")
+                .with_retry_after(Some(Duration::from_millis(343))),
+        );
+        assert_eq!(throttled.type_name(), Some("model_rate_limited"));
+        assert!(!throttled.is_non_retryable());
+        assert_eq!(
+            throttled.next_retry_delay(),
+            Some(Duration::from_millis(343))
+        );
+
+        let now = application(
+            model::Error::new(ErrorKind::Unavailable, "overloaded")
+                .with_retry_after(Some(Duration::ZERO)),
+        );
+        assert_eq!(now.type_name(), Some("model_unavailable"));
+        assert_eq!(now.next_retry_delay(), None);
+
+        let refused = application(
+            model::Error::new(ErrorKind::Authentication, "bad key")
+                .with_retry_after(Some(Duration::from_secs(5))),
+        );
+        assert_eq!(refused.type_name(), Some("model_auth_failed"));
+        assert!(refused.is_non_retryable());
+        assert_eq!(refused.next_retry_delay(), None);
+        assert_eq!(refused.to_string(), "authentication failed: bad key");
     }
 }

@@ -21,6 +21,17 @@
 //!   { text = "Hello {{result:ask_user}}" },
 //! ]
 //!
+//! # A real provider instead of a script (see `ModelConfig`); the key is read from the
+//! # environment variable the file names, by the binary, never from the file itself.
+//! # [agent.model]
+//! # kind = "openai"                     # or "anthropic"
+//! # model = "gpt-4o-mini"
+//! # base_url = "http://127.0.0.1:11434/v1"   # optional; default the hosted API
+//! # api_key_env = "OPENAI_API_KEY"      # optional; no key is sent without it
+//! # temperature = 0.2                   # optional
+//! # max_tokens = 1024                   # optional (Anthropic: default 4096)
+//! # timeout_secs = 60                   # optional; default 60
+//!
 //! [[agent.client_tool]]
 //! name = "ask_user"
 //! description = "Asks the user."
@@ -30,7 +41,7 @@
 //! ```
 
 use crate::{
-    Agent, ScriptedModel, ServerTool, ToolExecution, ToolSpec,
+    Agent, Model, ScriptedModel, ServerTool, ToolExecution, ToolSpec,
     agent::DefinitionError,
     message::ToolError,
     scripted::ScriptedTurn,
@@ -39,8 +50,102 @@ use crate::{
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::Value;
-use std::{collections::BTreeMap, sync::Arc, time::Duration};
+use std::{collections::BTreeMap, fmt, str::FromStr, sync::Arc, time::Duration};
 use toml::Spanned;
+
+/// A model provider Baton has an adapter for (in the `baton-models` crate).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum Provider {
+    /// OpenAI Chat Completions, or any server that speaks it (vLLM, Ollama, llama.cpp, LM Studio).
+    #[serde(rename = "openai")]
+    OpenAi,
+    /// Anthropic Messages.
+    #[serde(rename = "anthropic")]
+    Anthropic,
+}
+
+impl fmt::Display for Provider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::OpenAi => "openai",
+            Self::Anthropic => "anthropic",
+        })
+    }
+}
+
+/// A real model, described without building it: `core` knows no HTTP adapter, so whoever loads
+/// agents passes a [`ModelBuilder`] that makes the model from this description.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelConfig {
+    pub provider: Provider,
+    /// The provider's model name, e.g. `gpt-4o-mini` or `claude-sonnet-4-5`.
+    pub model: String,
+    /// Where the API is; `None` means the provider's hosted API.
+    pub base_url: Option<String>,
+    /// The NAME of the environment variable that holds the API key (the key itself is never in
+    /// a configuration). `None` sends no key, as local servers want.
+    pub api_key_env: Option<String>,
+    pub temperature: Option<f64>,
+    pub max_tokens: Option<u32>,
+    /// Bound on the wait for the response head and for each later read of the stream.
+    pub timeout: Option<Duration>,
+}
+
+impl ModelConfig {
+    pub fn new(provider: Provider, model: impl Into<String>) -> Self {
+        Self {
+            provider,
+            model: model.into(),
+            base_url: None,
+            api_key_env: None,
+            temperature: None,
+            max_tokens: None,
+            timeout: None,
+        }
+    }
+}
+
+/// `provider:model`, e.g. `openai:gpt-4o-mini` or `anthropic:claude-sonnet-4-5`, as a command
+/// line names a model.
+impl FromStr for ModelConfig {
+    type Err = String;
+
+    fn from_str(spec: &str) -> Result<Self, Self::Err> {
+        let (provider, model) = spec
+            .split_once(':')
+            .filter(|(_, model)| !model.is_empty())
+            .ok_or_else(|| format!("{spec:?} is not provider:model (e.g. openai:gpt-4o-mini)"))?;
+        let provider = match provider {
+            "openai" => Provider::OpenAi,
+            "anthropic" => Provider::Anthropic,
+            other => {
+                return Err(format!(
+                    "unknown model provider {other:?}; known: openai, anthropic"
+                ));
+            }
+        };
+        Ok(Self::new(provider, model))
+    }
+}
+
+/// Makes the model a [`ModelConfig`] describes. The binary provides it (it alone may read the
+/// API key from the environment); the error says what is wrong, for people.
+pub trait ModelBuilder {
+    fn build(&self, config: &ModelConfig) -> Result<Arc<dyn Model>, String>;
+}
+
+/// A [`ModelBuilder`] that has no provider: files with only scripted models load with it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ScriptedOnly;
+
+impl ModelBuilder for ScriptedOnly {
+    fn build(&self, config: &ModelConfig) -> Result<Arc<dyn Model>, String> {
+        Err(format!(
+            "model kind {:?} needs a model builder; this loader knows only scripted models",
+            config.provider.to_string()
+        ))
+    }
+}
 
 /// Server tools a configuration may reference, by name.
 pub type ToolCatalogue = BTreeMap<String, Arc<dyn ServerTool>>;
@@ -66,7 +171,7 @@ struct AgentEntry {
     name: Spanned<String>,
     #[serde(default)]
     system_prompt: String,
-    model: ModelEntry,
+    model: Spanned<ModelEntry>,
     max_steps: Option<u32>,
     client_tool_timeout_secs: Option<u64>,
     resume_on_deadline: Option<bool>,
@@ -84,7 +189,37 @@ struct AgentEntry {
 #[derive(Debug, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 enum ModelEntry {
-    Scripted { turns: Vec<ScriptedTurn> },
+    Scripted {
+        turns: Vec<ScriptedTurn>,
+    },
+    #[serde(rename = "openai")]
+    OpenAi(ProviderEntry),
+    Anthropic(ProviderEntry),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProviderEntry {
+    model: String,
+    base_url: Option<String>,
+    api_key_env: Option<String>,
+    temperature: Option<f64>,
+    max_tokens: Option<u32>,
+    timeout_secs: Option<u64>,
+}
+
+impl ProviderEntry {
+    fn into_config(self, provider: Provider) -> ModelConfig {
+        ModelConfig {
+            provider,
+            model: self.model,
+            base_url: self.base_url,
+            api_key_env: self.api_key_env,
+            temperature: self.temperature,
+            max_tokens: self.max_tokens,
+            timeout: self.timeout_secs.map(Duration::from_secs),
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -98,16 +233,25 @@ struct ClientToolEntry {
     timeout_secs: Option<u64>,
 }
 
-/// Parses an agents file. Every agent is checked as a Rust definition would be (names, schemas,
-/// tools), and the first problem is reported with its line.
+/// Parses an agents file whose models are all scripted (see [`agents_from_toml_with`]).
 pub fn agents_from_toml(text: &str, catalogue: &ToolCatalogue) -> Result<Vec<Agent>, ConfigError> {
+    agents_from_toml_with(text, catalogue, &ScriptedOnly)
+}
+
+/// Parses an agents file. Every agent is checked as a Rust definition would be (names, schemas,
+/// tools, its model built by `models`), and the first problem is reported with its line.
+pub fn agents_from_toml_with(
+    text: &str,
+    catalogue: &ToolCatalogue,
+    models: &dyn ModelBuilder,
+) -> Result<Vec<Agent>, ConfigError> {
     let file: File = toml::from_str(text).map_err(|e| ConfigError {
         line: e.span().map_or(1, |span| line_of(text, span.start)),
         reason: e.message().to_owned(),
     })?;
     file.agent
         .into_iter()
-        .map(|entry| build_agent(text, entry, catalogue))
+        .map(|entry| build_agent(text, entry, catalogue, models))
         .collect()
 }
 
@@ -115,16 +259,27 @@ fn build_agent(
     text: &str,
     entry: AgentEntry,
     catalogue: &ToolCatalogue,
+    models: &dyn ModelBuilder,
 ) -> Result<Agent, ConfigError> {
     let at = |spanned_start: usize, reason: String| ConfigError {
         line: line_of(text, spanned_start),
         reason,
     };
     let agent_line = entry.name.span().start;
-    let ModelEntry::Scripted { turns } = entry.model;
+    let model_line = entry.model.span().start;
+    let provider_model = |provider, fields: ProviderEntry| {
+        models
+            .build(&fields.into_config(provider))
+            .map_err(|reason| at(model_line, reason))
+    };
+    let model: Arc<dyn Model> = match entry.model.into_inner() {
+        ModelEntry::Scripted { turns } => Arc::new(ScriptedModel::new(turns)),
+        ModelEntry::OpenAi(fields) => provider_model(Provider::OpenAi, fields)?,
+        ModelEntry::Anthropic(fields) => provider_model(Provider::Anthropic, fields)?,
+    };
     let mut builder = Agent::builder(entry.name.get_ref().clone())
         .system_prompt(entry.system_prompt)
-        .model(ScriptedModel::new(turns));
+        .model(model);
     if let Some(max_steps) = entry.max_steps {
         builder = builder.max_steps(max_steps);
     }
@@ -387,5 +542,107 @@ timeout_secs = 10
             );
         }
         assert!(agents_from_toml("", &catalogue()).unwrap().is_empty());
+    }
+
+    /// Records what it was asked to build and answers with a scripted model named after it.
+    struct Recording(std::sync::Mutex<Vec<ModelConfig>>);
+
+    impl ModelBuilder for Recording {
+        fn build(&self, config: &ModelConfig) -> Result<Arc<dyn Model>, String> {
+            if config.model == "missing-key" {
+                return Err("the environment variable NOPE (api_key_env) is not set".into());
+            }
+            self.0.lock().unwrap().push(config.clone());
+            Ok(Arc::new(ScriptedModel::default()))
+        }
+    }
+
+    const PROVIDERS: &str = r#"
+[[agent]]
+name = "hosted"
+
+[agent.model]
+kind = "openai"
+model = "gpt-4o-mini"
+api_key_env = "OPENAI_API_KEY"
+temperature = 0.2
+max_tokens = 512
+timeout_secs = 30
+
+[[agent]]
+name = "claude"
+
+[agent.model]
+kind = "anthropic"
+model = "claude-sonnet-4-5"
+base_url = "http://127.0.0.1:9/"
+"#;
+
+    #[test]
+    fn provider_models_are_described_and_built_by_the_caller() {
+        let recording = Recording(Default::default());
+        let agents = agents_from_toml_with(PROVIDERS, &catalogue(), &recording).unwrap();
+        assert_eq!(agents.len(), 2);
+        let built = recording.0.into_inner().unwrap();
+        assert_eq!(
+            built,
+            [
+                ModelConfig {
+                    provider: Provider::OpenAi,
+                    model: "gpt-4o-mini".into(),
+                    base_url: None,
+                    api_key_env: Some("OPENAI_API_KEY".into()),
+                    temperature: Some(0.2),
+                    max_tokens: Some(512),
+                    timeout: Some(Duration::from_secs(30)),
+                },
+                ModelConfig {
+                    base_url: Some("http://127.0.0.1:9/".into()),
+                    ..ModelConfig::new(Provider::Anthropic, "claude-sonnet-4-5")
+                },
+            ]
+        );
+
+        let scripted_only = agents_from_toml(PROVIDERS, &catalogue()).unwrap_err();
+        assert_eq!(scripted_only.line, 5);
+        assert!(scripted_only.reason.contains("needs a model builder"));
+        let missing = agents_from_toml_with(
+            &PROVIDERS.replace("gpt-4o-mini", "missing-key"),
+            &catalogue(),
+            &Recording(Default::default()),
+        )
+        .unwrap_err();
+        assert_eq!(missing.line, 5);
+        assert!(missing.reason.contains("NOPE"));
+        let typo = agents_from_toml_with(
+            &PROVIDERS.replace("max_tokens", "max_token"),
+            &catalogue(),
+            &Recording(Default::default()),
+        )
+        .unwrap_err();
+        assert!(typo.reason.contains("unknown field `max_token`"), "{typo}");
+    }
+
+    #[test]
+    fn a_command_line_names_a_model_as_provider_colon_model() {
+        assert_eq!(
+            "openai:gpt-4o-mini".parse::<ModelConfig>(),
+            Ok(ModelConfig::new(Provider::OpenAi, "gpt-4o-mini"))
+        );
+        assert_eq!(
+            "anthropic:claude-3-5-haiku-latest"
+                .parse::<ModelConfig>()
+                .unwrap()
+                .provider,
+            Provider::Anthropic
+        );
+        assert!("gpt-4o".parse::<ModelConfig>().is_err());
+        assert!("openai:".parse::<ModelConfig>().is_err());
+        assert!(
+            "mistral:large"
+                .parse::<ModelConfig>()
+                .unwrap_err()
+                .contains("unknown model provider")
+        );
     }
 }

@@ -20,6 +20,19 @@ pub enum ErrorCode {
     MaxStepsExceeded,
     /// The model failed in a way that retrying will not fix.
     ModelFailed,
+    /// The model provider kept throttling the calls (HTTP 429) through every attempt.
+    ModelRateLimited,
+    /// The model provider was overloaded, failing or unreachable through every attempt.
+    ModelUnavailable,
+    /// The model provider refused the credentials (HTTP 401/403): a configuration problem.
+    ModelAuthFailed,
+    /// The conversation no longer fits the model's context window.
+    ModelContextLengthExceeded,
+    /// The model provider refused the request (HTTP 400/404/422, a spent quota).
+    ModelRequestRejected,
+    /// The model provider answered with something that is not its wire format, or with tool
+    /// arguments that are not JSON.
+    ModelBadResponse,
     /// A server tool's input did not match its schema.
     InvalidToolInput,
     /// A server tool returned an error.
@@ -102,6 +115,12 @@ impl ErrorCode {
             Self::SessionAlreadyExists => (409, G::AlreadyExists, false),
             Self::MaxStepsExceeded => (422, G::FailedPrecondition, false),
             Self::ModelFailed => (502, G::Aborted, false),
+            Self::ModelRateLimited => (429, G::ResourceExhausted, true),
+            Self::ModelUnavailable => (503, G::Unavailable, true),
+            Self::ModelAuthFailed => (502, G::FailedPrecondition, false),
+            Self::ModelContextLengthExceeded => (422, G::FailedPrecondition, false),
+            Self::ModelRequestRejected => (502, G::FailedPrecondition, false),
+            Self::ModelBadResponse => (502, G::Internal, false),
             Self::InvalidToolInput => (400, G::InvalidArgument, false),
             Self::ToolFailed => (500, G::Aborted, false),
             Self::ToolPanicked => (500, G::Aborted, false),
@@ -140,6 +159,12 @@ impl ErrorCode {
             Self::SessionAlreadyExists => "session_already_exists",
             Self::MaxStepsExceeded => "max_steps_exceeded",
             Self::ModelFailed => "model_failed",
+            Self::ModelRateLimited => "model_rate_limited",
+            Self::ModelUnavailable => "model_unavailable",
+            Self::ModelAuthFailed => "model_auth_failed",
+            Self::ModelContextLengthExceeded => "model_context_length_exceeded",
+            Self::ModelRequestRejected => "model_request_rejected",
+            Self::ModelBadResponse => "model_bad_response",
             Self::InvalidToolInput => "invalid_tool_input",
             Self::ToolFailed => "tool_failed",
             Self::ToolPanicked => "tool_panicked",
@@ -214,6 +239,12 @@ mod tests {
             ErrorCode::SessionAlreadyExists,
             ErrorCode::MaxStepsExceeded,
             ErrorCode::ModelFailed,
+            ErrorCode::ModelRateLimited,
+            ErrorCode::ModelUnavailable,
+            ErrorCode::ModelAuthFailed,
+            ErrorCode::ModelContextLengthExceeded,
+            ErrorCode::ModelRequestRejected,
+            ErrorCode::ModelBadResponse,
             ErrorCode::InvalidToolInput,
             ErrorCode::ToolFailed,
             ErrorCode::ToolPanicked,

@@ -102,7 +102,7 @@ impl Model for ScriptedModel {
             .filter(|m| matches!(m, Message::Assistant { .. }))
             .count();
         let turn = self.turns.get(index).ok_or_else(|| {
-            model::Error::Permanent(format!(
+            model::Error::permanent(format!(
                 "the script has {} turns and turn {} was asked for",
                 self.turns.len(),
                 index + 1
@@ -132,6 +132,7 @@ impl Model for ScriptedModel {
             usage: Usage {
                 input_tokens,
                 output_tokens: text.split_whitespace().count() as u64,
+                ..Usage::default()
             },
             text,
             tool_calls,
@@ -243,6 +244,8 @@ mod tests {
                 tx,
             )
             .await;
-        assert!(matches!(exhausted, Err(model::Error::Permanent(_))));
+        let exhausted = exhausted.unwrap_err();
+        assert_eq!(exhausted.kind, model::ErrorKind::Failed);
+        assert!(!exhausted.retryable());
     }
 }

@@ -83,6 +83,7 @@ mod tests {
             usage: Usage {
                 input_tokens: input,
                 output_tokens: output,
+                ..Usage::default()
             },
         };
         let call = |id: &str, name: &str| ToolCall {

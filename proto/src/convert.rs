@@ -371,8 +371,7 @@ impl From<UsageResponse> for v1::UsageResponse {
             .into_iter()
             .map(|(model, usage)| {
                 let usage = v1::ModelUsage {
-                    input_tokens: usage.tokens.input_tokens,
-                    output_tokens: usage.tokens.output_tokens,
+                    tokens: Some(usage.tokens.into()),
                     calls: usage.calls,
                 };
                 (model, usage)
@@ -381,8 +380,7 @@ impl From<UsageResponse> for v1::UsageResponse {
         Self {
             session_id: answer.session_id,
             rollup: Some(v1::UsageRollup {
-                input_tokens: rollup.tokens.input_tokens,
-                output_tokens: rollup.tokens.output_tokens,
+                tokens: Some(rollup.tokens.into()),
                 models,
                 tool_calls: rollup.tool_calls.into_iter().collect(),
                 client_tool_wait_ms: rollup.client_tool_wait_ms,
@@ -402,23 +400,19 @@ impl TryFrom<v1::UsageResponse> for UsageResponse {
             .models
             .into_iter()
             .map(|(model, usage)| {
+                let tokens = usage.tokens.ok_or(Error::MissingField("models.tokens"))?;
                 let usage = ModelUsage {
-                    tokens: Usage {
-                        input_tokens: usage.input_tokens,
-                        output_tokens: usage.output_tokens,
-                    },
+                    tokens: tokens.into(),
                     calls: usage.calls,
                 };
-                (model, usage)
+                Ok((model, usage))
             })
-            .collect();
+            .collect::<Result<_, Error>>()?;
+        let tokens = rollup.tokens.ok_or(Error::MissingField("rollup.tokens"))?;
         Ok(Self {
             session_id: answer.session_id,
             rollup: UsageRollup {
-                tokens: Usage {
-                    input_tokens: rollup.input_tokens,
-                    output_tokens: rollup.output_tokens,
-                },
+                tokens: tokens.into(),
                 models,
                 tool_calls: rollup.tool_calls.into_iter().collect(),
                 client_tool_wait_ms: rollup.client_tool_wait_ms,
@@ -426,6 +420,28 @@ impl TryFrom<v1::UsageResponse> for UsageResponse {
                 aborts: rollup.aborts,
             },
         })
+    }
+}
+
+impl From<Usage> for v1::TokenUsage {
+    fn from(usage: Usage) -> Self {
+        Self {
+            input_tokens: usage.input_tokens,
+            output_tokens: usage.output_tokens,
+            cache_read_input_tokens: usage.cache_read_input_tokens,
+            cache_creation_input_tokens: usage.cache_creation_input_tokens,
+        }
+    }
+}
+
+impl From<v1::TokenUsage> for Usage {
+    fn from(usage: v1::TokenUsage) -> Self {
+        Self {
+            input_tokens: usage.input_tokens,
+            output_tokens: usage.output_tokens,
+            cache_read_input_tokens: usage.cache_read_input_tokens,
+            cache_creation_input_tokens: usage.cache_creation_input_tokens,
+        }
     }
 }
 
@@ -598,6 +614,8 @@ mod tests {
         let tokens = |input_tokens, output_tokens| Usage {
             input_tokens,
             output_tokens,
+            cache_read_input_tokens: 5,
+            cache_creation_input_tokens: 0,
         };
         let usage = UsageResponse {
             session_id: "s".into(),
@@ -618,7 +636,9 @@ mod tests {
             },
         };
         let wire = v1::UsageResponse::from(usage.clone());
-        assert_eq!(wire.rollup.as_ref().unwrap().models["scripted"].calls, 2);
+        let wire_rollup = wire.rollup.as_ref().unwrap();
+        assert_eq!(wire_rollup.models["scripted"].calls, 2);
+        assert_eq!(wire_rollup.tokens.unwrap().cache_read_input_tokens, 5);
         assert_eq!(UsageResponse::try_from(wire).unwrap(), usage);
         let missing = v1::UsageResponse {
             session_id: "s".into(),

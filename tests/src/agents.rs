@@ -169,7 +169,10 @@ impl Model for FlakyModel {
         if !self.failed.swap(true, Ordering::SeqCst) {
             let _ = deltas.send("first ".to_owned());
             let _ = deltas.send("second ".to_owned());
-            return Err(model::Error::Transient("connection reset".to_owned()));
+            return Err(model::Error::new(
+                model::ErrorKind::Network,
+                "connection reset",
+            ));
         }
         self.script.generate(request, deltas).await
     }

@@ -1,8 +1,8 @@
-//! The demo agent: a scripted model (no API key, fully offline) with two server tools, a
-//! calculator and a clock.
+//! The demo agents: by default a scripted model (no API key, fully offline) with two server
+//! tools, a calculator and a clock; `batond --model` puts a real provider in the script's place.
 
 use baton_core::{
-    Agent, AgentRegistry, ScriptedModel,
+    Agent, AgentRegistry, Model, ScriptedModel,
     config::ToolCatalogue,
     tool::{ClientTool, tool},
 };
@@ -117,7 +117,7 @@ pub fn tool_catalogue() -> ToolCatalogue {
     ])
 }
 
-/// The demo agent, type `demo`.
+/// The demo agent, type `demo`, with its scripted model.
 pub fn demo_agent() -> Agent {
     let model = ScriptedModel::default()
         .call(
@@ -126,6 +126,11 @@ pub fn demo_agent() -> Agent {
         )
         .call("clock", json!({}))
         .answer("6 × 7 = {{result:calculator}}, and the time is {{result:clock}}.");
+    demo_agent_with(model)
+}
+
+/// The demo agent, type `demo`, answering with `model`.
+pub fn demo_agent_with(model: impl Model + 'static) -> Agent {
     Agent::builder("demo")
         .system_prompt("You are Baton's demo agent. Use the tools to answer.")
         .model(model)
@@ -153,7 +158,7 @@ pub struct Question {
 /// answered by whoever runs the session) while the calculator works; step 2 asks to approve a
 /// "send_postcard" call (a server tool gated by approval); step 3 answers with all of it.
 pub fn demo_hitl_agent() -> Agent {
-    let model = ScriptedModel::default()
+    let script = ScriptedModel::default()
         .call_all(&[
             (
                 "ask_user",
@@ -169,6 +174,11 @@ pub fn demo_hitl_agent() -> Agent {
             "You said {{result:ask_user}}, 40 + 2 = {{result:calculator}}, \
              and the postcard: {{result:send_postcard}}.",
         );
+    demo_hitl_agent_with(script)
+}
+
+/// The human-in-the-loop demo agent, type `demo_hitl`, answering with `model`.
+pub fn demo_hitl_agent_with(model: impl Model + 'static) -> Agent {
     let ask_user = ClientTool::new(
         "ask_user",
         "Asks the user a question; the answer is their reply as text.",

@@ -3,8 +3,12 @@
 
 use anyhow::Context;
 use baton_activities::io::ActivityPolicy;
-use baton_core::{AgentRegistry, config::agents_from_toml};
-use baton_core::{Store, submit::SubmitLimits};
+use baton_core::{
+    AgentRegistry, Model, Store,
+    config::{ModelBuilder, ModelConfig, agents_from_toml_with},
+    submit::SubmitLimits,
+};
+use baton_models::ProviderModels;
 use baton_worker::auth::{Auth, BuiltinAuth};
 use baton_worker::{
     AppState, ServerOptions, TemporalSettings, WorkerSettings, connect_temporal, demo, run_worker,
@@ -121,6 +125,23 @@ struct Cli {
     /// Address the gRPC service listens on beside HTTP (server and dev); off when not given.
     #[arg(long, env = "BATON_GRPC_LISTEN", global = true)]
     grpc_listen: Option<SocketAddr>,
+    /// Run the demo agents on a real model instead of their script: `provider:model`, e.g.
+    /// `openai:gpt-4o-mini` or `anthropic:claude-sonnet-4-5`.
+    #[arg(long, env = "BATON_MODEL", global = true)]
+    model: Option<ModelConfig>,
+    /// Base URL of the `--model` API, e.g. `http://127.0.0.1:11434/v1` for a local Ollama;
+    /// default the provider's hosted API.
+    #[arg(long, env = "BATON_MODEL_BASE_URL", global = true, requires = "model")]
+    model_base_url: Option<String>,
+    /// NAME of the environment variable holding the `--model` API key. Default for the hosted
+    /// APIs: OPENAI_API_KEY or ANTHROPIC_API_KEY; with --model-base-url: none (no key sent).
+    #[arg(
+        long,
+        env = "BATON_MODEL_API_KEY_ENV",
+        global = true,
+        requires = "model"
+    )]
+    model_api_key_env: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -191,7 +212,7 @@ async fn run() -> anyhow::Result<()> {
         namespace: cli.namespace.clone(),
     })
     .await?;
-    let registry = registry(cli.agents.as_deref())?;
+    let registry = registry(&cli)?;
 
     let server = match cli.role {
         Role::Server | Role::Dev => {
@@ -267,19 +288,47 @@ async fn run() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The built-in agents, plus those of the agents file if one is given. A bad file stops the
-/// start with its line and reason.
-fn registry(agents_file: Option<&std::path::Path>) -> anyhow::Result<AgentRegistry> {
-    let mut agents = vec![demo::demo_agent(), demo::demo_hitl_agent()];
-    if let Some(path) = agents_file {
+/// The built-in agents (on `--model` if given), plus those of the agents file if one is given.
+/// A bad file, or a model whose key variable is not set, stops the start with the reason.
+fn registry(cli: &Cli) -> anyhow::Result<AgentRegistry> {
+    // The only place API keys are read: from the variables the configuration names.
+    let models = ProviderModels::new(|name| std::env::var(name).ok());
+    let mut agents = match demo_model(cli) {
+        None => vec![demo::demo_agent(), demo::demo_hitl_agent()],
+        Some(config) => {
+            let model: std::sync::Arc<dyn Model> = models
+                .build(&config)
+                .map_err(|e| anyhow::anyhow!("--model: {e}"))?;
+            tracing::info!(provider = %config.provider, model = %config.model, "demo agents use a real model");
+            vec![
+                demo::demo_agent_with(model.clone()),
+                demo::demo_hitl_agent_with(model),
+            ]
+        }
+    };
+    if let Some(path) = &cli.agents {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read the agents file {}", path.display()))?;
-        let declared = agents_from_toml(&text, &demo::tool_catalogue())
+        let declared = agents_from_toml_with(&text, &demo::tool_catalogue(), &models)
             .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
         tracing::info!(count = declared.len(), file = %path.display(), "agents loaded");
         agents.extend(declared);
     }
     AgentRegistry::new(agents).map_err(|e| anyhow::anyhow!("agents: {e}"))
+}
+
+/// The `--model` configuration, with the conventional key variable of a hosted API.
+fn demo_model(cli: &Cli) -> Option<ModelConfig> {
+    let mut config = cli.model.clone()?;
+    config.base_url = cli.model_base_url.clone();
+    config.api_key_env = cli.model_api_key_env.clone().or_else(|| {
+        let hosted = config.base_url.is_none();
+        hosted.then(|| match config.provider {
+            baton_core::config::Provider::OpenAi => "OPENAI_API_KEY".to_owned(),
+            baton_core::config::Provider::Anthropic => "ANTHROPIC_API_KEY".to_owned(),
+        })
+    });
+    Some(config)
 }
 
 async fn stop_on_signal(shutdown: CancellationToken) {

@@ -24,6 +24,7 @@ fn turn(run_id: &str, step: u32, text: &str, calls: Vec<ToolCall>) -> StagedTurn
             usage: Usage {
                 input_tokens: 10,
                 output_tokens: step as u64,
+                ..Usage::default()
             },
         },
     }
@@ -290,6 +291,7 @@ async fn completion_and_failure_are_terminal_and_guarded() {
             usage: Usage {
                 input_tokens: 10,
                 output_tokens: 1,
+                ..Usage::default()
             },
         }),
     };
