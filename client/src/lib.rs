@@ -75,6 +75,7 @@ impl HttpClient {
             .json(&StartRequest {
                 agent: agent.to_owned(),
                 message: message.to_owned(),
+                session_id: None,
             })
             .send()
             .await?;
