@@ -373,8 +373,18 @@ impl AgentActivities {
         } else {
             self.finishing_output(&input, tool_calls).await?
         };
-        let mut usage = self.store.usage_total(address).await.map_err(store_error)?;
-        usage.add(&staged.usage.usage);
+        // The rollup as of this step: the step's model call and tool results are not in the
+        // log yet.
+        let mut usage = self
+            .store
+            .usage_rollup(address)
+            .await
+            .map_err(store_error)?
+            .unwrap_or_default();
+        usage.add_model_call(&staged.usage);
+        for call in tool_calls {
+            usage.add_tool_call(&call.name);
+        }
         let completion = output.map(|output| Completion {
             output,
             usage: usage.clone(),
@@ -399,8 +409,8 @@ impl AgentActivities {
             session = %address.session_id,
             run = %input.run_id,
             steps = input.step,
-            input_tokens = usage.input_tokens,
-            output_tokens = usage.output_tokens,
+            input_tokens = usage.tokens.input_tokens,
+            output_tokens = usage.tokens.output_tokens,
             "run completed"
         );
         Ok(true)
@@ -453,16 +463,17 @@ impl AgentActivities {
         // The failing step's model call counts too, though its turn never reaches the log.
         let mut usage = self
             .store
-            .usage_total(&step.address)
+            .usage_rollup(&step.address)
             .await
-            .map_err(store_error)?;
+            .map_err(store_error)?
+            .unwrap_or_default();
         if let Some(staged) = self
             .store
             .staged_turn(&step.address, &step.run_id, step.step)
             .await
             .map_err(store_error)?
         {
-            usage.add(&staged.usage.usage);
+            usage.add_model_call(&staged.usage);
         }
         self.store
             .fail_run(

@@ -98,6 +98,7 @@ impl Client for GrpcClient {
         let request = StartRequest {
             agent: agent.to_owned(),
             message: message.to_owned(),
+            session_id: None,
         };
         let answer = self
             .service()

@@ -81,6 +81,7 @@ impl Client for HttpClient {
         let request = StartRequest {
             agent: agent.to_owned(),
             message: message.to_owned(),
+            session_id: None,
         };
         self.post("start", &request).await
     }

@@ -466,8 +466,8 @@ impl Printer {
                     out,
                     "✓ completed: {} ({} tokens in, {} out)",
                     output.as_deref().unwrap_or(""),
-                    usage.input_tokens,
-                    usage.output_tokens
+                    usage.tokens.input_tokens,
+                    usage.tokens.output_tokens
                 ),
                 EndStatus::Failed => match error {
                     Some(error) => writeln!(out, "✗ failed: {} ({})", error.message, error.code),

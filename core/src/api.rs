@@ -10,6 +10,10 @@ pub struct StartRequest {
     pub agent: String,
     /// The first user message.
     pub message: String,
+    /// A session id of the caller's choosing: refused unless the server allows operators to
+    /// choose (`--allow-client-session-ids`); otherwise the server makes one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
 }
 
 /// Answer of `POST /start`.

@@ -107,7 +107,8 @@ pub enum ChunkKind {
         output: Option<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<RunError>,
-        usage: crate::model::Usage,
+        /// What the session has spent (its rollup as of this end; the tokens at the top).
+        usage: crate::usage::UsageRollup,
     },
 }
 

@@ -260,7 +260,7 @@ pub struct StepCommit<'a> {
 #[derive(Debug, Clone)]
 pub struct Completion {
     pub output: String,
-    pub usage: Usage,
+    pub usage: crate::usage::UsageRollup,
 }
 
 /// A staged assistant turn, as the model step leaves it for the tools and the commit.
@@ -1330,7 +1330,12 @@ impl Store {
             },
             output: None,
             error: (kind == StopKind::Abort).then(|| error.clone()),
-            usage: self.usage_total(address).await?,
+            usage: {
+                let mut rollup = self.usage_rollup(address).await?.unwrap_or_default();
+                // The stop's own abort is counted by the script that writes this chunk.
+                rollup.aborts += u64::from(kind == StopKind::Abort);
+                rollup
+            },
         };
         let reply: Vec<RedisValue> = STOP_RUN
             .key(self.key(address, "state"))
@@ -1383,7 +1388,7 @@ impl Store {
         stream_id: &str,
         run_id: &str,
         error: &RunError,
-        usage: Usage,
+        usage: crate::usage::UsageRollup,
     ) -> Result<Written, Error> {
         let end = encode_unsequenced(
             &self.header(address, stream_id, run_id),

@@ -34,6 +34,19 @@ pub struct ModelUsage {
 }
 
 impl UsageRollup {
+    /// Adds one model call.
+    pub fn add_model_call(&mut self, record: &UsageRecord) {
+        self.tokens.add(&record.usage);
+        let model = self.models.entry(record.model.clone()).or_default();
+        model.tokens.add(&record.usage);
+        model.calls += 1;
+    }
+
+    /// Adds one tool result.
+    pub fn add_tool_call(&mut self, tool_name: &str) {
+        *self.tool_calls.entry(tool_name.to_owned()).or_default() += 1;
+    }
+
     pub fn of(
         records: &[UsageRecord],
         messages: &[Message],
@@ -46,19 +59,13 @@ impl UsageRollup {
             ..Self::default()
         };
         for record in records {
-            rollup.tokens.add(&record.usage);
-            let model = rollup.models.entry(record.model.clone()).or_default();
-            model.tokens.add(&record.usage);
-            model.calls += 1;
+            rollup.add_model_call(record);
         }
         for message in messages {
             let Message::Tool(result) = message else {
                 continue;
             };
-            *rollup
-                .tool_calls
-                .entry(result.tool_name.clone())
-                .or_default() += 1;
+            rollup.add_tool_call(&result.tool_name);
             if matches!(&result.outcome, ToolOutcome::Error(e) if e.code == codes::CLIENT_TOOL_TIMEOUT)
             {
                 rollup.client_tool_timeouts += 1;

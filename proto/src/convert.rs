@@ -79,6 +79,7 @@ impl From<StartRequest> for v1::StartRequest {
         Self {
             agent: request.agent,
             message: request.message,
+            session_id: request.session_id,
         }
     }
 }
@@ -88,6 +89,7 @@ impl From<v1::StartRequest> for StartRequest {
         Self {
             agent: request.agent,
             message: request.message,
+            session_id: request.session_id,
         }
     }
 }

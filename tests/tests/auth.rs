@@ -7,7 +7,7 @@ use axum::{
 };
 use baton_client::Client as _;
 use baton_client::HttpClient;
-use baton_core::{ErrorCode, store::Status};
+use baton_core::{ApiError, ErrorCode, store::Status};
 use baton_tests::{Harness, WAIT_LIMIT, agents, api_error};
 use baton_worker::{
     ServerOptions,
@@ -138,4 +138,34 @@ async fn a_session_token_acts_on_its_own_session_only() {
         .send_message(&mine.session_id, "again", false)
         .await
         .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operators_may_name_sessions_only_where_the_server_allows_it() {
+    let options = ServerOptions {
+        allow_client_session_ids: true,
+        ..with_keys()
+    };
+    let harness = Harness::start_with(agents::registry(), options).await;
+    let chosen = baton_tests::unique("chosen");
+    let start = |bearer: &str| {
+        reqwest::Client::new()
+            .post(format!("http://{}/start", harness.address))
+            .bearer_auth(bearer)
+            .json(&serde_json::json!({"agent": "chatter", "message": "hi", "sessionId": chosen}))
+            .send()
+    };
+    let started: baton_core::api::StartResponse = start(KEY).await.unwrap().json().await.unwrap();
+    assert_eq!(started.session_id, chosen);
+    let token = started.token.unwrap();
+    let holder = HttpClient::with_bearer(format!("http://{}", harness.address), &token).unwrap();
+    assert_eq!(holder.status(&chosen).await.unwrap().session_id, chosen);
+
+    let again = start(KEY).await.unwrap();
+    assert_eq!(again.status(), StatusCode::CONFLICT);
+    let error: ApiError = again.json().await.unwrap();
+    assert_eq!(error.code, ErrorCode::SessionAlreadyExists);
+    // A session token cannot start sessions at all.
+    let refused = start(&token).await.unwrap();
+    assert_eq!(refused.status(), StatusCode::FORBIDDEN);
 }

@@ -131,7 +131,7 @@ fn end(chunks: &[StreamChunk]) -> (&EndStatus, Option<&str>, Option<ErrorCode>, 
             status,
             output.as_deref(),
             error.as_ref().map(|e| e.code),
-            usage,
+            &usage.tokens,
         ),
         other => panic!("the last chunk is not the end: {other:?}"),
     }

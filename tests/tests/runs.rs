@@ -185,7 +185,15 @@ async fn a_two_step_session_completes_with_the_exact_log_and_stream() {
     let ChunkKind::End { usage, .. } = &chunks.last().unwrap().kind else {
         unreachable!()
     };
-    assert_eq!(*usage, harness.store.usage_total(&address).await.unwrap());
+    assert_eq!(
+        usage.tokens,
+        harness.store.usage_total(&address).await.unwrap()
+    );
+    // The end chunk carries the session's rollup, as `/usage` gives it.
+    assert_eq!(
+        *usage,
+        harness.store.usage_rollup(&address).await.unwrap().unwrap()
+    );
 
     // `add` ran as activities of its own; `upper` (inline) inside the model step.
     assert_eq!(

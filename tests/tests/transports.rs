@@ -11,6 +11,10 @@ use baton_core::{
     store::{Continuation, Status},
     submit::{INVALID_SUBMIT_MESSAGE, SubmitAnswer, SubmitStatus},
 };
+use baton_proto::{
+    convert::api_error_from_status,
+    v1::{self, baton_client::BatonClient},
+};
 use baton_tests::{Harness, SUBMIT_LIMIT_BYTES, WAIT_LIMIT, agents, api_error, chunks_through};
 use baton_worker::{
     ServerOptions,
@@ -657,4 +661,45 @@ async fn a_trimmed_stream_answers_truncated_on_both_transports() {
         );
         assert_eq!(kept.last().unwrap().kind.name(), "end", "over {name}");
     }
+}
+
+/// A raw `Start` (the `Client` trait has no session id of the caller's choosing) naming `chosen`.
+async fn raw_start(harness: &Harness, chosen: &str) -> Result<v1::StartResponse, tonic::Status> {
+    let mut service = BatonClient::connect(format!("http://{}", harness.grpc_address))
+        .await
+        .unwrap();
+    let request = v1::StartRequest {
+        agent: "chatter".into(),
+        message: "hi".into(),
+        session_id: Some(chosen.into()),
+    };
+    service
+        .start(request)
+        .await
+        .map(|answer| answer.into_inner())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_chosen_session_id_over_grpc_is_refused_unless_allowed() {
+    let closed = Harness::server_only(agents::registry()).await;
+    let refused = raw_start(&closed, "mychosenid").await.unwrap_err();
+    assert_eq!(refused.code(), tonic::Code::InvalidArgument);
+    assert_eq!(
+        api_error_from_status(&refused),
+        Some(ApiError::new(
+            ErrorCode::ValidationError,
+            "sessionId is chosen by the server; this server does not take one from clients",
+        ))
+    );
+    closed.assert_nothing_written().await;
+
+    let options = ServerOptions {
+        allow_client_session_ids: true,
+        ..baton_tests::open_options()
+    };
+    let open = Harness::start_with(agents::registry(), options).await;
+    let started = raw_start(&open, "mychosenid").await.unwrap();
+    assert_eq!(started.session_id, "mychosenid");
+    let state = open.grpc_client.status("mychosenid").await.unwrap();
+    assert_eq!(state.session_id, "mychosenid");
 }

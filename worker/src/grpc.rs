@@ -7,8 +7,8 @@
 use crate::{
     auth::{Auth, Principal},
     server::{
-        AppState, Follow, MAX_MESSAGE_BYTES, checked_json_depth, checked_submit, resume_session,
-        session_snapshot, session_status, session_usage, start_session, stop_session,
+        AppState, Follow, MAX_MESSAGE_BYTES, checked_json_depth, checked_start, checked_submit,
+        resume_session, session_snapshot, session_status, session_usage, stop_session,
     },
 };
 use baton_core::{
@@ -146,8 +146,7 @@ impl baton_server::Baton for GrpcService {
             .must_be_operator()
             .map_err(refused)?;
         let request = StartRequest::from(request.into_inner());
-        let mut started = start_session(&self.state, request).await.map_err(refused)?;
-        started.token = self.state.options.auth.token_for(&started.session_id);
+        let started = checked_start(&self.state, request).await.map_err(refused)?;
         Ok(Response::new(started.into()))
     }
 

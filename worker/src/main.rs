@@ -108,6 +108,9 @@ struct Cli {
         global = true
     )]
     stream_max_chunks: u64,
+    /// Let operators name the sessions they start (`sessionId` in `/start`).
+    #[arg(long, env = "BATON_ALLOW_CLIENT_SESSION_IDS", global = true)]
+    allow_client_session_ids: bool,
     /// Serve the HTTP API without authentication (loopback demos, private networks only).
     #[arg(long, env = "BATON_ALLOW_UNAUTHENTICATED", global = true)]
     allow_unauthenticated: bool,
@@ -234,6 +237,7 @@ async fn run() -> anyhow::Result<()> {
                     submits_per_minute: (cli.submits_per_minute > 0)
                         .then_some(cli.submits_per_minute),
                     stream_max_chunks: cli.stream_max_chunks,
+                    allow_client_session_ids: cli.allow_client_session_ids,
                 },
             };
             let grpc = match cli.grpc_listen {

@@ -67,6 +67,9 @@ pub struct ServerOptions {
     pub auth: Auth,
     /// Submits per minute and session (a token bucket in Redis); `None` is unlimited.
     pub submits_per_minute: Option<u32>,
+    /// Operators may name the session `/start` creates (`sessionId`); otherwise ids are the
+    /// server's own.
+    pub allow_client_session_ids: bool,
     /// Chunks a session's stream keeps (the oldest are trimmed); 0 keeps all. Apply it to the
     /// store with [`Store::with_stream_max_chunks`] (`AppState` users do).
     pub stream_max_chunks: u64,
@@ -81,6 +84,7 @@ impl Default for ServerOptions {
             auth: Auth::Unset,
             submits_per_minute: Some(DEFAULT_SUBMITS_PER_MINUTE),
             stream_max_chunks: DEFAULT_STREAM_MAX_CHUNKS,
+            allow_client_session_ids: false,
         }
     }
 }
@@ -224,7 +228,13 @@ pub async fn start_session(
     })?;
     let user_message = checked_message(request.message)?;
 
-    let session_id = ids::new_session_id();
+    let session_id = match request.session_id {
+        Some(chosen) => {
+            checked_address(&chosen)?;
+            chosen
+        }
+        None => ids::new_session_id(),
+    };
     let run_id = ids::new_run_id();
     let stream_id = ids::new_session_id();
     let address = SessionAddress::root(&session_id);
@@ -707,9 +717,24 @@ async fn start(
     ApiJson(request): ApiJson<StartRequest>,
 ) -> Result<Json<StartResponse>, HttpError> {
     principal.must_be_operator()?;
-    let mut started = start_session(&state, request).await?;
+    Ok(Json(checked_start(&state, request).await?))
+}
+
+/// An operator's start: a client-chosen session id only where the server allows it, then the
+/// session, and with built-in auth the new session's token. Both transports call it.
+pub async fn checked_start(
+    state: &AppState,
+    request: StartRequest,
+) -> Result<StartResponse, ApiError> {
+    if request.session_id.is_some() && !state.options.allow_client_session_ids {
+        return Err(ApiError::new(
+            ErrorCode::ValidationError,
+            "sessionId is chosen by the server; this server does not take one from clients",
+        ));
+    }
+    let mut started = start_session(state, request).await?;
     started.token = state.options.auth.token_for(&started.session_id);
-    Ok(Json(started))
+    Ok(started)
 }
 
 /// `POST /submit-tool-result`: the body is bounded before it is read (411 without a length when

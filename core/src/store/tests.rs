@@ -288,10 +288,13 @@ async fn completion_and_failure_are_terminal_and_guarded() {
         step: 1,
         completion: Some(Completion {
             output: "done".into(),
-            usage: Usage {
-                input_tokens: 10,
-                output_tokens: 1,
-                ..Usage::default()
+            usage: crate::usage::UsageRollup {
+                tokens: Usage {
+                    input_tokens: 10,
+                    output_tokens: 1,
+                    ..Usage::default()
+                },
+                ..Default::default()
             },
         }),
     };
@@ -320,7 +323,7 @@ async fn completion_and_failure_are_terminal_and_guarded() {
     };
     assert_eq!(
         store
-            .fail_run(&address, "st1", "r1", &error, Usage::default())
+            .fail_run(&address, "st1", "r1", &error, Default::default())
             .await
             .unwrap(),
         Written::AlreadyDone
@@ -336,7 +339,7 @@ async fn completion_and_failure_are_terminal_and_guarded() {
         } => {
             assert_eq!(*status, EndStatus::Completed);
             assert_eq!(output.as_deref(), Some("done"));
-            assert_eq!(usage.output_tokens, 1);
+            assert_eq!(usage.tokens.output_tokens, 1);
         }
         other => panic!("expected end, got {other:?}"),
     }
@@ -345,7 +348,7 @@ async fn completion_and_failure_are_terminal_and_guarded() {
     new_session(&store, &failing).await;
     assert_eq!(
         store
-            .fail_run(&failing, "st1", "r1", &error, Usage::default())
+            .fail_run(&failing, "st1", "r1", &error, Default::default())
             .await
             .unwrap(),
         Written::New
