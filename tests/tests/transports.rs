@@ -698,8 +698,10 @@ async fn a_client_chosen_session_id_over_grpc_is_refused_unless_allowed() {
         ..baton_tests::open_options()
     };
     let open = Harness::start_with(agents::registry(), options).await;
-    let started = raw_start(&open, "mychosenid").await.unwrap();
-    assert_eq!(started.session_id, "mychosenid");
-    let state = open.grpc_client.status("mychosenid").await.unwrap();
-    assert_eq!(state.session_id, "mychosenid");
+    // Unique per run: the session id names the run's workflow, and Temporal outlives the test.
+    let chosen = uuid::Uuid::new_v4().simple().to_string();
+    let started = raw_start(&open, &chosen).await.unwrap();
+    assert_eq!(started.session_id, chosen);
+    let state = open.grpc_client.status(&chosen).await.unwrap();
+    assert_eq!(state.session_id, chosen);
 }
