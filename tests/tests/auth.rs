@@ -168,4 +168,29 @@ async fn operators_may_name_sessions_only_where_the_server_allows_it() {
     // A session token cannot start sessions at all.
     let refused = start(&token).await.unwrap();
     assert_eq!(refused.status(), StatusCode::FORBIDDEN);
+
+    // An id whose Redis state is gone (here: another key prefix) but whose workflow Temporal
+    // still has is refused the same way, before anything is written.
+    let elsewhere = Harness::server_only_with(
+        agents::registry(),
+        ServerOptions {
+            allow_client_session_ids: true,
+            ..with_keys()
+        },
+    )
+    .await;
+    let request = Request::post("/start")
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::AUTHORIZATION, format!("Bearer {KEY}"))
+        .body(Body::from(
+            serde_json::json!({"agent": "chatter", "message": "hi", "sessionId": chosen})
+                .to_string(),
+        ))
+        .unwrap();
+    let (status, error) = elsewhere.refusal(request).await;
+    assert_eq!(
+        (status, error.code),
+        (StatusCode::CONFLICT, ErrorCode::SessionAlreadyExists)
+    );
+    assert_eq!(elsewhere.keys().await, Vec::<String>::new());
 }

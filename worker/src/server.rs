@@ -228,6 +228,7 @@ pub async fn start_session(
     })?;
     let user_message = checked_message(request.message)?;
 
+    let chosen = request.session_id.is_some();
     let session_id = match request.session_id {
         Some(chosen) => {
             checked_address(&chosen)?;
@@ -239,6 +240,14 @@ pub async fn start_session(
     let stream_id = ids::new_session_id();
     let address = SessionAddress::root(&session_id);
     let workflow_id = ids::first_run_workflow_id(agent.name(), &session_id);
+    if chosen && workflow_exists(state, &workflow_id).await? {
+        // An earlier session of this id (its Redis state gone or under another prefix): its
+        // workflow id is taken, so refuse before writing anything.
+        return Err(ApiError::new(
+            ErrorCode::SessionAlreadyExists,
+            format!("session {session_id} was used before (its workflow {workflow_id} exists)"),
+        ));
+    }
     let mut messages = Vec::with_capacity(2);
     if !agent.system_prompt().is_empty() {
         messages.push(Message::system(agent.system_prompt()));
@@ -937,13 +946,36 @@ pub async fn session_status(state: &AppState, session_id: &str) -> Result<Sessio
     Ok(session)
 }
 
+/// Whether Temporal knows a workflow of this id, in any state.
+async fn workflow_exists(state: &AppState, workflow_id: &str) -> Result<bool, ApiError> {
+    Ok(workflow_status(state, workflow_id).await?.is_some())
+}
+
+/// The status of a workflow, `None` if Temporal has none of that id.
+async fn workflow_status(
+    state: &AppState,
+    workflow_id: &str,
+) -> Result<Option<temporalio_client::WorkflowExecutionStatus>, ApiError> {
+    use temporalio_client::WorkflowDescribeOptions;
+    let handle = state
+        .temporal
+        .get_workflow_handle::<AgentRunWorkflow>(workflow_id.to_owned());
+    match handle.describe(WorkflowDescribeOptions::default()).await {
+        Ok(description) => Ok(Some(description.status())),
+        Err(error) if error.to_string().to_lowercase().contains("not found") => Ok(None),
+        Err(error) => Err(ApiError::new(
+            ErrorCode::TemporalUnavailable,
+            format!("cannot ask Temporal about workflow {workflow_id}: {error}"),
+        )),
+    }
+}
+
 /// Whether Temporal is running the workflow of the session's current run. A suspended or ended
 /// run has none; a run whose workflow is gone (or never started) is not executing.
 pub(crate) async fn is_executing(
     state: &AppState,
     session: &SessionState,
 ) -> Result<bool, ApiError> {
-    use temporalio_client::{WorkflowDescribeOptions, WorkflowExecutionStatus};
     let Some(workflow_id) = session
         .workflow_id
         .as_ref()
@@ -951,17 +983,8 @@ pub(crate) async fn is_executing(
     else {
         return Ok(false);
     };
-    let handle = state
-        .temporal
-        .get_workflow_handle::<AgentRunWorkflow>(workflow_id.clone());
-    match handle.describe(WorkflowDescribeOptions::default()).await {
-        Ok(description) => Ok(description.status() == WorkflowExecutionStatus::Running),
-        Err(error) if error.to_string().to_lowercase().contains("not found") => Ok(false),
-        Err(error) => Err(ApiError::new(
-            ErrorCode::TemporalUnavailable,
-            format!("cannot ask Temporal about the run's workflow: {error}"),
-        )),
-    }
+    Ok(workflow_status(state, workflow_id).await?
+        == Some(temporalio_client::WorkflowExecutionStatus::Running))
 }
 
 /// `GET /snapshot`: the session's log pinned to a stream position (see [`SnapshotResponse`]).
