@@ -438,7 +438,13 @@ async fn main() -> anyhow::Result<()> {
         bench_batch(),
         baton_tests::agents::asker_deadline("bench_ask", Duration::from_secs(3600)),
     ])?;
-    let harness = Harness::server_only(registry.clone()).await;
+    // The submit rate limit stays on (its token bucket is part of a submit's cost) but high
+    // enough never to refuse the benchmark's submits.
+    let options = baton_worker::ServerOptions {
+        submits_per_minute: Some(1_000_000),
+        ..baton_tests::open_options()
+    };
+    let harness = Harness::server_only_with(registry.clone(), options).await;
     let _worker = WorkerThread::spawn(&harness.task_queue, &harness.prefix, registry);
 
     eprintln!("warming up");
