@@ -116,8 +116,24 @@ impl StreamHub {
         address: &SessionAddress,
         sender: &broadcast::Sender<Batch>,
     ) -> bool {
+        self.retire_when(address, sender, || sender.receiver_count() == 0)
+    }
+
+    /// Removes the feed whatever its followers (the feed task is ending).
+    fn retire(&self, address: &SessionAddress, sender: &broadcast::Sender<Batch>) {
+        self.retire_when(address, sender, || true);
+    }
+
+    /// Under the feed map's lock: if `condition` holds, removes the feed of `address` when it is
+    /// still `sender`'s (a newer feed of the session is left alone). Says whether it held.
+    fn retire_when(
+        &self,
+        address: &SessionAddress,
+        sender: &broadcast::Sender<Batch>,
+        condition: impl FnOnce() -> bool,
+    ) -> bool {
         let mut feeds = self.feeds.lock().expect("the feed map is never poisoned");
-        if sender.receiver_count() > 0 {
+        if !condition() {
             return false;
         }
         if feeds
@@ -127,15 +143,5 @@ impl StreamHub {
             feeds.remove(address);
         }
         true
-    }
-
-    fn retire(&self, address: &SessionAddress, sender: &broadcast::Sender<Batch>) {
-        let mut feeds = self.feeds.lock().expect("the feed map is never poisoned");
-        if feeds
-            .get(address)
-            .is_some_and(|current| current.same_channel(sender))
-        {
-            feeds.remove(address);
-        }
     }
 }

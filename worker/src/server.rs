@@ -428,12 +428,7 @@ pub async fn resume_session(
         .map_err(store_error)?;
     let step_count = match claim {
         Claim::Claimed { step_count } => step_count,
-        Claim::SessionNotFound => {
-            return Err(ApiError::new(
-                ErrorCode::SessionNotFound,
-                format!("no session {}", request.session_id),
-            ));
-        }
+        Claim::SessionNotFound => return Err(no_session(&request.session_id)),
         Claim::AlreadyRunning => {
             return Err(ApiError::new(
                 ErrorCode::StateAlreadyRunning,
@@ -590,10 +585,7 @@ async fn rewind_session(
                 status: Status::SuspendedClientTool,
             })
         }
-        Rewound::SessionNotFound => Err(ApiError::new(
-            ErrorCode::SessionNotFound,
-            format!("no session {session_id}"),
-        )),
+        Rewound::SessionNotFound => Err(no_session(session_id)),
         Rewound::AlreadyRunning => Err(ApiError::new(
             ErrorCode::StateAlreadyRunning,
             "a run of this session is executing",
@@ -660,12 +652,7 @@ pub async fn stop_session(
         .map_err(store_error)?
     {
         Stopped::Stopped { run_id } => run_id,
-        Stopped::SessionNotFound => {
-            return Err(ApiError::new(
-                ErrorCode::SessionNotFound,
-                format!("no session {session_id}"),
-            ));
-        }
+        Stopped::SessionNotFound => return Err(no_session(session_id)),
         Stopped::NotRunning { status } => {
             return Err(ApiError::new(
                 ErrorCode::RunNotActive,
@@ -962,7 +949,7 @@ async fn workflow_status(
         .get_workflow_handle::<AgentRunWorkflow>(workflow_id.to_owned());
     match handle.describe(WorkflowDescribeOptions::default()).await {
         Ok(description) => Ok(Some(description.status())),
-        Err(error) if error.to_string().to_lowercase().contains("not found") => Ok(None),
+        Err(temporalio_client::errors::WorkflowInteractionError::NotFound(_)) => Ok(None),
         Err(error) => Err(ApiError::new(
             ErrorCode::TemporalUnavailable,
             format!("cannot ask Temporal about workflow {workflow_id}: {error}"),
