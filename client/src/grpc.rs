@@ -3,18 +3,18 @@
 
 use crate::{ChunkStream, Client, Error, reconnecting};
 use async_trait::async_trait;
-use baton_core::{
+use baton_proto::{
+    convert::api_error_from_status,
+    v1::{self, baton_client::BatonClient},
+};
+use baton_wire::{
     StreamChunk,
     api::{
         ResumeRequest, ResumeResponse, SnapshotResponse, StartRequest, StartResponse, StopResponse,
         UsageResponse,
     },
-    store::SessionState,
+    session::SessionState,
     submit::SubmitAnswer,
-};
-use baton_proto::{
-    convert::api_error_from_status,
-    v1::{self, baton_client::BatonClient},
 };
 use futures::StreamExt;
 use tonic::{
@@ -34,6 +34,22 @@ pub struct GrpcClient {
     authorization: Option<AsciiMetadataValue>,
 }
 
+/// An `https://` endpoint checks the server's certificate against the web PKI's roots.
+#[cfg(feature = "tls")]
+fn with_tls(endpoint: Endpoint) -> Result<Endpoint, Error> {
+    if endpoint.uri().scheme_str() != Some("https") {
+        return Ok(endpoint);
+    }
+    let config = tonic::transport::ClientTlsConfig::new().with_webpki_roots();
+    endpoint.tls_config(config).map_err(Error::GrpcAddress)
+}
+
+/// Without the `tls` feature an `https://` address fails on its first call.
+#[cfg(not(feature = "tls"))]
+fn with_tls(endpoint: Endpoint) -> Result<Endpoint, Error> {
+    Ok(endpoint)
+}
+
 impl GrpcClient {
     /// `address` is the server's gRPC address: `http://127.0.0.1:50051`, `grpc://127.0.0.1:50051`
     /// or `127.0.0.1:50051`. The connection is made on the first call (and remade after it
@@ -44,10 +60,10 @@ impl GrpcClient {
             Some(_) => address.to_owned(),
             None => format!("http://{address}"),
         };
-        let channel = Endpoint::from_shared(uri)
+        let endpoint = Endpoint::from_shared(uri)
             .map_err(Error::GrpcAddress)?
-            .tcp_nodelay(true)
-            .connect_lazy();
+            .tcp_nodelay(true);
+        let channel = with_tls(endpoint)?.connect_lazy();
         Ok(Self {
             service: BatonClient::new(channel).max_decoding_message_size(MAX_ANSWER_BYTES),
             authorization: None,

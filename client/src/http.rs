@@ -2,16 +2,18 @@
 
 use crate::{ChunkStream, Client, Error, reconnecting};
 use async_trait::async_trait;
-use baton_core::{
+use baton_wire::{
     ApiError, StreamChunk,
     api::{
         ResumeRequest, ResumeResponse, SessionRequest, SnapshotResponse, StartRequest,
         StartResponse, StopResponse, UsageResponse,
     },
-    store::SessionState,
+    session::SessionState,
+    sse,
     submit::SubmitAnswer,
 };
 use futures::{StreamExt, stream::BoxStream};
+use std::collections::VecDeque;
 
 /// HTTP client of one Baton server.
 #[derive(Debug, Clone)]
@@ -130,7 +132,8 @@ impl Client for HttpClient {
         }
         let events = SseEvents {
             body: response.bytes_stream().boxed(),
-            buffer: Vec::new(),
+            decoder: sse::Decoder::new(),
+            decoded: VecDeque::new(),
             closed: false,
         };
         Ok(futures::stream::unfold(events, SseEvents::next).boxed())
@@ -141,10 +144,12 @@ impl Client for HttpClient {
     }
 }
 
-/// The events of one SSE response body.
+/// The events of one SSE response body, cut by the SSE decoder the model adapters use too.
 struct SseEvents {
     body: BoxStream<'static, reqwest::Result<bytes::Bytes>>,
-    buffer: Vec<u8>,
+    decoder: sse::Decoder,
+    /// Events decoded from the reads so far and not yet handed out.
+    decoded: VecDeque<Result<StreamChunk, Error>>,
     closed: bool,
 }
 
@@ -152,19 +157,26 @@ impl SseEvents {
     /// The next chunk (or `error` event) of the body; comments and keep-alives are skipped.
     async fn next(mut self) -> Option<(Result<StreamChunk, Error>, Self)> {
         loop {
-            if let Some(end) = find_event_end(&self.buffer) {
-                let event: Vec<u8> = self.buffer.drain(..end).collect();
-                match parse_event(&event) {
-                    Ok(None) => continue,
-                    Ok(Some(chunk)) => return Some((Ok(chunk), self)),
-                    Err(error) => return Some((Err(error), self)),
-                }
+            if let Some(event) = self.decoded.pop_front() {
+                return Some((event, self));
             }
             if self.closed {
                 return None;
             }
             match self.body.next().await {
-                Some(Ok(bytes)) => self.buffer.extend_from_slice(&bytes),
+                Some(Ok(bytes)) => {
+                    let Self {
+                        decoder, decoded, ..
+                    } = &mut self;
+                    let fed = decoder.feed::<Error>(&bytes, &mut |event| {
+                        decoded.push_back(decode_event(event));
+                        Ok(())
+                    });
+                    if let Err(error) = fed {
+                        self.closed = true;
+                        return Some((Err(error), self));
+                    }
+                }
                 Some(Err(error)) => {
                     self.closed = true;
                     return Some((Err(error.into()), self));
@@ -175,37 +187,14 @@ impl SseEvents {
     }
 }
 
-/// Index just past the blank line ending the first complete event in `buffer`.
-fn find_event_end(buffer: &[u8]) -> Option<usize> {
-    buffer.windows(2).position(|w| w == b"\n\n").map(|i| i + 2)
-}
-
-/// Decodes one SSE event; comments and keep-alives give `None`.
-fn parse_event(event: &[u8]) -> Result<Option<StreamChunk>, Error> {
-    let text = std::str::from_utf8(event).map_err(|e| Error::MalformedEvent(e.to_string()))?;
-    let mut data = String::new();
-    let mut name = None;
-    for line in text.lines() {
-        if let Some(value) = line.strip_prefix("data:") {
-            if !data.is_empty() {
-                data.push('\n');
-            }
-            data.push_str(value.strip_prefix(' ').unwrap_or(value));
-        } else if let Some(value) = line.strip_prefix("event:") {
-            name = Some(value.trim().to_owned());
-        }
-    }
-    if data.is_empty() {
-        return Ok(None);
-    }
-    if name.as_deref() == Some("error") {
-        let error: ApiError = serde_json::from_str(&data)
-            .map_err(|e| Error::MalformedEvent(format!("{e}: {data}")))?;
+/// Decodes one SSE event of `/sse`: a chunk, or the server's typed `error` event.
+fn decode_event(event: sse::Event<'_>) -> Result<StreamChunk, Error> {
+    let malformed = |e: serde_json::Error| Error::MalformedEvent(format!("{e}: {}", event.data));
+    if event.event == "error" {
+        let error: ApiError = serde_json::from_str(event.data).map_err(malformed)?;
         return Err(Error::Api(error));
     }
-    serde_json::from_str(&data)
-        .map(Some)
-        .map_err(|e| Error::MalformedEvent(format!("{e}: {data}")))
+    serde_json::from_str(event.data).map_err(malformed)
 }
 
 async fn decode<T: serde::de::DeserializeOwned>(response: reqwest::Response) -> Result<T, Error> {
@@ -233,21 +222,41 @@ async fn refusal(response: reqwest::Response) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use baton_core::ChunkKind;
+    use baton_wire::ChunkKind;
+
+    fn decode_all(raw: &[u8]) -> Vec<Result<StreamChunk, Error>> {
+        let mut decoded = Vec::new();
+        sse::Decoder::new()
+            .feed::<Error>(raw, &mut |event| {
+                decoded.push(decode_event(event));
+                Ok(())
+            })
+            .unwrap();
+        decoded
+    }
 
     #[test]
     fn sse_events_are_decoded() {
-        let raw = b": keep-alive\n\nid: 3\ndata: {\"sequence\":3,\"streamId\":\"st\",\"sessionId\":\"s\",\"agentId\":\"s\",\"runId\":\"r\",\"timestamp\":1,\"type\":\"step_start\",\"step\":1}\n\nid: 4\n";
-        let first = find_event_end(raw).unwrap();
-        assert_eq!(parse_event(&raw[..first]).unwrap(), None);
-        let second = first + find_event_end(&raw[first..]).unwrap();
-        let chunk = parse_event(&raw[first..second]).unwrap().unwrap();
-        assert_eq!(chunk.sequence, 3);
-        assert_eq!(chunk.kind, ChunkKind::StepStart { step: 1 });
-        assert_eq!(find_event_end(&raw[second..]), None);
-        let error = parse_event(b"event: error\ndata: {\"error\":\"gone\",\"code\":\"session_not_found\",\"retryable\":false}\n\n");
-        assert!(
-            matches!(error, Err(Error::Api(e)) if e.code == baton_core::ErrorCode::SessionNotFound)
-        );
+        let chunk = "{\"sequence\":3,\"streamId\":\"st\",\"sessionId\":\"s\",\"agentId\":\"s\",\"runId\":\"r\",\"timestamp\":1,\"type\":\"step_start\",\"step\":1}";
+        let error = "{\"error\":\"gone\",\"code\":\"session_not_found\",\"retryable\":false}";
+        // LF and CRLF framing, a comment, an unfinished event at the end.
+        for raw in [
+            format!(
+                ": keep-alive\n\nid: 3\ndata: {chunk}\n\nevent: error\ndata: {error}\n\nid: 4\n"
+            ),
+            format!(
+                ": keep-alive\r\n\r\nid: 3\r\ndata: {chunk}\r\n\r\nevent: error\r\ndata: {error}\r\n\r\nid: 4\r\n"
+            ),
+        ] {
+            let mut decoded = decode_all(raw.as_bytes()).into_iter();
+            let first = decoded.next().unwrap().unwrap();
+            assert_eq!(first.sequence, 3);
+            assert_eq!(first.kind, ChunkKind::StepStart { step: 1 });
+            assert!(matches!(
+                decoded.next(),
+                Some(Err(Error::Api(e))) if e.code == baton_wire::ErrorCode::SessionNotFound
+            ));
+            assert!(decoded.next().is_none(), "{raw:?}");
+        }
     }
 }

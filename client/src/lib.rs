@@ -10,7 +10,7 @@ pub use grpc::GrpcClient;
 pub use http::HttpClient;
 
 use async_trait::async_trait;
-use baton_core::{
+use baton_wire::{
     ApiError, StreamChunk,
     api::{
         ResumeMode, ResumeRequest, ResumeResponse, SnapshotResponse, StartResponse, StopResponse,
@@ -18,8 +18,8 @@ use baton_core::{
     },
     chunk::ChunkKind,
     message::ToolOutcome,
-    store::{ApprovalDecision, SessionState},
-    submit::SubmitAnswer,
+    session::{ApprovalDecision, SessionState},
+    submit::{SubmitAnswer, SubmitRequest},
 };
 use futures::{StreamExt, stream::BoxStream};
 use std::time::Duration;
@@ -58,6 +58,12 @@ pub enum Error {
     Usage(String),
 }
 
+impl From<baton_wire::sse::NotUtf8> for Error {
+    fn from(error: baton_wire::sse::NotUtf8) -> Self {
+        Self::MalformedEvent(error.to_string())
+    }
+}
+
 impl Error {
     /// Whether following a stream may reconnect after this error: a broken connection or a
     /// refusal the server marks retryable, not a typed refusal or a malformed answer.
@@ -89,8 +95,8 @@ pub trait Client: Send + Sync {
     /// What the session has spent so far.
     async fn usage(&self, session_id: &str) -> Result<UsageResponse, Error>;
 
-    /// Sends a `/submit-tool-result` body as it is: what [`Client::submit`] and
-    /// [`Client::submit_approval`] build.
+    /// Sends a `/submit-tool-result` body as it is (any JSON, so that refusals can be tried);
+    /// [`Client::submit_request`] sends a typed one.
     async fn submit_body(&self, body: &serde_json::Value) -> Result<SubmitAnswer, Error>;
 
     /// Sends a resume request as it is: what [`Client::resume`], [`Client::send_message`] and
@@ -111,6 +117,11 @@ pub trait Client: Send + Sync {
     /// implementations pass a clone of themselves to [`reconnecting`].
     fn follow(&self, session_id: &str, from_sequence: u64) -> ChunkStream;
 
+    /// Submits a typed submit body.
+    async fn submit_request(&self, request: &SubmitRequest) -> Result<SubmitAnswer, Error> {
+        self.submit_body(&serde_json::to_value(request)?).await
+    }
+
     /// Submits the answer to a pending client call of the session tree rooted at `session_id`.
     async fn submit(
         &self,
@@ -118,16 +129,8 @@ pub trait Client: Send + Sync {
         tool_call_id: &str,
         outcome: &ToolOutcome,
     ) -> Result<SubmitAnswer, Error> {
-        let mut body = serde_json::json!({
-            "kind": "client-tool-result",
-            "sessionId": session_id,
-            "toolCallId": tool_call_id,
-        });
-        match outcome {
-            ToolOutcome::Result(result) => body["result"] = result.clone(),
-            ToolOutcome::Error(error) => body["error"] = serde_json::to_value(error)?,
-        }
-        self.submit_body(&body).await
+        let request = SubmitRequest::tool_result(session_id, tool_call_id, outcome.clone());
+        self.submit_request(&request).await
     }
 
     /// Answers an approval-gated call: approve (optionally with edited arguments) or deny (with
@@ -139,20 +142,9 @@ pub trait Client: Send + Sync {
         approval_id: &str,
         decision: &ApprovalDecision,
     ) -> Result<SubmitAnswer, Error> {
-        let mut body = serde_json::json!({
-            "kind": "approval-response",
-            "sessionId": session_id,
-            "toolCallId": tool_call_id,
-            "approvalId": approval_id,
-            "approved": decision.approved,
-        });
-        if let Some(reason) = &decision.reason {
-            body["reason"] = reason.clone().into();
-        }
-        if let Some(arguments) = &decision.arguments {
-            body["arguments"] = arguments.clone();
-        }
-        self.submit_body(&body).await
+        let request =
+            SubmitRequest::approval(session_id, tool_call_id, approval_id, decision.clone());
+        self.submit_request(&request).await
     }
 
     /// Continues a suspended session whose calls are all answered; the run starts a workflow of
@@ -306,7 +298,7 @@ async fn session_ended<C: Client>(client: &C, session_id: &str, after: u64) -> b
 #[cfg(test)]
 mod tests {
     use super::*;
-    use baton_core::{
+    use baton_wire::{
         ErrorCode,
         chunk::{ChunkHeader, EndStatus},
     };

@@ -4,11 +4,11 @@
 
 use anyhow::Context;
 use baton_client::{Client, GrpcClient, HttpClient};
-use baton_core::{
+use baton_wire::{
     ChunkKind, StreamChunk,
     chunk::EndStatus,
     message::{ToolError, ToolOutcome},
-    store::ApprovalDecision,
+    session::ApprovalDecision,
 };
 use clap::{Parser, Subcommand};
 use futures::StreamExt;
@@ -170,7 +170,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     serde_json::from_str(&result).context("--result must be JSON")?,
                 ),
                 (None, Some(message)) => ToolOutcome::Error(ToolError::new(
-                    baton_core::submit::CLIENT_TOOL_ERROR,
+                    baton_wire::submit::CLIENT_TOOL_ERROR,
                     message,
                 )),
                 (None, None) => anyhow::bail!("give --result or --error"),

@@ -1,21 +1,19 @@
-//! Baton's domain: what a session, run, message, stream chunk and error code are; how agents,
-//! server tools and models are defined; and the Redis store that every state change goes through.
+//! Baton's domain: how agents, server tools and models are defined, how a submit is checked,
+//! and the Redis store that every state change goes through. What a session, run, message,
+//! stream chunk and error code look like on the wire is `baton-wire`'s, re-exported here.
 //!
 //! Nothing here talks to Temporal. The store is the only part that does I/O.
 
 pub mod agent;
-pub mod api;
-pub mod chunk;
 pub mod config;
-pub mod error;
-pub mod ids;
-pub mod message;
 pub mod model;
 pub mod scripted;
 pub mod store;
 pub mod submit;
 pub mod tool;
-pub mod usage;
+
+/// The wire types, at the paths the rest of Baton has always used.
+pub use baton_wire::{api, chunk, error, ids, message, session, usage};
 
 pub use agent::{Agent, AgentRegistry};
 pub use chunk::{ChunkKind, StreamChunk};

@@ -1,5 +1,7 @@
 //! The model interface: one call turns a conversation and a tool list into one assistant turn.
 
+pub use baton_wire::usage::Usage;
+
 use crate::{ErrorCode, message::Message, message::ToolCall, tool::ToolSpec};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -23,35 +25,10 @@ pub struct ModelTurn {
     pub usage: Usage,
 }
 
-/// Token usage of model calls.
-///
-/// The cache counts are what the provider reports (zero where it reports none); they are absent
-/// from the JSON when zero, so records written before they existed still parse and look the same.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Usage {
-    /// Prompt tokens, cached or not (OpenAI's `prompt_tokens`; Anthropic's `input_tokens` plus
-    /// its cache reads and writes, which Anthropic counts apart).
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    /// Of the input tokens, those read from the provider's prompt cache.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub cache_read_input_tokens: u64,
-    /// Of the input tokens, those written to the provider's prompt cache (Anthropic).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub cache_creation_input_tokens: u64,
-}
-
-fn is_zero(value: &u64) -> bool {
-    *value == 0
-}
-
-impl Usage {
-    pub fn add(&mut self, other: &Usage) {
-        self.input_tokens += other.input_tokens;
-        self.output_tokens += other.output_tokens;
-        self.cache_read_input_tokens += other.cache_read_input_tokens;
-        self.cache_creation_input_tokens += other.cache_creation_input_tokens;
+/// A provider's event stream with a line that is not UTF-8 is not the provider's wire format.
+impl From<baton_wire::sse::NotUtf8> for Error {
+    fn from(error: baton_wire::sse::NotUtf8) -> Self {
+        Self::new(ErrorKind::BadResponse, error.to_string())
     }
 }
 

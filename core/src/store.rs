@@ -2,6 +2,13 @@
 //! plain commands. All keys of a session tree carry the root session's hash tag, so each script
 //! touches one Redis Cluster slot: `<prefix>:{<root>}:<session>:<what>`.
 
+pub use baton_wire::{
+    session::{
+        ApprovalDecision, Continuation, SessionState, Status, StopKind, StopRecord, Suspension,
+    },
+    usage::UsageRecord,
+};
+
 use crate::{
     chunk::{ChunkHeader, ChunkKind, EndStatus, RunError, StreamChunk, encode_unsequenced},
     message::Message,
@@ -53,102 +60,6 @@ impl SessionAddress {
             session_id,
         }
     }
-}
-
-/// Session status values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Status {
-    Active,
-    /// Waiting for client calls; no workflow runs.
-    SuspendedClientTool,
-    Completed,
-    Failed,
-    /// Stopped by an interrupt; a new message starts the next turn.
-    Interrupted,
-}
-
-impl Status {
-    fn parse(value: &str) -> Option<Self> {
-        match value {
-            "active" => Some(Self::Active),
-            "suspended_client_tool" => Some(Self::SuspendedClientTool),
-            "completed" => Some(Self::Completed),
-            "failed" => Some(Self::Failed),
-            "interrupted" => Some(Self::Interrupted),
-            _ => None,
-        }
-    }
-
-    /// Whether the session has ended (a suspended session has not: it waits for answers).
-    pub fn is_terminal(self) -> bool {
-        matches!(self, Self::Completed | Self::Failed | Self::Interrupted)
-    }
-}
-
-/// The state hash of a session, decoded.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SessionState {
-    pub session_id: String,
-    pub root_session_id: String,
-    pub agent_type: String,
-    pub status: Status,
-    pub run_id: String,
-    pub stream_id: String,
-    pub step_count: u32,
-    pub last_sequence: u64,
-    pub created_at: u64,
-    pub updated_at: u64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub output: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<RunError>,
-    /// Set while the session is suspended.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub suspension: Option<Suspension>,
-    /// The workflow of the current (or last) run.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub workflow_id: Option<String>,
-    /// The stop recorded on the last run, until the next turn drains its calls.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stop: Option<StopRecord>,
-    /// Set between a resume's claim and its drain: the open calls are abandoned.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub abandon_pending: bool,
-    /// Whether Temporal runs the current run's workflow now (set by `/status`, which asks it;
-    /// an `active` session whose workflow is not executing is stuck).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub is_executing: Option<bool>,
-}
-
-/// What a suspended run waits for.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Suspension {
-    pub run_id: String,
-    pub step: u32,
-    /// The awaited calls, in the order the model made them.
-    pub tool_call_ids: Vec<String>,
-}
-
-/// How a run was stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StopKind {
-    /// The session becomes `interrupted`.
-    Interrupt,
-    /// The session becomes `failed` with `framework_cancelled`.
-    Abort,
-}
-
-/// A durable stop on a run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct StopRecord {
-    pub run_id: String,
-    pub kind: StopKind,
-    pub at: u64,
 }
 
 /// How a stop request ended.
@@ -217,17 +128,6 @@ pub struct Checkpoint {
     pub pending: Vec<PendingCall>,
 }
 
-/// One model call's usage, as recorded per step.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct UsageRecord {
-    pub run_id: String,
-    pub step: u32,
-    pub model: String,
-    #[serde(flatten)]
-    pub usage: Usage,
-}
-
 /// A new session, as `/start` creates it.
 #[derive(Debug, Clone)]
 pub struct NewSession<'a> {
@@ -288,38 +188,6 @@ pub enum Answer {
     },
     /// A person's decision on an approval-gated call.
     Approval(ApprovalDecision),
-}
-
-/// A decision on an approval-gated call.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ApprovalDecision {
-    pub approved: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    /// Arguments edited by the approver; the call runs with them instead of the model's.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub arguments: Option<serde_json::Value>,
-}
-
-/// What a stored answer means for its batch.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(
-    tag = "kind",
-    rename_all = "snake_case",
-    rename_all_fields = "camelCase"
-)]
-pub enum Continuation {
-    /// Other calls of the batch are still unanswered: nothing continues yet.
-    AwaitingBatch,
-    /// Every call of the batch is answered (or lapsed): a resume continues the run.
-    CallerResumes,
-    /// The answer was already drained into the log by an earlier continuation (or another
-    /// entry is draining it now).
-    Consumed,
-    /// The server resumed the session by itself on the batch's last answer: this run carries
-    /// the turn on; follow the stream.
-    NewRun { run_id: String },
 }
 
 /// How the store took a submitted answer.

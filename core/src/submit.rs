@@ -4,24 +4,17 @@
 
 use crate::{
     AgentRegistry, ApiError, ErrorCode,
-    ids::is_valid_name,
-    message::{ToolError, ToolOutcome},
+    message::ToolOutcome,
     store::{
-        self, Answer, ApprovalDecision, Continuation, PendingKind, SessionAddress, Store,
-        StoredAnswer, SubmitOutcome, now_ms,
+        self, Answer, ApprovalDecision, PendingKind, SessionAddress, Store, StoredAnswer,
+        SubmitOutcome, now_ms,
     },
 };
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
-/// The one message of a malformed submit: it never reveals what the schema expects.
-pub const INVALID_SUBMIT_MESSAGE: &str = "The submit is not a valid client-tool answer or approval";
-/// The one message of a result that fails the tool's output schema.
-pub const INVALID_RESULT_MESSAGE: &str = "The submitted result failed the tool output validation";
-/// The one message of edited approval arguments that fail the tool's input schema.
-pub const INVALID_ARGUMENTS_MESSAGE: &str = "The edited arguments failed the tool input validation";
-/// The error code a client-side failure gets when the client sends only a message.
-pub const CLIENT_TOOL_ERROR: &str = "client_tool_error";
+pub use baton_wire::submit::{
+    CLIENT_TOOL_ERROR, INVALID_ARGUMENTS_MESSAGE, INVALID_RESULT_MESSAGE, INVALID_SUBMIT_MESSAGE,
+    SubmitAnswer, SubmitRequest, SubmitStatus,
+};
 
 /// Size limits of submits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,94 +59,35 @@ pub enum SubmittedAnswer {
     },
 }
 
-/// The answer to an accepted (or repeated) submit.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SubmitAnswer {
-    pub status: SubmitStatus,
-    pub continuation: Continuation,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SubmitStatus {
-    Accepted,
-    AlreadyCompleted,
-}
-
-/// Decodes a submit body. Anything that is not exactly one client answer is refused with the
-/// fixed `validation_error` message (with the reason in `details` when `verbose`).
+/// Decodes a submit body ([`SubmitRequest`]) into the checked form the store takes. Anything
+/// that is not exactly one client answer is refused with the fixed `validation_error` message
+/// (with the reason in `details` when `verbose`).
 pub fn parse_submission(body: &[u8], verbose: bool) -> Result<Submission, ApiError> {
-    let invalid = |reason: &str| {
-        let error = ApiError::new(ErrorCode::ValidationError, INVALID_SUBMIT_MESSAGE);
-        if verbose {
-            error.with("details", reason)
-        } else {
-            error
-        }
-    };
-    let value: Value = serde_json::from_slice(body).map_err(|e| invalid(&e.to_string()))?;
-    let Value::Object(mut fields) = value else {
-        return Err(invalid("the body is not a JSON object"));
-    };
-    let approval = match fields.remove("kind") {
-        None => false,
-        Some(Value::String(kind)) if kind == "client-tool-result" => false,
-        Some(Value::String(kind)) if kind == "approval-response" => true,
-        Some(_) => return Err(invalid("unknown kind")),
-    };
-    let text = |fields: &mut serde_json::Map<String, Value>, name: &str| match fields.remove(name) {
-        Some(Value::String(text)) if !text.is_empty() && text.len() <= 256 => Ok(text),
-        _ => Err(invalid(&format!("{name} must be a non-empty string"))),
-    };
-    let session_id = text(&mut fields, "sessionId")?;
-    let tool_call_id = text(&mut fields, "toolCallId")?;
-    if !is_valid_name(&session_id) {
-        return Err(invalid("sessionId is malformed"));
-    }
-    let answer = if approval {
-        let approval_id = text(&mut fields, "approvalId")?;
-        let Some(Value::Bool(approved)) = fields.remove("approved") else {
-            return Err(invalid("approved must be true or false"));
-        };
-        let reason = match fields.remove("reason") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(reason)) => Some(reason),
-            Some(_) => return Err(invalid("reason must be a string")),
-        };
-        let arguments = match fields.remove("arguments") {
-            None | Some(Value::Null) => None,
-            Some(arguments @ Value::Object(_)) => Some(arguments),
-            Some(_) => return Err(invalid("arguments must be an object")),
-        };
-        SubmittedAnswer::Approval {
-            approval_id,
-            decision: ApprovalDecision {
-                approved,
-                reason,
-                arguments,
+    SubmitRequest::from_json(body, verbose).map(Submission::from)
+}
+
+impl From<SubmitRequest> for Submission {
+    fn from(request: SubmitRequest) -> Self {
+        match request {
+            SubmitRequest::ClientToolResult(submit) => Self {
+                session_id: submit.session_id,
+                tool_call_id: submit.tool_call_id,
+                answer: SubmittedAnswer::Outcome(submit.outcome),
+            },
+            SubmitRequest::ApprovalResponse(submit) => Self {
+                session_id: submit.session_id,
+                tool_call_id: submit.tool_call_id,
+                answer: SubmittedAnswer::Approval {
+                    approval_id: submit.approval_id,
+                    decision: ApprovalDecision {
+                        approved: submit.approved,
+                        reason: submit.reason,
+                        arguments: submit.arguments,
+                    },
+                },
             },
         }
-    } else {
-        SubmittedAnswer::Outcome(match (fields.remove("result"), fields.remove("error")) {
-            (Some(result), None) => ToolOutcome::Result(result),
-            (None, Some(Value::String(message))) => {
-                ToolOutcome::Error(ToolError::new(CLIENT_TOOL_ERROR, message))
-            }
-            (None, Some(error @ Value::Object(_))) => ToolOutcome::Error(
-                serde_json::from_value::<ToolError>(error)
-                    .map_err(|_| invalid("error must be a string or {code, message}"))?,
-            ),
-            _ => return Err(invalid("exactly one of result and error is required")),
-        })
-    };
-    if let Some(extra) = fields.keys().next() {
-        return Err(invalid(&format!("unknown field {extra}")));
     }
-    Ok(Submission {
-        session_id,
-        tool_call_id,
-        answer,
-    })
 }
 
 /// Stores a client's answer. The call is found through the root session's ownership map; a
@@ -343,103 +277,42 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn parse(body: Value) -> Result<Submission, ApiError> {
-        parse_submission(body.to_string().as_bytes(), false)
-    }
-
     #[test]
-    fn submits_are_parsed_strictly() {
-        let outcome = |s: Submission| match s.answer {
-            SubmittedAnswer::Outcome(outcome) => outcome,
-            other => panic!("not a client result: {other:?}"),
-        };
-        let ok = parse(json!({"sessionId": "s1", "toolCallId": "c1", "result": null})).unwrap();
-        assert_eq!(outcome(ok), ToolOutcome::Result(Value::Null));
-        let explicit = parse(
-            json!({"kind": "client-tool-result", "sessionId": "s1", "toolCallId": "c1", "result": {"a": 1}}),
-        );
-        assert_eq!(
-            outcome(explicit.unwrap()),
-            ToolOutcome::Result(json!({"a": 1}))
-        );
-        let failed =
-            parse(json!({"sessionId": "s1", "toolCallId": "c1", "error": "user_cancelled"}))
-                .unwrap();
-        assert_eq!(
-            outcome(failed),
-            ToolOutcome::Error(ToolError::new(CLIENT_TOOL_ERROR, "user_cancelled"))
-        );
-        let coded = parse(
-            json!({"sessionId": "s1", "toolCallId": "c1", "error": {"code": "denied", "message": "no"}}),
-        );
-        assert_eq!(
-            outcome(coded.unwrap()),
-            ToolOutcome::Error(ToolError::new("denied", "no"))
-        );
-
-        for bad in [
-            json!({"sessionId": "s1", "toolCallId": "c1"}),
-            json!({"sessionId": "s1", "toolCallId": "c1", "result": 1, "error": "x"}),
-            json!({"sessionId": "", "toolCallId": "c1", "result": 1}),
-            json!({"toolCallId": "c1", "result": 1}),
-            json!({"sessionId": "s1", "result": 1}),
-            json!({"sessionId": "s1", "toolCallId": "c1", "result": 1, "extra": true}),
-            json!({"kind": "other", "sessionId": "s1", "toolCallId": "c1", "result": 1}),
-            json!({"sessionId": "a__b", "toolCallId": "c1", "result": 1}),
-            json!([1, 2]),
-        ] {
-            let error = parse(bad.clone()).unwrap_err();
-            assert_eq!(
-                (error.code, error.error.as_str()),
-                (ErrorCode::ValidationError, INVALID_SUBMIT_MESSAGE),
-                "{bad}"
-            );
-            assert!(error.details.is_empty(), "not verbose: {error:?}");
-        }
-        let verbose = parse_submission(b"{", true).unwrap_err();
-        assert!(verbose.details.contains_key("details"));
-        let approval = parse(
-            json!({"kind": "approval-response", "sessionId": "s1", "toolCallId": "c1", "approvalId": "r::c1", "approved": true}),
-        );
-        assert_eq!(
-            approval.unwrap().answer,
-            SubmittedAnswer::Approval {
-                approval_id: "r::c1".into(),
-                decision: ApprovalDecision {
-                    approved: true,
-                    reason: None,
-                    arguments: None
-                },
-            }
-        );
-        let edited = parse(
+    fn a_decoded_submit_becomes_the_stores_submission() {
+        let submission = parse_submission(
             json!({"kind": "approval-response", "sessionId": "s1", "toolCallId": "c1",
-            "approvalId": "r::c1", "approved": false, "reason": "too risky", "arguments": {"path": "/tmp"}}),
-        );
+                "approvalId": "r::c1", "approved": false, "reason": "no"})
+            .to_string()
+            .as_bytes(),
+            false,
+        )
+        .unwrap();
+        assert_eq!(submission.session_id, "s1");
+        assert_eq!(submission.tool_call_id, "c1");
         assert_eq!(
-            edited.unwrap().answer,
+            submission.answer,
             SubmittedAnswer::Approval {
                 approval_id: "r::c1".into(),
                 decision: ApprovalDecision {
                     approved: false,
-                    reason: Some("too risky".into()),
-                    arguments: Some(json!({"path": "/tmp"})),
+                    reason: Some("no".into()),
+                    arguments: None
                 },
             }
         );
-        for bad in [
-            json!({"kind": "approval-response", "sessionId": "s1", "toolCallId": "c1", "approved": true}),
-            json!({"kind": "approval-response", "sessionId": "s1", "toolCallId": "c1", "approvalId": "a", "approved": "yes"}),
-            json!({"kind": "approval-response", "sessionId": "s1", "toolCallId": "c1", "approvalId": "a", "approved": true, "result": 1}),
-            json!({"kind": "approval-response", "sessionId": "s1", "toolCallId": "c1", "approvalId": "a", "approved": true, "arguments": [1]}),
-        ] {
-            assert_eq!(
-                parse(bad.clone()).unwrap_err().error,
-                INVALID_SUBMIT_MESSAGE,
-                "{bad}"
-            );
-        }
+        let result = parse_submission(br#"{"sessionId":"s1","toolCallId":"c1","result":2}"#, false);
+        assert_eq!(
+            result.unwrap().answer,
+            SubmittedAnswer::Outcome(ToolOutcome::Result(json!(2)))
+        );
+        assert_eq!(
+            parse_submission(b"[]", false).unwrap_err().error,
+            INVALID_SUBMIT_MESSAGE
+        );
+    }
 
+    #[test]
+    fn limits() {
         let too_large = payload_too_large("tool_result", 10, 12);
         assert_eq!(too_large.code.presentation().http_status, 413);
         assert_eq!(too_large.details["cause"], "tool_result");

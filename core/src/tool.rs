@@ -67,25 +67,7 @@ pub trait ServerTool: Send + Sync {
     async fn call(&self, input: Value) -> Result<Value, ToolError>;
 }
 
-/// Error codes a server tool call may end with: the [`ErrorCode`]s of tools, as strings because
-/// a tool error's code is open (a future client tool may answer with its own).
-///
-/// [`ErrorCode`]: crate::ErrorCode
-pub mod codes {
-    use crate::ErrorCode;
-    pub const INVALID_TOOL_INPUT: &str = ErrorCode::InvalidToolInput.as_str();
-    pub const TOOL_FAILED: &str = ErrorCode::ToolFailed.as_str();
-    pub const TOOL_PANICKED: &str = ErrorCode::ToolPanicked.as_str();
-    pub const UNKNOWN_TOOL: &str = ErrorCode::UnknownTool.as_str();
-    /// A client call that got no answer before its deadline.
-    pub const CLIENT_TOOL_TIMEOUT: &str = "client_tool_timeout";
-    /// A client call left unanswered by a resume that brought a new message instead.
-    pub const CLIENT_TOOL_ABANDONED: &str = "client_tool_abandoned";
-    /// A call of a run that was stopped (interrupt, abort) before the call was carried on.
-    pub const NOT_EXECUTED: &str = "not_executed";
-    /// A call whose approval was denied.
-    pub const TOOL_DENIED: &str = "tool_denied";
-}
+pub use baton_wire::message::codes;
 
 /// A server tool made of an async function `Fn(I) -> Result<O, E>`.
 pub struct FnTool<I, O, E, F> {

@@ -13,9 +13,10 @@
 use crate::{
     ApiKey, Settings,
     conversation::{PartialCall, bad_event, check_tool_results, tool_result_text},
+    http::StreamState,
     http::{self, ProviderError},
     sse,
-    wire::{HttpModel, StreamState, WireFormat},
+    wire::{HttpModel, WireFormat},
 };
 use baton_core::{
     message::Message,

@@ -2,8 +2,9 @@
 //! classified into a typed model error, and the body fed through the SSE decoder into the
 //! provider's stream state until its end marker.
 
-use crate::{ApiKey, sse, wire::StreamState};
+use crate::ApiKey;
 use baton_core::model::{Error, ErrorKind, ModelTurn};
+use baton_wire::sse;
 use futures::StreamExt;
 use reqwest::{StatusCode, header::HeaderMap};
 use std::time::{Duration, SystemTime};
@@ -13,6 +14,19 @@ use tokio::sync::mpsc;
 const RETRY_AFTER_CAP: Duration = Duration::from_secs(300);
 /// How much of an error body is read and kept.
 const ERROR_BODY_LIMIT: usize = 64 * 1024;
+
+/// What a provider's stream state does with the events of one answer.
+pub trait StreamState {
+    /// Takes one event; returns `true` once the provider's end marker has arrived.
+    fn on_event(
+        &mut self,
+        event: sse::Event<'_>,
+        deltas: &mpsc::UnboundedSender<String>,
+    ) -> Result<bool, Error>;
+
+    /// The turn, once the end marker has arrived.
+    fn finish(self) -> Result<ModelTurn, Error>;
+}
 
 /// A response body on its way through the SSE decoder into a provider's stream state.
 pub(crate) struct BodyDecoder<S> {
@@ -37,7 +51,7 @@ impl<S: StreamState> BodyDecoder<S> {
         deltas: &mpsc::UnboundedSender<String>,
     ) -> Result<bool, Error> {
         let Self { sse, state, ended } = self;
-        sse.feed(bytes, &mut |event| {
+        sse.feed::<Error>(bytes, &mut |event| {
             if !*ended {
                 *ended = state.on_event(event, deltas)?;
             }

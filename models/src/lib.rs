@@ -12,13 +12,14 @@ mod conversation;
 mod http;
 pub mod openai;
 pub mod replay;
-pub mod sse;
 pub mod wire;
 
 pub use anthropic::Anthropic;
 pub use baton_core::config::{ModelConfig, Provider};
+pub use baton_wire::sse;
+pub use http::StreamState;
 pub use openai::OpenAi;
-pub use wire::{HttpModel, StreamState, WireFormat};
+pub use wire::{HttpModel, WireFormat};
 
 use baton_core::{
     Model,

@@ -2,7 +2,10 @@
 //! the state machine of a streamed answer, the meaning of its error bodies). [`HttpModel`] is the
 //! one [`Model`] built on any of them.
 
-use crate::{ApiKey, Settings, http::Endpoint, sse};
+use crate::{
+    ApiKey, Settings,
+    http::{Endpoint, StreamState},
+};
 use async_trait::async_trait;
 use baton_core::model::{Error, Model, ModelRequest, ModelTurn};
 use reqwest::{StatusCode, header::HeaderMap};
@@ -27,19 +30,6 @@ pub trait WireFormat: Send + Sync + 'static {
 
     /// The typed error an error status and its body mean.
     fn classify(status: StatusCode, body: &[u8]) -> Error;
-}
-
-/// What a provider's stream state does with the events of one answer.
-pub trait StreamState {
-    /// Takes one event; returns `true` once the provider's end marker has arrived.
-    fn on_event(
-        &mut self,
-        event: sse::Event<'_>,
-        deltas: &mpsc::UnboundedSender<String>,
-    ) -> Result<bool, Error>;
-
-    /// The turn, once the end marker has arrived.
-    fn finish(self) -> Result<ModelTurn, Error>;
 }
 
 /// A model behind an HTTP API that speaks wire format `W`.

@@ -3,14 +3,14 @@
 //! field or a value the API does not have.
 
 use crate::v1;
-use baton_core::{
+use baton_wire::{
     ApiError, Message, StreamChunk, Usage,
     api::{
         ResumeRequest, ResumeResponse, SnapshotResponse, SnapshotState, StartRequest,
         StartResponse, StopResponse, UsageResponse,
     },
     chunk::RunError,
-    store::{Continuation, SessionState, StopRecord, Suspension},
+    session::{Continuation, SessionState, StopRecord, Suspension},
     submit::SubmitAnswer,
     usage::{ModelUsage, UsageRollup},
 };
@@ -485,11 +485,11 @@ impl TryFrom<v1::Chunk> for StreamChunk {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use baton_core::{
+    use baton_wire::{
         ChunkKind, ErrorCode,
         api::ResumeMode,
         chunk::ChunkHeader,
-        store::{Status, StopKind},
+        session::{Status, StopKind},
         submit::SubmitStatus,
     };
 

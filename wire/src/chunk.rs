@@ -37,8 +37,20 @@ pub struct ChunkHeader {
 }
 
 /// Terminal status reported by the `end` chunk.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::EnumIter,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum EndStatus {
     Completed,
     Failed,
@@ -47,7 +59,8 @@ pub enum EndStatus {
 }
 
 /// What happened.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 #[serde(
     tag = "type",
     rename_all = "snake_case",
@@ -136,18 +149,7 @@ impl ChunkKind {
 
     /// The `type` tag, for logs and the CLI.
     pub fn name(&self) -> &'static str {
-        match self {
-            Self::RunStart { .. } => "run_start",
-            Self::StepStart { .. } => "step_start",
-            Self::TextDelta { .. } => "text_delta",
-            Self::ToolStart { .. } => "tool_start",
-            Self::ToolEnd { .. } => "tool_end",
-            Self::StepEnd { .. } => "step_end",
-            Self::ToolApprovalRequest { .. } => "tool_approval_request",
-            Self::Suspended { .. } => "suspended",
-            Self::Rewind { .. } => "rewind",
-            Self::End { .. } => "end",
-        }
+        self.into()
     }
 }
 

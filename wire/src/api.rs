@@ -30,8 +30,20 @@ pub struct StartResponse {
 }
 
 /// How a resume continues a session.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::EnumIter,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum ResumeMode {
     /// Drain the answered calls of a suspended session and call the model.
     Continue,
@@ -72,7 +84,7 @@ pub struct ResumeResponse {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workflow_id: Option<String>,
     /// `active`, or `suspended_client_tool` when the run suspended at once.
-    pub status: crate::store::Status,
+    pub status: crate::session::Status,
 }
 
 /// Body of `POST /interrupt` and `POST /abort`.
@@ -90,7 +102,7 @@ pub struct StopResponse {
     /// The stopped run.
     pub run_id: String,
     /// `interrupted`, or `failed` for an abort.
-    pub status: crate::store::Status,
+    pub status: crate::session::Status,
 }
 
 /// Answer of `GET /snapshot`: a session's log pinned to a stream position. For a session that
@@ -102,7 +114,7 @@ pub struct StopResponse {
 pub struct SnapshotResponse {
     pub session_id: String,
     pub stream_id: String,
-    pub status: crate::store::Status,
+    pub status: crate::session::Status,
     pub state: SnapshotState,
     pub stream_sequence: i64,
     /// A `fromSequence` below this is no longer in the stream (`TRUNCATED`); 0 = all retained.
@@ -116,7 +128,7 @@ pub struct SnapshotResponse {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SnapshotState {
-    pub messages: Vec<crate::Message>,
+    pub messages: Vec<crate::message::Message>,
 }
 
 /// Answer of `GET /usage`.

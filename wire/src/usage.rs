@@ -2,9 +2,52 @@
 //! answer, and how many calls lapsed and runs were aborted. Derived on read from the usage records,
 //! the message log and two counters, so it never drifts from them.
 
-use crate::{Message, Usage, message::ToolOutcome, store::UsageRecord, tool::codes};
+use crate::message::{Message, ToolOutcome, codes};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+
+/// Token usage of model calls.
+///
+/// The cache counts are what the provider reports (zero where it reports none); they are absent
+/// from the JSON when zero, so records written before they existed still parse and look the same.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    /// Prompt tokens, cached or not (OpenAI's `prompt_tokens`; Anthropic's `input_tokens` plus
+    /// its cache reads and writes, which Anthropic counts apart).
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// Of the input tokens, those read from the provider's prompt cache.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_read_input_tokens: u64,
+    /// Of the input tokens, those written to the provider's prompt cache (Anthropic).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_creation_input_tokens: u64,
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
+}
+
+impl Usage {
+    pub fn add(&mut self, other: &Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cache_read_input_tokens += other.cache_read_input_tokens;
+        self.cache_creation_input_tokens += other.cache_creation_input_tokens;
+    }
+}
+
+/// One model call's usage, as recorded per step.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UsageRecord {
+    pub run_id: String,
+    pub step: u32,
+    pub model: String,
+    #[serde(flatten)]
+    pub usage: Usage,
+}
 
 /// A session's usage. Sessions have no sub-agents yet, so a session's rollup is its own.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -78,7 +121,7 @@ impl UsageRollup {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{ToolCall, ToolError};
+    use crate::message::{ToolCall, ToolError};
     use serde_json::json;
 
     #[test]

@@ -98,6 +98,25 @@ impl Message {
     }
 }
 
+/// The codes of tool errors the model sees, beside the error codes a server tool's failure takes
+/// from [`ErrorCode`](crate::ErrorCode) (a test checks those agree).
+pub mod codes {
+    pub const INVALID_TOOL_INPUT: &str = "invalid_tool_input";
+    pub const TOOL_FAILED: &str = "tool_failed";
+    pub const TOOL_PANICKED: &str = "tool_panicked";
+    pub const UNKNOWN_TOOL: &str = "unknown_tool";
+    /// A client call that got no answer before its deadline.
+    pub const CLIENT_TOOL_TIMEOUT: &str = "client_tool_timeout";
+    /// A client call left unanswered by a resume that brought a new message instead.
+    pub const CLIENT_TOOL_ABANDONED: &str = "client_tool_abandoned";
+    /// A call of a run that was stopped (interrupt, abort) before the call was carried on.
+    pub const NOT_EXECUTED: &str = "not_executed";
+    /// A call whose approval was denied.
+    pub const TOOL_DENIED: &str = "tool_denied";
+    /// A client-side failure reported with a message only.
+    pub const CLIENT_TOOL_ERROR: &str = "client_tool_error";
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,5 +152,18 @@ mod tests {
         let text_only: Message =
             serde_json::from_value(json!({"role": "assistant", "content": "hi"})).unwrap();
         assert_eq!(text_only, Message::assistant("hi", vec![]));
+    }
+
+    #[test]
+    fn tool_error_codes_are_the_error_codes_names() {
+        use crate::ErrorCode;
+        for (code, error) in [
+            (codes::INVALID_TOOL_INPUT, ErrorCode::InvalidToolInput),
+            (codes::TOOL_FAILED, ErrorCode::ToolFailed),
+            (codes::TOOL_PANICKED, ErrorCode::ToolPanicked),
+            (codes::UNKNOWN_TOOL, ErrorCode::UnknownTool),
+        ] {
+            assert_eq!(code, error.as_str());
+        }
     }
 }

@@ -5,8 +5,14 @@
 //! seen half. Field handling follows the SSE format: `event:` names the event, `data:` lines are
 //! joined with `\n`, a line starting with `:` is a comment, `id:` and `retry:` are ignored, and a
 //! blank line dispatches the event.
+//!
+//! One decoder serves both ends of Baton: the model adapters read providers' streams with it and
+//! the client reads the server's `/sse` with it.
 
-use baton_core::model::{Error, ErrorKind};
+/// A line of the stream that is not UTF-8: the stream is not SSE.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the event stream has a line that is not UTF-8")]
+pub struct NotUtf8;
 
 /// One dispatched event. `event` is empty when the server named none (OpenAI never does).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,11 +40,11 @@ impl Decoder {
 
     /// Decodes `bytes`, calling `on_event` for every event they complete. Stops at the first
     /// error `on_event` returns, or at a line that is not UTF-8.
-    pub fn feed(
+    pub fn feed<E: From<NotUtf8>>(
         &mut self,
         mut bytes: &[u8],
-        on_event: &mut impl FnMut(Event<'_>) -> Result<(), Error>,
-    ) -> Result<(), Error> {
+        on_event: &mut impl FnMut(Event<'_>) -> Result<(), E>,
+    ) -> Result<(), E> {
         if self.after_carriage_return {
             self.after_carriage_return = false;
             if let [b'\n', rest @ ..] = bytes {
@@ -76,11 +82,11 @@ impl Decoder {
         !self.pending.is_empty() || self.has_data
     }
 
-    fn line(
+    fn line<E: From<NotUtf8>>(
         &mut self,
         line: &[u8],
-        on_event: &mut impl FnMut(Event<'_>) -> Result<(), Error>,
-    ) -> Result<(), Error> {
+        on_event: &mut impl FnMut(Event<'_>) -> Result<(), E>,
+    ) -> Result<(), E> {
         if line.is_empty() {
             if self.has_data {
                 let dispatched = on_event(Event {
@@ -95,12 +101,7 @@ impl Decoder {
             self.event.clear();
             return Ok(());
         }
-        let line = std::str::from_utf8(line).map_err(|_| {
-            Error::new(
-                ErrorKind::BadResponse,
-                "the event stream has a line that is not UTF-8",
-            )
-        })?;
+        let line = std::str::from_utf8(line).map_err(|_| NotUtf8)?;
         let (field, value) = match line.find(':') {
             Some(0) => return Ok(()),
             Some(colon) => {
@@ -139,7 +140,7 @@ mod tests {
         while !rest.is_empty() {
             let take = (*sizes.next().unwrap()).min(rest.len());
             decoder
-                .feed(&rest[..take], &mut |event| {
+                .feed::<NotUtf8>(&rest[..take], &mut |event| {
                     events.push((event.event.to_owned(), event.data.to_owned()));
                     Ok(())
                 })
@@ -182,7 +183,7 @@ mod tests {
         let mut decoder = Decoder::new();
         let mut count = 0;
         decoder
-            .feed(b"data: {\"partial\"", &mut |_| {
+            .feed::<NotUtf8>(b"data: {\"partial\"", &mut |_| {
                 count += 1;
                 Ok(())
             })
@@ -190,8 +191,8 @@ mod tests {
         assert_eq!(count, 0);
         assert!(decoder.has_partial_event());
         let error = Decoder::new()
-            .feed(b"data: \xff\xfe\n\n", &mut |_| Ok(()))
+            .feed::<NotUtf8>(b"data: \xff\xfe\n\n", &mut |_| Ok(()))
             .unwrap_err();
-        assert_eq!(error.kind, ErrorKind::BadResponse);
+        assert_eq!(error, NotUtf8);
     }
 }

@@ -5,8 +5,21 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// A stable, snake_case error code. Clients match on these; never rename one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::EnumIter,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum ErrorCode {
     /// The request body or a parameter is malformed.
     ValidationError,
@@ -53,6 +66,7 @@ pub enum ErrorCode {
     StateRunSuperseded,
     /// A submitted result does not match the tool's output schema.
     #[serde(rename = "INVALID_RESULT")]
+    #[strum(serialize = "INVALID_RESULT")]
     InvalidResult,
     /// A submitted answer or a request body is over the size limit.
     ValidationPayloadTooLarge,
@@ -74,6 +88,7 @@ pub enum ErrorCode {
     RateLimited,
     /// The stream no longer holds the requested position (below `oldestRetainedSequence`).
     #[serde(rename = "TRUNCATED")]
+    #[strum(serialize = "TRUNCATED")]
     Truncated,
     /// Anything else; details are logged, never shown.
     Internal,
@@ -151,42 +166,8 @@ impl ErrorCode {
     }
 
     /// The snake_case form, as serialized.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::ValidationError => "validation_error",
-            Self::UnknownAgentType => "unknown_agent_type",
-            Self::SessionNotFound => "session_not_found",
-            Self::SessionAlreadyExists => "session_already_exists",
-            Self::MaxStepsExceeded => "max_steps_exceeded",
-            Self::ModelFailed => "model_failed",
-            Self::ModelRateLimited => "model_rate_limited",
-            Self::ModelUnavailable => "model_unavailable",
-            Self::ModelAuthFailed => "model_auth_failed",
-            Self::ModelContextLengthExceeded => "model_context_length_exceeded",
-            Self::ModelRequestRejected => "model_request_rejected",
-            Self::ModelBadResponse => "model_bad_response",
-            Self::InvalidToolInput => "invalid_tool_input",
-            Self::ToolFailed => "tool_failed",
-            Self::ToolPanicked => "tool_panicked",
-            Self::UnknownTool => "unknown_tool",
-            Self::RunNotActive => "run_not_active",
-            Self::TemporalUnavailable => "temporal_unavailable",
-            Self::StoreUnavailable => "store_unavailable",
-            Self::UnknownToolCall => "unknown_tool_call",
-            Self::StateRunSuperseded => "state_run_superseded",
-            Self::InvalidResult => "INVALID_RESULT",
-            Self::ValidationPayloadTooLarge => "validation_payload_too_large",
-            Self::StateNotResumable => "state_not_resumable",
-            Self::StateAlreadyRunning => "state_already_running",
-            Self::FrameworkCancelled => "framework_cancelled",
-            Self::CheckpointNotFound => "checkpoint_not_found",
-            Self::Unauthorized => "unauthorized",
-            Self::SessionMismatch => "session_mismatch",
-            Self::Forbidden => "forbidden",
-            Self::RateLimited => "rate_limited",
-            Self::Truncated => "TRUNCATED",
-            Self::Internal => "internal",
-        }
+    pub fn as_str(self) -> &'static str {
+        self.into()
     }
 }
 
@@ -232,42 +213,8 @@ mod tests {
 
     #[test]
     fn serialized_code_matches_as_str_and_table() {
-        let codes = [
-            ErrorCode::ValidationError,
-            ErrorCode::UnknownAgentType,
-            ErrorCode::SessionNotFound,
-            ErrorCode::SessionAlreadyExists,
-            ErrorCode::MaxStepsExceeded,
-            ErrorCode::ModelFailed,
-            ErrorCode::ModelRateLimited,
-            ErrorCode::ModelUnavailable,
-            ErrorCode::ModelAuthFailed,
-            ErrorCode::ModelContextLengthExceeded,
-            ErrorCode::ModelRequestRejected,
-            ErrorCode::ModelBadResponse,
-            ErrorCode::InvalidToolInput,
-            ErrorCode::ToolFailed,
-            ErrorCode::ToolPanicked,
-            ErrorCode::UnknownTool,
-            ErrorCode::RunNotActive,
-            ErrorCode::TemporalUnavailable,
-            ErrorCode::StoreUnavailable,
-            ErrorCode::UnknownToolCall,
-            ErrorCode::StateRunSuperseded,
-            ErrorCode::InvalidResult,
-            ErrorCode::ValidationPayloadTooLarge,
-            ErrorCode::StateNotResumable,
-            ErrorCode::StateAlreadyRunning,
-            ErrorCode::FrameworkCancelled,
-            ErrorCode::CheckpointNotFound,
-            ErrorCode::Unauthorized,
-            ErrorCode::SessionMismatch,
-            ErrorCode::Forbidden,
-            ErrorCode::RateLimited,
-            ErrorCode::Truncated,
-            ErrorCode::Internal,
-        ];
-        for code in codes {
+        use strum::IntoEnumIterator;
+        for code in ErrorCode::iter() {
             let json = serde_json::to_value(code).unwrap();
             assert_eq!(json, serde_json::Value::String(code.as_str().to_owned()));
             let back: ErrorCode = serde_json::from_value(json).unwrap();
