@@ -5,9 +5,23 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/services.sh
 
-cargo build --quiet -p baton-worker -p baton-client
+say() { printf '[demo] %s\n' "$*" >&2; }
+
+# Cargo prints one line per crate it compiles, so a first build shows its progress.
+if [ -x target/debug/batond ] && [ -x target/debug/baton ]; then
+  say "building batond and baton (debug; only what changed)"
+else
+  say "building batond and baton (debug; the first build compiles ~400 crates: several minutes on 2 cores)"
+fi
+if ! cargo build -p baton-worker -p baton-client 2>&1 |
+  grep --line-buffered -E '^ *(Compiling|Finished|error)' >&2; then
+  say "the build failed; see: cargo build -p baton-worker -p baton-client"
+  exit 1
+fi
+
 listen=${BATON_LISTEN:-127.0.0.1:8080}
 export BATON_LISTEN=$listen
+say "starting batond dev (server and worker in one process) on $listen; its log: $log_dir/batond.log"
 ./target/debug/batond dev --allow-unauthenticated >"$log_dir/batond.log" 2>&1 &
 batond_pid=$!
 trap 'kill $batond_pid 2>/dev/null; wait $batond_pid 2>/dev/null || true' EXIT
@@ -16,6 +30,7 @@ for _ in $(seq 100); do
   kill -0 $batond_pid 2>/dev/null || { cat "$log_dir/batond.log" >&2; exit 1; }
   sleep 0.1
 done
+say "batond is up; running the demo agent (scripted model, calculator and clock tools)"
 
 ./target/debug/baton --server "http://$listen" run --agent demo \
   "What is 6 times 7, and what time is it?"

@@ -237,4 +237,39 @@ mod tests {
         );
         assert_eq!(serde_json::from_value::<ApiError>(json).unwrap(), detailed);
     }
+
+    #[test]
+    fn the_readme_error_table_is_the_code_table() {
+        use strum::IntoEnumIterator;
+        let readme = include_str!("../../README.md");
+        let rows: Vec<(String, u16, bool)> = readme
+            .lines()
+            .skip_while(|line| !line.starts_with("| code | status | retryable |"))
+            .skip(2)
+            .take_while(|line| line.starts_with("| `"))
+            .map(|line| {
+                let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+                (
+                    cells[1].trim_matches('`').to_owned(),
+                    cells[2].parse().unwrap(),
+                    cells[3] == "yes",
+                )
+            })
+            .collect();
+        let expected: Vec<(String, u16, bool)> = ErrorCode::iter()
+            .map(|code| {
+                let presentation = code.presentation();
+                (
+                    code.as_str().to_owned(),
+                    presentation.http_status,
+                    presentation.retryable,
+                )
+            })
+            .collect();
+        let mut rows_sorted = rows.clone();
+        let mut expected_sorted = expected.clone();
+        rows_sorted.sort();
+        expected_sorted.sort();
+        assert_eq!(rows_sorted, expected_sorted, "README.md's error table");
+    }
 }
