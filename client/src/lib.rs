@@ -13,7 +13,7 @@ use async_trait::async_trait;
 use baton_wire::{
     ApiError, StreamChunk,
     api::{
-        ResumeMode, ResumeRequest, ResumeResponse, SnapshotResponse, StartResponse, StopResponse,
+        Resume, ResumeRequest, ResumeResponse, SnapshotResponse, StartResponse, StopResponse,
         UsageResponse,
     },
     chunk::ChunkKind,
@@ -150,14 +150,8 @@ pub trait Client: Send + Sync {
     /// Continues a suspended session whose calls are all answered; the run starts a workflow of
     /// its own and the call returns at once.
     async fn resume(&self, session_id: &str) -> Result<ResumeResponse, Error> {
-        self.resume_with(&ResumeRequest {
-            session_id: session_id.to_owned(),
-            mode: ResumeMode::Continue,
-            message: None,
-            abandon_pending: false,
-            checkpoint_id: None,
-        })
-        .await
+        self.resume_with(&Resume::Continue.request(session_id))
+            .await
     }
 
     /// Sends the next user message of a session: drains what a suspended session has first
@@ -168,14 +162,11 @@ pub trait Client: Send + Sync {
         message: &str,
         abandon_pending: bool,
     ) -> Result<ResumeResponse, Error> {
-        self.resume_with(&ResumeRequest {
-            session_id: session_id.to_owned(),
-            mode: ResumeMode::WithMessage,
-            message: Some(message.to_owned()),
+        let resume = Resume::WithMessage {
+            message: message.to_owned(),
             abandon_pending,
-            checkpoint_id: None,
-        })
-        .await
+        };
+        self.resume_with(&resume.request(session_id)).await
     }
 
     /// Rewinds a session that is not running to one of its checkpoints and goes on from there,
@@ -188,14 +179,12 @@ pub trait Client: Send + Sync {
         message: Option<&str>,
         abandon_pending: bool,
     ) -> Result<ResumeResponse, Error> {
-        self.resume_with(&ResumeRequest {
-            session_id: session_id.to_owned(),
-            mode: ResumeMode::FromCheckpoint,
+        let resume = Resume::FromCheckpoint {
+            checkpoint_id,
             message: message.map(str::to_owned),
             abandon_pending,
-            checkpoint_id: Some(checkpoint_id),
-        })
-        .await
+        };
+        self.resume_with(&resume.request(session_id)).await
     }
 }
 

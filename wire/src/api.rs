@@ -1,5 +1,6 @@
 //! Request and answer bodies of the HTTP API, shared by the server and the client crate.
 
+use crate::{ApiError, ErrorCode};
 use serde::{Deserialize, Serialize};
 
 /// Body of `POST /start`.
@@ -61,6 +62,122 @@ pub struct ResumeRequest {
     /// Required with `from_checkpoint`, refused otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoint_id: Option<u32>,
+}
+
+/// A resume, typed by its mode: what each mode carries and nothing else. The body a client sends
+/// is its [`ResumeRequest`] form; a server reads the body and checks it into this with
+/// [`ResumeRequest::checked`], whose refusals are the API's fixed messages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resume {
+    /// Drain the answered calls of a suspended session and call the model.
+    Continue,
+    /// The next turn: drain what the session has (abandoning still-open calls when asked),
+    /// append `message`, call the model.
+    WithMessage {
+        message: String,
+        abandon_pending: bool,
+    },
+    /// Rewind to a checkpoint and go on from there, with an optional message. With a checkpoint
+    /// whose step suspended, `abandon_pending` (which needs a message) drains its calls.
+    FromCheckpoint {
+        checkpoint_id: u32,
+        message: Option<String>,
+        abandon_pending: bool,
+    },
+}
+
+impl Resume {
+    /// The body that asks for this resume of `session_id`.
+    pub fn request(self, session_id: &str) -> ResumeRequest {
+        let session_id = session_id.to_owned();
+        match self {
+            Self::Continue => ResumeRequest {
+                session_id,
+                mode: ResumeMode::Continue,
+                message: None,
+                abandon_pending: false,
+                checkpoint_id: None,
+            },
+            Self::WithMessage {
+                message,
+                abandon_pending,
+            } => ResumeRequest {
+                session_id,
+                mode: ResumeMode::WithMessage,
+                message: Some(message),
+                abandon_pending,
+                checkpoint_id: None,
+            },
+            Self::FromCheckpoint {
+                checkpoint_id,
+                message,
+                abandon_pending,
+            } => ResumeRequest {
+                session_id,
+                mode: ResumeMode::FromCheckpoint,
+                message,
+                abandon_pending,
+                checkpoint_id: Some(checkpoint_id),
+            },
+        }
+    }
+
+    /// The message the resume appends, if any.
+    pub fn message(&self) -> Option<&str> {
+        match self {
+            Self::Continue => None,
+            Self::WithMessage { message, .. } => Some(message),
+            Self::FromCheckpoint { message, .. } => message.as_deref(),
+        }
+    }
+
+    /// Whether still-open calls are drained as abandoned.
+    pub fn abandon_pending(&self) -> bool {
+        match self {
+            Self::Continue => false,
+            Self::WithMessage {
+                abandon_pending, ..
+            }
+            | Self::FromCheckpoint {
+                abandon_pending, ..
+            } => *abandon_pending,
+        }
+    }
+}
+
+impl ResumeRequest {
+    /// The typed resume this body asks for, or the fixed refusal of a field its mode does not
+    /// take (or lacks). The message itself (empty, too long) is the server's to judge.
+    pub fn checked(self) -> Result<Resume, ApiError> {
+        let refuse = |message: &str| Err(ApiError::new(ErrorCode::ValidationError, message));
+        match (self.mode, self.message, self.checkpoint_id) {
+            (ResumeMode::Continue | ResumeMode::WithMessage, _, Some(_)) => {
+                refuse("checkpointId goes with mode from_checkpoint only")
+            }
+            (ResumeMode::Continue, None, None) if !self.abandon_pending => Ok(Resume::Continue),
+            (ResumeMode::Continue, _, None) => {
+                refuse("mode continue takes no message and no abandonPending; use with_message")
+            }
+            (ResumeMode::WithMessage, None, None) => refuse("mode with_message needs a message"),
+            (ResumeMode::WithMessage, Some(message), None) => Ok(Resume::WithMessage {
+                message,
+                abandon_pending: self.abandon_pending,
+            }),
+            (ResumeMode::FromCheckpoint, None, _) if self.abandon_pending => {
+                refuse("abandonPending goes with a message")
+            }
+            (ResumeMode::FromCheckpoint, _, None) => {
+                refuse("mode from_checkpoint needs a checkpointId")
+            }
+            (ResumeMode::FromCheckpoint, message, Some(checkpoint_id)) => {
+                Ok(Resume::FromCheckpoint {
+                    checkpoint_id,
+                    message,
+                    abandon_pending: self.abandon_pending,
+                })
+            }
+        }
+    }
 }
 
 /// Answer of `POST /resume`: the new run and its workflow.
@@ -127,4 +244,91 @@ pub struct SnapshotState {
 pub struct UsageResponse {
     pub session_id: String,
     pub rollup: crate::usage::UsageRollup,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn body(
+        mode: ResumeMode,
+        message: Option<&str>,
+        abandon: bool,
+        checkpoint: Option<u32>,
+    ) -> ResumeRequest {
+        ResumeRequest {
+            session_id: "s1".into(),
+            mode,
+            message: message.map(str::to_owned),
+            abandon_pending: abandon,
+            checkpoint_id: checkpoint,
+        }
+    }
+
+    #[test]
+    fn a_resume_body_checks_into_its_mode_or_a_fixed_refusal() {
+        use ResumeMode::*;
+        let typed = [
+            Resume::Continue,
+            Resume::WithMessage {
+                message: "next".into(),
+                abandon_pending: true,
+            },
+            Resume::FromCheckpoint {
+                checkpoint_id: 2,
+                message: None,
+                abandon_pending: false,
+            },
+            Resume::FromCheckpoint {
+                checkpoint_id: 0,
+                message: Some("again".into()),
+                abandon_pending: true,
+            },
+        ];
+        for resume in typed {
+            let request = resume.clone().request("s1");
+            assert_eq!(request.session_id, "s1");
+            assert_eq!(request.clone().checked(), Ok(resume.clone()));
+            let json = serde_json::to_string(&request).unwrap();
+            let back: ResumeRequest = serde_json::from_str(&json).unwrap();
+            assert_eq!(back.checked(), Ok(resume));
+        }
+        for (request, refusal) in [
+            (
+                body(Continue, None, false, Some(1)),
+                "checkpointId goes with mode from_checkpoint only",
+            ),
+            (
+                body(WithMessage, Some("m"), false, Some(1)),
+                "checkpointId goes with mode from_checkpoint only",
+            ),
+            (
+                body(Continue, Some("m"), false, None),
+                "mode continue takes no message and no abandonPending; use with_message",
+            ),
+            (
+                body(Continue, None, true, None),
+                "mode continue takes no message and no abandonPending; use with_message",
+            ),
+            (
+                body(WithMessage, None, false, None),
+                "mode with_message needs a message",
+            ),
+            (
+                body(FromCheckpoint, None, true, Some(1)),
+                "abandonPending goes with a message",
+            ),
+            (
+                body(FromCheckpoint, Some("m"), false, None),
+                "mode from_checkpoint needs a checkpointId",
+            ),
+        ] {
+            let error = request.clone().checked().unwrap_err();
+            assert_eq!(
+                (error.code, error.error.as_str()),
+                (ErrorCode::ValidationError, refusal),
+                "{request:?}"
+            );
+        }
+    }
 }
