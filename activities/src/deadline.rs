@@ -1,0 +1,75 @@
+//! The deadline workflow's activity: once the earliest open deadline of a suspended run's batch
+//! has lapsed, claim the session for a new run, or say when to look again.
+
+use crate::{
+    AgentActivities,
+    failure::Error,
+    io::{DeadlineCheck, DeadlineInput, RunInput},
+    plan,
+};
+use baton_core::{
+    ids,
+    store::{self, Claim, ResumeEntry},
+};
+
+impl AgentActivities {
+    /// The body of the `check_deadline` activity.
+    pub(crate) async fn claim_lapsed_batch(
+        &self,
+        input: &DeadlineInput,
+    ) -> Result<DeadlineCheck, Error> {
+        let suspended = &input.run;
+        let address = &suspended.address;
+        let Some(state) = self.store.session(address).await? else {
+            return Ok(DeadlineCheck::Nothing);
+        };
+        // The run resumed, stopped or failed since: its deadlines no longer matter.
+        if state.run_id != suspended.run_id || state.status != store::Status::SuspendedClientTool {
+            return Ok(DeadlineCheck::Nothing);
+        }
+        let agent = self.agent(&suspended.agent_type)?;
+        let run_id = ids::new_run_id();
+        let workflow_id = ids::resume_workflow_id(agent.name(), &address.session_id, &run_id);
+        let entry = ResumeEntry {
+            expected_run_id: Some(suspended.run_id.clone()),
+            ..ResumeEntry::default()
+        };
+        let claim = self
+            .store
+            .claim_resume(
+                address,
+                agent.name(),
+                &state.stream_id,
+                &run_id,
+                &workflow_id,
+                &entry,
+            )
+            .await?;
+        Ok(match claim {
+            Claim::Claimed { step_count } => {
+                tracing::info!(session = %address.session_id, %run_id, "deadline lapsed: resuming");
+                DeadlineCheck::Resume {
+                    run: Box::new(RunInput {
+                        run_id,
+                        first_step: step_count,
+                        max_steps: agent.max_steps(),
+                        resume: true,
+                        ..suspended.clone()
+                    }),
+                    workflow_id,
+                }
+            }
+            Claim::Awaiting { tool_call_ids } => {
+                let pending = self.store.pending_calls(address).await?;
+                DeadlineCheck::WaitUntil {
+                    wake_at: plan::next_look(
+                        pending.iter().map(|(call, _run)| call),
+                        &tool_call_ids,
+                        store::now_ms(),
+                    ),
+                }
+            }
+            _ => DeadlineCheck::Nothing,
+        })
+    }
+}

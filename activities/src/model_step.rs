@@ -1,0 +1,226 @@
+//! The model step: picks up the step where an earlier attempt left it, calls the model (writing
+//! its text deltas to the stream as they come), stages the turn, runs the inline tools and says
+//! what is left for the workflow.
+
+use crate::{
+    AgentActivities,
+    failure::Error,
+    heartbeat::with_heartbeats,
+    io::{StepInput, StepPlan},
+    plan::{AfterInline, SortedCalls},
+};
+use baton_core::{
+    ErrorCode,
+    chunk::ChunkKind,
+    message::Message,
+    model::ModelRequest,
+    store::{self, StagedTurn, StepProgress, UsageRecord, Written},
+};
+use temporalio_sdk::activities::ActivityContext;
+use tokio::sync::mpsc;
+
+impl AgentActivities {
+    /// The body of the `model_step` activity.
+    pub(crate) async fn play_model_step(
+        &self,
+        ctx: &ActivityContext,
+        input: &StepInput,
+    ) -> Result<StepPlan, Error> {
+        let progress = self
+            .store
+            .step_progress(&input.address, &input.run_id, input.step)
+            .await?;
+        let (turn, fresh) = match progress {
+            StepProgress::Committed => return Ok(StepPlan::Committed),
+            StepProgress::Suspended { tool_call_ids } => {
+                return Ok(StepPlan::Suspended(
+                    self.suspended_run(input, tool_call_ids).await?,
+                ));
+            }
+            StepProgress::Staged(turn) => (turn, false),
+            StepProgress::New => match self.call_model(ctx, input).await? {
+                Some(turn) => (turn, true),
+                None => return Ok(StepPlan::Committed),
+            },
+        };
+        let plan = self
+            .run_inline_tools(ctx, input, &turn.message, fresh)
+            .await?;
+        tracing::debug!(
+            session = %input.address.session_id,
+            run = %input.run_id,
+            step = input.step,
+            attempt = ctx.info().attempt,
+            ?plan,
+            "model step done"
+        );
+        Ok(plan)
+    }
+
+    /// Calls the model for a step that has no staged turn and stages the answer. Returns the
+    /// staged turn (another attempt's, if it staged first), or `None` if the step got committed
+    /// meanwhile.
+    async fn call_model(
+        &self,
+        ctx: &ActivityContext,
+        input: &StepInput,
+    ) -> Result<Option<StagedTurn>, Error> {
+        let address = &input.address;
+        let agent = self.agent(&input.agent_type)?;
+        let messages = self.store.messages(address).await?;
+        self.emit_step_chunks(input, 0, &[ChunkKind::StepStart { step: input.step }])
+            .await?;
+
+        let (delta_sender, mut delta_receiver) = mpsc::unbounded_channel::<String>();
+        let generate = agent.model().generate(
+            ModelRequest {
+                messages: &messages,
+                tools: agent.tool_specs(),
+            },
+            delta_sender,
+        );
+        // Deltas are written as they come, batched by what is waiting, while the model runs.
+        let stream_deltas = async {
+            let mut index = 1;
+            while let Some(first) = delta_receiver.recv().await {
+                let mut batch = vec![ChunkKind::TextDelta {
+                    step: input.step,
+                    delta: first,
+                }];
+                while let Ok(delta) = delta_receiver.try_recv() {
+                    batch.push(ChunkKind::TextDelta {
+                        step: input.step,
+                        delta,
+                    });
+                }
+                self.emit_step_chunks(input, index, &batch).await?;
+                index += batch.len() as u32;
+            }
+            Ok::<_, store::Error>(())
+        };
+        let call = with_heartbeats(ctx, self.heartbeat_every, async {
+            futures::join!(generate, stream_deltas)
+        });
+        // An interrupt or abort cancels the workflow; Temporal passes the cancellation on with
+        // the answer to a heartbeat. Dropping the call then closes the model's HTTP stream at
+        // once instead of letting it run to its end.
+        let (turn, streamed) = tokio::select! {
+            biased;
+            _ = ctx.cancelled() => {
+                tracing::info!(
+                    session = %address.session_id,
+                    run = %input.run_id,
+                    step = input.step,
+                    "model call cancelled"
+                );
+                return Err(Error::Cancelled);
+            }
+            outcome = call => outcome,
+        };
+        streamed?;
+        let turn = turn?;
+
+        let staged = StagedTurn {
+            message: Message::assistant(turn.text, turn.tool_calls),
+            usage: UsageRecord {
+                run_id: input.run_id.clone(),
+                step: input.step,
+                model: agent.model().name().to_owned(),
+                usage: turn.usage,
+            },
+        };
+        let written = self
+            .store
+            .stage_turn(
+                address,
+                &input.stream_id,
+                &input.run_id,
+                input.step,
+                &staged,
+            )
+            .await?;
+        match written {
+            Written::New => Ok(Some(staged)),
+            // A concurrent attempt staged first: its turn is the step's turn.
+            Written::AlreadyDone => Ok(self
+                .store
+                .staged_turn(address, &input.run_id, input.step)
+                .await?),
+        }
+    }
+
+    /// Writes model-phase chunks of the step, the first at `first_index`; an index already on
+    /// the stream (an earlier attempt wrote it) is not written again.
+    async fn emit_step_chunks(
+        &self,
+        input: &StepInput,
+        first_index: u32,
+        kinds: &[ChunkKind],
+    ) -> Result<u32, store::Error> {
+        self.store
+            .emit_model_chunks(
+                &input.address,
+                &input.stream_id,
+                &input.run_id,
+                input.step,
+                first_index,
+                kinds,
+            )
+            .await
+    }
+
+    /// Runs the inline tool calls of a staged turn (in parallel) and says what is left. When no
+    /// call needs an activity, commits the step here.
+    async fn run_inline_tools(
+        &self,
+        ctx: &ActivityContext,
+        input: &StepInput,
+        message: &Message,
+        fresh: bool,
+    ) -> Result<StepPlan, Error> {
+        let Message::Assistant { tool_calls, .. } = message else {
+            return Err(Error::typed(
+                ErrorCode::Internal,
+                "staged turn is not an assistant message",
+            ));
+        };
+        // An answer needs nothing of the agent.
+        if tool_calls.is_empty() {
+            return Ok(StepPlan::Answered);
+        }
+        let agent = self.agent(&input.agent_type)?;
+        let calls = SortedCalls::new(agent, tool_calls);
+        let runs = calls.inline.iter().map(|call| async move {
+            // Results staged by an earlier attempt stand; a fresh turn has none.
+            if !fresh
+                && self
+                    .store
+                    .has_staged_tool_result(&input.address, &input.run_id, input.step, &call.id)
+                    .await?
+            {
+                return Ok(());
+            }
+            self.run_call(ctx, input, call).await
+        });
+        for outcome in futures::future::join_all(runs).await {
+            outcome?;
+        }
+        Ok(match calls.after_inline() {
+            AfterInline::Complete => StepPlan::Answered,
+            AfterInline::RunTools {
+                tool_call_ids,
+                then_suspend,
+                then_finish,
+            } => StepPlan::RunTools {
+                tool_call_ids,
+                then_suspend,
+                then_finish,
+            },
+            AfterInline::Suspend => StepPlan::Suspended(self.suspend(input, &calls.awaited).await?),
+            AfterInline::Commit => {
+                self.commit(input).await?;
+                StepPlan::Committed
+            }
+        })
+    }
+}

@@ -1,0 +1,104 @@
+//! Suspending a run on the calls its step awaits (client tools, approvals): commit the step with
+//! a pending entry per call, and tell the workflow when its deadline workflow should wake.
+
+use crate::{
+    AgentActivities,
+    failure::Error,
+    io::{StepInput, SuspendedRun},
+    plan::{self, SortedCalls, SuspendAt},
+};
+use baton_core::{
+    ErrorCode,
+    message::{Message, ToolCall},
+    store::{self, PendingCall, StepProgress},
+};
+
+impl AgentActivities {
+    /// The body of the `commit_suspended_step` activity, after a step's tool activities.
+    pub(crate) async fn suspend_after_tools(
+        &self,
+        input: &StepInput,
+    ) -> Result<SuspendedRun, Error> {
+        let progress = self
+            .store
+            .step_progress(&input.address, &input.run_id, input.step)
+            .await?;
+        let turn = match progress {
+            StepProgress::Suspended { tool_call_ids } => {
+                return self.suspended_run(input, tool_call_ids).await;
+            }
+            StepProgress::Staged(turn) => turn,
+            StepProgress::New | StepProgress::Committed => {
+                return Err(Error::typed(
+                    ErrorCode::Internal,
+                    format!(
+                        "step {} of run {} cannot suspend: {progress:?}",
+                        input.step, input.run_id
+                    ),
+                ));
+            }
+        };
+        let agent = self.agent(&input.agent_type)?;
+        let awaited = match &turn.message {
+            Message::Assistant { tool_calls, .. } => SortedCalls::new(agent, tool_calls).awaited,
+            _ => Vec::new(),
+        };
+        self.suspend(input, &awaited).await
+    }
+
+    /// Commits the step and suspends the run on its awaited calls, each with its deadline.
+    pub(crate) async fn suspend(
+        &self,
+        input: &StepInput,
+        awaited: &[&ToolCall],
+    ) -> Result<SuspendedRun, Error> {
+        let agent = self.agent(&input.agent_type)?;
+        let at = SuspendAt {
+            run_id: &input.run_id,
+            step: input.step,
+            now: store::now_ms(),
+        };
+        let pending = plan::pending_calls(agent, at, awaited);
+        self.store
+            .commit_suspended_step(
+                &input.address,
+                &input.stream_id,
+                &input.run_id,
+                input.step,
+                &pending,
+            )
+            .await?;
+        tracing::info!(
+            session = %input.address.session_id,
+            run = %input.run_id,
+            step = input.step,
+            calls = pending.len(),
+            "run suspended on client calls"
+        );
+        Ok(SuspendedRun {
+            wake_at: plan::wake_at(agent, &pending),
+            tool_call_ids: pending.into_iter().map(|p| p.tool_call_id).collect(),
+        })
+    }
+
+    /// The suspension of a run whose step is already committed (a retried activity).
+    pub(crate) async fn suspended_run(
+        &self,
+        input: &StepInput,
+        tool_call_ids: Vec<String>,
+    ) -> Result<SuspendedRun, Error> {
+        let agent = self.agent(&input.agent_type)?;
+        let pending: Vec<PendingCall> = self
+            .store
+            .pending_calls(&input.address)
+            .await?
+            .into_iter()
+            .map(|(call, _run)| call)
+            .filter(|call| tool_call_ids.contains(&call.tool_call_id))
+            .collect();
+        Ok(SuspendedRun {
+            wake_at: plan::wake_at(agent, &pending),
+            tool_call_ids,
+        })
+    }
+}

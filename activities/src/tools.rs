@@ -1,0 +1,114 @@
+//! Server tool calls: running one (inline in the model step, as an `execute_tool` activity, or
+//! once approved during a resume) and staging its result with its `tool_end` chunk.
+
+use crate::{
+    AgentActivities,
+    failure::Error,
+    heartbeat::with_heartbeats,
+    io::{StepInput, ToolInput},
+};
+use baton_core::{
+    ErrorCode, ToolError,
+    message::{Message, ToolCall, ToolOutcome},
+    tool::codes,
+};
+use temporalio_sdk::activities::ActivityContext;
+
+impl AgentActivities {
+    /// The body of the `execute_tool` activity: runs the call unless an earlier attempt staged
+    /// its result already.
+    pub(crate) async fn execute_staged_call(
+        &self,
+        ctx: &ActivityContext,
+        input: &ToolInput,
+    ) -> Result<(), Error> {
+        let step = &input.step;
+        if self
+            .store
+            .has_staged_tool_result(&step.address, &step.run_id, step.step, &input.tool_call_id)
+            .await?
+        {
+            return Ok(());
+        }
+        let call = self.staged_call(step, &input.tool_call_id).await?;
+        self.run_call(ctx, step, &call).await
+    }
+
+    /// Runs one tool call and stages its result or error with its `tool_end` chunk.
+    pub(crate) async fn run_call(
+        &self,
+        ctx: &ActivityContext,
+        step: &StepInput,
+        call: &ToolCall,
+    ) -> Result<(), Error> {
+        let outcome = self
+            .outcome_of(ctx, &step.agent_type, &call.name, call.arguments.clone())
+            .await;
+        self.store
+            .stage_tool_result(
+                &step.address,
+                &step.stream_id,
+                &step.run_id,
+                step.step,
+                &Message::tool_result(call, outcome),
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// Runs a server tool and turns whatever happens into the outcome the model sees.
+    pub(crate) async fn outcome_of(
+        &self,
+        ctx: &ActivityContext,
+        agent_type: &str,
+        tool_name: &str,
+        arguments: serde_json::Value,
+    ) -> ToolOutcome {
+        let Some(tool) = self
+            .registry
+            .get(agent_type)
+            .and_then(|agent| agent.tool(tool_name))
+        else {
+            return ToolOutcome::Error(ToolError::new(
+                codes::UNKNOWN_TOOL,
+                format!("there is no tool named {tool_name:?}"),
+            ));
+        };
+        match with_heartbeats(ctx, self.heartbeat_every, tool.call(arguments)).await {
+            Ok(value) => ToolOutcome::Result(value),
+            Err(error) => ToolOutcome::Error(error),
+        }
+    }
+
+    /// The call `tool_call_id` of a step's staged turn.
+    async fn staged_call(&self, step: &StepInput, tool_call_id: &str) -> Result<ToolCall, Error> {
+        let staged = self
+            .store
+            .staged_turn(&step.address, &step.run_id, step.step)
+            .await?
+            .ok_or_else(|| {
+                Error::typed(
+                    ErrorCode::Internal,
+                    format!(
+                        "step {} of run {} has no staged turn",
+                        step.step, step.run_id
+                    ),
+                )
+            })?;
+        match staged.message {
+            Message::Assistant { tool_calls, .. } => tool_calls
+                .into_iter()
+                .find(|call| call.id == tool_call_id)
+                .ok_or_else(|| {
+                    Error::typed(
+                        ErrorCode::Internal,
+                        format!("step {} has no tool call {tool_call_id}", step.step),
+                    )
+                }),
+            _ => Err(Error::typed(
+                ErrorCode::Internal,
+                "staged turn is not an assistant message",
+            )),
+        }
+    }
+}
