@@ -3,7 +3,7 @@
 //! [`start_options`].
 
 use crate::state::AppState;
-use baton_activities::io::{DeadlineInput, RunInput};
+use baton_activities::io::{DeadlineStart, RunInput};
 use baton_core::{ApiError, ErrorCode, chunk::RunError, store::SessionState, store::Status};
 use baton_workflows::{AgentRunWorkflow, DeadlineWorkflow};
 use temporalio_client::{
@@ -65,22 +65,19 @@ pub(super) async fn start_run_workflow(
 }
 
 /// Starts the deadline workflow of a run that suspended without a workflow of its own (a rewind
-/// to a suspension). The suspension is already durable, so a failure here is reported but
+/// to a suspension); id and input are the ones the run's workflow gives its own (see
+/// [`DeadlineStart`]). The suspension is already durable, so a failure here is reported but
 /// nothing is undone: the calls can still be answered and the session resumed by hand.
 pub(super) async fn start_deadline_workflow(
     state: &AppState,
     run: RunInput,
     wake_at: u64,
 ) -> Result<(), ApiError> {
-    let workflow_id = run.deadline_workflow_id();
+    let DeadlineStart { workflow_id, input } = DeadlineStart::new(run, wake_at);
     let options = start_options(state, &workflow_id);
     state
         .temporal
-        .start_workflow(
-            DeadlineWorkflow::run,
-            DeadlineInput { run, wake_at },
-            options,
-        )
+        .start_workflow(DeadlineWorkflow::run, input, options)
         .await
         .map(|_| ())
         .map_err(|error| {
