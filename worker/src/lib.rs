@@ -1,6 +1,7 @@
 //! The parts of `batond`: connecting to Temporal, running the Temporal worker, the operations of
 //! the API (`ops`) and its two transports (`http`, `grpc`), the stream follower and fan-out, and
-//! the demo agents. The binary (`main.rs`) parses flags and environment; nothing here does.
+//! the demo agents. The binary (`main.rs` and its `config/`) parses flags and environment;
+//! nothing here does.
 
 pub mod auth;
 pub mod demo;

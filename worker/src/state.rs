@@ -44,8 +44,9 @@ pub struct ServerOptions {
     /// Operators may name the session `/start` creates (`sessionId`); otherwise ids are the
     /// server's own.
     pub allow_client_session_ids: bool,
-    /// Chunks a session's stream keeps (the oldest are trimmed); 0 keeps all. Apply it to the
-    /// store with [`Store::with_stream_max_chunks`] (`AppState` users do).
+    /// Chunks a session's stream keeps (the oldest are trimmed); 0 keeps all. The start
+    /// operation records it in each session it creates (the one place retention is set), so the
+    /// store in [`AppState`] needs no setting of its own.
     pub stream_max_chunks: u64,
 }
 

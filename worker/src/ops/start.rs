@@ -34,8 +34,9 @@ pub async fn checked_start(
     Ok(started)
 }
 
-/// Starts a session: checks the request, writes the session and its first run to Redis, then
-/// starts the run's workflow. A refused request writes nothing.
+/// Starts a session: checks the request, writes the session and its first run to Redis (with
+/// the server's stream retention), then starts the run's workflow. A refused request writes
+/// nothing.
 pub async fn start_session(
     state: &AppState,
     request: StartRequest,
@@ -78,8 +79,12 @@ pub async fn start_session(
         messages.push(Message::system(agent.system_prompt()));
     }
     messages.push(Message::user(user_message));
+    // The session records its retention when it is created, and every later chunk of it obeys
+    // that record: this is the one place the server's setting reaches Redis.
     state
         .store
+        .clone()
+        .with_stream_max_chunks(state.options.stream_max_chunks)
         .create_session(NewSession {
             address: &address,
             agent_type: agent.name(),
