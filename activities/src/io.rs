@@ -4,6 +4,7 @@
 use baton_core::{ErrorCode, store::SessionAddress};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
+use temporalio_sdk::{ChildWorkflowOptions, ParentClosePolicy};
 
 /// Input of one agent-run workflow (one run segment of a session).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -24,11 +25,6 @@ pub struct RunInput {
 }
 
 impl RunInput {
-    /// The deadline workflow's id for this run: unique per suspended run.
-    pub fn deadline_workflow_id(&self) -> String {
-        format!("deadline__{}__{}", self.address.session_id, self.run_id)
-    }
-
     /// The input of the activities of `step`.
     pub fn step(&self, step: u32) -> StepInput {
         StepInput {
@@ -126,6 +122,37 @@ pub struct DeadlineInput {
     /// The suspended run; the input of the run to start mirrors it.
     pub run: RunInput,
     pub wake_at: u64,
+}
+
+/// How a suspended run's deadline workflow is started, made in one place for both who start
+/// one: the run's workflow when the run suspends (as a child, with [`Self::child_options`]) and
+/// the server when a rewind suspends without a workflow of its own (with the options of every
+/// workflow it starts).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeadlineStart {
+    /// `deadline__<session>__<suspended run>`: unique per suspended run.
+    pub workflow_id: String,
+    pub input: DeadlineInput,
+}
+
+impl DeadlineStart {
+    /// The deadline workflow of `run`, which suspended on calls whose earliest deadline is
+    /// `wake_at` (ms since the epoch).
+    pub fn new(run: RunInput, wake_at: u64) -> Self {
+        Self {
+            workflow_id: format!("deadline__{}__{}", run.address.session_id, run.run_id),
+            input: DeadlineInput { run, wake_at },
+        }
+    }
+
+    /// The options of the deadline workflow as a child of the run that suspended: abandoned, so
+    /// that it outlives that run's workflow, which ends at once.
+    pub fn child_options(&self) -> ChildWorkflowOptions {
+        ChildWorkflowOptions::builder()
+            .workflow_id(self.workflow_id.clone())
+            .parent_close_policy(ParentClosePolicy::Abandon)
+            .build()
+    }
 }
 
 /// What the deadline activity found.

@@ -369,7 +369,7 @@ async fn refused_rewinds_write_nothing() {
             request.mode,
             ResumeMode::FromCheckpoint | ResumeMode::Continue
         ));
-        let refused = baton_worker::server::resume_session(&harness.state, request)
+        let refused = baton_worker::ops::resume_session(&harness.state, request)
             .await
             .unwrap_err();
         assert_eq!(refused.code, ErrorCode::ValidationError);

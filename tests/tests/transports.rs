@@ -19,7 +19,7 @@ use baton_tests::{Harness, SUBMIT_LIMIT_BYTES, WAIT_LIMIT, agents, api_error, ch
 use baton_worker::{
     ServerOptions,
     auth::{Auth, BuiltinAuth},
-    server::MAX_JSON_DEPTH,
+    ops::MAX_JSON_DEPTH,
 };
 use futures::StreamExt;
 use serde_json::json;

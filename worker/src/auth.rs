@@ -97,6 +97,9 @@ impl Auth {
     }
 }
 
+/// How long a session token is valid unless configured otherwise.
+pub const DEFAULT_TOKEN_TTL: Duration = Duration::from_secs(3600);
+
 /// Operator keys and HMAC session tokens.
 pub struct BuiltinAuth {
     api_keys: Vec<String>,

@@ -1,21 +1,22 @@
 //! The gRPC service `baton.v1.Baton`: the HTTP API's operations over gRPC. Every method
 //! authenticates the `authorization` metadata as the HTTP API does its header, checks what its
-//! HTTP route checks, in the same order, and calls the same function on [`AppState`], so both
+//! HTTP route checks, in the same order, and calls the same operation (`crate::ops`), so both
 //! transports accept, refuse and answer alike; refusals become statuses through the one error
 //! table.
 
 use crate::{
     auth::{Auth, Principal},
-    server::{
-        AppState, Follow, MAX_MESSAGE_BYTES, checked_json_depth, checked_start, checked_submit,
+    follow::Follow,
+    ops::{
+        MAX_MESSAGE_BYTES, checked_body_size, checked_json_depth, checked_start, checked_submit,
         resume_session, session_snapshot, session_status, session_usage, stop_session,
     },
+    state::AppState,
 };
 use baton_core::{
     ApiError, ErrorCode,
     api::{ResumeRequest, StartRequest},
     store::StopKind,
-    submit::payload_too_large,
 };
 use baton_proto::{
     convert::status_from_api_error,
@@ -172,9 +173,7 @@ impl baton_server::Baton for GrpcService {
         let principal = self.principal(&request).await?;
         let body = request.into_inner().body_json;
         let cap = self.state.options.submit_limits.request_body_cap();
-        if body.len() > cap {
-            return Err(refused(payload_too_large("request_body", cap, body.len())));
-        }
+        checked_body_size(body.len(), cap).map_err(refused)?;
         checked_json_depth(body.as_bytes()).map_err(refused)?;
         let answer = checked_submit(&self.state, &principal, body.as_bytes())
             .await
@@ -234,7 +233,7 @@ impl baton_server::Baton for GrpcService {
     type SubscribeStream = ChunkStream;
 
     /// Refuses an unknown session before the stream opens. The stream is the SSE follower's
-    /// (`server::Follow`: the session's shared feed, `TRUNCATED` for a position no longer
+    /// (`crate::follow::Follow`: the session's shared feed, `TRUNCATED` for a position no longer
     /// kept); an error mid-stream ends it with its status.
     async fn subscribe(
         &self,

@@ -10,8 +10,8 @@
 use baton_activities::{
     AgentActivities,
     io::{
-        DeadlineCheck, DeadlineInput, DeadlineOutcome, FailInput, RunInput, RunOutcome, StepInput,
-        StepPlan, SuspendedRun, ToolInput,
+        DeadlineCheck, DeadlineInput, DeadlineOutcome, DeadlineStart, FailInput, RunInput,
+        RunOutcome, StepInput, StepPlan, SuspendedRun, ToolInput,
     },
 };
 use baton_core::ErrorCode;
@@ -178,15 +178,9 @@ async fn suspend(
     suspended: SuspendedRun,
 ) -> Result<RunOutcome, Failure> {
     if let Some(wake_at) = suspended.wake_at {
-        let options = ChildWorkflowOptions::builder()
-            .workflow_id(input.deadline_workflow_id())
-            .parent_close_policy(ParentClosePolicy::Abandon)
-            .build();
-        let deadline = DeadlineInput {
-            run: input.clone(),
-            wake_at,
-        };
-        ctx.start_child_workflow(DeadlineWorkflow::run, deadline, options)
+        let deadline = DeadlineStart::new(input.clone(), wake_at);
+        let options = deadline.child_options();
+        ctx.start_child_workflow(DeadlineWorkflow::run, deadline.input, options)
             .await
             .map_err(|error| Failure {
                 step: step.clone(),

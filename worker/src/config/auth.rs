@@ -1,0 +1,69 @@
+//! Flags of the auth group: operator keys, session tokens, or explicitly none.
+
+use baton_worker::auth::{Auth, BuiltinAuth, DEFAULT_TOKEN_TTL};
+use clap::Args;
+use std::{sync::Arc, time::Duration};
+
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Auth")]
+pub(crate) struct AuthArgs {
+    /// An operator API key (bearer); repeat for several. Enables built-in auth: `/start` then
+    /// answers a session token bound to the new session.
+    #[arg(
+        long = "api-key",
+        env = "BATON_API_KEYS",
+        value_delimiter = ',',
+        global = true
+    )]
+    pub(crate) api_keys: Vec<String>,
+    /// Secret that signs session tokens (servers sharing it accept each other's tokens). Without
+    /// it a random one is made, and tokens hold on this process only.
+    #[arg(
+        long,
+        env = "BATON_TOKEN_SECRET",
+        global = true,
+        hide_env_values = true
+    )]
+    pub(crate) token_secret: Option<String>,
+    /// How long a session token is valid, in seconds.
+    #[arg(
+        long,
+        env = "BATON_TOKEN_TTL_SECS",
+        default_value_t = DEFAULT_TOKEN_TTL.as_secs(),
+        global = true
+    )]
+    pub(crate) token_ttl_secs: u64,
+    /// Serve the HTTP API without authentication (loopback demos, private networks only).
+    #[arg(long, env = "BATON_ALLOW_UNAUTHENTICATED", global = true)]
+    pub(crate) allow_unauthenticated: bool,
+}
+
+impl AuthArgs {
+    /// The server's auth from the flags; none given is refused (fail-closed).
+    pub(crate) fn auth(&self) -> anyhow::Result<Auth> {
+        if self.api_keys.is_empty() {
+            if self.allow_unauthenticated {
+                return Ok(Auth::AllowUnauthenticated);
+            }
+            anyhow::bail!(
+                "refusing to serve without authentication: give operator keys (--api-key or \
+                 BATON_API_KEYS) or pass --allow-unauthenticated"
+            );
+        }
+        let secret = match &self.token_secret {
+            Some(secret) => secret.as_bytes().to_vec(),
+            None => {
+                tracing::warn!("no --token-secret: session tokens hold on this process only");
+                let mut secret = vec![0u8; 32];
+                ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut secret)
+                    .map_err(|_| anyhow::anyhow!("no system randomness for the token secret"))?;
+                secret
+            }
+        };
+        Ok(Auth::Builtin(Arc::new(BuiltinAuth::new(
+            self.api_keys.clone(),
+            &secret,
+            Duration::from_secs(self.token_ttl_secs),
+        ))))
+    }
+}

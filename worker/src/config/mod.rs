@@ -1,0 +1,123 @@
+//! `batond`'s configuration surface: its flags, each with a `BATON_*` variable, grouped by what
+//! they configure (one file per group, one heading per group in `--help`). A default is the
+//! constant the library itself uses, never a second literal. Only the binary reads flags and
+//! environment; the library receives the values built here.
+
+mod activities;
+mod auth;
+mod limits;
+mod model;
+mod redis;
+mod server;
+mod temporal;
+
+use baton_worker::ServerOptions;
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "batond",
+    version,
+    about = "Baton: durable AI agents on Temporal and Redis"
+)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) role: Role,
+    #[command(flatten)]
+    pub(crate) temporal: temporal::TemporalArgs,
+    #[command(flatten)]
+    pub(crate) activities: activities::ActivityArgs,
+    #[command(flatten)]
+    pub(crate) redis: redis::RedisArgs,
+    #[command(flatten)]
+    pub(crate) server: server::ServerArgs,
+    #[command(flatten)]
+    pub(crate) auth: auth::AuthArgs,
+    #[command(flatten)]
+    pub(crate) limits: limits::LimitArgs,
+    #[command(flatten)]
+    pub(crate) model: model::ModelArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Subcommand)]
+pub(crate) enum Role {
+    /// Run the Temporal worker only.
+    Worker,
+    /// Run the HTTP server only.
+    Server,
+    /// Run the worker and the server in one process.
+    Dev,
+}
+
+impl Cli {
+    /// How the server treats requests, from the server, auth and limit flags. No auth
+    /// configuration is refused (fail-closed).
+    pub(crate) fn server_options(&self) -> anyhow::Result<ServerOptions> {
+        Ok(ServerOptions {
+            submit_limits: self.limits.submit_limits(),
+            verbose_errors: self.server.verbose_errors,
+            resume_on_submit: self.server.resume_on_submit,
+            auth: self.auth.auth()?,
+            submits_per_minute: self.limits.submits_per_minute(),
+            allow_client_session_ids: self.server.allow_client_session_ids,
+            stream_max_chunks: self.limits.stream_max_chunks,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use baton_activities::io::ActivityPolicy;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_flags_are_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn no_flags_give_the_library_defaults() {
+        let cli = Cli::try_parse_from(["batond", "dev", "--allow-unauthenticated"]).unwrap();
+        assert_eq!(cli.role, Role::Dev);
+        assert_eq!(cli.activities.policy(), ActivityPolicy::default());
+        let options = cli.server_options().unwrap();
+        let defaults = ServerOptions::default();
+        assert_eq!(options.submit_limits, defaults.submit_limits);
+        assert_eq!(options.submits_per_minute, defaults.submits_per_minute);
+        assert_eq!(options.stream_max_chunks, defaults.stream_max_chunks);
+        assert!(!options.verbose_errors && !options.resume_on_submit);
+        assert!(!options.allow_client_session_ids);
+        let no_auth = Cli::try_parse_from(["batond", "server"]).unwrap();
+        assert!(no_auth.server_options().is_err());
+    }
+
+    #[test]
+    fn flags_after_the_role_set_each_group() {
+        let cli = Cli::try_parse_from([
+            "batond",
+            "server",
+            "--api-key",
+            "a,b",
+            "--submits-per-minute",
+            "0",
+            "--stream-max-chunks",
+            "7",
+            "--model-attempts",
+            "2",
+            "--commit-timeout-secs",
+            "9",
+            "--task-queue",
+            "q",
+        ])
+        .unwrap();
+        assert_eq!(cli.auth.api_keys, ["a", "b"]);
+        assert_eq!(cli.temporal.task_queue, "q");
+        let policy = cli.activities.policy();
+        assert_eq!(policy.model_attempts, 2);
+        assert_eq!(policy.commit_timeout, std::time::Duration::from_secs(9));
+        let options = cli.server_options().unwrap();
+        assert_eq!(options.submits_per_minute, None);
+        assert_eq!(options.stream_max_chunks, 7);
+    }
+}

@@ -1,0 +1,82 @@
+//! Flags of the agents-and-model group: the agents file, and a real model for the demo agents.
+
+use anyhow::Context;
+use baton_core::{
+    AgentRegistry, Model,
+    config::{ModelBuilder, ModelConfig, Provider, agents_from_toml_with},
+};
+use baton_models::ProviderModels;
+use baton_worker::demo;
+use clap::Args;
+use std::{path::PathBuf, sync::Arc};
+
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Agents and model")]
+pub(crate) struct ModelArgs {
+    /// A TOML file of agents to serve beside the built-in ones (see the README).
+    #[arg(long, env = "BATON_AGENTS_FILE", global = true)]
+    pub(crate) agents: Option<PathBuf>,
+    /// Run the demo agents on a real model instead of their script: `provider:model`, e.g.
+    /// `openai:gpt-4o-mini` or `anthropic:claude-sonnet-4-5`.
+    #[arg(long, env = "BATON_MODEL", global = true)]
+    pub(crate) model: Option<ModelConfig>,
+    /// Base URL of the `--model` API, e.g. `http://127.0.0.1:11434/v1` for a local Ollama;
+    /// default the provider's hosted API.
+    #[arg(long, env = "BATON_MODEL_BASE_URL", global = true, requires = "model")]
+    pub(crate) model_base_url: Option<String>,
+    /// NAME of the environment variable holding the `--model` API key. Default for the hosted
+    /// APIs: OPENAI_API_KEY or ANTHROPIC_API_KEY; with --model-base-url: none (no key sent).
+    #[arg(
+        long,
+        env = "BATON_MODEL_API_KEY_ENV",
+        global = true,
+        requires = "model"
+    )]
+    pub(crate) model_api_key_env: Option<String>,
+}
+
+impl ModelArgs {
+    /// The built-in agents (on `--model` if given), plus those of the agents file if one is
+    /// given. A bad file, or a model whose key variable is not set, stops the start with the
+    /// reason.
+    pub(crate) fn registry(&self) -> anyhow::Result<AgentRegistry> {
+        // The only place API keys are read: from the variables the configuration names.
+        let models = ProviderModels::new(|name| std::env::var(name).ok());
+        let mut agents = match self.demo_model() {
+            None => vec![demo::demo_agent(), demo::demo_hitl_agent()],
+            Some(config) => {
+                let model: Arc<dyn Model> = models
+                    .build(&config)
+                    .map_err(|e| anyhow::anyhow!("--model: {e}"))?;
+                tracing::info!(provider = %config.provider, model = %config.model, "demo agents use a real model");
+                vec![
+                    demo::demo_agent_with(model.clone()),
+                    demo::demo_hitl_agent_with(model),
+                ]
+            }
+        };
+        if let Some(path) = &self.agents {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read the agents file {}", path.display()))?;
+            let declared = agents_from_toml_with(&text, &demo::tool_catalogue(), &models)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+            tracing::info!(count = declared.len(), file = %path.display(), "agents loaded");
+            agents.extend(declared);
+        }
+        AgentRegistry::new(agents).map_err(|e| anyhow::anyhow!("agents: {e}"))
+    }
+
+    /// The `--model` configuration, with the conventional key variable of a hosted API.
+    fn demo_model(&self) -> Option<ModelConfig> {
+        let mut config = self.model.clone()?;
+        config.base_url = self.model_base_url.clone();
+        config.api_key_env = self.model_api_key_env.clone().or_else(|| {
+            let hosted = config.base_url.is_none();
+            hosted.then(|| match config.provider {
+                Provider::OpenAi => "OPENAI_API_KEY".to_owned(),
+                Provider::Anthropic => "ANTHROPIC_API_KEY".to_owned(),
+            })
+        });
+        Some(config)
+    }
+}

@@ -1,0 +1,31 @@
+//! Flags of the server group: where the HTTP API and the gRPC service listen, and how they
+//! answer.
+
+use clap::Args;
+use std::net::SocketAddr;
+
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Server")]
+pub(crate) struct ServerArgs {
+    /// Address the HTTP server listens on (server and dev).
+    #[arg(
+        long,
+        env = "BATON_LISTEN",
+        default_value = "127.0.0.1:8080",
+        global = true
+    )]
+    pub(crate) listen: SocketAddr,
+    /// Address the gRPC service listens on beside HTTP (server and dev); off when not given.
+    #[arg(long, env = "BATON_GRPC_LISTEN", global = true)]
+    pub(crate) grpc_listen: Option<SocketAddr>,
+    /// Put validation details in validation_error and INVALID_RESULT answers.
+    #[arg(long, env = "BATON_VERBOSE_ERRORS", global = true)]
+    pub(crate) verbose_errors: bool,
+    /// Resume a session by itself when a submit completes its batch (the submit answers
+    /// continuation new_run) instead of leaving it to the caller (caller_resumes).
+    #[arg(long, env = "BATON_RESUME_ON_SUBMIT", global = true)]
+    pub(crate) resume_on_submit: bool,
+    /// Let operators name the sessions they start (`sessionId` in `/start`).
+    #[arg(long, env = "BATON_ALLOW_CLIENT_SESSION_IDS", global = true)]
+    pub(crate) allow_client_session_ids: bool,
+}

@@ -1,0 +1,37 @@
+//! Flags of the Temporal group: where the Temporal server is and which task queue runs Baton.
+
+use baton_worker::TemporalSettings;
+use clap::Args;
+
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Temporal")]
+pub(crate) struct TemporalArgs {
+    /// Temporal frontend address.
+    #[arg(
+        long,
+        env = "BATON_TEMPORAL_ADDRESS",
+        default_value = "http://127.0.0.1:7233",
+        global = true
+    )]
+    pub(crate) temporal_address: String,
+    /// Temporal namespace.
+    #[arg(
+        long,
+        env = "BATON_TEMPORAL_NAMESPACE",
+        default_value = "default",
+        global = true
+    )]
+    pub(crate) namespace: String,
+    /// Task queue of the agent runs (worker and server must agree).
+    #[arg(long, env = "BATON_TASK_QUEUE", default_value = "baton", global = true)]
+    pub(crate) task_queue: String,
+}
+
+impl TemporalArgs {
+    pub(crate) fn settings(&self) -> TemporalSettings {
+        TemporalSettings {
+            address: self.temporal_address.clone(),
+            namespace: self.namespace.clone(),
+        }
+    }
+}

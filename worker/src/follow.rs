@@ -1,0 +1,165 @@
+//! The stream follower: one SSE or gRPC subscriber's position in a session's stream. What it
+//! missed comes from Redis, new chunks from the session's shared feed (`crate::fanout`); it
+//! yields chunks or one typed error (`TRUNCATED`, `store_unavailable`) that each transport
+//! frames its own way.
+
+use crate::{
+    ops::{existing_session, store_error},
+    state::AppState,
+};
+use baton_core::{
+    ApiError, ErrorCode,
+    chunk::{ChunkKind, StreamChunk},
+    store::SessionAddress,
+};
+
+/// How long a follower waits for its feed before checking the session again.
+const STREAM_POLL_MS: u64 = 10_000;
+
+/// The position of one follower (an SSE or a gRPC subscriber) in a session's stream: what it
+/// missed comes from Redis, new chunks from the session's shared feed.
+pub struct Follow {
+    state: AppState,
+    address: SessionAddress,
+    /// New chunks, from the session's shared feed.
+    feed: tokio::sync::broadcast::Receiver<crate::fanout::Batch>,
+    after: u64,
+    /// Chunks after `after` may be in Redis only: read them there before taking the feed.
+    behind: bool,
+    finished: bool,
+}
+
+/// Most chunks read from Redis at once when a follower catches up.
+const CATCH_UP_BATCH: usize = 512;
+
+impl Follow {
+    /// Follows a session after sequence `after` (exclusive): `session_not_found` for an unknown
+    /// session. A follower that has seen everything of an ended session ends at once.
+    pub async fn open(state: AppState, session_id: &str, after: u64) -> Result<Self, ApiError> {
+        let session = existing_session(&state, session_id).await?;
+        let finished = session.status.is_terminal() && session.last_sequence <= after;
+        let address = SessionAddress::root(session_id);
+        let feed = state
+            .streams
+            .subscribe(&state.store, &address)
+            .await
+            .map_err(store_error)?;
+        Ok(Self {
+            state,
+            address,
+            feed,
+            after,
+            behind: true,
+            finished,
+        })
+    }
+
+    /// The next chunks, up to and with the `end` chunk; `None` once the stream is over (after
+    /// `end`, or when the session has ended and nothing newer remains). An error (`TRUNCATED`
+    /// when the chunks after the position are no longer kept, `store_unavailable`) is the
+    /// stream's last item.
+    pub async fn next_chunks(&mut self) -> Option<Result<Vec<StreamChunk>, ApiError>> {
+        use tokio::sync::broadcast::error::RecvError;
+        while !self.finished {
+            if self.behind {
+                match self.catch_up().await {
+                    Ok(chunks) if chunks.is_empty() => self.behind = false,
+                    Ok(chunks) => return Some(Ok(self.taken(chunks))),
+                    Err(error) => {
+                        self.finished = true;
+                        return Some(Err(error));
+                    }
+                }
+            }
+            let wait = std::time::Duration::from_millis(STREAM_POLL_MS);
+            match tokio::time::timeout(wait, self.feed.recv()).await {
+                Ok(Ok(batch)) => {
+                    let fresh: Vec<&StreamChunk> =
+                        batch.iter().filter(|c| c.sequence > self.after).collect();
+                    match fresh.first() {
+                        None => continue,
+                        // A gap: Redis has what the feed did not carry.
+                        Some(first) if first.sequence != self.after + 1 => self.behind = true,
+                        Some(_) => {
+                            let chunks = fresh.into_iter().cloned().collect();
+                            return Some(Ok(self.taken(chunks)));
+                        }
+                    }
+                }
+                Ok(Err(RecvError::Lagged(_))) => self.behind = true,
+                Ok(Err(RecvError::Closed)) => {
+                    match self
+                        .state
+                        .streams
+                        .subscribe(&self.state.store, &self.address)
+                        .await
+                    {
+                        Ok(feed) => self.feed = feed,
+                        Err(error) => {
+                            tracing::warn!(%error, "re-subscribing to a stream failed");
+                            self.finished = true;
+                            return Some(Err(ApiError::new(
+                                ErrorCode::StoreUnavailable,
+                                "reading the stream failed",
+                            )));
+                        }
+                    }
+                    self.behind = true;
+                }
+                Err(_) => match self.state.store.session(&self.address).await {
+                    Ok(Some(session))
+                        if session.status.is_terminal() && session.last_sequence <= self.after =>
+                    {
+                        self.finished = true;
+                    }
+                    Ok(_) => {}
+                    Err(error) => tracing::warn!(%error, "status read failed while streaming"),
+                },
+            }
+        }
+        None
+    }
+
+    /// Reads chunks after the position straight from Redis; `TRUNCATED` when they are gone.
+    async fn catch_up(&mut self) -> Result<Vec<StreamChunk>, ApiError> {
+        let chunks = self
+            .state
+            .store
+            .chunks_after(&self.address, self.after, CATCH_UP_BATCH)
+            .await
+            .map_err(|error| {
+                tracing::warn!(session = %self.address.session_id, %error, "stream read failed");
+                ApiError::new(ErrorCode::StoreUnavailable, "reading the stream failed")
+            })?;
+        if let Some(first) = chunks.first()
+            && first.sequence != self.after + 1
+        {
+            let floor = first.sequence - 1;
+            return Err(ApiError::new(
+                ErrorCode::Truncated,
+                format!(
+                    "the stream no longer holds the chunks after {}; read the snapshot and \
+                     follow from its streamSequence",
+                    self.after
+                ),
+            )
+            .with("oldestRetainedSequence", floor));
+        }
+        Ok(chunks)
+    }
+
+    /// The chunks up to and with the first `end` chunk, the position moved past them.
+    fn taken(&mut self, mut chunks: Vec<StreamChunk>) -> Vec<StreamChunk> {
+        if let Some(end) = chunks
+            .iter()
+            .position(|chunk| matches!(chunk.kind, ChunkKind::End { .. }))
+        {
+            chunks.truncate(end + 1);
+            self.finished = true;
+        }
+        if let Some(last) = chunks.last() {
+            self.after = last.sequence;
+        }
+        chunks
+    }
+}

@@ -1,0 +1,85 @@
+//! The HTTP API: an axum adapter over the operations (`crate::ops`). The router and the server
+//! are here; the handlers in `routes.rs` and `sse.rs`, the body guards in `body.rs`, the
+//! extractors in `extract.rs`, the one error response in `error.rs` and the request metrics in
+//! `metrics.rs`.
+
+mod body;
+mod error;
+mod extract;
+mod metrics;
+mod routes;
+mod sse;
+
+pub use error::HttpError;
+
+use crate::{auth::Auth, state::AppState};
+use axum::{
+    Router,
+    extract::{Request, State},
+    middleware::{Next, from_fn_with_state},
+    response::{IntoResponse, Response},
+    routing::{get, post},
+};
+use baton_core::store::StopKind;
+
+/// Serves the API on `listener` until `shutdown` resolves, then drains open requests. Small
+/// writes (SSE events) go out at once: Nagle's algorithm would hold them for the peer's delayed
+/// ACK (~40 ms).
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    use axum::serve::ListenerExt;
+    match state.options.auth {
+        Auth::Unset => {
+            return Err(std::io::Error::other(
+                "refusing to serve the Baton API without authentication: configure API keys \
+                 (--api-key) or pass --allow-unauthenticated",
+            ));
+        }
+        Auth::AllowUnauthenticated => tracing::warn!(
+            "the Baton HTTP API is serving WITHOUT authentication (--allow-unauthenticated): \
+             anyone who reaches it can start, read and steer sessions"
+        ),
+        Auth::Builtin(_) | Auth::Custom(_) => {}
+    }
+    let listener = listener.tap_io(|stream| {
+        if let Err(error) = stream.set_nodelay(true) {
+            tracing::debug!(%error, "TCP_NODELAY could not be set");
+        }
+    });
+    axum::serve(listener, router(state))
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+/// The HTTP API. Every route but `/healthz` authenticates first (401 before anything is read).
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/start", post(routes::start))
+        .route("/status", get(routes::status))
+        .route("/sse", get(sse::sse))
+        .route("/submit-tool-result", post(routes::submit))
+        .route("/resume", post(routes::resume))
+        .route("/interrupt", routes::stop(StopKind::Interrupt))
+        .route("/abort", routes::stop(StopKind::Abort))
+        .route("/snapshot", get(routes::snapshot))
+        .route("/usage", get(routes::usage))
+        .route("/metrics", get(metrics::metrics))
+        .route_layer(from_fn_with_state(state.clone(), authenticate))
+        .route("/healthz", get(|| async { "ok" }))
+        .route_layer(from_fn_with_state(state.clone(), metrics::measure))
+        .with_state(state)
+}
+
+/// Puts the request's [`Principal`](crate::auth::Principal) in its extensions, or answers 401.
+async fn authenticate(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
+    match state.options.auth.authenticate(request.headers()).await {
+        Ok(principal) => {
+            request.extensions_mut().insert(principal);
+            next.run(request).await
+        }
+        Err(error) => HttpError::from(error).into_response(),
+    }
+}

@@ -1,0 +1,76 @@
+//! The operations both transports call: start, resume (and rewind), stop, submit and the reads.
+//! Each takes a typed request and answers a typed response or an [`ApiError`]; none knows HTTP
+//! or gRPC. The adapters (`crate::http`, `crate::grpc`) authenticate, decode, call one of these
+//! and encode the answer. Every operation answers from Redis or by starting a workflow; none
+//! waits on a run.
+
+mod body_limits;
+mod rate_limit;
+mod reads;
+mod resume;
+mod rewind;
+mod start;
+mod stop;
+mod submit;
+mod temporal;
+
+pub use body_limits::{MAX_JSON_DEPTH, body_too_large, checked_body_size, checked_json_depth};
+pub use reads::{existing_session, session_snapshot, session_status, session_usage};
+pub use resume::resume_session;
+pub use start::{MAX_MESSAGE_BYTES, checked_start, start_session};
+pub use stop::stop_session;
+pub use submit::{checked_submit, submit_and_continue};
+
+use baton_core::{
+    ApiError, ErrorCode, ids,
+    store::{self, SessionAddress},
+};
+
+/// A store failure as the client sees it; internals are logged, not shown.
+pub(crate) fn store_error(error: store::Error) -> ApiError {
+    match error {
+        store::Error::Redis(ref e) => {
+            tracing::error!(%e, "redis failed");
+            ApiError::new(ErrorCode::StoreUnavailable, "the store is unavailable")
+        }
+        store::Error::SessionExists(id) => ApiError::new(
+            ErrorCode::SessionAlreadyExists,
+            format!("session {id} already exists"),
+        ),
+        store::Error::SessionNotFound(id) => {
+            ApiError::new(ErrorCode::SessionNotFound, format!("no session {id}"))
+        }
+        store::Error::RunRefused { reason, .. } => ApiError::new(ErrorCode::RunNotActive, reason),
+        store::Error::Corrupt { .. } => {
+            tracing::error!(%error, "corrupt store data");
+            ApiError::new(ErrorCode::Internal, "internal error")
+        }
+    }
+}
+
+/// The address of a top-level session, if the id is well-formed.
+fn checked_address(session_id: &str) -> Result<SessionAddress, ApiError> {
+    if !ids::is_valid_name(session_id) {
+        return Err(ApiError::new(
+            ErrorCode::ValidationError,
+            "malformed sessionId",
+        ));
+    }
+    Ok(SessionAddress::root(session_id))
+}
+
+/// `session_not_found` for a session the request names.
+fn no_session(session_id: &str) -> ApiError {
+    ApiError::new(
+        ErrorCode::SessionNotFound,
+        format!("no session {session_id}"),
+    )
+}
+
+/// `state_already_running`: a run of the session executes, so it cannot be resumed or rewound.
+fn already_running() -> ApiError {
+    ApiError::new(
+        ErrorCode::StateAlreadyRunning,
+        "a run of this session is executing",
+    )
+}

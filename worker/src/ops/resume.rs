@@ -1,0 +1,132 @@
+//! Resuming a suspended session: the checks of each mode, then a claim for a new run (or, for
+//! `from_checkpoint`, a rewind) and the new run's workflow.
+
+use super::{
+    already_running, no_session,
+    reads::existing_session,
+    rewind::{RewindRequest, rewind_session},
+    start::checked_message,
+    store_error,
+    temporal::start_run_workflow,
+};
+use crate::state::AppState;
+use baton_activities::io::RunInput;
+use baton_core::{
+    ApiError, ErrorCode, Message,
+    api::{ResumeMode, ResumeRequest, ResumeResponse},
+    ids,
+    store::{Claim, ResumeEntry, SessionAddress, Status},
+};
+
+/// Resumes a suspended session: claims it for a new run in one script (refusing a running
+/// session and a batch with calls still awaited, writing nothing), then starts the run's
+/// workflow `agent__<type>__<session>__resume-<runId>`, which drains the answers first.
+pub async fn resume_session(
+    state: &AppState,
+    request: ResumeRequest,
+) -> Result<ResumeResponse, ApiError> {
+    let refuse = |message: &str| Err(ApiError::new(ErrorCode::ValidationError, message));
+    if request.mode != ResumeMode::FromCheckpoint && request.checkpoint_id.is_some() {
+        return refuse("checkpointId goes with mode from_checkpoint only");
+    }
+    let message = match (request.mode, request.message) {
+        (ResumeMode::Continue, None) if !request.abandon_pending => None,
+        (ResumeMode::Continue, _) => {
+            return refuse(
+                "mode continue takes no message and no abandonPending; use with_message",
+            );
+        }
+        (ResumeMode::WithMessage, None) => return refuse("mode with_message needs a message"),
+        (ResumeMode::FromCheckpoint, None) if request.abandon_pending => {
+            return refuse("abandonPending goes with a message");
+        }
+        (_, message) => message.map(checked_message).transpose()?,
+    };
+    let entry = ResumeEntry {
+        message: message.map(Message::user),
+        abandon_pending: request.abandon_pending,
+        expected_run_id: None,
+    };
+    let session = existing_session(state, &request.session_id).await?;
+    let agent = state.registry.get(&session.agent_type).ok_or_else(|| {
+        ApiError::new(
+            ErrorCode::UnknownAgentType,
+            format!("this server has no agent type {:?}", session.agent_type),
+        )
+    })?;
+    let address = SessionAddress {
+        root_session_id: session.root_session_id.clone(),
+        session_id: session.session_id.clone(),
+    };
+    let run_id = ids::new_run_id();
+    let workflow_id = ids::resume_workflow_id(agent.name(), &session.session_id, &run_id);
+    if request.mode == ResumeMode::FromCheckpoint {
+        let checkpoint_id = request.checkpoint_id.ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::ValidationError,
+                "mode from_checkpoint needs a checkpointId",
+            )
+        })?;
+        let rewind = RewindRequest {
+            session: &session,
+            agent,
+            address,
+            run_id,
+            workflow_id,
+            checkpoint_id,
+            entry,
+        };
+        return rewind_session(state, rewind).await;
+    }
+    let claim = state
+        .store
+        .claim_resume(
+            &address,
+            agent.name(),
+            &session.stream_id,
+            &run_id,
+            &workflow_id,
+            &entry,
+        )
+        .await
+        .map_err(store_error)?;
+    let step_count = match claim {
+        Claim::Claimed { step_count } => step_count,
+        Claim::SessionNotFound => return Err(no_session(&request.session_id)),
+        Claim::AlreadyRunning => return Err(already_running()),
+        Claim::Awaiting { tool_call_ids } => {
+            return Err(ApiError::new(
+                ErrorCode::StateNotResumable,
+                format!(
+                    "calls still awaited, answer them first: {}",
+                    tool_call_ids.join(", ")
+                ),
+            )
+            .with("awaitedToolCallIds", tool_call_ids));
+        }
+        Claim::NotResumable { status } => {
+            return Err(ApiError::new(
+                ErrorCode::StateNotResumable,
+                format!("the session is {status}; there is nothing to continue"),
+            ));
+        }
+    };
+    let input = RunInput {
+        address,
+        agent_type: agent.name().to_owned(),
+        run_id: run_id.clone(),
+        stream_id: session.stream_id.clone(),
+        first_step: step_count,
+        max_steps: agent.max_steps(),
+        policy: state.policy.clone(),
+        resume: true,
+    };
+    start_run_workflow(state, &workflow_id, input).await?;
+    tracing::info!(session_id = %session.session_id, %workflow_id, "session resumed");
+    Ok(ResumeResponse {
+        session_id: session.session_id,
+        run_id,
+        workflow_id: Some(workflow_id),
+        status: Status::Active,
+    })
+}

@@ -1,0 +1,128 @@
+//! Rewinding a session to a checkpoint (`/resume` with mode `from_checkpoint`): the checkpoint's
+//! checks, the rewind script, then the new run's workflow, or the deadline workflow when the
+//! checkpoint's step suspended.
+
+use super::{
+    already_running, no_session, store_error,
+    temporal::{start_deadline_workflow, start_run_workflow},
+};
+use crate::state::AppState;
+use baton_activities::io::RunInput;
+use baton_core::{
+    Agent, ApiError, ErrorCode,
+    api::ResumeResponse,
+    store::{self, ResumeEntry, Rewound, SessionAddress, SessionState, Status},
+};
+
+/// A `from_checkpoint` resume, its session found and its request checked.
+pub(super) struct RewindRequest<'a> {
+    pub(super) session: &'a SessionState,
+    pub(super) agent: &'a Agent,
+    pub(super) address: SessionAddress,
+    pub(super) run_id: String,
+    pub(super) workflow_id: String,
+    pub(super) checkpoint_id: u32,
+    pub(super) entry: ResumeEntry,
+}
+
+/// Rewinds a session to a checkpoint for a new run (one script; a refusal writes nothing). A
+/// checkpoint whose step suspended hands its calls to the new run, which awaits them at once
+/// (leaving a deadline workflow if the agent resumes by itself) unless the message abandons
+/// them; otherwise the run's workflow starts and calls the model.
+pub(super) async fn rewind_session(
+    state: &AppState,
+    request: RewindRequest<'_>,
+) -> Result<ResumeResponse, ApiError> {
+    let (session, agent, checkpoint_id) = (request.session, request.agent, request.checkpoint_id);
+    let (address, run_id, workflow_id) = (request.address, request.run_id, request.workflow_id);
+    let entry = request.entry;
+    let not_found = || {
+        ApiError::new(
+            ErrorCode::CheckpointNotFound,
+            format!(
+                "session {} has no checkpoint {checkpoint_id}",
+                session.session_id
+            ),
+        )
+    };
+    let checkpoint = state
+        .store
+        .checkpoint(&address, checkpoint_id)
+        .await
+        .map_err(store_error)?
+        .ok_or_else(not_found)?;
+    if entry.message.is_some() && !entry.abandon_pending && !checkpoint.pending.is_empty() {
+        let awaited: Vec<&str> = checkpoint
+            .pending
+            .iter()
+            .map(|c| c.tool_call_id.as_str())
+            .collect();
+        return Err(ApiError::new(
+            ErrorCode::StateNotResumable,
+            format!(
+                "checkpoint {checkpoint_id} awaits calls ({}); rewind without a message, or \
+                 abandon them with abandonPending",
+                awaited.join(", ")
+            ),
+        )
+        .with("awaitedToolCallIds", awaited));
+    }
+    let rewound = state
+        .store
+        .rewind(
+            &address,
+            store::Rewind {
+                agent_type: agent.name(),
+                stream_id: &session.stream_id,
+                new_run_id: &run_id,
+                workflow_id: &workflow_id,
+                checkpoint: &checkpoint,
+                message: entry.message,
+                abandon_pending: entry.abandon_pending,
+            },
+        )
+        .await
+        .map_err(store_error)?;
+    let input = |first_step| RunInput {
+        address: address.clone(),
+        agent_type: agent.name().to_owned(),
+        run_id: run_id.clone(),
+        stream_id: session.stream_id.clone(),
+        first_step,
+        max_steps: agent.max_steps(),
+        policy: state.policy.clone(),
+        resume: true,
+    };
+    let session_id = &session.session_id;
+    match rewound {
+        Rewound::Run { step_count } => {
+            start_run_workflow(state, &workflow_id, input(step_count)).await?;
+            tracing::info!(%session_id, checkpoint_id, %workflow_id, "session rewound");
+            Ok(ResumeResponse {
+                session_id: session_id.clone(),
+                run_id,
+                workflow_id: Some(workflow_id),
+                status: Status::Active,
+            })
+        }
+        Rewound::Suspended {
+            step_count,
+            pending,
+        } => {
+            let wake_at = pending.iter().map(|call| call.deadline_at).min();
+            if let Some(wake_at) = wake_at.filter(|_| agent.resume_on_deadline()) {
+                start_deadline_workflow(state, input(step_count), wake_at).await?;
+            }
+            tracing::info!(%session_id, checkpoint_id, "session rewound to a suspension");
+            Ok(ResumeResponse {
+                session_id: session_id.clone(),
+                run_id,
+                workflow_id: None,
+                status: Status::SuspendedClientTool,
+            })
+        }
+        Rewound::SessionNotFound => Err(no_session(session_id)),
+        Rewound::AlreadyRunning => Err(already_running()),
+        Rewound::UnknownCheckpoint => Err(not_found()),
+    }
+}

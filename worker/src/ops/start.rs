@@ -1,0 +1,138 @@
+//! Starting a session: the session-id policy, the checks on the request, the first run in Redis
+//! and its workflow.
+
+use super::{
+    checked_address, store_error,
+    temporal::{start_run_workflow, workflow_exists},
+};
+use crate::state::AppState;
+use baton_activities::io::RunInput;
+use baton_core::{
+    ApiError, ErrorCode, Message,
+    api::{StartRequest, StartResponse},
+    ids,
+    store::{NewSession, SessionAddress},
+};
+
+/// Largest user message `/start` accepts, in bytes.
+pub const MAX_MESSAGE_BYTES: usize = 1 << 20;
+
+/// An operator's start: a client-chosen session id only where the server allows it, then the
+/// session, and with built-in auth the new session's token. Both transports call it.
+pub async fn checked_start(
+    state: &AppState,
+    request: StartRequest,
+) -> Result<StartResponse, ApiError> {
+    if request.session_id.is_some() && !state.options.allow_client_session_ids {
+        return Err(ApiError::new(
+            ErrorCode::ValidationError,
+            "sessionId is chosen by the server; this server does not take one from clients",
+        ));
+    }
+    let mut started = start_session(state, request).await?;
+    started.token = state.options.auth.token_for(&started.session_id);
+    Ok(started)
+}
+
+/// Starts a session: checks the request, writes the session and its first run to Redis (with
+/// the server's stream retention), then starts the run's workflow. A refused request writes
+/// nothing.
+pub async fn start_session(
+    state: &AppState,
+    request: StartRequest,
+) -> Result<StartResponse, ApiError> {
+    let agent = state.registry.get(&request.agent).ok_or_else(|| {
+        let known: Vec<&str> = state.registry.agent_types().collect();
+        ApiError::new(
+            ErrorCode::UnknownAgentType,
+            format!(
+                "unknown agent type {:?}; this server has: {}",
+                request.agent,
+                known.join(", ")
+            ),
+        )
+    })?;
+    let user_message = checked_message(request.message)?;
+
+    let chosen = request.session_id.is_some();
+    let session_id = match request.session_id {
+        Some(chosen) => {
+            checked_address(&chosen)?;
+            chosen
+        }
+        None => ids::new_session_id(),
+    };
+    let run_id = ids::new_run_id();
+    let stream_id = ids::new_session_id();
+    let address = SessionAddress::root(&session_id);
+    let workflow_id = ids::first_run_workflow_id(agent.name(), &session_id);
+    if chosen && workflow_exists(state, &workflow_id).await? {
+        // An earlier session of this id (its Redis state gone or under another prefix): its
+        // workflow id is taken, so refuse before writing anything.
+        return Err(ApiError::new(
+            ErrorCode::SessionAlreadyExists,
+            format!("session {session_id} was used before (its workflow {workflow_id} exists)"),
+        ));
+    }
+    let mut messages = Vec::with_capacity(2);
+    if !agent.system_prompt().is_empty() {
+        messages.push(Message::system(agent.system_prompt()));
+    }
+    messages.push(Message::user(user_message));
+    // The session records its retention when it is created, and every later chunk of it obeys
+    // that record: this is the one place the server's setting reaches Redis.
+    state
+        .store
+        .clone()
+        .with_stream_max_chunks(state.options.stream_max_chunks)
+        .create_session(NewSession {
+            address: &address,
+            agent_type: agent.name(),
+            run_id: &run_id,
+            stream_id: &stream_id,
+            workflow_id: &workflow_id,
+            messages: &messages,
+        })
+        .await
+        .map_err(store_error)?;
+
+    let input = RunInput {
+        address,
+        agent_type: agent.name().to_owned(),
+        run_id: run_id.clone(),
+        stream_id: stream_id.clone(),
+        first_step: 0,
+        max_steps: agent.max_steps(),
+        policy: state.policy.clone(),
+        resume: false,
+    };
+    start_run_workflow(state, &workflow_id, input).await?;
+    tracing::info!(%session_id, agent = agent.name(), %workflow_id, "session started");
+    Ok(StartResponse {
+        session_id,
+        run_id,
+        workflow_id,
+        stream_id,
+        token: None,
+    })
+}
+
+/// A user message as `/start` and `/resume` accept it: not blank, at most [`MAX_MESSAGE_BYTES`].
+pub(super) fn checked_message(message: String) -> Result<String, ApiError> {
+    if message.trim().is_empty() {
+        return Err(ApiError::new(
+            ErrorCode::ValidationError,
+            "message must not be empty",
+        ));
+    }
+    if message.len() > MAX_MESSAGE_BYTES {
+        return Err(ApiError::new(
+            ErrorCode::ValidationError,
+            format!(
+                "message is {} bytes; the limit is {MAX_MESSAGE_BYTES}",
+                message.len()
+            ),
+        ));
+    }
+    Ok(message)
+}

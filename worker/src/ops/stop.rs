@@ -1,0 +1,54 @@
+//! Stopping a session's current run, by interrupt or abort (one operation, the [`StopKind`]
+//! says which).
+
+use super::{no_session, reads::existing_session, store_error, temporal::cancel_run_workflow};
+use crate::state::AppState;
+use baton_core::{
+    ApiError, ErrorCode,
+    api::StopResponse,
+    store::{SessionAddress, Status, StopKind, Stopped},
+};
+
+/// Stops the session's current run: a durable stop record first (one script, which also ends the
+/// run in Redis), then Temporal cancellation of its workflow if one is still running.
+pub async fn stop_session(
+    state: &AppState,
+    session_id: &str,
+    kind: StopKind,
+) -> Result<StopResponse, ApiError> {
+    let session = existing_session(state, session_id).await?;
+    let address = SessionAddress {
+        root_session_id: session.root_session_id.clone(),
+        session_id: session.session_id.clone(),
+    };
+    let run_id = match state
+        .store
+        .stop_run(&address, kind)
+        .await
+        .map_err(store_error)?
+    {
+        Stopped::Stopped { run_id } => run_id,
+        Stopped::SessionNotFound => return Err(no_session(session_id)),
+        Stopped::NotRunning { status } => {
+            return Err(ApiError::new(
+                ErrorCode::RunNotActive,
+                format!("the session is {status}; no run to stop"),
+            ));
+        }
+    };
+    if let Some(workflow_id) = &session.workflow_id {
+        cancel_run_workflow(state, workflow_id).await;
+    }
+    tracing::info!(%session_id, %run_id, ?kind, "run stopped");
+    let status = state
+        .store
+        .session(&address)
+        .await
+        .map_err(store_error)?
+        .map_or(Status::Failed, |s| s.status);
+    Ok(StopResponse {
+        session_id: session.session_id,
+        run_id,
+        status,
+    })
+}

@@ -1,0 +1,73 @@
+//! Submitting a client's answer: parse, authorize, rate-limit, store (see `baton_core::submit`),
+//! and with `resume_on_submit` resume the session when the answer completes its batch.
+
+use super::{rate_limit::take_submit_token, resume::resume_session};
+use crate::{auth::Principal, state::AppState};
+use baton_core::{
+    ApiError, ErrorCode,
+    api::{ResumeMode, ResumeRequest},
+    store::Continuation,
+    submit::{Submission, SubmitAnswer, SubmitStatus, parse_submission, submit_tool_result},
+};
+
+/// A submit body from its bytes to its answer: parsed, authorized, rate-limited, stored, and
+/// counted by answer. Both transports call it once the body has met the body limits
+/// (`super::body_limits`).
+pub async fn checked_submit(
+    state: &AppState,
+    principal: &Principal,
+    bytes: &[u8],
+) -> Result<SubmitAnswer, ApiError> {
+    let answer = async {
+        let submission = parse_submission(bytes, state.options.verbose_errors)?;
+        principal.may_act_on(&submission.session_id)?;
+        take_submit_token(state, &submission.session_id).await?;
+        submit_and_continue(state, submission).await
+    }
+    .await;
+    let label = match &answer {
+        Ok(answer) => match answer.status {
+            SubmitStatus::Accepted => "accepted",
+            SubmitStatus::AlreadyCompleted => "already_completed",
+        },
+        Err(error) => error.code.as_str(),
+    };
+    state.metrics.submits.with_label_values(&[label]).inc();
+    answer
+}
+
+/// Stores a client's answer (see `baton_core::submit`); when the answer completes its batch and
+/// the server resumes by itself, also resumes the session and answers `new_run`. A resume that
+/// loses to another entry answers `consumed`: that entry drains the answer.
+pub async fn submit_and_continue(
+    state: &AppState,
+    submission: Submission,
+) -> Result<SubmitAnswer, ApiError> {
+    let session_id = submission.session_id.clone();
+    let mut answer = submit_tool_result(
+        &state.store,
+        &state.registry,
+        state.options.submit_limits,
+        submission,
+        state.options.verbose_errors,
+    )
+    .await?;
+    if !state.options.resume_on_submit || answer.continuation != Continuation::CallerResumes {
+        return Ok(answer);
+    }
+    let request = ResumeRequest {
+        session_id,
+        mode: ResumeMode::Continue,
+        message: None,
+        abandon_pending: false,
+        checkpoint_id: None,
+    };
+    answer.continuation = match resume_session(state, request).await {
+        Ok(resumed) => Continuation::NewRun {
+            run_id: resumed.run_id,
+        },
+        Err(error) if error.code == ErrorCode::StateAlreadyRunning => Continuation::Consumed,
+        Err(error) => return Err(error),
+    };
+    Ok(answer)
+}

@@ -1,0 +1,141 @@
+//! What the operations ask of Temporal: starting a run's workflow or a suspended run's deadline
+//! workflow, and whether a workflow exists or runs. Every workflow the server starts uses
+//! [`start_options`].
+
+use crate::state::AppState;
+use baton_activities::io::{DeadlineStart, RunInput};
+use baton_core::{ApiError, ErrorCode, chunk::RunError, store::SessionState, store::Status};
+use baton_workflows::{AgentRunWorkflow, DeadlineWorkflow};
+use temporalio_client::{
+    WorkflowDescribeOptions, WorkflowExecutionStatus, WorkflowIdReusePolicy, WorkflowStartOptions,
+    errors::WorkflowInteractionError,
+};
+
+/// The options of a workflow the server starts: on the server's task queue, and never a second
+/// workflow of an id already used (its ids name one run each).
+fn start_options(state: &AppState, workflow_id: &str) -> WorkflowStartOptions {
+    WorkflowStartOptions::new(state.task_queue.clone(), workflow_id.to_owned())
+        .id_reuse_policy(WorkflowIdReusePolicy::RejectDuplicate)
+        .build()
+}
+
+/// Starts the workflow of a run that Redis already holds. If Temporal refuses, the run is
+/// recorded as failed (`temporal_unavailable`) so status and stream say why nothing runs.
+pub(super) async fn start_run_workflow(
+    state: &AppState,
+    workflow_id: &str,
+    input: RunInput,
+) -> Result<(), ApiError> {
+    let options = start_options(state, workflow_id);
+    let (address, stream_id, run_id) = (
+        input.address.clone(),
+        input.stream_id.clone(),
+        input.run_id.clone(),
+    );
+    let Err(error) = state
+        .temporal
+        .start_workflow(AgentRunWorkflow::run, input, options)
+        .await
+    else {
+        return Ok(());
+    };
+    let session_id = &address.session_id;
+    tracing::error!(%session_id, %error, "starting the run's workflow failed");
+    let run_error = RunError {
+        code: ErrorCode::TemporalUnavailable,
+        message: "the run could not be started".to_owned(),
+    };
+    if let Err(store_error) = state
+        .store
+        .fail_run(
+            &address,
+            &stream_id,
+            &run_id,
+            &run_error,
+            Default::default(),
+        )
+        .await
+    {
+        tracing::error!(%session_id, %store_error, "recording the failed start failed too");
+    }
+    Err(ApiError::new(
+        run_error.code,
+        format!("{}: {error}", run_error.message),
+    ))
+}
+
+/// Starts the deadline workflow of a run that suspended without a workflow of its own (a rewind
+/// to a suspension); id and input are the ones the run's workflow gives its own (see
+/// [`DeadlineStart`]). The suspension is already durable, so a failure here is reported but
+/// nothing is undone: the calls can still be answered and the session resumed by hand.
+pub(super) async fn start_deadline_workflow(
+    state: &AppState,
+    run: RunInput,
+    wake_at: u64,
+) -> Result<(), ApiError> {
+    let DeadlineStart { workflow_id, input } = DeadlineStart::new(run, wake_at);
+    let options = start_options(state, &workflow_id);
+    state
+        .temporal
+        .start_workflow(DeadlineWorkflow::run, input, options)
+        .await
+        .map(|_| ())
+        .map_err(|error| {
+            tracing::error!(%workflow_id, %error, "starting the deadline workflow failed");
+            ApiError::new(
+                ErrorCode::TemporalUnavailable,
+                format!("the deadline workflow did not start: {error}"),
+            )
+        })
+}
+
+/// Whether Temporal knows a workflow of this id, in any state.
+pub(super) async fn workflow_exists(state: &AppState, workflow_id: &str) -> Result<bool, ApiError> {
+    Ok(workflow_status(state, workflow_id).await?.is_some())
+}
+
+/// Whether Temporal is running the workflow of the session's current run. A suspended or ended
+/// run has none; a run whose workflow is gone (or never started) is not executing.
+pub(super) async fn is_executing(
+    state: &AppState,
+    session: &SessionState,
+) -> Result<bool, ApiError> {
+    let Some(workflow_id) = session
+        .workflow_id
+        .as_ref()
+        .filter(|_| session.status == Status::Active)
+    else {
+        return Ok(false);
+    };
+    Ok(workflow_status(state, workflow_id).await? == Some(WorkflowExecutionStatus::Running))
+}
+
+/// Cancels the workflow of a stopped run, if it still runs. A suspended run has no workflow left;
+/// any other outcome is logged, not fatal: the stop is recorded, so the run's own writes are
+/// refused from now on.
+pub(super) async fn cancel_run_workflow(state: &AppState, workflow_id: &str) {
+    let handle = state
+        .temporal
+        .get_workflow_handle::<AgentRunWorkflow>(workflow_id.to_owned());
+    if let Err(error) = handle.cancel(Default::default()).await {
+        tracing::debug!(%workflow_id, %error, "cancelling the stopped run's workflow");
+    }
+}
+
+/// The status of a workflow, `None` if Temporal has none of that id.
+async fn workflow_status(
+    state: &AppState,
+    workflow_id: &str,
+) -> Result<Option<WorkflowExecutionStatus>, ApiError> {
+    let handle = state
+        .temporal
+        .get_workflow_handle::<AgentRunWorkflow>(workflow_id.to_owned());
+    match handle.describe(WorkflowDescribeOptions::default()).await {
+        Ok(description) => Ok(Some(description.status())),
+        Err(WorkflowInteractionError::NotFound(_)) => Ok(None),
+        Err(error) => Err(ApiError::new(
+            ErrorCode::TemporalUnavailable,
+            format!("cannot ask Temporal about workflow {workflow_id}: {error}"),
+        )),
+    }
+}

@@ -1,0 +1,65 @@
+//! What every operation shares: the server's handles ([`AppState`]) and how it treats requests
+//! ([`ServerOptions`]), with the defaults `batond`'s flags take theirs from.
+
+use crate::auth::Auth;
+use baton_activities::io::ActivityPolicy;
+use baton_core::{AgentRegistry, Store, submit::SubmitLimits};
+use temporalio_client::Client;
+
+/// How many chunks a session's stream keeps by default.
+pub const DEFAULT_STREAM_MAX_CHUNKS: u64 = 100_000;
+
+/// The default submit rate limit per session.
+pub const DEFAULT_SUBMITS_PER_MINUTE: u32 = 60;
+
+/// What every handler shares. Cheap to clone.
+#[derive(Clone)]
+pub struct AppState {
+    pub store: Store,
+    pub registry: AgentRegistry,
+    pub temporal: Client,
+    pub task_queue: String,
+    /// The timeouts and retries of the runs this server starts.
+    pub policy: ActivityPolicy,
+    pub options: ServerOptions,
+    /// The stream feeds SSE followers share.
+    pub streams: crate::fanout::StreamHub,
+    pub metrics: crate::metrics::Metrics,
+}
+
+/// How the server treats requests; `Default` is what `batond` runs with when given no flags
+/// (which, without auth, it refuses to serve).
+#[derive(Debug, Clone)]
+pub struct ServerOptions {
+    pub submit_limits: SubmitLimits,
+    /// Put validation details in `validation_error` and `INVALID_RESULT` answers.
+    pub verbose_errors: bool,
+    /// Resume a session by itself when a submit completes its batch (continuation `new_run`)
+    /// instead of leaving that to the caller (`caller_resumes`).
+    pub resume_on_submit: bool,
+    /// Who may call; [`Auth::Unset`] (the default) serves nothing.
+    pub auth: Auth,
+    /// Submits per minute and session (a token bucket in Redis); `None` is unlimited.
+    pub submits_per_minute: Option<u32>,
+    /// Operators may name the session `/start` creates (`sessionId`); otherwise ids are the
+    /// server's own.
+    pub allow_client_session_ids: bool,
+    /// Chunks a session's stream keeps (the oldest are trimmed); 0 keeps all. The start
+    /// operation records it in each session it creates (the one place retention is set), so the
+    /// store in [`AppState`] needs no setting of its own.
+    pub stream_max_chunks: u64,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        Self {
+            submit_limits: SubmitLimits::default(),
+            verbose_errors: false,
+            resume_on_submit: false,
+            auth: Auth::Unset,
+            submits_per_minute: Some(DEFAULT_SUBMITS_PER_MINUTE),
+            stream_max_chunks: DEFAULT_STREAM_MAX_CHUNKS,
+            allow_client_session_ids: false,
+        }
+    }
+}
