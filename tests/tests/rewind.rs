@@ -369,9 +369,7 @@ async fn refused_rewinds_write_nothing() {
             request.mode,
             ResumeMode::FromCheckpoint | ResumeMode::Continue
         ));
-        let refused = baton_worker::ops::resume_session(&harness.state, request)
-            .await
-            .unwrap_err();
+        let refused = request.checked().unwrap_err();
         assert_eq!(refused.code, ErrorCode::ValidationError);
     }
     let after = snapshot().await;

@@ -158,7 +158,9 @@ impl baton_server::Baton for GrpcService {
         let principal = self.principal(&request).await?;
         let request = ResumeRequest::try_from(request.into_inner()).map_err(malformed)?;
         principal.may_act_on(&request.session_id).map_err(refused)?;
-        let resumed = resume_session(&self.state, request)
+        let session_id = request.session_id.clone();
+        let resume = request.checked().map_err(refused)?;
+        let resumed = resume_session(&self.state, &session_id, resume)
             .await
             .map_err(refused)?;
         Ok(Response::new(resumed.into()))

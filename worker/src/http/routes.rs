@@ -40,7 +40,11 @@ pub(super) async fn resume(
     ApiJson(request): ApiJson<ResumeRequest>,
 ) -> Result<Json<ResumeResponse>, HttpError> {
     principal.may_act_on(&request.session_id)?;
-    Ok(Json(ops::resume_session(&state, request).await?))
+    let session_id = request.session_id.clone();
+    let resume = request.checked()?;
+    Ok(Json(
+        ops::resume_session(&state, &session_id, resume).await?,
+    ))
 }
 
 /// `POST /interrupt` and `POST /abort`: one handler, the route says which stop.

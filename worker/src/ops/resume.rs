@@ -1,5 +1,6 @@
-//! Resuming a suspended session: the checks of each mode, then a claim for a new run (or, for
-//! `from_checkpoint`, a rewind) and the new run's workflow.
+//! Resuming a suspended session: a typed [`Resume`] (its mode's fields checked by the wire type),
+//! the message checked, then a claim for a new run (or, for `from_checkpoint`, a rewind) and the
+//! new run's workflow.
 
 use super::{
     already_running, no_session,
@@ -13,7 +14,7 @@ use crate::state::AppState;
 use baton_activities::io::RunInput;
 use baton_core::{
     ApiError, ErrorCode, Message,
-    api::{ResumeMode, ResumeRequest, ResumeResponse},
+    api::{Resume, ResumeResponse},
     ids,
     store::{Claim, ResumeEntry, SessionAddress, Status},
 };
@@ -23,31 +24,20 @@ use baton_core::{
 /// workflow `agent__<type>__<session>__resume-<runId>`, which drains the answers first.
 pub async fn resume_session(
     state: &AppState,
-    request: ResumeRequest,
+    session_id: &str,
+    resume: Resume,
 ) -> Result<ResumeResponse, ApiError> {
-    let refuse = |message: &str| Err(ApiError::new(ErrorCode::ValidationError, message));
-    if request.mode != ResumeMode::FromCheckpoint && request.checkpoint_id.is_some() {
-        return refuse("checkpointId goes with mode from_checkpoint only");
-    }
-    let message = match (request.mode, request.message) {
-        (ResumeMode::Continue, None) if !request.abandon_pending => None,
-        (ResumeMode::Continue, _) => {
-            return refuse(
-                "mode continue takes no message and no abandonPending; use with_message",
-            );
-        }
-        (ResumeMode::WithMessage, None) => return refuse("mode with_message needs a message"),
-        (ResumeMode::FromCheckpoint, None) if request.abandon_pending => {
-            return refuse("abandonPending goes with a message");
-        }
-        (_, message) => message.map(checked_message).transpose()?,
-    };
+    let message = resume
+        .message()
+        .map(str::to_owned)
+        .map(checked_message)
+        .transpose()?;
     let entry = ResumeEntry {
         message: message.map(Message::user),
-        abandon_pending: request.abandon_pending,
+        abandon_pending: resume.abandon_pending(),
         expected_run_id: None,
     };
-    let session = existing_session(state, &request.session_id).await?;
+    let session = existing_session(state, session_id).await?;
     let agent = state.registry.get(&session.agent_type).ok_or_else(|| {
         ApiError::new(
             ErrorCode::UnknownAgentType,
@@ -60,13 +50,7 @@ pub async fn resume_session(
     };
     let run_id = ids::new_run_id();
     let workflow_id = ids::resume_workflow_id(agent.name(), &session.session_id, &run_id);
-    if request.mode == ResumeMode::FromCheckpoint {
-        let checkpoint_id = request.checkpoint_id.ok_or_else(|| {
-            ApiError::new(
-                ErrorCode::ValidationError,
-                "mode from_checkpoint needs a checkpointId",
-            )
-        })?;
+    if let Resume::FromCheckpoint { checkpoint_id, .. } = resume {
         let rewind = RewindRequest {
             session: &session,
             agent,
@@ -92,7 +76,7 @@ pub async fn resume_session(
         .map_err(store_error)?;
     let step_count = match claim {
         Claim::Claimed { step_count } => step_count,
-        Claim::SessionNotFound => return Err(no_session(&request.session_id)),
+        Claim::SessionNotFound => return Err(no_session(session_id)),
         Claim::AlreadyRunning => return Err(already_running()),
         Claim::Awaiting { tool_call_ids } => {
             return Err(ApiError::new(

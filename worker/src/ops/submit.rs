@@ -5,9 +5,9 @@ use super::{rate_limit::take_submit_token, resume::resume_session};
 use crate::{auth::Principal, state::AppState};
 use baton_core::{
     ApiError, ErrorCode,
-    api::{ResumeMode, ResumeRequest},
+    api::Resume,
     store::Continuation,
-    submit::{Submission, SubmitAnswer, SubmitStatus, parse_submission, submit_tool_result},
+    submit::{Submission, SubmitAnswer, parse_submission, submit_tool_result},
 };
 
 /// A submit body from its bytes to its answer: parsed, authorized, rate-limited, stored, and
@@ -26,10 +26,7 @@ pub async fn checked_submit(
     }
     .await;
     let label = match &answer {
-        Ok(answer) => match answer.status {
-            SubmitStatus::Accepted => "accepted",
-            SubmitStatus::AlreadyCompleted => "already_completed",
-        },
+        Ok(answer) => answer.status.as_str(),
         Err(error) => error.code.as_str(),
     };
     state.metrics.submits.with_label_values(&[label]).inc();
@@ -55,14 +52,7 @@ pub async fn submit_and_continue(
     if !state.options.resume_on_submit || answer.continuation != Continuation::CallerResumes {
         return Ok(answer);
     }
-    let request = ResumeRequest {
-        session_id,
-        mode: ResumeMode::Continue,
-        message: None,
-        abandon_pending: false,
-        checkpoint_id: None,
-    };
-    answer.continuation = match resume_session(state, request).await {
+    answer.continuation = match resume_session(state, &session_id, Resume::Continue).await {
         Ok(resumed) => Continuation::NewRun {
             run_id: resumed.run_id,
         },
