@@ -1,7 +1,9 @@
 //! Replays the recorded workflow histories (`tests/fixtures/histories/`) against today's workflow
-//! code: a change that would make a running workflow take another path than its history (a
-//! reordered activity, a new timer, a removed child workflow) fails here, not in production.
-//! Needs neither Redis nor Temporal. See `baton_tests::histories` for re-recording.
+//! code: a change that would make a running workflow take another path than its history (an
+//! activity reordered, added or removed, a timer or child workflow dropped) fails here, not in
+//! production. Replay compares the commands, not their arguments: a changed timer duration or
+//! activity input passes. Needs neither Redis nor Temporal. See `baton_tests::histories` for
+//! recording them again.
 
 use baton_tests::histories::{self, SCENARIOS, Scenario};
 use baton_workflows::{AgentRunWorkflow, DeadlineWorkflow};
