@@ -265,6 +265,12 @@ pub fn asker_hasty() -> Agent {
         .unwrap()
 }
 
+/// The deadline of `asker_patient`'s call. A test answers and resumes the session before it
+/// lapses, which takes four local round trips (well under a second); the margin is wide so that a
+/// loaded machine cannot let the deadline win, while the test still waits for the deadline to
+/// fire and find nothing to do.
+pub const PATIENT_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// `asker_deadline`: one client call with a short deadline (`timeout`), and the default
 /// resume-on-deadline, so an unanswered session resumes by itself.
 pub fn asker_deadline(name: &str, timeout: std::time::Duration) -> Agent {
@@ -346,7 +352,7 @@ pub fn registry() -> AgentRegistry {
         chatter(),
         guarded(),
         asker_deadline("asker_deadline", std::time::Duration::from_secs(1)),
-        asker_deadline("asker_patient", std::time::Duration::from_secs(3)),
+        asker_deadline("asker_patient", PATIENT_DEADLINE),
         bench_agent("long", 12, bench_script(12, true)),
         finisher("finisher", json!({"text": "all good"}), false),
         finisher("finisher_inline", json!({"text": "all good"}), true),

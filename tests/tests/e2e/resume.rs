@@ -463,10 +463,14 @@ async fn a_session_resumed_before_its_deadline_makes_the_deadline_a_no_op() {
         )
         .await
         .unwrap();
-    let resumed = harness.client.resume(&session).await.unwrap();
+    let resumed = harness
+        .client
+        .resume(&session)
+        .await
+        .expect("the resume comes before the deadline (agents::PATIENT_DEADLINE) lapses");
     harness.chunks_after_until_end(&session, before).await;
 
-    // The deadline (3 s) still fires, finds its run gone, and does nothing.
+    // The deadline still fires, finds its run gone, and does nothing.
     let deadline_id = format!("deadline__{session}__{}", started.run_id);
     let outcome = harness
         .temporal

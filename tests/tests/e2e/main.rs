@@ -1,0 +1,23 @@
+//! Baton's end-to-end tests, as the modules of one test binary: the workspace links it once
+//! instead of once per file, and `cargo test -p baton-tests --test e2e <module>::` runs one area.
+//!
+//! Every test starts its own [`baton_tests::Harness`] (a task queue and key prefix of its own), so
+//! the tests of all modules run in parallel against one Redis and one Temporal dev server. The
+//! `replay` module needs neither: it replays recorded workflow histories offline.
+
+mod api;
+mod approval;
+mod auth;
+mod config;
+mod finish;
+mod inspect;
+mod providers;
+mod replay;
+mod resume;
+mod rewind;
+mod runs;
+mod stop;
+mod streams;
+mod submit;
+mod suspension;
+mod transports;
