@@ -8,6 +8,8 @@ mod http;
 
 pub use grpc::GrpcClient;
 pub use http::HttpClient;
+/// The request, answer and chunk types the client speaks, for callers that build bodies.
+pub use baton_wire as wire;
 
 use async_trait::async_trait;
 use baton_wire::{
