@@ -2,7 +2,11 @@
 //! each test under a key prefix of its own.
 
 use super::*;
-use crate::message::{ToolCall, ToolOutcome};
+use crate::{
+    chunk::{ChunkKind, EndStatus, RunError, StreamChunk},
+    message::{Message, ToolCall, ToolOutcome},
+    model::Usage,
+};
 use serde_json::json;
 
 async fn store() -> Store {
