@@ -10,7 +10,10 @@ use std::sync::LazyLock;
 pub(super) struct StoreScript {
     /// The file name without `.lua`, for errors and tests.
     pub(super) name: &'static str,
-    /// `KEYS[1]`, `KEYS[2]`, … in order.
+    /// The script's own text, without the prelude.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(super) source: &'static str,
+    /// `KEYS[1]`, `KEYS[2]`, … in order: always the state and the stream first (the prelude's).
     pub(super) keys: &'static [Key],
     script: LazyLock<redis::Script>,
 }
@@ -19,6 +22,7 @@ macro_rules! store_script {
     ($name:literal, [$($key:ident),+ $(,)?]) => {
         StoreScript {
             name: $name,
+            source: include_str!(concat!($name, ".lua")),
             keys: &[$(Key::$key),+],
             script: LazyLock::new(|| {
                 redis::Script::new(concat!(
@@ -73,7 +77,7 @@ pub(super) static SUBMIT_ANSWER: StoreScript = store_script!(
 );
 pub(super) static CLAIM_RESUME: StoreScript = store_script!(
     "claim_resume",
-    [State, Stream, Pending, PendingRun, Answers, OpenDeadlines]
+    [State, Stream, Pending, PendingRun, OpenDeadlines]
 );
 pub(super) static APPLY_ANSWERS: StoreScript = store_script!(
     "apply_answers",
@@ -105,9 +109,29 @@ pub(super) static REWIND: StoreScript = store_script!(
         Completed,
     ]
 );
-pub(super) static TAKE_TOKEN: StoreScript = store_script!("take_token", [State, SubmitBucket]);
+pub(super) static TAKE_TOKEN: StoreScript =
+    store_script!("take_token", [State, Stream, SubmitBucket]);
 pub(super) static SNAPSHOT: StoreScript =
     store_script!("snapshot", [State, Stream, Messages, Checkpoints]);
+
+/// Every script, for the tests that read their text.
+#[cfg(test)]
+static ALL: [&StoreScript; 14] = [
+    &CREATE_SESSION,
+    &EMIT_MODEL_CHUNKS,
+    &STAGE_TURN,
+    &STAGE_TOOL_RESULT,
+    &COMMIT_STEP,
+    &FAIL_RUN,
+    &COMMIT_SUSPENDED_STEP,
+    &SUBMIT_ANSWER,
+    &CLAIM_RESUME,
+    &APPLY_ANSWERS,
+    &STOP_RUN,
+    &REWIND,
+    &TAKE_TOKEN,
+    &SNAPSHOT,
+];
 
 impl StoreScript {
     /// An invocation of the script on `address`'s keys (each root key on its root); the caller
@@ -144,5 +168,107 @@ impl Invocation<'_> {
             key: self.name.to_owned(),
             reason: error.detail().unwrap_or("unexpected reply").to_owned(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::Status;
+    use strum::IntoEnumIterator;
+
+    const PRELUDE: &str = include_str!("prelude.lua");
+
+    /// The Lua local that names `key`: `pendingRun` is `pending_run_key`.
+    fn lua_name(key: Key) -> String {
+        let mut name = String::new();
+        for c in key.name().chars() {
+            if c.is_ascii_uppercase() {
+                name.push('_');
+            }
+            name.push(c.to_ascii_lowercase());
+        }
+        name + "_key"
+    }
+
+    /// The `local <name> = …<table>[<n>]…` lines of `text` as (n, name), in order; every other
+    /// mention of `<table>[<digits>]` fails the test, so each fixed key and argument is named once
+    /// at the top.
+    fn named(text: &str, table: &str, script: &str) -> Vec<(usize, String)> {
+        let mut names = Vec::new();
+        for line in text.lines() {
+            let code = line.split("--").next().unwrap_or_default().trim();
+            let open = format!("{table}[");
+            let Some(start) = code.find(&open) else {
+                continue;
+            };
+            let fixed = code[start + open.len()..].starts_with(|c: char| c.is_ascii_digit());
+            if !fixed {
+                continue;
+            }
+            // The value may convert the argument (`tonumber(ARGV[3])`, `ARGV[5] == '1'`).
+            let declaration = code
+                .strip_prefix("local ")
+                .and_then(|rest| rest.split_once(" = "))
+                .filter(|(_, value)| value.matches(&open).count() == 1)
+                .and_then(|(name, value)| {
+                    let (_, after) = value.split_once(&open)?;
+                    let (index, _) = after.split_once(']')?;
+                    Some((index.parse().ok()?, name.to_owned()))
+                });
+            match declaration {
+                Some(declaration) => names.push(declaration),
+                None => panic!("{script}: {table} used outside a named local: {line}"),
+            }
+        }
+        names
+    }
+
+    #[test]
+    fn each_script_names_exactly_the_keys_its_invocation_passes() {
+        for script in ALL {
+            let mut keys = named(PRELUDE, "KEYS", "prelude");
+            keys.extend(named(script.source, "KEYS", script.name));
+            let declared: Vec<(usize, String)> = script
+                .keys
+                .iter()
+                .enumerate()
+                .map(|(index, key)| (index + 1, lua_name(*key)))
+                .collect();
+            assert_eq!(keys, declared, "{}", script.name);
+        }
+    }
+
+    #[test]
+    fn each_script_names_its_fixed_arguments_in_order_before_the_repeated_ones() {
+        assert!(named(PRELUDE, "ARGV", "prelude").is_empty());
+        for script in ALL {
+            let arguments = named(script.source, "ARGV", script.name);
+            let indices: Vec<usize> = arguments.iter().map(|(index, _)| *index).collect();
+            let in_order: Vec<usize> = (1..=arguments.len()).collect();
+            assert_eq!(indices, in_order, "{}", script.name);
+            // A script taking repeated arguments says where they start: after the named ones.
+            for line in script.source.lines() {
+                if let Some(first) = line
+                    .strip_prefix("local first_")
+                    .and_then(|rest| rest.split_once(" = "))
+                {
+                    let index = first.1.split_whitespace().next().unwrap_or_default();
+                    assert_eq!(index, (arguments.len() + 1).to_string(), "{}", script.name);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_prelude_calls_ended_what_the_rust_side_calls_terminal() {
+        let ended = PRELUDE
+            .lines()
+            .find(|line| line.starts_with("local ended_statuses = {"))
+            .expect("the prelude names the ended statuses");
+        for status in Status::iter() {
+            let listed = ended.contains(&format!(" {} = true", status.as_str()));
+            assert_eq!(listed, status.is_terminal(), "{status:?}");
+        }
     }
 }
