@@ -226,6 +226,7 @@ impl FromRedisValue for ClaimReply {
 }
 
 /// `stop_run.lua`.
+#[derive(Debug, PartialEq, Eq)]
 pub(super) enum StopReply {
     /// The stop is recorded on this run.
     Stopped {
@@ -235,6 +236,10 @@ pub(super) enum StopReply {
     /// The session is in this status, where nothing runs.
     NotRunning {
         status: String,
+    },
+    /// The session's run is this one, not the one the stop was made for; nothing was written.
+    Superseded {
+        run_id: String,
     },
 }
 
@@ -248,6 +253,9 @@ impl FromRedisValue for StopReply {
             "session_not_found" => Self::SessionNotFound,
             "not_running" => Self::NotRunning {
                 status: reply.value(0)?,
+            },
+            "run_superseded" => Self::Superseded {
+                run_id: reply.value(0)?,
             },
             _ => return Err(reply.unexpected()),
         })

@@ -525,3 +525,73 @@ async fn a_suspended_step_commits_server_results_and_records_pending_calls() {
         "{late:?}"
     );
 }
+
+#[tokio::test]
+async fn a_stop_is_fenced_on_the_run_it_read() {
+    let store = store().await;
+    let address = SessionAddress::root("s6");
+    new_session(&store, &address).await;
+    // A stop reads run r1; before its script runs, r1 fails and a new turn claims r2.
+    let read = store.session(&address).await.unwrap().unwrap();
+    let error = RunError {
+        code: crate::ErrorCode::ModelFailed,
+        message: "gone".into(),
+    };
+    store
+        .fail_run(&address, "st1", "r1", &error, Default::default())
+        .await
+        .unwrap();
+    let entry = ResumeEntry {
+        message: Some(Message::user("again")),
+        ..ResumeEntry::default()
+    };
+    let claim = store
+        .claim_resume(&address, "demo", "st1", "r2", "wf2", &entry)
+        .await
+        .unwrap();
+    assert_eq!(claim, Claim::Claimed { step_count: 0 });
+    let before = store.session(&address).await.unwrap().unwrap();
+
+    // The stop made for r1 writes nothing on r2's session.
+    let stale = store
+        .stop_run_as_read(&address, StopKind::Interrupt, &read)
+        .await
+        .unwrap();
+    assert_eq!(
+        stale,
+        replies::StopReply::Superseded {
+            run_id: "r2".into()
+        }
+    );
+    assert_eq!(store.session(&address).await.unwrap().unwrap(), before);
+    assert!(
+        store
+            .chunks_after(&address, before.last_sequence, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    // A stop as callers make it reads again and stops the run that holds the session now.
+    assert_eq!(
+        store.stop_run(&address, StopKind::Interrupt).await.unwrap(),
+        Stopped::Stopped {
+            run_id: "r2".into()
+        }
+    );
+    let state = store.session(&address).await.unwrap().unwrap();
+    assert_eq!(state.status, Status::Interrupted);
+    assert_eq!(state.stop.map(|stop| stop.run_id).as_deref(), Some("r2"));
+    let end = store
+        .chunks_after(&address, before.last_sequence, 10)
+        .await
+        .unwrap();
+    assert_eq!(kinds(&end), ["end"]);
+    assert_eq!(end[0].header.run_id, "r2");
+    assert_eq!(
+        store.stop_run(&address, StopKind::Abort).await.unwrap(),
+        Stopped::NotRunning {
+            status: "interrupted".into()
+        }
+    );
+}
