@@ -15,8 +15,8 @@ use baton_core::{
     message::{Message, ToolCall, ToolOutcome, ToolResult},
     model::{self, ModelRequest},
     store::{
-        self, Answer, Claim, Completion, DrainedCall, PendingCall, PendingKind, ResumeEntry,
-        StagedTurn, StepCommit, StepProgress, StoredAnswer, UsageRecord, Written,
+        self, Answer, Claim, Completion, DrainedCall, NewRun, PendingCall, PendingKind,
+        ResumeEntry, StagedTurn, StepProgress, StoredAnswer, UsageRecord, Written,
     },
     tool::{ToolExecution, codes},
 };
@@ -62,7 +62,7 @@ impl AgentActivities {
     ) -> Result<StepPlan, ActivityError> {
         let progress = self
             .store
-            .step_progress(&input.address, &input.run_id, input.step)
+            .step_progress(input.step_ref())
             .await
             .map_err(store_error)?;
         let (turn, fresh) = match progress {
@@ -103,7 +103,7 @@ impl AgentActivities {
         let step = &input.step;
         if self
             .store
-            .has_staged_tool_result(&step.address, &step.run_id, step.step, &input.tool_call_id)
+            .has_staged_tool_result(step.step_ref(), &input.tool_call_id)
             .await
             .map_err(store_error)?
         {
@@ -133,7 +133,7 @@ impl AgentActivities {
     ) -> Result<SuspendedRun, ActivityError> {
         let progress = self
             .store
-            .step_progress(&input.address, &input.run_id, input.step)
+            .step_progress(input.step_ref())
             .await
             .map_err(store_error)?;
         let turn = match progress {
@@ -251,18 +251,18 @@ impl AgentActivities {
                 )),
             };
             drained.push(DrainedCall {
-                message: Message::Tool(ToolResult {
+                result: ToolResult {
                     tool_call_id: id.clone(),
                     tool_name: call.tool_name.clone(),
                     outcome,
-                }),
+                },
                 step: call.step,
                 marker_expiry: now + call.completed_retention_ms,
                 wait_ms,
             });
         }
         self.store
-            .apply_answers(address, &input.stream_id, &input.run_id, &drained)
+            .apply_answers(input.run_ref(), &drained)
             .await
             .map_err(store_error)?;
         Ok(())
@@ -296,10 +296,12 @@ impl AgentActivities {
             .store
             .claim_resume(
                 address,
-                agent.name(),
-                &state.stream_id,
-                &run_id,
-                &workflow_id,
+                NewRun {
+                    agent_type: agent.name(),
+                    stream_id: &state.stream_id,
+                    run_id: &run_id,
+                    workflow_id: &workflow_id,
+                },
                 &entry,
             )
             .await
@@ -351,7 +353,7 @@ impl AgentActivities {
         let address = &input.address;
         let Some(staged) = self
             .store
-            .staged_turn(address, &input.run_id, input.step)
+            .staged_turn(input.step_ref())
             .await
             .map_err(store_error)?
         else {
@@ -391,15 +393,7 @@ impl AgentActivities {
         });
         let completes = completion.is_some();
         self.store
-            .commit_step(
-                address,
-                &input.stream_id,
-                StepCommit {
-                    run_id: &input.run_id,
-                    step: input.step,
-                    completion,
-                },
-            )
+            .commit_step(input.step_ref(), completion)
             .await
             .map_err(store_error)?;
         if !completes {
@@ -427,13 +421,13 @@ impl AgentActivities {
         for call in tool_calls.iter().filter(|c| finishes_run(agent, &c.name)) {
             let staged = self
                 .store
-                .staged_tool_result(&input.address, &input.run_id, input.step, &call.id)
+                .staged_tool_result(input.step_ref(), &call.id)
                 .await
                 .map_err(store_error)?;
-            if let Some(Message::Tool(ToolResult {
+            if let Some(ToolResult {
                 outcome: ToolOutcome::Result(value),
                 ..
-            })) = staged
+            }) = staged
             {
                 return Ok(Some(match value {
                     serde_json::Value::String(text) => text,
@@ -469,7 +463,7 @@ impl AgentActivities {
             .unwrap_or_default();
         if let Some(staged) = self
             .store
-            .staged_turn(&step.address, &step.run_id, step.step)
+            .staged_turn(step.step_ref())
             .await
             .map_err(store_error)?
         {
@@ -477,9 +471,7 @@ impl AgentActivities {
         }
         self.store
             .fail_run(
-                &step.address,
-                &step.stream_id,
-                &step.run_id,
+                step.run_ref(),
                 &RunError {
                     code: input.code,
                     message: input.message,
@@ -506,10 +498,7 @@ impl AgentActivities {
         let messages = self.store.messages(address).await.map_err(store_error)?;
         self.store
             .emit_model_chunks(
-                address,
-                &input.stream_id,
-                &input.run_id,
-                input.step,
+                input.step_ref(),
                 0,
                 &[ChunkKind::StepStart { step: input.step }],
             )
@@ -539,14 +528,7 @@ impl AgentActivities {
                     });
                 }
                 self.store
-                    .emit_model_chunks(
-                        address,
-                        &input.stream_id,
-                        &input.run_id,
-                        input.step,
-                        index,
-                        &batch,
-                    )
+                    .emit_model_chunks(input.step_ref(), index, &batch)
                     .await?;
                 index += batch.len() as u32;
             }
@@ -585,13 +567,7 @@ impl AgentActivities {
         };
         let written = self
             .store
-            .stage_turn(
-                address,
-                &input.stream_id,
-                &input.run_id,
-                input.step,
-                &staged,
-            )
+            .stage_turn(input.step_ref(), &staged)
             .await
             .map_err(store_error)?;
         match written {
@@ -599,7 +575,7 @@ impl AgentActivities {
             // A concurrent attempt staged first: its turn is the step's turn.
             Written::AlreadyDone => self
                 .store
-                .staged_turn(address, &input.run_id, input.step)
+                .staged_turn(input.step_ref())
                 .await
                 .map_err(store_error),
         }
@@ -643,7 +619,7 @@ impl AgentActivities {
             if !fresh
                 && self
                     .store
-                    .has_staged_tool_result(&input.address, &input.run_id, input.step, &call.id)
+                    .has_staged_tool_result(input.step_ref(), &call.id)
                     .await
                     .map_err(store_error)?
             {
@@ -708,13 +684,7 @@ impl AgentActivities {
             })
             .collect();
         self.store
-            .commit_suspended_step(
-                &input.address,
-                &input.stream_id,
-                &input.run_id,
-                input.step,
-                &pending,
-            )
+            .commit_suspended_step(input.step_ref(), &pending)
             .await
             .map_err(store_error)?;
         tracing::info!(
@@ -773,11 +743,12 @@ impl AgentActivities {
             .await;
         self.store
             .stage_tool_result(
-                &step.address,
-                &step.stream_id,
-                &step.run_id,
-                step.step,
-                &Message::tool_result(call, outcome),
+                step.step_ref(),
+                &ToolResult {
+                    tool_call_id: call.id.clone(),
+                    tool_name: call.name.clone(),
+                    outcome,
+                },
             )
             .await
             .map_err(store_error)?;
@@ -810,15 +781,7 @@ impl AgentActivities {
 
     async fn commit(&self, step: &StepInput) -> Result<(), ActivityError> {
         self.store
-            .commit_step(
-                &step.address,
-                &step.stream_id,
-                StepCommit {
-                    run_id: &step.run_id,
-                    step: step.step,
-                    completion: None,
-                },
-            )
+            .commit_step(step.step_ref(), None)
             .await
             .map_err(store_error)?;
         Ok(())
@@ -831,7 +794,7 @@ impl AgentActivities {
     ) -> Result<ToolCall, ActivityError> {
         let staged = self
             .store
-            .staged_turn(&step.address, &step.run_id, step.step)
+            .staged_turn(step.step_ref())
             .await
             .map_err(store_error)?
             .ok_or_else(|| {

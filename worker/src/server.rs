@@ -22,8 +22,8 @@ use baton_core::{
     chunk::{ChunkKind, RunError, StreamChunk},
     ids,
     store::{
-        self, Claim, Continuation, NewSession, ResumeEntry, Rewound, SessionAddress, SessionState,
-        Status, StopKind, Stopped,
+        self, Claim, Continuation, NewRun, NewSession, ResumeEntry, Rewound, RunRef,
+        SessionAddress, SessionState, Status, StopKind, Stopped,
     },
     submit::{
         Submission, SubmitAnswer, SubmitLimits, parse_submission, payload_too_large,
@@ -338,9 +338,11 @@ async fn start_run_workflow(
     if let Err(store_error) = state
         .store
         .fail_run(
-            &address,
-            &stream_id,
-            &run_id,
+            RunRef {
+                address: &address,
+                stream_id: &stream_id,
+                run_id: &run_id,
+            },
             &run_error,
             Default::default(),
         )
@@ -418,10 +420,12 @@ pub async fn resume_session(
         .store
         .claim_resume(
             &address,
-            agent.name(),
-            &session.stream_id,
-            &run_id,
-            &workflow_id,
+            NewRun {
+                agent_type: agent.name(),
+                stream_id: &session.stream_id,
+                run_id: &run_id,
+                workflow_id: &workflow_id,
+            },
             &entry,
         )
         .await

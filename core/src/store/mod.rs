@@ -32,11 +32,13 @@ mod usage;
 pub use resume::{Claim, DrainedCall, ResumeEntry};
 pub use rewind::{Rewind, Rewound};
 pub use session::NewSession;
-pub use step::{Completion, StagedTurn, StepCommit, StepProgress};
+pub use step::{Completion, StagedTurn, StepProgress};
 pub use stop::Stopped;
 pub use stream::Subscriber;
 pub use suspension::{Answer, StoredAnswer, SubmitOutcome, approval_id};
-pub use types::{Checkpoint, PendingCall, PendingKind, SessionAddress, Written};
+pub use types::{
+    Checkpoint, NewRun, PendingCall, PendingKind, RunRef, SessionAddress, StepRef, Written,
+};
 
 use crate::chunk::ChunkHeader;
 use keys::Key;
@@ -110,13 +112,13 @@ impl Store {
         key.of(&self.prefix, address)
     }
 
-    /// The header of the chunks `run_id` writes to `address`'s stream, stamped now.
-    fn header(&self, address: &SessionAddress, stream_id: &str, run_id: &str) -> ChunkHeader {
+    /// The header of the chunks `run` writes to its session's stream, stamped now.
+    fn header(&self, run: RunRef<'_>) -> ChunkHeader {
         ChunkHeader {
-            stream_id: stream_id.to_owned(),
-            session_id: address.session_id.clone(),
-            agent_id: address.session_id.clone(),
-            run_id: run_id.to_owned(),
+            stream_id: run.stream_id.to_owned(),
+            session_id: run.address.session_id.clone(),
+            agent_id: run.address.session_id.clone(),
+            run_id: run.run_id.to_owned(),
             timestamp: now_ms(),
         }
     }

@@ -2,14 +2,14 @@
 //! and the drain that moves the answered calls into the log.
 
 use super::{
-    Error, SessionAddress, Store, Written, flag, now_ms,
+    Error, NewRun, RunRef, SessionAddress, Store, Written, flag, now_ms,
     replies::{ClaimReply, WriteReply},
     scripts::{APPLY_ANSWERS, CLAIM_RESUME},
     to_json,
 };
 use crate::{
     chunk::{ChunkKind, encode_unsequenced},
-    message::Message,
+    message::{Message, ToolResult},
 };
 
 /// How a resume's claim on a session ended.
@@ -46,7 +46,8 @@ pub struct ResumeEntry {
 /// One awaited call as a resume drains it into the log.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DrainedCall {
-    pub message: Message,
+    /// The call's answer, as the log gets it.
+    pub result: ToolResult,
     pub step: u32,
     /// Until when a re-submit still answers `already_completed` (ms since the epoch).
     pub marker_expiry: u64,
@@ -55,26 +56,27 @@ pub struct DrainedCall {
 }
 
 impl Store {
-    /// Claims a suspended session for `new_run_id` (see `claim_resume.lua`) and writes the new
-    /// run's `run_start` chunk.
+    /// Claims a suspended (or, with a message, an ended) session for a new run (see
+    /// `claim_resume.lua`) and writes the new run's `run_start` chunk.
     pub async fn claim_resume(
         &self,
         address: &SessionAddress,
-        agent_type: &str,
-        stream_id: &str,
-        new_run_id: &str,
-        workflow_id: &str,
+        run: NewRun<'_>,
         entry: &ResumeEntry,
     ) -> Result<Claim, Error> {
         let body = encode_unsequenced(
-            &self.header(address, stream_id, new_run_id),
+            &self.header(RunRef {
+                address,
+                stream_id: run.stream_id,
+                run_id: run.run_id,
+            }),
             &ChunkKind::RunStart {
-                agent_type: agent_type.to_owned(),
+                agent_type: run.agent_type.to_owned(),
             },
         );
         let ClaimReply(claim) = CLAIM_RESUME
             .on(self, address)
-            .arg(new_run_id)
+            .arg(run.run_id)
             .arg(now_ms())
             .arg(body)
             .arg(match entry.message {
@@ -83,7 +85,7 @@ impl Store {
             })
             .arg(flag(entry.abandon_pending))
             .arg(entry.message.as_ref().map(to_json).unwrap_or_default())
-            .arg(workflow_id)
+            .arg(run.workflow_id)
             .arg(entry.expected_run_id.as_deref().unwrap_or_default())
             .run(self)
             .await?;
@@ -94,24 +96,20 @@ impl Store {
     /// and ends the suspension (see `apply_answers.lua`). Idempotent.
     pub async fn apply_answers(
         &self,
-        address: &SessionAddress,
-        stream_id: &str,
-        run_id: &str,
+        run: RunRef<'_>,
         drained: &[DrainedCall],
     ) -> Result<Written, Error> {
-        let header = self.header(address, stream_id, run_id);
-        let mut invocation = APPLY_ANSWERS.on(self, address);
+        let header = self.header(run);
+        let mut invocation = APPLY_ANSWERS.on(self, run.address);
         invocation
-            .arg(run_id)
+            .arg(run.run_id)
             .arg(now_ms())
             .arg(drained.iter().map(|call| call.wait_ms).sum::<u64>());
         for call in drained {
-            let Message::Tool(result) = &call.message else {
-                panic!("apply_answers drains tool messages");
-            };
+            let result = &call.result;
             invocation
                 .arg(&result.tool_call_id)
-                .arg(to_json(&call.message))
+                .arg(to_json(&Message::Tool(result.clone())))
                 .arg(encode_unsequenced(
                     &header,
                     &ChunkKind::tool_end(
@@ -124,6 +122,6 @@ impl Store {
                 .arg(call.marker_expiry);
         }
         let reply: WriteReply = invocation.run(self).await?;
-        reply.into_written(run_id, |detail| self.inconsistent(address, detail))
+        reply.into_written(run.run_id, |detail| self.inconsistent(run.address, detail))
     }
 }

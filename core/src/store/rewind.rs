@@ -1,7 +1,7 @@
 //! Rewinding a session to one of its checkpoints for a new run (resume `from_checkpoint`).
 
 use super::{
-    Checkpoint, Error, PendingCall, SessionAddress, Store, Suspension, flag, now_ms,
+    Checkpoint, Error, PendingCall, RunRef, SessionAddress, Store, Suspension, flag, now_ms,
     replies::RewindReply,
     scripts::REWIND,
     suspension::{approval_id, approval_request_body},
@@ -57,7 +57,11 @@ impl Store {
     ) -> Result<Rewound, Error> {
         let checkpoint = rewind.checkpoint;
         let now = now_ms();
-        let header = self.header(address, rewind.stream_id, rewind.new_run_id);
+        let header = self.header(RunRef {
+            address,
+            stream_id: rewind.stream_id,
+            run_id: rewind.new_run_id,
+        });
         let suspend = !checkpoint.pending.is_empty() && rewind.message.is_none();
         let restored: Vec<PendingCall> = checkpoint
             .pending

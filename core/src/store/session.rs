@@ -1,7 +1,7 @@
 //! Creating a session and reading it back: its state hash, log and checkpoints.
 
 use super::{
-    Checkpoint, Error, SessionAddress, SessionState, Status, Store, from_json,
+    Checkpoint, Error, RunRef, SessionAddress, SessionState, Status, Store, from_json,
     keys::{Key, state_field},
     now_ms,
     replies::CreateReply,
@@ -32,7 +32,11 @@ impl Store {
     /// chunk and checkpoint 0. Refuses an existing session id.
     pub async fn create_session(&self, new: NewSession<'_>) -> Result<u64, Error> {
         let body = encode_unsequenced(
-            &self.header(new.address, new.stream_id, new.run_id),
+            &self.header(RunRef {
+                address: new.address,
+                stream_id: new.stream_id,
+                run_id: new.run_id,
+            }),
             &ChunkKind::RunStart {
                 agent_type: new.agent_type.to_owned(),
             },

@@ -2,7 +2,8 @@
 //! come, its commit into the log, and the failure that ends a run.
 
 use super::{
-    Error, SessionAddress, Store, Suspension, UsageRecord, Written, from_json,
+    Error, RunRef, SessionAddress, StepRef, Store, Suspension, UsageRecord, Written, flag,
+    from_json,
     keys::{Key, staged_field, state_field},
     now_ms,
     replies::{EmitReply, Refusal, WriteReply},
@@ -11,20 +12,11 @@ use super::{
 };
 use crate::{
     chunk::{ChunkKind, EndStatus, RunError, encode_unsequenced},
-    message::Message,
+    message::{Message, ToolCall, ToolResult},
     usage::UsageRollup,
 };
 use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
-
-/// What a step commit needs besides the address.
-#[derive(Debug, Clone)]
-pub struct StepCommit<'a> {
-    pub run_id: &'a str,
-    pub step: u32,
-    /// `Some` completes the run with this output after the step.
-    pub completion: Option<Completion>,
-}
 
 /// The end of a completed run.
 #[derive(Debug, Clone)]
@@ -59,45 +51,35 @@ impl Store {
     /// retried model step does not repeat them. Returns how many were appended.
     pub async fn emit_model_chunks(
         &self,
-        address: &SessionAddress,
-        stream_id: &str,
-        run_id: &str,
-        step: u32,
+        step: StepRef<'_>,
         first_index: u32,
         kinds: &[ChunkKind],
     ) -> Result<u32, Error> {
-        let header = self.header(address, stream_id, run_id);
-        let mut invocation = EMIT_MODEL_CHUNKS.on(self, address);
-        invocation.arg(run_id).arg(step).arg(first_index);
+        let header = self.header(step.run());
+        let mut invocation = EMIT_MODEL_CHUNKS.on(self, step.address);
+        invocation.arg(step.run_id).arg(step.step).arg(first_index);
         for kind in kinds {
             invocation.arg(encode_unsequenced(&header, kind));
         }
         match invocation.run(self).await? {
             EmitReply::Emitted { appended } => Ok(appended),
             EmitReply::AlreadyCommitted => Ok(0),
-            EmitReply::Refused(refusal) => Err(refusal.into_error(run_id)),
+            EmitReply::Refused(refusal) => Err(refusal.into_error(step.run_id)),
         }
     }
 
-    /// Stages the assistant turn of `step` and writes a `tool_start` chunk per tool call.
-    pub async fn stage_turn(
-        &self,
-        address: &SessionAddress,
-        stream_id: &str,
-        run_id: &str,
-        step: u32,
-        turn: &StagedTurn,
-    ) -> Result<Written, Error> {
-        let header = self.header(address, stream_id, run_id);
-        let calls: &[crate::message::ToolCall] = match &turn.message {
+    /// Stages the assistant turn of a step and writes a `tool_start` chunk per tool call.
+    pub async fn stage_turn(&self, step: StepRef<'_>, turn: &StagedTurn) -> Result<Written, Error> {
+        let header = self.header(step.run());
+        let calls: &[ToolCall] = match &turn.message {
             Message::Assistant { tool_calls, .. } => tool_calls,
             _ => &[],
         };
         let call_ids: Vec<&str> = calls.iter().map(|c| c.id.as_str()).collect();
-        let mut invocation = STAGE_TURN.on(self, address);
+        let mut invocation = STAGE_TURN.on(self, step.address);
         invocation
-            .arg(run_id)
-            .arg(step)
+            .arg(step.run_id)
+            .arg(step.step)
             .arg(to_json(&turn.message))
             .arg(to_json(&call_ids))
             .arg(to_json(&turn.usage));
@@ -105,7 +87,7 @@ impl Store {
             invocation.arg(encode_unsequenced(
                 &header,
                 &ChunkKind::ToolStart {
-                    step,
+                    step: step.step,
                     tool_call_id: call.id.clone(),
                     tool_name: call.name.clone(),
                     input: call.arguments.clone(),
@@ -113,18 +95,15 @@ impl Store {
             ));
         }
         let reply: WriteReply = invocation.run(self).await?;
-        reply.into_written(run_id, |detail| self.inconsistent(address, detail))
+        reply.into_written(step.run_id, |detail| {
+            self.inconsistent(step.address, detail)
+        })
     }
 
-    /// How far `step` of `run_id` has come, in one round trip.
-    pub async fn step_progress(
-        &self,
-        address: &SessionAddress,
-        run_id: &str,
-        step: u32,
-    ) -> Result<StepProgress, Error> {
-        let key = self.key(address, Key::Staged);
-        let state_key = self.key(address, Key::State);
+    /// How far a step has come, in one round trip.
+    pub async fn step_progress(&self, step: StepRef<'_>) -> Result<StepProgress, Error> {
+        let key = self.key(step.address, Key::Staged);
+        let state_key = self.key(step.address, Key::State);
         #[allow(clippy::type_complexity)]
         let ((step_count, suspension), fields): (
             (Option<u32>, Option<String>),
@@ -134,20 +113,22 @@ impl Store {
             .arg(&state_key)
             .arg(state_field::STEP_COUNT)
             .arg(state_field::SUSPENSION)
-            .add_command(staged_turn_fields(&key, run_id, step))
+            .add_command(staged_turn_fields(&key, step))
             .query_async(&mut self.conn())
             .await?;
         let Some(step_count) = step_count else {
-            return Err(Error::SessionNotFound(address.session_id.clone()));
+            return Err(Error::SessionNotFound(step.address.session_id.clone()));
         };
-        if step_count >= step {
+        if step_count >= step.step {
             let suspension: Option<Suspension> = suspension
                 .map(|text| from_json(&state_key, &text))
                 .transpose()?;
             return Ok(match suspension {
-                Some(s) if s.run_id == run_id && s.step == step => StepProgress::Suspended {
-                    tool_call_ids: s.tool_call_ids,
-                },
+                Some(s) if s.run_id == step.run_id && s.step == step.step => {
+                    StepProgress::Suspended {
+                        tool_call_ids: s.tool_call_ids,
+                    }
+                }
                 _ => StepProgress::Committed,
             });
         }
@@ -157,93 +138,88 @@ impl Store {
         })
     }
 
-    /// The staged turn of `step`, if the model step has run.
-    pub async fn staged_turn(
-        &self,
-        address: &SessionAddress,
-        run_id: &str,
-        step: u32,
-    ) -> Result<Option<StagedTurn>, Error> {
-        let key = self.key(address, Key::Staged);
-        let fields = staged_turn_fields(&key, run_id, step)
+    /// The staged turn of a step, if the model step has run.
+    pub async fn staged_turn(&self, step: StepRef<'_>) -> Result<Option<StagedTurn>, Error> {
+        let key = self.key(step.address, Key::Staged);
+        let fields = staged_turn_fields(&key, step)
             .query_async(&mut self.conn())
             .await?;
         decode_staged_turn(&key, fields)
     }
 
-    /// The staged result of a tool call of `step`, if it has one.
+    /// The staged result of a tool call of a step, if it has one.
     pub async fn staged_tool_result(
         &self,
-        address: &SessionAddress,
-        run_id: &str,
-        step: u32,
+        step: StepRef<'_>,
         tool_call_id: &str,
-    ) -> Result<Option<Message>, Error> {
-        let key = self.key(address, Key::Staged);
-        let field = staged_field::result(run_id, step, tool_call_id);
-        let result: Option<String> = self.conn().hget(&key, field).await?;
-        result.map(|r| from_json(&key, &r)).transpose()
+    ) -> Result<Option<ToolResult>, Error> {
+        let key = self.key(step.address, Key::Staged);
+        let field = staged_field::result(step.run_id, step.step, tool_call_id);
+        let result: Option<String> = self.conn().hget(&key, &field).await?;
+        let Some(text) = result else {
+            return Ok(None);
+        };
+        match from_json(&key, &text)? {
+            Message::Tool(result) => Ok(Some(result)),
+            _ => Err(Error::Corrupt {
+                key,
+                reason: format!("{field} is not a tool message"),
+            }),
+        }
     }
 
-    /// Whether a tool call of `step` already has a staged result.
+    /// Whether a tool call of a step already has a staged result.
     pub async fn has_staged_tool_result(
         &self,
-        address: &SessionAddress,
-        run_id: &str,
-        step: u32,
+        step: StepRef<'_>,
         tool_call_id: &str,
     ) -> Result<bool, Error> {
-        let field = staged_field::result(run_id, step, tool_call_id);
+        let field = staged_field::result(step.run_id, step.step, tool_call_id);
         Ok(self
             .conn()
-            .hexists(self.key(address, Key::Staged), field)
+            .hexists(self.key(step.address, Key::Staged), field)
             .await?)
     }
 
     /// Stages one server tool's answer (first answer wins) and writes its `tool_end` chunk.
     pub async fn stage_tool_result(
         &self,
-        address: &SessionAddress,
-        stream_id: &str,
-        run_id: &str,
-        step: u32,
-        result: &Message,
+        step: StepRef<'_>,
+        result: &ToolResult,
     ) -> Result<Written, Error> {
-        let Message::Tool(tool_result) = result else {
-            panic!("stage_tool_result takes a tool message");
-        };
         let body = encode_unsequenced(
-            &self.header(address, stream_id, run_id),
+            &self.header(step.run()),
             &ChunkKind::tool_end(
-                step,
-                &tool_result.tool_call_id,
-                &tool_result.tool_name,
-                &tool_result.outcome,
+                step.step,
+                &result.tool_call_id,
+                &result.tool_name,
+                &result.outcome,
             ),
         );
         let reply: WriteReply = STAGE_TOOL_RESULT
-            .on(self, address)
-            .arg(run_id)
-            .arg(step)
-            .arg(&tool_result.tool_call_id)
-            .arg(to_json(result))
+            .on(self, step.address)
+            .arg(step.run_id)
+            .arg(step.step)
+            .arg(&result.tool_call_id)
+            .arg(to_json(&Message::Tool(result.clone())))
             .arg(body)
             .run(self)
             .await?;
-        reply.into_written(run_id, |detail| self.inconsistent(address, detail))
+        reply.into_written(step.run_id, |detail| {
+            self.inconsistent(step.address, detail)
+        })
     }
 
     /// Commits a staged step into the log (see `commit_step.lua`), completing the run when
-    /// `commit.completion` is set. Idempotent per step.
+    /// `completion` is set. Idempotent per step.
     pub async fn commit_step(
         &self,
-        address: &SessionAddress,
-        stream_id: &str,
-        commit: StepCommit<'_>,
+        step: StepRef<'_>,
+        completion: Option<Completion>,
     ) -> Result<Written, Error> {
-        let header = self.header(address, stream_id, commit.run_id);
-        let step_end = encode_unsequenced(&header, &ChunkKind::StepEnd { step: commit.step });
-        let (output, end) = match commit.completion {
+        let header = self.header(step.run());
+        let step_end = encode_unsequenced(&header, &ChunkKind::StepEnd { step: step.step });
+        let (output, end) = match completion {
             Some(completion) => {
                 let end = encode_unsequenced(
                     &header,
@@ -259,20 +235,20 @@ impl Store {
             None => (None, String::new()),
         };
         let reply: WriteReply = COMMIT_STEP
-            .on(self, address)
-            .arg(commit.run_id)
-            .arg(commit.step)
+            .on(self, step.address)
+            .arg(step.run_id)
+            .arg(step.step)
             .arg(now_ms())
             .arg(step_end)
-            .arg(super::flag(output.is_some()))
+            .arg(flag(output.is_some()))
             .arg(output.unwrap_or_default())
             .arg(end)
             .run(self)
             .await?;
-        reply.into_written(commit.run_id, |detail| {
+        reply.into_written(step.run_id, |detail| {
             self.inconsistent(
-                address,
-                format!("commit of step {} refused: {detail}", commit.step),
+                step.address,
+                format!("commit of step {} refused: {detail}", step.step),
             )
         })
     }
@@ -281,14 +257,12 @@ impl Store {
     /// was superseded) is left alone and `AlreadyDone` is returned.
     pub async fn fail_run(
         &self,
-        address: &SessionAddress,
-        stream_id: &str,
-        run_id: &str,
+        run: RunRef<'_>,
         error: &RunError,
         usage: UsageRollup,
     ) -> Result<Written, Error> {
         let end = encode_unsequenced(
-            &self.header(address, stream_id, run_id),
+            &self.header(run),
             &ChunkKind::End {
                 status: EndStatus::Failed,
                 output: None,
@@ -297,8 +271,8 @@ impl Store {
             },
         );
         let reply: WriteReply = FAIL_RUN
-            .on(self, address)
-            .arg(run_id)
+            .on(self, run.address)
+            .arg(run.run_id)
             .arg(now_ms())
             .arg(to_json(error))
             .arg(end)
@@ -308,7 +282,9 @@ impl Store {
             WriteReply::Refused(Refusal::RunNotActive | Refusal::RunSuperseded) => {
                 Ok(Written::AlreadyDone)
             }
-            reply => reply.into_written(run_id, |detail| self.inconsistent(address, detail)),
+            reply => {
+                reply.into_written(run.run_id, |detail| self.inconsistent(run.address, detail))
+            }
         }
     }
 
@@ -322,12 +298,12 @@ impl Store {
 }
 
 /// `HMGET` of a staged turn's message and usage.
-fn staged_turn_fields(key: &str, run_id: &str, step: u32) -> redis::Cmd {
+fn staged_turn_fields(key: &str, step: StepRef<'_>) -> redis::Cmd {
     let mut command = redis::cmd("HMGET");
     command
         .arg(key)
-        .arg(staged_field::turn(run_id, step))
-        .arg(staged_field::usage(run_id, step));
+        .arg(staged_field::turn(step.run_id, step.step))
+        .arg(staged_field::usage(step.run_id, step.step));
     command
 }
 

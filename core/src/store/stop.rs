@@ -2,8 +2,8 @@
 //! fenced on the run they were made for.
 
 use super::{
-    Error, SessionAddress, SessionState, StopKind, StopRecord, Store, now_ms, replies::StopReply,
-    scripts::STOP_RUN, to_json,
+    Error, RunRef, SessionAddress, SessionState, StopKind, StopRecord, Store, now_ms,
+    replies::StopReply, scripts::STOP_RUN, to_json,
 };
 use crate::{
     ErrorCode,
@@ -101,7 +101,11 @@ impl Store {
             .arg(to_json(&stop))
             .arg(to_json(&error))
             .arg(encode_unsequenced(
-                &self.header(address, &state.stream_id, &state.run_id),
+                &self.header(RunRef {
+                    address,
+                    stream_id: &state.stream_id,
+                    run_id: &state.run_id,
+                }),
                 &end,
             ))
             .arg(&state.run_id)

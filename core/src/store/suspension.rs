@@ -2,8 +2,8 @@
 //! suspended commit, the pending calls and their owners, and the stored answers.
 
 use super::{
-    ApprovalDecision, Continuation, Error, PendingCall, SessionAddress, Store, Suspension, Written,
-    from_json,
+    ApprovalDecision, Continuation, Error, PendingCall, SessionAddress, StepRef, Store, Suspension,
+    Written, from_json,
     keys::Key,
     now_ms,
     replies::{SubmitReply, WriteReply},
@@ -75,34 +75,34 @@ impl Store {
     /// Idempotent per step.
     pub async fn commit_suspended_step(
         &self,
-        address: &SessionAddress,
-        stream_id: &str,
-        run_id: &str,
-        step: u32,
+        step: StepRef<'_>,
         pending: &[PendingCall],
     ) -> Result<Written, Error> {
-        let header = self.header(address, stream_id, run_id);
+        let header = self.header(step.run());
         let tool_call_ids: Vec<String> = pending.iter().map(|p| p.tool_call_id.clone()).collect();
         let suspension = Suspension {
-            run_id: run_id.to_owned(),
-            step,
+            run_id: step.run_id.to_owned(),
+            step: step.step,
             tool_call_ids: tool_call_ids.clone(),
         };
-        let mut invocation = COMMIT_SUSPENDED_STEP.on(self, address);
+        let mut invocation = COMMIT_SUSPENDED_STEP.on(self, step.address);
         invocation
-            .arg(run_id)
-            .arg(step)
+            .arg(step.run_id)
+            .arg(step.step)
             .arg(now_ms())
-            .arg(encode_unsequenced(&header, &ChunkKind::StepEnd { step }))
+            .arg(encode_unsequenced(
+                &header,
+                &ChunkKind::StepEnd { step: step.step },
+            ))
             .arg(to_json(&suspension))
             .arg(encode_unsequenced(
                 &header,
                 &ChunkKind::Suspended {
-                    step,
+                    step: step.step,
                     tool_call_ids,
                 },
             ))
-            .arg(&address.session_id);
+            .arg(&step.address.session_id);
         for call in pending {
             invocation
                 .arg(&call.tool_call_id)
@@ -111,10 +111,10 @@ impl Store {
                 .arg(call.deadline_at);
         }
         let reply: WriteReply = invocation.run(self).await?;
-        reply.into_written(run_id, |detail| {
+        reply.into_written(step.run_id, |detail| {
             self.inconsistent(
-                address,
-                format!("suspension at step {step} refused: {detail}"),
+                step.address,
+                format!("suspension at step {} refused: {detail}", step.step),
             )
         })
     }

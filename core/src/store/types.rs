@@ -1,5 +1,5 @@
-//! The records the store keeps that more than one group of operations reads or writes: a
-//! session's address, its pending calls and checkpoints, and whether a write was new.
+//! What more than one group of operations names, reads or writes: a session's address, a run
+//! and a step of it, its pending calls and checkpoints, and whether a write was new.
 
 use super::Suspension;
 use serde::{Deserialize, Serialize};
@@ -21,6 +21,45 @@ impl SessionAddress {
             session_id,
         }
     }
+}
+
+/// One run of a session, as the chunks it writes name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunRef<'a> {
+    pub address: &'a SessionAddress,
+    pub stream_id: &'a str,
+    pub run_id: &'a str,
+}
+
+/// One step of one run of a session: what every write and read of a step names (a read does
+/// not need the stream id, but a step is always known with it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StepRef<'a> {
+    pub address: &'a SessionAddress,
+    pub stream_id: &'a str,
+    pub run_id: &'a str,
+    pub step: u32,
+}
+
+impl<'a> StepRef<'a> {
+    /// The run this step belongs to.
+    pub fn run(self) -> RunRef<'a> {
+        RunRef {
+            address: self.address,
+            stream_id: self.stream_id,
+            run_id: self.run_id,
+        }
+    }
+}
+
+/// A run about to take a session over (a resume's claim): its ids, and the agent type its
+/// `run_start` chunk names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NewRun<'a> {
+    pub agent_type: &'a str,
+    pub stream_id: &'a str,
+    pub run_id: &'a str,
+    pub workflow_id: &'a str,
 }
 
 /// Whether a write was new or a replay of one already done.
