@@ -76,6 +76,9 @@ impl Key {
     }
 }
 
+/// The one field of a stream entry: the chunk's JSON.
+pub(crate) const CHUNK_FIELD: &str = "c";
+
 /// The fields of the state hash that the Rust side reads (the scripts write them).
 pub(crate) mod state_field {
     pub(crate) const AGENT_TYPE: &str = "agentType";

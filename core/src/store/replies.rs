@@ -1,7 +1,7 @@
 //! The scripts' replies, each decoded once into a type. A script answers a table whose first
 //! entry is a tag (`ok`, or why nothing was written) and whose other entries depend on the tag.
-//! A reply outside that set is an error that [`Invocation::run`](super::scripts::Invocation)
-//! turns into [`Error::Corrupt`].
+//! A reply outside that set is an error that `Invocation::run` (in `scripts.rs`) turns into
+//! [`Error::Corrupt`].
 
 use super::{Claim, Error, SubmitOutcome, Written};
 use crate::session::{Continuation, Status};

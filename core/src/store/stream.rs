@@ -1,6 +1,9 @@
 //! Reading a session's stream: a range of chunks, and a subscriber that waits for new ones.
 
-use super::{Error, SessionAddress, Store, from_json, keys::Key};
+use super::{
+    Error, SessionAddress, Store, from_json,
+    keys::{CHUNK_FIELD, Key},
+};
 use crate::chunk::StreamChunk;
 use redis::{
     AsyncCommands, Value as RedisValue,
@@ -8,9 +11,6 @@ use redis::{
     streams::{StreamRangeReply, StreamReadOptions, StreamReadReply},
 };
 use std::collections::HashMap;
-
-/// The one field of a stream entry: the chunk's JSON.
-const CHUNK_FIELD: &str = "c";
 
 impl Store {
     /// Up to `count` chunks with a sequence above `after` (exclusive), oldest first.
