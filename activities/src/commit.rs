@@ -11,34 +11,20 @@ use baton_core::{
     ErrorCode,
     chunk::RunError,
     message::{Message, ToolCall, ToolOutcome, ToolResult},
-    store::{self, Completion, StepCommit},
+    store::{self, Completion},
 };
 
 impl AgentActivities {
     /// Commits a staged step into the log (the `commit_step` activity).
     pub(crate) async fn commit(&self, step: &StepInput) -> Result<(), Error> {
-        self.store
-            .commit_step(
-                &step.address,
-                &step.stream_id,
-                StepCommit {
-                    run_id: &step.run_id,
-                    step: step.step,
-                    completion: None,
-                },
-            )
-            .await?;
+        self.store.commit_step(step.step_ref(), None).await?;
         Ok(())
     }
 
     /// The body of the `complete_run` activity: says whether the run completed.
     pub(crate) async fn complete(&self, input: &StepInput) -> Result<bool, Error> {
         let address = &input.address;
-        let Some(staged) = self
-            .store
-            .staged_turn(address, &input.run_id, input.step)
-            .await?
-        else {
+        let Some(staged) = self.store.staged_turn(input.step_ref()).await? else {
             // Already committed by an earlier attempt (the commit drops the staged turn).
             return self.committed_outcome(input).await;
         };
@@ -69,17 +55,7 @@ impl AgentActivities {
             usage: usage.clone(),
         });
         let completes = completion.is_some();
-        self.store
-            .commit_step(
-                address,
-                &input.stream_id,
-                StepCommit {
-                    run_id: &input.run_id,
-                    step: input.step,
-                    completion,
-                },
-            )
-            .await?;
+        self.store.commit_step(input.step_ref(), completion).await?;
         if !completes {
             return Ok(false);
         }
@@ -108,12 +84,12 @@ impl AgentActivities {
         {
             let staged = self
                 .store
-                .staged_tool_result(&input.address, &input.run_id, input.step, &call.id)
+                .staged_tool_result(input.step_ref(), &call.id)
                 .await?;
-            if let Some(Message::Tool(ToolResult {
+            if let Some(ToolResult {
                 outcome: ToolOutcome::Result(value),
                 ..
-            })) = staged
+            }) = staged
             {
                 return Ok(Some(plan::finishing_output(value)));
             }
@@ -156,18 +132,12 @@ impl AgentActivities {
             .usage_rollup(&step.address)
             .await?
             .unwrap_or_default();
-        if let Some(staged) = self
-            .store
-            .staged_turn(&step.address, &step.run_id, step.step)
-            .await?
-        {
+        if let Some(staged) = self.store.staged_turn(step.step_ref()).await? {
             usage.add_model_call(&staged.usage);
         }
         self.store
             .fail_run(
-                &step.address,
-                &step.stream_id,
-                &step.run_id,
+                step.run_ref(),
                 &RunError {
                     code: input.code,
                     message: input.message,

@@ -9,7 +9,7 @@ use crate::{
 };
 use baton_core::{
     ids,
-    store::{self, Claim, ResumeEntry},
+    store::{self, Claim, NewRun, ResumeEntry},
 };
 
 impl AgentActivities {
@@ -38,10 +38,12 @@ impl AgentActivities {
             .store
             .claim_resume(
                 address,
-                agent.name(),
-                &state.stream_id,
-                &run_id,
-                &workflow_id,
+                NewRun {
+                    agent_type: agent.name(),
+                    stream_id: &state.stream_id,
+                    run_id: &run_id,
+                    workflow_id: &workflow_id,
+                },
                 &entry,
             )
             .await?;

@@ -1,7 +1,10 @@
 //! Inputs and outputs of the workflow and its activities. Temporal stores them in history, so
 //! they are small (ids, counts, options) and change only by adding optional fields.
 
-use baton_core::{ErrorCode, store::SessionAddress};
+use baton_core::{
+    ErrorCode,
+    store::{RunRef, SessionAddress, StepRef},
+};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 use temporalio_sdk::{ChildWorkflowOptions, ParentClosePolicy};
@@ -73,6 +76,23 @@ pub struct StepInput {
     pub run_id: String,
     pub stream_id: String,
     pub step: u32,
+}
+
+impl StepInput {
+    /// The step as the store names it.
+    pub fn step_ref(&self) -> StepRef<'_> {
+        StepRef {
+            address: &self.address,
+            stream_id: &self.stream_id,
+            run_id: &self.run_id,
+            step: self.step,
+        }
+    }
+
+    /// The step's run as the store names it.
+    pub fn run_ref(&self) -> RunRef<'_> {
+        self.step_ref().run()
+    }
 }
 
 /// What the model step left for the workflow to do.

@@ -26,10 +26,7 @@ impl AgentActivities {
         ctx: &ActivityContext,
         input: &StepInput,
     ) -> Result<StepPlan, Error> {
-        let progress = self
-            .store
-            .step_progress(&input.address, &input.run_id, input.step)
-            .await?;
+        let progress = self.store.step_progress(input.step_ref()).await?;
         let (turn, fresh) = match progress {
             StepProgress::Committed => return Ok(StepPlan::Committed),
             StepProgress::Suspended { tool_call_ids } => {
@@ -129,23 +126,11 @@ impl AgentActivities {
                 usage: turn.usage,
             },
         };
-        let written = self
-            .store
-            .stage_turn(
-                address,
-                &input.stream_id,
-                &input.run_id,
-                input.step,
-                &staged,
-            )
-            .await?;
+        let written = self.store.stage_turn(input.step_ref(), &staged).await?;
         match written {
             Written::New => Ok(Some(staged)),
             // A concurrent attempt staged first: its turn is the step's turn.
-            Written::AlreadyDone => Ok(self
-                .store
-                .staged_turn(address, &input.run_id, input.step)
-                .await?),
+            Written::AlreadyDone => Ok(self.store.staged_turn(input.step_ref()).await?),
         }
     }
 
@@ -158,14 +143,7 @@ impl AgentActivities {
         kinds: &[ChunkKind],
     ) -> Result<u32, store::Error> {
         self.store
-            .emit_model_chunks(
-                &input.address,
-                &input.stream_id,
-                &input.run_id,
-                input.step,
-                first_index,
-                kinds,
-            )
+            .emit_model_chunks(input.step_ref(), first_index, kinds)
             .await
     }
 
@@ -195,7 +173,7 @@ impl AgentActivities {
             if !fresh
                 && self
                     .store
-                    .has_staged_tool_result(&input.address, &input.run_id, input.step, &call.id)
+                    .has_staged_tool_result(input.step_ref(), &call.id)
                     .await?
             {
                 return Ok(());

@@ -10,7 +10,7 @@ use crate::{
 };
 use baton_core::{
     ErrorCode,
-    message::{Message, ToolResult},
+    message::ToolResult,
     store::{self, DrainedCall, PendingCall},
 };
 use std::collections::HashMap;
@@ -61,19 +61,17 @@ impl AgentActivities {
                 }
             };
             drained.push(DrainedCall {
-                message: Message::Tool(ToolResult {
+                result: ToolResult {
                     tool_call_id: id.clone(),
                     tool_name: call.tool_name.clone(),
                     outcome,
-                }),
+                },
                 step: call.step,
                 marker_expiry: drain.marker_expiry,
                 wait_ms: drain.wait_ms,
             });
         }
-        self.store
-            .apply_answers(address, &input.stream_id, &input.run_id, &drained)
-            .await?;
+        self.store.apply_answers(input.run_ref(), &drained).await?;
         Ok(())
     }
 }

@@ -19,10 +19,7 @@ impl AgentActivities {
         &self,
         input: &StepInput,
     ) -> Result<SuspendedRun, Error> {
-        let progress = self
-            .store
-            .step_progress(&input.address, &input.run_id, input.step)
-            .await?;
+        let progress = self.store.step_progress(input.step_ref()).await?;
         let turn = match progress {
             StepProgress::Suspended { tool_call_ids } => {
                 return self.suspended_run(input, tool_call_ids).await;
@@ -60,13 +57,7 @@ impl AgentActivities {
         };
         let pending = plan::pending_calls(agent, at, awaited);
         self.store
-            .commit_suspended_step(
-                &input.address,
-                &input.stream_id,
-                &input.run_id,
-                input.step,
-                &pending,
-            )
+            .commit_suspended_step(input.step_ref(), &pending)
             .await?;
         tracing::info!(
             session = %input.address.session_id,

@@ -9,7 +9,7 @@ use crate::{
 };
 use baton_core::{
     ErrorCode, ToolError,
-    message::{Message, ToolCall, ToolOutcome},
+    message::{Message, ToolCall, ToolOutcome, ToolResult},
     tool::codes,
 };
 use temporalio_sdk::activities::ActivityContext;
@@ -25,7 +25,7 @@ impl AgentActivities {
         let step = &input.step;
         if self
             .store
-            .has_staged_tool_result(&step.address, &step.run_id, step.step, &input.tool_call_id)
+            .has_staged_tool_result(step.step_ref(), &input.tool_call_id)
             .await?
         {
             return Ok(());
@@ -46,11 +46,12 @@ impl AgentActivities {
             .await;
         self.store
             .stage_tool_result(
-                &step.address,
-                &step.stream_id,
-                &step.run_id,
-                step.step,
-                &Message::tool_result(call, outcome),
+                step.step_ref(),
+                &ToolResult {
+                    tool_call_id: call.id.clone(),
+                    tool_name: call.name.clone(),
+                    outcome,
+                },
             )
             .await?;
         Ok(())
@@ -84,7 +85,7 @@ impl AgentActivities {
     async fn staged_call(&self, step: &StepInput, tool_call_id: &str) -> Result<ToolCall, Error> {
         let staged = self
             .store
-            .staged_turn(&step.address, &step.run_id, step.step)
+            .staged_turn(step.step_ref())
             .await?
             .ok_or_else(|| {
                 Error::typed(

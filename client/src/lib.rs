@@ -6,10 +6,10 @@
 mod grpc;
 mod http;
 
-pub use grpc::GrpcClient;
-pub use http::HttpClient;
 /// The request, answer and chunk types the client speaks, for callers that build bodies.
 pub use baton_wire as wire;
+pub use grpc::GrpcClient;
+pub use http::HttpClient;
 
 use async_trait::async_trait;
 use baton_wire::{

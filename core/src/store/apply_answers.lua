@@ -1,30 +1,36 @@
 -- Drains a resumed run's answered (or lapsed, or abandoned) calls into the log, in the order the
--- model made them, each with its tool_end chunk; clears their pending entries and ownership,
--- leaves a completed marker per call (kept until its expiry; expired ones are reaped here) and
--- ends the suspension; then appends the resume's user message, if any, after the results.
--- Applying twice changes nothing.
--- KEYS: state, stream, messages, pending, pendingRun, answers, rootOwnership, rootCompleted,
---       openDeadlines
--- ARGV: runId, nowMs, waitMs (the calls' client-tool wait, added to the session's total), then
---       toolCallId, toolMessage, toolEndBody, markerExpiryMs per call
-local refused = run_guard(ARGV[1])
+-- model made them, each with its tool_end chunk; ends each call's pending state (see
+-- clear_pending; expired completed markers are reaped here) and the suspension; then appends the
+-- resume's user message, if any, after the results. Applying twice changes nothing.
+local messages_key = KEYS[3]
+local pending_key = KEYS[4]
+local pending_run_key = KEYS[5]
+local answers_key = KEYS[6]
+local ownership_key = KEYS[7]
+local completed_key = KEYS[8]
+local open_deadlines_key = KEYS[9]
+local run_id = ARGV[1]
+local now = ARGV[2]
+local wait_ms = ARGV[3] -- the calls' client-tool wait, added to the session's total
+-- Then per call: toolCallId, toolMessage, toolEndBody, markerExpiryMs.
+local first_call = 4
+
+local refused = run_guard(run_id)
 if refused then return {refused} end
 local state = redis.call('HMGET', state_key, 'suspension', 'resumeMessage')
 if not state[1] and not state[2] then return {'already_applied'} end
-redis.call('HINCRBY', state_key, 'clientToolWaitMs', ARGV[3])
-for i = 4, #ARGV, 4 do
-  local id = ARGV[i]
-  redis.call('RPUSH', KEYS[3], ARGV[i + 1])
+redis.call('HINCRBY', state_key, 'clientToolWaitMs', wait_ms)
+local pending_keys = {
+  pending = pending_key, pending_run = pending_run_key, answers = answers_key,
+  ownership = ownership_key, completed = completed_key, open_deadlines = open_deadlines_key,
+}
+for i = first_call, #ARGV, 4 do
+  redis.call('RPUSH', messages_key, ARGV[i + 1])
   emit(ARGV[i + 2])
-  redis.call('HDEL', KEYS[4], id)
-  redis.call('HDEL', KEYS[5], id)
-  redis.call('HDEL', KEYS[6], id)
-  redis.call('HDEL', KEYS[7], id)
-  redis.call('ZREM', KEYS[9], id)
-  redis.call('ZADD', KEYS[8], tonumber(ARGV[i + 3]), id)
+  clear_pending(pending_keys, ARGV[i], ARGV[i + 3])
 end
-redis.call('ZREMRANGEBYSCORE', KEYS[8], '-inf', ARGV[2])
-if state[2] then redis.call('RPUSH', KEYS[3], state[2]) end
+redis.call('ZREMRANGEBYSCORE', completed_key, '-inf', now)
+if state[2] then redis.call('RPUSH', messages_key, state[2]) end
 redis.call('HDEL', state_key, 'suspension', 'resumeMessage', 'abandon', 'stop')
-redis.call('HSET', state_key, 'updatedAt', ARGV[2])
+redis.call('HSET', state_key, 'updatedAt', now)
 return {'ok'}

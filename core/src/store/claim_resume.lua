@@ -5,33 +5,42 @@
 -- run becomes the session's run, takes the pending calls over, the message waits in the state
 -- for the run to append it after the drained results, and the run's start is reported. Exactly
 -- one of two concurrent claims wins.
--- KEYS: state, stream, pending, pendingRun, answers, openDeadlines
--- ARGV: newRunId, nowMs, runStartBody, mode ('continue' | 'with_message'), abandon ('1' | '0'),
---       userMessageJson ('' for continue), workflowId, expectedRunId ('' for any)
+local pending_key = KEYS[3]
+local pending_run_key = KEYS[4]
+local open_deadlines_key = KEYS[5]
+local new_run_id = ARGV[1]
+local now = ARGV[2]
+local run_start_body = ARGV[3]
+local with_message = ARGV[4] == 'with_message' -- else 'continue'
+local abandon = ARGV[5] == '1'
+local user_message_json = ARGV[6] -- '' for continue
+local workflow_id = ARGV[7]
+local expected_run_id = ARGV[8] -- '' for any
+
 local fields = redis.call('HMGET', state_key, 'status', 'stepCount', 'runId')
 local status = fields[1]
 if not status then return {'session_not_found'} end
-if ARGV[8] ~= '' and fields[3] ~= ARGV[8] then return {'not_resumable', 'superseded'} end
+if expected_run_id ~= '' and fields[3] ~= expected_run_id then
+  return {'not_resumable', 'superseded'}
+end
 if status == 'active' then return {'already_running'} end
-local with_message = ARGV[4] == 'with_message'
 local calls = {}
 if status == 'suspended_client_tool' then
-  calls = redis.call('HKEYS', KEYS[3])
-  local awaited = redis.call('ZRANGEBYSCORE', KEYS[6], '(' .. ARGV[2], '+inf')
-  if #awaited > 0 and not (with_message and ARGV[5] == '1') then
+  calls = redis.call('HKEYS', pending_key)
+  local awaited = redis.call('ZRANGEBYSCORE', open_deadlines_key, '(' .. now, '+inf')
+  if #awaited > 0 and not (with_message and abandon) then
     return {'awaiting', unpack(awaited)}
   end
-elseif not (with_message
-    and (status == 'completed' or status == 'failed' or status == 'interrupted')) then
+elseif not (with_message and is_ended(status)) then
   return {'not_resumable', status}
 end
 -- The calls of a stopped run stay its own (a late submit answers run_stopped) until the new run
 -- drains them as not executed.
-redis.call('HSET', state_key, 'status', 'active', 'runId', ARGV[1], 'updatedAt', ARGV[2],
-  'workflowId', ARGV[7])
+redis.call('HSET', state_key, 'status', 'active', 'runId', new_run_id, 'updatedAt', now,
+  'workflowId', workflow_id)
 redis.call('HDEL', state_key, 'output', 'error')
-if with_message then redis.call('HSET', state_key, 'resumeMessage', ARGV[6]) end
-if ARGV[5] == '1' then redis.call('HSET', state_key, 'abandon', '1') end
-for _, id in ipairs(calls) do redis.call('HSET', KEYS[4], id, ARGV[1]) end
-emit(ARGV[3])
+if with_message then redis.call('HSET', state_key, 'resumeMessage', user_message_json) end
+if abandon then redis.call('HSET', state_key, 'abandon', '1') end
+for _, id in ipairs(calls) do redis.call('HSET', pending_run_key, id, new_run_id) end
+emit(run_start_body)
 return {'ok', tonumber(fields[2])}

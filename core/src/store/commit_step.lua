@@ -1,19 +1,32 @@
 -- Moves a staged step into the log (see append_staged_step). With a final flag it also completes
 -- the run. Committing a step twice changes nothing.
--- KEYS: state, stream, staged, messages, checkpoints, usage
--- ARGV: runId, step, nowMs, stepEndBody, final ('1' or '0'), output, endBody
-local refused = run_guard(ARGV[1])
+local staged_key = KEYS[3]
+local messages_key = KEYS[4]
+local checkpoints_key = KEYS[5]
+local usage_key = KEYS[6]
+local run_id = ARGV[1]
+local step = ARGV[2]
+local now = ARGV[3]
+local step_end_body = ARGV[4]
+local final = ARGV[5] == '1'
+local output = ARGV[6] -- with final
+local end_body = ARGV[7] -- with final
+
+local refused = run_guard(run_id)
 if refused then
-  if refused == 'run_not_active' and ARGV[5] == '1' then
+  if refused == 'run_not_active' and final then
     local status = redis.call('HGET', state_key, 'status')
     if status == 'completed' then return {'already_committed'} end
   end
   return {refused}
 end
-local refusal, seq = append_staged_step(ARGV[1], ARGV[2], ARGV[3], ARGV[4], {})
+local step_keys = {
+  staged = staged_key, messages = messages_key, checkpoints = checkpoints_key, usage = usage_key,
+}
+local refusal, seq = append_staged_step(step_keys, run_id, step, now, step_end_body, {})
 if refusal then return refusal end
-if ARGV[5] == '1' then
-  redis.call('HSET', state_key, 'status', 'completed', 'output', ARGV[6])
-  seq = emit(ARGV[7])
+if final then
+  redis.call('HSET', state_key, 'status', 'completed', 'output', output)
+  seq = emit(end_body)
 end
 return {'ok', seq}

@@ -1,43 +1,57 @@
 -- Commits a step that awaits client calls, and suspends the run, in one script: the staged step
--- without the awaited calls' results (see append_staged_step), one pending entry per awaited
--- call with the run that awaits it, the ownership of each call on the root session, the
--- suspension context and status suspended_client_tool; a tool_approval_request chunk per
--- approval; then the suspended chunk. Twice changes
--- nothing.
--- KEYS: state, stream, staged, messages, checkpoints, usage, pending, pendingRun, rootOwnership,
---       openDeadlines
--- ARGV: runId, step, nowMs, stepEndBody, suspensionJson, suspendedBody, ownerSessionId,
---       then toolCallId, pendingCallJson, approvalRequestBody ('' for a client call),
---       deadlineAtMs per call
-local refused = run_guard(ARGV[1])
+-- without the awaited calls' results (see append_staged_step), each awaited call pending for the
+-- run (see register_pending), the suspension context and status suspended_client_tool; a
+-- tool_approval_request chunk per approval; then the suspended chunk. Twice changes nothing.
+local staged_key = KEYS[3]
+local messages_key = KEYS[4]
+local checkpoints_key = KEYS[5]
+local usage_key = KEYS[6]
+local pending_key = KEYS[7]
+local pending_run_key = KEYS[8]
+local ownership_key = KEYS[9]
+local open_deadlines_key = KEYS[10]
+local run_id = ARGV[1]
+local step = ARGV[2]
+local now = ARGV[3]
+local step_end_body = ARGV[4]
+local suspension_json = ARGV[5]
+local suspended_body = ARGV[6]
+local owner_session_id = ARGV[7]
+-- Then per awaited call: toolCallId, pendingCallJson, approvalRequestBody ('' for a client
+-- call), deadlineAtMs.
+local first_call = 8
+
+local refused = run_guard(run_id)
 if refused then
   if refused == 'run_not_active' then
     local fields = redis.call('HMGET', state_key, 'status', 'stepCount', 'runId')
-    if fields[1] == 'suspended_client_tool' and fields[3] == ARGV[1]
-        and tonumber(fields[2]) >= tonumber(ARGV[2]) then
+    if fields[1] == 'suspended_client_tool' and fields[3] == run_id
+        and tonumber(fields[2]) >= tonumber(step) then
       return {'already_committed'}
     end
   end
   return {refused}
 end
 local awaited = {}
-local pending = {}
-for i = 8, #ARGV, 4 do
+local pending_calls_json = {}
+for i = first_call, #ARGV, 4 do
   awaited[ARGV[i]] = true
-  pending[#pending + 1] = ARGV[i + 1]
+  pending_calls_json[#pending_calls_json + 1] = ARGV[i + 1]
 end
--- The checkpoint keeps what the step awaits, for a rewind to it.
-local extra = ',"suspendedAt":' .. ARGV[3] .. ',"suspension":' .. ARGV[5] .. ',"pending":['
-  .. table.concat(pending, ',') .. ']'
-local refusal, seq = append_staged_step(ARGV[1], ARGV[2], ARGV[3], ARGV[4], awaited, extra)
+local step_keys = {
+  staged = staged_key, messages = messages_key, checkpoints = checkpoints_key, usage = usage_key,
+}
+local extra = suspended_checkpoint_extra(now, suspension_json, pending_calls_json)
+local refusal, seq = append_staged_step(step_keys, run_id, step, now, step_end_body, awaited, extra)
 if refusal then return refusal end
-for i = 8, #ARGV, 4 do
-  redis.call('ZADD', KEYS[10], tonumber(ARGV[i + 3]), ARGV[i])
-  redis.call('HSET', KEYS[7], ARGV[i], ARGV[i + 1])
-  redis.call('HSET', KEYS[8], ARGV[i], ARGV[1])
-  redis.call('HSET', KEYS[9], ARGV[i], ARGV[7])
+local pending_keys = {
+  pending = pending_key, pending_run = pending_run_key, ownership = ownership_key,
+  open_deadlines = open_deadlines_key,
+}
+for i = first_call, #ARGV, 4 do
+  register_pending(pending_keys, ARGV[i], ARGV[i + 1], run_id, owner_session_id, ARGV[i + 3])
   if ARGV[i + 2] ~= '' then emit(ARGV[i + 2]) end
 end
-redis.call('HSET', state_key, 'status', 'suspended_client_tool', 'suspension', ARGV[5])
-seq = emit(ARGV[6])
+redis.call('HSET', state_key, 'status', 'suspended_client_tool', 'suspension', suspension_json)
+seq = emit(suspended_body)
 return {'ok', seq}

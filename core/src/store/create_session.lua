@@ -1,12 +1,23 @@
--- KEYS: state, stream, messages, checkpoints
--- ARGV: agentType, runId, streamId, rootSessionId, nowMs, runStartBody, workflowId, maxChunks
---       (0: keep every chunk), message...
+-- Creates a session with its first run: the state hash (status active, no step committed), the
+-- initial log, the run_start chunk and checkpoint 0. An existing session is left as it is.
+local messages_key = KEYS[3]
+local checkpoints_key = KEYS[4]
+local agent_type = ARGV[1]
+local run_id = ARGV[2]
+local stream_id = ARGV[3]
+local root_session_id = ARGV[4]
+local now = ARGV[5]
+local run_start_body = ARGV[6]
+local workflow_id = ARGV[7]
+local stream_max_chunks = ARGV[8] -- 0: keep every chunk
+local first_message = 9 -- then the initial log, one JSON message per argument
+
 if redis.call('EXISTS', state_key) == 1 then return {'session_exists'} end
 redis.call('HSET', state_key,
-  'agentType', ARGV[1], 'runId', ARGV[2], 'streamId', ARGV[3], 'rootSessionId', ARGV[4],
-  'status', 'active', 'stepCount', 0, 'lastSequence', 0, 'createdAt', ARGV[5], 'updatedAt', ARGV[5],
-  'workflowId', ARGV[7], 'maxChunks', ARGV[8])
-for i = 9, #ARGV do redis.call('RPUSH', KEYS[3], ARGV[i]) end
-local seq = emit(ARGV[6])
-push_checkpoint(KEYS[4], redis.call('LLEN', KEYS[3]), 0, seq, '')
+  'agentType', agent_type, 'runId', run_id, 'streamId', stream_id,
+  'rootSessionId', root_session_id, 'status', 'active', 'stepCount', 0, 'lastSequence', 0,
+  'createdAt', now, 'updatedAt', now, 'workflowId', workflow_id, 'maxChunks', stream_max_chunks)
+for i = first_message, #ARGV do redis.call('RPUSH', messages_key, ARGV[i]) end
+local seq = emit(run_start_body)
+push_checkpoint(checkpoints_key, redis.call('LLEN', messages_key), 0, seq, '')
 return {'ok', seq}

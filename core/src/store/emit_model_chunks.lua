@@ -1,14 +1,18 @@
 -- Appends the chunks a model step streams (step start, text deltas), each exactly once even
 -- when the activity is retried: chunk i of a step is written only if i chunks were written before.
--- KEYS: state, stream, staged
--- ARGV: runId, step, firstIndex, body...
-local refused = step_guard(ARGV[1], ARGV[2])
+local staged_key = KEYS[3]
+local run_id = ARGV[1]
+local step = ARGV[2]
+local start_index = tonumber(ARGV[3]) -- the position of the first body within the step
+local first_body = 4 -- then one chunk body per argument
+
+local refused = step_guard(run_id, step)
 if refused then return {refused} end
-local counter_field = 'emitted:' .. ARGV[1] .. ':' .. ARGV[2]
-local written = tonumber(redis.call('HGET', KEYS[3], counter_field) or '0')
-local index = tonumber(ARGV[3])
+local counter_field = staged_field('emitted', run_id, step)
+local written = tonumber(redis.call('HGET', staged_key, counter_field) or '0')
+local index = start_index
 local appended = 0
-for i = 4, #ARGV do
+for i = first_body, #ARGV do
   if index == written then
     emit(ARGV[i])
     written = written + 1
@@ -16,5 +20,5 @@ for i = 4, #ARGV do
   end
   index = index + 1
 end
-redis.call('HSET', KEYS[3], counter_field, written)
+redis.call('HSET', staged_key, counter_field, written)
 return {'ok', appended}

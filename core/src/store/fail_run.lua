@@ -1,10 +1,14 @@
 -- Ends an active run as failed with a typed error, reports it with the end chunk and drops what
 -- the run had staged. A run that already ended is left as it is.
--- KEYS: state, stream, staged
--- ARGV: runId, nowMs, errorJson, endBody
-local refused = run_guard(ARGV[1])
+local staged_key = KEYS[3]
+local run_id = ARGV[1]
+local now = ARGV[2]
+local error_json = ARGV[3]
+local end_body = ARGV[4]
+
+local refused = run_guard(run_id)
 if refused then return {refused} end
-redis.call('HSET', state_key, 'status', 'failed', 'error', ARGV[3], 'updatedAt', ARGV[2])
-local seq = emit(ARGV[4])
-redis.call('DEL', KEYS[3])
+redis.call('HSET', state_key, 'status', 'failed', 'error', error_json, 'updatedAt', now)
+local seq = emit(end_body)
+redis.call('DEL', staged_key)
 return {'ok', seq}

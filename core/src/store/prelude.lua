@@ -1,7 +1,15 @@
--- Shared by every Baton script. KEYS[1] is always the session's state hash and KEYS[2] its
--- stream. A chunk body is a JSON object without its opening brace; the sequence goes in front.
+-- Shared by every Baton script. Every script's KEYS start with the session's state hash and its
+-- stream, named here; each script names its other keys, and its ARGV, at its top. A chunk body
+-- is a JSON object without its opening brace; the sequence goes in front.
 local state_key = KEYS[1]
 local stream_key = KEYS[2]
+
+-- The statuses of a session that has ended: no run executes and none waits for answers.
+local ended_statuses = { completed = true, failed = true, interrupted = true }
+
+local function is_ended(status)
+  return ended_statuses[status] == true
+end
 
 -- A session keeps at most maxChunks chunks (0 or unset: all); the oldest are trimmed.
 local max_chunks = nil
@@ -39,6 +47,14 @@ local function step_guard(run_id, step)
   return nil
 end
 
+-- A field of the staged hash, scoped by run and step: '<name>:<runId>:<step>', and for one
+-- call's result 'result:<runId>:<step>:<toolCallId>'.
+local function staged_field(name, run_id, step, tool_call_id)
+  local field = name .. ':' .. run_id .. ':' .. step
+  if tool_call_id then field = field .. ':' .. tool_call_id end
+  return field
+end
+
 -- Appends a checkpoint record; its id is its index in the list, which only grows.
 local function push_checkpoint(key, message_count, step_count, seq, extra)
   local id = redis.call('LLEN', key)
@@ -47,37 +63,68 @@ local function push_checkpoint(key, message_count, step_count, seq, extra)
   return id
 end
 
--- Appends a staged step to the log (KEYS[3] staged, KEYS[4] messages, KEYS[5] checkpoints,
--- KEYS[6] usage): the assistant message, the results of its calls in call order except the
--- awaited ones (a set of ids), the usage record, the step count, step_end and a checkpoint; then
--- drops the step's staged fields. `checkpoint_extra` ('' or ',"field":…') goes into the
--- checkpoint record. Returns nil and step_end's sequence, or a refusal reply.
-local function append_staged_step(run_id, step_text, now, step_end_body, awaited, checkpoint_extra)
+-- The part of a checkpoint record (see push_checkpoint) for a step that suspended: when, what
+-- it awaited and the pending entries it wrote, so a rewind to it can await the same calls again.
+local function suspended_checkpoint_extra(suspended_at, suspension_json, pending_calls_json)
+  return ',"suspendedAt":' .. suspended_at .. ',"suspension":' .. suspension_json .. ',"pending":['
+    .. table.concat(pending_calls_json, ',') .. ']'
+end
+
+-- Makes a call pending for a run (keys: pending, pending_run, ownership on the root session,
+-- open_deadlines): its entry, the run that awaits it, the session that owns it and its deadline
+-- among the unanswered calls.
+local function register_pending(keys, id, call_json, run_id, owner_session_id, deadline_at)
+  redis.call('ZADD', keys.open_deadlines, tonumber(deadline_at), id)
+  redis.call('HSET', keys.pending, id, call_json)
+  redis.call('HSET', keys.pending_run, id, run_id)
+  redis.call('HSET', keys.ownership, id, owner_session_id)
+end
+
+-- Ends a drained call's pending state (keys: as register_pending, and answers and completed on
+-- the root session): it keeps answering already_completed until its marker expires.
+local function clear_pending(keys, id, marker_expiry)
+  redis.call('HDEL', keys.pending, id)
+  redis.call('HDEL', keys.pending_run, id)
+  redis.call('HDEL', keys.answers, id)
+  redis.call('HDEL', keys.ownership, id)
+  redis.call('ZREM', keys.open_deadlines, id)
+  redis.call('ZADD', keys.completed, tonumber(marker_expiry), id)
+end
+
+-- Appends a staged step to the log (keys: staged, messages, checkpoints, usage): the assistant
+-- message, the results of its calls in call order except the awaited ones (a set of ids), the
+-- usage record, the step count, step_end and a checkpoint; then drops the step's staged fields.
+-- `checkpoint_extra` ('' or ',"field":…') goes into the checkpoint record. Returns nil and
+-- step_end's sequence, or a refusal reply.
+local function append_staged_step(keys, run_id, step_text, now, step_end_body, awaited,
+    checkpoint_extra)
   local step = tonumber(step_text)
   local committed = tonumber(redis.call('HGET', state_key, 'stepCount'))
   if committed >= step then return {'already_committed'} end
   if committed ~= step - 1 then return {'step_out_of_order', committed} end
-  local prefix = run_id .. ':' .. step_text
-  local turn = redis.call('HGET', KEYS[3], 'turn:' .. prefix)
+  local turn_field = staged_field('turn', run_id, step_text)
+  local calls_field = staged_field('calls', run_id, step_text)
+  local usage_field = staged_field('usage', run_id, step_text)
+  local turn = redis.call('HGET', keys.staged, turn_field)
   if not turn then return {'not_staged'} end
-  local call_ids = cjson.decode(redis.call('HGET', KEYS[3], 'calls:' .. prefix))
+  local call_ids = cjson.decode(redis.call('HGET', keys.staged, calls_field))
   local results = {}
-  local fields = {'turn:' .. prefix, 'calls:' .. prefix, 'usage:' .. prefix, 'emitted:' .. prefix}
+  local fields = {turn_field, calls_field, usage_field, staged_field('emitted', run_id, step_text)}
   for _, id in ipairs(call_ids) do
     if not awaited[id] then
-      local field = 'result:' .. prefix .. ':' .. id
-      local result = redis.call('HGET', KEYS[3], field)
+      local field = staged_field('result', run_id, step_text, id)
+      local result = redis.call('HGET', keys.staged, field)
       if not result then return {'missing_result', id} end
       results[#results + 1] = result
       fields[#fields + 1] = field
     end
   end
-  redis.call('RPUSH', KEYS[4], turn)
-  for _, result in ipairs(results) do redis.call('RPUSH', KEYS[4], result) end
-  redis.call('RPUSH', KEYS[6], redis.call('HGET', KEYS[3], 'usage:' .. prefix))
+  redis.call('RPUSH', keys.messages, turn)
+  for _, result in ipairs(results) do redis.call('RPUSH', keys.messages, result) end
+  redis.call('RPUSH', keys.usage, redis.call('HGET', keys.staged, usage_field))
   redis.call('HSET', state_key, 'stepCount', step, 'updatedAt', now)
   local seq = emit(step_end_body)
-  push_checkpoint(KEYS[5], redis.call('LLEN', KEYS[4]), step, seq, checkpoint_extra)
-  redis.call('HDEL', KEYS[3], unpack(fields))
+  push_checkpoint(keys.checkpoints, redis.call('LLEN', keys.messages), step, seq, checkpoint_extra)
+  redis.call('HDEL', keys.staged, unpack(fields))
   return nil, seq
 end

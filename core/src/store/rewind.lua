@@ -2,66 +2,88 @@
 -- from_checkpoint), in one script: the calls open now are discarded (entries, answers,
 -- deadlines, ownership), the log is cut back to the checkpoint's messages and the step count to
 -- its steps, the stop, suspension and outcome of the last run are cleared, and the new run owns
--- the session. When the checkpoint suspended, its calls are restored, owned by the new run with
--- fresh deadlines: with mode 'suspend' the session awaits them again at once (no workflow, no
--- model call); with mode 'run' (a message that abandons them) the run drains them. A rewind
--- chunk, run_start and a new checkpoint (a copy of the restored one) are written. Exactly one of
--- two concurrent rewinds or resumes wins.
--- KEYS: state, stream, messages, checkpoints, pending, pendingRun, answers, openDeadlines,
---       rootOwnership, rootCompleted
--- ARGV: newRunId, nowMs, checkpointId, workflowId, rewindBody, runStartBody, mode ('run' |
---       'suspend'), userMessageJson ('' for none), abandon ('1' | '0'), suspensionJson ('' for
---       none), suspendedBody, ownerSessionId, then per restored call: toolCallId, pendingCallJson,
---       approvalRequestBody ('' for none), deadlineAtMs
+-- the session. When the checkpoint suspended, its calls are restored, pending for the new run
+-- with fresh deadlines (see register_pending): with mode 'suspend' the session awaits them again
+-- at once (no workflow, no model call); with mode 'run' (a message that abandons them) the run
+-- drains them. A rewind chunk, run_start and a new checkpoint (a copy of the restored one) are
+-- written. Exactly one of two concurrent rewinds or resumes wins.
+local messages_key = KEYS[3]
+local checkpoints_key = KEYS[4]
+local pending_key = KEYS[5]
+local pending_run_key = KEYS[6]
+local answers_key = KEYS[7]
+local open_deadlines_key = KEYS[8]
+local ownership_key = KEYS[9]
+local completed_key = KEYS[10]
+local new_run_id = ARGV[1]
+local now = ARGV[2]
+local checkpoint_id = ARGV[3]
+local workflow_id = ARGV[4]
+local rewind_body = ARGV[5]
+local run_start_body = ARGV[6]
+local suspend = ARGV[7] == 'suspend' -- else 'run'
+local user_message_json = ARGV[8] -- '' for none
+local abandon = ARGV[9] == '1'
+local suspension_json = ARGV[10] -- '' for none
+local suspended_body = ARGV[11]
+local owner_session_id = ARGV[12]
+-- Then per restored call: toolCallId, pendingCallJson, approvalRequestBody ('' for none),
+-- deadlineAtMs.
+local first_call = 13
+
 local status = redis.call('HGET', state_key, 'status')
 if not status then return {'session_not_found'} end
 if status == 'active' then return {'already_running'} end
-local record = redis.call('LINDEX', KEYS[4], ARGV[3])
+local record = redis.call('LINDEX', checkpoints_key, checkpoint_id)
 if not record then return {'unknown_checkpoint'} end
 local checkpoint = cjson.decode(record)
 
-for _, id in ipairs(redis.call('HKEYS', KEYS[5])) do
-  if redis.call('HGET', KEYS[9], id) == ARGV[12] then redis.call('HDEL', KEYS[9], id) end
+for _, id in ipairs(redis.call('HKEYS', pending_key)) do
+  if redis.call('HGET', ownership_key, id) == owner_session_id then
+    redis.call('HDEL', ownership_key, id)
+  end
 end
-redis.call('DEL', KEYS[5], KEYS[6], KEYS[7], KEYS[8])
+redis.call('DEL', pending_key, pending_run_key, answers_key, open_deadlines_key)
 if checkpoint.messageCount > 0 then
-  redis.call('LTRIM', KEYS[3], 0, checkpoint.messageCount - 1)
+  redis.call('LTRIM', messages_key, 0, checkpoint.messageCount - 1)
 else
-  redis.call('DEL', KEYS[3])
+  redis.call('DEL', messages_key)
 end
 redis.call('HDEL', state_key, 'output', 'error', 'suspension', 'resumeMessage', 'abandon', 'stop')
-redis.call('HSET', state_key, 'runId', ARGV[1], 'stepCount', checkpoint.stepCount,
-  'updatedAt', ARGV[2], 'workflowId', ARGV[4])
-emit(ARGV[5])
+redis.call('HSET', state_key, 'runId', new_run_id, 'stepCount', checkpoint.stepCount,
+  'updatedAt', now, 'workflowId', workflow_id)
+emit(rewind_body)
 -- The new checkpoint sits at run_start, before the chunks of the restored suspension.
-local seq = emit(ARGV[6])
+local seq = emit(run_start_body)
 
+local pending_keys = {
+  pending = pending_key, pending_run = pending_run_key, ownership = ownership_key,
+  open_deadlines = open_deadlines_key,
+}
 local restored = {}
-for i = 13, #ARGV, 4 do
-  local id = ARGV[i]
-  redis.call('HSET', KEYS[5], id, ARGV[i + 1])
-  redis.call('HSET', KEYS[6], id, ARGV[1])
-  redis.call('HSET', KEYS[9], id, ARGV[12])
-  redis.call('ZADD', KEYS[8], tonumber(ARGV[i + 3]), id)
-  redis.call('ZREM', KEYS[10], id)
+for i = first_call, #ARGV, 4 do
+  register_pending(pending_keys, ARGV[i], ARGV[i + 1], new_run_id, owner_session_id, ARGV[i + 3])
+  -- A restored call may have been drained before: it is pending again, not completed.
+  redis.call('ZREM', completed_key, ARGV[i])
   restored[#restored + 1] = ARGV[i + 1]
 end
 local extra = ''
-if ARGV[10] ~= '' then
-  redis.call('HSET', state_key, 'suspension', ARGV[10])
-  extra = ',"suspendedAt":' .. ARGV[2] .. ',"suspension":' .. ARGV[10] .. ',"pending":['
-    .. table.concat(restored, ',') .. ']'
+if suspension_json ~= '' then
+  redis.call('HSET', state_key, 'suspension', suspension_json)
+  extra = suspended_checkpoint_extra(now, suspension_json, restored)
 end
-if ARGV[7] == 'suspend' then
-  for i = 13, #ARGV, 4 do
+if suspend then
+  for i = first_call, #ARGV, 4 do
     if ARGV[i + 2] ~= '' then emit(ARGV[i + 2]) end
   end
   redis.call('HSET', state_key, 'status', 'suspended_client_tool')
-  emit(ARGV[11])
+  emit(suspended_body)
 else
   redis.call('HSET', state_key, 'status', 'active')
-  if ARGV[8] ~= '' then redis.call('HSET', state_key, 'resumeMessage', ARGV[8]) end
-  if ARGV[9] == '1' then redis.call('HSET', state_key, 'abandon', '1') end
+  if user_message_json ~= '' then
+    redis.call('HSET', state_key, 'resumeMessage', user_message_json)
+  end
+  if abandon then redis.call('HSET', state_key, 'abandon', '1') end
 end
-push_checkpoint(KEYS[4], redis.call('LLEN', KEYS[3]), checkpoint.stepCount, seq, extra)
+push_checkpoint(checkpoints_key, redis.call('LLEN', messages_key), checkpoint.stepCount, seq, extra)
 return {'ok', checkpoint.stepCount}

@@ -1,34 +1,44 @@
 -- Stores a client's answer to a pending call of the session, first answer wins, and says what
 -- the stored answer means for the batch. Nothing is written on any refusal.
--- KEYS: state, stream, pending, pendingRun, answers, rootOwnership, rootCompleted, openDeadlines
--- ARGV: toolCallId, answerJson, nowMs, ownerSessionId
+local pending_key = KEYS[3]
+local pending_run_key = KEYS[4]
+local answers_key = KEYS[5]
+local ownership_key = KEYS[6]
+local completed_key = KEYS[7]
+local open_deadlines_key = KEYS[8]
 local id = ARGV[1]
-local now = tonumber(ARGV[3])
+local answer_json = ARGV[2]
+local now_text = ARGV[3]
+local owner_session_id = ARGV[4]
+local now = tonumber(now_text)
 
 -- 'caller_resumes' once every pending call is answered or past its deadline: the unanswered
 -- calls are the members of openDeadlines, scored by deadline, so this is O(log n) whatever the
 -- size of the batch.
 local function batch_continuation()
-  if redis.call('ZCOUNT', KEYS[8], '(' .. ARGV[3], '+inf') > 0 then return 'awaiting_batch' end
+  if redis.call('ZCOUNT', open_deadlines_key, '(' .. now_text, '+inf') > 0 then
+    return 'awaiting_batch'
+  end
   return 'caller_resumes'
 end
 
-if redis.call('HGET', KEYS[6], id) ~= ARGV[4] or redis.call('HEXISTS', KEYS[3], id) == 0 then
+if redis.call('HGET', ownership_key, id) ~= owner_session_id
+    or redis.call('HEXISTS', pending_key, id) == 0 then
   -- Drained calls keep answering already_completed until their marker's expiry.
-  local expiry = redis.call('ZSCORE', KEYS[7], id)
+  local expiry = redis.call('ZSCORE', completed_key, id)
   if expiry and tonumber(expiry) > now then return {'already_completed', 'consumed'} end
   return {'unknown_tool_call'}
 end
 local fields = redis.call('HMGET', state_key, 'runId', 'status', 'stop')
-local call_run = redis.call('HGET', KEYS[4], id)
+local call_run = redis.call('HGET', pending_run_key, id)
 -- The recorded stop wins: nothing is stored for a stopped run's call.
 if fields[3] and cjson.decode(fields[3]).runId == call_run then return {'run_stopped'} end
 if call_run ~= fields[1] then return {'run_superseded'} end
 -- A resume has claimed the batch: an unanswered call is being drained as lapsed.
 if fields[2] ~= 'suspended_client_tool' then return {'already_completed', 'consumed'} end
-if redis.call('HSETNX', KEYS[5], id, ARGV[2]) == 0 then
+if redis.call('HSETNX', answers_key, id, answer_json) == 0 then
   return {'already_completed', batch_continuation()}
 end
-redis.call('ZREM', KEYS[8], id)
-redis.call('HSET', state_key, 'updatedAt', ARGV[3])
+redis.call('ZREM', open_deadlines_key, id)
+redis.call('HSET', state_key, 'updatedAt', now_text)
 return {'accepted', batch_continuation()}

@@ -2,7 +2,11 @@
 //! each test under a key prefix of its own.
 
 use super::*;
-use crate::message::{ToolCall, ToolOutcome};
+use crate::{
+    chunk::{ChunkKind, EndStatus, RunError, StreamChunk},
+    message::{Message, ToolCall, ToolOutcome, ToolResult},
+    model::Usage,
+};
 use serde_json::json;
 
 async fn store() -> Store {
@@ -45,6 +49,29 @@ async fn new_session(store: &Store, address: &SessionAddress) {
     assert_eq!(seq, 1);
 }
 
+/// Step `step` of run `run_id` on stream `st1`.
+fn at<'a>(address: &'a SessionAddress, run_id: &'a str, step: u32) -> StepRef<'a> {
+    StepRef {
+        address,
+        stream_id: "st1",
+        run_id,
+        step,
+    }
+}
+
+/// Run `run_id` on stream `st1`.
+fn run<'a>(address: &'a SessionAddress, run_id: &'a str) -> RunRef<'a> {
+    at(address, run_id, 0).run()
+}
+
+fn tool_result(call: &ToolCall, outcome: ToolOutcome) -> ToolResult {
+    ToolResult {
+        tool_call_id: call.id.clone(),
+        tool_name: call.name.clone(),
+        outcome,
+    }
+}
+
 fn kinds(chunks: &[StreamChunk]) -> Vec<&'static str> {
     chunks.iter().map(|c| c.kind.name()).collect()
 }
@@ -69,7 +96,7 @@ async fn a_step_goes_from_staged_to_committed_once() {
     let step_start = [ChunkKind::StepStart { step: 1 }];
     assert_eq!(
         store
-            .emit_model_chunks(&address, "st1", "r1", 1, 0, &step_start)
+            .emit_model_chunks(at(&address, "r1", 1), 0, &step_start)
             .await
             .unwrap(),
         1
@@ -84,7 +111,7 @@ async fn a_step_goes_from_staged_to_committed_once() {
     ];
     assert_eq!(
         store
-            .emit_model_chunks(&address, "st1", "r1", 1, 0, &retried)
+            .emit_model_chunks(at(&address, "r1", 1), 0, &retried)
             .await
             .unwrap(),
         1
@@ -98,67 +125,47 @@ async fn a_step_goes_from_staged_to_committed_once() {
     let staged = turn("r1", 1, "hm", vec![call.clone()]);
     assert_eq!(
         store
-            .stage_turn(&address, "st1", "r1", 1, &staged)
+            .stage_turn(at(&address, "r1", 1), &staged)
             .await
             .unwrap(),
         Written::New
     );
     assert_eq!(
         store
-            .stage_turn(&address, "st1", "r1", 1, &staged)
+            .stage_turn(at(&address, "r1", 1), &staged)
             .await
             .unwrap(),
         Written::AlreadyDone
     );
     assert_eq!(
-        store.staged_turn(&address, "r1", 1).await.unwrap(),
+        store.staged_turn(at(&address, "r1", 1)).await.unwrap(),
         Some(staged.clone())
     );
 
     // Committing before every call has a result is refused and writes nothing.
-    let early = store
-        .commit_step(
-            &address,
-            "st1",
-            StepCommit {
-                run_id: "r1",
-                step: 1,
-                completion: None,
-            },
-        )
-        .await;
+    let early = store.commit_step(at(&address, "r1", 1), None).await;
     assert!(matches!(early, Err(Error::Corrupt { .. })), "{early:?}");
 
-    let result = Message::tool_result(&call, ToolOutcome::Result(json!(2)));
-    let other = Message::tool_result(&call, ToolOutcome::Result(json!(99)));
+    let result = tool_result(&call, ToolOutcome::Result(json!(2)));
+    let other = tool_result(&call, ToolOutcome::Result(json!(99)));
     assert_eq!(
         store
-            .stage_tool_result(&address, "st1", "r1", 1, &result)
+            .stage_tool_result(at(&address, "r1", 1), &result)
             .await
             .unwrap(),
         Written::New
     );
     assert_eq!(
         store
-            .stage_tool_result(&address, "st1", "r1", 1, &other)
+            .stage_tool_result(at(&address, "r1", 1), &other)
             .await
             .unwrap(),
         Written::AlreadyDone
     );
 
-    let commit = || StepCommit {
-        run_id: "r1",
-        step: 1,
-        completion: None,
-    };
-    assert_eq!(
-        store.commit_step(&address, "st1", commit()).await.unwrap(),
-        Written::New
-    );
-    assert_eq!(
-        store.commit_step(&address, "st1", commit()).await.unwrap(),
-        Written::AlreadyDone
-    );
+    let commit = || store.commit_step(at(&address, "r1", 1), None);
+    assert_eq!(commit().await.unwrap(), Written::New);
+    assert_eq!(commit().await.unwrap(), Written::AlreadyDone);
 
     let messages = store.messages(&address).await.unwrap();
     assert_eq!(
@@ -167,7 +174,7 @@ async fn a_step_goes_from_staged_to_committed_once() {
             Message::system("be brief"),
             Message::user("hi"),
             Message::assistant("hm", vec![call.clone()]),
-            result,
+            Message::Tool(result),
         ]
     );
     let chunks = store.chunks_after(&address, 0, 100).await.unwrap();
@@ -224,29 +231,35 @@ async fn a_step_goes_from_staged_to_committed_once() {
     );
     // The staged data of a committed step is gone, and a stale attempt of that step still
     // running after the commit neither stages nor streams anything.
-    assert_eq!(store.staged_turn(&address, "r1", 1).await.unwrap(), None);
+    assert_eq!(
+        store.staged_turn(at(&address, "r1", 1)).await.unwrap(),
+        None
+    );
     assert_eq!(
         store
-            .emit_model_chunks(&address, "st1", "r1", 1, 0, &retried)
+            .emit_model_chunks(at(&address, "r1", 1), 0, &retried)
             .await
             .unwrap(),
         0
     );
     assert_eq!(
         store
-            .stage_turn(&address, "st1", "r1", 1, &staged)
+            .stage_turn(at(&address, "r1", 1), &staged)
             .await
             .unwrap(),
         Written::AlreadyDone
     );
     assert_eq!(
         store
-            .stage_tool_result(&address, "st1", "r1", 1, &other)
+            .stage_tool_result(at(&address, "r1", 1), &other)
             .await
             .unwrap(),
         Written::AlreadyDone
     );
-    assert_eq!(store.staged_turn(&address, "r1", 1).await.unwrap(), None);
+    assert_eq!(
+        store.staged_turn(at(&address, "r1", 1)).await.unwrap(),
+        None
+    );
     assert_eq!(
         store
             .session(&address)
@@ -266,13 +279,7 @@ async fn completion_and_failure_are_terminal_and_guarded() {
 
     // Another run may not write into this session.
     let intruder = store
-        .stage_turn(
-            &address,
-            "st1",
-            "r-other",
-            1,
-            &turn("r-other", 1, "x", vec![]),
-        )
+        .stage_turn(at(&address, "r-other", 1), &turn("r-other", 1, "x", vec![]))
         .await;
     assert!(
         matches!(&intruder, Err(Error::RunRefused { reason, .. }) if reason == "run_superseded"),
@@ -280,13 +287,11 @@ async fn completion_and_failure_are_terminal_and_guarded() {
     );
 
     store
-        .stage_turn(&address, "st1", "r1", 1, &turn("r1", 1, "done", vec![]))
+        .stage_turn(at(&address, "r1", 1), &turn("r1", 1, "done", vec![]))
         .await
         .unwrap();
-    let complete = || StepCommit {
-        run_id: "r1",
-        step: 1,
-        completion: Some(Completion {
+    let completion = || {
+        Some(Completion {
             output: "done".into(),
             usage: crate::usage::UsageRollup {
                 tokens: Usage {
@@ -296,18 +301,18 @@ async fn completion_and_failure_are_terminal_and_guarded() {
                 },
                 ..Default::default()
             },
-        }),
+        })
     };
     assert_eq!(
         store
-            .commit_step(&address, "st1", complete())
+            .commit_step(at(&address, "r1", 1), completion())
             .await
             .unwrap(),
         Written::New
     );
     assert_eq!(
         store
-            .commit_step(&address, "st1", complete())
+            .commit_step(at(&address, "r1", 1), completion())
             .await
             .unwrap(),
         Written::AlreadyDone
@@ -323,7 +328,7 @@ async fn completion_and_failure_are_terminal_and_guarded() {
     };
     assert_eq!(
         store
-            .fail_run(&address, "st1", "r1", &error, Default::default())
+            .fail_run(run(&address, "r1"), &error, Default::default())
             .await
             .unwrap(),
         Written::AlreadyDone
@@ -348,7 +353,7 @@ async fn completion_and_failure_are_terminal_and_guarded() {
     new_session(&store, &failing).await;
     assert_eq!(
         store
-            .fail_run(&failing, "st1", "r1", &error, Default::default())
+            .fail_run(run(&failing, "r1"), &error, Default::default())
             .await
             .unwrap(),
         Written::New
@@ -358,10 +363,7 @@ async fn completion_and_failure_are_terminal_and_guarded() {
     assert_eq!(state.error, Some(error));
     let after_failure = store
         .emit_model_chunks(
-            &failing,
-            "st1",
-            "r1",
-            1,
+            at(&failing, "r1", 1),
             0,
             &[ChunkKind::StepStart { step: 1 }],
         )
@@ -395,10 +397,7 @@ async fn a_subscriber_wakes_on_new_chunks() {
     });
     writer
         .emit_model_chunks(
-            &address,
-            "st1",
-            "r1",
-            1,
+            at(&address, "r1", 1),
             0,
             &[ChunkKind::StepStart { step: 1 }],
         )
@@ -426,12 +425,12 @@ async fn a_suspended_step_commits_server_results_and_records_pending_calls() {
     };
     let staged = turn("r1", 1, "", vec![server_call.clone(), client_call.clone()]);
     store
-        .stage_turn(&address, "st1", "r1", 1, &staged)
+        .stage_turn(at(&address, "r1", 1), &staged)
         .await
         .unwrap();
-    let result = Message::tool_result(&server_call, ToolOutcome::Result(json!(2)));
+    let result = tool_result(&server_call, ToolOutcome::Result(json!(2)));
     store
-        .stage_tool_result(&address, "st1", "r1", 1, &result)
+        .stage_tool_result(at(&address, "r1", 1), &result)
         .await
         .unwrap();
 
@@ -447,7 +446,7 @@ async fn a_suspended_step_commits_server_results_and_records_pending_calls() {
         awaited_since: 0,
     };
     let suspend =
-        || store.commit_suspended_step(&address, "st1", "r1", 1, std::slice::from_ref(&pending));
+        || store.commit_suspended_step(at(&address, "r1", 1), std::slice::from_ref(&pending));
     assert_eq!(suspend().await.unwrap(), Written::New);
     assert_eq!(suspend().await.unwrap(), Written::AlreadyDone);
 
@@ -467,7 +466,7 @@ async fn a_suspended_step_commits_server_results_and_records_pending_calls() {
         store.messages(&address).await.unwrap()[2..],
         [
             Message::assistant("", vec![server_call, client_call]),
-            result
+            Message::Tool(result)
         ]
     );
     assert_eq!(
@@ -480,7 +479,7 @@ async fn a_suspended_step_commits_server_results_and_records_pending_calls() {
     );
     assert_eq!(store.call_owner("s5", "c1").await.unwrap(), None);
     assert_eq!(
-        store.step_progress(&address, "r1", 1).await.unwrap(),
+        store.step_progress(at(&address, "r1", 1)).await.unwrap(),
         StepProgress::Suspended {
             tool_call_ids: vec!["c2".into()]
         }
@@ -508,10 +507,7 @@ async fn a_suspended_step_commits_server_results_and_records_pending_calls() {
     // The suspended run writes nothing more: its workflow has ended.
     let late = store
         .emit_model_chunks(
-            &address,
-            "st1",
-            "r1",
-            2,
+            at(&address, "r1", 2),
             0,
             &[ChunkKind::StepStart { step: 2 }],
         )
@@ -519,5 +515,85 @@ async fn a_suspended_step_commits_server_results_and_records_pending_calls() {
     assert!(
         matches!(&late, Err(Error::RunRefused { reason, .. }) if reason == "run_not_active"),
         "{late:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_stop_is_fenced_on_the_run_it_read() {
+    let store = store().await;
+    let address = SessionAddress::root("s6");
+    new_session(&store, &address).await;
+    // A stop reads run r1; before its script runs, r1 fails and a new turn claims r2.
+    let read = store.session(&address).await.unwrap().unwrap();
+    let error = RunError {
+        code: crate::ErrorCode::ModelFailed,
+        message: "gone".into(),
+    };
+    store
+        .fail_run(run(&address, "r1"), &error, Default::default())
+        .await
+        .unwrap();
+    let entry = ResumeEntry {
+        message: Some(Message::user("again")),
+        ..ResumeEntry::default()
+    };
+    let claim = store
+        .claim_resume(
+            &address,
+            NewRun {
+                agent_type: "demo",
+                stream_id: "st1",
+                run_id: "r2",
+                workflow_id: "wf2",
+            },
+            &entry,
+        )
+        .await
+        .unwrap();
+    assert_eq!(claim, Claim::Claimed { step_count: 0 });
+    let before = store.session(&address).await.unwrap().unwrap();
+
+    // The stop made for r1 writes nothing on r2's session.
+    let stale = store
+        .stop_run_as_read(&address, StopKind::Interrupt, &read)
+        .await
+        .unwrap();
+    assert_eq!(
+        stale,
+        replies::StopReply::Superseded {
+            run_id: "r2".into()
+        }
+    );
+    assert_eq!(store.session(&address).await.unwrap().unwrap(), before);
+    assert!(
+        store
+            .chunks_after(&address, before.last_sequence, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    // A stop as callers make it reads again and stops the run that holds the session now.
+    assert_eq!(
+        store.stop_run(&address, StopKind::Interrupt).await.unwrap(),
+        Stopped::Stopped {
+            run_id: "r2".into(),
+            workflow_id: Some("wf2".into()),
+        }
+    );
+    let state = store.session(&address).await.unwrap().unwrap();
+    assert_eq!(state.status, Status::Interrupted);
+    assert_eq!(state.stop.map(|stop| stop.run_id).as_deref(), Some("r2"));
+    let end = store
+        .chunks_after(&address, before.last_sequence, 10)
+        .await
+        .unwrap();
+    assert_eq!(kinds(&end), ["end"]);
+    assert_eq!(end[0].header.run_id, "r2");
+    assert_eq!(
+        store.stop_run(&address, StopKind::Abort).await.unwrap(),
+        Stopped::NotRunning {
+            status: "interrupted".into()
+        }
     );
 }

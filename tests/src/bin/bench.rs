@@ -574,7 +574,10 @@ async fn fanout_latencies(
     followers: usize,
     chunks: usize,
 ) -> anyhow::Result<(Vec<f64>, Duration)> {
-    use baton_core::{ChunkKind, Message, store::NewSession};
+    use baton_core::{
+        ChunkKind, Message,
+        store::{NewSession, StepRef},
+    };
     let session = unique("fanout");
     let address = SessionAddress::root(&session);
     harness
@@ -631,10 +634,12 @@ async fn fanout_latencies(
         harness
             .store
             .emit_model_chunks(
-                &address,
-                "st1",
-                "r1",
-                1,
+                StepRef {
+                    address: &address,
+                    stream_id: "st1",
+                    run_id: "r1",
+                    step: 1,
+                },
                 index as u32,
                 &[ChunkKind::TextDelta {
                     step: 1,

@@ -16,7 +16,7 @@ use baton_core::{
     ApiError, ErrorCode, Message,
     api::{Resume, ResumeResponse},
     ids,
-    store::{Claim, ResumeEntry, SessionAddress, Status},
+    store::{Claim, NewRun, ResumeEntry, SessionAddress, Status},
 };
 
 /// Resumes a suspended session: claims it for a new run in one script (refusing a running
@@ -66,10 +66,12 @@ pub async fn resume_session(
         .store
         .claim_resume(
             &address,
-            agent.name(),
-            &session.stream_id,
-            &run_id,
-            &workflow_id,
+            NewRun {
+                agent_type: agent.name(),
+                stream_id: &session.stream_id,
+                run_id: &run_id,
+                workflow_id: &workflow_id,
+            },
             &entry,
         )
         .await

@@ -21,13 +21,16 @@ pub async fn stop_session(
         root_session_id: session.root_session_id.clone(),
         session_id: session.session_id.clone(),
     };
-    let run_id = match state
+    let (run_id, workflow_id) = match state
         .store
         .stop_run(&address, kind)
         .await
         .map_err(store_error)?
     {
-        Stopped::Stopped { run_id } => run_id,
+        Stopped::Stopped {
+            run_id,
+            workflow_id,
+        } => (run_id, workflow_id),
         Stopped::SessionNotFound => return Err(no_session(session_id)),
         Stopped::NotRunning { status } => {
             return Err(ApiError::new(
@@ -36,7 +39,9 @@ pub async fn stop_session(
             ));
         }
     };
-    if let Some(workflow_id) = &session.workflow_id {
+    // The workflow of the run the stop was made for: another run may have taken the session
+    // between this operation's read and the stop.
+    if let Some(workflow_id) = &workflow_id {
         cancel_run_workflow(state, workflow_id).await;
     }
     tracing::info!(%session_id, %run_id, ?kind, "run stopped");

@@ -4,7 +4,9 @@
 
 use crate::state::AppState;
 use baton_activities::io::{DeadlineStart, RunInput};
-use baton_core::{ApiError, ErrorCode, chunk::RunError, store::SessionState, store::Status};
+use baton_core::{
+    ApiError, ErrorCode, chunk::RunError, store::RunRef, store::SessionState, store::Status,
+};
 use baton_workflows::{AgentRunWorkflow, DeadlineWorkflow};
 use temporalio_client::{
     WorkflowDescribeOptions, WorkflowExecutionStatus, WorkflowIdReusePolicy, WorkflowStartOptions,
@@ -48,9 +50,11 @@ pub(super) async fn start_run_workflow(
     if let Err(store_error) = state
         .store
         .fail_run(
-            &address,
-            &stream_id,
-            &run_id,
+            RunRef {
+                address: &address,
+                stream_id: &stream_id,
+                run_id: &run_id,
+            },
             &run_error,
             Default::default(),
         )

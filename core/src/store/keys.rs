@@ -1,0 +1,144 @@
+//! The names of Baton's Redis keys and of the fields the Rust side reads: the one place that
+//! spells them (the Lua scripts spell the ones they write, under the same names).
+
+use super::SessionAddress;
+
+/// One of a session's keys: `<prefix>:{<root>}:<session>:<name>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Key {
+    /// Hash: the session's state (see [`state_field`]).
+    State,
+    /// Stream: the chunks, entry id `<sequence>-0`, one field `c`.
+    Stream,
+    /// List: the log, one JSON message per entry.
+    Messages,
+    /// List: one checkpoint record per step boundary and rewind.
+    Checkpoints,
+    /// List: one usage record per committed step.
+    Usage,
+    /// Hash: the current step's work that is not in the log yet (see [`staged_field`]).
+    Staged,
+    /// Hash: toolCallId → the pending call.
+    Pending,
+    /// Hash: toolCallId → the run that awaits the call.
+    PendingRun,
+    /// Hash: toolCallId → the submitted answer, until drained.
+    Answers,
+    /// Hash on the root session: toolCallId → the session that owns the pending call.
+    Ownership,
+    /// Sorted set on the root session: drained toolCallIds scored by their marker's expiry.
+    Completed,
+    /// Sorted set: unanswered pending toolCallIds scored by deadline.
+    OpenDeadlines,
+    /// Hash: the session's submit token bucket.
+    SubmitBucket,
+}
+
+impl Key {
+    /// The last part of the key, as stored.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::State => "state",
+            Self::Stream => "stream",
+            Self::Messages => "messages",
+            Self::Checkpoints => "checkpoints",
+            Self::Usage => "usage",
+            Self::Staged => "staged",
+            Self::Pending => "pending",
+            Self::PendingRun => "pendingRun",
+            Self::Answers => "answers",
+            Self::Ownership => "ownership",
+            Self::Completed => "completed",
+            Self::OpenDeadlines => "openDeadlines",
+            Self::SubmitBucket => "submitBucket",
+        }
+    }
+
+    /// Whether the key belongs to the root of the session tree rather than to the session:
+    /// a submit finds a call's owner there, whichever session of the tree it names.
+    fn on_root(self) -> bool {
+        matches!(self, Self::Ownership | Self::Completed)
+    }
+
+    /// The full key of `address`'s (or its root's) `self` under `prefix`. The braces make the
+    /// root id the hash tag, so a session tree lives in one Redis Cluster slot.
+    pub(crate) fn of(self, prefix: &str, address: &SessionAddress) -> String {
+        let session_id = if self.on_root() {
+            &address.root_session_id
+        } else {
+            &address.session_id
+        };
+        format!(
+            "{prefix}:{{{}}}:{session_id}:{}",
+            address.root_session_id,
+            self.name()
+        )
+    }
+}
+
+/// The one field of a stream entry: the chunk's JSON.
+pub(crate) const CHUNK_FIELD: &str = "c";
+
+/// The fields of the state hash that the Rust side reads (the scripts write them).
+pub(crate) mod state_field {
+    pub(crate) const AGENT_TYPE: &str = "agentType";
+    pub(crate) const ROOT_SESSION_ID: &str = "rootSessionId";
+    pub(crate) const RUN_ID: &str = "runId";
+    pub(crate) const STREAM_ID: &str = "streamId";
+    pub(crate) const STATUS: &str = "status";
+    pub(crate) const STEP_COUNT: &str = "stepCount";
+    pub(crate) const LAST_SEQUENCE: &str = "lastSequence";
+    pub(crate) const CREATED_AT: &str = "createdAt";
+    pub(crate) const UPDATED_AT: &str = "updatedAt";
+    pub(crate) const OUTPUT: &str = "output";
+    pub(crate) const ERROR: &str = "error";
+    pub(crate) const SUSPENSION: &str = "suspension";
+    pub(crate) const ABANDON: &str = "abandon";
+    pub(crate) const WORKFLOW_ID: &str = "workflowId";
+    pub(crate) const STOP: &str = "stop";
+    pub(crate) const CLIENT_TOOL_WAIT_MS: &str = "clientToolWaitMs";
+    pub(crate) const ABORTS: &str = "aborts";
+}
+
+/// The fields of the `staged` hash, each scoped by run and step: `<name>:<runId>:<step>`, and
+/// `result:<runId>:<step>:<toolCallId>` for one call's result. `calls` (the turn's call ids)
+/// and `emitted` (the model-phase chunk counter) are read and written by the scripts alone.
+pub(crate) mod staged_field {
+    /// The staged assistant message of a step.
+    pub(crate) fn turn(run_id: &str, step: u32) -> String {
+        format!("turn:{run_id}:{step}")
+    }
+
+    /// The usage record of a step's model call.
+    pub(crate) fn usage(run_id: &str, step: u32) -> String {
+        format!("usage:{run_id}:{step}")
+    }
+
+    /// The staged `tool` message answering one call of a step.
+    pub(crate) fn result(run_id: &str, step: u32, tool_call_id: &str) -> String {
+        format!("result:{run_id}:{step}:{tool_call_id}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_keep_their_layout_and_root_keys_live_on_the_root() {
+        let child = SessionAddress {
+            root_session_id: "root".into(),
+            session_id: "child".into(),
+        };
+        assert_eq!(Key::State.of("baton", &child), "baton:{root}:child:state");
+        assert_eq!(Key::PendingRun.of("p", &child), "p:{root}:child:pendingRun");
+        assert_eq!(Key::Ownership.of("p", &child), "p:{root}:root:ownership");
+        assert_eq!(Key::Completed.of("p", &child), "p:{root}:root:completed");
+        assert_eq!(
+            Key::OpenDeadlines.of("p", &SessionAddress::root("s")),
+            "p:{s}:s:openDeadlines"
+        );
+        assert_eq!(staged_field::turn("r1", 2), "turn:r1:2");
+        assert_eq!(staged_field::result("r1", 2, "c1"), "result:r1:2:c1");
+    }
+}

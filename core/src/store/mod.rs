@@ -1,0 +1,155 @@
+//! The Redis store. Every state transition is one Lua script (atomic, one round trip); reads are
+//! plain commands. All keys of a session tree carry the root session's hash tag, so each script
+//! touches one Redis Cluster slot: `<prefix>:{<root>}:<session>:<what>` (see `keys.rs`).
+//!
+//! The operations are grouped by what they do: `session.rs` (create and read a session),
+//! `step.rs` (stage and commit a step, fail a run), `suspension.rs` (suspend on pending calls,
+//! submit answers), `resume.rs` and `rewind.rs` (claim a session for a new run), `stop.rs`,
+//! `stream.rs` (read and follow the chunks) and `usage.rs` (usage, snapshot, submit tokens).
+//! `scripts.rs` holds the scripts with the keys each declares, `replies.rs` their decoded
+//! replies.
+
+pub use baton_wire::{
+    session::{
+        ApprovalDecision, Continuation, SessionState, Status, StopKind, StopRecord, Suspension,
+    },
+    usage::UsageRecord,
+};
+
+mod keys;
+mod replies;
+mod resume;
+mod rewind;
+mod scripts;
+mod session;
+mod step;
+mod stop;
+mod stream;
+mod suspension;
+mod types;
+mod usage;
+
+pub use resume::{Claim, DrainedCall, ResumeEntry};
+pub use rewind::{Rewind, Rewound};
+pub use session::NewSession;
+pub use step::{Completion, StagedTurn, StepProgress};
+pub use stop::Stopped;
+pub use stream::Subscriber;
+pub use suspension::{Answer, StoredAnswer, SubmitOutcome, approval_id};
+pub use types::{
+    Checkpoint, NewRun, PendingCall, PendingKind, RunRef, SessionAddress, StepRef, Written,
+};
+
+use crate::chunk::ChunkHeader;
+use keys::Key;
+use redis::aio::ConnectionManager;
+use serde::{Deserialize, Serialize};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Why a store operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("redis: {0}")]
+    Redis(#[from] redis::RedisError),
+    #[error("session {0} already exists")]
+    SessionExists(String),
+    #[error("session {0} not found")]
+    SessionNotFound(String),
+    /// The run is not the session's current run, or it has ended.
+    #[error("run {run_id} may not write: {reason}")]
+    RunRefused { run_id: String, reason: String },
+    /// Stored data does not have the shape Baton writes; a bug or a foreign writer.
+    #[error("corrupt data at {key}: {reason}")]
+    Corrupt { key: String, reason: String },
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// Handle on Baton's Redis data. Cheap to clone.
+#[derive(Clone)]
+pub struct Store {
+    client: redis::Client,
+    connection: ConnectionManager,
+    prefix: String,
+    stream_max_chunks: u64,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("prefix", &self.prefix)
+            .finish()
+    }
+}
+
+impl Store {
+    /// Connects to `redis_url`; every key starts with `prefix` (tests use one prefix each).
+    pub async fn connect(redis_url: &str, prefix: impl Into<String>) -> Result<Self, Error> {
+        let client = redis::Client::open(redis_url)?;
+        let connection = ConnectionManager::new(client.clone()).await?;
+        Ok(Self {
+            client,
+            connection,
+            prefix: prefix.into(),
+            stream_max_chunks: 0,
+        })
+    }
+
+    /// Sessions this store creates keep at most `max` chunks in their stream (the oldest are
+    /// trimmed as new ones come); 0 keeps every chunk. A reader asking for a trimmed position
+    /// is told `TRUNCATED` and re-reads the snapshot.
+    pub fn with_stream_max_chunks(mut self, max: u64) -> Self {
+        self.stream_max_chunks = max;
+        self
+    }
+
+    fn key(&self, address: &SessionAddress, key: Key) -> String {
+        key.of(&self.prefix, address)
+    }
+
+    /// The header of the chunks `run` writes to its session's stream, stamped now.
+    fn header(&self, run: RunRef<'_>) -> ChunkHeader {
+        ChunkHeader {
+            stream_id: run.stream_id.to_owned(),
+            session_id: run.address.session_id.clone(),
+            agent_id: run.address.session_id.clone(),
+            run_id: run.run_id.to_owned(),
+            timestamp: now_ms(),
+        }
+    }
+
+    fn conn(&self) -> ConnectionManager {
+        self.connection.clone()
+    }
+
+    /// A list of JSON records, decoded.
+    async fn json_list<T: for<'de> Deserialize<'de>>(&self, key: String) -> Result<Vec<T>, Error> {
+        let items: Vec<String> =
+            redis::AsyncCommands::lrange(&mut self.conn(), &key, 0, -1).await?;
+        items.iter().map(|item| from_json(&key, item)).collect()
+    }
+}
+
+fn to_json<T: Serialize + ?Sized>(value: &T) -> String {
+    serde_json::to_string(value).expect("Baton's own types always serialize")
+}
+
+fn from_json<T: for<'de> Deserialize<'de>>(key: &str, text: &str) -> Result<T, Error> {
+    serde_json::from_str(text).map_err(|e| Error::Corrupt {
+        key: key.to_owned(),
+        reason: e.to_string(),
+    })
+}
+
+/// How a script takes a yes/no argument.
+fn flag(set: bool) -> &'static str {
+    if set { "1" } else { "0" }
+}
+
+#[cfg(test)]
+mod tests;

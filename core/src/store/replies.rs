@@ -1,0 +1,371 @@
+//! The scripts' replies, each decoded once into a type. A script answers a table whose first
+//! entry is a tag (`ok`, or why nothing was written) and whose other entries depend on the tag.
+//! A reply outside that set is an error that `Invocation::run` (in `scripts.rs`) turns into
+//! [`Error::Corrupt`].
+
+use super::{Claim, Error, SubmitOutcome, Written};
+use crate::session::{Continuation, Status};
+use redis::{ErrorKind, FromRedisValue, RedisError, RedisResult, Value as RedisValue};
+
+/// A reply split into its tag and the values after it.
+struct Reply {
+    tag: String,
+    rest: Vec<RedisValue>,
+}
+
+impl Reply {
+    fn parse(value: &RedisValue) -> RedisResult<Self> {
+        let mut items: Vec<RedisValue> = FromRedisValue::from_redis_value(value)?;
+        if items.is_empty() {
+            return Err(unexpected("an empty reply"));
+        }
+        let tag = String::from_redis_value(&items.remove(0))?;
+        Ok(Self { tag, rest: items })
+    }
+
+    /// The value at `index` after the tag.
+    fn value<T: FromRedisValue>(&self, index: usize) -> RedisResult<T> {
+        let value = self
+            .rest
+            .get(index)
+            .ok_or_else(|| unexpected(format!("reply {:?} without value {index}", self.tag)))?;
+        T::from_redis_value(value)
+    }
+
+    /// Every value after the tag.
+    fn values<T: FromRedisValue>(&self) -> RedisResult<Vec<T>> {
+        self.rest.iter().map(T::from_redis_value).collect()
+    }
+
+    /// The run guard's refusal this reply names, or the error for a tag the script never gives.
+    fn refusal(&self) -> RedisResult<Refusal> {
+        Refusal::parse(&self.tag).ok_or_else(|| self.unexpected())
+    }
+
+    fn unexpected(&self) -> RedisError {
+        unexpected(format!("unexpected reply {:?}", self.tag))
+    }
+}
+
+fn unexpected(detail: impl Into<String>) -> RedisError {
+    RedisError::from((
+        ErrorKind::TypeError,
+        "unexpected script reply",
+        detail.into(),
+    ))
+}
+
+/// Why the run guard (`run_guard` or `step_guard` in the prelude) refused a run's write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Refusal {
+    SessionNotFound,
+    /// The session's run is another one.
+    RunSuperseded,
+    /// The run has ended or is suspended.
+    RunNotActive,
+}
+
+impl Refusal {
+    fn parse(tag: &str) -> Option<Self> {
+        Some(match tag {
+            "session_not_found" => Self::SessionNotFound,
+            "run_superseded" => Self::RunSuperseded,
+            "run_not_active" => Self::RunNotActive,
+            _ => return None,
+        })
+    }
+
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::SessionNotFound => "session_not_found",
+            Self::RunSuperseded => "run_superseded",
+            Self::RunNotActive => "run_not_active",
+        }
+    }
+
+    /// The store error of a refused write of `run_id`.
+    pub(super) fn into_error(self, run_id: &str) -> Error {
+        match self {
+            Self::SessionNotFound => Error::SessionNotFound(format!("of run {run_id}")),
+            _ => Error::RunRefused {
+                run_id: run_id.to_owned(),
+                reason: self.as_str().to_owned(),
+            },
+        }
+    }
+}
+
+/// `create_session.lua`.
+pub(super) enum CreateReply {
+    /// The session exists now; `run_start` has this sequence.
+    Created {
+        sequence: u64,
+    },
+    SessionExists,
+}
+
+impl FromRedisValue for CreateReply {
+    fn from_redis_value(value: &RedisValue) -> RedisResult<Self> {
+        let reply = Reply::parse(value)?;
+        Ok(match reply.tag.as_str() {
+            "ok" => Self::Created {
+                sequence: reply.value(0)?,
+            },
+            "session_exists" => Self::SessionExists,
+            _ => return Err(reply.unexpected()),
+        })
+    }
+}
+
+/// `emit_model_chunks.lua`.
+pub(super) enum EmitReply {
+    /// This many chunks were new.
+    Emitted {
+        appended: u32,
+    },
+    /// The step is committed: a stale attempt writes nothing.
+    AlreadyCommitted,
+    Refused(Refusal),
+}
+
+impl FromRedisValue for EmitReply {
+    fn from_redis_value(value: &RedisValue) -> RedisResult<Self> {
+        let reply = Reply::parse(value)?;
+        Ok(match reply.tag.as_str() {
+            "ok" => Self::Emitted {
+                appended: reply.value(0)?,
+            },
+            "already_committed" => Self::AlreadyCommitted,
+            _ => Self::Refused(reply.refusal()?),
+        })
+    }
+}
+
+/// The scripts that write a run's step or its end: staging, commits, `fail_run` and
+/// `apply_answers`.
+pub(super) enum WriteReply {
+    Written(Written),
+    Refused(Refusal),
+    /// A commit found the staged step incomplete or out of order: `not_staged`,
+    /// `missing_result <toolCallId>` or `step_out_of_order <committed>`.
+    Inconsistent(String),
+}
+
+impl FromRedisValue for WriteReply {
+    fn from_redis_value(value: &RedisValue) -> RedisResult<Self> {
+        let reply = Reply::parse(value)?;
+        Ok(match reply.tag.as_str() {
+            "ok" => Self::Written(Written::New),
+            // An earlier attempt (or a concurrent one) did the same write.
+            "already_staged" | "already_committed" | "already_applied" => {
+                Self::Written(Written::AlreadyDone)
+            }
+            "not_staged" | "missing_result" | "step_out_of_order" => {
+                let details: Vec<String> = reply.values()?;
+                Self::Inconsistent(
+                    std::iter::once(reply.tag.clone())
+                        .chain(details)
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                )
+            }
+            _ => Self::Refused(reply.refusal()?),
+        })
+    }
+}
+
+/// `submit_answer.lua`, decoded straight into the outcome callers see.
+pub(super) struct SubmitReply(pub(super) SubmitOutcome);
+
+impl FromRedisValue for SubmitReply {
+    fn from_redis_value(value: &RedisValue) -> RedisResult<Self> {
+        let reply = Reply::parse(value)?;
+        let continuation = || {
+            let kind: String = reply.value(0)?;
+            [
+                Continuation::AwaitingBatch,
+                Continuation::CallerResumes,
+                Continuation::Consumed,
+            ]
+            .into_iter()
+            .find(|continuation| continuation.kind() == kind)
+            .ok_or_else(|| unexpected(format!("unexpected reply {kind:?}")))
+        };
+        Ok(Self(match reply.tag.as_str() {
+            "accepted" => SubmitOutcome::Accepted(continuation()?),
+            "already_completed" => SubmitOutcome::AlreadyCompleted(continuation()?),
+            "unknown_tool_call" => SubmitOutcome::UnknownToolCall,
+            "run_superseded" => SubmitOutcome::RunSuperseded,
+            "run_stopped" => SubmitOutcome::RunStopped,
+            _ => return Err(reply.unexpected()),
+        }))
+    }
+}
+
+/// `claim_resume.lua`, decoded straight into the claim callers see.
+pub(super) struct ClaimReply(pub(super) Claim);
+
+impl FromRedisValue for ClaimReply {
+    fn from_redis_value(value: &RedisValue) -> RedisResult<Self> {
+        let reply = Reply::parse(value)?;
+        Ok(Self(match reply.tag.as_str() {
+            "ok" => Claim::Claimed {
+                step_count: reply.value(0)?,
+            },
+            "session_not_found" => Claim::SessionNotFound,
+            "already_running" => Claim::AlreadyRunning,
+            "awaiting" => Claim::Awaiting {
+                tool_call_ids: reply.values()?,
+            },
+            "not_resumable" => Claim::NotResumable {
+                status: reply.value(0)?,
+            },
+            _ => return Err(reply.unexpected()),
+        }))
+    }
+}
+
+/// `stop_run.lua`.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum StopReply {
+    /// The stop is recorded on this run.
+    Stopped {
+        run_id: String,
+    },
+    SessionNotFound,
+    /// The session is in this status, where nothing runs.
+    NotRunning {
+        status: String,
+    },
+    /// The session's run is this one, not the one the stop was made for; nothing was written.
+    Superseded {
+        run_id: String,
+    },
+}
+
+impl FromRedisValue for StopReply {
+    fn from_redis_value(value: &RedisValue) -> RedisResult<Self> {
+        let reply = Reply::parse(value)?;
+        Ok(match reply.tag.as_str() {
+            "ok" => Self::Stopped {
+                run_id: reply.value(0)?,
+            },
+            "session_not_found" => Self::SessionNotFound,
+            "not_running" => Self::NotRunning {
+                status: reply.value(0)?,
+            },
+            "run_superseded" => Self::Superseded {
+                run_id: reply.value(0)?,
+            },
+            _ => return Err(reply.unexpected()),
+        })
+    }
+}
+
+/// `rewind.lua`.
+pub(super) enum RewindReply {
+    /// The new run owns the session after this many steps.
+    Rewound {
+        step_count: u32,
+    },
+    SessionNotFound,
+    AlreadyRunning,
+    UnknownCheckpoint,
+}
+
+impl FromRedisValue for RewindReply {
+    fn from_redis_value(value: &RedisValue) -> RedisResult<Self> {
+        let reply = Reply::parse(value)?;
+        Ok(match reply.tag.as_str() {
+            "ok" => Self::Rewound {
+                step_count: reply.value(0)?,
+            },
+            "session_not_found" => Self::SessionNotFound,
+            "already_running" => Self::AlreadyRunning,
+            "unknown_checkpoint" => Self::UnknownCheckpoint,
+            _ => return Err(reply.unexpected()),
+        })
+    }
+}
+
+/// `take_token.lua`: `{1, 0}` when a token was taken, else `{0, ms until the next one}`.
+pub(super) enum TokenReply {
+    Taken,
+    Empty { wait_ms: u64 },
+}
+
+impl FromRedisValue for TokenReply {
+    fn from_redis_value(value: &RedisValue) -> RedisResult<Self> {
+        let (taken, wait_ms): (u8, u64) = FromRedisValue::from_redis_value(value)?;
+        Ok(match taken {
+            0 => Self::Empty { wait_ms },
+            _ => Self::Taken,
+        })
+    }
+}
+
+/// `snapshot.lua`. The stored JSON (checkpoint, messages) stays text here: the caller decodes
+/// it naming the key it came from.
+pub(super) enum SnapshotReply {
+    SessionNotFound,
+    Found(SnapshotFields),
+}
+
+/// What `snapshot.lua` read in one step.
+pub(super) struct SnapshotFields {
+    pub(super) status: Status,
+    pub(super) stream_id: String,
+    pub(super) step_count: u32,
+    pub(super) last_sequence: u64,
+    /// The newest checkpoint record, if any.
+    pub(super) checkpoint: Option<String>,
+    /// The id of the stream's oldest retained entry (`<sequence>-0`), if any.
+    pub(super) oldest_entry_id: Option<String>,
+    /// The messages up to the checkpoint (all of them for an ended session).
+    pub(super) messages: Vec<String>,
+}
+
+impl FromRedisValue for SnapshotReply {
+    fn from_redis_value(value: &RedisValue) -> RedisResult<Self> {
+        let reply = Reply::parse(value)?;
+        match reply.tag.as_str() {
+            "ok" => {}
+            "session_not_found" => return Ok(Self::SessionNotFound),
+            _ => return Err(reply.unexpected()),
+        }
+        let status: String = reply.value(0)?;
+        let optional = |index: usize| -> RedisResult<Option<String>> {
+            let text: String = reply.value(index)?;
+            Ok(Some(text).filter(|text| !text.is_empty()))
+        };
+        Ok(Self::Found(SnapshotFields {
+            status: Status::parse(&status)
+                .ok_or_else(|| unexpected(format!("unknown status {status}")))?,
+            stream_id: reply.value(1)?,
+            step_count: reply.value(2)?,
+            last_sequence: reply.value(3)?,
+            checkpoint: optional(4)?,
+            oldest_entry_id: optional(5)?,
+            messages: reply.rest[6.min(reply.rest.len())..]
+                .iter()
+                .map(String::from_redis_value)
+                .collect::<RedisResult<_>>()?,
+        }))
+    }
+}
+
+impl WriteReply {
+    /// The write's outcome for `run_id`: a refusal becomes the run's error, an inconsistent
+    /// commit the error `inconsistent` makes of its detail.
+    pub(super) fn into_written(
+        self,
+        run_id: &str,
+        inconsistent: impl FnOnce(String) -> Error,
+    ) -> Result<Written, Error> {
+        match self {
+            Self::Written(written) => Ok(written),
+            Self::Refused(refusal) => Err(refusal.into_error(run_id)),
+            Self::Inconsistent(detail) => Err(inconsistent(detail)),
+        }
+    }
+}

@@ -1,0 +1,142 @@
+//! Rewinding a session to one of its checkpoints for a new run (resume `from_checkpoint`).
+
+use super::{
+    Checkpoint, Error, PendingCall, RunRef, SessionAddress, Store, Suspension, flag, now_ms,
+    replies::RewindReply,
+    scripts::REWIND,
+    suspension::{approval_id, approval_request_body},
+    to_json,
+};
+use crate::{
+    chunk::{ChunkKind, encode_unsequenced},
+    message::Message,
+};
+
+/// A rewind of a session to one of its checkpoints (resume `from_checkpoint`).
+#[derive(Debug, Clone)]
+pub struct Rewind<'a> {
+    pub agent_type: &'a str,
+    pub stream_id: &'a str,
+    pub new_run_id: &'a str,
+    pub workflow_id: &'a str,
+    /// The checkpoint, as read before (checkpoint records never change).
+    pub checkpoint: &'a Checkpoint,
+    /// Appended after the rewind; with a checkpoint that suspended it needs `abandon_pending`.
+    pub message: Option<Message>,
+    /// Drain the restored calls of a checkpoint that suspended as `client_tool_abandoned`.
+    pub abandon_pending: bool,
+}
+
+/// How a rewind ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Rewound {
+    /// The new run owns the session after `step_count` steps and runs (its workflow starts).
+    Run {
+        step_count: u32,
+    },
+    /// The checkpoint's calls are awaited again by the new run, with these entries: the session
+    /// is suspended and no workflow runs.
+    Suspended {
+        step_count: u32,
+        pending: Vec<PendingCall>,
+    },
+    SessionNotFound,
+    AlreadyRunning,
+    UnknownCheckpoint,
+}
+
+impl Store {
+    /// Rewinds a session that is not running to a checkpoint for a new run (see `rewind.lua`).
+    /// A checkpoint that suspended gives its calls back to the new run with fresh deadlines
+    /// (each as long as it first had) and fresh approval ids; unless a message abandons them,
+    /// the session awaits them again at once.
+    pub async fn rewind(
+        &self,
+        address: &SessionAddress,
+        rewind: Rewind<'_>,
+    ) -> Result<Rewound, Error> {
+        let checkpoint = rewind.checkpoint;
+        let now = now_ms();
+        let header = self.header(RunRef {
+            address,
+            stream_id: rewind.stream_id,
+            run_id: rewind.new_run_id,
+        });
+        let suspend = !checkpoint.pending.is_empty() && rewind.message.is_none();
+        let restored: Vec<PendingCall> = checkpoint
+            .pending
+            .iter()
+            .map(|call| PendingCall {
+                deadline_at: now
+                    + call
+                        .deadline_at
+                        .saturating_sub(checkpoint.suspended_at.unwrap_or(call.deadline_at)),
+                approval_id: call
+                    .approval_id
+                    .as_ref()
+                    .map(|_| approval_id(rewind.new_run_id, &call.tool_call_id)),
+                awaited_since: now,
+                ..call.clone()
+            })
+            .collect();
+        let suspension = checkpoint.suspension.as_ref().map(|s| Suspension {
+            run_id: rewind.new_run_id.to_owned(),
+            ..s.clone()
+        });
+        let step = suspension
+            .as_ref()
+            .map_or(checkpoint.step_count, |s| s.step);
+        let mut invocation = REWIND.on(self, address);
+        invocation
+            .arg(rewind.new_run_id)
+            .arg(now)
+            .arg(checkpoint.id)
+            .arg(rewind.workflow_id)
+            .arg(encode_unsequenced(
+                &header,
+                &ChunkKind::Rewind {
+                    checkpoint_id: checkpoint.id,
+                    stream_sequence: checkpoint.stream_sequence,
+                },
+            ))
+            .arg(encode_unsequenced(
+                &header,
+                &ChunkKind::RunStart {
+                    agent_type: rewind.agent_type.to_owned(),
+                },
+            ))
+            .arg(if suspend { "suspend" } else { "run" })
+            .arg(rewind.message.as_ref().map(to_json).unwrap_or_default())
+            .arg(flag(rewind.abandon_pending))
+            .arg(suspension.as_ref().map(to_json).unwrap_or_default())
+            .arg(encode_unsequenced(
+                &header,
+                &ChunkKind::Suspended {
+                    step,
+                    tool_call_ids: restored.iter().map(|c| c.tool_call_id.clone()).collect(),
+                },
+            ))
+            .arg(&address.session_id);
+        for call in &restored {
+            invocation
+                .arg(&call.tool_call_id)
+                .arg(to_json(call))
+                .arg(if suspend {
+                    approval_request_body(&header, call).unwrap_or_default()
+                } else {
+                    String::new()
+                })
+                .arg(call.deadline_at);
+        }
+        Ok(match invocation.run(self).await? {
+            RewindReply::Rewound { step_count } if suspend => Rewound::Suspended {
+                step_count,
+                pending: restored,
+            },
+            RewindReply::Rewound { step_count } => Rewound::Run { step_count },
+            RewindReply::SessionNotFound => Rewound::SessionNotFound,
+            RewindReply::AlreadyRunning => Rewound::AlreadyRunning,
+            RewindReply::UnknownCheckpoint => Rewound::UnknownCheckpoint,
+        })
+    }
+}

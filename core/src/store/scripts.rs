@@ -1,0 +1,274 @@
+//! The Lua scripts, each with the keys it declares. A script's invocation takes exactly those
+//! keys, in that order, so no caller can pass a different set (a test holds each declaration to
+//! the script's text).
+
+use super::{Error, SessionAddress, Store, keys::Key};
+use redis::{FromRedisValue, ScriptInvocation, ToRedisArgs, Value as RedisValue};
+use std::sync::LazyLock;
+
+/// One Lua script (prefixed with `prelude.lua`) and the keys it declares.
+pub(super) struct StoreScript {
+    /// The file name without `.lua`, for errors and tests.
+    pub(super) name: &'static str,
+    /// The script's own text, without the prelude.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(super) source: &'static str,
+    /// `KEYS[1]`, `KEYS[2]`, … in order: always the state and the stream first (the prelude's).
+    pub(super) keys: &'static [Key],
+    script: LazyLock<redis::Script>,
+}
+
+macro_rules! store_script {
+    ($name:literal, [$($key:ident),+ $(,)?]) => {
+        StoreScript {
+            name: $name,
+            source: include_str!(concat!($name, ".lua")),
+            keys: &[$(Key::$key),+],
+            script: LazyLock::new(|| {
+                redis::Script::new(concat!(
+                    include_str!("prelude.lua"),
+                    "\n",
+                    include_str!(concat!($name, ".lua"))
+                ))
+            }),
+        }
+    };
+}
+
+pub(super) static CREATE_SESSION: StoreScript =
+    store_script!("create_session", [State, Stream, Messages, Checkpoints]);
+pub(super) static EMIT_MODEL_CHUNKS: StoreScript =
+    store_script!("emit_model_chunks", [State, Stream, Staged]);
+pub(super) static STAGE_TURN: StoreScript = store_script!("stage_turn", [State, Stream, Staged]);
+pub(super) static STAGE_TOOL_RESULT: StoreScript =
+    store_script!("stage_tool_result", [State, Stream, Staged]);
+pub(super) static COMMIT_STEP: StoreScript = store_script!(
+    "commit_step",
+    [State, Stream, Staged, Messages, Checkpoints, Usage]
+);
+pub(super) static FAIL_RUN: StoreScript = store_script!("fail_run", [State, Stream, Staged]);
+pub(super) static COMMIT_SUSPENDED_STEP: StoreScript = store_script!(
+    "commit_suspended_step",
+    [
+        State,
+        Stream,
+        Staged,
+        Messages,
+        Checkpoints,
+        Usage,
+        Pending,
+        PendingRun,
+        Ownership,
+        OpenDeadlines,
+    ]
+);
+pub(super) static SUBMIT_ANSWER: StoreScript = store_script!(
+    "submit_answer",
+    [
+        State,
+        Stream,
+        Pending,
+        PendingRun,
+        Answers,
+        Ownership,
+        Completed,
+        OpenDeadlines,
+    ]
+);
+pub(super) static CLAIM_RESUME: StoreScript = store_script!(
+    "claim_resume",
+    [State, Stream, Pending, PendingRun, OpenDeadlines]
+);
+pub(super) static APPLY_ANSWERS: StoreScript = store_script!(
+    "apply_answers",
+    [
+        State,
+        Stream,
+        Messages,
+        Pending,
+        PendingRun,
+        Answers,
+        Ownership,
+        Completed,
+        OpenDeadlines,
+    ]
+);
+pub(super) static STOP_RUN: StoreScript = store_script!("stop_run", [State, Stream]);
+pub(super) static REWIND: StoreScript = store_script!(
+    "rewind",
+    [
+        State,
+        Stream,
+        Messages,
+        Checkpoints,
+        Pending,
+        PendingRun,
+        Answers,
+        OpenDeadlines,
+        Ownership,
+        Completed,
+    ]
+);
+pub(super) static TAKE_TOKEN: StoreScript =
+    store_script!("take_token", [State, Stream, SubmitBucket]);
+pub(super) static SNAPSHOT: StoreScript =
+    store_script!("snapshot", [State, Stream, Messages, Checkpoints]);
+
+/// Every script, for the tests that read their text.
+#[cfg(test)]
+static ALL: [&StoreScript; 14] = [
+    &CREATE_SESSION,
+    &EMIT_MODEL_CHUNKS,
+    &STAGE_TURN,
+    &STAGE_TOOL_RESULT,
+    &COMMIT_STEP,
+    &FAIL_RUN,
+    &COMMIT_SUSPENDED_STEP,
+    &SUBMIT_ANSWER,
+    &CLAIM_RESUME,
+    &APPLY_ANSWERS,
+    &STOP_RUN,
+    &REWIND,
+    &TAKE_TOKEN,
+    &SNAPSHOT,
+];
+
+impl StoreScript {
+    /// An invocation of the script on `address`'s keys (each root key on its root); the caller
+    /// adds the arguments.
+    pub(super) fn on(&self, store: &Store, address: &SessionAddress) -> Invocation<'_> {
+        let mut inner = self.script.prepare_invoke();
+        for key in self.keys {
+            inner.key(store.key(address, *key));
+        }
+        Invocation {
+            name: self.name,
+            inner,
+        }
+    }
+}
+
+/// A script with its keys, taking arguments.
+pub(super) struct Invocation<'a> {
+    name: &'static str,
+    inner: ScriptInvocation<'a>,
+}
+
+impl Invocation<'_> {
+    pub(super) fn arg(&mut self, arg: impl ToRedisArgs) -> &mut Self {
+        self.inner.arg(arg);
+        self
+    }
+
+    /// Runs the script and decodes its reply. A reply the script never gives is corrupt data
+    /// (not Redis trouble, which is worth retrying).
+    pub(super) async fn run<T: FromRedisValue>(&self, store: &Store) -> Result<T, Error> {
+        let reply: RedisValue = self.inner.invoke_async(&mut store.conn()).await?;
+        T::from_owned_redis_value(reply).map_err(|error| Error::Corrupt {
+            key: self.name.to_owned(),
+            reason: error.detail().unwrap_or("unexpected reply").to_owned(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::Status;
+    use strum::IntoEnumIterator;
+
+    const PRELUDE: &str = include_str!("prelude.lua");
+
+    /// The Lua local that names `key`: `pendingRun` is `pending_run_key`.
+    fn lua_name(key: Key) -> String {
+        let mut name = String::new();
+        for c in key.name().chars() {
+            if c.is_ascii_uppercase() {
+                name.push('_');
+            }
+            name.push(c.to_ascii_lowercase());
+        }
+        name + "_key"
+    }
+
+    /// The `local <name> = …<table>[<n>]…` lines of `text` as (n, name), in order; every other
+    /// mention of `<table>[<digits>]` fails the test, so each fixed key and argument is named once
+    /// at the top.
+    fn named(text: &str, table: &str, script: &str) -> Vec<(usize, String)> {
+        let mut names = Vec::new();
+        for line in text.lines() {
+            let code = line.split("--").next().unwrap_or_default().trim();
+            let open = format!("{table}[");
+            let Some(start) = code.find(&open) else {
+                continue;
+            };
+            let fixed = code[start + open.len()..].starts_with(|c: char| c.is_ascii_digit());
+            if !fixed {
+                continue;
+            }
+            // The value may convert the argument (`tonumber(ARGV[3])`, `ARGV[5] == '1'`).
+            let declaration = code
+                .strip_prefix("local ")
+                .and_then(|rest| rest.split_once(" = "))
+                .filter(|(_, value)| value.matches(&open).count() == 1)
+                .and_then(|(name, value)| {
+                    let (_, after) = value.split_once(&open)?;
+                    let (index, _) = after.split_once(']')?;
+                    Some((index.parse().ok()?, name.to_owned()))
+                });
+            match declaration {
+                Some(declaration) => names.push(declaration),
+                None => panic!("{script}: {table} used outside a named local: {line}"),
+            }
+        }
+        names
+    }
+
+    #[test]
+    fn each_script_names_exactly_the_keys_its_invocation_passes() {
+        for script in ALL {
+            let mut keys = named(PRELUDE, "KEYS", "prelude");
+            keys.extend(named(script.source, "KEYS", script.name));
+            let declared: Vec<(usize, String)> = script
+                .keys
+                .iter()
+                .enumerate()
+                .map(|(index, key)| (index + 1, lua_name(*key)))
+                .collect();
+            assert_eq!(keys, declared, "{}", script.name);
+        }
+    }
+
+    #[test]
+    fn each_script_names_its_fixed_arguments_in_order_before_the_repeated_ones() {
+        assert!(named(PRELUDE, "ARGV", "prelude").is_empty());
+        for script in ALL {
+            let arguments = named(script.source, "ARGV", script.name);
+            let indices: Vec<usize> = arguments.iter().map(|(index, _)| *index).collect();
+            let in_order: Vec<usize> = (1..=arguments.len()).collect();
+            assert_eq!(indices, in_order, "{}", script.name);
+            // A script taking repeated arguments says where they start: after the named ones.
+            for line in script.source.lines() {
+                if let Some(first) = line
+                    .strip_prefix("local first_")
+                    .and_then(|rest| rest.split_once(" = "))
+                {
+                    let index = first.1.split_whitespace().next().unwrap_or_default();
+                    assert_eq!(index, (arguments.len() + 1).to_string(), "{}", script.name);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_prelude_calls_ended_what_the_rust_side_calls_terminal() {
+        let ended = PRELUDE
+            .lines()
+            .find(|line| line.starts_with("local ended_statuses = {"))
+            .expect("the prelude names the ended statuses");
+        for status in Status::iter() {
+            let listed = ended.contains(&format!(" {} = true", status.as_str()));
+            assert_eq!(listed, status.is_terminal(), "{status:?}");
+        }
+    }
+}

@@ -1,0 +1,138 @@
+//! Creating a session and reading it back: its state hash, log and checkpoints.
+
+use super::{
+    Checkpoint, Error, RunRef, SessionAddress, SessionState, Status, Store, from_json,
+    keys::{Key, state_field},
+    now_ms,
+    replies::CreateReply,
+    scripts::CREATE_SESSION,
+    to_json,
+};
+use crate::{
+    chunk::{ChunkKind, encode_unsequenced},
+    message::Message,
+};
+use redis::AsyncCommands;
+use std::collections::HashMap;
+
+/// A new session, as `/start` creates it.
+#[derive(Debug, Clone)]
+pub struct NewSession<'a> {
+    pub address: &'a SessionAddress,
+    pub agent_type: &'a str,
+    pub run_id: &'a str,
+    pub stream_id: &'a str,
+    pub workflow_id: &'a str,
+    /// The initial log: system prompt (if any) and the user's message.
+    pub messages: &'a [Message],
+}
+
+impl Store {
+    /// Creates a session with its first run: state `active`, the initial log, the `run_start`
+    /// chunk and checkpoint 0. Refuses an existing session id.
+    pub async fn create_session(&self, new: NewSession<'_>) -> Result<u64, Error> {
+        let body = encode_unsequenced(
+            &self.header(RunRef {
+                address: new.address,
+                stream_id: new.stream_id,
+                run_id: new.run_id,
+            }),
+            &ChunkKind::RunStart {
+                agent_type: new.agent_type.to_owned(),
+            },
+        );
+        let mut invocation = CREATE_SESSION.on(self, new.address);
+        invocation
+            .arg(new.agent_type)
+            .arg(new.run_id)
+            .arg(new.stream_id)
+            .arg(&new.address.root_session_id)
+            .arg(now_ms())
+            .arg(body)
+            .arg(new.workflow_id)
+            .arg(self.stream_max_chunks);
+        for message in new.messages {
+            invocation.arg(to_json(message));
+        }
+        match invocation.run(self).await? {
+            CreateReply::Created { sequence } => Ok(sequence),
+            CreateReply::SessionExists => Err(Error::SessionExists(new.address.session_id.clone())),
+        }
+    }
+
+    /// The session's state, or `None` if it does not exist.
+    pub async fn session(&self, address: &SessionAddress) -> Result<Option<SessionState>, Error> {
+        let key = self.key(address, Key::State);
+        let fields: HashMap<String, String> = self.conn().hgetall(&key).await?;
+        if fields.is_empty() {
+            return Ok(None);
+        }
+        let text = |name: &str| {
+            fields.get(name).cloned().ok_or_else(|| Error::Corrupt {
+                key: key.clone(),
+                reason: format!("missing field {name}"),
+            })
+        };
+        let number = |name: &str| {
+            text(name)?.parse::<u64>().map_err(|e| Error::Corrupt {
+                key: key.clone(),
+                reason: format!("field {name}: {e}"),
+            })
+        };
+        let status_text = text(state_field::STATUS)?;
+        Ok(Some(SessionState {
+            session_id: address.session_id.clone(),
+            root_session_id: text(state_field::ROOT_SESSION_ID)?,
+            agent_type: text(state_field::AGENT_TYPE)?,
+            status: Status::parse(&status_text).ok_or_else(|| Error::Corrupt {
+                key: key.clone(),
+                reason: format!("unknown status {status_text}"),
+            })?,
+            run_id: text(state_field::RUN_ID)?,
+            stream_id: text(state_field::STREAM_ID)?,
+            step_count: number(state_field::STEP_COUNT)? as u32,
+            last_sequence: number(state_field::LAST_SEQUENCE)?,
+            created_at: number(state_field::CREATED_AT)?,
+            updated_at: number(state_field::UPDATED_AT)?,
+            output: fields.get(state_field::OUTPUT).cloned(),
+            error: json_field(&fields, &key, state_field::ERROR)?,
+            suspension: json_field(&fields, &key, state_field::SUSPENSION)?,
+            abandon_pending: fields.contains_key(state_field::ABANDON),
+            workflow_id: fields.get(state_field::WORKFLOW_ID).cloned(),
+            stop: json_field(&fields, &key, state_field::STOP)?,
+            is_executing: None,
+        }))
+    }
+
+    /// The whole message log.
+    pub async fn messages(&self, address: &SessionAddress) -> Result<Vec<Message>, Error> {
+        self.json_list(self.key(address, Key::Messages)).await
+    }
+
+    pub async fn checkpoints(&self, address: &SessionAddress) -> Result<Vec<Checkpoint>, Error> {
+        self.json_list(self.key(address, Key::Checkpoints)).await
+    }
+
+    /// One checkpoint of the session, by id.
+    pub async fn checkpoint(
+        &self,
+        address: &SessionAddress,
+        id: u32,
+    ) -> Result<Option<Checkpoint>, Error> {
+        let key = self.key(address, Key::Checkpoints);
+        let record: Option<String> = self.conn().lindex(&key, id as isize).await?;
+        record.map(|r| from_json(&key, &r)).transpose()
+    }
+}
+
+/// An optional JSON field of a hash, decoded.
+fn json_field<T: for<'de> serde::Deserialize<'de>>(
+    fields: &HashMap<String, String>,
+    key: &str,
+    name: &str,
+) -> Result<Option<T>, Error> {
+    fields
+        .get(name)
+        .map(|text| from_json(key, text))
+        .transpose()
+}

@@ -1,0 +1,321 @@
+//! One step of a run: its model-phase chunks, the staged turn and tool results, how far it has
+//! come, its commit into the log, and the failure that ends a run.
+
+use super::{
+    Error, RunRef, SessionAddress, StepRef, Store, Suspension, UsageRecord, Written, flag,
+    from_json,
+    keys::{Key, staged_field, state_field},
+    now_ms,
+    replies::{EmitReply, Refusal, WriteReply},
+    scripts::{COMMIT_STEP, EMIT_MODEL_CHUNKS, FAIL_RUN, STAGE_TOOL_RESULT, STAGE_TURN},
+    to_json,
+};
+use crate::{
+    chunk::{ChunkKind, EndStatus, RunError, encode_unsequenced},
+    message::{Message, ToolCall, ToolResult},
+    usage::UsageRollup,
+};
+use redis::AsyncCommands;
+use serde::{Deserialize, Serialize};
+
+/// The end of a completed run.
+#[derive(Debug, Clone)]
+pub struct Completion {
+    pub output: String,
+    pub usage: UsageRollup,
+}
+
+/// A staged assistant turn, as the model step leaves it for the tools and the commit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StagedTurn {
+    pub message: Message,
+    pub usage: UsageRecord,
+}
+
+/// How far a step has come.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StepProgress {
+    /// The model has not answered yet (or its answer was not staged).
+    New,
+    /// The model's turn is staged; its tools may have run, the step is not committed.
+    Staged(StagedTurn),
+    /// The step is part of the log.
+    Committed,
+    /// The step is part of the log and this run is suspended on it.
+    Suspended { tool_call_ids: Vec<String> },
+}
+
+impl Store {
+    /// Appends model-phase chunks (`step_start`, `text_delta`) of a step. `first_index` is the
+    /// position of the first chunk within the step; chunks already written are skipped, so a
+    /// retried model step does not repeat them. Returns how many were appended.
+    pub async fn emit_model_chunks(
+        &self,
+        step: StepRef<'_>,
+        first_index: u32,
+        kinds: &[ChunkKind],
+    ) -> Result<u32, Error> {
+        let header = self.header(step.run());
+        let mut invocation = EMIT_MODEL_CHUNKS.on(self, step.address);
+        invocation.arg(step.run_id).arg(step.step).arg(first_index);
+        for kind in kinds {
+            invocation.arg(encode_unsequenced(&header, kind));
+        }
+        match invocation.run(self).await? {
+            EmitReply::Emitted { appended } => Ok(appended),
+            EmitReply::AlreadyCommitted => Ok(0),
+            EmitReply::Refused(refusal) => Err(refusal.into_error(step.run_id)),
+        }
+    }
+
+    /// Stages the assistant turn of a step and writes a `tool_start` chunk per tool call.
+    pub async fn stage_turn(&self, step: StepRef<'_>, turn: &StagedTurn) -> Result<Written, Error> {
+        let header = self.header(step.run());
+        let calls: &[ToolCall] = match &turn.message {
+            Message::Assistant { tool_calls, .. } => tool_calls,
+            _ => &[],
+        };
+        let call_ids: Vec<&str> = calls.iter().map(|c| c.id.as_str()).collect();
+        let mut invocation = STAGE_TURN.on(self, step.address);
+        invocation
+            .arg(step.run_id)
+            .arg(step.step)
+            .arg(to_json(&turn.message))
+            .arg(to_json(&call_ids))
+            .arg(to_json(&turn.usage));
+        for call in calls {
+            invocation.arg(encode_unsequenced(
+                &header,
+                &ChunkKind::ToolStart {
+                    step: step.step,
+                    tool_call_id: call.id.clone(),
+                    tool_name: call.name.clone(),
+                    input: call.arguments.clone(),
+                },
+            ));
+        }
+        let reply: WriteReply = invocation.run(self).await?;
+        reply.into_written(step.run_id, |detail| {
+            self.inconsistent(step.address, detail)
+        })
+    }
+
+    /// How far a step has come, in one round trip.
+    pub async fn step_progress(&self, step: StepRef<'_>) -> Result<StepProgress, Error> {
+        let key = self.key(step.address, Key::Staged);
+        let state_key = self.key(step.address, Key::State);
+        #[allow(clippy::type_complexity)]
+        let ((step_count, suspension), fields): (
+            (Option<u32>, Option<String>),
+            (Option<String>, Option<String>),
+        ) = redis::pipe()
+            .cmd("HMGET")
+            .arg(&state_key)
+            .arg(state_field::STEP_COUNT)
+            .arg(state_field::SUSPENSION)
+            .add_command(staged_turn_fields(&key, step))
+            .query_async(&mut self.conn())
+            .await?;
+        let Some(step_count) = step_count else {
+            return Err(Error::SessionNotFound(step.address.session_id.clone()));
+        };
+        if step_count >= step.step {
+            let suspension: Option<Suspension> = suspension
+                .map(|text| from_json(&state_key, &text))
+                .transpose()?;
+            return Ok(match suspension {
+                Some(s) if s.run_id == step.run_id && s.step == step.step => {
+                    StepProgress::Suspended {
+                        tool_call_ids: s.tool_call_ids,
+                    }
+                }
+                _ => StepProgress::Committed,
+            });
+        }
+        Ok(match decode_staged_turn(&key, fields)? {
+            Some(turn) => StepProgress::Staged(turn),
+            None => StepProgress::New,
+        })
+    }
+
+    /// The staged turn of a step, if the model step has run.
+    pub async fn staged_turn(&self, step: StepRef<'_>) -> Result<Option<StagedTurn>, Error> {
+        let key = self.key(step.address, Key::Staged);
+        let fields = staged_turn_fields(&key, step)
+            .query_async(&mut self.conn())
+            .await?;
+        decode_staged_turn(&key, fields)
+    }
+
+    /// The staged result of a tool call of a step, if it has one.
+    pub async fn staged_tool_result(
+        &self,
+        step: StepRef<'_>,
+        tool_call_id: &str,
+    ) -> Result<Option<ToolResult>, Error> {
+        let key = self.key(step.address, Key::Staged);
+        let field = staged_field::result(step.run_id, step.step, tool_call_id);
+        let result: Option<String> = self.conn().hget(&key, &field).await?;
+        let Some(text) = result else {
+            return Ok(None);
+        };
+        match from_json(&key, &text)? {
+            Message::Tool(result) => Ok(Some(result)),
+            _ => Err(Error::Corrupt {
+                key,
+                reason: format!("{field} is not a tool message"),
+            }),
+        }
+    }
+
+    /// Whether a tool call of a step already has a staged result.
+    pub async fn has_staged_tool_result(
+        &self,
+        step: StepRef<'_>,
+        tool_call_id: &str,
+    ) -> Result<bool, Error> {
+        let field = staged_field::result(step.run_id, step.step, tool_call_id);
+        Ok(self
+            .conn()
+            .hexists(self.key(step.address, Key::Staged), field)
+            .await?)
+    }
+
+    /// Stages one server tool's answer (first answer wins) and writes its `tool_end` chunk.
+    pub async fn stage_tool_result(
+        &self,
+        step: StepRef<'_>,
+        result: &ToolResult,
+    ) -> Result<Written, Error> {
+        let body = encode_unsequenced(
+            &self.header(step.run()),
+            &ChunkKind::tool_end(
+                step.step,
+                &result.tool_call_id,
+                &result.tool_name,
+                &result.outcome,
+            ),
+        );
+        let reply: WriteReply = STAGE_TOOL_RESULT
+            .on(self, step.address)
+            .arg(step.run_id)
+            .arg(step.step)
+            .arg(&result.tool_call_id)
+            .arg(to_json(&Message::Tool(result.clone())))
+            .arg(body)
+            .run(self)
+            .await?;
+        reply.into_written(step.run_id, |detail| {
+            self.inconsistent(step.address, detail)
+        })
+    }
+
+    /// Commits a staged step into the log (see `commit_step.lua`), completing the run when
+    /// `completion` is set. Idempotent per step.
+    pub async fn commit_step(
+        &self,
+        step: StepRef<'_>,
+        completion: Option<Completion>,
+    ) -> Result<Written, Error> {
+        let header = self.header(step.run());
+        let step_end = encode_unsequenced(&header, &ChunkKind::StepEnd { step: step.step });
+        let (output, end) = match completion {
+            Some(completion) => {
+                let end = encode_unsequenced(
+                    &header,
+                    &ChunkKind::End {
+                        status: EndStatus::Completed,
+                        output: Some(completion.output.clone()),
+                        error: None,
+                        usage: completion.usage,
+                    },
+                );
+                (Some(completion.output), end)
+            }
+            None => (None, String::new()),
+        };
+        let reply: WriteReply = COMMIT_STEP
+            .on(self, step.address)
+            .arg(step.run_id)
+            .arg(step.step)
+            .arg(now_ms())
+            .arg(step_end)
+            .arg(flag(output.is_some()))
+            .arg(output.unwrap_or_default())
+            .arg(end)
+            .run(self)
+            .await?;
+        reply.into_written(step.run_id, |detail| {
+            self.inconsistent(
+                step.address,
+                format!("commit of step {} refused: {detail}", step.step),
+            )
+        })
+    }
+
+    /// Fails the run with a typed error and writes the `end` chunk. A run that already ended (or
+    /// was superseded) is left alone and `AlreadyDone` is returned.
+    pub async fn fail_run(
+        &self,
+        run: RunRef<'_>,
+        error: &RunError,
+        usage: UsageRollup,
+    ) -> Result<Written, Error> {
+        let end = encode_unsequenced(
+            &self.header(run),
+            &ChunkKind::End {
+                status: EndStatus::Failed,
+                output: None,
+                error: Some(error.clone()),
+                usage,
+            },
+        );
+        let reply: WriteReply = FAIL_RUN
+            .on(self, run.address)
+            .arg(run.run_id)
+            .arg(now_ms())
+            .arg(to_json(error))
+            .arg(end)
+            .run(self)
+            .await?;
+        match reply {
+            WriteReply::Refused(Refusal::RunNotActive | Refusal::RunSuperseded) => {
+                Ok(Written::AlreadyDone)
+            }
+            reply => {
+                reply.into_written(run.run_id, |detail| self.inconsistent(run.address, detail))
+            }
+        }
+    }
+
+    /// The error of a step whose staged data a commit found incomplete or out of order.
+    pub(super) fn inconsistent(&self, address: &SessionAddress, reason: String) -> Error {
+        Error::Corrupt {
+            key: self.key(address, Key::Staged),
+            reason,
+        }
+    }
+}
+
+/// `HMGET` of a staged turn's message and usage.
+fn staged_turn_fields(key: &str, step: StepRef<'_>) -> redis::Cmd {
+    let mut command = redis::cmd("HMGET");
+    command
+        .arg(key)
+        .arg(staged_field::turn(step.run_id, step.step))
+        .arg(staged_field::usage(step.run_id, step.step));
+    command
+}
+
+fn decode_staged_turn(
+    key: &str,
+    (message, usage): (Option<String>, Option<String>),
+) -> Result<Option<StagedTurn>, Error> {
+    match (message, usage) {
+        (Some(message), Some(usage)) => Ok(Some(StagedTurn {
+            message: from_json(key, &message)?,
+            usage: from_json(key, &usage)?,
+        })),
+        _ => Ok(None),
+    }
+}

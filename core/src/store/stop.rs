@@ -1,0 +1,123 @@
+//! Stopping a session's run (interrupt, abort): a durable stop record and the `end` chunk,
+//! fenced on the run they were made for.
+
+use super::{
+    Error, RunRef, SessionAddress, SessionState, StopKind, StopRecord, Store, now_ms,
+    replies::StopReply, scripts::STOP_RUN, to_json,
+};
+use crate::{
+    ErrorCode,
+    chunk::{ChunkKind, EndStatus, RunError, encode_unsequenced},
+};
+
+/// How often a stop reads the session again when another run took it between the read and the
+/// script. Each retry means a resume won that window, so more than one is already unlikely.
+const STOP_ATTEMPTS: usize = 3;
+
+/// How a stop request ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stopped {
+    /// The run is stopped; its workflow (if still running) should be cancelled.
+    Stopped {
+        run_id: String,
+        /// The stopped run's workflow, as the state named it when the stop was made.
+        workflow_id: Option<String>,
+    },
+    SessionNotFound,
+    /// Nothing runs (the session has ended).
+    NotRunning {
+        status: String,
+    },
+}
+
+impl Store {
+    /// Records a durable stop on the session's current run and ends it (see `stop_run.lua`).
+    /// The stop record and the `end` chunk name the run read from the state; if another run
+    /// took the session before the script ran, nothing is written and the stop is made again
+    /// for that run, so the run that is stopped is always the one they name.
+    pub async fn stop_run(
+        &self,
+        address: &SessionAddress,
+        kind: StopKind,
+    ) -> Result<Stopped, Error> {
+        for _ in 0..STOP_ATTEMPTS {
+            let Some(state) = self.session(address).await? else {
+                return Ok(Stopped::SessionNotFound);
+            };
+            match self.stop_run_as_read(address, kind, &state).await? {
+                StopReply::Stopped { run_id } => {
+                    let workflow_id = state.workflow_id;
+                    return Ok(Stopped::Stopped {
+                        run_id,
+                        workflow_id,
+                    });
+                }
+                StopReply::SessionNotFound => return Ok(Stopped::SessionNotFound),
+                StopReply::NotRunning { status } => return Ok(Stopped::NotRunning { status }),
+                StopReply::Superseded { run_id } => {
+                    tracing::debug!(
+                        session = %address.session_id,
+                        %run_id,
+                        "another run took the session before the stop: reading it again"
+                    );
+                }
+            }
+        }
+        // Runs kept replacing each other faster than the stop could name one: as claim_resume
+        // says of a run it no longer finds, the session is superseded.
+        Ok(Stopped::NotRunning {
+            status: "superseded".to_owned(),
+        })
+    }
+
+    /// One attempt of a stop of the run `state` names: the script refuses it
+    /// ([`StopReply::Superseded`]) if the session's run is another one by now.
+    pub(super) async fn stop_run_as_read(
+        &self,
+        address: &SessionAddress,
+        kind: StopKind,
+        state: &SessionState,
+    ) -> Result<StopReply, Error> {
+        let now = now_ms();
+        let stop = StopRecord {
+            run_id: state.run_id.clone(),
+            kind,
+            at: now,
+        };
+        let error = RunError {
+            code: ErrorCode::FrameworkCancelled,
+            message: "the run was aborted".to_owned(),
+        };
+        let end = ChunkKind::End {
+            status: match kind {
+                StopKind::Interrupt => EndStatus::Interrupted,
+                StopKind::Abort => EndStatus::Failed,
+            },
+            output: None,
+            error: (kind == StopKind::Abort).then(|| error.clone()),
+            usage: {
+                let mut rollup = self.usage_rollup(address).await?.unwrap_or_default();
+                // The stop's own abort is counted by the script that writes this chunk.
+                rollup.aborts += u64::from(kind == StopKind::Abort);
+                rollup
+            },
+        };
+        STOP_RUN
+            .on(self, address)
+            .arg(kind.as_str())
+            .arg(now)
+            .arg(to_json(&stop))
+            .arg(to_json(&error))
+            .arg(encode_unsequenced(
+                &self.header(RunRef {
+                    address,
+                    stream_id: &state.stream_id,
+                    run_id: &state.run_id,
+                }),
+                &end,
+            ))
+            .arg(&state.run_id)
+            .run(self)
+            .await
+    }
+}

@@ -1,0 +1,122 @@
+//! What more than one group of operations names, reads or writes: a session's address, a run
+//! and a step of it, its pending calls and checkpoints, and whether a write was new.
+
+use super::Suspension;
+use serde::{Deserialize, Serialize};
+
+/// Where a session lives: its own id and the root of its tree (the same for a top-level session).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionAddress {
+    pub root_session_id: String,
+    pub session_id: String,
+}
+
+impl SessionAddress {
+    /// A top-level session: its own root.
+    pub fn root(session_id: impl Into<String>) -> Self {
+        let session_id = session_id.into();
+        Self {
+            root_session_id: session_id.clone(),
+            session_id,
+        }
+    }
+}
+
+/// One run of a session, as the chunks it writes name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunRef<'a> {
+    pub address: &'a SessionAddress,
+    pub stream_id: &'a str,
+    pub run_id: &'a str,
+}
+
+/// One step of one run of a session: what every write and read of a step names (a read does
+/// not need the stream id, but a step is always known with it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StepRef<'a> {
+    pub address: &'a SessionAddress,
+    pub stream_id: &'a str,
+    pub run_id: &'a str,
+    pub step: u32,
+}
+
+impl<'a> StepRef<'a> {
+    /// The run this step belongs to.
+    pub fn run(self) -> RunRef<'a> {
+        RunRef {
+            address: self.address,
+            stream_id: self.stream_id,
+            run_id: self.run_id,
+        }
+    }
+}
+
+/// A run about to take a session over (a resume's claim): its ids, and the agent type its
+/// `run_start` chunk names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NewRun<'a> {
+    pub agent_type: &'a str,
+    pub stream_id: &'a str,
+    pub run_id: &'a str,
+    pub workflow_id: &'a str,
+}
+
+/// Whether a write was new or a replay of one already done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Written {
+    New,
+    AlreadyDone,
+}
+
+/// What kind of answer a pending call waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PendingKind {
+    /// The result of a client tool.
+    Client,
+    /// A person's approval of a server tool call.
+    Approval,
+}
+
+/// A call the run waits on, as stored in the owning session's `pending` hash. The run that
+/// awaits it is stored beside it (`pendingRun`), so a resume can take it over without rewriting
+/// this entry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingCall {
+    pub tool_call_id: String,
+    pub tool_name: String,
+    pub input: serde_json::Value,
+    pub kind: PendingKind,
+    pub step: u32,
+    /// Milliseconds since the epoch; past it the call counts as answered (`client_tool_timeout`).
+    pub deadline_at: u64,
+    /// How long the drained call keeps answering `already_completed`, in milliseconds.
+    pub completed_retention_ms: u64,
+    /// For approvals: `<runId>::<toolCallId>`, which the approval response must name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_id: Option<String>,
+    /// Since when the call is awaited (ms since the epoch), for the client-tool wait time.
+    #[serde(default)]
+    pub awaited_since: u64,
+}
+
+/// A checkpoint: the log, step and stream positions at one step boundary.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Checkpoint {
+    /// Its index in the session's checkpoint list, which only grows (a rewind adds one too).
+    pub id: u32,
+    pub message_count: u64,
+    pub step_count: u32,
+    pub stream_sequence: u64,
+    /// For a step that suspended: when, what it awaited and the pending entries it wrote, so a
+    /// rewind to it can await the same calls again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suspended_at: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suspension: Option<Suspension>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending: Vec<PendingCall>,
+}

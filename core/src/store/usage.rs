@@ -1,0 +1,141 @@
+//! What the status, snapshot and usage routes read, and the submit rate limit's token bucket.
+
+use super::{
+    Checkpoint, Error, SessionAddress, Store, UsageRecord, from_json,
+    keys::{Key, state_field},
+    now_ms,
+    replies::{SnapshotReply, TokenReply},
+    scripts::{SNAPSHOT, TAKE_TOKEN},
+};
+use crate::{
+    api::{SnapshotResponse, SnapshotState},
+    message::Message,
+    model::Usage,
+    usage::UsageRollup,
+};
+use std::time::Duration;
+
+impl Store {
+    /// The usage record of every committed step, oldest first.
+    pub async fn usage_records(&self, address: &SessionAddress) -> Result<Vec<UsageRecord>, Error> {
+        self.json_list(self.key(address, Key::Usage)).await
+    }
+
+    /// Total usage of the session so far.
+    pub async fn usage_total(&self, address: &SessionAddress) -> Result<Usage, Error> {
+        let mut total = Usage::default();
+        for record in self.usage_records(address).await? {
+            total.add(&record.usage);
+        }
+        Ok(total)
+    }
+
+    /// The session's usage rollup (see [`crate::usage`]), or `None` if there is no such session.
+    pub async fn usage_rollup(
+        &self,
+        address: &SessionAddress,
+    ) -> Result<Option<UsageRollup>, Error> {
+        let key = self.key(address, Key::State);
+        let (exists, wait, aborts, records, messages): (
+            bool,
+            Option<u64>,
+            Option<u64>,
+            Vec<String>,
+            Vec<String>,
+        ) = redis::pipe()
+            .exists(&key)
+            .hget(&key, state_field::CLIENT_TOOL_WAIT_MS)
+            .hget(&key, state_field::ABORTS)
+            .lrange(self.key(address, Key::Usage), 0, -1)
+            .lrange(self.key(address, Key::Messages), 0, -1)
+            .query_async(&mut self.conn())
+            .await?;
+        if !exists {
+            return Ok(None);
+        }
+        let records: Vec<UsageRecord> = records
+            .iter()
+            .map(|r| from_json(&key, r))
+            .collect::<Result<_, _>>()?;
+        let messages: Vec<Message> = messages
+            .iter()
+            .map(|m| from_json(&key, m))
+            .collect::<Result<_, _>>()?;
+        Ok(Some(UsageRollup::of(
+            &records,
+            &messages,
+            wait.unwrap_or(0),
+            aborts.unwrap_or(0),
+        )))
+    }
+
+    /// The session's snapshot (see `snapshot.lua` and [`SnapshotResponse`]), or `None` if
+    /// there is no such session.
+    pub async fn snapshot(
+        &self,
+        address: &SessionAddress,
+    ) -> Result<Option<SnapshotResponse>, Error> {
+        let key = self.key(address, Key::State);
+        let fields = match SNAPSHOT.on(self, address).run(self).await? {
+            SnapshotReply::SessionNotFound => return Ok(None),
+            SnapshotReply::Found(fields) => fields,
+        };
+        let checkpoint: Option<Checkpoint> = fields
+            .checkpoint
+            .map(|record| from_json(&key, &record))
+            .transpose()?;
+        // The floor is the sequence before the oldest retained entry (`<sequence>-0`).
+        let oldest_retained_sequence = match fields
+            .oldest_entry_id
+            .as_deref()
+            .and_then(|id| id.split_once('-'))
+        {
+            Some((first, _)) => first
+                .parse::<u64>()
+                .map_err(|e| Error::Corrupt {
+                    key: key.clone(),
+                    reason: format!("snapshot field {first:?}: {e}"),
+                })?
+                .saturating_sub(1),
+            None => fields.last_sequence,
+        };
+        let messages = fields
+            .messages
+            .iter()
+            .map(|m| from_json(&key, m))
+            .collect::<Result<_, _>>()?;
+        let pinned = checkpoint.as_ref().filter(|_| !fields.status.is_terminal());
+        Ok(Some(SnapshotResponse {
+            session_id: address.session_id.clone(),
+            stream_id: fields.stream_id,
+            status: fields.status,
+            state: SnapshotState { messages },
+            stream_sequence: pinned.map_or(-1, |c| c.stream_sequence as i64),
+            oldest_retained_sequence,
+            step_count: pinned.map_or(fields.step_count, |c| c.step_count),
+            checkpoint_id: checkpoint.map(|c| c.id),
+        }))
+    }
+
+    /// Takes a token from the session's submit bucket (`per_minute` tokens, refilled evenly):
+    /// `Ok(None)` when taken, `Ok(Some(wait))` when the bucket is empty, with the time until the
+    /// next token. Shared by every server on the same Redis.
+    pub async fn take_submit_token(
+        &self,
+        address: &SessionAddress,
+        per_minute: u32,
+    ) -> Result<Option<Duration>, Error> {
+        let rate = f64::from(per_minute) / 60_000.0;
+        let reply = TAKE_TOKEN
+            .on(self, address)
+            .arg(per_minute)
+            .arg(rate)
+            .arg(now_ms())
+            .run(self)
+            .await?;
+        Ok(match reply {
+            TokenReply::Taken => None,
+            TokenReply::Empty { wait_ms } => Some(Duration::from_millis(wait_ms)),
+        })
+    }
+}
