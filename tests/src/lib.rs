@@ -217,7 +217,6 @@ impl Harness {
         let temporal = connect_temporal(&temporal_settings())
             .await
             .expect("Temporal must run for the end-to-end tests (scripts/services.sh starts it)");
-        let store = store.with_stream_max_chunks(options.stream_max_chunks);
         let state = AppState {
             store: store.clone(),
             registry,

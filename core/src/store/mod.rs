@@ -76,7 +76,6 @@ pub struct Store {
     client: redis::Client,
     connection: ConnectionManager,
     prefix: String,
-    stream_max_chunks: u64,
 }
 
 impl std::fmt::Debug for Store {
@@ -96,16 +95,7 @@ impl Store {
             client,
             connection,
             prefix: prefix.into(),
-            stream_max_chunks: 0,
         })
-    }
-
-    /// Sessions this store creates keep at most `max` chunks in their stream (the oldest are
-    /// trimmed as new ones come); 0 keeps every chunk. A reader asking for a trimmed position
-    /// is told `TRUNCATED` and re-reads the snapshot.
-    pub fn with_stream_max_chunks(mut self, max: u64) -> Self {
-        self.stream_max_chunks = max;
-        self
     }
 
     fn key(&self, address: &SessionAddress, key: Key) -> String {

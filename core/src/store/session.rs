@@ -25,6 +25,10 @@ pub struct NewSession<'a> {
     pub workflow_id: &'a str,
     /// The initial log: system prompt (if any) and the user's message.
     pub messages: &'a [Message],
+    /// The stream keeps at most this many chunks (the oldest are trimmed as new ones come);
+    /// 0 keeps every chunk. A reader asking for a trimmed position is told `TRUNCATED`. The
+    /// session records it at creation and every later chunk obeys that record.
+    pub max_chunks: u64,
 }
 
 impl Store {
@@ -50,7 +54,7 @@ impl Store {
             .arg(now_ms())
             .arg(body)
             .arg(new.workflow_id)
-            .arg(self.stream_max_chunks);
+            .arg(new.max_chunks);
         for message in new.messages {
             invocation.arg(to_json(message));
         }

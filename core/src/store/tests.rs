@@ -43,6 +43,7 @@ async fn new_session(store: &Store, address: &SessionAddress) {
             stream_id: "st1",
             workflow_id: "wf1",
             messages: &[Message::system("be brief"), Message::user("hi")],
+            max_chunks: 0,
         })
         .await
         .unwrap();
@@ -89,6 +90,7 @@ async fn a_step_goes_from_staged_to_committed_once() {
             stream_id: "st2",
             workflow_id: "wf2",
             messages: &[],
+            max_chunks: 0,
         })
         .await;
     assert!(matches!(again, Err(Error::SessionExists(_))));

@@ -589,6 +589,7 @@ async fn fanout_latencies(
             stream_id: "st1",
             workflow_id: "none",
             messages: &[Message::user("go")],
+            max_chunks: 0,
         })
         .await?;
     let http = reqwest::Client::new();

@@ -124,6 +124,7 @@ async fn status_says_whether_temporal_runs_the_session() {
             stream_id: "st1",
             workflow_id: "agent__two_steps__orphan",
             messages: &[Message::user("go")],
+            max_chunks: 0,
         })
         .await
         .unwrap();

@@ -79,12 +79,9 @@ pub async fn start_session(
         messages.push(Message::system(agent.system_prompt()));
     }
     messages.push(Message::user(user_message));
-    // The session records its retention when it is created, and every later chunk of it obeys
-    // that record: this is the one place the server's setting reaches Redis.
+    // The one place the server's stream retention reaches Redis: the session records it.
     state
         .store
-        .clone()
-        .with_stream_max_chunks(state.options.stream_max_chunks)
         .create_session(NewSession {
             address: &address,
             agent_type: agent.name(),
@@ -92,6 +89,7 @@ pub async fn start_session(
             stream_id: &stream_id,
             workflow_id: &workflow_id,
             messages: &messages,
+            max_chunks: state.options.stream_max_chunks,
         })
         .await
         .map_err(store_error)?;
