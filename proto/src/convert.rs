@@ -14,8 +14,8 @@ use baton_wire::{
     submit::SubmitAnswer,
     usage::{ModelUsage, UsageRollup},
 };
-use serde::{Serialize, de::DeserializeOwned};
 use serde_json::Value;
+use std::str::FromStr;
 
 /// The binary metadata entry of a refused call's status that holds the JSON error body.
 pub const ERROR_METADATA_KEY: &str = "baton-error-bin";
@@ -59,18 +59,17 @@ pub fn api_error_from_status(status: &tonic::Status) -> Option<ApiError> {
     serde_json::from_slice(&body).ok()
 }
 
-/// A unit enum of core as its JSON string (`"suspended_client_tool"`).
-fn wire_string<T: Serialize>(value: &T) -> String {
-    match serde_json::to_value(value) {
-        Ok(Value::String(text)) => text,
-        // Only unit enums with string renames are passed here.
-        other => unreachable!("a unit enum serializes to a string, got {other:?}"),
-    }
+/// A unit enum of the wire types as its string (`"suspended_client_tool"`): the enum's one
+/// string table, the same as its JSON.
+fn wire_string<T: Copy + Into<&'static str>>(value: &T) -> String {
+    let name: &'static str = (*value).into();
+    name.to_owned()
 }
 
-/// A JSON string of the API as its core enum.
-fn from_wire_string<T: DeserializeOwned>(field: &'static str, value: String) -> Result<T, Error> {
-    serde_json::from_value(Value::String(value.clone()))
+/// A string of the API as its wire enum.
+fn from_wire_string<T: FromStr>(field: &'static str, value: String) -> Result<T, Error> {
+    value
+        .parse()
         .map_err(|_| Error::InvalidValue { field, value })
 }
 
@@ -194,23 +193,12 @@ impl From<SubmitAnswer> for v1::SubmitToolResultResponse {
     fn from(answer: SubmitAnswer) -> Self {
         let (kind, run_id) = match answer.continuation {
             Continuation::NewRun { run_id } => ("new_run".to_owned(), Some(run_id)),
-            other => (continuation_kind(&other), None),
+            other => (other.kind().to_owned(), None),
         };
         Self {
             status: wire_string(&answer.status),
             continuation: Some(v1::Continuation { kind, run_id }),
         }
-    }
-}
-
-/// The `kind` of a continuation without fields of its own.
-fn continuation_kind(continuation: &Continuation) -> String {
-    match serde_json::to_value(continuation) {
-        Ok(Value::Object(mut fields)) => match fields.remove("kind") {
-            Some(Value::String(kind)) => kind,
-            other => unreachable!("a continuation is tagged by kind, got {other:?}"),
-        },
-        other => unreachable!("a continuation serializes to an object, got {other:?}"),
     }
 }
 
@@ -452,16 +440,9 @@ impl From<&StreamChunk> for v1::Chunk {
         // Serialized directly (not through a `Value`) so the fields keep the order the HTTP
         // stream sends them in.
         let json = serde_json::to_string(chunk).expect("a chunk always serializes");
-        let chunk_type = match serde_json::to_value(&chunk.kind) {
-            Ok(Value::Object(fields)) => match fields.get("type") {
-                Some(Value::String(chunk_type)) => chunk_type.clone(),
-                other => unreachable!("a chunk is tagged by type, got {other:?}"),
-            },
-            other => unreachable!("a chunk kind serializes to an object, got {other:?}"),
-        };
         Self {
             sequence: chunk.sequence,
-            r#type: chunk_type,
+            r#type: chunk.kind.name().to_owned(),
             json,
         }
     }
