@@ -52,6 +52,28 @@ pub struct ActivityPolicy {
     pub heartbeat_timeout: Duration,
     /// Timeout of the local activities that commit to Redis.
     pub commit_timeout: Duration,
+    /// Attempts of a Redis commit (the first included) before the run fails.
+    #[serde(default = "default_commit_attempts")]
+    pub commit_attempts: u32,
+    /// The wait before an activity's first retry; each later wait doubles, up to
+    /// `retry_maximum_interval`.
+    #[serde(default = "default_retry_initial_interval")]
+    pub retry_initial_interval: Duration,
+    #[serde(default = "default_retry_maximum_interval")]
+    pub retry_maximum_interval: Duration,
+}
+
+// Runs started before these fields existed carry none: they get what was fixed then.
+fn default_commit_attempts() -> u32 {
+    10
+}
+
+fn default_retry_initial_interval() -> Duration {
+    Duration::from_millis(200)
+}
+
+fn default_retry_maximum_interval() -> Duration {
+    Duration::from_secs(10)
 }
 
 impl Default for ActivityPolicy {
@@ -63,6 +85,9 @@ impl Default for ActivityPolicy {
             tool_attempts: 3,
             heartbeat_timeout: Duration::from_secs(30),
             commit_timeout: Duration::from_secs(30),
+            commit_attempts: default_commit_attempts(),
+            retry_initial_interval: default_retry_initial_interval(),
+            retry_maximum_interval: default_retry_maximum_interval(),
         }
     }
 }
@@ -239,4 +264,24 @@ pub enum RunOutcome {
     Suspended {
         tool_call_ids: Vec<String>,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_policy_recorded_before_the_retry_fields_reads_with_the_old_fixed_values() {
+        let recorded = serde_json::json!({
+            "modelTimeout": {"secs": 300, "nanos": 0}, "modelAttempts": 5,
+            "toolTimeout": {"secs": 300, "nanos": 0}, "toolAttempts": 3,
+            "heartbeatTimeout": {"secs": 30, "nanos": 0},
+            "commitTimeout": {"secs": 30, "nanos": 0},
+        });
+        let policy: ActivityPolicy = serde_json::from_value(recorded).unwrap();
+        assert_eq!(policy, ActivityPolicy::default());
+        assert_eq!(policy.commit_attempts, 10);
+        assert_eq!(policy.retry_initial_interval, Duration::from_millis(200));
+        assert_eq!(policy.retry_maximum_interval, Duration::from_secs(10));
+    }
 }

@@ -10,8 +10,8 @@
 use baton_activities::{
     AgentActivities,
     io::{
-        DeadlineCheck, DeadlineInput, DeadlineOutcome, DeadlineStart, FailInput, RunInput,
-        RunOutcome, StepInput, StepPlan, SuspendedRun, ToolInput,
+        ActivityPolicy, DeadlineCheck, DeadlineInput, DeadlineOutcome, DeadlineStart, FailInput,
+        RunInput, RunOutcome, StepInput, StepPlan, SuspendedRun, ToolInput,
     },
 };
 use baton_core::ErrorCode;
@@ -309,28 +309,28 @@ fn activity_failure(error: &ActivityExecutionError, fallback: ErrorCode) -> (Err
 fn model_options(input: &RunInput) -> ActivityOptions {
     ActivityOptions::with_start_to_close_timeout(input.policy.model_timeout)
         .heartbeat_timeout(input.policy.heartbeat_timeout)
-        .retry_policy(retries(input.policy.model_attempts))
+        .retry_policy(retries(&input.policy, input.policy.model_attempts))
         .build()
 }
 
 fn tool_options(input: &RunInput) -> ActivityOptions {
     ActivityOptions::with_start_to_close_timeout(input.policy.tool_timeout)
         .heartbeat_timeout(input.policy.heartbeat_timeout)
-        .retry_policy(retries(input.policy.tool_attempts))
+        .retry_policy(retries(&input.policy, input.policy.tool_attempts))
         .build()
 }
 
 fn commit_options(input: &RunInput) -> LocalActivityOptions {
     LocalActivityOptions::builder()
         .start_to_close_timeout(input.policy.commit_timeout)
-        .retry_policy(retries(10))
+        .retry_policy(retries(&input.policy, input.policy.commit_attempts))
         .build()
 }
 
-fn retries(maximum_attempts: u32) -> RetryPolicy {
+fn retries(policy: &ActivityPolicy, maximum_attempts: u32) -> RetryPolicy {
     RetryPolicy::builder()
-        .initial_interval(std::time::Duration::from_millis(200))
-        .maximum_interval(std::time::Duration::from_secs(10))
+        .initial_interval(policy.retry_initial_interval)
+        .maximum_interval(policy.retry_maximum_interval)
         .maximum_attempts(maximum_attempts)
         .build()
 }

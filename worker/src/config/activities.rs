@@ -57,6 +57,34 @@ pub(crate) struct ActivityArgs {
         global = true
     )]
     pub(crate) commit_timeout_secs: u64,
+    /// Attempts of each Redis commit of a run (the first included) before the run fails.
+    #[arg(
+        long,
+        env = "BATON_COMMIT_ATTEMPTS",
+        default_value_t = ActivityPolicy::default().commit_attempts,
+        global = true
+    )]
+    pub(crate) commit_attempts: u32,
+    /// The wait before an activity's first retry, in milliseconds; each later wait doubles.
+    #[arg(
+        long,
+        env = "BATON_RETRY_INITIAL_MS",
+        default_value_t = duration_ms(ActivityPolicy::default().retry_initial_interval),
+        global = true
+    )]
+    pub(crate) retry_initial_ms: u64,
+    /// The longest wait between two attempts of an activity, in milliseconds.
+    #[arg(
+        long,
+        env = "BATON_RETRY_MAX_MS",
+        default_value_t = duration_ms(ActivityPolicy::default().retry_maximum_interval),
+        global = true
+    )]
+    pub(crate) retry_max_ms: u64,
+}
+
+fn duration_ms(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
 impl ActivityArgs {
@@ -68,6 +96,9 @@ impl ActivityArgs {
             tool_attempts: self.tool_attempts,
             heartbeat_timeout: Duration::from_secs(self.heartbeat_timeout_secs),
             commit_timeout: Duration::from_secs(self.commit_timeout_secs),
+            commit_attempts: self.commit_attempts,
+            retry_initial_interval: Duration::from_millis(self.retry_initial_ms),
+            retry_maximum_interval: Duration::from_millis(self.retry_max_ms),
         }
     }
 }

@@ -107,6 +107,10 @@ mod tests {
             "2",
             "--commit-timeout-secs",
             "9",
+            "--retry-initial-ms",
+            "50",
+            "--retry-max-ms",
+            "1500",
             "--task-queue",
             "q",
         ])
@@ -116,6 +120,12 @@ mod tests {
         let policy = cli.activities.policy();
         assert_eq!(policy.model_attempts, 2);
         assert_eq!(policy.commit_timeout, std::time::Duration::from_secs(9));
+        assert_eq!(policy.retry_initial_interval.as_millis(), 50);
+        assert_eq!(policy.retry_maximum_interval.as_millis(), 1500);
+        assert_eq!(
+            policy.commit_attempts,
+            ActivityPolicy::default().commit_attempts
+        );
         let options = cli.server_options().unwrap();
         assert_eq!(options.submits_per_minute, None);
         assert_eq!(options.stream_max_chunks, 7);
