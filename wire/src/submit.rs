@@ -48,11 +48,7 @@ pub struct ToolResultSubmit {
 
 /// A decision on an approval-gated call, naming the approval it answers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(
-    rename_all = "camelCase",
-    deny_unknown_fields,
-    try_from = "RawApproval"
-)]
+#[serde(rename_all = "camelCase", try_from = "RawApproval")]
 pub struct ApprovalSubmit {
     pub session_id: String,
     pub tool_call_id: String,
