@@ -1,7 +1,8 @@
 //! Rewinding a session to one of its checkpoints for a new run (resume `from_checkpoint`).
 
 use super::{
-    Checkpoint, Error, PendingCall, RunRef, SessionAddress, Store, Suspension, flag, now_ms,
+    Checkpoint, Error, NewRun, PendingCall, RunRef, SessionAddress, Store, Suspension, flag,
+    now_ms,
     replies::RewindReply,
     scripts::REWIND,
     suspension::{approval_id, approval_request_body},
@@ -15,10 +16,8 @@ use crate::{
 /// A rewind of a session to one of its checkpoints (resume `from_checkpoint`).
 #[derive(Debug, Clone)]
 pub struct Rewind<'a> {
-    pub agent_type: &'a str,
-    pub stream_id: &'a str,
-    pub new_run_id: &'a str,
-    pub workflow_id: &'a str,
+    /// The run that takes the session over from the checkpoint.
+    pub run: NewRun<'a>,
     /// The checkpoint, as read before (checkpoint records never change).
     pub checkpoint: &'a Checkpoint,
     /// Appended after the rewind; with a checkpoint that suspended it needs `abandon_pending`.
@@ -59,8 +58,8 @@ impl Store {
         let now = now_ms();
         let header = self.header(RunRef {
             address,
-            stream_id: rewind.stream_id,
-            run_id: rewind.new_run_id,
+            stream_id: rewind.run.stream_id,
+            run_id: rewind.run.run_id,
         });
         let suspend = !checkpoint.pending.is_empty() && rewind.message.is_none();
         let restored: Vec<PendingCall> = checkpoint
@@ -74,13 +73,13 @@ impl Store {
                 approval_id: call
                     .approval_id
                     .as_ref()
-                    .map(|_| approval_id(rewind.new_run_id, &call.tool_call_id)),
+                    .map(|_| approval_id(rewind.run.run_id, &call.tool_call_id)),
                 awaited_since: now,
                 ..call.clone()
             })
             .collect();
         let suspension = checkpoint.suspension.as_ref().map(|s| Suspension {
-            run_id: rewind.new_run_id.to_owned(),
+            run_id: rewind.run.run_id.to_owned(),
             ..s.clone()
         });
         let step = suspension
@@ -88,10 +87,10 @@ impl Store {
             .map_or(checkpoint.step_count, |s| s.step);
         let mut invocation = REWIND.on(self, address);
         invocation
-            .arg(rewind.new_run_id)
+            .arg(rewind.run.run_id)
             .arg(now)
             .arg(checkpoint.id)
-            .arg(rewind.workflow_id)
+            .arg(rewind.run.workflow_id)
             .arg(encode_unsequenced(
                 &header,
                 &ChunkKind::Rewind {
@@ -102,7 +101,7 @@ impl Store {
             .arg(encode_unsequenced(
                 &header,
                 &ChunkKind::RunStart {
-                    agent_type: rewind.agent_type.to_owned(),
+                    agent_type: rewind.run.agent_type.to_owned(),
                 },
             ))
             .arg(if suspend { "suspend" } else { "run" })

@@ -52,8 +52,8 @@ impl<'a> StepRef<'a> {
     }
 }
 
-/// A run about to take a session over (a resume's claim): its ids, and the agent type its
-/// `run_start` chunk names.
+/// A run about to take a session over (a resume's claim, a rewind): its ids, and the agent type
+/// its `run_start` chunk names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NewRun<'a> {
     pub agent_type: &'a str,

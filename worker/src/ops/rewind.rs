@@ -72,10 +72,12 @@ pub(super) async fn rewind_session(
         .rewind(
             &address,
             store::Rewind {
-                agent_type: agent.name(),
-                stream_id: &session.stream_id,
-                new_run_id: &run_id,
-                workflow_id: &workflow_id,
+                run: store::NewRun {
+                    agent_type: agent.name(),
+                    stream_id: &session.stream_id,
+                    run_id: &run_id,
+                    workflow_id: &workflow_id,
+                },
                 checkpoint: &checkpoint,
                 message: entry.message,
                 abandon_pending: entry.abandon_pending,
