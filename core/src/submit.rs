@@ -6,8 +6,7 @@ use crate::{
     AgentRegistry, ApiError, ErrorCode,
     message::ToolOutcome,
     store::{
-        self, Answer, ApprovalDecision, PendingKind, SessionAddress, Store, StoredAnswer,
-        SubmitOutcome, now_ms,
+        self, Answer, PendingKind, SessionAddress, Store, StoredAnswer, SubmitOutcome, now_ms,
     },
 };
 
@@ -38,58 +37,6 @@ impl SubmitLimits {
     }
 }
 
-/// A checked submit.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Submission {
-    /// Always the root session of the tree.
-    pub session_id: String,
-    pub tool_call_id: String,
-    pub answer: SubmittedAnswer,
-}
-
-/// What a submit answers.
-#[derive(Debug, Clone, PartialEq)]
-pub enum SubmittedAnswer {
-    /// `client-tool-result`: a client tool's result or error.
-    Outcome(ToolOutcome),
-    /// `approval-response`: a decision on an approval-gated call.
-    Approval {
-        approval_id: String,
-        decision: ApprovalDecision,
-    },
-}
-
-/// Decodes a submit body ([`SubmitRequest`]) into the checked form the store takes. Anything
-/// that is not exactly one client answer is refused with the fixed `validation_error` message
-/// (with the reason in `details` when `verbose`).
-pub fn parse_submission(body: &[u8], verbose: bool) -> Result<Submission, ApiError> {
-    SubmitRequest::from_json(body, verbose).map(Submission::from)
-}
-
-impl From<SubmitRequest> for Submission {
-    fn from(request: SubmitRequest) -> Self {
-        match request {
-            SubmitRequest::ClientToolResult(submit) => Self {
-                session_id: submit.session_id,
-                tool_call_id: submit.tool_call_id,
-                answer: SubmittedAnswer::Outcome(submit.outcome),
-            },
-            SubmitRequest::ApprovalResponse(submit) => Self {
-                session_id: submit.session_id,
-                tool_call_id: submit.tool_call_id,
-                answer: SubmittedAnswer::Approval {
-                    approval_id: submit.approval_id,
-                    decision: ApprovalDecision {
-                        approved: submit.approved,
-                        reason: submit.reason,
-                        arguments: submit.arguments,
-                    },
-                },
-            },
-        }
-    }
-}
-
 /// Stores a client's answer. The call is found through the root session's ownership map; a
 /// result is checked against the owning tool's output schema (errors skip it). Nothing is written
 /// on any refusal.
@@ -97,18 +44,17 @@ pub async fn submit_tool_result(
     store: &Store,
     registry: &AgentRegistry,
     limits: SubmitLimits,
-    submission: Submission,
+    request: SubmitRequest,
     verbose: bool,
 ) -> Result<SubmitAnswer, ApiError> {
-    let Submission {
-        session_id,
-        tool_call_id,
-        answer,
-    } = submission;
-    let payload = match &answer {
-        SubmittedAnswer::Outcome(ToolOutcome::Result(result)) => Some(result),
-        SubmittedAnswer::Approval { decision, .. } => decision.arguments.as_ref(),
-        SubmittedAnswer::Outcome(ToolOutcome::Error(_)) => None,
+    let session_id = request.session_id().to_owned();
+    let tool_call_id = request.tool_call_id().to_owned();
+    let payload = match &request {
+        SubmitRequest::ClientToolResult(submit) => match &submit.outcome {
+            ToolOutcome::Result(result) => Some(result),
+            ToolOutcome::Error(_) => None,
+        },
+        SubmitRequest::ApprovalResponse(submit) => submit.decision.arguments.as_ref(),
     };
     if let Some(payload) = payload {
         let size = serde_json::to_vec(payload).map_or(usize::MAX, |bytes| bytes.len());
@@ -129,10 +75,14 @@ pub async fn submit_tool_result(
         root_session_id: session_id.clone(),
         session_id: owner_id,
     };
-    let answer =
-        check_against_pending(store, registry, &owner, &tool_call_id, answer, verbose).await?;
+    check_against_pending(store, registry, &owner, &request, verbose).await?;
     let answer = StoredAnswer {
-        answer,
+        answer: match request {
+            SubmitRequest::ClientToolResult(submit) => Answer::Outcome {
+                outcome: submit.outcome,
+            },
+            SubmitRequest::ApprovalResponse(submit) => Answer::Approval(submit.decision),
+        },
         submitted_at: now_ms(),
     };
     let stored = store
@@ -175,23 +125,19 @@ async fn check_against_pending(
     store: &Store,
     registry: &AgentRegistry,
     owner: &SessionAddress,
-    tool_call_id: &str,
-    answer: SubmittedAnswer,
+    request: &SubmitRequest,
     verbose: bool,
-) -> Result<Answer, ApiError> {
-    let stored = |answer: SubmittedAnswer| match answer {
-        SubmittedAnswer::Outcome(outcome) => Answer::Outcome { outcome },
-        SubmittedAnswer::Approval { decision, .. } => Answer::Approval(decision),
-    };
+) -> Result<(), ApiError> {
+    let tool_call_id = request.tool_call_id();
     let Some(call) = store
         .pending_call(owner, tool_call_id)
         .await
         .map_err(store_unavailable)?
     else {
-        return Ok(stored(answer));
+        return Ok(());
     };
     let Some(state) = store.session(owner).await.map_err(store_unavailable)? else {
-        return Ok(stored(answer));
+        return Ok(());
     };
     let agent = registry.get(&state.agent_type);
     let with_details = |error: ApiError, detail: String| {
@@ -201,10 +147,10 @@ async fn check_against_pending(
             error
         }
     };
-    match (&answer, call.kind) {
-        (SubmittedAnswer::Outcome(outcome), PendingKind::Client) => {
+    match (request, call.kind) {
+        (SubmitRequest::ClientToolResult(submit), PendingKind::Client) => {
             let tool = agent.and_then(|agent| agent.client_tool(&call.tool_name));
-            if let (ToolOutcome::Result(result), Some(tool)) = (outcome, tool) {
+            if let (ToolOutcome::Result(result), Some(tool)) = (&submit.outcome, tool) {
                 tool.check_output(result).map_err(|detail| {
                     let error = ApiError::new(ErrorCode::InvalidResult, INVALID_RESULT_MESSAGE)
                         .with("toolName", call.tool_name.clone())
@@ -213,13 +159,8 @@ async fn check_against_pending(
                 })?;
             }
         }
-        (
-            SubmittedAnswer::Approval {
-                approval_id,
-                decision,
-            },
-            PendingKind::Approval,
-        ) => {
+        (SubmitRequest::ApprovalResponse(submit), PendingKind::Approval) => {
+            let approval_id = &submit.approval_id;
             if call.approval_id.as_deref() != Some(approval_id.as_str()) {
                 return Err(ApiError::new(
                     ErrorCode::UnknownToolCall,
@@ -228,7 +169,7 @@ async fn check_against_pending(
                 .with("status", "unknown_tool_call"));
             }
             let tool = agent.and_then(|agent| agent.tool(&call.tool_name));
-            if let (Some(arguments), Some(tool)) = (&decision.arguments, tool) {
+            if let (Some(arguments), Some(tool)) = (&submit.decision.arguments, tool) {
                 tool.check_input(arguments).map_err(|error| {
                     with_details(
                         ApiError::new(ErrorCode::ValidationError, INVALID_ARGUMENTS_MESSAGE)
@@ -250,7 +191,7 @@ async fn check_against_pending(
             ));
         }
     }
-    Ok(stored(answer))
+    Ok(())
 }
 
 /// The typed refusal of an answer or body over the limit.
@@ -275,41 +216,6 @@ fn store_unavailable(error: store::Error) -> ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn a_decoded_submit_becomes_the_stores_submission() {
-        let submission = parse_submission(
-            json!({"kind": "approval-response", "sessionId": "s1", "toolCallId": "c1",
-                "approvalId": "r::c1", "approved": false, "reason": "no"})
-            .to_string()
-            .as_bytes(),
-            false,
-        )
-        .unwrap();
-        assert_eq!(submission.session_id, "s1");
-        assert_eq!(submission.tool_call_id, "c1");
-        assert_eq!(
-            submission.answer,
-            SubmittedAnswer::Approval {
-                approval_id: "r::c1".into(),
-                decision: ApprovalDecision {
-                    approved: false,
-                    reason: Some("no".into()),
-                    arguments: None
-                },
-            }
-        );
-        let result = parse_submission(br#"{"sessionId":"s1","toolCallId":"c1","result":2}"#, false);
-        assert_eq!(
-            result.unwrap().answer,
-            SubmittedAnswer::Outcome(ToolOutcome::Result(json!(2)))
-        );
-        assert_eq!(
-            parse_submission(b"[]", false).unwrap_err().error,
-            INVALID_SUBMIT_MESSAGE
-        );
-    }
 
     #[test]
     fn limits() {

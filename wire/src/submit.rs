@@ -53,12 +53,9 @@ pub struct ApprovalSubmit {
     pub session_id: String,
     pub tool_call_id: String,
     pub approval_id: String,
-    pub approved: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    /// Edited arguments (an object); the call runs with them instead of the model's.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub arguments: Option<Value>,
+    /// `approved`, `reason` and the edited `arguments` (an object), beside the ids.
+    #[serde(flatten)]
+    pub decision: ApprovalDecision,
 }
 
 impl SubmitRequest {
@@ -82,9 +79,7 @@ impl SubmitRequest {
             session_id: session_id.to_owned(),
             tool_call_id: tool_call_id.to_owned(),
             approval_id: approval_id.to_owned(),
-            approved: decision.approved,
-            reason: decision.reason,
-            arguments: decision.arguments,
+            decision,
         })
     }
 
@@ -209,9 +204,11 @@ impl TryFrom<RawApproval> for ApprovalSubmit {
             session_id: checked_session_id(raw.session_id)?,
             tool_call_id: checked_id("toolCallId", raw.tool_call_id)?,
             approval_id: checked_id("approvalId", raw.approval_id)?,
-            approved: raw.approved,
-            reason: raw.reason,
-            arguments: raw.arguments,
+            decision: ApprovalDecision {
+                approved: raw.approved,
+                reason: raw.reason,
+                arguments: raw.arguments,
+            },
         })
     }
 }
@@ -353,9 +350,9 @@ mod tests {
         let SubmitRequest::ApprovalResponse(edited) = edited.unwrap() else {
             panic!("not an approval");
         };
-        assert_eq!(edited.reason.as_deref(), Some("too risky"));
-        assert_eq!(edited.arguments, Some(json!({"path": "/tmp"})));
-        assert!(!edited.approved);
+        assert_eq!(edited.decision.reason.as_deref(), Some("too risky"));
+        assert_eq!(edited.decision.arguments, Some(json!({"path": "/tmp"})));
+        assert!(!edited.decision.approved);
         for bad in [
             json!({"kind": "approval-response", "sessionId": "s1", "toolCallId": "c1", "approved": true}),
             json!({"kind": "approval-response", "sessionId": "s1", "toolCallId": "c1", "approvalId": "a", "approved": "yes"}),

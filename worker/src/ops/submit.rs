@@ -7,7 +7,7 @@ use baton_core::{
     ApiError, ErrorCode,
     api::Resume,
     store::Continuation,
-    submit::{Submission, SubmitAnswer, parse_submission, submit_tool_result},
+    submit::{SubmitAnswer, SubmitRequest, submit_tool_result},
 };
 
 /// A submit body from its bytes to its answer: parsed, authorized, rate-limited, stored, and
@@ -19,10 +19,10 @@ pub async fn checked_submit(
     bytes: &[u8],
 ) -> Result<SubmitAnswer, ApiError> {
     let answer = async {
-        let submission = parse_submission(bytes, state.options.verbose_errors)?;
-        principal.may_act_on(&submission.session_id)?;
-        take_submit_token(state, &submission.session_id).await?;
-        submit_and_continue(state, submission).await
+        let request = SubmitRequest::from_json(bytes, state.options.verbose_errors)?;
+        principal.may_act_on(request.session_id())?;
+        take_submit_token(state, request.session_id()).await?;
+        submit_and_continue(state, request).await
     }
     .await;
     let label = match &answer {
@@ -38,14 +38,14 @@ pub async fn checked_submit(
 /// loses to another entry answers `consumed`: that entry drains the answer.
 pub async fn submit_and_continue(
     state: &AppState,
-    submission: Submission,
+    request: SubmitRequest,
 ) -> Result<SubmitAnswer, ApiError> {
-    let session_id = submission.session_id.clone();
+    let session_id = request.session_id().to_owned();
     let mut answer = submit_tool_result(
         &state.store,
         &state.registry,
         state.options.submit_limits,
-        submission,
+        request,
         state.options.verbose_errors,
     )
     .await?;
