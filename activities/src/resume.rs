@@ -7,12 +7,11 @@ use crate::{
     failure::Error,
     io::StepInput,
     plan::{self, DrainedOutcome, Resumption},
-    tools,
 };
 use baton_core::{
     ErrorCode,
     message::ToolResult,
-    store::{self, DrainedCall, PendingCall},
+    store::{self, DrainedCall, PendingCall, StepRef},
 };
 use std::collections::HashMap;
 use temporalio_sdk::activities::ActivityContext;
@@ -57,9 +56,14 @@ impl AgentActivities {
             let outcome = match drain.outcome {
                 DrainedOutcome::Known(outcome) => outcome,
                 DrainedOutcome::RunApproved(arguments) => {
-                    let context = tools::tool_context(input, id);
-                    self.outcome_of(ctx, &input.agent_type, &context, &call.tool_name, arguments)
-                        .await
+                    // The suspended step is committed: an at-most-once tool's start marker goes
+                    // with the resumed run's next step, whose commit clears it.
+                    let marker = StepRef {
+                        step: input.step + 1,
+                        ..input.step_ref()
+                    };
+                    self.outcome_of(ctx, input, marker, id, &call.tool_name, arguments)
+                        .await?
                 }
             };
             drained.push(DrainedCall {

@@ -61,6 +61,14 @@ pub trait ServerTool: Send + Sync {
         false
     }
 
+    /// Whether the tool's side effects must happen at most once per call. Such a tool's start is
+    /// recorded before it runs; an attempt that finds the start recorded but no result (a worker
+    /// lost mid-call) does not run it again and answers the model with a `tool_outcome_unknown`
+    /// error instead. Other tools are at-least-once: a lost attempt runs again.
+    fn at_most_once(&self) -> bool {
+        false
+    }
+
     /// Checks an input without running the tool (for arguments edited in an approval).
     fn check_input(&self, _input: &Value) -> Result<(), ToolError> {
         Ok(())
@@ -85,6 +93,7 @@ pub struct FnTool {
     execution: ToolExecution,
     approval: bool,
     finish: bool,
+    at_most_once: bool,
     body: Box<ToolBody>,
 }
 
@@ -161,6 +170,7 @@ where
         execution: ToolExecution::Activity,
         approval: false,
         finish: false,
+        at_most_once: false,
         body: Box::new(body),
     }
 }
@@ -185,6 +195,12 @@ impl FnTool {
         self
     }
 
+    /// The tool's side effects happen at most once per call (see [`ServerTool::at_most_once`]).
+    pub fn at_most_once(mut self) -> Self {
+        self.at_most_once = true;
+        self
+    }
+
     pub fn into_arc(self) -> Arc<dyn ServerTool> {
         Arc::new(self)
     }
@@ -206,6 +222,10 @@ impl ServerTool for FnTool {
 
     fn finishes_run(&self) -> bool {
         self.finish
+    }
+
+    fn at_most_once(&self) -> bool {
+        self.at_most_once
     }
 
     fn check_input(&self, input: &Value) -> Result<(), ToolError> {

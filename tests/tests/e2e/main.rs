@@ -7,6 +7,7 @@
 
 mod api;
 mod approval;
+mod at_most_once;
 mod auth;
 mod config;
 mod finish;
