@@ -12,6 +12,7 @@ mod auth;
 mod config;
 mod finish;
 mod inspect;
+mod observe;
 mod providers;
 mod replay;
 mod resume;
