@@ -78,11 +78,13 @@ impl AgentActivities {
         tool_name: &str,
         arguments: serde_json::Value,
     ) -> Result<ToolOutcome, Error> {
-        let Some(tool) = self
-            .registry
-            .get(&step.agent_type)
-            .and_then(|agent| agent.tool(tool_name))
-        else {
+        let agent = self.registry.get(&step.agent_type);
+        let Some(tool) = agent.and_then(|agent| agent.tool(tool_name)) else {
+            // A client tool's call runs here only when its input failed the tool's schema.
+            let client = agent.and_then(|agent| agent.client_tool(tool_name));
+            if let Some(Err(error)) = client.map(|tool| tool.check_input(&arguments)) {
+                return Ok(ToolOutcome::Error(error));
+            }
             return Ok(ToolOutcome::Error(ToolError::new(
                 codes::UNKNOWN_TOOL,
                 format!("there is no tool named {tool_name:?}"),

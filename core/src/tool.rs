@@ -229,19 +229,7 @@ impl ServerTool for FnTool {
     }
 
     fn check_input(&self, input: &Value) -> Result<(), ToolError> {
-        if let Some(first) = self.validator.iter_errors(input).next() {
-            let path = first.instance_path.to_string();
-            let at = if path.is_empty() {
-                "the input".to_owned()
-            } else {
-                path
-            };
-            return Err(ToolError::new(
-                codes::INVALID_TOOL_INPUT,
-                format!("{at}: {first}"),
-            ));
-        }
-        Ok(())
+        check_against(&self.validator, input)
     }
 
     async fn call(&self, context: &ToolContext, input: Value) -> Result<Value, ToolError> {
@@ -255,6 +243,24 @@ impl ServerTool for FnTool {
             .await
             .map_err(panic_to_tool_error)?
     }
+}
+
+/// Checks a tool's input against its schema: the first mismatch is an `invalid_tool_input`
+/// error the model can correct.
+fn check_against(validator: &jsonschema::Validator, input: &Value) -> Result<(), ToolError> {
+    if let Some(first) = validator.iter_errors(input).next() {
+        let path = first.instance_path.to_string();
+        let at = if path.is_empty() {
+            "the input".to_owned()
+        } else {
+            path
+        };
+        return Err(ToolError::new(
+            codes::INVALID_TOOL_INPUT,
+            format!("{at}: {first}"),
+        ));
+    }
+    Ok(())
 }
 
 fn panic_to_tool_error(panic: Box<dyn std::any::Any + Send>) -> ToolError {
@@ -272,6 +278,7 @@ fn panic_to_tool_error(panic: Box<dyn std::any::Any + Send>) -> ToolError {
 #[derive(Clone)]
 pub struct ClientTool {
     spec: ToolSpec,
+    input_validator: Arc<jsonschema::Validator>,
     output_schema: Option<Value>,
     output_validator: Option<Arc<jsonschema::Validator>>,
     timeout: Option<std::time::Duration>,
@@ -299,13 +306,14 @@ pub struct SchemaError {
 impl ClientTool {
     /// A client tool with a JSON Schema for its input.
     pub fn new(name: &str, description: &str, input_schema: Value) -> Result<Self, SchemaError> {
-        compile(name, "input", &input_schema)?;
+        let input_validator = Arc::new(compile(name, "input", &input_schema)?);
         Ok(Self {
             spec: ToolSpec {
                 name: name.to_owned(),
                 description: description.to_owned(),
                 input_schema,
             },
+            input_validator,
             output_schema: None,
             output_validator: None,
             timeout: None,
@@ -339,6 +347,12 @@ impl ClientTool {
 
     pub fn timeout_override(&self) -> Option<std::time::Duration> {
         self.timeout
+    }
+
+    /// Checks the model's input for a call against the input schema: a call that fails is
+    /// answered at once with this error (the model can correct it), never sent to the client.
+    pub fn check_input(&self, input: &Value) -> Result<(), ToolError> {
+        check_against(&self.input_validator, input)
     }
 
     /// Checks a submitted result against the output schema (always passes without one). The

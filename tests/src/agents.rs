@@ -276,6 +276,20 @@ pub fn asker_only() -> Agent {
         .unwrap()
 }
 
+/// `asker_sloppy`: step 1 calls `ask_user` with an input its schema refuses, step 2 corrects
+/// it (and suspends), step 3 answers.
+pub fn asker_sloppy() -> Agent {
+    let model = ScriptedModel::default()
+        .call("ask_user", json!({"text": "Name?"}))
+        .call("ask_user", json!({"question": "Name?"}))
+        .answer("Hello {{result:ask_user}}");
+    Agent::builder("asker_sloppy")
+        .model(model)
+        .client_tool(ask_user())
+        .build()
+        .unwrap()
+}
+
 /// `asker_twice`: step 1 asks the user two questions at once (a batch of two client calls).
 pub fn asker_twice() -> Agent {
     let model = ScriptedModel::default()
@@ -390,6 +404,7 @@ pub fn registry() -> AgentRegistry {
         asker(),
         asker_only(),
         asker_twice(),
+        asker_sloppy(),
         asker_hasty(),
         chatter(),
         guarded(),
