@@ -124,6 +124,10 @@ async fn store_submitted(
         session_id: owner_id,
     };
     check_against_pending(store, registry, &owner, &request, verbose, seen).await?;
+    let approval_id = match &request {
+        SubmitRequest::ApprovalResponse(submit) => Some(submit.approval_id.clone()),
+        SubmitRequest::ClientToolResult(_) => None,
+    };
     let answer = StoredAnswer {
         answer: match request {
             SubmitRequest::ClientToolResult(submit) => Answer::Outcome {
@@ -134,7 +138,7 @@ async fn store_submitted(
         submitted_at: now_ms(),
     };
     let stored = store
-        .submit_answer(&owner, &tool_call_id, &answer)
+        .submit_answer(&owner, &tool_call_id, approval_id.as_deref(), &answer)
         .await
         .map_err(store_unavailable)?;
     match stored {
@@ -159,6 +163,14 @@ async fn store_submitted(
         )
         .with("status", "unknown_tool_call")
         .with("reason", "run_stopped")),
+        SubmitOutcome::UnknownApproval => Err(ApiError::new(
+            ErrorCode::UnknownToolCall,
+            format!(
+                "no pending approval {}",
+                approval_id.as_deref().unwrap_or_default()
+            ),
+        )
+        .with("status", "unknown_tool_call")),
         SubmitOutcome::RunSuperseded => Err(ApiError::new(
             ErrorCode::StateRunSuperseded,
             "the call's run was superseded by another run; nothing was stored",
@@ -210,15 +222,8 @@ async fn check_against_pending(
                 })?;
             }
         }
+        // The approval id is compared by the script that stores the answer.
         (SubmitRequest::ApprovalResponse(submit), PendingKind::Approval) => {
-            let approval_id = &submit.approval_id;
-            if call.approval_id.as_deref() != Some(approval_id.as_str()) {
-                return Err(ApiError::new(
-                    ErrorCode::UnknownToolCall,
-                    format!("no pending approval {approval_id}"),
-                )
-                .with("status", "unknown_tool_call"));
-            }
             let tool = agent.and_then(|agent| agent.tool(&call.tool_name));
             if let (Some(arguments), Some(tool)) = (&submit.decision.arguments, tool) {
                 tool.check_input(arguments).map_err(|error| {

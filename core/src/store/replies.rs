@@ -197,6 +197,7 @@ impl FromRedisValue for SubmitReply {
             "unknown_tool_call" => SubmitOutcome::UnknownToolCall,
             "run_superseded" => SubmitOutcome::RunSuperseded,
             "run_stopped" => SubmitOutcome::RunStopped,
+            "unknown_approval" => SubmitOutcome::UnknownApproval,
             _ => return Err(reply.unexpected()),
         }))
     }
