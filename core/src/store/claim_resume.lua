@@ -34,8 +34,8 @@ if status == 'suspended_client_tool' then
 elseif not (with_message and is_ended(status)) then
   return {'not_resumable', status}
 end
--- The calls of a stopped run stay its own (a late submit answers run_stopped) until the new run
--- drains them as not executed.
+-- A stopped run's calls were closed by the stop; its record (a late submit answers run_stopped)
+-- stays until the new run's drain.
 redis.call('HSET', state_key, 'status', 'active', 'runId', new_run_id, 'updatedAt', now,
   'workflowId', workflow_id)
 redis.call('HDEL', state_key, 'output', 'error')

@@ -49,7 +49,8 @@ if checkpoint.messageCount > 0 then
 else
   redis.call('DEL', messages_key)
 end
-redis.call('HDEL', state_key, 'output', 'error', 'suspension', 'resumeMessage', 'abandon', 'stop')
+redis.call('HDEL', state_key, 'output', 'error', 'suspension', 'resumeMessage', 'abandon', 'stop',
+  'stoppedCalls')
 redis.call('HSET', state_key, 'runId', new_run_id, 'stepCount', checkpoint.stepCount,
   'updatedAt', now, 'workflowId', workflow_id)
 emit(rewind_body)

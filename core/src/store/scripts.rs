@@ -95,7 +95,20 @@ pub(super) static APPLY_ANSWERS: StoreScript = store_script!(
         OpenDeadlines,
     ]
 );
-pub(super) static STOP_RUN: StoreScript = store_script!("stop_run", [State, Stream]);
+pub(super) static STOP_RUN: StoreScript = store_script!(
+    "stop_run",
+    [
+        State,
+        Stream,
+        Messages,
+        Staged,
+        Pending,
+        PendingRun,
+        Answers,
+        Ownership,
+        OpenDeadlines,
+    ]
+);
 pub(super) static REWIND: StoreScript = store_script!(
     "rewind",
     [

@@ -581,6 +581,7 @@ async fn a_stop_is_fenced_on_the_run_it_read() {
         Stopped::Stopped {
             run_id: "r2".into(),
             workflow_id: Some("wf2".into()),
+            closed_calls: vec![],
         }
     );
     let state = store.session(&address).await.unwrap().unwrap();

@@ -1,5 +1,5 @@
 //! Interrupt and abort: a durable stop on the run, then its workflow cancelled; late submits
-//! answer run_stopped; the next message closes the dangling calls as not executed.
+//! answer run_stopped; the stop closes the dangling calls as not executed and clears them.
 
 use baton_client::Client as _;
 use baton_core::{
@@ -60,15 +60,38 @@ async fn an_interrupted_suspension_refuses_late_answers_and_the_next_message_clo
         assert_eq!(late.code, ErrorCode::UnknownToolCall);
         assert_eq!(late.details["reason"], "run_stopped", "{call}");
     }
+    // The stop cleared what it ended: no answer, pending call or ownership is left, and the
+    // calls are already closed in the log, before the end chunk.
+    let address = SessionAddress::root(&session);
+    assert!(harness.store.answers(&address).await.unwrap().is_empty());
+    assert!(
+        harness
+            .store
+            .pending_calls(&address)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     assert_eq!(
         harness
             .store
-            .answers(&SessionAddress::root(&session))
+            .call_owner(&session, "call_1_1")
             .await
-            .unwrap()
-            .len(),
-        1
+            .unwrap(),
+        None
     );
+    let closed: Vec<String> = chunks
+        .iter()
+        .filter_map(|chunk| match &chunk.kind {
+            ChunkKind::ToolEnd {
+                tool_call_id,
+                error: Some(error),
+                ..
+            } => Some(format!("{tool_call_id} {}", error.code)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(closed, ["call_1_1 not_executed", "call_1_2 not_executed"]);
     let again = api_error(harness.client.stop(&session, false).await.unwrap_err());
     assert_eq!(again.code, ErrorCode::RunNotActive);
     assert_eq!(
@@ -76,7 +99,7 @@ async fn an_interrupted_suspension_refuses_late_answers_and_the_next_message_clo
         ErrorCode::StateNotResumable
     );
 
-    // The next message starts a turn; every call of the stopped run gets one not-executed result.
+    // The next message starts a turn; every call of the stopped run has one not-executed result.
     let before = harness.client.status(&session).await.unwrap().last_sequence;
     harness
         .client
