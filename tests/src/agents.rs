@@ -221,10 +221,19 @@ impl Model for FlakyModel {
 
 /// `flaky`: one step whose first model call fails after streaming two words.
 pub fn flaky() -> Agent {
-    Agent::builder("flaky")
+    flaky_answering("flaky", "first second third")
+}
+
+/// `flaky_rephrasing`: like `flaky`, but the retry answers something else entirely.
+pub fn flaky_rephrasing() -> Agent {
+    flaky_answering("flaky_rephrasing", "another answer")
+}
+
+fn flaky_answering(name: &str, answer: &str) -> Agent {
+    Agent::builder(name)
         .model(FlakyModel {
             failed: AtomicBool::new(false),
-            script: ScriptedModel::default().answer("first second third"),
+            script: ScriptedModel::default().answer(answer),
         })
         .build()
         .unwrap()
@@ -401,6 +410,7 @@ pub fn registry() -> AgentRegistry {
         holder_gated(),
         holder_once(),
         flaky(),
+        flaky_rephrasing(),
         asker(),
         asker_only(),
         asker_twice(),

@@ -119,7 +119,8 @@ local function append_staged_step(keys, run_id, step_text, now, step_end_body, a
   if not turn then return {'not_staged'} end
   local call_ids = cjson.decode(redis.call('HGET', keys.staged, calls_field))
   local results = {}
-  local fields = {turn_field, calls_field, usage_field, staged_field('emitted', run_id, step_text)}
+  local fields = {turn_field, calls_field, usage_field, staged_field('emitted', run_id, step_text),
+    staged_field('attempt', run_id, step_text)}
   for _, id in ipairs(call_ids) do
     if not awaited[id] then
       local field = staged_field('result', run_id, step_text, id)
