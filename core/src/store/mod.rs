@@ -17,6 +17,7 @@ pub use baton_wire::{
 };
 
 mod keys;
+mod release;
 mod replies;
 mod resume;
 mod rewind;

@@ -42,6 +42,8 @@ pub(super) static EMIT_MODEL_CHUNKS: StoreScript =
 pub(super) static STAGE_TURN: StoreScript = store_script!("stage_turn", [State, Stream, Staged]);
 pub(super) static STAGE_TOOL_RESULT: StoreScript =
     store_script!("stage_tool_result", [State, Stream, Staged]);
+pub(super) static RELEASE_CLAIM: StoreScript =
+    store_script!("release_claim", [State, Stream, Pending, PendingRun]);
 pub(super) static MARK_TOOL_STARTED: StoreScript =
     store_script!("mark_tool_started", [State, Stream, Staged]);
 pub(super) static COMMIT_STEP: StoreScript = store_script!(
@@ -131,8 +133,9 @@ pub(super) static SNAPSHOT: StoreScript =
 
 /// Every script, for the tests that read their text.
 #[cfg(test)]
-static ALL: [&StoreScript; 15] = [
+static ALL: [&StoreScript; 16] = [
     &CREATE_SESSION,
+    &RELEASE_CLAIM,
     &MARK_TOOL_STARTED,
     &EMIT_MODEL_CHUNKS,
     &STAGE_TURN,
