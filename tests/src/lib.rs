@@ -308,6 +308,25 @@ impl Harness {
         started.session_id
     }
 
+    /// Writes a session of `agent` (message "go") as `/start` does, but starts no workflow: the
+    /// state a crash between the two leaves (status `active`, nothing executing).
+    pub async fn session_without_workflow(&self, session_id: &str, agent: &str) -> SessionAddress {
+        let address = SessionAddress::root(session_id);
+        self.store
+            .create_session(baton_core::store::NewSession {
+                address: &address,
+                agent_type: agent,
+                run_id: "r1",
+                stream_id: "st1",
+                workflow_id: &format!("agent__{agent}__{session_id}"),
+                messages: &[Message::user("go")],
+                max_chunks: 0,
+            })
+            .await
+            .unwrap();
+        address
+    }
+
     /// The message log of a top-level session.
     pub async fn messages(&self, session_id: &str) -> Vec<Message> {
         self.store

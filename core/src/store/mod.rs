@@ -27,6 +27,7 @@ mod step;
 mod stop;
 mod stream;
 mod suspension;
+mod sweep;
 mod tool_start;
 mod types;
 mod usage;
@@ -38,6 +39,7 @@ pub use step::{Completion, StagedTurn, StepProgress};
 pub use stop::Stopped;
 pub use stream::Subscriber;
 pub use suspension::{Answer, StoredAnswer, SubmitOutcome, approval_id};
+pub use sweep::QuietRun;
 pub use types::{
     Checkpoint, NewRun, PendingCall, PendingKind, RunRef, SessionAddress, StepRef, Written,
 };
