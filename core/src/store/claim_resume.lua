@@ -8,6 +8,9 @@
 local pending_key = KEYS[3]
 local pending_run_key = KEYS[4]
 local open_deadlines_key = KEYS[5]
+local messages_key = KEYS[6]
+local checkpoints_key = KEYS[7]
+local usage_key = KEYS[8]
 local new_run_id = ARGV[1]
 local now = ARGV[2]
 local run_start_body = ARGV[3]
@@ -42,5 +45,6 @@ redis.call('HDEL', state_key, 'output', 'error')
 if with_message then redis.call('HSET', state_key, 'resumeMessage', user_message_json) end
 if abandon then redis.call('HSET', state_key, 'abandon', '1') end
 for _, id in ipairs(calls) do redis.call('HSET', pending_run_key, id, new_run_id) end
+keep_keys({state_key, stream_key, messages_key, checkpoints_key, usage_key})
 emit(run_start_body)
 return {'ok', tonumber(fields[2])}

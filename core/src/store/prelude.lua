@@ -27,6 +27,19 @@ local function emit(body)
   return seq
 end
 
+-- An ended session's keys expire after the retention (ms, as text; '0' keeps them): set by the
+-- script that ends the session, on the keys it declares.
+local function expire_ended(retention_ms_text, keys)
+  local retention_ms = tonumber(retention_ms_text) or 0
+  if retention_ms <= 0 then return end
+  for _, key in ipairs(keys) do redis.call('PEXPIRE', key, retention_ms) end
+end
+
+-- A new run of an ended session keeps its keys again (see expire_ended).
+local function keep_keys(keys)
+  for _, key in ipairs(keys) do redis.call('PERSIST', key) end
+end
+
 -- Returns nil when the run may write, or the reason it may not.
 local function run_guard(run_id)
   local fields = redis.call('HMGET', state_key, 'status', 'runId')

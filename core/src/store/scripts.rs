@@ -50,7 +50,10 @@ pub(super) static COMMIT_STEP: StoreScript = store_script!(
     "commit_step",
     [State, Stream, Staged, Messages, Checkpoints, Usage]
 );
-pub(super) static FAIL_RUN: StoreScript = store_script!("fail_run", [State, Stream, Staged]);
+pub(super) static FAIL_RUN: StoreScript = store_script!(
+    "fail_run",
+    [State, Stream, Staged, Messages, Checkpoints, Usage]
+);
 pub(super) static COMMIT_SUSPENDED_STEP: StoreScript = store_script!(
     "commit_suspended_step",
     [
@@ -81,7 +84,16 @@ pub(super) static SUBMIT_ANSWER: StoreScript = store_script!(
 );
 pub(super) static CLAIM_RESUME: StoreScript = store_script!(
     "claim_resume",
-    [State, Stream, Pending, PendingRun, OpenDeadlines]
+    [
+        State,
+        Stream,
+        Pending,
+        PendingRun,
+        OpenDeadlines,
+        Messages,
+        Checkpoints,
+        Usage,
+    ]
 );
 pub(super) static APPLY_ANSWERS: StoreScript = store_script!(
     "apply_answers",
@@ -109,6 +121,8 @@ pub(super) static STOP_RUN: StoreScript = store_script!(
         Answers,
         Ownership,
         OpenDeadlines,
+        Checkpoints,
+        Usage,
     ]
 );
 pub(super) static REWIND: StoreScript = store_script!(
@@ -124,6 +138,7 @@ pub(super) static REWIND: StoreScript = store_script!(
         OpenDeadlines,
         Ownership,
         Completed,
+        Usage,
     ]
 );
 pub(super) static TAKE_TOKEN: StoreScript =

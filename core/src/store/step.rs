@@ -250,6 +250,7 @@ impl Store {
             .arg(flag(output.is_some()))
             .arg(output.unwrap_or_default())
             .arg(end)
+            .arg(self.session_retention_ms)
             .run(self)
             .await?;
         reply.into_written(step.run_id, |detail| {
@@ -283,6 +284,7 @@ impl Store {
             .arg(now_ms())
             .arg(to_json(error))
             .arg(end)
+            .arg(self.session_retention_ms)
             .run(self)
             .await?;
         match reply {

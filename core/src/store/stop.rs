@@ -119,7 +119,8 @@ impl Store {
             .arg(to_json(&error))
             .arg(encode_unsequenced(&header, &end))
             .arg(&state.run_id)
-            .arg(state.status.as_str());
+            .arg(state.status.as_str())
+            .arg(self.session_retention_ms);
         // A suspended run's awaited calls are closed by the stop, as not executed.
         // In call order, as a drain would write them.
         let mut pending: std::collections::HashMap<String, _> = self

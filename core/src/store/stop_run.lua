@@ -14,6 +14,8 @@ local pending_run_key = KEYS[6]
 local answers_key = KEYS[7]
 local ownership_key = KEYS[8]
 local open_deadlines_key = KEYS[9]
+local checkpoints_key = KEYS[10]
+local usage_key = KEYS[11]
 local kind = ARGV[1] -- 'interrupt' | 'abort'
 local now = ARGV[2]
 local stop_json = ARGV[3]
@@ -21,7 +23,8 @@ local error_json = ARGV[4] -- with abort
 local end_body = ARGV[5]
 local expected_run_id = ARGV[6]
 local expected_status = ARGV[7]
-local first_call = 8 -- then per awaited call: id, tool name, tool message, tool_end chunk body
+local retention_ms = ARGV[8]
+local first_call = 9 -- then per awaited call: id, tool name, tool message, tool_end chunk body
 
 local fields = redis.call('HMGET', state_key, 'status', 'runId')
 if not fields[1] then return {'session_not_found'} end
@@ -55,4 +58,5 @@ else
   redis.call('HSET', state_key, 'status', 'interrupted')
 end
 emit(end_body)
+expire_ended(retention_ms, {state_key, stream_key, messages_key, checkpoints_key, usage_key})
 return reply
