@@ -124,6 +124,15 @@ async fn the_submit_script_refuses_an_approval_id_that_is_not_the_pending_calls(
     assert_eq!(store.answers(&address).await.unwrap().len(), 1);
 }
 
+/// The keys an ended session keeps for its retention.
+const RETAINED: [Key; 5] = [
+    Key::State,
+    Key::Stream,
+    Key::Messages,
+    Key::Checkpoints,
+    Key::Usage,
+];
+
 /// The milliseconds to live of `key` of `address` (-1: kept for ever).
 async fn ttl(store: &Store, address: &SessionAddress, key: Key) -> i64 {
     store.conn().pttl(store.key(address, key)).await.unwrap()
@@ -149,7 +158,7 @@ async fn an_ended_session_expires_after_its_retention_and_a_new_turn_keeps_it() 
         .commit_step(at(&address, "r1", 1), Some(completion))
         .await
         .unwrap();
-    for key in [Key::State, Key::Stream, Key::Messages, Key::Checkpoints, Key::Usage] {
+    for key in RETAINED {
         let left = ttl(&store, &address, key).await;
         assert!(left > 0 && left <= 60_000, "{key:?}: {left}");
     }
@@ -168,7 +177,7 @@ async fn an_ended_session_expires_after_its_retention_and_a_new_turn_keeps_it() 
     };
     let claimed = store.claim_resume(&address, new_run, &entry).await.unwrap();
     assert!(matches!(claimed, Claim::Claimed { .. }), "{claimed:?}");
-    for key in [Key::State, Key::Stream, Key::Messages, Key::Checkpoints, Key::Usage] {
+    for key in RETAINED {
         assert_eq!(ttl(&store, &address, key).await, -1, "{key:?}");
     }
 
