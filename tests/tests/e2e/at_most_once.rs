@@ -55,3 +55,58 @@ async fn a_worker_killed_in_an_at_most_once_tool_does_not_run_it_again() {
         Message::assistant("released: error tool_outcome_unknown", vec![])
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_killed_while_an_approved_at_most_once_call_runs_does_not_run_it_again() {
+    let harness = Harness::server_only(agents::registry()).await;
+    let mut first = WorkerProcess::spawn(TEST_WORKER, &harness, true);
+    let started = harness
+        .client
+        .start("holder_gated_once", "go")
+        .await
+        .unwrap();
+    let session = started.session_id.clone();
+    let count_path = agents::run_count_path(&format!("{session}/call_1_1"));
+    harness.chunks_until_suspended(&session).await;
+    let approve = baton_core::store::ApprovalDecision {
+        approved: true,
+        reason: None,
+        arguments: None,
+    };
+    let approval_id = format!("{}::call_1_1", started.run_id);
+    harness
+        .client
+        .submit_approval(&session, "call_1_1", &approval_id, &approve)
+        .await
+        .unwrap();
+    let before = harness.client.status(&session).await.unwrap().last_sequence;
+    harness.client.resume(&session).await.unwrap();
+
+    // The approved call runs inside the resumed run's drain: kill that worker there.
+    assert!(
+        tokio::time::timeout(baton_tests::WAIT_LIMIT, first.holding())
+            .await
+            .unwrap()
+    );
+    drop(first);
+    let _second = WorkerProcess::spawn(TEST_WORKER, &harness, false);
+    harness.chunks_after_until_end(&session, before).await;
+
+    let runs = std::fs::read_to_string(&count_path).unwrap();
+    let _ = std::fs::remove_file(&count_path);
+    assert_eq!(runs.lines().count(), 1, "the tool ran again: {runs:?}");
+    let messages = harness.messages(&session).await;
+    let results = baton_tests::tool_outcomes(&messages);
+    assert!(
+        matches!(results[..], [ToolOutcome::Error(ToolError { code, .. })] if code == codes::TOOL_OUTCOME_UNKNOWN),
+        "{messages:?}"
+    );
+    // The start marker went with the resumed run's commit.
+    let staged: Vec<String> = harness
+        .keys()
+        .await
+        .into_iter()
+        .filter(|key| key.ends_with(":staged"))
+        .collect();
+    assert!(staged.is_empty(), "{staged:?}");
+}
