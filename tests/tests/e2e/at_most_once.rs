@@ -14,19 +14,12 @@ const TEST_WORKER: &str = env!("CARGO_BIN_EXE_baton-test-worker");
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_killed_in_an_at_most_once_tool_does_not_run_it_again() {
     let harness = Harness::server_only(agents::registry()).await;
-    let mut first = WorkerProcess::spawn(TEST_WORKER, &harness, true);
+    let first = WorkerProcess::spawn(TEST_WORKER, &harness, true);
     let started = harness.client.start("holder_once", "go").await.unwrap();
     let count_path = agents::run_count_path(&format!("{}/call_1_1", started.session_id));
 
     // The first worker has started the tool (and counted one run): kill it without warning.
-    assert!(
-        tokio::time::timeout(baton_tests::WAIT_LIMIT, first.holding())
-            .await
-            .unwrap()
-    );
-    drop(first);
-
-    let _second = WorkerProcess::spawn(TEST_WORKER, &harness, false);
+    let _second = first.replace_when_holding(TEST_WORKER, &harness).await;
     harness
         .chunks_until_end(&started.session_id, baton_tests::WAIT_LIMIT)
         .await;
@@ -59,7 +52,7 @@ async fn a_worker_killed_in_an_at_most_once_tool_does_not_run_it_again() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_killed_while_an_approved_at_most_once_call_runs_does_not_run_it_again() {
     let harness = Harness::server_only(agents::registry()).await;
-    let mut first = WorkerProcess::spawn(TEST_WORKER, &harness, true);
+    let first = WorkerProcess::spawn(TEST_WORKER, &harness, true);
     let started = harness
         .client
         .start("holder_gated_once", "go")
@@ -68,28 +61,12 @@ async fn a_worker_killed_while_an_approved_at_most_once_call_runs_does_not_run_i
     let session = started.session_id.clone();
     let count_path = agents::run_count_path(&format!("{session}/call_1_1"));
     harness.chunks_until_suspended(&session).await;
-    let approve = baton_core::store::ApprovalDecision {
-        approved: true,
-        reason: None,
-        arguments: None,
-    };
-    let approval_id = format!("{}::call_1_1", started.run_id);
-    harness
-        .client
-        .submit_approval(&session, "call_1_1", &approval_id, &approve)
-        .await
-        .unwrap();
-    let before = harness.client.status(&session).await.unwrap().last_sequence;
-    harness.client.resume(&session).await.unwrap();
+    let before = harness
+        .approve_and_resume(&session, &started.run_id, "call_1_1")
+        .await;
 
     // The approved call runs inside the resumed run's drain: kill that worker there.
-    assert!(
-        tokio::time::timeout(baton_tests::WAIT_LIMIT, first.holding())
-            .await
-            .unwrap()
-    );
-    drop(first);
-    let _second = WorkerProcess::spawn(TEST_WORKER, &harness, false);
+    let _second = first.replace_when_holding(TEST_WORKER, &harness).await;
     harness.chunks_after_until_end(&session, before).await;
 
     let runs = std::fs::read_to_string(&count_path).unwrap();

@@ -222,28 +222,16 @@ async fn a_submit_racing_an_interrupt_never_reaches_the_log_as_an_answer() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_killed_while_draining_an_approval_is_replaced_and_the_result_lands_once() {
     let harness = Harness::server_only(agents::registry()).await;
-    let mut first = WorkerProcess::spawn(TEST_WORKER, &harness, true);
+    let first = WorkerProcess::spawn(TEST_WORKER, &harness, true);
     let started = harness.client.start("holder_gated", "go").await.unwrap();
     let session = started.session_id.clone();
     harness.chunks_until_suspended(&session).await;
-    let approval_id = format!("{}::call_1_1", started.run_id);
-    let approve = baton_core::store::ApprovalDecision {
-        approved: true,
-        reason: None,
-        arguments: None,
-    };
-    harness
-        .client
-        .submit_approval(&session, "call_1_1", &approval_id, &approve)
-        .await
-        .unwrap();
-    let before = harness.client.status(&session).await.unwrap().last_sequence;
-    harness.client.resume(&session).await.unwrap();
+    let before = harness
+        .approve_and_resume(&session, &started.run_id, "call_1_1")
+        .await;
 
     // The approved tool holds inside apply_results_and_reload: kill that worker, start another.
-    assert!(tokio::time::timeout(LIMIT, first.holding()).await.unwrap());
-    drop(first);
-    let _second = WorkerProcess::spawn(TEST_WORKER, &harness, false);
+    let _second = first.replace_when_holding(TEST_WORKER, &harness).await;
     let chunks = harness.chunks_after_until_end(&session, before).await;
     let tool_ends = chunks
         .iter()
