@@ -16,12 +16,16 @@ mod heartbeat;
 mod model_step;
 mod plan;
 mod resume;
+mod subagent;
 mod suspend;
 mod tools;
 
 use baton_core::{Agent, AgentRegistry, ErrorCode, Store};
 use failure::Error;
-use io::{DeadlineCheck, DeadlineInput, FailInput, StepInput, StepPlan, SuspendedRun, ToolInput};
+use io::{
+    DeadlineCheck, DeadlineInput, FailInput, StepInput, StepPlan, SubAgentEnd, SubAgentStart,
+    SuspendedRun, ToolInput,
+};
 use std::{sync::Arc, time::Duration};
 use temporalio_common::ActivityError;
 use temporalio_macros::activities;
@@ -142,6 +146,28 @@ impl AgentActivities {
         input: StepInput,
     ) -> Result<bool, ActivityError> {
         Ok(self.complete(&input).await?)
+    }
+
+    /// Starts the child session of a sub-agent call (once; a retry finds it) with
+    /// `subagent_start` on the parent's stream, or stages the call's error for a bad input.
+    #[activity]
+    pub async fn start_sub_agent(
+        self: Arc<Self>,
+        _ctx: ActivityContext,
+        input: ToolInput,
+    ) -> Result<SubAgentStart, ActivityError> {
+        Ok(self.start_child_of(&input).await?)
+    }
+
+    /// After a sub-agent's child workflow has ended: stages the call's result from the child's
+    /// end (with `subagent_end`), or says that the child is suspended.
+    #[activity]
+    pub async fn finish_sub_agent(
+        self: Arc<Self>,
+        _ctx: ActivityContext,
+        input: ToolInput,
+    ) -> Result<SubAgentEnd, ActivityError> {
+        Ok(self.finish_child_of(&input).await?)
     }
 
     /// Ends the run as failed with a typed error.

@@ -21,12 +21,15 @@ pub(crate) enum Route {
     Activity,
     /// Not run by the step: it waits for a client tool's result or a person's approval.
     Awaited,
+    /// Another agent, run as a child workflow beside the step's tool activities.
+    SubAgent,
 }
 
 /// How a call of `tool_name` is carried out.
 pub(crate) fn route(agent: &Agent, tool_name: &str) -> Route {
     match agent.any_tool(tool_name) {
         Some(AgentTool::Client(_)) => Route::Awaited,
+        Some(AgentTool::SubAgent(_)) => Route::SubAgent,
         Some(AgentTool::Server(tool)) if tool.requires_approval() => Route::Awaited,
         Some(AgentTool::Server(tool)) if tool.execution() == ToolExecution::Activity => {
             Route::Activity
@@ -47,6 +50,7 @@ pub(crate) struct SortedCalls<'a> {
     pub(crate) inline: Vec<&'a ToolCall>,
     pub(crate) activities: Vec<&'a ToolCall>,
     pub(crate) awaited: Vec<&'a ToolCall>,
+    pub(crate) sub_agents: Vec<&'a ToolCall>,
     /// Some call's success would end the run.
     finishing: bool,
 }
@@ -63,6 +67,7 @@ pub(crate) enum AfterInline {
     /// Leave these calls to `execute_tool` activities, then suspend or complete as flagged.
     RunTools {
         tool_call_ids: Vec<String>,
+        sub_agent_call_ids: Vec<String>,
         then_suspend: bool,
         then_finish: bool,
     },
@@ -74,6 +79,7 @@ impl<'a> SortedCalls<'a> {
             inline: Vec::new(),
             activities: Vec::new(),
             awaited: Vec::new(),
+            sub_agents: Vec::new(),
             finishing: false,
         };
         for call in tool_calls {
@@ -81,6 +87,7 @@ impl<'a> SortedCalls<'a> {
                 Route::Inline => sorted.inline.push(call),
                 Route::Activity => sorted.activities.push(call),
                 Route::Awaited => sorted.awaited.push(call),
+                Route::SubAgent => sorted.sub_agents.push(call),
             }
             sorted.finishing |= finishes_run(agent, &call.name);
         }
@@ -89,15 +96,18 @@ impl<'a> SortedCalls<'a> {
 
     /// What is left once the inline calls have run.
     pub(crate) fn after_inline(&self) -> AfterInline {
-        let no_calls = self.inline.is_empty() && self.activities.is_empty();
+        let no_calls =
+            self.inline.is_empty() && self.activities.is_empty() && self.sub_agents.is_empty();
         if no_calls && self.awaited.is_empty() {
             return AfterInline::Complete;
         }
         // A step that waits for answers goes back to the model with them, finishing tool or not.
         let then_finish = self.awaited.is_empty() && self.finishing;
-        if !self.activities.is_empty() {
+        if !self.activities.is_empty() || !self.sub_agents.is_empty() {
+            let ids = |calls: &[&ToolCall]| calls.iter().map(|call| call.id.clone()).collect();
             return AfterInline::RunTools {
-                tool_call_ids: self.activities.iter().map(|call| call.id.clone()).collect(),
+                tool_call_ids: ids(&self.activities),
+                sub_agent_call_ids: ids(&self.sub_agents),
                 then_suspend: !self.awaited.is_empty(),
                 then_finish,
             };
@@ -333,6 +343,7 @@ mod tests {
             .tool(tool("deploy", "a test tool", nothing).requires_approval())
             .client_tool(client_tool("ask_user").timeout(Duration::from_secs(5)))
             .client_tool(client_tool("pick"))
+            .sub_agent("helper", "helps")
             .client_tool_timeout(Duration::from_secs(60))
             .completed_retention(Duration::from_millis(700))
             .resume_on_deadline(resume_on_deadline)
@@ -353,8 +364,19 @@ mod tests {
     }
 
     fn run_tools(ids: &[&str], then_suspend: bool, then_finish: bool) -> AfterInline {
+        run_tools_and_sub_agents(ids, &[], then_suspend, then_finish)
+    }
+
+    fn run_tools_and_sub_agents(
+        ids: &[&str],
+        sub_agent_ids: &[&str],
+        then_suspend: bool,
+        then_finish: bool,
+    ) -> AfterInline {
+        let owned = |ids: &[&str]| ids.iter().map(|id| (*id).to_owned()).collect();
         AfterInline::RunTools {
-            tool_call_ids: ids.iter().map(|id| (*id).to_owned()).collect(),
+            tool_call_ids: owned(ids),
+            sub_agent_call_ids: owned(sub_agent_ids),
             then_suspend,
             then_finish,
         }
@@ -384,6 +406,16 @@ mod tests {
                 "AWA",
                 run_tools(&["c0", "c2"], true, false),
             ),
+            (
+                &["subagent__helper", "add"],
+                "SI",
+                run_tools_and_sub_agents(&[], &["c0"], false, false),
+            ),
+            (
+                &["lookup", "subagent__helper", "ask_user"],
+                "ASW",
+                run_tools_and_sub_agents(&["c0"], &["c1"], true, false),
+            ),
         ];
         for (called, lists, left) in cases {
             let tool_calls = calls(called);
@@ -394,10 +426,12 @@ mod tests {
                     holds(&sorted.inline),
                     holds(&sorted.activities),
                     holds(&sorted.awaited),
+                    holds(&sorted.sub_agents),
                 ) {
-                    (true, false, false) => 'I',
-                    (false, true, false) => 'A',
-                    (false, false, true) => 'W',
+                    (true, false, false, false) => 'I',
+                    (false, true, false, false) => 'A',
+                    (false, false, true, false) => 'W',
+                    (false, false, false, true) => 'S',
                     _ => '?',
                 }
             };

@@ -455,6 +455,20 @@ impl Printer {
                 out,
                 "↺ rewound to checkpoint {checkpoint_id} (stream position {stream_sequence})"
             ),
+            ChunkKind::SubagentStart {
+                sub_session_id,
+                agent_type,
+                ..
+            } => writeln!(out, "  ⤷ sub-agent {agent_type} ({sub_session_id})"),
+            ChunkKind::SubagentEnd {
+                sub_session_id,
+                status,
+                ..
+            } => writeln!(
+                out,
+                "  ⤶ sub-agent {sub_session_id} {}",
+                <&str>::from(status)
+            ),
             ChunkKind::End {
                 status,
                 output,

@@ -9,6 +9,7 @@ pub mod config;
 pub mod model;
 pub mod scripted;
 pub mod store;
+pub mod subagent;
 pub mod submit;
 pub mod tool;
 

@@ -7,6 +7,7 @@
 
 pub mod agents;
 pub mod histories;
+pub mod tree_agents;
 
 use baton_activities::io::ActivityPolicy;
 use baton_activities::io::RunOutcome;

@@ -11,17 +11,19 @@ use baton_activities::{
     AgentActivities,
     io::{
         ActivityPolicy, DeadlineCheck, DeadlineInput, DeadlineOutcome, DeadlineStart, FailInput,
-        RunInput, RunOutcome, StepInput, StepPlan, SuspendedRun, ToolInput,
+        RunInput, RunOutcome, StepInput, StepPlan, SubAgentEnd, SuspendedRun, ToolInput,
     },
 };
 use baton_core::ErrorCode;
+
+mod tree;
 use std::time::{Duration, UNIX_EPOCH};
 use temporalio_common::RetryPolicy;
 use temporalio_macros::{workflow, workflow_methods};
 use temporalio_sdk::{
     ActivityExecutionError, ActivityOptions, ApplicationFailure, ChildWorkflowOptions,
     LocalActivityOptions, ParentClosePolicy, WorkflowContext, WorkflowResult, WorkflowTermination,
-    workflows::join_all,
+    workflows::{join, join_all},
 };
 
 /// The agent-run workflow. Its id is `agent__<agentType>__<sessionId>` for a session's first run.
@@ -100,11 +102,13 @@ async fn run_steps(
             }
             StepPlan::RunTools {
                 tool_call_ids,
+                sub_agent_call_ids,
                 then_suspend,
                 then_finish,
             } => {
+                let shared: &WorkflowContext<AgentRunWorkflow> = ctx;
                 let calls = tool_call_ids.into_iter().map(|tool_call_id| {
-                    ctx.execute_activity(
+                    shared.execute_activity(
                         AgentActivities::execute_tool,
                         ToolInput {
                             step: step.clone(),
@@ -113,10 +117,25 @@ async fn run_steps(
                         tool_options(input),
                     )
                 });
-                if let Some(error) = join_all(calls).await.into_iter().find_map(Result::err) {
+                let children = sub_agent_call_ids
+                    .into_iter()
+                    .map(|tool_call_id| tree::run_sub_agent(shared, input, &step, tool_call_id));
+                let (tools, children) = join!(join_all(calls), join_all(children));
+                if let Some(error) = tools.into_iter().find_map(Result::err) {
                     return Err(Failure::of_activity(&step, &error, ErrorCode::ToolFailed));
                 }
-                if then_suspend {
+                let mut awaiting_child = false;
+                for child in children {
+                    match child {
+                        Ok(end) => awaiting_child |= end == SubAgentEnd::AwaitingChild,
+                        Err(error) => {
+                            return Err(Failure::of_activity(&step, &error, ErrorCode::Internal));
+                        }
+                    }
+                }
+                // A suspended child suspends the parent's step too, awaiting it.
+                let then_finish = then_finish && !awaiting_child;
+                if then_suspend || awaiting_child {
                     let suspended = ctx
                         .execute_local_activity(
                             AgentActivities::commit_suspended_step,

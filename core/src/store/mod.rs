@@ -26,6 +26,7 @@ mod step;
 mod stop;
 mod stream;
 mod suspension;
+mod tree;
 mod types;
 mod usage;
 
@@ -36,6 +37,7 @@ pub use step::{Completion, StagedTurn, StepProgress};
 pub use stop::Stopped;
 pub use stream::Subscriber;
 pub use suspension::{Answer, StoredAnswer, SubmitOutcome, approval_id};
+pub use tree::{ChildEnd, ChildRun, NewChild};
 pub use types::{
     Checkpoint, NewRun, PendingCall, PendingKind, RunRef, SessionAddress, StepRef, Written,
 };

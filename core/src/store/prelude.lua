@@ -11,20 +11,28 @@ local function is_ended(status)
   return ended_statuses[status] == true
 end
 
+-- Appends a chunk to the stream of the session whose state hash is `state` (another session of
+-- the tree, for the scripts that span two): its next sequence, trimmed to its maxChunks (0 or
+-- unset: all).
+local function emit_on(state, stream, body, max)
+  local seq = redis.call('HINCRBY', state, 'lastSequence', 1)
+  local chunk = '{"sequence":' .. seq .. ',' .. body
+  if max == nil then max = tonumber(redis.call('HGET', state, 'maxChunks') or '0') or 0 end
+  if max > 0 then
+    redis.call('XADD', stream, 'MAXLEN', max, seq .. '-0', 'c', chunk)
+  else
+    redis.call('XADD', stream, seq .. '-0', 'c', chunk)
+  end
+  return seq
+end
+
 -- A session keeps at most maxChunks chunks (0 or unset: all); the oldest are trimmed.
 local max_chunks = nil
 local function emit(body)
-  local seq = redis.call('HINCRBY', state_key, 'lastSequence', 1)
-  local chunk = '{"sequence":' .. seq .. ',' .. body
   if max_chunks == nil then
     max_chunks = tonumber(redis.call('HGET', state_key, 'maxChunks') or '0') or 0
   end
-  if max_chunks > 0 then
-    redis.call('XADD', stream_key, 'MAXLEN', max_chunks, seq .. '-0', 'c', chunk)
-  else
-    redis.call('XADD', stream_key, seq .. '-0', 'c', chunk)
-  end
-  return seq
+  return emit_on(state_key, stream_key, body, max_chunks)
 end
 
 -- Returns nil when the run may write, or the reason it may not.

@@ -113,10 +113,24 @@ pub(super) static TAKE_TOKEN: StoreScript =
     store_script!("take_token", [State, Stream, SubmitBucket]);
 pub(super) static SNAPSHOT: StoreScript =
     store_script!("snapshot", [State, Stream, Messages, Checkpoints]);
+pub(super) static START_CHILD: StoreScript = store_script!(
+    "start_child",
+    [
+        State,
+        Stream,
+        Messages,
+        Checkpoints,
+        Tree,
+        ParentState,
+        ParentStream,
+        ParentChildren,
+    ]
+);
 
 /// Every script, for the tests that read their text.
 #[cfg(test)]
-static ALL: [&StoreScript; 14] = [
+static ALL: [&StoreScript; 15] = [
+    &START_CHILD,
     &CREATE_SESSION,
     &EMIT_MODEL_CHUNKS,
     &STAGE_TURN,
@@ -137,8 +151,20 @@ impl StoreScript {
     /// An invocation of the script on `address`'s keys (each root key on its root); the caller
     /// adds the arguments.
     pub(super) fn on(&self, store: &Store, address: &SessionAddress) -> Invocation<'_> {
+        self.on_child(store, address, address)
+    }
+
+    /// An invocation of a script spanning a child and its parent: the parent's keys (see
+    /// [`Key::on_parent`]) are `parent`'s, the others the child's.
+    pub(super) fn on_child(
+        &self,
+        store: &Store,
+        child: &SessionAddress,
+        parent: &SessionAddress,
+    ) -> Invocation<'_> {
         let mut inner = self.script.prepare_invoke();
         for key in self.keys {
+            let address = if key.on_parent() { parent } else { child };
             inner.key(store.key(address, *key));
         }
         Invocation {
@@ -179,9 +205,10 @@ mod tests {
 
     const PRELUDE: &str = include_str!("prelude.lua");
 
-    /// The Lua local that names `key`: `pendingRun` is `pending_run_key`.
+    /// The Lua local that names `key`: `pendingRun` is `pending_run_key`, the parent's state
+    /// `parent_state_key`.
     fn lua_name(key: Key) -> String {
-        let mut name = String::new();
+        let mut name = String::from(if key.on_parent() { "parent_" } else { "" });
         for c in key.name().chars() {
             if c.is_ascii_uppercase() {
                 name.push('_');

@@ -18,6 +18,7 @@ mod rewind;
 mod runs;
 mod stop;
 mod streams;
+mod subagents;
 mod submit;
 mod suspension;
 mod transports;

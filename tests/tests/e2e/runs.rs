@@ -49,6 +49,10 @@ fn describe(chunk: &StreamChunk) -> String {
             tool_call_ids,
         } => format!("suspended {step} {}", tool_call_ids.join(",")),
         ChunkKind::Rewind { checkpoint_id, .. } => format!("rewind {checkpoint_id}"),
+        ChunkKind::SubagentStart { sub_session_id, .. } => {
+            format!("subagent_start {sub_session_id}")
+        }
+        ChunkKind::SubagentEnd { sub_session_id, .. } => format!("subagent_end {sub_session_id}"),
         ChunkKind::End {
             status,
             output,

@@ -1,0 +1,143 @@
+//! Sub-agents: a call of `subagent__<type>` runs a child session of the caller's tree as a child
+//! workflow, beside the step's other tools; the child's end is the call's result.
+
+use baton_client::Client as _;
+use baton_core::{
+    ChunkKind, StreamChunk,
+    chunk::EndStatus,
+    message::ToolOutcome,
+    store::{SessionAddress, Status},
+    subagent,
+};
+use baton_tests::{Harness, WAIT_LIMIT, agents, tool_outcomes};
+use serde_json::json;
+
+/// The sub-agent chunks of a stream: `start <child> <call>` and `end <child> <status>`.
+fn tree_events(chunks: &[StreamChunk]) -> Vec<String> {
+    chunks
+        .iter()
+        .filter_map(|chunk| match &chunk.kind {
+            ChunkKind::SubagentStart {
+                sub_session_id,
+                tool_call_id,
+                agent_type,
+            } => Some(format!(
+                "start {sub_session_id} {tool_call_id} {agent_type}"
+            )),
+            ChunkKind::SubagentEnd {
+                sub_session_id,
+                status,
+                ..
+            } => Some(format!("end {sub_session_id} {}", <&str>::from(status))),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Asserts that the last chunk ends the run as completed with `expected` as the output.
+pub(crate) fn assert_completed(chunks: &[StreamChunk], expected: &str) {
+    let Some(ChunkKind::End { status, output, .. }) = chunks.last().map(|c| &c.kind) else {
+        panic!("no end chunk");
+    };
+    assert_eq!(*status, EndStatus::Completed);
+    assert_eq!(output.as_deref(), Some(expected));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_children_run_in_parallel_beside_a_tool_and_their_outputs_are_the_results() {
+    let harness = Harness::start(agents::registry()).await;
+    let started = harness.client.start("delegator", "go").await.unwrap();
+    let root = SessionAddress::root(&started.session_id);
+    let chunks = harness
+        .chunks_until_end(&started.session_id, WAIT_LIMIT)
+        .await;
+    assert_completed(&chunks, "facts about redis and 3");
+
+    let first = subagent::child_address(&root, "d_1_1");
+    let second = subagent::child_address(&root, "d_1_2");
+    let mut events = tree_events(&chunks);
+    events.sort();
+    let mut expected = vec![
+        format!("start {} d_1_1 researcher", first.session_id),
+        format!("start {} d_1_2 researcher", second.session_id),
+        format!("end {} completed", first.session_id),
+        format!("end {} completed", second.session_id),
+    ];
+    expected.sort();
+    assert_eq!(events, expected);
+
+    // The parent's log has one result per call, in call order.
+    let log = harness.messages(&started.session_id).await;
+    assert_eq!(
+        tool_outcomes(&log),
+        [
+            &ToolOutcome::Result(json!("facts about rust")),
+            &ToolOutcome::Result(json!("facts about redis")),
+            &ToolOutcome::Result(json!(3)),
+        ]
+    );
+    // Each child is a session of the root's tree, readable by its own id, with its own log.
+    for (child, topic) in [(&first, "rust"), (&second, "redis")] {
+        assert_eq!(child.root_session_id, started.session_id);
+        let state = harness.client.status(&child.session_id).await.unwrap();
+        assert_eq!(state.status, Status::Completed);
+        assert_eq!(state.root_session_id, started.session_id);
+        assert_eq!(
+            state.output.as_deref(),
+            Some(format!("facts about {topic}").as_str())
+        );
+        let child_chunks = harness
+            .chunks_until_end(&child.session_id, WAIT_LIMIT)
+            .await;
+        assert_eq!(child_chunks[0].kind.name(), "run_start");
+        assert!(
+            child_chunks
+                .iter()
+                .all(|c| c.header.session_id == child.session_id)
+        );
+        assert_eq!(child_chunks.last().unwrap().kind.name(), "end");
+        let child_log = harness.store.messages(child).await.unwrap();
+        assert_eq!(child_log.len(), 3, "system, the call's message, the answer");
+    }
+    let tree = harness.store.tree_sessions(&root).await.unwrap();
+    let mut both = vec![first.session_id.clone(), second.session_id.clone()];
+    both.sort();
+    assert_eq!(tree, both);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_child_is_a_tool_error_for_the_parent_not_a_failed_parent() {
+    let harness = Harness::start(agents::registry()).await;
+    let started = harness
+        .client
+        .start("delegator_failing", "go")
+        .await
+        .unwrap();
+    let root = SessionAddress::root(&started.session_id);
+    let chunks = harness
+        .chunks_until_end(&started.session_id, WAIT_LIMIT)
+        .await;
+    let Some(ChunkKind::End { status, output, .. }) = chunks.last().map(|c| &c.kind) else {
+        panic!("no end chunk");
+    };
+    assert_eq!(*status, EndStatus::Completed);
+    assert_eq!(
+        output.as_deref(),
+        Some("child gave error max_steps_exceeded")
+    );
+    let child = subagent::child_address(&root, "f_1_1");
+    assert_eq!(
+        tree_events(&chunks),
+        [
+            format!("start {} f_1_1 broken", child.session_id),
+            format!("end {} failed", child.session_id),
+        ]
+    );
+    let log = harness.messages(&started.session_id).await;
+    let ToolOutcome::Error(error) = tool_outcomes(&log)[0] else {
+        panic!("the call has no error");
+    };
+    assert_eq!(error.code, "max_steps_exceeded");
+    let state = harness.client.status(&child.session_id).await.unwrap();
+    assert_eq!(state.status, Status::Failed);
+}
