@@ -295,6 +295,25 @@ pub enum SubAgentEnd {
     AwaitingChild,
 }
 
+/// What a child's end asks of its parent (`report_to_parent`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(
+    tag = "kind",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
+pub enum ParentNext {
+    /// Nothing: the parent's run still waits for the child's workflow, or other calls of the
+    /// parent's batch are still open.
+    Nothing,
+    /// The child's answer completed the parent's batch and the parent was claimed for this run:
+    /// start its workflow.
+    Resume {
+        run: Box<RunInput>,
+        workflow_id: String,
+    },
+}
+
 /// Input of `fail_run`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

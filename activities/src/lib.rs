@@ -9,6 +9,7 @@
 
 pub mod io;
 
+mod cascade;
 mod commit;
 mod deadline;
 mod failure;
@@ -23,8 +24,8 @@ mod tools;
 use baton_core::{Agent, AgentRegistry, ErrorCode, Store};
 use failure::Error;
 use io::{
-    DeadlineCheck, DeadlineInput, FailInput, StepInput, StepPlan, SubAgentEnd, SubAgentStart,
-    SuspendedRun, ToolInput,
+    DeadlineCheck, DeadlineInput, FailInput, ParentNext, RunInput, StepInput, StepPlan,
+    SubAgentEnd, SubAgentStart, SuspendedRun, ToolInput,
 };
 use std::{sync::Arc, time::Duration};
 use temporalio_common::ActivityError;
@@ -168,6 +169,18 @@ impl AgentActivities {
         input: ToolInput,
     ) -> Result<SubAgentEnd, ActivityError> {
         Ok(self.finish_child_of(&input).await?)
+    }
+
+    /// After a child session's run has ended: answers the parent's sub-agent call if the parent
+    /// is suspended on it, and claims the parent for a resumed run when that completed its
+    /// batch (the workflow then starts it).
+    #[activity]
+    pub async fn report_to_parent(
+        self: Arc<Self>,
+        _ctx: ActivityContext,
+        input: RunInput,
+    ) -> Result<ParentNext, ActivityError> {
+        Ok(self.report_end_to_parent(&input).await?)
     }
 
     /// Ends the run as failed with a typed error.

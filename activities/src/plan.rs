@@ -140,12 +140,17 @@ pub(crate) fn pending_calls(
     awaited
         .iter()
         .map(|call| {
-            let (kind, approval_id) = match agent.client_tool(&call.name) {
-                Some(_) => (PendingKind::Client, None),
-                None => (
+            let (kind, approval_id) = match agent.any_tool(&call.name) {
+                Some(AgentTool::Client(_)) => (PendingKind::Client, None),
+                Some(AgentTool::SubAgent(_)) => (PendingKind::SubAgent, None),
+                _ => (
                     PendingKind::Approval,
                     Some(store::approval_id(at.run_id, &call.id)),
                 ),
+            };
+            let deadline_at = match kind {
+                PendingKind::SubAgent => store::NO_DEADLINE,
+                _ => at.now + agent.answer_timeout(&call.name).as_millis() as u64,
             };
             PendingCall {
                 tool_call_id: call.id.clone(),
@@ -153,7 +158,7 @@ pub(crate) fn pending_calls(
                 input: call.arguments.clone(),
                 kind,
                 step: at.step,
-                deadline_at: at.now + agent.answer_timeout(&call.name).as_millis() as u64,
+                deadline_at,
                 completed_retention_ms: agent.completed_retention().as_millis() as u64,
                 approval_id,
                 awaited_since: at.now,
@@ -163,28 +168,33 @@ pub(crate) fn pending_calls(
 }
 
 /// When a deadline workflow should wake for these pending calls: the earliest deadline, if the
-/// agent resumes sessions by itself.
+/// agent resumes sessions by itself. A sub-agent call has no deadline of its own: its child
+/// answers it when it ends.
 pub(crate) fn wake_at(agent: &Agent, pending: &[PendingCall]) -> Option<u64> {
     if !agent.resume_on_deadline() {
         return None;
     }
-    pending.iter().map(|call| call.deadline_at).min()
+    pending
+        .iter()
+        .filter(|call| call.kind != PendingKind::SubAgent)
+        .map(|call| call.deadline_at)
+        .min()
 }
 
 /// When a deadline workflow looks again at a batch whose `open` calls are still unanswered: at
-/// their earliest deadline, and never at or before `now` (so it cannot spin).
+/// their earliest deadline, and never at or before `now` (so it cannot spin). `None` when only
+/// sub-agent calls are open: the last child to end resumes the session, not a deadline.
 pub(crate) fn next_look<'a>(
     pending: impl IntoIterator<Item = &'a PendingCall>,
     open: &[String],
     now: u64,
-) -> u64 {
+) -> Option<u64> {
     let earliest = pending
         .into_iter()
-        .filter(|call| open.contains(&call.tool_call_id))
+        .filter(|call| open.contains(&call.tool_call_id) && call.kind != PendingKind::SubAgent)
         .map(|call| call.deadline_at)
-        .min()
-        .unwrap_or_default();
-    earliest.max(now + 1)
+        .min()?;
+    Some(earliest.max(now + 1))
 }
 
 /// How a resume ends the run that awaited the calls it drains.
@@ -455,7 +465,7 @@ mod tests {
     #[test]
     fn awaited_calls_wait_for_their_kind_of_answer_until_their_own_deadline() {
         let agent = test_agent(true);
-        let tool_calls = calls(&["ask_user", "pick", "deploy"]);
+        let tool_calls = calls(&["ask_user", "pick", "deploy", "subagent__helper"]);
         let awaited: Vec<&ToolCall> = tool_calls.iter().collect();
         let at = SuspendAt {
             run_id: "run-1",
@@ -470,16 +480,17 @@ mod tests {
             [
                 PendingKind::Client,
                 PendingKind::Client,
-                PendingKind::Approval
+                PendingKind::Approval,
+                PendingKind::SubAgent
             ]
         );
         let deadlines: Vec<u64> = pending.iter().map(|call| call.deadline_at).collect();
-        assert_eq!(deadlines, [6_000, 61_000, 61_000]);
+        assert_eq!(deadlines, [6_000, 61_000, 61_000, store::NO_DEADLINE]);
         let approval_ids: Vec<Option<&str>> = pending
             .iter()
             .map(|call| call.approval_id.as_deref())
             .collect();
-        assert_eq!(approval_ids, [None, None, Some("run-1::c2")]);
+        assert_eq!(approval_ids, [None, None, Some("run-1::c2"), None]);
         assert!(pending.iter().all(|call| call.step == 4
             && call.awaited_since == 1_000
             && call.completed_retention_ms == 700));
@@ -493,10 +504,21 @@ mod tests {
         // A deadline workflow looks again at the earliest deadline of the calls still open (here
         // the answered `ask_user`, c0, no longer counts), but never at or before now.
         let open = |ids: &[&str]| ids.iter().map(|id| (*id).to_owned()).collect::<Vec<_>>();
-        assert_eq!(next_look(&pending, &open(&["c1", "c2"]), 7_000), 61_000);
-        assert_eq!(next_look(&pending, &open(&["c0", "c2"]), 2_000), 6_000);
-        assert_eq!(next_look(&pending, &open(&["c0"]), 9_000), 9_001);
-        assert_eq!(next_look(&pending, &open(&["gone"]), 9_000), 9_001);
+        assert_eq!(
+            next_look(&pending, &open(&["c1", "c2"]), 7_000),
+            Some(61_000)
+        );
+        assert_eq!(
+            next_look(&pending, &open(&["c0", "c2"]), 2_000),
+            Some(6_000)
+        );
+        assert_eq!(
+            next_look(&pending, &open(&["c0", "c3"]), 9_000),
+            Some(9_001)
+        );
+        // Only a sub-agent call open: its child resumes the session when it ends, no deadline.
+        assert_eq!(next_look(&pending, &open(&["c3"]), 9_000), None);
+        assert_eq!(next_look(&pending, &open(&["gone"]), 9_000), None);
     }
 
     #[test]

@@ -12,8 +12,8 @@ use baton_core::{
     chunk::EndStatus,
     ids,
     message::{ToolOutcome, ToolResult},
-    store::{ChildEnd, NewChild, SessionAddress, Status},
-    subagent,
+    store::{ChildEnd, NewChild, SessionAddress, SessionState, Status},
+    subagent::{self, SubAgent},
     tool::codes,
 };
 
@@ -121,38 +121,8 @@ impl AgentActivities {
                 format!("{} is not a sub-agent", call.name),
             )
         })?;
-        let (status, outcome) = match state.status {
-            Status::SuspendedClientTool => return Ok(SubAgentEnd::AwaitingChild),
-            Status::Completed => {
-                let output = state.output.as_deref().unwrap_or_default();
-                let outcome = match sub_agent.result_of(output) {
-                    Ok(value) => ToolOutcome::Result(value),
-                    Err(error) => ToolOutcome::Error(error),
-                };
-                (EndStatus::Completed, outcome)
-            }
-            Status::Failed => {
-                let error = state.error.clone().map_or_else(
-                    || ToolError::new(codes::TOOL_FAILED, "the sub-agent failed"),
-                    |error| ToolError::new(error.code.as_str(), error.message),
-                );
-                (EndStatus::Failed, ToolOutcome::Error(error))
-            }
-            Status::Interrupted => (
-                EndStatus::Interrupted,
-                ToolOutcome::Error(ToolError::new(
-                    codes::SUB_AGENT_INTERRUPTED,
-                    "the sub-agent was interrupted before it answered",
-                )),
-            ),
-            // Its workflow has ended without recording how: it was terminated.
-            Status::Active => (
-                EndStatus::Failed,
-                ToolOutcome::Error(ToolError::new(
-                    codes::TOOL_FAILED,
-                    "the sub-agent's run ended without recording its end",
-                )),
-            ),
+        let Some((status, outcome)) = child_outcome(sub_agent, &state) else {
+            return Ok(SubAgentEnd::AwaitingChild);
         };
         let result = ToolResult {
             tool_call_id: call.id.clone(),
@@ -169,6 +139,7 @@ impl AgentActivities {
                 &result,
                 ChildEnd {
                     child_session_id: &child.session_id,
+                    tool_call_id: &call.id,
                     status,
                     output,
                 },
@@ -176,4 +147,46 @@ impl AgentActivities {
             .await?;
         Ok(SubAgentEnd::Answered)
     }
+}
+
+/// How a child's state answers its parent's call: its output (checked against the sub-agent's
+/// output schema) or its error, with the status `subagent_end` reports; `None` while the child
+/// is suspended.
+pub(crate) fn child_outcome(
+    sub_agent: &SubAgent,
+    state: &SessionState,
+) -> Option<(EndStatus, ToolOutcome)> {
+    Some(match state.status {
+        Status::SuspendedClientTool => return None,
+        Status::Completed => {
+            let output = state.output.as_deref().unwrap_or_default();
+            let outcome = match sub_agent.result_of(output) {
+                Ok(value) => ToolOutcome::Result(value),
+                Err(error) => ToolOutcome::Error(error),
+            };
+            (EndStatus::Completed, outcome)
+        }
+        Status::Failed => {
+            let error = state.error.clone().map_or_else(
+                || ToolError::new(codes::TOOL_FAILED, "the sub-agent failed"),
+                |error| ToolError::new(error.code.as_str(), error.message),
+            );
+            (EndStatus::Failed, ToolOutcome::Error(error))
+        }
+        Status::Interrupted => (
+            EndStatus::Interrupted,
+            ToolOutcome::Error(ToolError::new(
+                codes::SUB_AGENT_INTERRUPTED,
+                "the sub-agent was interrupted before it answered",
+            )),
+        ),
+        // Its workflow has ended without recording how: it was terminated.
+        Status::Active => (
+            EndStatus::Failed,
+            ToolOutcome::Error(ToolError::new(
+                codes::TOOL_FAILED,
+                "the sub-agent's run ended without recording its end",
+            )),
+        ),
+    })
 }

@@ -42,6 +42,12 @@ pub fn child_address(parent: &SessionAddress, tool_call_id: &str) -> SessionAddr
     }
 }
 
+/// The run a child's end resumes its suspended parent with: derived from the parent's suspended
+/// run, so that a retried report claims (and starts) the same run rather than a second one.
+pub fn parent_resume_run_id(parent_session_id: &str, suspended_run_id: &str) -> String {
+    child_hash(parent_session_id, &format!("resume-of/{suspended_run_id}"))
+}
+
 fn child_hash(parent_session_id: &str, tool_call_id: &str) -> String {
     // A fixed namespace of Baton's own: the same pair always names the same child.
     const NAMESPACE: Uuid = Uuid::from_u128(0x6261_746f_6e2d_7375_622d_6167_656e_7473);

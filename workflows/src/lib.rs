@@ -38,10 +38,17 @@ impl AgentRunWorkflow {
         ctx: &mut WorkflowContext<Self>,
         input: RunInput,
     ) -> WorkflowResult<RunOutcome> {
-        match run_steps(ctx, &input).await {
+        let outcome = match run_steps(ctx, &input).await {
             Ok(outcome) => Ok(outcome),
             Err(failure) => fail(ctx, &input, failure).await,
+        };
+        // A child's end answers its parent if the parent is suspended on it (a suspended child
+        // is answered later, by its own resumed run).
+        let is_child = input.address.session_id != input.address.root_session_id;
+        if is_child && !matches!(outcome, Ok(RunOutcome::Suspended { .. })) {
+            tree::report_to_parent(ctx, &input).await;
         }
+        outcome
     }
 }
 
@@ -339,7 +346,7 @@ fn tool_options(input: &RunInput) -> ActivityOptions {
         .build()
 }
 
-fn commit_options(input: &RunInput) -> LocalActivityOptions {
+pub(crate) fn commit_options(input: &RunInput) -> LocalActivityOptions {
     LocalActivityOptions::builder()
         .start_to_close_timeout(input.policy.commit_timeout)
         .retry_policy(retries(&input.policy, input.policy.commit_attempts))

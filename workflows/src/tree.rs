@@ -6,11 +6,35 @@
 use super::{AgentRunWorkflow, commit_options};
 use baton_activities::{
     AgentActivities,
-    io::{RunInput, StepInput, SubAgentEnd, SubAgentStart, ToolInput},
+    io::{ParentNext, RunInput, StepInput, SubAgentEnd, SubAgentStart, ToolInput},
 };
 use temporalio_sdk::{
     ActivityExecutionError, ChildWorkflowOptions, ParentClosePolicy, WorkflowContext,
 };
+
+/// After a child's run has ended: answers the parent's call if the parent is suspended on it
+/// and, when that completes the parent's batch, starts the parent's resumed run (abandoned, so it
+/// outlives this workflow, which ends at once). A failure here leaves the parent suspended with
+/// the answer stored or not; a resume on the root picks it up.
+pub(crate) async fn report_to_parent(ctx: &WorkflowContext<AgentRunWorkflow>, input: &RunInput) {
+    let next = ctx
+        .execute_local_activity(
+            AgentActivities::report_to_parent,
+            input.clone(),
+            commit_options(input),
+        )
+        .await;
+    if let Ok(ParentNext::Resume { run, workflow_id }) = next {
+        let options = ChildWorkflowOptions::builder()
+            .workflow_id(workflow_id)
+            .parent_close_policy(ParentClosePolicy::Abandon)
+            .build();
+        // A start refused because the run's workflow exists (a retried report) is what we want.
+        let _started = ctx
+            .start_child_workflow(AgentRunWorkflow::run, *run, options)
+            .await;
+    }
+}
 
 /// Runs one sub-agent call of `step` to its end: starts the child session (once), runs its
 /// workflow and stages the call's result, or says the child suspended.

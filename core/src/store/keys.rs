@@ -42,6 +42,12 @@ pub(crate) enum Key {
     ParentStream,
     /// The parent's `children` hash.
     ParentChildren,
+    /// The parent's `pending` hash.
+    ParentPending,
+    /// The parent's `answers` hash.
+    ParentAnswers,
+    /// The parent's `openDeadlines` sorted set.
+    ParentOpenDeadlines,
 }
 
 impl Key {
@@ -62,6 +68,9 @@ impl Key {
             Self::OpenDeadlines => "openDeadlines",
             Self::SubmitBucket => "submitBucket",
             Self::Children | Self::ParentChildren => "children",
+            Self::ParentPending => "pending",
+            Self::ParentAnswers => "answers",
+            Self::ParentOpenDeadlines => "openDeadlines",
             Self::Tree => "tree",
             Self::ParentState => "state",
             Self::ParentStream => "stream",
@@ -72,7 +81,12 @@ impl Key {
     pub(crate) fn on_parent(self) -> bool {
         matches!(
             self,
-            Self::ParentState | Self::ParentStream | Self::ParentChildren
+            Self::ParentState
+                | Self::ParentStream
+                | Self::ParentChildren
+                | Self::ParentPending
+                | Self::ParentAnswers
+                | Self::ParentOpenDeadlines
         )
     }
 

@@ -37,9 +37,10 @@ pub use step::{Completion, StagedTurn, StepProgress};
 pub use stop::Stopped;
 pub use stream::Subscriber;
 pub use suspension::{Answer, StoredAnswer, SubmitOutcome, approval_id};
-pub use tree::{ChildEnd, ChildRun, NewChild};
+pub use tree::{ChildEnd, ChildRun, NewChild, ParentReport};
 pub use types::{
-    Checkpoint, NewRun, PendingCall, PendingKind, RunRef, SessionAddress, StepRef, Written,
+    Checkpoint, NO_DEADLINE, NewRun, PendingCall, PendingKind, RunRef, SessionAddress, StepRef,
+    Written,
 };
 
 use crate::chunk::ChunkHeader;

@@ -126,11 +126,24 @@ pub(super) static START_CHILD: StoreScript = store_script!(
         ParentChildren,
     ]
 );
+pub(super) static REPORT_TO_PARENT: StoreScript = store_script!(
+    "report_to_parent",
+    [
+        State,
+        Stream,
+        ParentState,
+        ParentStream,
+        ParentPending,
+        ParentAnswers,
+        ParentOpenDeadlines,
+    ]
+);
 
 /// Every script, for the tests that read their text.
 #[cfg(test)]
-static ALL: [&StoreScript; 15] = [
+static ALL: [&StoreScript; 16] = [
     &START_CHILD,
+    &REPORT_TO_PARENT,
     &CREATE_SESSION,
     &EMIT_MODEL_CHUNKS,
     &STAGE_TURN,

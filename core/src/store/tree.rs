@@ -3,11 +3,11 @@
 //! a child's parent).
 
 use super::{
-    Error, SessionAddress, StepRef, Store, Written,
+    Error, RunRef, SessionAddress, Status, StepRef, Store, StoredAnswer, Written,
     keys::Key,
     now_ms,
     replies::{Refusal, Reply},
-    scripts::START_CHILD,
+    scripts::{REPORT_TO_PARENT, START_CHILD},
     to_json,
 };
 use crate::{
@@ -45,8 +45,42 @@ pub struct ChildRun {
 #[derive(Debug, Clone)]
 pub struct ChildEnd<'a> {
     pub child_session_id: &'a str,
+    /// The parent's call the child answers.
+    pub tool_call_id: &'a str,
     pub status: EndStatus,
     pub output: Option<&'a str>,
+}
+
+/// What a child's report did to its parent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ParentReport {
+    /// The parent does not await the call (its run still waits for the child's workflow).
+    NotAwaited,
+    /// The call is answered (now or by an earlier report); the parent's state after it.
+    Answered {
+        parent_status: Status,
+        parent_run_id: String,
+        /// The parent's calls still neither answered nor past their deadline.
+        open_calls: u64,
+    },
+}
+
+impl FromRedisValue for ParentReport {
+    fn from_redis_value(value: &RedisValue) -> RedisResult<Self> {
+        let reply = Reply::parse(value)?;
+        match reply.tag.as_str() {
+            "not_awaited" => Ok(Self::NotAwaited),
+            "answered" => {
+                let status: String = reply.value(0)?;
+                Ok(Self::Answered {
+                    parent_status: Status::parse(&status).ok_or_else(|| reply.unexpected())?,
+                    parent_run_id: reply.value(1)?,
+                    open_calls: reply.value(2)?,
+                })
+            }
+            _ => Err(reply.unexpected()),
+        }
+    }
 }
 
 /// `start_child.lua`.
@@ -150,6 +184,51 @@ impl Store {
             error,
         };
         self.stage_tool_result_reporting(step, result, &[subagent_end])
+            .await
+    }
+
+    /// A child that has ended answers its parent's sub-agent call `tool_call_id` with
+    /// `answer`, writing `subagent_end` on the parent's stream (see `report_to_parent.lua`).
+    pub async fn report_to_parent(
+        &self,
+        child: RunRef<'_>,
+        parent: &SessionAddress,
+        answer: &StoredAnswer,
+        end: ChildEnd<'_>,
+    ) -> Result<ParentReport, Error> {
+        let tool_call_id = end.tool_call_id;
+        let parent_state = self
+            .session(parent)
+            .await?
+            .ok_or_else(|| Error::SessionNotFound(parent.session_id.clone()))?;
+        let error = match &answer.answer {
+            super::Answer::Outcome {
+                outcome: ToolOutcome::Error(error),
+            } => Some(error.clone()),
+            _ => None,
+        };
+        let header = self.header(RunRef {
+            address: parent,
+            stream_id: &parent_state.stream_id,
+            run_id: &parent_state.run_id,
+        });
+        let subagent_end = encode_unsequenced(
+            &header,
+            &ChunkKind::SubagentEnd {
+                sub_session_id: child.address.session_id.clone(),
+                tool_call_id: tool_call_id.to_owned(),
+                status: end.status,
+                output: end.output.map(str::to_owned),
+                error,
+            },
+        );
+        REPORT_TO_PARENT
+            .on_child(self, child.address, parent)
+            .arg(tool_call_id)
+            .arg(to_json(answer))
+            .arg(subagent_end)
+            .arg(now_ms())
+            .run(self)
             .await
     }
 

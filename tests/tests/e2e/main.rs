@@ -22,3 +22,4 @@ mod subagents;
 mod submit;
 mod suspension;
 mod transports;
+mod tree;

@@ -13,6 +13,7 @@ mod start;
 mod stop;
 mod submit;
 mod temporal;
+mod tree;
 
 pub use body_limits::{MAX_JSON_DEPTH, body_too_large, checked_body_size, checked_json_depth};
 pub use reads::{existing_session, session_snapshot, session_status, session_usage};

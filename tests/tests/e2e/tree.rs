@@ -1,0 +1,254 @@
+//! People in the loop anywhere in a session tree: a child that asks a person suspends as a root
+//! does, the suspension propagates up until no workflow of the tree runs, the client answers
+//! through the root, and one resume on the root continues the whole tree, deepest first.
+
+use crate::subagents::assert_completed;
+use baton_client::Client as _;
+use baton_core::{
+    ErrorCode, ToolError,
+    message::ToolOutcome,
+    store::{ApprovalDecision, PendingKind, SessionAddress, Status, StopKind},
+    subagent,
+};
+use baton_tests::{Harness, WAIT_LIMIT, agents, api_error};
+use baton_workflows::AgentRunWorkflow;
+use serde_json::json;
+use temporalio_client::{WorkflowDescribeOptions, WorkflowExecutionStatus};
+
+/// Asserts that none of these workflows runs (each has ended).
+async fn none_running(harness: &Harness, workflow_ids: &[String]) {
+    for workflow_id in workflow_ids {
+        let description = harness
+            .temporal
+            .get_workflow_handle::<AgentRunWorkflow>(workflow_id.clone())
+            .describe(WorkflowDescribeOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(
+            description.status(),
+            WorkflowExecutionStatus::Completed,
+            "{workflow_id}"
+        );
+    }
+}
+
+fn yes() -> ApprovalDecision {
+    ApprovalDecision {
+        approved: true,
+        reason: None,
+        arguments: None,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_suspended_children_are_answered_through_the_root_and_one_resume_continues_the_tree() {
+    let harness = Harness::start(agents::registry()).await;
+    let started = harness.client.start("fan_out", "go").await.unwrap();
+    let root = SessionAddress::root(&started.session_id);
+    let asker = subagent::child_address(&root, "p_1_1");
+    let approver = subagent::child_address(&root, "p_1_2");
+    let chunks = harness.chunks_until_suspended(&started.session_id).await;
+    assert_eq!(chunks.last().unwrap().kind.name(), "suspended");
+
+    // Every session of the tree is suspended, and no workflow of the tree runs.
+    for address in [&root, &asker, &approver] {
+        let state = harness.client.status(&address.session_id).await.unwrap();
+        assert_eq!(state.status, Status::SuspendedClientTool, "{address:?}");
+        assert_eq!(state.is_executing, Some(false));
+    }
+    none_running(
+        &harness,
+        &[
+            started.workflow_id.clone(),
+            format!("agent__child_asker__{}", asker.session_id),
+            format!("agent__child_approver__{}", approver.session_id),
+        ],
+    )
+    .await;
+    // The pending entries are on the children, their owners recorded on the root; the parent
+    // awaits its two calls as sub-agent calls no client can answer.
+    let ask = harness.store.pending_call(&asker, "ca_1_1").await.unwrap();
+    assert_eq!(ask.map(|call| call.kind), Some(PendingKind::Client));
+    let pay = harness
+        .store
+        .pending_call(&approver, "cg_1_1")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(pay.kind, PendingKind::Approval);
+    for (call, owner) in [("ca_1_1", &asker), ("cg_1_1", &approver)] {
+        let found = harness
+            .store
+            .call_owner(&started.session_id, call)
+            .await
+            .unwrap();
+        assert_eq!(found.as_ref(), Some(&owner.session_id));
+    }
+    let awaited = harness.store.pending_call(&root, "p_1_1").await.unwrap();
+    assert_eq!(awaited.map(|call| call.kind), Some(PendingKind::SubAgent));
+    let refused = harness
+        .client
+        .submit(
+            &started.session_id,
+            "p_1_1",
+            &ToolOutcome::Result(json!("x")),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(api_error(refused).code, ErrorCode::UnknownToolCall);
+
+    // The batch rule holds across the tree: nothing is answered yet.
+    let early = harness
+        .client
+        .resume(&started.session_id)
+        .await
+        .unwrap_err();
+    let early = api_error(early);
+    assert_eq!(early.code, ErrorCode::StateNotResumable);
+    assert!(early.error.contains("ca_1_1, cg_1_1"), "{}", early.error);
+
+    // Both answers go to the root and land on the owning children.
+    harness
+        .client
+        .submit(
+            &started.session_id,
+            "ca_1_1",
+            &ToolOutcome::Result(json!({"answer": "blue"})),
+        )
+        .await
+        .unwrap();
+    let approval_id = pay.approval_id.unwrap();
+    harness
+        .client
+        .submit_approval(&started.session_id, "cg_1_1", &approval_id, &yes())
+        .await
+        .unwrap();
+    assert!(
+        harness
+            .store
+            .answers(&asker)
+            .await
+            .unwrap()
+            .contains_key("ca_1_1")
+    );
+    assert!(
+        harness
+            .store
+            .answers(&approver)
+            .await
+            .unwrap()
+            .contains_key("cg_1_1")
+    );
+
+    // One resume on the root: the children run first, then the root with their results.
+    let before = chunks.last().unwrap().sequence;
+    harness.client.resume(&started.session_id).await.unwrap();
+    let rest = harness
+        .chunks_after_until_end(&started.session_id, before)
+        .await;
+    assert_completed(
+        &rest,
+        r#"child heard {"answer":"blue"} | child transfer: sent 5 to bob"#,
+    );
+    let ends = rest
+        .iter()
+        .filter(|chunk| chunk.kind.name() == "subagent_end")
+        .count();
+    assert_eq!(ends, 2);
+    for address in [&asker, &approver] {
+        let state = harness.client.status(&address.session_id).await.unwrap();
+        assert_eq!(state.status, Status::Completed);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grandchild_asks_and_the_answer_through_the_root_resumes_three_levels() {
+    let harness = Harness::start(agents::registry()).await;
+    let started = harness.client.start("top", "go").await.unwrap();
+    let root = SessionAddress::root(&started.session_id);
+    let middle = subagent::child_address(&root, "t_1_1");
+    let grandchild = subagent::child_address(&middle, "m_1_1");
+    let chunks = harness.chunks_until_suspended(&started.session_id).await;
+    assert_eq!(chunks.last().unwrap().kind.name(), "suspended");
+    let state = harness.client.status(&grandchild.session_id).await.unwrap();
+    assert_eq!(state.status, Status::SuspendedClientTool);
+    assert_eq!(state.root_session_id, started.session_id);
+    let owner = harness
+        .store
+        .call_owner(&started.session_id, "ca_1_1")
+        .await
+        .unwrap();
+    assert_eq!(owner, Some(grandchild.session_id.clone()));
+    // Only the root takes submits: the grandchild's own id is refused.
+    let elsewhere = harness
+        .client
+        .submit(
+            &grandchild.session_id,
+            "ca_1_1",
+            &ToolOutcome::Result(json!({"answer": "no"})),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(api_error(elsewhere).code, ErrorCode::ValidationError);
+
+    harness
+        .client
+        .submit(
+            &started.session_id,
+            "ca_1_1",
+            &ToolOutcome::Result(json!({"answer": "deep"})),
+        )
+        .await
+        .unwrap();
+    let before = chunks.last().unwrap().sequence;
+    let resumed = harness.client.resume(&started.session_id).await.unwrap();
+    assert!(resumed.workflow_id.unwrap().starts_with(&format!(
+        "agent__child_asker__{}__resume-",
+        grandchild.session_id
+    )));
+    let rest = harness
+        .chunks_after_until_end(&started.session_id, before)
+        .await;
+    assert_completed(&rest, r#"top got middle got child heard {"answer":"deep"}"#);
+    for address in [&middle, &grandchild] {
+        let state = harness.client.status(&address.session_id).await.unwrap();
+        assert_eq!(state.status, Status::Completed);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupt_of_the_root_stops_the_whole_tree_and_late_submits_answer_run_stopped() {
+    let harness = Harness::start(agents::registry()).await;
+    let started = harness.client.start("top", "go").await.unwrap();
+    let root = SessionAddress::root(&started.session_id);
+    let middle = subagent::child_address(&root, "t_1_1");
+    let grandchild = subagent::child_address(&middle, "m_1_1");
+    harness.chunks_until_suspended(&started.session_id).await;
+
+    harness
+        .client
+        .stop(&started.session_id, false)
+        .await
+        .unwrap();
+    for address in [&root, &middle, &grandchild] {
+        let state = harness.client.status(&address.session_id).await.unwrap();
+        assert_eq!(state.status, Status::Interrupted, "{address:?}");
+        assert_eq!(state.stop.map(|stop| stop.kind), Some(StopKind::Interrupt));
+    }
+    let late = harness
+        .client
+        .submit(
+            &started.session_id,
+            "ca_1_1",
+            &ToolOutcome::Error(ToolError::new("client_tool_error", "too late")),
+        )
+        .await
+        .unwrap_err();
+    let late = api_error(late);
+    assert_eq!(late.code, ErrorCode::UnknownToolCall);
+    assert_eq!(late.details["reason"], "run_stopped");
+    let chunks = harness
+        .chunks_until_end(&grandchild.session_id, WAIT_LIMIT)
+        .await;
+    assert_eq!(chunks.last().unwrap().kind.name(), "end");
+}
