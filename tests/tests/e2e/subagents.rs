@@ -99,6 +99,39 @@ async fn two_children_run_in_parallel_beside_a_tool_and_their_outputs_are_the_re
         let child_log = harness.store.messages(child).await.unwrap();
         assert_eq!(child_log.len(), 3, "system, the call's message, the answer");
     }
+    // The root's rollup is the sum of the three sessions' own usage, on /usage and on `end`.
+    let mut sum = harness
+        .store
+        .own_usage_rollup(&root)
+        .await
+        .unwrap()
+        .unwrap();
+    for child in [&first, &second] {
+        sum.merge(
+            &harness
+                .store
+                .own_usage_rollup(child)
+                .await
+                .unwrap()
+                .unwrap(),
+        );
+    }
+    let rollup = harness
+        .client
+        .usage(&started.session_id)
+        .await
+        .unwrap()
+        .rollup;
+    assert_eq!(rollup, sum);
+    assert_eq!(
+        rollup.models["scripted"].calls, 4,
+        "two root steps, one per child"
+    );
+    assert_eq!(rollup.tool_calls["subagent__researcher"], 2);
+    let Some(ChunkKind::End { usage, .. }) = chunks.last().map(|c| &c.kind) else {
+        panic!("no end chunk");
+    };
+    assert_eq!(usage, &sum);
     let tree = harness.store.tree_sessions(&root).await.unwrap();
     let mut both = vec![first.session_id.clone(), second.session_id.clone()];
     both.sort();
