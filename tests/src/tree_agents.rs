@@ -135,6 +135,20 @@ pub fn top() -> Agent {
         .unwrap()
 }
 
+/// `delegating_holder`: delegates to `holder`, whose `hold` tool blocks in a worker told to
+/// hold (so a test can kill the worker during the child's step).
+pub fn delegating_holder() -> Agent {
+    let model = ScriptedModel::default()
+        .call_id_prefix("h")
+        .call("subagent__holder", json!({"message": "hold on"}))
+        .answer("parent got {{result:subagent__holder}}");
+    Agent::builder("delegating_holder")
+        .model(model)
+        .sub_agent("holder", "Holds.")
+        .build()
+        .unwrap()
+}
+
 /// Every agent of the tree tests.
 pub fn all() -> Vec<Agent> {
     vec![
@@ -147,5 +161,6 @@ pub fn all() -> Vec<Agent> {
         fan_out(),
         middle(),
         top(),
+        delegating_holder(),
     ]
 }

@@ -1,15 +1,17 @@
 //! Sub-agents: a call of `subagent__<type>` runs a child session of the caller's tree as a child
 //! workflow, beside the step's other tools; the child's end is the call's result.
 
+use crate::runs::{TEST_WORKER, describe};
 use baton_client::Client as _;
 use baton_core::{
     ChunkKind, StreamChunk,
+    api::StartResponse,
     chunk::EndStatus,
     message::ToolOutcome,
     store::{SessionAddress, Status},
     subagent,
 };
-use baton_tests::{Harness, WAIT_LIMIT, agents, tool_outcomes};
+use baton_tests::{Harness, WAIT_LIMIT, WorkerProcess, agents, tool_outcomes};
 use serde_json::json;
 
 /// The sub-agent chunks of a stream: `start <child> <call>` and `end <child> <status>`.
@@ -173,4 +175,84 @@ async fn a_failing_child_is_a_tool_error_for_the_parent_not_a_failed_parent() {
     assert_eq!(error.code, "max_steps_exceeded");
     let state = harness.client.status(&child.session_id).await.unwrap();
     assert_eq!(state.status, Status::Failed);
+}
+
+/// Starts `delegating_holder` on a worker told to hold and waits until its child's `hold` tool
+/// runs; returns the worker, the start and the child.
+pub(crate) async fn child_holding(
+    harness: &Harness,
+) -> (WorkerProcess, StartResponse, SessionAddress) {
+    let mut worker = WorkerProcess::spawn(TEST_WORKER, harness, true);
+    let started = harness
+        .client
+        .start("delegating_holder", "go")
+        .await
+        .unwrap();
+    let child = subagent::child_address(&SessionAddress::root(&started.session_id), "h_1_1");
+    assert!(
+        tokio::time::timeout(WAIT_LIMIT, worker.holding())
+            .await
+            .unwrap()
+    );
+    (worker, started, child)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_killed_during_a_childs_step_duplicates_no_child_message_or_chunk() {
+    let harness = Harness::server_only(agents::registry()).await;
+    let (first, started, child) = child_holding(&harness).await;
+    let root = SessionAddress::root(&started.session_id);
+    // Kill the worker without warning.
+    drop(first);
+
+    let _second = WorkerProcess::spawn(TEST_WORKER, &harness, false);
+    let chunks = harness
+        .chunks_until_end(&started.session_id, WAIT_LIMIT)
+        .await;
+    assert_completed(&chunks, "parent got released: done");
+    let described: Vec<String> = chunks.iter().map(describe).collect();
+    assert_eq!(
+        described,
+        [
+            "run_start delegating_holder".to_owned(),
+            "step_start 1".to_owned(),
+            r#"tool_start 1 h_1_1 subagent__holder {"message":"hold on"}"#.to_owned(),
+            format!("subagent_start {}", child.session_id),
+            r#"tool_end 1 h_1_1 "released: done""#.to_owned(),
+            format!("subagent_end {}", child.session_id),
+            "step_end 1".to_owned(),
+            "step_start 2".to_owned(),
+            r#"text_delta 2 "parent ""#.to_owned(),
+            r#"text_delta 2 "got ""#.to_owned(),
+            r#"text_delta 2 "released: ""#.to_owned(),
+            r#"text_delta 2 "done""#.to_owned(),
+            "step_end 2".to_owned(),
+            "end Completed parent got released: done -".to_owned(),
+        ]
+    );
+    // One child, its step played once in its log and stream.
+    assert_eq!(
+        harness.store.tree_sessions(&root).await.unwrap(),
+        std::slice::from_ref(&child.session_id)
+    );
+    assert_eq!(harness.store.messages(&child).await.unwrap().len(), 4);
+    let child_chunks = harness
+        .chunks_until_end(&child.session_id, WAIT_LIMIT)
+        .await;
+    let child_described: Vec<String> = child_chunks.iter().map(describe).collect();
+    assert_eq!(
+        child_described,
+        [
+            "run_start holder",
+            "step_start 1",
+            "tool_start 1 call_1_1 hold {}",
+            r#"tool_end 1 call_1_1 "done""#,
+            "step_end 1",
+            "step_start 2",
+            r#"text_delta 2 "released: ""#,
+            r#"text_delta 2 "done""#,
+            "step_end 2",
+            "end Completed released: done -",
+        ]
+    );
 }

@@ -2,10 +2,11 @@
 //! does, the suspension propagates up until no workflow of the tree runs, the client answers
 //! through the root, and one resume on the root continues the whole tree, deepest first.
 
-use crate::subagents::assert_completed;
+use crate::subagents::{assert_completed, child_holding};
 use baton_client::Client as _;
 use baton_core::{
-    ErrorCode, ToolError,
+    ChunkKind, ErrorCode, ToolError,
+    chunk::EndStatus,
     message::ToolOutcome,
     store::{ApprovalDecision, PendingKind, SessionAddress, Status, StopKind},
     subagent,
@@ -251,4 +252,32 @@ async fn an_interrupt_of_the_root_stops_the_whole_tree_and_late_submits_answer_r
         .chunks_until_end(&grandchild.session_id, WAIT_LIMIT)
         .await;
     assert_eq!(chunks.last().unwrap().kind.name(), "end");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupt_of_the_root_while_a_child_runs_stops_the_child_and_its_workflow() {
+    let harness = Harness::server_only(agents::registry()).await;
+    // The child's step is running its `hold` tool.
+    let (_worker, started, child) = child_holding(&harness).await;
+    let root = SessionAddress::root(&started.session_id);
+    harness
+        .client
+        .stop(&started.session_id, false)
+        .await
+        .unwrap();
+    for address in [&root, &child] {
+        let state = harness.client.status(&address.session_id).await.unwrap();
+        assert_eq!(state.status, Status::Interrupted, "{address:?}");
+    }
+    for session in [&started.session_id, &child.session_id] {
+        let chunks = harness.chunks_until_end(session, WAIT_LIMIT).await;
+        let Some(ChunkKind::End { status, .. }) = chunks.last().map(|c| &c.kind) else {
+            panic!("no end chunk");
+        };
+        assert_eq!(*status, EndStatus::Interrupted);
+    }
+    // The child's workflow is cancelled with its parent's.
+    let child_workflow = format!("agent__holder__{}", child.session_id);
+    let outcome = harness.run_result(&child_workflow).await;
+    assert!(outcome.is_err(), "{outcome:?}");
 }
