@@ -149,6 +149,20 @@ pub fn delegating_holder() -> Agent {
         .unwrap()
 }
 
+/// `unanswered_parent`: delegates to `asker_deadline`, whose question lapses after a second, so
+/// the tree finishes with nobody answering.
+pub fn unanswered_parent() -> Agent {
+    let model = ScriptedModel::default()
+        .call_id_prefix("u")
+        .call("subagent__asker_deadline", json!({"message": "ask"}))
+        .answer("parent saw {{result:subagent__asker_deadline}}");
+    Agent::builder("unanswered_parent")
+        .model(model)
+        .sub_agent("asker_deadline", "Asks with a short deadline.")
+        .build()
+        .unwrap()
+}
+
 /// Every agent of the tree tests.
 pub fn all() -> Vec<Agent> {
     vec![
@@ -162,5 +176,6 @@ pub fn all() -> Vec<Agent> {
         middle(),
         top(),
         delegating_holder(),
+        unanswered_parent(),
     ]
 }

@@ -281,3 +281,25 @@ async fn an_interrupt_of_the_root_while_a_child_runs_stops_the_child_and_its_wor
     let outcome = harness.run_result(&child_workflow).await;
     assert!(outcome.is_err(), "{outcome:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_childs_lapsed_deadline_resumes_it_and_its_end_resumes_the_parent_without_a_resume() {
+    let harness = Harness::start(agents::registry()).await;
+    let started = harness
+        .client
+        .start("unanswered_parent", "go")
+        .await
+        .unwrap();
+    // Nobody answers: the child's deadline workflow resumes the child, whose end resumes the
+    // root.
+    let chunks = harness
+        .chunks_until_end(&started.session_id, WAIT_LIMIT)
+        .await;
+    assert_completed(&chunks, "parent saw Outcome: error client_tool_timeout");
+    let kinds: Vec<&str> = chunks.iter().map(|chunk| chunk.kind.name()).collect();
+    assert_eq!(
+        kinds.iter().filter(|kind| **kind == "run_start").count(),
+        2,
+        "the first run and the resumed one: {kinds:?}"
+    );
+}
