@@ -139,9 +139,12 @@ pub(super) static REPORT_TO_PARENT: StoreScript = store_script!(
     ]
 );
 
+pub(super) static QUEUE_MESSAGE: StoreScript = store_script!("queue_message", [State, Stream]);
+
 /// Every script, for the tests that read their text.
 #[cfg(test)]
-static ALL: [&StoreScript; 16] = [
+static ALL: [&StoreScript; 17] = [
+    &QUEUE_MESSAGE,
     &START_CHILD,
     &REPORT_TO_PARENT,
     &CREATE_SESSION,

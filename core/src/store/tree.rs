@@ -6,8 +6,8 @@ use super::{
     Error, RunRef, SessionAddress, Status, StepRef, Store, StoredAnswer, Written,
     keys::Key,
     now_ms,
-    replies::{Refusal, Reply},
-    scripts::{REPORT_TO_PARENT, START_CHILD},
+    replies::{Refusal, Reply, WriteReply},
+    scripts::{QUEUE_MESSAGE, REPORT_TO_PARENT, START_CHILD},
     to_json,
 };
 use crate::{
@@ -230,6 +230,24 @@ impl Store {
             .arg(now_ms())
             .run(self)
             .await
+    }
+
+    /// Leaves `message` on a suspended root for its resumed run to append after the drained
+    /// results, if `expected_run_id` still holds the root suspended (see `queue_message.lua`).
+    pub async fn queue_root_message(
+        &self,
+        root: &SessionAddress,
+        expected_run_id: &str,
+        message: &Message,
+    ) -> Result<(), Error> {
+        let reply: WriteReply = QUEUE_MESSAGE
+            .on(self, root)
+            .arg(expected_run_id)
+            .arg(to_json(message))
+            .run(self)
+            .await?;
+        reply.into_written(expected_run_id, |detail| self.inconsistent(root, detail))?;
+        Ok(())
     }
 
     /// The children a session's sub-agent calls started: toolCallId → child session id.

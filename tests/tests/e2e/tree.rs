@@ -5,11 +5,12 @@
 use crate::subagents::{assert_completed, child_holding};
 use baton_client::Client as _;
 use baton_core::{
-    ChunkKind, ErrorCode, ToolError,
+    ChunkKind, ErrorCode, Message, StreamChunk, ToolError,
     chunk::EndStatus,
     message::ToolOutcome,
     store::{ApprovalDecision, PendingKind, SessionAddress, Status, StopKind},
     subagent,
+    submit::SubmitAnswer,
 };
 use baton_tests::{Harness, WAIT_LIMIT, agents, api_error};
 use baton_workflows::AgentRunWorkflow;
@@ -31,6 +32,38 @@ async fn none_running(harness: &Harness, workflow_ids: &[String]) {
             "{workflow_id}"
         );
     }
+}
+
+/// Answers `child_asker`'s question (`ca_1_1`) with `{answer}`, submitting against `session_id`.
+async fn answer_ask(
+    harness: &Harness,
+    session_id: &str,
+    answer: &str,
+) -> Result<SubmitAnswer, baton_client::Error> {
+    harness
+        .client
+        .submit(
+            session_id,
+            "ca_1_1",
+            &ToolOutcome::Result(json!({ "answer": answer })),
+        )
+        .await
+}
+
+/// Sends `message` to a suspended root and follows its stream after `after` to the end.
+async fn message_to_end(
+    harness: &Harness,
+    session_id: &str,
+    after: u64,
+    message: &str,
+    abandon_pending: bool,
+) -> Vec<StreamChunk> {
+    harness
+        .client
+        .send_message(session_id, message, abandon_pending)
+        .await
+        .unwrap();
+    harness.chunks_after_until_end(session_id, after).await
 }
 
 fn yes() -> ApprovalDecision {
@@ -109,13 +142,7 @@ async fn two_suspended_children_are_answered_through_the_root_and_one_resume_con
     assert!(early.error.contains("ca_1_1, cg_1_1"), "{}", early.error);
 
     // Both answers go to the root and land on the owning children.
-    harness
-        .client
-        .submit(
-            &started.session_id,
-            "ca_1_1",
-            &ToolOutcome::Result(json!({"answer": "blue"})),
-        )
+    answer_ask(&harness, &started.session_id, "blue")
         .await
         .unwrap();
     let approval_id = pay.approval_id.unwrap();
@@ -181,24 +208,12 @@ async fn a_grandchild_asks_and_the_answer_through_the_root_resumes_three_levels(
         .unwrap();
     assert_eq!(owner, Some(grandchild.session_id.clone()));
     // Only the root takes submits: the grandchild's own id is refused.
-    let elsewhere = harness
-        .client
-        .submit(
-            &grandchild.session_id,
-            "ca_1_1",
-            &ToolOutcome::Result(json!({"answer": "no"})),
-        )
+    let elsewhere = answer_ask(&harness, &grandchild.session_id, "no")
         .await
         .unwrap_err();
     assert_eq!(api_error(elsewhere).code, ErrorCode::ValidationError);
 
-    harness
-        .client
-        .submit(
-            &started.session_id,
-            "ca_1_1",
-            &ToolOutcome::Result(json!({"answer": "deep"})),
-        )
+    answer_ask(&harness, &started.session_id, "deep")
         .await
         .unwrap();
     let before = chunks.last().unwrap().sequence;
@@ -302,4 +317,55 @@ async fn a_childs_lapsed_deadline_resumes_it_and_its_end_resumes_the_parent_with
         2,
         "the first run and the resumed one: {kinds:?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_to_a_suspended_tree_waits_for_its_calls_then_reaches_the_root() {
+    let harness = Harness::start(agents::registry()).await;
+    let started = harness.client.start("top", "go").await.unwrap();
+    let chunks = harness.chunks_until_suspended(&started.session_id).await;
+    // The batch rule names the grandchild's call, not the root's call that awaits the tree.
+    let early = harness
+        .client
+        .send_message(&started.session_id, "and thanks", false)
+        .await
+        .unwrap_err();
+    let early = api_error(early);
+    assert_eq!(early.code, ErrorCode::StateNotResumable);
+    assert_eq!(early.details["awaitedToolCallIds"], json!(["ca_1_1"]));
+
+    answer_ask(&harness, &started.session_id, "yes")
+        .await
+        .unwrap();
+    let after = chunks.last().unwrap().sequence;
+    let rest = message_to_end(&harness, &started.session_id, after, "and thanks", false).await;
+    assert_completed(&rest, r#"top got middle got child heard {"answer":"yes"}"#);
+    // The message follows the sub-agent call's result in the root's log.
+    let log = harness.messages(&started.session_id).await;
+    let position = |wanted: &Message| log.iter().position(|m| m == wanted);
+    let message = position(&Message::user("and thanks")).expect("the message is in the log");
+    assert!(matches!(&log[message - 1], Message::Tool(result) if result.tool_call_id == "t_1_1"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_abandoning_a_suspended_tree_stops_the_children_and_goes_on_at_the_root() {
+    let harness = Harness::start(agents::registry()).await;
+    let started = harness.client.start("fan_out", "go").await.unwrap();
+    let root = SessionAddress::root(&started.session_id);
+    let chunks = harness.chunks_until_suspended(&started.session_id).await;
+    let after = chunks.last().unwrap().sequence;
+    let rest = message_to_end(&harness, &started.session_id, after, "never mind", true).await;
+    assert_completed(
+        &rest,
+        "error client_tool_abandoned | error client_tool_abandoned",
+    );
+    for call in ["p_1_1", "p_1_2"] {
+        let child = subagent::child_address(&root, call);
+        let state = harness.client.status(&child.session_id).await.unwrap();
+        assert_eq!(state.status, Status::Interrupted);
+    }
+    let late = answer_ask(&harness, &started.session_id, "late")
+        .await
+        .unwrap_err();
+    assert_eq!(api_error(late).details["reason"], "run_stopped");
 }

@@ -61,9 +61,10 @@ pub async fn resume_session(
     };
     let session = existing_session(state, session_id).await?;
     let is_root = session.session_id == session.root_session_id;
+    let continues = !matches!(resume, Resume::FromCheckpoint { .. });
     if is_root
-        && resume == Resume::Continue
-        && let Some(resumed) = tree::resume_tree(state, &session).await?
+        && continues
+        && let Some(resumed) = tree::resume_tree(state, &session, &entry).await?
     {
         return Ok(resumed);
     }

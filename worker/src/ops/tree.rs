@@ -67,9 +67,15 @@ async fn tree_states(
 /// of the tree is neither answered nor past its deadline (`state_not_resumable`, naming them);
 /// else every suspended session whose batch is complete is claimed and resumed, the deepest
 /// first. `None` when no descendant of the root is suspended: the root resumes on its own.
+///
+/// With a message (`with_message`), the message waits on the root for its resumed run, which
+/// appends it after the drained results. With `abandonPending` too, the descendants' runs are
+/// stopped (their calls answer `run_stopped`) and `None` lets the root resume on its own,
+/// abandoning its calls.
 pub(super) async fn resume_tree(
     state: &AppState,
     root: &SessionState,
+    entry: &ResumeEntry,
 ) -> Result<Option<ResumeResponse>, ApiError> {
     let sessions = tree_states(state, root).await?;
     let mut suspended: Vec<_> = sessions
@@ -77,6 +83,10 @@ pub(super) async fn resume_tree(
         .filter(|(_, session, _)| session.status == Status::SuspendedClientTool)
         .collect();
     if !suspended.iter().any(|(_, _, depth)| *depth > 0) {
+        return Ok(None);
+    }
+    if entry.abandon_pending {
+        stop_descendants(state, root, StopKind::Interrupt).await?;
         return Ok(None);
     }
     let now = now_ms();
@@ -110,6 +120,17 @@ pub(super) async fn resume_tree(
             ),
         )
         .with("awaitedToolCallIds", open));
+    }
+    if let Some(message) = &entry.message {
+        state
+            .store
+            .queue_root_message(
+                &SessionAddress::root(&root.session_id),
+                &root.run_id,
+                message,
+            )
+            .await
+            .map_err(|_| already_running())?;
     }
     suspended.sort_by_key(|(_, _, depth)| std::cmp::Reverse(*depth));
     let mut first_resumed = None;
