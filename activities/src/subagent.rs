@@ -151,7 +151,7 @@ impl AgentActivities {
 
 /// How a child's state answers its parent's call: its output (checked against the sub-agent's
 /// output schema) or its error, with the status `subagent_end` reports; `None` while the child
-/// is suspended.
+/// has not ended (suspended, or resumed by its deadline).
 pub(crate) fn child_outcome(
     sub_agent: &SubAgent,
     state: &SessionState,
@@ -180,13 +180,8 @@ pub(crate) fn child_outcome(
                 "the sub-agent was interrupted before it answered",
             )),
         ),
-        // Its workflow has ended without recording how: it was terminated.
-        Status::Active => (
-            EndStatus::Failed,
-            ToolOutcome::Error(ToolError::new(
-                codes::TOOL_FAILED,
-                "the sub-agent's run ended without recording its end",
-            )),
-        ),
+        // Its first workflow has ended, yet a run holds it: a deadline resumed it already. Its
+        // end answers the parent, like a suspended child's.
+        Status::Active => return None,
     })
 }

@@ -66,14 +66,6 @@ async fn message_to_end(
     harness.chunks_after_until_end(session_id, after).await
 }
 
-fn yes() -> ApprovalDecision {
-    ApprovalDecision {
-        approved: true,
-        reason: None,
-        arguments: None,
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_suspended_children_are_answered_through_the_root_and_one_resume_continues_the_tree() {
     let harness = Harness::start(agents::registry()).await;
@@ -146,9 +138,15 @@ async fn two_suspended_children_are_answered_through_the_root_and_one_resume_con
         .await
         .unwrap();
     let approval_id = pay.approval_id.unwrap();
+    // An approval with edited arguments works in a child too.
+    let edited = ApprovalDecision {
+        approved: true,
+        reason: None,
+        arguments: Some(json!({"to": "carol", "amount": 7})),
+    };
     harness
         .client
-        .submit_approval(&started.session_id, "cg_1_1", &approval_id, &yes())
+        .submit_approval(&started.session_id, "cg_1_1", &approval_id, &edited)
         .await
         .unwrap();
     assert!(
@@ -176,7 +174,7 @@ async fn two_suspended_children_are_answered_through_the_root_and_one_resume_con
         .await;
     assert_completed(
         &rest,
-        r#"child heard {"answer":"blue"} | child transfer: sent 5 to bob"#,
+        r#"child heard {"answer":"blue"} | child transfer: sent 7 to carol"#,
     );
     let ends = rest
         .iter()
