@@ -296,14 +296,26 @@ async fn follow_once(
     json: bool,
     seen: &mut Seen,
 ) -> anyhow::Result<Stop> {
+    follow_quietly(client, session_id, from, Some(json), seen).await
+}
+
+/// [`follow_once`], printing the chunks as JSON (`Some(true)`), as lines (`Some(false)`) or not
+/// at all (`None`: a child's chunks, which its root's stream has shown already).
+async fn follow_quietly(
+    client: &dyn Client,
+    session_id: &str,
+    from: u64,
+    print: Option<bool>,
+    seen: &mut Seen,
+) -> anyhow::Result<Stop> {
     let mut chunks = std::pin::pin!(client.follow(session_id, from));
     let mut printer = Printer::default();
     while let Some(chunk) = chunks.next().await {
         let chunk = chunk.context("following the session's stream")?;
-        if json {
-            println!("{}", serde_json::to_string(&chunk)?);
-        } else {
-            printer.print(&chunk);
+        match print {
+            Some(true) => println!("{}", serde_json::to_string(&chunk)?),
+            Some(false) => printer.print(&chunk),
+            None => {}
         }
         match chunk.kind {
             ChunkKind::ToolStart {
@@ -367,7 +379,8 @@ async fn follow(
                 tool_call_ids,
                 after,
             } => {
-                // A sub-agent call awaits its child: follow the child to the calls it awaits.
+                // A sub-agent call awaits its child: read the child's stream (the root's showed
+                // its chunks) to the calls it awaits.
                 // Every call of the tree is answered through this (the root) session.
                 let mut awaited: std::collections::VecDeque<String> = tool_call_ids.into();
                 let mut leaves = Vec::new();
@@ -377,7 +390,7 @@ async fn follow(
                         continue;
                     };
                     if let Stop::Suspended { tool_call_ids, .. } =
-                        follow_once(client, &child, 0, json, &mut seen).await?
+                        follow_quietly(client, &child, 0, None, &mut seen).await?
                     {
                         awaited.extend(tool_call_ids);
                     }

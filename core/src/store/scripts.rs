@@ -13,7 +13,8 @@ pub(super) struct StoreScript {
     /// The script's own text, without the prelude.
     #[cfg_attr(not(test), allow(dead_code))]
     pub(super) source: &'static str,
-    /// `KEYS[1]`, `KEYS[2]`, … in order: always the state and the stream first (the prelude's).
+    /// `KEYS[1]`, `KEYS[2]`, … in order: always the state and the stream first (the prelude's);
+    /// every invocation adds the root's state and stream after them.
     pub(super) keys: &'static [Key],
     script: LazyLock<redis::Script>,
 }
@@ -183,6 +184,10 @@ impl StoreScript {
             let address = if key.on_parent() { parent } else { child };
             inner.key(store.key(address, *key));
         }
+        // The prelude's last two keys: the tree root's state and stream (see `emit_on`).
+        let root = SessionAddress::root(&child.root_session_id);
+        inner.key(store.key(&root, Key::State));
+        inner.key(store.key(&root, Key::Stream));
         Invocation {
             name: self.name,
             inner,

@@ -210,7 +210,10 @@ async fn a_worker_killed_during_a_childs_step_duplicates_no_child_message_or_chu
         .chunks_until_end(&started.session_id, WAIT_LIMIT)
         .await;
     assert_completed(&chunks, "parent got released: done");
-    let described: Vec<String> = chunks.iter().map(describe).collect();
+    let (own, copied): (Vec<StreamChunk>, Vec<StreamChunk>) = chunks
+        .into_iter()
+        .partition(|chunk| chunk.header.agent_id == started.session_id);
+    let described: Vec<String> = own.iter().map(describe).collect();
     assert_eq!(
         described,
         [
@@ -254,5 +257,15 @@ async fn a_worker_killed_during_a_childs_step_duplicates_no_child_message_or_chu
             "step_end 2",
             "end Completed released: done -",
         ]
+    );
+    // The root's stream carries the child's chunks too, once each and in order, under the
+    // root's sequence (the child's `end` stays on its own stream).
+    let without_sequence = |chunk: &StreamChunk| (chunk.header.clone(), chunk.kind.clone());
+    assert_eq!(
+        copied.iter().map(without_sequence).collect::<Vec<_>>(),
+        child_chunks[..child_chunks.len() - 1]
+            .iter()
+            .map(without_sequence)
+            .collect::<Vec<_>>()
     );
 }

@@ -3,6 +3,7 @@
 //! through the root, and one resume on the root continues the whole tree, deepest first.
 
 use crate::subagents::{assert_completed, child_holding};
+use baton_activities::io::RunOutcome;
 use baton_client::Client as _;
 use baton_core::{
     ChunkKind, ErrorCode, Message, StreamChunk, ToolError,
@@ -17,9 +18,15 @@ use baton_workflows::AgentRunWorkflow;
 use serde_json::json;
 use temporalio_client::{WorkflowDescribeOptions, WorkflowExecutionStatus};
 
-/// Asserts that none of these workflows runs (each has ended).
+/// Asserts that each of these workflows ended by suspending its run, and that Temporal runs
+/// none of them.
 async fn none_running(harness: &Harness, workflow_ids: &[String]) {
     for workflow_id in workflow_ids {
+        let outcome = harness.run_result(workflow_id).await.unwrap();
+        assert!(
+            matches!(outcome, RunOutcome::Suspended { .. }),
+            "{workflow_id}: {outcome:?}"
+        );
         let description = harness
             .temporal
             .get_workflow_handle::<AgentRunWorkflow>(workflow_id.clone())
@@ -75,6 +82,16 @@ async fn two_suspended_children_are_answered_through_the_root_and_one_resume_con
     let approver = subagent::child_address(&root, "p_1_2");
     let chunks = harness.chunks_until_suspended(&started.session_id).await;
     assert_eq!(chunks.last().unwrap().kind.name(), "suspended");
+    // A client following the root sees the children's question and approval request, each
+    // with the child's session as its agentId.
+    let asked = chunks.iter().find(|chunk| {
+        matches!(&chunk.kind, ChunkKind::ToolStart { tool_call_id, .. } if tool_call_id == "ca_1_1")
+    });
+    assert_eq!(asked.unwrap().header.agent_id, asker.session_id);
+    let approval = chunks
+        .iter()
+        .find(|chunk| chunk.kind.name() == "tool_approval_request");
+    assert_eq!(approval.unwrap().header.agent_id, approver.session_id);
 
     // Every session of the tree is suspended, and no workflow of the tree runs.
     for address in [&root, &asker, &approver] {
@@ -309,7 +326,11 @@ async fn a_childs_lapsed_deadline_resumes_it_and_its_end_resumes_the_parent_with
         .chunks_until_end(&started.session_id, WAIT_LIMIT)
         .await;
     assert_completed(&chunks, "parent saw Outcome: error client_tool_timeout");
-    let kinds: Vec<&str> = chunks.iter().map(|chunk| chunk.kind.name()).collect();
+    let kinds: Vec<&str> = chunks
+        .iter()
+        .filter(|chunk| chunk.header.agent_id == started.session_id)
+        .map(|chunk| chunk.kind.name())
+        .collect();
     assert_eq!(
         kinds.iter().filter(|kind| **kind == "run_start").count(),
         2,
