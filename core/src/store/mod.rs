@@ -26,6 +26,7 @@ mod step;
 mod stop;
 mod stream;
 mod suspension;
+mod tool_start;
 mod tree;
 mod types;
 mod usage;
@@ -144,5 +145,7 @@ fn flag(set: bool) -> &'static str {
     if set { "1" } else { "0" }
 }
 
+#[cfg(test)]
+mod fault_tests;
 #[cfg(test)]
 mod tests;
