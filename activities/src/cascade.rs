@@ -17,6 +17,49 @@ use baton_core::{
 };
 
 impl AgentActivities {
+    /// The body of `recheck_children`, after a parent's step suspended awaiting children: a
+    /// child that ended before the parent's suspension was committed found no call to answer,
+    /// so its report is made here instead (the same idempotent report, claiming the same run).
+    pub(crate) async fn report_ended_children(
+        &self,
+        parent_run: &RunInput,
+    ) -> Result<ParentNext, Error> {
+        let parent = &parent_run.address;
+        let children = self.store.children(parent).await?;
+        for (call, _run) in self.store.pending_calls(parent).await? {
+            if call.kind != store::PendingKind::SubAgent {
+                continue;
+            }
+            let Some(child_id) = children.get(&call.tool_call_id) else {
+                continue;
+            };
+            let child = store::SessionAddress {
+                root_session_id: parent.root_session_id.clone(),
+                session_id: child_id.clone(),
+            };
+            let Some(state) = self.store.session(&child).await? else {
+                continue;
+            };
+            if !state.status.is_terminal() {
+                continue;
+            }
+            let child_run = RunInput {
+                address: child,
+                agent_type: state.agent_type.clone(),
+                run_id: state.run_id.clone(),
+                stream_id: state.stream_id.clone(),
+                first_step: state.step_count,
+                max_steps: parent_run.max_steps,
+                policy: parent_run.policy.clone(),
+                resume: false,
+            };
+            if let next @ ParentNext::Resume { .. } = self.report_end_to_parent(&child_run).await? {
+                return Ok(next);
+            }
+        }
+        Ok(ParentNext::Nothing)
+    }
+
     /// The body of `report_to_parent`, after a child's run has ended.
     pub(crate) async fn report_end_to_parent(&self, input: &RunInput) -> Result<ParentNext, Error> {
         let child = &input.address;

@@ -183,6 +183,17 @@ impl AgentActivities {
         Ok(self.report_end_to_parent(&input).await?)
     }
 
+    /// After a step suspended awaiting children: reports the children that ended before the
+    /// suspension was committed (see `report_to_parent`).
+    #[activity]
+    pub async fn recheck_children(
+        self: Arc<Self>,
+        _ctx: ActivityContext,
+        input: RunInput,
+    ) -> Result<ParentNext, ActivityError> {
+        Ok(self.report_ended_children(&input).await?)
+    }
+
     /// Ends the run as failed with a typed error.
     #[activity]
     pub async fn fail_run(

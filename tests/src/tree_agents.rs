@@ -163,6 +163,20 @@ pub fn unanswered_parent() -> Agent {
         .unwrap()
 }
 
+/// `hasty_parent`: delegates to `asker_instant`, whose question lapses at once, so the child's
+/// deadline resumes it while (or before) the parent commits its suspension.
+pub fn hasty_parent() -> Agent {
+    let model = ScriptedModel::default()
+        .call_id_prefix("hp")
+        .call("subagent__asker_instant", json!({"message": "ask"}))
+        .answer("parent saw {{result:subagent__asker_instant}}");
+    Agent::builder("hasty_parent")
+        .model(model)
+        .sub_agent("asker_instant", "Asks with no time to answer.")
+        .build()
+        .unwrap()
+}
+
 /// Every agent of the tree tests.
 pub fn all() -> Vec<Agent> {
     vec![
@@ -177,5 +191,7 @@ pub fn all() -> Vec<Agent> {
         top(),
         delegating_holder(),
         unanswered_parent(),
+        hasty_parent(),
+        crate::agents::asker_deadline("asker_instant", std::time::Duration::ZERO),
     ]
 }

@@ -151,6 +151,9 @@ async fn run_steps(
                         )
                         .await
                         .map_err(|e| Failure::of_activity(&step, &e, ErrorCode::Internal))?;
+                    if awaiting_child {
+                        tree::recheck_children(ctx, input).await;
+                    }
                     return suspend(ctx, input, &step, suspended).await;
                 }
                 if then_finish {

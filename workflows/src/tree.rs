@@ -24,6 +24,27 @@ pub(crate) async fn report_to_parent(ctx: &WorkflowContext<AgentRunWorkflow>, in
             commit_options(input),
         )
         .await;
+    start_parent(ctx, next).await;
+}
+
+/// After this run suspended awaiting children: reports those that ended before the suspension
+/// was committed (they found no call to answer), which may resume this session at once.
+pub(crate) async fn recheck_children(ctx: &WorkflowContext<AgentRunWorkflow>, input: &RunInput) {
+    let next = ctx
+        .execute_local_activity(
+            AgentActivities::recheck_children,
+            input.clone(),
+            commit_options(input),
+        )
+        .await;
+    start_parent(ctx, next).await;
+}
+
+/// Starts the resumed run a report claimed, abandoned so that it outlives this workflow.
+async fn start_parent(
+    ctx: &WorkflowContext<AgentRunWorkflow>,
+    next: Result<ParentNext, ActivityExecutionError>,
+) {
     if let Ok(ParentNext::Resume { run, workflow_id }) = next {
         let options = ChildWorkflowOptions::builder()
             .workflow_id(workflow_id)

@@ -388,3 +388,19 @@ async fn a_message_abandoning_a_suspended_tree_stops_the_children_and_goes_on_at
         .unwrap_err();
     assert_eq!(api_error(late).details["reason"], "run_stopped");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_whose_call_lapses_at_once_still_answers_its_parent() {
+    let harness = Harness::start(agents::registry()).await;
+    // The child's call lapses at once: its deadline resumes it while the parent reads how it
+    // ended or commits the step that awaits it (`recheck_children` covers a child that ends
+    // before that commit). The test cannot force either order; whichever comes, the tree
+    // finishes with the timeout as the child's answer.
+    for _ in 0..3 {
+        let started = harness.client.start("hasty_parent", "go").await.unwrap();
+        let chunks = harness
+            .chunks_until_end(&started.session_id, WAIT_LIMIT)
+            .await;
+        assert_completed(&chunks, "parent saw Outcome: error client_tool_timeout");
+    }
+}
