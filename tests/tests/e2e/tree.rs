@@ -249,6 +249,17 @@ async fn a_grandchild_asks_and_the_answer_through_the_root_resumes_three_levels(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_interrupt_of_the_root_stops_the_whole_tree_and_late_submits_answer_run_stopped() {
+    stop_suspended_tree(StopKind::Interrupt, Status::Interrupted).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_abort_of_the_root_fails_the_whole_tree_and_late_submits_answer_run_stopped() {
+    stop_suspended_tree(StopKind::Abort, Status::Failed).await;
+}
+
+/// Stops a suspended three-level tree through its root: every session ends with `status`, and
+/// the grandchild's call answers `run_stopped`.
+async fn stop_suspended_tree(kind: StopKind, status: Status) {
     let harness = Harness::start(agents::registry()).await;
     let started = harness.client.start("top", "go").await.unwrap();
     let root = SessionAddress::root(&started.session_id);
@@ -258,13 +269,13 @@ async fn an_interrupt_of_the_root_stops_the_whole_tree_and_late_submits_answer_r
 
     harness
         .client
-        .stop(&started.session_id, false)
+        .stop(&started.session_id, kind == StopKind::Abort)
         .await
         .unwrap();
     for address in [&root, &middle, &grandchild] {
         let state = harness.client.status(&address.session_id).await.unwrap();
-        assert_eq!(state.status, Status::Interrupted, "{address:?}");
-        assert_eq!(state.stop.map(|stop| stop.kind), Some(StopKind::Interrupt));
+        assert_eq!(state.status, status, "{address:?}");
+        assert_eq!(state.stop.map(|stop| stop.kind), Some(kind));
     }
     let late = harness
         .client
