@@ -228,6 +228,13 @@ async fn a_grandchild_asks_and_the_answer_through_the_root_resumes_three_levels(
         .unwrap_err();
     assert_eq!(api_error(elsewhere).code, ErrorCode::ValidationError);
 
+    // Nor does a resume of a session below the root: the tree goes on from its root.
+    let child_resume = harness
+        .client
+        .resume(&grandchild.session_id)
+        .await
+        .unwrap_err();
+    assert_eq!(api_error(child_resume).code, ErrorCode::ValidationError);
     answer_ask(&harness, &started.session_id, "deep")
         .await
         .unwrap();

@@ -60,12 +60,19 @@ pub async fn resume_session(
         expected_run_id: None,
     };
     let session = existing_session(state, session_id).await?;
-    let is_root = session.session_id == session.root_session_id;
+    if session.session_id != session.root_session_id {
+        // A tree goes on as a whole, from its root: a child resumed alone would run past the
+        // batch rule of the tree.
+        return Err(ApiError::new(
+            ErrorCode::ValidationError,
+            format!(
+                "session {} is a sub-agent's; resume its root session {}",
+                session.session_id, session.root_session_id
+            ),
+        ));
+    }
     let continues = !matches!(resume, Resume::FromCheckpoint { .. });
-    if is_root
-        && continues
-        && let Some(resumed) = tree::resume_tree(state, &session, &entry).await?
-    {
+    if continues && let Some(resumed) = tree::resume_tree(state, &session, &entry).await? {
         return Ok(resumed);
     }
     let agent = state.registry.get(&session.agent_type).ok_or_else(|| {
