@@ -7,6 +7,7 @@ use crate::{
     failure::Error,
     io::StepInput,
     plan::{self, DrainedOutcome, Resumption},
+    tools,
 };
 use baton_core::{
     ErrorCode,
@@ -56,7 +57,8 @@ impl AgentActivities {
             let outcome = match drain.outcome {
                 DrainedOutcome::Known(outcome) => outcome,
                 DrainedOutcome::RunApproved(arguments) => {
-                    self.outcome_of(ctx, &input.agent_type, &call.tool_name, arguments)
+                    let context = tools::tool_context(input, id);
+                    self.outcome_of(ctx, &input.agent_type, &context, &call.tool_name, arguments)
                         .await
                 }
             };

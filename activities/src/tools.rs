@@ -10,7 +10,7 @@ use crate::{
 use baton_core::{
     ErrorCode, ToolError,
     message::{Message, ToolCall, ToolOutcome, ToolResult},
-    tool::codes,
+    tool::{ToolContext, codes},
 };
 use temporalio_sdk::activities::ActivityContext;
 
@@ -41,8 +41,15 @@ impl AgentActivities {
         step: &StepInput,
         call: &ToolCall,
     ) -> Result<(), Error> {
+        let context = tool_context(step, &call.id);
         let outcome = self
-            .outcome_of(ctx, &step.agent_type, &call.name, call.arguments.clone())
+            .outcome_of(
+                ctx,
+                &step.agent_type,
+                &context,
+                &call.name,
+                call.arguments.clone(),
+            )
             .await;
         self.store
             .stage_tool_result(
@@ -62,6 +69,7 @@ impl AgentActivities {
         &self,
         ctx: &ActivityContext,
         agent_type: &str,
+        context: &ToolContext,
         tool_name: &str,
         arguments: serde_json::Value,
     ) -> ToolOutcome {
@@ -75,7 +83,7 @@ impl AgentActivities {
                 format!("there is no tool named {tool_name:?}"),
             ));
         };
-        match with_heartbeats(ctx, self.heartbeat_every, tool.call(arguments)).await {
+        match with_heartbeats(ctx, self.heartbeat_every, tool.call(context, arguments)).await {
             Ok(value) => ToolOutcome::Result(value),
             Err(error) => ToolOutcome::Error(error),
         }
@@ -112,4 +120,9 @@ impl AgentActivities {
             )),
         }
     }
+}
+
+/// The context a server tool gets for call `tool_call_id` of `step`'s run.
+pub(crate) fn tool_context(step: &StepInput, tool_call_id: &str) -> ToolContext {
+    ToolContext::new(step.address.clone(), step.run_id.clone(), tool_call_id)
 }

@@ -45,7 +45,7 @@ use crate::{
     agent::DefinitionError,
     message::ToolError,
     scripted::ScriptedTurn,
-    tool::{ClientTool, SchemaError},
+    tool::{ClientTool, SchemaError, ToolContext},
 };
 use async_trait::async_trait;
 use serde::Deserialize;
@@ -399,8 +399,8 @@ impl ServerTool for Catalogued {
         self.tool.check_input(input)
     }
 
-    async fn call(&self, input: Value) -> Result<Value, ToolError> {
-        self.tool.call(input).await
+    async fn call(&self, context: &ToolContext, input: Value) -> Result<Value, ToolError> {
+        self.tool.call(context, input).await
     }
 }
 
