@@ -1,5 +1,6 @@
 //! Two servers and two workers on one task queue: sessions started on one server are followed
-//! and answered on the other, and one worker is SIGKILLed mid-run (and not started again).
+//! and answered on the other, and one worker is SIGKILLed mid-run (and not started again). The
+//! servers run with `--resume-on-submit`.
 
 use super::{Fleet, under_load};
 use crate::{Campaign, agents, load::Driver, load::Tally, rng::Rng, table::Row};
@@ -8,7 +9,14 @@ use std::time::Duration;
 pub async fn run(campaign: &Campaign) -> anyhow::Result<Row> {
     let slots = campaign.scale(10, 4);
     let mut row = Row::new("two servers, two workers, one worker killed");
-    let mut fleet = Fleet::start(campaign, &[], 2, 2).await?;
+    // The servers resume sessions themselves on a batch's last answer (`--resume-on-submit`), so
+    // this scenario also covers the runs a server starts.
+    let redis = crate::procs::RedisServer::start(&campaign.dir, &[]).await?;
+    let config = crate::procs::BatonConfig {
+        resume_on_submit: true,
+        ..campaign.config(&redis.url(), &campaign.temporal_address)
+    };
+    let mut fleet = Fleet::on(campaign, redis, config, 2, 2).await?;
     let first = fleet.client(0);
     let second = fleet.client(1);
     let tally = Tally::default();
