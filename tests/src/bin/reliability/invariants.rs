@@ -276,7 +276,8 @@ async fn stream(
 /// Gapless from 1 to the state's `lastSequence`, each chunk's own sequence its entry's, and no
 /// chunk written twice: a step's start and end, a call's start, end and approval request, a
 /// suspension and a run's start and end each appear once. A step the stream says was discarded
-/// (`step_discarded`) may repeat its model-phase chunks.
+/// (`step_discarded`) may repeat its model-phase chunks, and what a `rewind` chunk drops may be
+/// written again after it.
 fn check_stream(
     session: &str,
     state: &HashMap<String, String>,
@@ -317,10 +318,18 @@ fn check_stream(
         .filter(|(_, c)| c["type"] == "step_discarded")
         .map(|(_, c)| (c["runId"].to_string(), c["step"].as_u64().unwrap_or(0)))
         .collect();
-    let mut seen = HashSet::new();
+    // Each identity with the sequence it was first written at.
+    let mut seen: HashMap<String, u64> = HashMap::new();
     for (sequence, chunk) in chunks {
         let kind = chunk["type"].as_str().unwrap_or("?");
         let step = chunk["step"].as_u64().unwrap_or(0);
+        if kind == "rewind" {
+            // A reader drops what came after the checkpoint's position: what follows may write
+            // those chunks again.
+            let position = chunk["streamSequence"].as_u64().unwrap_or(0);
+            seen.retain(|_, first| *first <= position);
+            continue;
+        }
         let identity = match kind {
             "run_start" | "end" => format!("{kind} {}", chunk["runId"]),
             "step_end" | "suspended" => format!("{kind} {step}"),
@@ -332,10 +341,12 @@ fn check_stream(
             }
             _ => continue,
         };
-        if !seen.insert(identity.clone()) {
-            findings
-                .stream
-                .push(format!("{session}: {identity} again at {sequence}"));
+        if let Some(first) = seen.get(&identity) {
+            findings.stream.push(format!(
+                "{session}: {identity} at {first} and again at {sequence}"
+            ));
+        } else {
+            seen.insert(identity, *sequence);
         }
     }
 }

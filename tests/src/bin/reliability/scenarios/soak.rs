@@ -30,7 +30,8 @@ pub async fn run(campaign: &Campaign) -> anyhow::Result<Row> {
     let client = fleet.client(0);
     let idle_tally = Tally::default();
     let idle_driver = Driver::new(&client, &idle_tally);
-    let idle = idle_submits(&idle_driver, campaign.scale(20, 10)).await?;
+    // Enough idle samples that their p99 is not just their largest.
+    let idle = idle_submits(&idle_driver, campaign.scale(150, 10)).await?;
     let tally = Tally::default();
     let driver = Driver::new(&client, &tally);
     let server_pid = fleet.servers[0].pid().unwrap_or(0);
