@@ -395,6 +395,10 @@ impl ServerTool for Catalogued {
         self.finishes_run
     }
 
+    fn at_most_once(&self) -> bool {
+        self.tool.at_most_once()
+    }
+
     fn check_input(&self, input: &Value) -> Result<(), ToolError> {
         self.tool.check_input(input)
     }

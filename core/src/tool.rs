@@ -61,6 +61,14 @@ pub trait ServerTool: Send + Sync {
         false
     }
 
+    /// Whether the tool's side effects must happen at most once per call. Such a tool's start is
+    /// recorded before it runs; an attempt that finds the start recorded but no result (a worker
+    /// lost mid-call) does not run it again and answers the model with a `tool_outcome_unknown`
+    /// error instead. Other tools are at-least-once: a lost attempt runs again.
+    fn at_most_once(&self) -> bool {
+        false
+    }
+
     /// Checks an input without running the tool (for arguments edited in an approval).
     fn check_input(&self, _input: &Value) -> Result<(), ToolError> {
         Ok(())
@@ -85,6 +93,7 @@ pub struct FnTool {
     execution: ToolExecution,
     approval: bool,
     finish: bool,
+    at_most_once: bool,
     body: Box<ToolBody>,
 }
 
@@ -161,6 +170,7 @@ where
         execution: ToolExecution::Activity,
         approval: false,
         finish: false,
+        at_most_once: false,
         body: Box::new(body),
     }
 }
@@ -182,6 +192,12 @@ impl FnTool {
     /// [`ServerTool::finishes_run`]).
     pub fn finishes_run(mut self) -> Self {
         self.finish = true;
+        self
+    }
+
+    /// The tool's side effects happen at most once per call (see [`ServerTool::at_most_once`]).
+    pub fn at_most_once(mut self) -> Self {
+        self.at_most_once = true;
         self
     }
 
@@ -208,20 +224,12 @@ impl ServerTool for FnTool {
         self.finish
     }
 
+    fn at_most_once(&self) -> bool {
+        self.at_most_once
+    }
+
     fn check_input(&self, input: &Value) -> Result<(), ToolError> {
-        if let Some(first) = self.validator.iter_errors(input).next() {
-            let path = first.instance_path.to_string();
-            let at = if path.is_empty() {
-                "the input".to_owned()
-            } else {
-                path
-            };
-            return Err(ToolError::new(
-                codes::INVALID_TOOL_INPUT,
-                format!("{at}: {first}"),
-            ));
-        }
-        Ok(())
+        check_against(&self.validator, input)
     }
 
     async fn call(&self, context: &ToolContext, input: Value) -> Result<Value, ToolError> {
@@ -235,6 +243,24 @@ impl ServerTool for FnTool {
             .await
             .map_err(panic_to_tool_error)?
     }
+}
+
+/// Checks a tool's input against its schema: the first mismatch is an `invalid_tool_input`
+/// error the model can correct.
+fn check_against(validator: &jsonschema::Validator, input: &Value) -> Result<(), ToolError> {
+    if let Some(first) = validator.iter_errors(input).next() {
+        let path = first.instance_path.to_string();
+        let at = if path.is_empty() {
+            "the input".to_owned()
+        } else {
+            path
+        };
+        return Err(ToolError::new(
+            codes::INVALID_TOOL_INPUT,
+            format!("{at}: {first}"),
+        ));
+    }
+    Ok(())
 }
 
 fn panic_to_tool_error(panic: Box<dyn std::any::Any + Send>) -> ToolError {
@@ -252,6 +278,7 @@ fn panic_to_tool_error(panic: Box<dyn std::any::Any + Send>) -> ToolError {
 #[derive(Clone)]
 pub struct ClientTool {
     spec: ToolSpec,
+    input_validator: Arc<jsonschema::Validator>,
     output_schema: Option<Value>,
     output_validator: Option<Arc<jsonschema::Validator>>,
     timeout: Option<std::time::Duration>,
@@ -279,13 +306,14 @@ pub struct SchemaError {
 impl ClientTool {
     /// A client tool with a JSON Schema for its input.
     pub fn new(name: &str, description: &str, input_schema: Value) -> Result<Self, SchemaError> {
-        compile(name, "input", &input_schema)?;
+        let input_validator = Arc::new(compile(name, "input", &input_schema)?);
         Ok(Self {
             spec: ToolSpec {
                 name: name.to_owned(),
                 description: description.to_owned(),
                 input_schema,
             },
+            input_validator,
             output_schema: None,
             output_validator: None,
             timeout: None,
@@ -319,6 +347,12 @@ impl ClientTool {
 
     pub fn timeout_override(&self) -> Option<std::time::Duration> {
         self.timeout
+    }
+
+    /// Checks the model's input for a call against the input schema: a call that fails is
+    /// answered at once with this error (the model can correct it), never sent to the client.
+    pub fn check_input(&self, input: &Value) -> Result<(), ToolError> {
+        check_against(&self.input_validator, input)
     }
 
     /// Checks a submitted result against the output schema (always passes without one). The

@@ -7,10 +7,12 @@
 
 mod api;
 mod approval;
+mod at_most_once;
 mod auth;
 mod config;
 mod finish;
 mod inspect;
+mod observe;
 mod providers;
 mod replay;
 mod resume;
