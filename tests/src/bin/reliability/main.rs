@@ -12,6 +12,7 @@
 #![allow(unreachable_pub)]
 
 mod agents;
+mod events;
 mod invariants;
 mod load;
 mod procs;

@@ -129,6 +129,14 @@ impl RedisServer {
 
 impl Drop for RedisServer {
     fn drop(&mut self) {
+        // RELIABILITY_KEEP_REDIS leaves the campaign's Redis servers running, to look into a
+        // failed invariant (their ports are in the process logs' directory).
+        if std::env::var_os("RELIABILITY_KEEP_REDIS").is_some() {
+            if let Some(child) = self.child.take() {
+                eprintln!("reliability: Redis kept on port {} (pid {})", self.port, child.id());
+            }
+            return;
+        }
         if let Some(pid) = self.pid() {
             let _ = signal(pid, "CONT");
         }
@@ -190,6 +198,8 @@ pub struct BatonProcess {
     config: BatonConfig,
     executable: PathBuf,
     logs: PathBuf,
+    /// Every log file this process (and its restarts) wrote.
+    pub log_files: Vec<PathBuf>,
     child: Option<Child>,
 }
 
@@ -210,6 +220,7 @@ impl BatonProcess {
             config: config.clone(),
             executable: executable.to_owned(),
             logs: logs.to_owned(),
+            log_files: Vec::new(),
             child: None,
         };
         process.spawn().await?;
@@ -231,6 +242,7 @@ impl BatonProcess {
             self.role.as_str(),
             STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         );
+        self.log_files.push(self.logs.join(format!("{name}.log")));
         let child = Command::new(&self.executable)
             .arg("role")
             .arg(self.role.as_str())

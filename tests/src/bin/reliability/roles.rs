@@ -3,7 +3,9 @@
 //! environment its parent sets. They use the same library entry points as `batond`.
 
 use baton_core::Store;
-use baton_worker::{AppState, ServerOptions, TemporalSettings, connect_temporal, run_worker};
+use baton_worker::{
+    AppState, ServerOptions, TemporalSettings, connect_temporal, metrics::Metrics, run_worker,
+};
 use tokio_util::sync::CancellationToken;
 
 pub const REDIS_URL: &str = "RELIABILITY_REDIS_URL";
@@ -26,11 +28,20 @@ fn temporal() -> anyhow::Result<TemporalSettings> {
 
 /// Runs the role named on the command line until the process is killed.
 pub async fn run(role: &str) -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info,temporalio_sdk_core=warn".into()),
+    // JSON lines, as `batond --log-format json` writes them: the campaign reads the client-call
+    // events back from the process logs. The metrics layer counts the same events.
+    use tracing_subscriber::{Layer, layer::SubscriberExt, util::SubscriberInitExt};
+    let metrics = Metrics::default();
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| "info,temporalio_sdk_core=warn".into());
+    tracing_subscriber::registry()
+        .with(
+            tracing_subscriber::fmt::layer()
+                .json()
+                .flatten_event(true)
+                .with_filter(filter),
         )
+        .with(metrics.client_calls.layer())
         .init();
     let store = Store::connect(&variable(REDIS_URL)?, variable(KEY_PREFIX)?).await?;
     let temporal = connect_temporal(&temporal()?).await?;
@@ -54,7 +65,7 @@ pub async fn run(role: &str) -> anyhow::Result<()> {
                 task_queue,
                 policy: baton_tests::test_policy(),
                 streams: Default::default(),
-                metrics: Default::default(),
+                metrics,
                 options: ServerOptions {
                     auth: baton_worker::auth::Auth::AllowUnauthenticated,
                     // The campaign's submits must never meet the rate limit: it measures loss.

@@ -159,6 +159,18 @@ impl Fleet {
         let findings =
             crate::invariants::check(&self.nodes, &self.config.prefix, &tally.accepted()).await?;
         row.invariants(&findings);
+        let files: Vec<_> = self
+            .servers
+            .iter()
+            .chain(&self.workers)
+            .flat_map(|process| process.log_files.iter().cloned())
+            .collect();
+        crate::events::check(
+            &tally.accepted(),
+            &files,
+            tally.retries.load(Ordering::Relaxed) > 0,
+            row,
+        );
         row.server_errors = tally.server_errors.load(Ordering::Relaxed);
         let abandoned = tally.abandoned();
         row.require(
