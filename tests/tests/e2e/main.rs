@@ -22,4 +22,5 @@ mod stop;
 mod streams;
 mod submit;
 mod suspension;
+mod sweep;
 mod transports;
