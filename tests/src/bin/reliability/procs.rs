@@ -133,7 +133,11 @@ impl Drop for RedisServer {
         // failed invariant (their ports are in the process logs' directory).
         if std::env::var_os("RELIABILITY_KEEP_REDIS").is_some() {
             if let Some(child) = self.child.take() {
-                eprintln!("reliability: Redis kept on port {} (pid {})", self.port, child.id());
+                eprintln!(
+                    "reliability: Redis kept on port {} (pid {})",
+                    self.port,
+                    child.id()
+                );
             }
             return;
         }
