@@ -2,8 +2,8 @@
 //! workers, a Temporal dev server when a scenario restarts it), injects faults while sessions run,
 //! checks the invariants after every scenario and prints one table.
 //!
-//! `cargo run --release -p baton-tests --bin reliability` runs the long form (about half an
-//! hour); `--short` runs scaled-down counts in a few minutes (CI runs it on the debug build);
+//! `cargo run --release -p baton-tests --bin reliability` runs the long form (about ten
+//! minutes); `--short` runs scaled-down counts in a few minutes (CI runs it on the debug build);
 //! `--only a,b` runs the named scenarios; `--allow-fail a,b` still shows those scenarios' failures
 //! but leaves the exit status alone (for known open defects). It uses the Temporal dev server of
 //! `BATON_TEST_TEMPORAL_ADDRESS` (`scripts/services.sh` starts it) and never touches the tests'
