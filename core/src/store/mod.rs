@@ -49,7 +49,7 @@ pub use types::{
 
 use crate::chunk::ChunkHeader;
 use keys::Key;
-use redis::aio::ConnectionManager;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use serde::{Deserialize, Serialize};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -91,6 +91,10 @@ pub struct Store {
 pub const DEFAULT_SESSION_RETENTION: std::time::Duration =
     std::time::Duration::from_secs(3 * 24 * 3600);
 
+/// How long a Redis command may take before it fails as unavailable: far above any script's
+/// time (milliseconds), well below what a caller waits before giving up.
+pub const DEFAULT_REDIS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Store")
@@ -101,9 +105,26 @@ impl std::fmt::Debug for Store {
 
 impl Store {
     /// Connects to `redis_url`; every key starts with `prefix` (tests use one prefix each).
+    /// Commands time out after [`DEFAULT_REDIS_TIMEOUT`].
     pub async fn connect(redis_url: &str, prefix: impl Into<String>) -> Result<Self, Error> {
+        Self::connect_with_timeout(redis_url, prefix, DEFAULT_REDIS_TIMEOUT).await
+    }
+
+    /// Connects like [`Self::connect`], with commands (and each connection attempt) failing
+    /// after `timeout`. Without a bound, a Redis that stops answering while its connections stay
+    /// open (a partition, a frozen process) holds every request and activity for as long as it
+    /// lasts; with one, they fail as `store_unavailable` and are retried. A command that timed
+    /// out may still run once Redis answers again: the scripts' guards make a retry of it safe.
+    pub async fn connect_with_timeout(
+        redis_url: &str,
+        prefix: impl Into<String>,
+        timeout: std::time::Duration,
+    ) -> Result<Self, Error> {
         let client = redis::Client::open(redis_url)?;
-        let connection = ConnectionManager::new(client.clone()).await?;
+        let config = ConnectionManagerConfig::new()
+            .set_response_timeout(timeout)
+            .set_connection_timeout(timeout);
+        let connection = ConnectionManager::new_with_config(client.clone(), config).await?;
         Ok(Self {
             client,
             connection,
