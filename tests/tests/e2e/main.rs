@@ -8,6 +8,7 @@
 mod api;
 mod approval;
 mod auth;
+mod chat;
 mod config;
 mod finish;
 mod inspect;

@@ -4,6 +4,7 @@
 //! `metrics.rs`.
 
 mod body;
+mod chat;
 mod error;
 mod extract;
 mod metrics;
@@ -68,6 +69,7 @@ pub fn router(state: AppState) -> Router {
         .route("/usage", get(routes::usage))
         .route("/metrics", get(metrics::metrics))
         .route_layer(from_fn_with_state(state.clone(), authenticate))
+        .merge(chat::router(state.clone()))
         .route("/healthz", get(|| async { "ok" }))
         .route_layer(from_fn_with_state(state.clone(), metrics::measure))
         .with_state(state)
