@@ -1,7 +1,7 @@
 //! The HTTP API: an axum adapter over the operations (`crate::ops`). The router and the server
 //! are here; the handlers in `routes.rs` and `sse.rs`, the body guards in `body.rs`, the
-//! extractors in `extract.rs`, the one error response in `error.rs` and the request metrics in
-//! `metrics.rs`.
+//! extractors in `extract.rs`, the one error response in `error.rs`, the request metrics in
+//! `metrics.rs` and the chat routes for the AI SDK's `useChat` in `chat/`.
 
 mod body;
 mod chat;

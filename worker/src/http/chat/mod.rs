@@ -27,11 +27,13 @@ pub(super) fn router(state: AppState) -> Router<AppState> {
         .allow_methods([Method::GET, Method::POST])
         .allow_headers([header::AUTHORIZATION, header::CONTENT_TYPE])
         .max_age(std::time::Duration::from_secs(PREFLIGHT_MAX_AGE_SECS));
-    let api = Router::new()
+    // The page is added after the authentication layer (which wraps only the routes before
+    // it) and before CORS, which must wrap every method of `/chat` to answer its preflight.
+    Router::new()
         .route("/chat", post(routes::post))
         .route("/chat/{id}/stream", get(routes::reattach))
         .route("/chat/{id}/snapshot", get(routes::snapshot))
         .route_layer(from_fn_with_state(state, super::authenticate))
-        .layer(cors);
-    api.route("/chat", get(page::page))
+        .route("/chat", get(page::page))
+        .layer(cors)
 }
