@@ -23,11 +23,20 @@ pub(crate) enum Route {
     Awaited,
 }
 
-/// How a call of `tool_name` is carried out.
-pub(crate) fn route(agent: &Agent, tool_name: &str) -> Route {
-    match agent.any_tool(tool_name) {
-        Some(AgentTool::Client(_)) => Route::Awaited,
-        Some(AgentTool::Server(tool)) if tool.requires_approval() => Route::Awaited,
+/// How `call` is carried out. A call that would wait (for a client or a person) but whose input
+/// does not match the tool's schema is not awaited: it runs inline, where its input error is
+/// recorded for the model to correct, and nobody is asked to handle garbage.
+pub(crate) fn route(agent: &Agent, call: &ToolCall) -> Route {
+    match agent.any_tool(&call.name) {
+        Some(AgentTool::Client(tool)) if tool.check_input(&call.arguments).is_ok() => {
+            Route::Awaited
+        }
+        Some(AgentTool::Client(_)) => Route::Inline,
+        Some(AgentTool::Server(tool))
+            if tool.requires_approval() && tool.check_input(&call.arguments).is_ok() =>
+        {
+            Route::Awaited
+        }
         Some(AgentTool::Server(tool)) if tool.execution() == ToolExecution::Activity => {
             Route::Activity
         }
@@ -77,7 +86,7 @@ impl<'a> SortedCalls<'a> {
             finishing: false,
         };
         for call in tool_calls {
-            match route(agent, &call.name) {
+            match route(agent, call) {
                 Route::Inline => sorted.inline.push(call),
                 Route::Activity => sorted.activities.push(call),
                 Route::Awaited => sorted.awaited.push(call),
@@ -415,7 +424,29 @@ mod tests {
         assert!(finishes_run(&agent, "publish") && finishes_run(&agent, "done"));
         assert!(!finishes_run(&agent, "lookup") && !finishes_run(&agent, "ask_user"));
         assert!(!finishes_run(&agent, "nope"));
-        assert_eq!(route(&agent, "deploy"), Route::Awaited);
+        let call = |name: &str, arguments| ToolCall {
+            id: "c".into(),
+            name: name.into(),
+            arguments,
+        };
+        assert_eq!(route(&agent, &call("deploy", json!({}))), Route::Awaited);
+        // A call whose input does not match the schema is not awaited: its error is recorded.
+        let strict = ClientTool::new(
+            "strict",
+            "a client tool",
+            json!({"type": "object", "required": ["q"]}),
+        )
+        .expect("valid schema");
+        let agent = Agent::builder("strict")
+            .model(ScriptedModel::default())
+            .client_tool(strict)
+            .build()
+            .unwrap();
+        assert_eq!(
+            route(&agent, &call("strict", json!({"q": 1}))),
+            Route::Awaited
+        );
+        assert_eq!(route(&agent, &call("strict", json!({}))), Route::Inline);
     }
 
     #[test]

@@ -7,11 +7,13 @@ use crate::{
     failure::Error,
     io::StepInput,
     plan::{self, DrainedOutcome, Resumption},
+    suspend::call_ids,
 };
 use baton_core::{
     ErrorCode,
-    message::ToolResult,
-    store::{self, DrainedCall, PendingCall},
+    message::{ToolOutcome, ToolResult, codes},
+    observe::{self, ClientCallEvent},
+    store::{self, DrainedCall, PendingCall, StepRef, Written},
 };
 use std::collections::HashMap;
 use temporalio_sdk::activities::ActivityContext;
@@ -56,8 +58,14 @@ impl AgentActivities {
             let outcome = match drain.outcome {
                 DrainedOutcome::Known(outcome) => outcome,
                 DrainedOutcome::RunApproved(arguments) => {
-                    self.outcome_of(ctx, &input.agent_type, &call.tool_name, arguments)
-                        .await
+                    // The suspended step is committed: an at-most-once tool's start marker goes
+                    // with the resumed run's next step, whose commit clears it.
+                    let marker = StepRef {
+                        step: input.step + 1,
+                        ..input.step_ref()
+                    };
+                    self.outcome_of(ctx, input, marker, id, &call.tool_name, arguments)
+                        .await?
                 }
             };
             drained.push(DrainedCall {
@@ -71,7 +79,31 @@ impl AgentActivities {
                 wait_ms: drain.wait_ms,
             });
         }
-        self.store.apply_answers(input.run_ref(), &drained).await?;
+        // A retried attempt that finds the answers applied drained nothing new.
+        if self.store.apply_answers(input.run_ref(), &drained).await? == Written::New {
+            log_drained(input, &drained);
+        }
         Ok(())
+    }
+}
+
+/// Logs each drained call, and its timeout or abandonment (see `baton_core::observe`).
+fn log_drained(input: &StepInput, drained: &[DrainedCall]) {
+    for call in drained {
+        let result = &call.result;
+        let ids = call_ids(input, &result.tool_call_id, &result.tool_name);
+        let lapse = match &result.outcome {
+            ToolOutcome::Error(error) if error.code == codes::CLIENT_TOOL_TIMEOUT => {
+                Some(ClientCallEvent::TimedOut)
+            }
+            ToolOutcome::Error(error) if error.code == codes::CLIENT_TOOL_ABANDONED => {
+                Some(ClientCallEvent::Abandoned)
+            }
+            _ => None,
+        };
+        if let Some(lapse) = lapse {
+            observe::client_call(lapse, ids, None, None);
+        }
+        observe::client_call(ClientCallEvent::Drained, ids, None, Some(call.wait_ms));
     }
 }

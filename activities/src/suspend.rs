@@ -10,7 +10,8 @@ use crate::{
 use baton_core::{
     ErrorCode,
     message::{Message, ToolCall},
-    store::{self, PendingCall, StepProgress},
+    observe::{self, CallIds, ClientCallEvent},
+    store::{self, PendingCall, StepProgress, Written},
 };
 
 impl AgentActivities {
@@ -56,9 +57,21 @@ impl AgentActivities {
             now: store::now_ms(),
         };
         let pending = plan::pending_calls(agent, at, awaited);
-        self.store
+        let written = self
+            .store
             .commit_suspended_step(input.step_ref(), &pending)
             .await?;
+        // A retried attempt that finds the step committed registered nothing new.
+        if written == Written::New {
+            for call in &pending {
+                observe::client_call(
+                    ClientCallEvent::Registered,
+                    call_ids(input, &call.tool_call_id, &call.tool_name),
+                    None,
+                    None,
+                );
+            }
+        }
         tracing::info!(
             session = %input.address.session_id,
             run = %input.run_id,
@@ -91,5 +104,20 @@ impl AgentActivities {
             wake_at: plan::wake_at(agent, &pending),
             tool_call_ids,
         })
+    }
+}
+
+/// The ids of call `tool_call_id` (of tool `tool`) of `input`'s run, for a client-call event.
+pub(crate) fn call_ids<'a>(
+    input: &'a StepInput,
+    tool_call_id: &'a str,
+    tool: &'a str,
+) -> CallIds<'a> {
+    CallIds {
+        session_id: &input.address.session_id,
+        root_session_id: &input.address.root_session_id,
+        run_id: &input.run_id,
+        tool_call_id,
+        tool,
     }
 }

@@ -10,7 +10,8 @@ use crate::{
 use baton_core::{
     ErrorCode, ToolError,
     message::{Message, ToolCall, ToolOutcome, ToolResult},
-    tool::codes,
+    store::{StepRef, Written},
+    tool::{ToolContext, codes},
 };
 use temporalio_sdk::activities::ActivityContext;
 
@@ -42,8 +43,15 @@ impl AgentActivities {
         call: &ToolCall,
     ) -> Result<(), Error> {
         let outcome = self
-            .outcome_of(ctx, &step.agent_type, &call.name, call.arguments.clone())
-            .await;
+            .outcome_of(
+                ctx,
+                step,
+                step.step_ref(),
+                &call.id,
+                &call.name,
+                call.arguments.clone(),
+            )
+            .await?;
         self.store
             .stage_tool_result(
                 step.step_ref(),
@@ -57,28 +65,56 @@ impl AgentActivities {
         Ok(())
     }
 
-    /// Runs a server tool and turns whatever happens into the outcome the model sees.
+    /// Runs a server tool for call `tool_call_id` of `step`'s run and turns whatever happens into
+    /// the outcome the model sees. An at-most-once tool first records its start in the staged
+    /// hash of `marker` (a step not committed yet); if an earlier attempt recorded it, the tool
+    /// does not run again and the outcome is `tool_outcome_unknown`.
     pub(crate) async fn outcome_of(
         &self,
         ctx: &ActivityContext,
-        agent_type: &str,
+        step: &StepInput,
+        marker: StepRef<'_>,
+        tool_call_id: &str,
         tool_name: &str,
         arguments: serde_json::Value,
-    ) -> ToolOutcome {
-        let Some(tool) = self
-            .registry
-            .get(agent_type)
-            .and_then(|agent| agent.tool(tool_name))
-        else {
-            return ToolOutcome::Error(ToolError::new(
+    ) -> Result<ToolOutcome, Error> {
+        let agent = self.registry.get(&step.agent_type);
+        let Some(tool) = agent.and_then(|agent| agent.tool(tool_name)) else {
+            // A client tool's call runs here only when its input failed the tool's schema.
+            let client = agent.and_then(|agent| agent.client_tool(tool_name));
+            if let Some(Err(error)) = client.map(|tool| tool.check_input(&arguments)) {
+                return Ok(ToolOutcome::Error(error));
+            }
+            return Ok(ToolOutcome::Error(ToolError::new(
                 codes::UNKNOWN_TOOL,
                 format!("there is no tool named {tool_name:?}"),
-            ));
+            )));
         };
-        match with_heartbeats(ctx, self.heartbeat_every, tool.call(arguments)).await {
-            Ok(value) => ToolOutcome::Result(value),
-            Err(error) => ToolOutcome::Error(error),
+        if tool.at_most_once()
+            && self.store.mark_tool_started(marker, tool_call_id).await? == Written::AlreadyDone
+        {
+            tracing::warn!(
+                event = "tool_outcome_unknown",
+                session_id = %step.address.session_id,
+                root_session_id = %step.address.root_session_id,
+                run_id = %step.run_id,
+                tool_call_id,
+                tool = tool_name,
+                "an at-most-once tool call was started by a lost attempt; it is not run again"
+            );
+            return Ok(ToolOutcome::Error(ToolError::new(
+                codes::TOOL_OUTCOME_UNKNOWN,
+                "an earlier attempt of this call started and was lost before its result was \
+                 recorded; the tool runs at most once, so it may or may not have taken effect",
+            )));
         }
+        let context = tool_context(step, tool_call_id);
+        Ok(
+            match with_heartbeats(ctx, self.heartbeat_every, tool.call(&context, arguments)).await {
+                Ok(value) => ToolOutcome::Result(value),
+                Err(error) => ToolOutcome::Error(error),
+            },
+        )
     }
 
     /// The call `tool_call_id` of a step's staged turn.
@@ -112,4 +148,9 @@ impl AgentActivities {
             )),
         }
     }
+}
+
+/// The context a server tool gets for call `tool_call_id` of `step`'s run.
+pub(crate) fn tool_context(step: &StepInput, tool_call_id: &str) -> ToolContext {
+    ToolContext::new(step.address.clone(), step.run_id.clone(), tool_call_id)
 }

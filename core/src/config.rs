@@ -45,7 +45,7 @@ use crate::{
     agent::DefinitionError,
     message::ToolError,
     scripted::ScriptedTurn,
-    tool::{ClientTool, SchemaError},
+    tool::{ClientTool, SchemaError, ToolContext},
 };
 use async_trait::async_trait;
 use serde::Deserialize;
@@ -395,12 +395,16 @@ impl ServerTool for Catalogued {
         self.finishes_run
     }
 
+    fn at_most_once(&self) -> bool {
+        self.tool.at_most_once()
+    }
+
     fn check_input(&self, input: &Value) -> Result<(), ToolError> {
         self.tool.check_input(input)
     }
 
-    async fn call(&self, input: Value) -> Result<Value, ToolError> {
-        self.tool.call(input).await
+    async fn call(&self, context: &ToolContext, input: Value) -> Result<Value, ToolError> {
+        self.tool.call(context, input).await
     }
 }
 

@@ -7,6 +7,7 @@
 pub mod agent;
 pub mod config;
 pub mod model;
+pub mod observe;
 pub mod scripted;
 pub mod store;
 pub mod submit;

@@ -5,6 +5,7 @@
 use crate::{
     AgentRegistry, ApiError, ErrorCode,
     message::ToolOutcome,
+    observe::{self, CallIds, ClientCallEvent},
     store::{
         self, Answer, PendingKind, SessionAddress, Store, StoredAnswer, SubmitOutcome, now_ms,
     },
@@ -40,12 +41,58 @@ impl SubmitLimits {
 /// Stores a client's answer. The call is found through the root session's ownership map; a
 /// result is checked against the owning tool's output schema (errors skip it). Nothing is written
 /// on any refusal.
+/// The submit is logged as a client-call event: `client_call.submitted` when the answer was
+/// stored, `client_call.refused` with the error code (or `run_stopped`) as the reason otherwise.
 pub async fn submit_tool_result(
     store: &Store,
     registry: &AgentRegistry,
     limits: SubmitLimits,
     request: SubmitRequest,
     verbose: bool,
+) -> Result<SubmitAnswer, ApiError> {
+    let session_id = request.session_id().to_owned();
+    let tool_call_id = request.tool_call_id().to_owned();
+    let mut seen = SeenCall::default();
+    let answer = store_submitted(store, registry, limits, request, verbose, &mut seen).await;
+    let ids = CallIds {
+        session_id: seen.owner_id.as_deref().unwrap_or(&session_id),
+        root_session_id: &session_id,
+        run_id: &seen.run_id,
+        tool_call_id: &tool_call_id,
+        tool: &seen.tool,
+    };
+    match &answer {
+        Ok(answer) if answer.status == SubmitStatus::Accepted => {
+            observe::client_call(ClientCallEvent::Submitted, ids, None, None);
+        }
+        Ok(_) => {}
+        Err(error) => {
+            let reason = error
+                .details
+                .get("reason")
+                .and_then(|reason| reason.as_str())
+                .unwrap_or(error.code.as_str());
+            observe::client_call(ClientCallEvent::Refused, ids, Some(reason), None);
+        }
+    }
+    answer
+}
+
+/// What a submit learnt of the call it answers, for its log event (empty until read).
+#[derive(Debug, Default)]
+struct SeenCall {
+    owner_id: Option<String>,
+    tool: String,
+    run_id: String,
+}
+
+async fn store_submitted(
+    store: &Store,
+    registry: &AgentRegistry,
+    limits: SubmitLimits,
+    request: SubmitRequest,
+    verbose: bool,
+    seen: &mut SeenCall,
 ) -> Result<SubmitAnswer, ApiError> {
     let session_id = request.session_id().to_owned();
     let tool_call_id = request.tool_call_id().to_owned();
@@ -71,11 +118,16 @@ pub async fn submit_tool_result(
         .await
         .map_err(store_unavailable)?
         .unwrap_or_else(|| session_id.clone());
+    seen.owner_id = Some(owner_id.clone());
     let owner = SessionAddress {
         root_session_id: session_id.clone(),
         session_id: owner_id,
     };
-    check_against_pending(store, registry, &owner, &request, verbose).await?;
+    check_against_pending(store, registry, &owner, &request, verbose, seen).await?;
+    let approval_id = match &request {
+        SubmitRequest::ApprovalResponse(submit) => Some(submit.approval_id.clone()),
+        SubmitRequest::ClientToolResult(_) => None,
+    };
     let answer = StoredAnswer {
         answer: match request {
             SubmitRequest::ClientToolResult(submit) => Answer::Outcome {
@@ -86,7 +138,7 @@ pub async fn submit_tool_result(
         submitted_at: now_ms(),
     };
     let stored = store
-        .submit_answer(&owner, &tool_call_id, &answer)
+        .submit_answer(&owner, &tool_call_id, approval_id.as_deref(), &answer)
         .await
         .map_err(store_unavailable)?;
     match stored {
@@ -111,6 +163,14 @@ pub async fn submit_tool_result(
         )
         .with("status", "unknown_tool_call")
         .with("reason", "run_stopped")),
+        SubmitOutcome::UnknownApproval => Err(ApiError::new(
+            ErrorCode::UnknownToolCall,
+            format!(
+                "no pending approval {}",
+                approval_id.as_deref().unwrap_or_default()
+            ),
+        )
+        .with("status", "unknown_tool_call")),
         SubmitOutcome::RunSuperseded => Err(ApiError::new(
             ErrorCode::StateRunSuperseded,
             "the call's run was superseded by another run; nothing was stored",
@@ -127,6 +187,7 @@ async fn check_against_pending(
     owner: &SessionAddress,
     request: &SubmitRequest,
     verbose: bool,
+    seen: &mut SeenCall,
 ) -> Result<(), ApiError> {
     let tool_call_id = request.tool_call_id();
     let Some(call) = store
@@ -136,9 +197,11 @@ async fn check_against_pending(
     else {
         return Ok(());
     };
+    seen.tool = call.tool_name.clone();
     let Some(state) = store.session(owner).await.map_err(store_unavailable)? else {
         return Ok(());
     };
+    seen.run_id = state.run_id.clone();
     let agent = registry.get(&state.agent_type);
     let with_details = |error: ApiError, detail: String| {
         if verbose {
@@ -159,15 +222,8 @@ async fn check_against_pending(
                 })?;
             }
         }
+        // The approval id is compared by the script that stores the answer.
         (SubmitRequest::ApprovalResponse(submit), PendingKind::Approval) => {
-            let approval_id = &submit.approval_id;
-            if call.approval_id.as_deref() != Some(approval_id.as_str()) {
-                return Err(ApiError::new(
-                    ErrorCode::UnknownToolCall,
-                    format!("no pending approval {approval_id}"),
-                )
-                .with("status", "unknown_tool_call"));
-            }
             let tool = agent.and_then(|agent| agent.tool(&call.tool_name));
             if let (Some(arguments), Some(tool)) = (&submit.decision.arguments, tool) {
                 tool.check_input(arguments).map_err(|error| {

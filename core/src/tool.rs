@@ -4,11 +4,15 @@
 
 use crate::message::ToolError;
 use async_trait::async_trait;
-use futures::FutureExt;
+use futures::{FutureExt, future::BoxFuture};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 use serde_json::Value;
-use std::{future::Future, marker::PhantomData, panic::AssertUnwindSafe, sync::Arc};
+use std::{future::Future, panic::AssertUnwindSafe, sync::Arc};
+
+mod context;
+
+pub use context::ToolContext;
 
 /// What the model is told about a tool.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -57,31 +61,44 @@ pub trait ServerTool: Send + Sync {
         false
     }
 
+    /// Whether the tool's side effects must happen at most once per call. Such a tool's start is
+    /// recorded before it runs; an attempt that finds the start recorded but no result (a worker
+    /// lost mid-call) does not run it again and answers the model with a `tool_outcome_unknown`
+    /// error instead. Other tools are at-least-once: a lost attempt runs again.
+    fn at_most_once(&self) -> bool {
+        false
+    }
+
     /// Checks an input without running the tool (for arguments edited in an approval).
     fn check_input(&self, _input: &Value) -> Result<(), ToolError> {
         Ok(())
     }
 
-    /// Validates `input` and runs the tool. Errors, including a panic inside the tool, come back
-    /// as a [`ToolError`].
-    async fn call(&self, input: Value) -> Result<Value, ToolError>;
+    /// Validates `input` and runs the tool for the call `context` describes. Errors, including a
+    /// panic inside the tool, come back as a [`ToolError`].
+    async fn call(&self, context: &ToolContext, input: Value) -> Result<Value, ToolError>;
 }
 
 pub use baton_wire::message::codes;
 
-/// A server tool made of an async function `Fn(I) -> Result<O, E>`.
-pub struct FnTool<I, O, E, F> {
+/// The type-erased body of a [`FnTool`]: decodes the input, runs the function and encodes its
+/// output. Erasing it keeps `FnTool` one nameable type whatever function it wraps.
+type ToolBody =
+    dyn Fn(ToolContext, Value) -> BoxFuture<'static, Result<Value, ToolError>> + Send + Sync;
+
+/// A server tool made of an async function (see [`tool`] and [`tool_with_context`]).
+pub struct FnTool {
     spec: ToolSpec,
     validator: jsonschema::Validator,
     execution: ToolExecution,
     approval: bool,
     finish: bool,
-    function: F,
-    types: PhantomData<fn(I) -> Result<O, E>>,
+    at_most_once: bool,
+    body: Box<ToolBody>,
 }
 
-/// Makes a server tool from an async function. The input type's JSON Schema is derived with
-/// `schemars` and sent to the model.
+/// Makes a server tool from an async function `Fn(I) -> Result<O, E>`. The input type's JSON
+/// Schema is derived with `schemars` and sent to the model.
 ///
 /// ```
 /// use baton_core::tool::{tool, ServerTool};
@@ -90,7 +107,7 @@ pub struct FnTool<I, O, E, F> {
 /// let add = tool("add", "Adds two numbers", |i: Add| async move { Ok::<_, String>(i.a + i.b) });
 /// assert_eq!(add.spec().name, "add");
 /// ```
-pub fn tool<I, O, E, F, Fut>(name: &str, description: &str, function: F) -> FnTool<I, O, E, F>
+pub fn tool<I, O, E, F, Fut>(name: &str, description: &str, function: F) -> FnTool
 where
     I: DeserializeOwned + JsonSchema + Send + 'static,
     O: Serialize + Send + 'static,
@@ -98,9 +115,51 @@ where
     F: Fn(I) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<O, E>> + Send + 'static,
 {
+    tool_with_context(name, description, move |_context, input: I| function(input))
+}
+
+/// Makes a server tool from an async function that also receives the call's [`ToolContext`]
+/// (`Fn(ToolContext, I) -> Result<O, E>`), for a tool that needs the session's ids or an
+/// idempotency key for the service it calls.
+///
+/// ```
+/// use baton_core::tool::{tool_with_context, ServerTool, ToolContext};
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct Pay { amount: u64 }
+/// let pay = tool_with_context("pay", "Pays", |context: ToolContext, i: Pay| async move {
+///     // The payment service sees the same key on every attempt of this call.
+///     Ok::<_, String>(format!("paid {} with key {}", i.amount, context.idempotency_key()))
+/// });
+/// assert_eq!(pay.spec().name, "pay");
+/// ```
+pub fn tool_with_context<I, O, E, F, Fut>(name: &str, description: &str, function: F) -> FnTool
+where
+    I: DeserializeOwned + JsonSchema + Send + 'static,
+    O: Serialize + Send + 'static,
+    E: std::fmt::Display + Send + 'static,
+    F: Fn(ToolContext, I) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<O, E>> + Send + 'static,
+{
     let schema = schemars::schema_for!(I).to_value();
     let validator = jsonschema::validator_for(&schema)
         .expect("a schema derived by schemars is a valid JSON Schema");
+    let body = move |context: ToolContext, input: Value| -> BoxFuture<'static, _> {
+        let decoded: I = match serde_json::from_value(input) {
+            Ok(decoded) => decoded,
+            Err(e) => {
+                let error = ToolError::new(codes::INVALID_TOOL_INPUT, e.to_string());
+                return futures::future::ready(Err(error)).boxed();
+            }
+        };
+        function(context, decoded)
+            .map(|outcome| {
+                let output =
+                    outcome.map_err(|e| ToolError::new(codes::TOOL_FAILED, e.to_string()))?;
+                serde_json::to_value(output)
+                    .map_err(|e| ToolError::new(codes::TOOL_FAILED, e.to_string()))
+            })
+            .boxed()
+    };
     FnTool {
         spec: ToolSpec {
             name: name.to_owned(),
@@ -111,12 +170,12 @@ where
         execution: ToolExecution::Activity,
         approval: false,
         finish: false,
-        function,
-        types: PhantomData,
+        at_most_once: false,
+        body: Box::new(body),
     }
 }
 
-impl<I, O, E, F> FnTool<I, O, E, F> {
+impl FnTool {
     /// Runs the tool inside the model-step activity (see [`ToolExecution::Inline`]).
     pub fn inline(mut self) -> Self {
         self.execution = ToolExecution::Inline;
@@ -136,23 +195,19 @@ impl<I, O, E, F> FnTool<I, O, E, F> {
         self
     }
 
-    pub fn into_arc(self) -> Arc<dyn ServerTool>
-    where
-        Self: ServerTool + 'static,
-    {
+    /// The tool's side effects happen at most once per call (see [`ServerTool::at_most_once`]).
+    pub fn at_most_once(mut self) -> Self {
+        self.at_most_once = true;
+        self
+    }
+
+    pub fn into_arc(self) -> Arc<dyn ServerTool> {
         Arc::new(self)
     }
 }
 
 #[async_trait]
-impl<I, O, E, F, Fut> ServerTool for FnTool<I, O, E, F>
-where
-    I: DeserializeOwned + JsonSchema + Send + 'static,
-    O: Serialize + Send + 'static,
-    E: std::fmt::Display + Send + 'static,
-    F: Fn(I) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<O, E>> + Send + 'static,
-{
+impl ServerTool for FnTool {
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
@@ -169,36 +224,43 @@ where
         self.finish
     }
 
-    fn check_input(&self, input: &Value) -> Result<(), ToolError> {
-        if let Some(first) = self.validator.iter_errors(input).next() {
-            let path = first.instance_path.to_string();
-            let at = if path.is_empty() {
-                "the input".to_owned()
-            } else {
-                path
-            };
-            return Err(ToolError::new(
-                codes::INVALID_TOOL_INPUT,
-                format!("{at}: {first}"),
-            ));
-        }
-        Ok(())
+    fn at_most_once(&self) -> bool {
+        self.at_most_once
     }
 
-    async fn call(&self, input: Value) -> Result<Value, ToolError> {
+    fn check_input(&self, input: &Value) -> Result<(), ToolError> {
+        check_against(&self.validator, input)
+    }
+
+    async fn call(&self, context: &ToolContext, input: Value) -> Result<Value, ToolError> {
         self.check_input(&input)?;
-        let decoded: I = serde_json::from_value(input)
-            .map_err(|e| ToolError::new(codes::INVALID_TOOL_INPUT, e.to_string()))?;
         // A panic may happen while the future is made or while it runs; both become tool errors.
-        let future = std::panic::catch_unwind(AssertUnwindSafe(|| (self.function)(decoded)))
-            .map_err(panic_to_tool_error)?;
-        let outcome = AssertUnwindSafe(future)
+        let future =
+            std::panic::catch_unwind(AssertUnwindSafe(|| (self.body)(context.clone(), input)))
+                .map_err(panic_to_tool_error)?;
+        AssertUnwindSafe(future)
             .catch_unwind()
             .await
-            .map_err(panic_to_tool_error)?;
-        let output = outcome.map_err(|e| ToolError::new(codes::TOOL_FAILED, e.to_string()))?;
-        serde_json::to_value(output).map_err(|e| ToolError::new(codes::TOOL_FAILED, e.to_string()))
+            .map_err(panic_to_tool_error)?
     }
+}
+
+/// Checks a tool's input against its schema: the first mismatch is an `invalid_tool_input`
+/// error the model can correct.
+fn check_against(validator: &jsonschema::Validator, input: &Value) -> Result<(), ToolError> {
+    if let Some(first) = validator.iter_errors(input).next() {
+        let path = first.instance_path.to_string();
+        let at = if path.is_empty() {
+            "the input".to_owned()
+        } else {
+            path
+        };
+        return Err(ToolError::new(
+            codes::INVALID_TOOL_INPUT,
+            format!("{at}: {first}"),
+        ));
+    }
+    Ok(())
 }
 
 fn panic_to_tool_error(panic: Box<dyn std::any::Any + Send>) -> ToolError {
@@ -216,6 +278,7 @@ fn panic_to_tool_error(panic: Box<dyn std::any::Any + Send>) -> ToolError {
 #[derive(Clone)]
 pub struct ClientTool {
     spec: ToolSpec,
+    input_validator: Arc<jsonschema::Validator>,
     output_schema: Option<Value>,
     output_validator: Option<Arc<jsonschema::Validator>>,
     timeout: Option<std::time::Duration>,
@@ -260,13 +323,14 @@ pub struct SchemaError {
 impl ClientTool {
     /// A client tool with a JSON Schema for its input.
     pub fn new(name: &str, description: &str, input_schema: Value) -> Result<Self, SchemaError> {
-        compile(name, "input", &input_schema)?;
+        let input_validator = Arc::new(compile(name, "input", &input_schema)?);
         Ok(Self {
             spec: ToolSpec {
                 name: name.to_owned(),
                 description: description.to_owned(),
                 input_schema,
             },
+            input_validator,
             output_schema: None,
             output_validator: None,
             timeout: None,
@@ -319,6 +383,12 @@ impl ClientTool {
         self.timeout
     }
 
+    /// Checks the model's input for a call against the input schema: a call that fails is
+    /// answered at once with this error (the model can correct it), never sent to the client.
+    pub fn check_input(&self, input: &Value) -> Result<(), ToolError> {
+        check_against(&self.input_validator, input)
+    }
+
     /// Checks a submitted result against the output schema (always passes without one). The
     /// error describes the first mismatch, for logs and verbose answers only.
     pub fn check_output(&self, result: &Value) -> Result<(), String> {
@@ -355,9 +425,7 @@ mod tests {
         b: f64,
     }
 
-    fn divide()
-    -> FnTool<Divide, f64, String, impl Fn(Divide) -> futures::future::Ready<Result<f64, String>>>
-    {
+    fn divide() -> FnTool {
         tool("divide", "a / b", |i: Divide| {
             futures::future::ready(if i.b == 0.0 {
                 Err("division by zero".to_owned())
@@ -372,33 +440,70 @@ mod tests {
     #[tokio::test]
     async fn validates_runs_and_contains_failures() {
         let divide = divide();
+        let context = some_context();
         assert_eq!(
             divide.spec().input_schema["properties"]["a"]["type"],
             "number"
         );
         assert_eq!(
-            divide.call(json!({"a": 6, "b": 3})).await.unwrap(),
+            divide
+                .call(&context, json!({"a": 6, "b": 3}))
+                .await
+                .unwrap(),
             json!(2.0)
         );
 
-        let missing = divide.call(json!({"a": 6})).await.unwrap_err();
+        let missing = divide.call(&context, json!({"a": 6})).await.unwrap_err();
         assert_eq!(missing.code, codes::INVALID_TOOL_INPUT);
         assert!(missing.message.contains("\"b\""), "{}", missing.message);
 
-        let wrong_type = divide.call(json!({"a": "six", "b": 1})).await.unwrap_err();
+        let wrong_type = divide
+            .call(&context, json!({"a": "six", "b": 1}))
+            .await
+            .unwrap_err();
         assert_eq!(wrong_type.code, codes::INVALID_TOOL_INPUT);
         assert!(wrong_type.message.contains("/a"), "{}", wrong_type.message);
 
-        let failed = divide.call(json!({"a": 1, "b": 0})).await.unwrap_err();
+        let failed = divide
+            .call(&context, json!({"a": 1, "b": 0}))
+            .await
+            .unwrap_err();
         assert_eq!(
             failed,
             ToolError::new(codes::TOOL_FAILED, "division by zero")
         );
 
-        let panicked = divide.call(json!({"a": -1, "b": 1})).await.unwrap_err();
+        let panicked = divide
+            .call(&context, json!({"a": -1, "b": 1}))
+            .await
+            .unwrap_err();
         assert_eq!(
             panicked,
             ToolError::new(codes::TOOL_PANICKED, "negative numerator")
         );
+    }
+
+    fn some_context() -> ToolContext {
+        let address = crate::store::SessionAddress::root("session-1");
+        ToolContext::new(address, "run-1", "call-1")
+    }
+
+    #[tokio::test]
+    async fn a_tool_with_context_sees_the_call_it_serves() {
+        let echo = tool_with_context(
+            "echo",
+            "ids",
+            |context: ToolContext, _: Divide| async move {
+                Ok::<_, String>(json!({
+                    "key": context.idempotency_key(),
+                    "run": context.run_id(),
+                }))
+            },
+        );
+        let context = some_context();
+        let answer = echo.call(&context, json!({"a": 1, "b": 2})).await.unwrap();
+        assert_eq!(answer, json!({"key": "session-1/call-1", "run": "run-1"}));
+        let refused = echo.call(&context, json!({"a": 1})).await.unwrap_err();
+        assert_eq!(refused.code, codes::INVALID_TOOL_INPUT);
     }
 }

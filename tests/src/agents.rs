@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use baton_core::{
     Agent, AgentRegistry, Model, ModelRequest, ModelTurn, ScriptedModel, model,
-    tool::{ClientTool, tool},
+    tool::{ClientTool, FnTool, ToolContext, tool, tool_with_context},
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -95,17 +95,11 @@ pub fn holder_gated() -> Agent {
 }
 
 fn holder_agent(name: &str, inline: bool, gated: bool) -> Agent {
-    let model = ScriptedModel::default()
-        .call("hold", json!({}))
-        .answer("released: {{result:hold}}");
     let hold = tool(
         "hold",
         "Blocks while the worker is told to hold.",
         |_: NoInput| async {
-            if std::env::var_os(HOLD_TOOL_ENV).is_some() {
-                println!("{HOLDING_LINE}");
-                std::future::pending::<()>().await;
-            }
+            hold_if_told().await;
             Ok::<_, String>("done")
         },
     );
@@ -115,11 +109,58 @@ fn holder_agent(name: &str, inline: bool, gated: bool) -> Agent {
     } else {
         hold
     };
+    agent_with_hold(name, hold)
+}
+
+/// Blocks forever in a worker started with [`HOLD_TOOL_ENV`] set, after saying so on stdout.
+async fn hold_if_told() {
+    if std::env::var_os(HOLD_TOOL_ENV).is_some() {
+        println!("{HOLDING_LINE}");
+        std::future::pending::<()>().await;
+    }
+}
+
+/// An agent whose step 1 calls `hold` and whose step 2 answers with its result.
+fn agent_with_hold(name: &str, hold: FnTool) -> Agent {
+    let model = ScriptedModel::default()
+        .call("hold", json!({}))
+        .answer("released: {{result:hold}}");
     Agent::builder(name)
         .model(model)
         .tool(hold)
         .build()
         .unwrap()
+}
+
+/// `holder_once`: like `holder`, but `hold` runs at most once per call, and each run appends a
+/// line to the file [`run_count_path`] names for its call (so a test counts runs across worker
+/// processes).
+pub fn holder_once() -> Agent {
+    let hold = tool_with_context(
+        "hold",
+        "Counts its runs, then blocks while the worker is told to hold.",
+        |context: ToolContext, _: NoInput| async move {
+            use std::io::Write;
+            let mut count = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(run_count_path(&context.idempotency_key()))
+                .map_err(|e| e.to_string())?;
+            writeln!(count, "{}", context.run_id()).map_err(|e| e.to_string())?;
+            hold_if_told().await;
+            Ok::<_, String>("done")
+        },
+    )
+    .at_most_once();
+    agent_with_hold("holder_once", hold)
+}
+
+/// The file in which `holder_once`'s tool counts its runs of the call with this idempotency key.
+pub fn run_count_path(idempotency_key: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!(
+        "baton-test-runs-{}",
+        idempotency_key.replace('/', "-")
+    ))
 }
 
 /// The script of a benchmark session: `steps - 1` steps calling one tool (`upper`, a local
@@ -235,6 +276,20 @@ pub fn asker_only() -> Agent {
         .unwrap()
 }
 
+/// `asker_sloppy`: step 1 calls `ask_user` with an input its schema refuses, step 2 corrects
+/// it (and suspends), step 3 answers.
+pub fn asker_sloppy() -> Agent {
+    let model = ScriptedModel::default()
+        .call("ask_user", json!({"text": "Name?"}))
+        .call("ask_user", json!({"question": "Name?"}))
+        .answer("Hello {{result:ask_user}}");
+    Agent::builder("asker_sloppy")
+        .model(model)
+        .client_tool(ask_user())
+        .build()
+        .unwrap()
+}
+
 /// `asker_twice`: step 1 asks the user two questions at once (a batch of two client calls).
 pub fn asker_twice() -> Agent {
     let model = ScriptedModel::default()
@@ -344,10 +399,12 @@ pub fn registry() -> AgentRegistry {
         holder(false),
         holder(true),
         holder_gated(),
+        holder_once(),
         flaky(),
         asker(),
         asker_only(),
         asker_twice(),
+        asker_sloppy(),
         asker_hasty(),
         chatter(),
         guarded(),

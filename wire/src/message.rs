@@ -113,6 +113,9 @@ pub mod codes {
     pub const NOT_EXECUTED: &str = "not_executed";
     /// A call whose approval was denied.
     pub const TOOL_DENIED: &str = "tool_denied";
+    /// An at-most-once server tool whose earlier attempt started and was lost before its
+    /// result was recorded: it may or may not have taken effect, and it is not run again.
+    pub const TOOL_OUTCOME_UNKNOWN: &str = "tool_outcome_unknown";
     /// A client-side failure reported with a message only.
     pub const CLIENT_TOOL_ERROR: &str = "client_tool_error";
 }

@@ -27,6 +27,11 @@ pub struct Follow {
     /// Chunks after `after` may be in Redis only: read them there before taking the feed.
     behind: bool,
     finished: bool,
+    /// The session's run when the follower attached, and its last sequence then: an `end` at
+    /// or before that sequence of another run is an earlier run's, which the follower passes
+    /// (it follows the current run to its end).
+    run_at_open: String,
+    sequence_at_open: u64,
 }
 
 /// Most chunks read from Redis at once when a follower catches up.
@@ -51,6 +56,8 @@ impl Follow {
             after,
             behind: true,
             finished,
+            run_at_open: session.run_id,
+            sequence_at_open: session.last_sequence,
         })
     }
 
@@ -148,12 +155,10 @@ impl Follow {
         Ok(chunks)
     }
 
-    /// The chunks up to and with the first `end` chunk, the position moved past them.
+    /// The chunks up to and with the first `end` chunk of the current run (see
+    /// [`Self::ends_the_follow`]), the position moved past them.
     fn taken(&mut self, mut chunks: Vec<StreamChunk>) -> Vec<StreamChunk> {
-        if let Some(end) = chunks
-            .iter()
-            .position(|chunk| matches!(chunk.kind, ChunkKind::End { .. }))
-        {
+        if let Some(end) = chunks.iter().position(|chunk| self.ends_the_follow(chunk)) {
             chunks.truncate(end + 1);
             self.finished = true;
         }
@@ -161,5 +166,12 @@ impl Follow {
             self.after = last.sequence;
         }
         chunks
+    }
+
+    /// Whether `chunk` is the `end` the follower stops at: any `end` but an earlier run's.
+    fn ends_the_follow(&self, chunk: &StreamChunk) -> bool {
+        let earlier_run =
+            chunk.sequence <= self.sequence_at_open && chunk.header.run_id != self.run_at_open;
+        matches!(chunk.kind, ChunkKind::End { .. }) && !earlier_run
     }
 }

@@ -7,6 +7,7 @@
 use crate::{
     auth::{Auth, Principal},
     follow::Follow,
+    metrics::grpc::GrpcMetricsLayer,
     ops::{
         MAX_MESSAGE_BYTES, checked_body_size, checked_json_depth, checked_start, checked_submit,
         resume_session, session_snapshot, session_status, session_usage, stop_session,
@@ -64,10 +65,12 @@ pub async fn serve_grpc(
         .submit_limits
         .request_body_cap()
         .max(MAX_MESSAGE_BYTES);
+    let metrics = GrpcMetricsLayer::new(state.metrics.clone());
     let service = baton_server::BatonServer::new(GrpcService::new(state, shutdown.clone()))
         .max_decoding_message_size(largest_body + FRAMING_SLACK_BYTES);
     let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
     tonic::transport::Server::builder()
+        .layer(metrics)
         .add_service(service)
         .serve_with_incoming_shutdown(incoming, shutdown.cancelled_owned())
         .await?;

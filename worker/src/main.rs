@@ -5,9 +5,13 @@
 mod config;
 
 use anyhow::Context;
-use baton_worker::{AppState, WorkerSettings, connect_temporal, run_worker, serve, serve_grpc};
+use baton_worker::{
+    AppState, WorkerSettings, connect_temporal,
+    metrics::{Metrics, serve_metrics},
+    run_worker, serve, serve_grpc,
+};
 use clap::Parser;
-use config::{Cli, Role};
+use config::{Cli, LogFormat, Role};
 use tokio_util::sync::CancellationToken;
 
 #[tokio::main]
@@ -22,13 +26,9 @@ async fn main() -> std::process::ExitCode {
 }
 
 async fn run() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info,temporalio_sdk_core=warn".into()),
-        )
-        .init();
     let cli = Cli::parse();
+    let metrics = Metrics::default();
+    init_logging(cli.observe.log_format, &metrics);
     let shutdown = CancellationToken::new();
     tokio::spawn(stop_on_signal(shutdown.clone()));
 
@@ -45,7 +45,7 @@ async fn run() -> anyhow::Result<()> {
                 task_queue: cli.temporal.task_queue.clone(),
                 policy: cli.activities.policy(),
                 streams: Default::default(),
-                metrics: Default::default(),
+                metrics: metrics.clone(),
                 options: cli.server_options()?,
             };
             let grpc = match cli.server.grpc_listen {
@@ -78,6 +78,17 @@ async fn run() -> anyhow::Result<()> {
         Role::Worker => None,
     };
 
+    if let (Role::Worker, Some(address)) = (cli.role, cli.observe.metrics_listen) {
+        let listener = tokio::net::TcpListener::bind(address)
+            .await
+            .with_context(|| format!("cannot listen for metrics on {address}"))?;
+        tracing::info!(address = %listener.local_addr()?, "metrics listening");
+        let stop = shutdown.clone();
+        tokio::spawn(serve_metrics(listener, metrics.clone(), async move {
+            stop.cancelled().await
+        }));
+    }
+
     match cli.role {
         Role::Worker | Role::Dev => {
             run_worker(
@@ -99,6 +110,23 @@ async fn run() -> anyhow::Result<()> {
     }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// The process's subscriber: the log on stdout (filtered by `RUST_LOG`, default `info`), and
+/// the client-call counters, which see their events whatever the log's filter.
+fn init_logging(format: LogFormat, metrics: &Metrics) {
+    use tracing_subscriber::{Layer, layer::SubscriberExt, util::SubscriberInitExt};
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| "info,temporalio_sdk_core=warn".into());
+    let log = tracing_subscriber::fmt::layer();
+    let log = match format {
+        LogFormat::Text => log.boxed(),
+        LogFormat::Json => log.json().flatten_event(true).boxed(),
+    };
+    tracing_subscriber::registry()
+        .with(log.with_filter(filter))
+        .with(metrics.client_calls.layer())
+        .init();
 }
 
 async fn stop_on_signal(shutdown: CancellationToken) {

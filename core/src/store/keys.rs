@@ -118,6 +118,13 @@ pub(crate) mod staged_field {
     pub(crate) fn result(run_id: &str, step: u32, tool_call_id: &str) -> String {
         format!("result:{run_id}:{step}:{tool_call_id}")
     }
+
+    /// The start marker of an at-most-once tool's call (see `mark_tool_started.lua`, which
+    /// spells it; read here by tests only).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) fn started(run_id: &str, step: u32, tool_call_id: &str) -> String {
+        format!("started:{run_id}:{step}:{tool_call_id}")
+    }
 }
 
 #[cfg(test)]

@@ -26,6 +26,7 @@ mod step;
 mod stop;
 mod stream;
 mod suspension;
+mod tool_start;
 mod types;
 mod usage;
 
@@ -141,5 +142,7 @@ fn flag(set: bool) -> &'static str {
     if set { "1" } else { "0" }
 }
 
+#[cfg(test)]
+mod fault_tests;
 #[cfg(test)]
 mod tests;

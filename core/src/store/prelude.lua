@@ -55,6 +55,16 @@ local function staged_field(name, run_id, step, tool_call_id)
   return field
 end
 
+-- Sets one call's staged field (see staged_field) unless it is set, after the step guard.
+-- Returns nil when this call set it, else the reply saying why not (a refusal or 'already_staged').
+local function stage_call_field(staged_key, name, run_id, step, tool_call_id, value)
+  local refused = step_guard(run_id, step)
+  if refused then return {refused} end
+  local field = staged_field(name, run_id, step, tool_call_id)
+  if redis.call('HSETNX', staged_key, field, value) == 0 then return {'already_staged'} end
+  return nil
+end
+
 -- Appends a checkpoint record; its id is its index in the list, which only grows.
 local function push_checkpoint(key, message_count, step_count, seq, extra)
   local id = redis.call('LLEN', key)
@@ -125,6 +135,12 @@ local function append_staged_step(keys, run_id, step_text, now, step_end_body, a
   redis.call('HSET', state_key, 'stepCount', step, 'updatedAt', now)
   local seq = emit(step_end_body)
   push_checkpoint(keys.checkpoints, redis.call('LLEN', keys.messages), step, seq, checkpoint_extra)
+  -- The start markers of at-most-once tools (see mark_tool_started.lua) of this step, including
+  -- those a resume's drain wrote for approved calls, are not in the call list: find them by name.
+  local started_prefix = staged_field('started', run_id, step_text) .. ':'
+  for _, field in ipairs(redis.call('HKEYS', keys.staged)) do
+    if string.sub(field, 1, #started_prefix) == started_prefix then fields[#fields + 1] = field end
+  end
   redis.call('HDEL', keys.staged, unpack(fields))
   return nil, seq
 end

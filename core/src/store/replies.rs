@@ -197,6 +197,7 @@ impl FromRedisValue for SubmitReply {
             "unknown_tool_call" => SubmitOutcome::UnknownToolCall,
             "run_superseded" => SubmitOutcome::RunSuperseded,
             "run_stopped" => SubmitOutcome::RunStopped,
+            "unknown_approval" => SubmitOutcome::UnknownApproval,
             _ => return Err(reply.unexpected()),
         }))
     }
@@ -321,6 +322,9 @@ pub(super) struct SnapshotFields {
     pub(super) checkpoint: Option<String>,
     /// The id of the stream's oldest retained entry (`<sequence>-0`), if any.
     pub(super) oldest_entry_id: Option<String>,
+    /// The sequence of the last `end` chunk after the checkpoint (of an earlier run) while the
+    /// session is not ended.
+    pub(super) last_end_sequence: Option<String>,
     /// The messages up to the checkpoint (all of them for an ended session).
     pub(super) messages: Vec<String>,
 }
@@ -346,7 +350,8 @@ impl FromRedisValue for SnapshotReply {
             last_sequence: reply.value(3)?,
             checkpoint: optional(4)?,
             oldest_entry_id: optional(5)?,
-            messages: reply.rest[6.min(reply.rest.len())..]
+            last_end_sequence: optional(6)?,
+            messages: reply.rest[7.min(reply.rest.len())..]
                 .iter()
                 .map(String::from_redis_value)
                 .collect::<RedisResult<_>>()?,

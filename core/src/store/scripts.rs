@@ -42,6 +42,8 @@ pub(super) static EMIT_MODEL_CHUNKS: StoreScript =
 pub(super) static STAGE_TURN: StoreScript = store_script!("stage_turn", [State, Stream, Staged]);
 pub(super) static STAGE_TOOL_RESULT: StoreScript =
     store_script!("stage_tool_result", [State, Stream, Staged]);
+pub(super) static MARK_TOOL_STARTED: StoreScript =
+    store_script!("mark_tool_started", [State, Stream, Staged]);
 pub(super) static COMMIT_STEP: StoreScript = store_script!(
     "commit_step",
     [State, Stream, Staged, Messages, Checkpoints, Usage]
@@ -116,8 +118,9 @@ pub(super) static SNAPSHOT: StoreScript =
 
 /// Every script, for the tests that read their text.
 #[cfg(test)]
-static ALL: [&StoreScript; 14] = [
+static ALL: [&StoreScript; 15] = [
     &CREATE_SESSION,
+    &MARK_TOOL_STARTED,
     &EMIT_MODEL_CHUNKS,
     &STAGE_TURN,
     &STAGE_TOOL_RESULT,

@@ -10,6 +10,7 @@ local id = ARGV[1]
 local answer_json = ARGV[2]
 local now_text = ARGV[3]
 local owner_session_id = ARGV[4]
+local approval_id = ARGV[5] -- '' for a client tool's result
 local now = tonumber(now_text)
 
 -- 'caller_resumes' once every pending call is answered or past its deadline: the unanswered
@@ -28,6 +29,12 @@ if redis.call('HGET', ownership_key, id) ~= owner_session_id
   local expiry = redis.call('ZSCORE', completed_key, id)
   if expiry and tonumber(expiry) > now then return {'already_completed', 'consumed'} end
   return {'unknown_tool_call'}
+end
+-- An approval names the request it answers: a stale id (of a call a rewind has since restored
+-- under another run) must not land on the call, so it is compared here, with the write.
+if approval_id ~= '' and cjson.decode(redis.call('HGET', pending_key, id)).approvalId ~= approval_id
+    then
+  return {'unknown_approval'}
 end
 local fields = redis.call('HMGET', state_key, 'runId', 'status', 'stop')
 local call_run = redis.call('HGET', pending_run_key, id)

@@ -47,6 +47,8 @@ pub enum SubmitOutcome {
     RunSuperseded,
     /// The call's run was stopped (interrupt or abort); nothing was written.
     RunStopped,
+    /// An approval named another approval id than the pending call's; nothing was written.
+    UnknownApproval,
 }
 
 /// The id an approval request is answered with: `<runId>::<toolCallId>`.
@@ -167,11 +169,13 @@ impl Store {
     }
 
     /// Stores the answer to a pending call of `owner` (found through the root's ownership map);
-    /// the first answer wins. See `submit_answer.lua`.
+    /// the first answer wins. An approval names `approval_id`, which the script compares with
+    /// the pending call's. See `submit_answer.lua`.
     pub async fn submit_answer(
         &self,
         owner: &SessionAddress,
         tool_call_id: &str,
+        approval_id: Option<&str>,
         answer: &StoredAnswer,
     ) -> Result<SubmitOutcome, Error> {
         let SubmitReply(outcome) = SUBMIT_ANSWER
@@ -180,6 +184,7 @@ impl Store {
             .arg(to_json(answer))
             .arg(now_ms())
             .arg(&owner.session_id)
+            .arg(approval_id.unwrap_or_default())
             .run(self)
             .await?;
         Ok(outcome)

@@ -9,7 +9,7 @@ use crate::{
 };
 use serde_json::json;
 
-async fn store() -> Store {
+pub(super) async fn store() -> Store {
     let url = std::env::var("BATON_TEST_REDIS_URL")
         .unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned());
     let prefix = format!("baton-test-{}", uuid::Uuid::new_v4().simple());
@@ -18,7 +18,7 @@ async fn store() -> Store {
         .expect("the store tests need a Redis server; see README")
 }
 
-fn turn(run_id: &str, step: u32, text: &str, calls: Vec<ToolCall>) -> StagedTurn {
+pub(super) fn turn(run_id: &str, step: u32, text: &str, calls: Vec<ToolCall>) -> StagedTurn {
     StagedTurn {
         message: Message::assistant(text, calls),
         usage: UsageRecord {
@@ -34,7 +34,7 @@ fn turn(run_id: &str, step: u32, text: &str, calls: Vec<ToolCall>) -> StagedTurn
     }
 }
 
-async fn new_session(store: &Store, address: &SessionAddress) {
+pub(super) async fn new_session(store: &Store, address: &SessionAddress) {
     let seq = store
         .create_session(NewSession {
             address,
@@ -51,7 +51,7 @@ async fn new_session(store: &Store, address: &SessionAddress) {
 }
 
 /// Step `step` of run `run_id` on stream `st1`.
-fn at<'a>(address: &'a SessionAddress, run_id: &'a str, step: u32) -> StepRef<'a> {
+pub(super) fn at<'a>(address: &'a SessionAddress, run_id: &'a str, step: u32) -> StepRef<'a> {
     StepRef {
         address,
         stream_id: "st1",
@@ -61,11 +61,11 @@ fn at<'a>(address: &'a SessionAddress, run_id: &'a str, step: u32) -> StepRef<'a
 }
 
 /// Run `run_id` on stream `st1`.
-fn run<'a>(address: &'a SessionAddress, run_id: &'a str) -> RunRef<'a> {
+pub(super) fn run<'a>(address: &'a SessionAddress, run_id: &'a str) -> RunRef<'a> {
     at(address, run_id, 0).run()
 }
 
-fn tool_result(call: &ToolCall, outcome: ToolOutcome) -> ToolResult {
+pub(super) fn tool_result(call: &ToolCall, outcome: ToolOutcome) -> ToolResult {
     ToolResult {
         tool_call_id: call.id.clone(),
         tool_name: call.name.clone(),
@@ -73,7 +73,7 @@ fn tool_result(call: &ToolCall, outcome: ToolOutcome) -> ToolResult {
     }
 }
 
-fn kinds(chunks: &[StreamChunk]) -> Vec<&'static str> {
+pub(super) fn kinds(chunks: &[StreamChunk]) -> Vec<&'static str> {
     chunks.iter().map(|c| c.kind.name()).collect()
 }
 

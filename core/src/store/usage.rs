@@ -105,12 +105,25 @@ impl Store {
             .map(|m| from_json(&key, m))
             .collect::<Result<_, _>>()?;
         let pinned = checkpoint.as_ref().filter(|_| !fields.status.is_terminal());
+        // Never before an earlier run's `end`: a follower would stop there (see snapshot.lua).
+        let last_end_sequence = fields
+            .last_end_sequence
+            .as_deref()
+            .map(|sequence| {
+                sequence.parse::<u64>().map_err(|e| Error::Corrupt {
+                    key: key.clone(),
+                    reason: format!("snapshot end sequence {sequence:?}: {e}"),
+                })
+            })
+            .transpose()?;
         Ok(Some(SnapshotResponse {
             session_id: address.session_id.clone(),
             stream_id: fields.stream_id,
             status: fields.status,
             state: SnapshotState { messages },
-            stream_sequence: pinned.map_or(-1, |c| c.stream_sequence as i64),
+            stream_sequence: pinned.map_or(-1, |c| {
+                c.stream_sequence.max(last_end_sequence.unwrap_or(0)) as i64
+            }),
             oldest_retained_sequence,
             step_count: pinned.map_or(fields.step_count, |c| c.step_count),
             checkpoint_id: checkpoint.map(|c| c.id),

@@ -7,11 +7,13 @@
 
 mod api;
 mod approval;
+mod at_most_once;
 mod auth;
 mod chat;
 mod config;
 mod finish;
 mod inspect;
+mod observe;
 mod providers;
 mod replay;
 mod resume;

@@ -120,3 +120,76 @@ async fn a_position_the_stream_no_longer_holds_answers_truncated() {
         .await;
     assert_eq!(sequences(&kept), (floor + 1..=last).collect::<Vec<_>>());
 }
+
+/// Every chunk of one SSE response, until the server closes it.
+async fn whole_response(
+    client: baton_client::HttpClient,
+    session: String,
+    from: u64,
+) -> Vec<StreamChunk> {
+    let stream = client.subscribe(&session, from).await.unwrap();
+    let chunks = stream.map(|chunk| chunk.unwrap()).collect::<Vec<_>>();
+    tokio::time::timeout(WAIT_LIMIT, chunks).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_during_a_later_turn_is_past_the_earlier_turns_end() {
+    use baton_core::ChunkKind;
+    use baton_tests::WorkerProcess;
+    let harness = Harness::server_only(agents::registry()).await;
+    let worker = WorkerProcess::spawn(env!("CARGO_BIN_EXE_baton-test-worker"), &harness, false);
+    let session = harness
+        .client
+        .start("chatter", "hi")
+        .await
+        .unwrap()
+        .session_id;
+    let first_turn = harness.chunks_until_end(&session, WAIT_LIMIT).await;
+    let first_end = first_turn.last().unwrap().sequence;
+    // No worker: the second turn's run holds the session before it commits anything.
+    drop(worker);
+    harness
+        .client
+        .send_message(&session, "again", false)
+        .await
+        .unwrap();
+
+    let snapshot = harness.client.snapshot(&session).await.unwrap();
+    assert!(
+        snapshot.stream_sequence >= first_end as i64,
+        "the snapshot's position {} precedes the first turn's end {first_end}",
+        snapshot.stream_sequence
+    );
+    // A follower attached from the snapshot, and one attached before the first turn's end,
+    // both follow the second turn to its end.
+    let from_snapshot = tokio::spawn(whole_response(
+        harness.client.clone(),
+        session.clone(),
+        snapshot.stream_sequence as u64,
+    ));
+    let from_before = tokio::spawn(whole_response(
+        harness.client.clone(),
+        session.clone(),
+        first_end - 1,
+    ));
+    let _worker = WorkerProcess::spawn(env!("CARGO_BIN_EXE_baton-test-worker"), &harness, false);
+    let from_snapshot = from_snapshot.await.unwrap();
+    let from_before = from_before.await.unwrap();
+
+    let ends = |chunks: &[StreamChunk]| -> Vec<u64> {
+        chunks
+            .iter()
+            .filter(|chunk| matches!(chunk.kind, ChunkKind::End { .. }))
+            .map(|chunk| chunk.sequence)
+            .collect()
+    };
+    let second_end = from_snapshot.last().unwrap();
+    assert!(
+        matches!(second_end.kind, ChunkKind::End { .. }),
+        "{second_end:?}"
+    );
+    assert_eq!(ends(&from_snapshot), [second_end.sequence]);
+    assert!(matches!(from_snapshot[0].kind, ChunkKind::RunStart { .. }));
+    assert_eq!(ends(&from_before), [first_end, second_end.sequence]);
+    assert_eq!(from_before.last(), Some(second_end));
+}

@@ -178,3 +178,40 @@ async fn a_step_of_client_calls_only_suspends_inside_the_model_step() {
         Status::SuspendedClientTool
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_call_with_a_bad_input_is_a_tool_error_the_model_corrects() {
+    let harness = Harness::start(agents::registry()).await;
+    let session = harness.suspended_session("asker_sloppy").await;
+
+    let messages = harness.messages(&session).await;
+    assert_eq!(messages.len(), 4, "{messages:?}");
+    let Message::Tool(refused) = &messages[2] else {
+        panic!("expected the bad call's error, got {:?}", messages[2]);
+    };
+    assert_eq!(refused.tool_call_id, "call_1_1");
+    let ToolOutcome::Error(error) = &refused.outcome else {
+        panic!("expected an error, got {:?}", refused.outcome);
+    };
+    assert_eq!(error.code, baton_core::message::codes::INVALID_TOOL_INPUT);
+    assert!(error.message.contains("question"), "{}", error.message);
+    // Only the corrected call waits for the client.
+    let pending = harness
+        .store
+        .pending_calls(&SessionAddress::root(&session))
+        .await
+        .unwrap();
+    let ids: Vec<&str> = pending
+        .iter()
+        .map(|(call, _)| call.tool_call_id.as_str())
+        .collect();
+    assert_eq!(ids, ["call_2_1"]);
+    let answer = ToolOutcome::Result(json!({"answer": "Ann"}));
+    let outcome = harness
+        .answer_and_finish(&session, "call_2_1", &answer)
+        .await;
+    assert!(
+        matches!(outcome, RunOutcome::Completed { .. }),
+        "{outcome:?}"
+    );
+}

@@ -7,9 +7,12 @@ mod activities;
 mod auth;
 mod limits;
 mod model;
+mod observe;
 mod redis;
 mod server;
 mod temporal;
+
+pub(crate) use observe::LogFormat;
 
 use baton_worker::ServerOptions;
 use clap::{Parser, Subcommand};
@@ -37,6 +40,8 @@ pub(crate) struct Cli {
     pub(crate) limits: limits::LimitArgs,
     #[command(flatten)]
     pub(crate) model: model::ModelArgs,
+    #[command(flatten)]
+    pub(crate) observe: observe::ObserveArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Subcommand)]

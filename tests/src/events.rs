@@ -1,0 +1,81 @@
+//! Captures the client-call log events (`baton_core::observe`) that this test process emits,
+//! so end-to-end tests can check what operators would see. Tests run in parallel in one process:
+//! each reads back the events of its own sessions only.
+
+use baton_core::observe::CLIENT_CALL_TARGET;
+use std::{
+    collections::BTreeMap,
+    sync::{Mutex, OnceLock},
+};
+use tracing::{Event, Subscriber, field::Field};
+use tracing_subscriber::{Layer, layer::Context, layer::SubscriberExt};
+
+/// One captured event: its fields as text (`event`, `session_id`, `tool`, `reason`, …).
+pub type CapturedEvent = BTreeMap<String, String>;
+
+static EVENTS: OnceLock<Mutex<Vec<CapturedEvent>>> = OnceLock::new();
+
+/// Starts capturing (once per process; later calls do nothing).
+pub fn capture() {
+    EVENTS.get_or_init(|| {
+        let subscriber = tracing_subscriber::registry().with(CaptureLayer);
+        // Another global subscriber would already capture nothing for us: fail loudly.
+        tracing::subscriber::set_global_default(subscriber)
+            .expect("no other global subscriber in the test binary");
+        Mutex::new(Vec::new())
+    });
+}
+
+/// The captured events about session `session_id`, in order, as `(event, fields)`.
+pub fn of_session(session_id: &str) -> Vec<CapturedEvent> {
+    let Some(events) = EVENTS.get() else {
+        return Vec::new();
+    };
+    let events = events
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    events
+        .iter()
+        .filter(|fields| fields.get("session_id").map(String::as_str) == Some(session_id))
+        .cloned()
+        .collect()
+}
+
+/// The names of the captured events about session `session_id`, in order.
+pub fn names_of_session(session_id: &str) -> Vec<String> {
+    of_session(session_id)
+        .into_iter()
+        .filter_map(|mut fields| fields.remove("event"))
+        .collect()
+}
+
+struct CaptureLayer;
+
+impl<S: Subscriber> Layer<S> for CaptureLayer {
+    fn on_event(&self, event: &Event<'_>, _context: Context<'_, S>) {
+        if event.metadata().target() != CLIENT_CALL_TARGET {
+            return;
+        }
+        let mut fields = Fields::default();
+        event.record(&mut fields);
+        if let Some(events) = EVENTS.get() {
+            events
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .push(fields.0);
+        }
+    }
+}
+
+#[derive(Default)]
+struct Fields(CapturedEvent);
+
+impl tracing::field::Visit for Fields {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.0.insert(field.name().to_owned(), value.to_owned());
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        self.0.insert(field.name().to_owned(), format!("{value:?}"));
+    }
+}
