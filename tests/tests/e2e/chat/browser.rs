@@ -41,8 +41,11 @@ async fn the_demo_page_answers_a_form_and_an_approval_across_a_reload_in_chromiu
     );
     let summary: Value = serde_json::from_str(stdout.trim()).unwrap();
     assert_eq!(summary["repeated"], false, "{summary}");
-    // Per turn: the message, the form's answer, the approval (sent from the reloaded page).
-    assert_eq!(summary["firstTurnPosts"], 3, "{summary}");
+    // Per turn: the message, the form's answer, the approval (the first sent from the reloaded
+    // page); the held message went once the first turn was over.
+    assert_eq!(summary["heldSent"], 4, "{summary}");
     assert_eq!(summary["posts"], 6, "{summary}");
+    // The message, then the error the page settled the unrenderable call with.
+    assert_eq!(summary["otherPagePosts"], 2, "{summary}");
     assert!(std::fs::metadata(&screenshot).is_ok_and(|m| m.len() > 0));
 }

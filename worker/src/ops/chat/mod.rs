@@ -8,6 +8,8 @@
 
 mod answers;
 mod mapper;
+#[cfg(test)]
+mod mapper_tests;
 mod request;
 mod snapshot;
 mod turn;
