@@ -15,10 +15,12 @@ use baton_core::{
 use serde_json::{Value, json};
 use std::{collections::HashSet, sync::Arc};
 
-fn agent() -> Arc<Agent> {
+/// The agent of the chat unit tests: a server tool `add`, an approval-gated `send` and a client
+/// tool `ask` rendered as a form.
+pub(super) fn agent() -> Arc<Agent> {
     let ask = ClientTool::new("ask", "asks", json!({"type": "object"}))
         .unwrap()
-        .render(RenderHint::Confirm);
+        .render(RenderHint::Elicitation);
     Arc::new(
         Agent::builder("a")
             .model(ScriptedModel::default())
@@ -109,7 +111,7 @@ fn a_step_keeps_its_text_inside_and_a_suspension_ends_the_message() {
             },
         ],
     );
-    let render = json!({"toolCallId": "c1", "render": {"kind": "confirm"}});
+    let render = json!({"toolCallId": "c1", "render": {"kind": "elicitation"}});
     assert_eq!(
         out,
         [

@@ -172,28 +172,7 @@ fn tool_part(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use baton_core::{
-        ScriptedModel,
-        message::ToolError,
-        session::ApprovalDecision,
-        store::PendingKind,
-        tool::{ClientTool, RenderHint, tool},
-    };
-
-    fn agent() -> Agent {
-        let ask = ClientTool::new("ask", "asks", json!({"type": "object"}))
-            .unwrap()
-            .render(RenderHint::Elicitation);
-        Agent::builder("a")
-            .model(ScriptedModel::default())
-            .tool(tool("add", "adds", |_: Value| async { Ok::<_, String>(1) }))
-            .tool(
-                tool("send", "sends", |_: Value| async { Ok::<_, String>(1) }).requires_approval(),
-            )
-            .client_tool(ask)
-            .build()
-            .unwrap()
-    }
+    use baton_core::{message::ToolError, session::ApprovalDecision, store::PendingKind};
 
     fn call(id: &str, name: &str) -> ToolCall {
         ToolCall {
@@ -219,7 +198,7 @@ mod tests {
 
     #[test]
     fn a_log_with_awaited_calls_renders_as_the_live_stream_left_it() {
-        let agent = agent();
+        let agent = super::super::mapper_tests::agent();
         let first = call("c1", "add");
         let denied = call("c2", "send");
         let log = vec![
