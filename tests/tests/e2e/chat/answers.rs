@@ -270,3 +270,32 @@ async fn the_stream_route_reattaches_to_a_running_turn_and_answers_204_otherwise
     );
     assert_eq!(stream(&chat).await.unwrap().status(), 204);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_corrupt_stored_row_is_500_not_a_retryable_answer() {
+    let harness = Harness::start(chat_registry()).await;
+    let chat = &fresh_id();
+    first_message(&harness, chat, "asker_only").await;
+    let client = redis::Client::open(baton_tests::redis_url()).unwrap();
+    let mut connection = client.get_multiplexed_async_connection().await.unwrap();
+    let pending = format!("{}:{{{chat}}}:{chat}:pending", harness.prefix);
+    let _: () = redis::cmd("HSET")
+        .arg(&pending)
+        .arg("call_1_1")
+        .arg("not json")
+        .query_async(&mut connection)
+        .await
+        .unwrap();
+    let (status, body) = answer(
+        &harness,
+        chat,
+        json!([output("call_1_1", json!({"answer": "x"}))]),
+    )
+    .await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (500, Some("internal")),
+        "{body}"
+    );
+    assert_eq!(body["retryable"], false);
+}
