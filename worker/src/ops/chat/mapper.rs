@@ -13,9 +13,11 @@
 //! - `rewind` is dropped: only a regenerate writes one at the start of its response, and the
 //!   client has already cut the message it replaces.
 //! - A chunk of another session of the tree (a sub-agent's) is a transient `data-subagent` part;
-//!   `step_discarded` closes the step's open text and adds a kept `data-step-discarded` part
-//!   `{step}` (a UI stream cannot take parts back, so the app hides that step's parts; the
-//!   snapshot never has them, since the log holds committed steps only); any other kind is a kept
+//!   `step_discarded` (a model call retried after it streamed text) closes the open text and
+//!   adds a kept `data-step-discarded` part `{step, textIds}` naming the text parts the discarded
+//!   attempt streamed: a UI stream cannot take parts back, so the app hides them (the snapshot
+//!   never has them: the log holds committed steps only); the retry's `step_start` continues the
+//!   same UI step, so steps still match the snapshot's. Any other kind is a kept
 //!   `data-baton-<kind>` part carrying the chunk.
 //! - A `tool_end` or `tool_approval_request` for a call the message does not hold (a call of an
 //!   earlier turn drained as abandoned) is dropped: `ai` throws on a part it cannot find.
@@ -81,6 +83,10 @@ pub struct UiStreamMapper {
     known_calls: HashSet<String>,
     roles: std::collections::HashMap<String, ToolRole>,
     open_text: Option<String>,
+    /// The text parts the open step streamed, which a `step_discarded` names.
+    step_texts: Vec<String>,
+    /// A step was discarded: its retry's `step_start` continues the open step.
+    retrying: bool,
     step_open: bool,
     finished: bool,
 }
@@ -94,6 +100,8 @@ impl UiStreamMapper {
             known_calls,
             roles: Default::default(),
             open_text: None,
+            step_texts: Vec::new(),
+            retrying: false,
             step_open: false,
             finished: false,
         }
@@ -116,6 +124,8 @@ impl UiStreamMapper {
         }
         match &chunk.kind {
             ChunkKind::RunStart { .. } | ChunkKind::Rewind { .. } => {}
+            ChunkKind::StepStart { .. } if std::mem::take(&mut self.retrying) && self.step_open => {
+            }
             ChunkKind::StepStart { .. } => {
                 self.close_step(&mut out);
                 out.push(UiChunk::StartStep.into());
@@ -128,6 +138,7 @@ impl UiStreamMapper {
                         let id = format!("text-{step}-{}", chunk.sequence);
                         out.push(UiChunk::TextStart { id: id.clone() }.into());
                         self.open_text = Some(id.clone());
+                        self.step_texts.push(id.clone());
                         id
                     }
                 };
@@ -234,7 +245,16 @@ impl UiStreamMapper {
         if name == "step_discarded" {
             self.close_text(out);
             let step = body.get("step").cloned().unwrap_or(Value::Null);
-            out.push(DataPart::kept("step-discarded", None, json!({ "step": step })).into());
+            let texts = std::mem::take(&mut self.step_texts);
+            out.push(
+                DataPart::kept(
+                    "step-discarded",
+                    None,
+                    json!({ "step": step, "textIds": texts }),
+                )
+                .into(),
+            );
+            self.retrying = true;
             return;
         }
         out.push(DataPart::kept(&format!("baton-{}", name.replace('_', "-")), None, body).into());
@@ -259,6 +279,7 @@ impl UiStreamMapper {
 
     fn close_step(&mut self, out: &mut Vec<UiFrame>) {
         self.close_text(out);
+        self.step_texts.clear();
         if std::mem::take(&mut self.step_open) {
             out.push(UiChunk::FinishStep.into());
         }

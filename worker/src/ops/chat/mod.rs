@@ -43,7 +43,7 @@ pub enum ChatReply {
         session_id: String,
         after: u64,
         prefix: Vec<UiFrame>,
-        mapper: UiStreamMapper,
+        mapper: Box<UiStreamMapper>,
     },
     /// A complete answer (case B).
     Closed(Vec<UiFrame>),
@@ -114,7 +114,11 @@ pub async fn chat_post(
         .map_err(store_error)?
         .ok_or_else(|| no_session(&chat_id))?;
     Ok(ChatReply::Stream {
-        mapper: UiStreamMapper::new(agent_of(state, &session)?, &chat_id, trailing_calls),
+        mapper: Box::new(UiStreamMapper::new(
+            agent_of(state, &session)?,
+            &chat_id,
+            trailing_calls,
+        )),
         session_id: chat_id,
         after: start.after,
         prefix: vec![
@@ -165,7 +169,11 @@ pub async fn chat_reattach(
         HashSet::new()
     };
     Ok(Some(ChatReply::Stream {
-        mapper: UiStreamMapper::new(agent_of(state, &session)?, chat_id, known),
+        mapper: Box::new(UiStreamMapper::new(
+            agent_of(state, &session)?,
+            chat_id,
+            known,
+        )),
         session_id: chat_id.to_owned(),
         after: u64::try_from(snapshot.stream_sequence).unwrap_or(session.last_sequence),
         prefix: vec![
