@@ -299,3 +299,32 @@ async fn a_corrupt_stored_row_is_500_not_a_retryable_answer() {
     );
     assert_eq!(body["retryable"], false);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transient_failure_beside_a_stored_answer_is_409_and_alone_keeps_its_retryable_answer() {
+    // One submit a minute: a request's second answer meets an empty bucket, a transient refusal.
+    let options = baton_worker::ServerOptions {
+        submits_per_minute: Some(1),
+        ..baton_tests::open_options()
+    };
+    let harness = Harness::start_with(chat_registry(), options).await;
+    let chat = &fresh_id();
+    first_message(&harness, chat, "asker_twice").await;
+    let both = json!([
+        output("call_1_1", json!({"answer": "one"})),
+        output("call_1_2", json!({"answer": "two"}))
+    ]);
+    let (status, body) = answer(&harness, chat, both).await;
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body["cause"], "answer_not_stored");
+    assert_eq!(body["toolCallIds"], json!(["call_1_2"]));
+    assert_eq!(body["retryable"], false);
+    let second = json!([output("call_1_2", json!({"answer": "two"}))]);
+    let (status, body) = answer(&harness, chat, second).await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (429, Some("rate_limited")),
+        "{body}"
+    );
+    assert_eq!(body["retryable"], true);
+}
