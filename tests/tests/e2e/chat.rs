@@ -2,9 +2,10 @@
 //! `AbstractChat` of `ai` 6.0.0 and of the newest 6.x (a state that clones messages as React's
 //! does) against this server, and each scenario is checked on both, counting the POSTs: no
 //! request may be sent twice. `answers` checks the route's answers with plain HTTP requests,
-//! `browser` the demo page in Chromium.
+//! `auth` the route under built-in auth, `browser` the demo page in Chromium.
 
 mod answers;
+mod auth;
 mod browser;
 
 use baton_core::{
