@@ -80,16 +80,22 @@ async fn answer(harness: &Harness, chat: &str, parts: Value) -> (u16, Value) {
     refusal(post(harness, answering(chat, parts)).await).await
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn answers_all_rejected_are_409_with_their_cause_and_a_malformed_approval_id_is_400() {
-    let harness = Harness::start(chat_registry()).await;
-    let chat = &fresh_id();
-    let chunks = first_message(&harness, chat, "guarded").await;
+/// Starts a `guarded` chat: its first answer's chunks and the approval id it asks for.
+async fn awaiting_approval(harness: &Harness, chat: &str) -> (Vec<Value>, String) {
+    let chunks = first_message(harness, chat, "guarded").await;
     let approval_id = chunks
         .iter()
         .find(|c| c["type"] == "tool-approval-request")
         .map(|c| c["approvalId"].as_str().unwrap().to_owned())
         .expect("an approval request");
+    (chunks, approval_id)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_all_rejected_are_409_with_their_cause_and_a_malformed_approval_id_is_400() {
+    let harness = Harness::start(chat_registry()).await;
+    let chat = &fresh_id();
+    let (chunks, approval_id) = awaiting_approval(&harness, chat).await;
     let input = chunks
         .iter()
         .find(|c| c["type"] == "tool-input-available")
@@ -327,4 +333,26 @@ async fn a_transient_failure_beside_a_stored_answer_is_409_and_alone_keeps_its_r
         "{body}"
     );
     assert_eq!(body["retryable"], true);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_with_an_edited_input_runs_the_edited_call_in_the_continuation() {
+    let harness = Harness::start(chat_registry()).await;
+    let chat = &fresh_id();
+    let (_, approval_id) = awaiting_approval(&harness, chat).await;
+    let mut edited = approval("call_1_1", &approval_id);
+    edited["input"] = json!({"to": "bob", "amount": 5});
+    let response = post(&harness, answering(chat, json!([edited]))).await;
+    assert_eq!(response.status(), 200);
+    let (chunks, done) = frames(response).await;
+    assert!(done);
+    assert_eq!(chunks[0], json!({"type": "start", "messageId": "a1"}));
+    assert_eq!(
+        chunks[1],
+        json!({"type": "tool-output-available", "toolCallId": "call_1_1",
+               "output": "sent 5 to bob", "providerExecuted": true})
+    );
+    assert_eq!(chunks[2], json!({"type": "start-step"}));
+    let text: String = chunks.iter().filter_map(|c| c["delta"].as_str()).collect();
+    assert_eq!(text, "Transfer: sent 5 to bob");
 }
