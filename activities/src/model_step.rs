@@ -65,8 +65,14 @@ impl AgentActivities {
         let address = &input.address;
         let agent = self.agent(&input.agent_type)?;
         let messages = self.store.messages(address).await?;
-        self.emit_step_chunks(input, 0, &[ChunkKind::StepStart { step: input.step }])
-            .await?;
+        let attempt = ctx.info().attempt;
+        self.emit_step_chunks(
+            input,
+            attempt,
+            0,
+            &[ChunkKind::StepStart { step: input.step }],
+        )
+        .await?;
 
         let (delta_sender, mut delta_receiver) = mpsc::unbounded_channel::<String>();
         let generate = agent.model().generate(
@@ -90,7 +96,7 @@ impl AgentActivities {
                         delta,
                     });
                 }
-                self.emit_step_chunks(input, index, &batch).await?;
+                self.emit_step_chunks(input, attempt, index, &batch).await?;
                 index += batch.len() as u32;
             }
             Ok::<_, store::Error>(())
@@ -134,16 +140,18 @@ impl AgentActivities {
         }
     }
 
-    /// Writes model-phase chunks of the step, the first at `first_index`; an index already on
-    /// the stream (an earlier attempt wrote it) is not written again.
+    /// Writes model-phase chunks of the step for activity attempt `attempt`, the first at
+    /// `first_index`; an index already on the stream is not written again, and a new attempt
+    /// that finds an earlier one's text discards it first (see `emit_model_chunks.lua`).
     async fn emit_step_chunks(
         &self,
         input: &StepInput,
+        attempt: u32,
         first_index: u32,
         kinds: &[ChunkKind],
     ) -> Result<u32, store::Error> {
         self.store
-            .emit_model_chunks(input.step_ref(), first_index, kinds)
+            .emit_model_chunks(input.step_ref(), attempt, first_index, kinds)
             .await
     }
 

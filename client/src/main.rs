@@ -434,6 +434,7 @@ impl Printer {
                 (None, None) => writeln!(out, "  ← {tool_name}"),
             },
             ChunkKind::StepEnd { .. } => Ok(()),
+            ChunkKind::StepDiscarded { .. } => writeln!(out, "  (retrying the step)"),
             ChunkKind::ToolApprovalRequest {
                 tool_name,
                 input,

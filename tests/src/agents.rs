@@ -136,7 +136,18 @@ fn agent_with_hold(name: &str, hold: FnTool) -> Agent {
 /// line to the file [`run_count_path`] names for its call (so a test counts runs across worker
 /// processes).
 pub fn holder_once() -> Agent {
-    let hold = tool_with_context(
+    agent_with_hold("holder_once", counted_hold())
+}
+
+/// `holder_gated_once`: like `holder_once`, but each call needs approval, so it runs while the
+/// resumed run drains the approval.
+pub fn holder_gated_once() -> Agent {
+    agent_with_hold("holder_gated_once", counted_hold().requires_approval())
+}
+
+/// The at-most-once `hold` tool that counts its runs (see [`holder_once`]).
+fn counted_hold() -> FnTool {
+    tool_with_context(
         "hold",
         "Counts its runs, then blocks while the worker is told to hold.",
         |context: ToolContext, _: NoInput| async move {
@@ -151,8 +162,7 @@ pub fn holder_once() -> Agent {
             Ok::<_, String>("done")
         },
     )
-    .at_most_once();
-    agent_with_hold("holder_once", hold)
+    .at_most_once()
 }
 
 /// The file in which `holder_once`'s tool counts its runs of the call with this idempotency key.
@@ -221,10 +231,19 @@ impl Model for FlakyModel {
 
 /// `flaky`: one step whose first model call fails after streaming two words.
 pub fn flaky() -> Agent {
-    Agent::builder("flaky")
+    flaky_answering("flaky", "first second third")
+}
+
+/// `flaky_rephrasing`: like `flaky`, but the retry answers something else entirely.
+pub fn flaky_rephrasing() -> Agent {
+    flaky_answering("flaky_rephrasing", "another answer")
+}
+
+fn flaky_answering(name: &str, answer: &str) -> Agent {
+    Agent::builder(name)
         .model(FlakyModel {
             failed: AtomicBool::new(false),
-            script: ScriptedModel::default().answer("first second third"),
+            script: ScriptedModel::default().answer(answer),
         })
         .build()
         .unwrap()
@@ -400,7 +419,9 @@ pub fn registry() -> AgentRegistry {
         holder(true),
         holder_gated(),
         holder_once(),
+        holder_gated_once(),
         flaky(),
+        flaky_rephrasing(),
         asker(),
         asker_only(),
         asker_twice(),

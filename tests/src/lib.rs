@@ -308,6 +308,48 @@ impl Harness {
         started.session_id
     }
 
+    /// Writes a session of `agent` (message "go") as `/start` does, but starts no workflow: the
+    /// state a crash between the two leaves (status `active`, nothing executing).
+    pub async fn session_without_workflow(&self, session_id: &str, agent: &str) -> SessionAddress {
+        let address = SessionAddress::root(session_id);
+        self.store
+            .create_session(baton_core::store::NewSession {
+                address: &address,
+                agent_type: agent,
+                run_id: "r1",
+                stream_id: "st1",
+                workflow_id: &format!("agent__{agent}__{session_id}"),
+                messages: &[Message::user("go")],
+                max_chunks: 0,
+            })
+            .await
+            .unwrap();
+        address
+    }
+
+    /// Approves call `tool_call_id` of the suspended run `run_id` (its model's arguments) and
+    /// resumes the session; returns the session's last sequence before the resume.
+    pub async fn approve_and_resume(
+        &self,
+        session_id: &str,
+        run_id: &str,
+        tool_call_id: &str,
+    ) -> u64 {
+        let approve = baton_core::store::ApprovalDecision {
+            approved: true,
+            reason: None,
+            arguments: None,
+        };
+        let approval_id = format!("{run_id}::{tool_call_id}");
+        self.client
+            .submit_approval(session_id, tool_call_id, &approval_id, &approve)
+            .await
+            .unwrap();
+        let before = self.client.status(session_id).await.unwrap().last_sequence;
+        self.client.resume(session_id).await.unwrap();
+        before
+    }
+
     /// The message log of a top-level session.
     pub async fn messages(&self, session_id: &str) -> Vec<Message> {
         self.store
@@ -467,6 +509,18 @@ impl WorkerProcess {
         let mut child = command.spawn().expect("the test worker binary runs");
         let stdout = child.stdout.take();
         Self { child, stdout }
+    }
+
+    /// Waits until this worker's `hold` tool holds, kills the worker (SIGKILL) and starts another
+    /// one whose `hold` returns at once.
+    pub async fn replace_when_holding(mut self, executable: &str, harness: &Harness) -> Self {
+        assert!(
+            tokio::time::timeout(WAIT_LIMIT, self.holding())
+                .await
+                .expect("the worker holds in time")
+        );
+        drop(self);
+        Self::spawn(executable, harness, false)
     }
 
     /// Resolves `true` once the worker's `hold` tool has started holding.

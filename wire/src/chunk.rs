@@ -85,6 +85,12 @@ pub enum ChunkKind {
     StepEnd {
         step: u32,
     },
+    /// An attempt of the step's model call failed after streaming some text and another attempt
+    /// streams the step again from its `step_start`: a reader drops the step's chunks before this
+    /// one (they never reached the log).
+    StepDiscarded {
+        step: u32,
+    },
     /// A server tool call waits for a person's approval, to be answered with this `approvalId`.
     ToolApprovalRequest {
         step: u32,

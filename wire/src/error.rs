@@ -79,6 +79,9 @@ pub enum ErrorCode {
     #[serde(rename = "TRUNCATED")]
     #[strum(serialize = "TRUNCATED")]
     Truncated,
+    /// The run's workflow was gone (it never started, or it ended without ending the run): a
+    /// worker's sweep failed the session that it left `active`.
+    RunLost,
     /// Anything else; details are logged, never shown.
     Internal,
 }
@@ -145,6 +148,7 @@ impl ErrorCode {
             Self::Forbidden => (403, G::PermissionDenied, false),
             Self::RateLimited => (429, G::ResourceExhausted, true),
             Self::Truncated => (410, G::OutOfRange, false),
+            Self::RunLost => (500, G::Aborted, false),
             Self::Internal => (500, G::Internal, false),
         };
         Presentation {

@@ -13,6 +13,7 @@ pub mod metrics;
 pub mod ops;
 pub mod runner;
 pub mod state;
+pub mod sweep;
 
 pub use grpc::serve_grpc;
 pub use http::{router, serve};

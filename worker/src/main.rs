@@ -93,7 +93,10 @@ async fn run() -> anyhow::Result<()> {
         Role::Worker | Role::Dev => {
             run_worker(
                 temporal,
-                WorkerSettings::new(cli.temporal.task_queue.clone()),
+                WorkerSettings {
+                    zombie_grace: cli.temporal.zombie_grace(),
+                    ..WorkerSettings::new(cli.temporal.task_queue.clone())
+                },
                 store,
                 registry,
                 shutdown.clone(),

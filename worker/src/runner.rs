@@ -31,7 +31,14 @@ pub struct WorkerSettings {
     pub sticky_timeout: Duration,
     /// Time given to running activities on shutdown.
     pub graceful_shutdown: Duration,
+    /// How long a session may stay `active` and unwritten without a running workflow before the
+    /// worker's sweep fails it with `run_lost` (see [`crate::sweep`]); `None`: no sweep.
+    pub zombie_grace: Option<Duration>,
 }
+
+/// The default of [`WorkerSettings::zombie_grace`]: far above any write-to-start gap, and
+/// below what a user would wait for a stuck session.
+pub const DEFAULT_ZOMBIE_GRACE: Duration = Duration::from_secs(300);
 
 impl WorkerSettings {
     pub fn new(task_queue: impl Into<String>) -> Self {
@@ -41,6 +48,7 @@ impl WorkerSettings {
             max_cached_workflows: 1000,
             sticky_timeout: Duration::from_secs(10),
             graceful_shutdown: Duration::from_secs(10),
+            zombie_grace: Some(DEFAULT_ZOMBIE_GRACE),
         }
     }
 }
@@ -73,6 +81,14 @@ pub async fn run_worker(
     registry: AgentRegistry,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
+    let sweep = settings.zombie_grace.map(|grace| {
+        tokio::spawn(crate::sweep::sweep_zombies(
+            store.clone(),
+            client.clone(),
+            grace,
+            shutdown.clone(),
+        ))
+    });
     let runtime = Runtime::from_current_tokio(Default::default())?;
     let options = WorkerOptions::new(settings.task_queue.clone())
         .max_cached_workflows(settings.max_cached_workflows)
@@ -96,5 +112,8 @@ pub async fn run_worker(
     tracing::info!(task_queue = %settings.task_queue, "Temporal worker running");
     let outcome = worker.run().await;
     watcher.abort();
+    if let Some(sweep) = sweep {
+        sweep.abort();
+    }
     outcome.context("the Temporal worker stopped with an error")
 }

@@ -8,6 +8,9 @@
 local pending_key = KEYS[3]
 local pending_run_key = KEYS[4]
 local open_deadlines_key = KEYS[5]
+local messages_key = KEYS[6]
+local checkpoints_key = KEYS[7]
+local usage_key = KEYS[8]
 local new_run_id = ARGV[1]
 local now = ARGV[2]
 local run_start_body = ARGV[3]
@@ -34,13 +37,14 @@ if status == 'suspended_client_tool' then
 elseif not (with_message and is_ended(status)) then
   return {'not_resumable', status}
 end
--- The calls of a stopped run stay its own (a late submit answers run_stopped) until the new run
--- drains them as not executed.
+-- A stopped run's calls were closed by the stop; its record (a late submit answers run_stopped)
+-- stays until the new run's drain.
 redis.call('HSET', state_key, 'status', 'active', 'runId', new_run_id, 'updatedAt', now,
   'workflowId', workflow_id)
 redis.call('HDEL', state_key, 'output', 'error')
 if with_message then redis.call('HSET', state_key, 'resumeMessage', user_message_json) end
 if abandon then redis.call('HSET', state_key, 'abandon', '1') end
 for _, id in ipairs(calls) do redis.call('HSET', pending_run_key, id, new_run_id) end
+keep_keys({state_key, stream_key, messages_key, checkpoints_key, usage_key})
 emit(run_start_body)
 return {'ok', tonumber(fields[2])}

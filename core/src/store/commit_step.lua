@@ -11,6 +11,7 @@ local step_end_body = ARGV[4]
 local final = ARGV[5] == '1'
 local output = ARGV[6] -- with final
 local end_body = ARGV[7] -- with final
+local retention_ms = ARGV[8] -- with final
 
 local refused = run_guard(run_id)
 if refused then
@@ -28,5 +29,7 @@ if refusal then return refusal end
 if final then
   redis.call('HSET', state_key, 'status', 'completed', 'output', output)
   seq = emit(end_body)
+  expire_ended(retention_ms, {state_key, stream_key, staged_key, messages_key, checkpoints_key,
+    usage_key})
 end
 return {'ok', seq}

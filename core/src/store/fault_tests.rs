@@ -123,3 +123,66 @@ async fn the_submit_script_refuses_an_approval_id_that_is_not_the_pending_calls(
     );
     assert_eq!(store.answers(&address).await.unwrap().len(), 1);
 }
+
+/// The keys an ended session keeps for its retention.
+const RETAINED: [Key; 5] = [
+    Key::State,
+    Key::Stream,
+    Key::Messages,
+    Key::Checkpoints,
+    Key::Usage,
+];
+
+/// The milliseconds to live of `key` of `address` (-1: kept for ever).
+async fn ttl(store: &Store, address: &SessionAddress, key: Key) -> i64 {
+    store.conn().pttl(store.key(address, key)).await.unwrap()
+}
+
+#[tokio::test]
+async fn an_ended_session_expires_after_its_retention_and_a_new_turn_keeps_it() {
+    let store = store()
+        .await
+        .with_session_retention(std::time::Duration::from_secs(60));
+    let address = SessionAddress::root("s1");
+    new_session(&store, &address).await;
+    assert_eq!(ttl(&store, &address, Key::State).await, -1);
+    store
+        .stage_turn(at(&address, "r1", 1), &turn("r1", 1, "done", vec![]))
+        .await
+        .unwrap();
+    let completion = Completion {
+        output: "done".to_owned(),
+        usage: Default::default(),
+    };
+    store
+        .commit_step(at(&address, "r1", 1), Some(completion))
+        .await
+        .unwrap();
+    for key in RETAINED {
+        let left = ttl(&store, &address, key).await;
+        assert!(left > 0 && left <= 60_000, "{key:?}: {left}");
+    }
+
+    // The next turn keeps the session again.
+    let entry = ResumeEntry {
+        message: Some(crate::Message::user("more")),
+        abandon_pending: false,
+        expected_run_id: None,
+    };
+    let new_run = NewRun {
+        agent_type: "demo",
+        stream_id: "st1",
+        run_id: "r2",
+        workflow_id: "wf2",
+    };
+    let claimed = store.claim_resume(&address, new_run, &entry).await.unwrap();
+    assert!(matches!(claimed, Claim::Claimed { .. }), "{claimed:?}");
+    for key in RETAINED {
+        assert_eq!(ttl(&store, &address, key).await, -1, "{key:?}");
+    }
+
+    // A stop ends it again.
+    store.stop_run(&address, StopKind::Interrupt).await.unwrap();
+    let left = ttl(&store, &address, Key::Messages).await;
+    assert!(left > 0 && left <= 60_000, "{left}");
+}

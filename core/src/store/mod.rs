@@ -17,6 +17,7 @@ pub use baton_wire::{
 };
 
 mod keys;
+mod release;
 mod replies;
 mod resume;
 mod rewind;
@@ -26,6 +27,7 @@ mod step;
 mod stop;
 mod stream;
 mod suspension;
+mod sweep;
 mod tool_start;
 mod types;
 mod usage;
@@ -37,6 +39,7 @@ pub use step::{Completion, StagedTurn, StepProgress};
 pub use stop::Stopped;
 pub use stream::Subscriber;
 pub use suspension::{Answer, StoredAnswer, SubmitOutcome, approval_id};
+pub use sweep::QuietRun;
 pub use types::{
     Checkpoint, NewRun, PendingCall, PendingKind, RunRef, SessionAddress, StepRef, Written,
 };
@@ -77,7 +80,13 @@ pub struct Store {
     client: redis::Client,
     connection: ConnectionManager,
     prefix: String,
+    /// How long an ended session's keys are kept (ms; 0: forever).
+    session_retention_ms: u64,
 }
+
+/// How long an ended session is kept by default: a few days, for late reads and follow-ups.
+pub const DEFAULT_SESSION_RETENTION: std::time::Duration =
+    std::time::Duration::from_secs(3 * 24 * 3600);
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -96,7 +105,15 @@ impl Store {
             client,
             connection,
             prefix: prefix.into(),
+            session_retention_ms: retention_ms(DEFAULT_SESSION_RETENTION),
         })
+    }
+
+    /// Keeps an ended session's keys for `retention` after the script that ends it (zero: for
+    /// ever); a new turn keeps them again until it ends.
+    pub fn with_session_retention(mut self, retention: std::time::Duration) -> Self {
+        self.session_retention_ms = retention_ms(retention);
+        self
     }
 
     fn key(&self, address: &SessionAddress, key: Key) -> String {
@@ -135,6 +152,10 @@ fn from_json<T: for<'de> Deserialize<'de>>(key: &str, text: &str) -> Result<T, E
         key: key.to_owned(),
         reason: e.to_string(),
     })
+}
+
+fn retention_ms(retention: std::time::Duration) -> u64 {
+    u64::try_from(retention.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// How a script takes a yes/no argument.

@@ -27,6 +27,19 @@ local function emit(body)
   return seq
 end
 
+-- An ended session's keys expire after the retention (ms, as text; '0' keeps them): set by the
+-- script that ends the session, on the keys it declares.
+local function expire_ended(retention_ms_text, keys)
+  local retention_ms = tonumber(retention_ms_text) or 0
+  if retention_ms <= 0 then return end
+  for _, key in ipairs(keys) do redis.call('PEXPIRE', key, retention_ms) end
+end
+
+-- A new run of an ended session keeps its keys again (see expire_ended).
+local function keep_keys(keys)
+  for _, key in ipairs(keys) do redis.call('PERSIST', key) end
+end
+
 -- Returns nil when the run may write, or the reason it may not.
 local function run_guard(run_id)
   local fields = redis.call('HMGET', state_key, 'status', 'runId')
@@ -119,7 +132,8 @@ local function append_staged_step(keys, run_id, step_text, now, step_end_body, a
   if not turn then return {'not_staged'} end
   local call_ids = cjson.decode(redis.call('HGET', keys.staged, calls_field))
   local results = {}
-  local fields = {turn_field, calls_field, usage_field, staged_field('emitted', run_id, step_text)}
+  local fields = {turn_field, calls_field, usage_field, staged_field('emitted', run_id, step_text),
+    staged_field('attempt', run_id, step_text)}
   for _, id in ipairs(call_ids) do
     if not awaited[id] then
       local field = staged_field('result', run_id, step_text, id)

@@ -229,9 +229,10 @@ impl FromRedisValue for ClaimReply {
 /// `stop_run.lua`.
 #[derive(Debug, PartialEq, Eq)]
 pub(super) enum StopReply {
-    /// The stop is recorded on this run.
+    /// The stop is recorded on this run; it closed these awaited calls (id, tool name).
     Stopped {
         run_id: String,
+        closed: Vec<(String, String)>,
     },
     SessionNotFound,
     /// The session is in this status, where nothing runs.
@@ -250,6 +251,13 @@ impl FromRedisValue for StopReply {
         Ok(match reply.tag.as_str() {
             "ok" => Self::Stopped {
                 run_id: reply.value(0)?,
+                closed: reply.values::<String>()?[1..]
+                    .chunks(2)
+                    .filter_map(|pair| match pair {
+                        [id, tool] => Some((id.clone(), tool.clone())),
+                        _ => None,
+                    })
+                    .collect(),
             },
             "session_not_found" => Self::SessionNotFound,
             "not_running" => Self::NotRunning {

@@ -15,6 +15,7 @@ local answers_key = KEYS[7]
 local open_deadlines_key = KEYS[8]
 local ownership_key = KEYS[9]
 local completed_key = KEYS[10]
+local usage_key = KEYS[11]
 local new_run_id = ARGV[1]
 local now = ARGV[2]
 local checkpoint_id = ARGV[3]
@@ -49,11 +50,13 @@ if checkpoint.messageCount > 0 then
 else
   redis.call('DEL', messages_key)
 end
-redis.call('HDEL', state_key, 'output', 'error', 'suspension', 'resumeMessage', 'abandon', 'stop')
+redis.call('HDEL', state_key, 'output', 'error', 'suspension', 'resumeMessage', 'abandon', 'stop',
+  'stoppedCalls')
 redis.call('HSET', state_key, 'runId', new_run_id, 'stepCount', checkpoint.stepCount,
   'updatedAt', now, 'workflowId', workflow_id)
 emit(rewind_body)
 -- The new checkpoint sits at run_start, before the chunks of the restored suspension.
+keep_keys({state_key, stream_key, messages_key, checkpoints_key, usage_key})
 local seq = emit(run_start_body)
 
 local pending_keys = {

@@ -42,13 +42,18 @@ pub(super) static EMIT_MODEL_CHUNKS: StoreScript =
 pub(super) static STAGE_TURN: StoreScript = store_script!("stage_turn", [State, Stream, Staged]);
 pub(super) static STAGE_TOOL_RESULT: StoreScript =
     store_script!("stage_tool_result", [State, Stream, Staged]);
+pub(super) static RELEASE_CLAIM: StoreScript =
+    store_script!("release_claim", [State, Stream, Pending, PendingRun]);
 pub(super) static MARK_TOOL_STARTED: StoreScript =
     store_script!("mark_tool_started", [State, Stream, Staged]);
 pub(super) static COMMIT_STEP: StoreScript = store_script!(
     "commit_step",
     [State, Stream, Staged, Messages, Checkpoints, Usage]
 );
-pub(super) static FAIL_RUN: StoreScript = store_script!("fail_run", [State, Stream, Staged]);
+pub(super) static FAIL_RUN: StoreScript = store_script!(
+    "fail_run",
+    [State, Stream, Staged, Messages, Checkpoints, Usage]
+);
 pub(super) static COMMIT_SUSPENDED_STEP: StoreScript = store_script!(
     "commit_suspended_step",
     [
@@ -79,7 +84,16 @@ pub(super) static SUBMIT_ANSWER: StoreScript = store_script!(
 );
 pub(super) static CLAIM_RESUME: StoreScript = store_script!(
     "claim_resume",
-    [State, Stream, Pending, PendingRun, OpenDeadlines]
+    [
+        State,
+        Stream,
+        Pending,
+        PendingRun,
+        OpenDeadlines,
+        Messages,
+        Checkpoints,
+        Usage,
+    ]
 );
 pub(super) static APPLY_ANSWERS: StoreScript = store_script!(
     "apply_answers",
@@ -95,7 +109,22 @@ pub(super) static APPLY_ANSWERS: StoreScript = store_script!(
         OpenDeadlines,
     ]
 );
-pub(super) static STOP_RUN: StoreScript = store_script!("stop_run", [State, Stream]);
+pub(super) static STOP_RUN: StoreScript = store_script!(
+    "stop_run",
+    [
+        State,
+        Stream,
+        Messages,
+        Staged,
+        Pending,
+        PendingRun,
+        Answers,
+        Ownership,
+        OpenDeadlines,
+        Checkpoints,
+        Usage,
+    ]
+);
 pub(super) static REWIND: StoreScript = store_script!(
     "rewind",
     [
@@ -109,6 +138,7 @@ pub(super) static REWIND: StoreScript = store_script!(
         OpenDeadlines,
         Ownership,
         Completed,
+        Usage,
     ]
 );
 pub(super) static TAKE_TOKEN: StoreScript =
@@ -118,8 +148,9 @@ pub(super) static SNAPSHOT: StoreScript =
 
 /// Every script, for the tests that read their text.
 #[cfg(test)]
-static ALL: [&StoreScript; 15] = [
+static ALL: [&StoreScript; 16] = [
     &CREATE_SESSION,
+    &RELEASE_CLAIM,
     &MARK_TOOL_STARTED,
     &EMIT_MODEL_CHUNKS,
     &STAGE_TURN,

@@ -52,12 +52,19 @@ impl Store {
     pub async fn emit_model_chunks(
         &self,
         step: StepRef<'_>,
+        attempt: u32,
         first_index: u32,
         kinds: &[ChunkKind],
     ) -> Result<u32, Error> {
         let header = self.header(step.run());
+        let discarded = ChunkKind::StepDiscarded { step: step.step };
         let mut invocation = EMIT_MODEL_CHUNKS.on(self, step.address);
-        invocation.arg(step.run_id).arg(step.step).arg(first_index);
+        invocation
+            .arg(step.run_id)
+            .arg(step.step)
+            .arg(first_index)
+            .arg(attempt)
+            .arg(encode_unsequenced(&header, &discarded));
         for kind in kinds {
             invocation.arg(encode_unsequenced(&header, kind));
         }
@@ -243,6 +250,7 @@ impl Store {
             .arg(flag(output.is_some()))
             .arg(output.unwrap_or_default())
             .arg(end)
+            .arg(self.session_retention_ms)
             .run(self)
             .await?;
         reply.into_written(step.run_id, |detail| {
@@ -276,6 +284,7 @@ impl Store {
             .arg(now_ms())
             .arg(to_json(error))
             .arg(end)
+            .arg(self.session_retention_ms)
             .run(self)
             .await?;
         match reply {

@@ -8,6 +8,7 @@ use super::{
 use crate::{
     ErrorCode,
     chunk::{ChunkKind, EndStatus, RunError, encode_unsequenced},
+    message::{Message, ToolError, ToolOutcome, ToolResult, codes},
 };
 
 /// How often a stop reads the session again when another run took it between the read and the
@@ -22,6 +23,8 @@ pub enum Stopped {
         run_id: String,
         /// The stopped run's workflow, as the state named it when the stop was made.
         workflow_id: Option<String>,
+        /// The awaited calls the stop closed as not executed: (tool call id, tool name).
+        closed_calls: Vec<(String, String)>,
     },
     SessionNotFound,
     /// Nothing runs (the session has ended).
@@ -45,11 +48,12 @@ impl Store {
                 return Ok(Stopped::SessionNotFound);
             };
             match self.stop_run_as_read(address, kind, &state).await? {
-                StopReply::Stopped { run_id } => {
+                StopReply::Stopped { run_id, closed } => {
                     let workflow_id = state.workflow_id;
                     return Ok(Stopped::Stopped {
                         run_id,
                         workflow_id,
+                        closed_calls: closed,
                     });
                 }
                 StopReply::SessionNotFound => return Ok(Stopped::SessionNotFound),
@@ -102,22 +106,57 @@ impl Store {
                 rollup
             },
         };
-        STOP_RUN
-            .on(self, address)
+        let header = self.header(RunRef {
+            address,
+            stream_id: &state.stream_id,
+            run_id: &state.run_id,
+        });
+        let mut invocation = STOP_RUN.on(self, address);
+        invocation
             .arg(kind.as_str())
             .arg(now)
             .arg(to_json(&stop))
             .arg(to_json(&error))
-            .arg(encode_unsequenced(
-                &self.header(RunRef {
-                    address,
-                    stream_id: &state.stream_id,
-                    run_id: &state.run_id,
-                }),
-                &end,
-            ))
+            .arg(encode_unsequenced(&header, &end))
             .arg(&state.run_id)
-            .run(self)
-            .await
+            .arg(state.status.as_str())
+            .arg(self.session_retention_ms);
+        // A suspended run's awaited calls are closed by the stop, as not executed.
+        // In call order, as a drain would write them.
+        let mut pending: std::collections::HashMap<String, _> = self
+            .pending_calls(address)
+            .await?
+            .into_iter()
+            .map(|(call, _run)| (call.tool_call_id.clone(), call))
+            .collect();
+        let awaited = state
+            .suspension
+            .as_ref()
+            .map(|s| s.tool_call_ids.as_slice());
+        for id in awaited.unwrap_or_default() {
+            let Some(call) = pending.remove(id) else {
+                continue;
+            };
+            let result = ToolResult {
+                tool_call_id: call.tool_call_id.clone(),
+                tool_name: call.tool_name.clone(),
+                outcome: ToolOutcome::Error(ToolError::new(
+                    codes::NOT_EXECUTED,
+                    "the run was stopped before this call was carried on",
+                )),
+            };
+            let tool_end = ChunkKind::tool_end(
+                call.step,
+                &result.tool_call_id,
+                &result.tool_name,
+                &result.outcome,
+            );
+            invocation
+                .arg(&call.tool_call_id)
+                .arg(&call.tool_name)
+                .arg(to_json(&Message::Tool(result)))
+                .arg(encode_unsequenced(&header, &tool_end));
+        }
+        invocation.run(self).await
     }
 }

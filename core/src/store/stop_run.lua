@@ -1,20 +1,56 @@
 -- Records a durable stop on the session's current run and ends it at once: interrupt leaves the
--- session `interrupted`, abort `failed` with framework_cancelled; the end chunk reports it. The
--- stop record stays so a late submit to the stopped run's calls answers run_stopped, until the
--- next turn drains those calls as not executed. A run that is not running is left alone, and so
--- is a session whose run is no longer the one the caller read (the record and the chunk name it).
+-- session `interrupted`, abort `failed` with framework_cancelled; the end chunk reports it. A
+-- suspended run's awaited calls are closed here, in the log, as not executed (each with its
+-- tool_end chunk, before the end), and their pending state, ownership and stored answers are
+-- cleared, as is whatever the run had staged: a stop leaves nothing behind it. The stop record
+-- and the list of the calls it closed stay, so a late submit to one of them answers
+-- run_stopped until the next turn. A run that is not running is left alone, and so is a session
+-- whose run or status is no longer the one the caller read (the record and the chunk name it,
+-- and the calls to close were read with it).
+local messages_key = KEYS[3]
+local staged_key = KEYS[4]
+local pending_key = KEYS[5]
+local pending_run_key = KEYS[6]
+local answers_key = KEYS[7]
+local ownership_key = KEYS[8]
+local open_deadlines_key = KEYS[9]
+local checkpoints_key = KEYS[10]
+local usage_key = KEYS[11]
 local kind = ARGV[1] -- 'interrupt' | 'abort'
 local now = ARGV[2]
 local stop_json = ARGV[3]
 local error_json = ARGV[4] -- with abort
 local end_body = ARGV[5]
 local expected_run_id = ARGV[6]
+local expected_status = ARGV[7]
+local retention_ms = ARGV[8]
+local first_call = 9 -- then per awaited call: id, tool name, tool message, tool_end chunk body
 
 local fields = redis.call('HMGET', state_key, 'status', 'runId')
 if not fields[1] then return {'session_not_found'} end
 if fields[2] ~= expected_run_id then return {'run_superseded', fields[2]} end
 if is_ended(fields[1]) then return {'not_running', fields[1]} end
+-- A run that suspended since the read has calls the caller did not pass: read it again.
+if fields[1] ~= expected_status then return {'run_superseded', fields[2]} end
+local reply = {'ok', fields[2]}
+local closed = {}
+for i = first_call, #ARGV, 4 do
+  local id = ARGV[i]
+  redis.call('RPUSH', messages_key, ARGV[i + 2])
+  emit(ARGV[i + 3])
+  redis.call('HDEL', pending_key, id)
+  redis.call('HDEL', pending_run_key, id)
+  redis.call('HDEL', answers_key, id)
+  redis.call('HDEL', ownership_key, id)
+  redis.call('ZREM', open_deadlines_key, id)
+  closed[#closed + 1] = id
+  reply[#reply + 1] = id
+  reply[#reply + 1] = ARGV[i + 1]
+end
+redis.call('DEL', staged_key)
+redis.call('HDEL', state_key, 'suspension')
 redis.call('HSET', state_key, 'stop', stop_json, 'updatedAt', now)
+if #closed > 0 then redis.call('HSET', state_key, 'stoppedCalls', cjson.encode(closed)) end
 if kind == 'abort' then
   redis.call('HSET', state_key, 'status', 'failed', 'error', error_json)
   redis.call('HINCRBY', state_key, 'aborts', 1)
@@ -22,4 +58,5 @@ else
   redis.call('HSET', state_key, 'status', 'interrupted')
 end
 emit(end_body)
-return {'ok', fields[2]}
+expire_ended(retention_ms, {state_key, stream_key, messages_key, checkpoints_key, usage_key})
+return reply

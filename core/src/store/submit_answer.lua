@@ -25,6 +25,13 @@ end
 
 if redis.call('HGET', ownership_key, id) ~= owner_session_id
     or redis.call('HEXISTS', pending_key, id) == 0 then
+  -- A stop closed the calls of its run and cleared them; it listed them for this answer.
+  local stopped = redis.call('HGET', state_key, 'stoppedCalls')
+  if stopped then
+    for _, stopped_id in ipairs(cjson.decode(stopped)) do
+      if stopped_id == id then return {'run_stopped'} end
+    end
+  end
   -- Drained calls keep answering already_completed until their marker's expiry.
   local expiry = redis.call('ZSCORE', completed_key, id)
   if expiry and tonumber(expiry) > now then return {'already_completed', 'consumed'} end

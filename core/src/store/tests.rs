@@ -98,7 +98,7 @@ async fn a_step_goes_from_staged_to_committed_once() {
     let step_start = [ChunkKind::StepStart { step: 1 }];
     assert_eq!(
         store
-            .emit_model_chunks(at(&address, "r1", 1), 0, &step_start)
+            .emit_model_chunks(at(&address, "r1", 1), 1, 0, &step_start)
             .await
             .unwrap(),
         1
@@ -113,7 +113,7 @@ async fn a_step_goes_from_staged_to_committed_once() {
     ];
     assert_eq!(
         store
-            .emit_model_chunks(at(&address, "r1", 1), 0, &retried)
+            .emit_model_chunks(at(&address, "r1", 1), 1, 0, &retried)
             .await
             .unwrap(),
         1
@@ -239,7 +239,7 @@ async fn a_step_goes_from_staged_to_committed_once() {
     );
     assert_eq!(
         store
-            .emit_model_chunks(at(&address, "r1", 1), 0, &retried)
+            .emit_model_chunks(at(&address, "r1", 1), 1, 0, &retried)
             .await
             .unwrap(),
         0
@@ -366,6 +366,7 @@ async fn completion_and_failure_are_terminal_and_guarded() {
     let after_failure = store
         .emit_model_chunks(
             at(&failing, "r1", 1),
+            1,
             0,
             &[ChunkKind::StepStart { step: 1 }],
         )
@@ -400,6 +401,7 @@ async fn a_subscriber_wakes_on_new_chunks() {
     writer
         .emit_model_chunks(
             at(&address, "r1", 1),
+            1,
             0,
             &[ChunkKind::StepStart { step: 1 }],
         )
@@ -510,6 +512,7 @@ async fn a_suspended_step_commits_server_results_and_records_pending_calls() {
     let late = store
         .emit_model_chunks(
             at(&address, "r1", 2),
+            1,
             0,
             &[ChunkKind::StepStart { step: 2 }],
         )
@@ -581,6 +584,7 @@ async fn a_stop_is_fenced_on_the_run_it_read() {
         Stopped::Stopped {
             run_id: "r2".into(),
             workflow_id: Some("wf2".into()),
+            closed_calls: vec![],
         }
     );
     let state = store.session(&address).await.unwrap().unwrap();

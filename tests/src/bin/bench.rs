@@ -641,6 +641,7 @@ async fn fanout_latencies(
                     run_id: "r1",
                     step: 1,
                 },
+                1,
                 index as u32,
                 &[ChunkKind::TextDelta {
                     step: 1,

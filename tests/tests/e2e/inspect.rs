@@ -5,7 +5,7 @@ use baton_client::Client as _;
 use baton_core::{
     ErrorCode, Message,
     message::{ToolCall, ToolOutcome},
-    store::{NewSession, SessionAddress, Status},
+    store::{SessionAddress, Status},
 };
 use baton_tests::{Harness, WAIT_LIMIT, WorkerProcess, agents, api_error};
 use serde_json::json;
@@ -114,20 +114,9 @@ async fn usage_counts_model_calls_tool_calls_client_waits_and_aborts() {
 async fn status_says_whether_temporal_runs_the_session() {
     let harness = Harness::server_only(agents::registry()).await;
     // A session written without its workflow (a crash between the two): active, not executing.
-    let address = SessionAddress::root("orphan");
     harness
-        .store
-        .create_session(NewSession {
-            address: &address,
-            agent_type: "two_steps",
-            run_id: "r1",
-            stream_id: "st1",
-            workflow_id: "agent__two_steps__orphan",
-            messages: &[Message::user("go")],
-            max_chunks: 0,
-        })
-        .await
-        .unwrap();
+        .session_without_workflow("orphan", "two_steps")
+        .await;
     let orphan = harness.client.status("orphan").await.unwrap();
     assert_eq!(
         (orphan.status, orphan.is_executing),

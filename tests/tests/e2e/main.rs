@@ -23,4 +23,5 @@ mod stop;
 mod streams;
 mod submit;
 mod suspension;
+mod sweep;
 mod transports;

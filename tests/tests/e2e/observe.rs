@@ -74,3 +74,31 @@ async fn grpc_requests_are_counted_like_http_ones() {
     }
     assert!(text.contains("# TYPE baton_grpc_request_duration_seconds histogram"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_logs_the_calls_it_cleared_and_late_submits_are_refused_as_stopped() {
+    events::capture();
+    let harness = Harness::start(agents::registry()).await;
+    let session = harness.suspended_session("asker_only").await;
+    harness.client.stop(&session, true).await.unwrap();
+    let late = ToolOutcome::Result(json!({"answer": "late"}));
+    assert!(
+        harness
+            .client
+            .submit(&session, "call_1_1", &late)
+            .await
+            .is_err()
+    );
+
+    assert_eq!(
+        events::names_of_session(&session),
+        [
+            "client_call.registered",
+            "client_call.stop_cleared",
+            "client_call.refused",
+        ]
+    );
+    let captured = events::of_session(&session);
+    assert_eq!(captured[1]["tool"], "ask_user");
+    assert_eq!(captured[2]["reason"], "run_stopped");
+}

@@ -43,6 +43,7 @@ fn describe(chunk: &StreamChunk) -> String {
             ),
         },
         ChunkKind::StepEnd { step } => format!("step_end {step}"),
+        ChunkKind::StepDiscarded { step } => format!("step_discarded {step}"),
         ChunkKind::ToolApprovalRequest { tool_call_id, .. } => format!("approval {tool_call_id}"),
         ChunkKind::Suspended {
             step,
@@ -422,33 +423,52 @@ async fn a_step_whose_tools_are_all_inline_is_one_activity() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_retried_model_step_repeats_no_chunk_and_no_message() {
-    let harness = Harness::start(agents::registry()).await;
-    let started = harness.client.start("flaky", "go").await.unwrap();
-    let chunks = harness
-        .chunks_until_end(&started.session_id, RUN_LIMIT)
-        .await;
-    let described: Vec<String> = chunks.iter().map(describe).collect();
-    assert_eq!(
-        described,
-        [
-            "run_start flaky",
-            "step_start 1",
-            r#"text_delta 1 "first ""#,
-            r#"text_delta 1 "second ""#,
-            r#"text_delta 1 "third""#,
-            "step_end 1",
-            "end Completed first second third -",
+async fn a_model_step_retried_mid_stream_discards_the_partial_text_and_streams_the_retry() {
+    for (agent, answer) in [
+        ("flaky", "first second third"),
+        ("flaky_rephrasing", "another answer"),
+    ] {
+        let harness = Harness::start(agents::registry()).await;
+        let started = harness.client.start(agent, "go").await.unwrap();
+        let chunks = harness
+            .chunks_until_end(&started.session_id, RUN_LIMIT)
+            .await;
+        let described: Vec<String> = chunks.iter().map(describe).collect();
+        let retried: Vec<String> = answer
+            .split_inclusive(' ')
+            .map(|word| format!("text_delta 1 {word:?}"))
+            .collect();
+        let mut expected: Vec<String> = [
+            format!("run_start {agent}"),
+            "step_start 1".to_owned(),
+            r#"text_delta 1 "first ""#.to_owned(),
+            r#"text_delta 1 "second ""#.to_owned(),
+            "step_discarded 1".to_owned(),
+            "step_start 1".to_owned(),
         ]
-    );
-    let messages = harness.messages(&started.session_id).await;
-    assert_eq!(
-        messages,
-        vec![
-            Message::user("go"),
-            Message::assistant("first second third", vec![])
-        ]
-    );
+        .into();
+        expected.extend(retried);
+        expected.extend(["step_end 1".to_owned(), format!("end Completed {answer} -")]);
+        assert_eq!(described, expected);
+        // A reader that drops the step's chunks before step_discarded reads the log's text.
+        let discarded = chunks
+            .iter()
+            .position(|chunk| matches!(chunk.kind, ChunkKind::StepDiscarded { .. }))
+            .unwrap();
+        let streamed: String = chunks[discarded..]
+            .iter()
+            .filter_map(|chunk| match &chunk.kind {
+                ChunkKind::TextDelta { delta, .. } => Some(delta.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(streamed, answer);
+        let messages = harness.messages(&started.session_id).await;
+        assert_eq!(
+            messages,
+            vec![Message::user("go"), Message::assistant(answer, vec![])]
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,5 +1,5 @@
 //! Interrupt and abort: a durable stop on the run, then its workflow cancelled; late submits
-//! answer run_stopped; the next message closes the dangling calls as not executed.
+//! answer run_stopped; the stop closes the dangling calls as not executed and clears them.
 
 use baton_client::Client as _;
 use baton_core::{
@@ -60,15 +60,38 @@ async fn an_interrupted_suspension_refuses_late_answers_and_the_next_message_clo
         assert_eq!(late.code, ErrorCode::UnknownToolCall);
         assert_eq!(late.details["reason"], "run_stopped", "{call}");
     }
+    // The stop cleared what it ended: no answer, pending call or ownership is left, and the
+    // calls are already closed in the log, before the end chunk.
+    let address = SessionAddress::root(&session);
+    assert!(harness.store.answers(&address).await.unwrap().is_empty());
+    assert!(
+        harness
+            .store
+            .pending_calls(&address)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     assert_eq!(
         harness
             .store
-            .answers(&SessionAddress::root(&session))
+            .call_owner(&session, "call_1_1")
             .await
-            .unwrap()
-            .len(),
-        1
+            .unwrap(),
+        None
     );
+    let closed: Vec<String> = chunks
+        .iter()
+        .filter_map(|chunk| match &chunk.kind {
+            ChunkKind::ToolEnd {
+                tool_call_id,
+                error: Some(error),
+                ..
+            } => Some(format!("{tool_call_id} {}", error.code)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(closed, ["call_1_1 not_executed", "call_1_2 not_executed"]);
     let again = api_error(harness.client.stop(&session, false).await.unwrap_err());
     assert_eq!(again.code, ErrorCode::RunNotActive);
     assert_eq!(
@@ -76,7 +99,7 @@ async fn an_interrupted_suspension_refuses_late_answers_and_the_next_message_clo
         ErrorCode::StateNotResumable
     );
 
-    // The next message starts a turn; every call of the stopped run gets one not-executed result.
+    // The next message starts a turn; every call of the stopped run has one not-executed result.
     let before = harness.client.status(&session).await.unwrap().last_sequence;
     harness
         .client
@@ -199,28 +222,16 @@ async fn a_submit_racing_an_interrupt_never_reaches_the_log_as_an_answer() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_killed_while_draining_an_approval_is_replaced_and_the_result_lands_once() {
     let harness = Harness::server_only(agents::registry()).await;
-    let mut first = WorkerProcess::spawn(TEST_WORKER, &harness, true);
+    let first = WorkerProcess::spawn(TEST_WORKER, &harness, true);
     let started = harness.client.start("holder_gated", "go").await.unwrap();
     let session = started.session_id.clone();
     harness.chunks_until_suspended(&session).await;
-    let approval_id = format!("{}::call_1_1", started.run_id);
-    let approve = baton_core::store::ApprovalDecision {
-        approved: true,
-        reason: None,
-        arguments: None,
-    };
-    harness
-        .client
-        .submit_approval(&session, "call_1_1", &approval_id, &approve)
-        .await
-        .unwrap();
-    let before = harness.client.status(&session).await.unwrap().last_sequence;
-    harness.client.resume(&session).await.unwrap();
+    let before = harness
+        .approve_and_resume(&session, &started.run_id, "call_1_1")
+        .await;
 
     // The approved tool holds inside apply_results_and_reload: kill that worker, start another.
-    assert!(tokio::time::timeout(LIMIT, first.holding()).await.unwrap());
-    drop(first);
-    let _second = WorkerProcess::spawn(TEST_WORKER, &harness, false);
+    let _second = first.replace_when_holding(TEST_WORKER, &harness).await;
     let chunks = harness.chunks_after_until_end(&session, before).await;
     let tool_ends = chunks
         .iter()

@@ -352,3 +352,58 @@ async fn submits_past_the_session_rate_limit_are_refused_with_a_retry_time() {
         .await
         .unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_stored_when_the_resumed_run_cannot_start_is_accepted_and_the_session_waits() {
+    let harness = Harness::start(agents::registry()).await;
+    let session = harness.suspended_session("asker_only").await;
+    let suspended = harness.client.status(&session).await.unwrap();
+    // A server whose Temporal refuses every start (its namespace does not exist) and which
+    // resumes by itself.
+    let mut broken = harness.state.clone();
+    broken.options.resume_on_submit = true;
+    broken.temporal = baton_worker::connect_temporal(&baton_worker::TemporalSettings {
+        address: baton_tests::temporal_address(),
+        namespace: "baton-no-such-namespace".to_owned(),
+    })
+    .await
+    .unwrap();
+    let body = json!({
+        "kind": "client-tool-result",
+        "sessionId": session,
+        "toolCallId": "call_1_1",
+        "result": {"answer": "Ann"},
+    });
+    let request =
+        baton_core::submit::SubmitRequest::from_json(body.to_string().as_bytes(), false).unwrap();
+    let answer = baton_worker::ops::submit_and_continue(&broken, request)
+        .await
+        .expect("an accepted answer is never reported as an error");
+    assert_eq!(
+        answer,
+        self::answer(SubmitStatus::Accepted, Continuation::CallerResumes)
+    );
+
+    // The session waits on its suspended run again, with the answer stored: resumable.
+    let state = harness.client.status(&session).await.unwrap();
+    assert_eq!(
+        (state.status, state.run_id.as_str()),
+        (
+            baton_core::store::Status::SuspendedClientTool,
+            suspended.run_id.as_str()
+        )
+    );
+    let outcome = harness.resume_to_end(&session).await;
+    assert!(
+        matches!(outcome, baton_activities::io::RunOutcome::Completed { .. }),
+        "{outcome:?}"
+    );
+    let messages = harness.messages(&session).await;
+    assert_eq!(
+        messages.last(),
+        Some(&baton_core::Message::assistant(
+            r#"Hello {"answer":"Ann"}"#,
+            vec![]
+        ))
+    );
+}

@@ -18,12 +18,22 @@ pub(crate) struct RedisArgs {
     /// Prefix of every Redis key Baton writes.
     #[arg(long, env = "BATON_KEY_PREFIX", default_value = "baton", global = true)]
     pub(crate) key_prefix: String,
+    /// Seconds an ended session's keys are kept after it ends (completed, failed, interrupted);
+    /// a next turn keeps them again. 0 keeps them for ever.
+    #[arg(
+        long,
+        env = "BATON_SESSION_RETENTION",
+        default_value_t = baton_core::store::DEFAULT_SESSION_RETENTION.as_secs(),
+        global = true
+    )]
+    pub(crate) session_retention: u64,
 }
 
 impl RedisArgs {
     pub(crate) async fn connect(&self) -> anyhow::Result<Store> {
-        Store::connect(&self.redis_url, self.key_prefix.clone())
+        let store = Store::connect(&self.redis_url, self.key_prefix.clone())
             .await
-            .with_context(|| format!("cannot reach Redis at {}", self.redis_url))
+            .with_context(|| format!("cannot reach Redis at {}", self.redis_url))?;
+        Ok(store.with_session_retention(std::time::Duration::from_secs(self.session_retention)))
     }
 }

@@ -25,9 +25,23 @@ pub(crate) struct TemporalArgs {
     /// Task queue of the agent runs (worker and server must agree).
     #[arg(long, env = "BATON_TASK_QUEUE", default_value = "baton", global = true)]
     pub(crate) task_queue: String,
+    /// Seconds a session may stay active and unwritten without a running workflow before a
+    /// worker fails it with run_lost (worker and dev; 0: no sweep).
+    #[arg(
+        long,
+        env = "BATON_ZOMBIE_GRACE_SECS",
+        default_value_t = baton_worker::runner::DEFAULT_ZOMBIE_GRACE.as_secs(),
+        global = true
+    )]
+    pub(crate) zombie_grace_secs: u64,
 }
 
 impl TemporalArgs {
+    /// The worker's sweep grace, `None` when turned off.
+    pub(crate) fn zombie_grace(&self) -> Option<std::time::Duration> {
+        (self.zombie_grace_secs > 0).then(|| std::time::Duration::from_secs(self.zombie_grace_secs))
+    }
+
     pub(crate) fn settings(&self) -> TemporalSettings {
         TemporalSettings {
             address: self.temporal_address.clone(),

@@ -6,6 +6,7 @@ use crate::state::AppState;
 use baton_core::{
     ApiError, ErrorCode,
     api::StopResponse,
+    observe::{self, CallIds, ClientCallEvent},
     store::{SessionAddress, Status, StopKind, Stopped},
 };
 
@@ -21,7 +22,7 @@ pub async fn stop_session(
         root_session_id: session.root_session_id.clone(),
         session_id: session.session_id.clone(),
     };
-    let (run_id, workflow_id) = match state
+    let (run_id, workflow_id, closed_calls) = match state
         .store
         .stop_run(&address, kind)
         .await
@@ -30,7 +31,8 @@ pub async fn stop_session(
         Stopped::Stopped {
             run_id,
             workflow_id,
-        } => (run_id, workflow_id),
+            closed_calls,
+        } => (run_id, workflow_id, closed_calls),
         Stopped::SessionNotFound => return Err(no_session(session_id)),
         Stopped::NotRunning { status } => {
             return Err(ApiError::new(
@@ -45,6 +47,16 @@ pub async fn stop_session(
         cancel_run_workflow(state, workflow_id).await;
     }
     tracing::info!(%session_id, %run_id, ?kind, "run stopped");
+    for (tool_call_id, tool) in &closed_calls {
+        let ids = CallIds {
+            session_id: &address.session_id,
+            root_session_id: &address.root_session_id,
+            run_id: &run_id,
+            tool_call_id,
+            tool,
+        };
+        observe::client_call(ClientCallEvent::StopCleared, ids, None, None);
+    }
     let status = state
         .store
         .session(&address)

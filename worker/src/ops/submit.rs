@@ -35,7 +35,9 @@ pub async fn checked_submit(
 
 /// Stores a client's answer (see `baton_core::submit`); when the answer completes its batch and
 /// the server resumes by itself, also resumes the session and answers `new_run`. A resume that
-/// loses to another entry answers `consumed`: that entry drains the answer.
+/// loses to another entry answers `consumed`: that entry drains the answer. An accepted answer is
+/// never reported as an error: a resume that fails otherwise (its workflow did not start, and the
+/// claim was released) answers `caller_resumes`, so the caller (or the deadline) resumes later.
 pub async fn submit_and_continue(
     state: &AppState,
     request: SubmitRequest,
@@ -57,7 +59,11 @@ pub async fn submit_and_continue(
             run_id: resumed.run_id,
         },
         Err(error) if error.code == ErrorCode::StateAlreadyRunning => Continuation::Consumed,
-        Err(error) => return Err(error),
+        Err(error) => {
+            tracing::warn!(%session_id, code = %error.code, error = %error.error,
+                "the answer is stored but the session could not be resumed: the caller resumes");
+            Continuation::CallerResumes
+        }
     };
     Ok(answer)
 }

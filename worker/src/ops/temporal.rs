@@ -21,8 +21,10 @@ fn start_options(state: &AppState, workflow_id: &str) -> WorkflowStartOptions {
         .build()
 }
 
-/// Starts the workflow of a run that Redis already holds. If Temporal refuses, the run is
-/// recorded as failed (`temporal_unavailable`) so status and stream say why nothing runs.
+/// Starts the workflow of a run that Redis already holds. If Temporal refuses, a resume's claim
+/// of a suspended session is released (the session waits for its calls again and can be resumed
+/// later); any other run is recorded as failed (`temporal_unavailable`) so status and stream say
+/// why nothing runs.
 pub(super) async fn start_run_workflow(
     state: &AppState,
     workflow_id: &str,
@@ -43,21 +45,31 @@ pub(super) async fn start_run_workflow(
     };
     let session_id = &address.session_id;
     tracing::error!(%session_id, %error, "starting the run's workflow failed");
+    let run = RunRef {
+        address: &address,
+        stream_id: &stream_id,
+        run_id: &run_id,
+    };
+    match state.store.release_claim(run).await {
+        Ok(true) => {
+            tracing::info!(%session_id, %run_id, "the claim is released: the session waits again");
+            return Err(ApiError::new(
+                ErrorCode::TemporalUnavailable,
+                format!("the resumed run could not be started; the session waits again: {error}"),
+            ));
+        }
+        Ok(false) => {}
+        Err(store_error) => {
+            tracing::error!(%session_id, %store_error, "releasing the claim failed");
+        }
+    }
     let run_error = RunError {
         code: ErrorCode::TemporalUnavailable,
         message: "the run could not be started".to_owned(),
     };
     if let Err(store_error) = state
         .store
-        .fail_run(
-            RunRef {
-                address: &address,
-                stream_id: &stream_id,
-                run_id: &run_id,
-            },
-            &run_error,
-            Default::default(),
-        )
+        .fail_run(run, &run_error, Default::default())
         .await
     {
         tracing::error!(%session_id, %store_error, "recording the failed start failed too");

@@ -208,6 +208,13 @@ impl UiStreamMapper {
                 }
             }
             ChunkKind::StepEnd { .. } => self.close_step(&mut out),
+            ChunkKind::StepDiscarded { step } => {
+                self.close_text(&mut out);
+                let texts = std::mem::take(&mut self.step_texts);
+                let data = json!({ "step": step, "textIds": texts });
+                out.push(DataPart::kept("step-discarded", None, data).into());
+                self.retrying = true;
+            }
             ChunkKind::Suspended { .. } => {
                 self.close_step(&mut out);
                 out.push(finish(Some(FinishReason::ToolCalls)));
@@ -231,7 +238,7 @@ impl UiStreamMapper {
                 self.finished = true;
             }
             // Kinds this mapper does not know yet (other branches add some: sub-agents, state
-            // patches, discarded steps) still reach the client, as data parts, and a new kind
+            // patches) still reach the client, as data parts, and a new kind
             // does not break this match. Unreachable while every kind above is listed.
             #[allow(unreachable_patterns)]
             other => self.unknown(other.name(), chunk, &mut out),
@@ -242,21 +249,6 @@ impl UiStreamMapper {
     /// A kind this mapper has no UI chunk for (see the module's documentation).
     fn unknown(&mut self, name: &str, chunk: &StreamChunk, out: &mut Vec<UiFrame>) {
         let body = chunk_json(chunk);
-        if name == "step_discarded" {
-            self.close_text(out);
-            let step = body.get("step").cloned().unwrap_or(Value::Null);
-            let texts = std::mem::take(&mut self.step_texts);
-            out.push(
-                DataPart::kept(
-                    "step-discarded",
-                    None,
-                    json!({ "step": step, "textIds": texts }),
-                )
-                .into(),
-            );
-            self.retrying = true;
-            return;
-        }
         out.push(DataPart::kept(&format!("baton-{}", name.replace('_', "-")), None, body).into());
     }
 

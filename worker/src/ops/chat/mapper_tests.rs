@@ -194,3 +194,37 @@ fn a_continuation_reports_known_calls_only_and_a_failed_run_is_an_error() {
     );
     assert_eq!(out.len(), 6);
 }
+
+#[test]
+fn a_discarded_attempt_names_its_text_and_the_retry_goes_on_in_the_same_step() {
+    let mut mapper = UiStreamMapper::new(agent(), "s", HashSet::new());
+    let delta = |delta: &str| ChunkKind::TextDelta {
+        step: 1,
+        delta: delta.into(),
+    };
+    let out = frames(
+        &mut mapper,
+        vec![
+            ChunkKind::StepStart { step: 1 },
+            delta("first "),
+            ChunkKind::StepDiscarded { step: 1 },
+            ChunkKind::StepStart { step: 1 },
+            delta("second"),
+            ChunkKind::StepEnd { step: 1 },
+        ],
+    );
+    assert_eq!(
+        out,
+        [
+            json!({"type": "start-step"}),
+            json!({"type": "text-start", "id": "text-1-2"}),
+            json!({"type": "text-delta", "id": "text-1-2", "delta": "first "}),
+            json!({"type": "text-end", "id": "text-1-2"}),
+            json!({"type": "data-step-discarded", "data": {"step": 1, "textIds": ["text-1-2"]}}),
+            json!({"type": "text-start", "id": "text-1-5"}),
+            json!({"type": "text-delta", "id": "text-1-5", "delta": "second"}),
+            json!({"type": "text-end", "id": "text-1-5"}),
+            json!({"type": "finish-step"}),
+        ]
+    );
+}

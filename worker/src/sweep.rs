@@ -1,0 +1,100 @@
+//! The zombie sweep: a session left `active` by a run whose workflow is gone (a crash between
+//! the session's write and its workflow's start, a terminated workflow) is failed with
+//! `run_lost`, so it ends instead of staying active forever. Every worker sweeps on its own:
+//! the failure is one fenced script (`fail_run`, on the run read), so two workers sweeping the
+//! same session write one `end`, and a session that moved on is left alone.
+
+use baton_core::{
+    ErrorCode,
+    chunk::RunError,
+    store::{QuietRun, RunRef, Store, Written},
+};
+use baton_workflows::AgentRunWorkflow;
+use std::time::Duration;
+use temporalio_client::{
+    Client, WorkflowDescribeOptions, WorkflowExecutionStatus, errors::WorkflowInteractionError,
+};
+use tokio_util::sync::CancellationToken;
+
+/// Sweeps every `grace / 2` until `shutdown`, failing the sessions that have been active and
+/// quiet for `grace` with no running workflow.
+pub async fn sweep_zombies(
+    store: Store,
+    temporal: Client,
+    grace: Duration,
+    shutdown: CancellationToken,
+) {
+    let every = (grace / 2).max(Duration::from_secs(1));
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tokio::time::sleep(every) => {}
+        }
+        if let Err(error) = sweep_once(&store, &temporal, grace).await {
+            tracing::warn!(%error, "the zombie sweep failed; it runs again later");
+        }
+    }
+}
+
+/// One pass: the sessions failed.
+pub async fn sweep_once(
+    store: &Store,
+    temporal: &Client,
+    grace: Duration,
+) -> Result<Vec<QuietRun>, baton_core::store::Error> {
+    let quiet_ms = u64::try_from(grace.as_millis()).unwrap_or(u64::MAX);
+    let mut failed = Vec::new();
+    for run in store.quiet_active_runs(quiet_ms).await? {
+        let running = match &run.workflow_id {
+            Some(workflow_id) => match workflow_running(temporal, workflow_id).await {
+                Some(running) => running,
+                // Temporal did not answer: nothing is known, the next pass looks again.
+                None => continue,
+            },
+            None => false,
+        };
+        if running {
+            continue;
+        }
+        let error = RunError {
+            code: ErrorCode::RunLost,
+            message: "the run's workflow is gone; the session was left active".to_owned(),
+        };
+        let usage = store.usage_rollup(&run.address).await?.unwrap_or_default();
+        let ended = RunRef {
+            address: &run.address,
+            stream_id: &run.stream_id,
+            run_id: &run.run_id,
+        };
+        // Fenced on the run read: a session another run took meanwhile is left alone.
+        match store.fail_run(ended, &error, usage).await {
+            Ok(Written::New) => {
+                tracing::warn!(
+                    event = "session.run_lost",
+                    session_id = %run.address.session_id,
+                    root_session_id = %run.address.root_session_id,
+                    run_id = %run.run_id,
+                    workflow_id = run.workflow_id.as_deref().unwrap_or(""),
+                    "a session active without a running workflow was failed"
+                );
+                failed.push(run);
+            }
+            Ok(Written::AlreadyDone) | Err(baton_core::store::Error::RunRefused { .. }) => {}
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(failed)
+}
+
+/// Whether Temporal runs the workflow; `None` when it cannot say.
+async fn workflow_running(temporal: &Client, workflow_id: &str) -> Option<bool> {
+    let handle = temporal.get_workflow_handle::<AgentRunWorkflow>(workflow_id.to_owned());
+    match handle.describe(WorkflowDescribeOptions::default()).await {
+        Ok(description) => Some(description.status() == WorkflowExecutionStatus::Running),
+        Err(WorkflowInteractionError::NotFound(_)) => Some(false),
+        Err(error) => {
+            tracing::debug!(%workflow_id, %error, "the sweep cannot ask Temporal");
+            None
+        }
+    }
+}
