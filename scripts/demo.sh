@@ -48,6 +48,18 @@ else
     "Ask me something while you add 40 and 2."
 fi
 
+# Sub-agents: the trip planner delegates to an interviewer sub-agent, which asks the user a
+# question. The question is answered through the planner's (root) session; one resume on the
+# root runs the interviewer to its end, whose answer then resumes the planner.
+echo
+if [ -t 0 ]; then
+  ./target/debug/baton --server "http://$listen" run --agent demo_tree --answer \
+    "Plan a short trip for me."
+else
+  printf '"Lisbon"\n' | ./target/debug/baton --server "http://$listen" run --agent demo_tree --answer \
+    "Plan a short trip for me."
+fi
+
 # The chat page talks to the demo_hitl agent in a browser; batond serves it until this script ends.
 echo
 say "the chat page: http://$listen/chat?agent=demo_hitl"

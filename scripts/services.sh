@@ -77,6 +77,9 @@ if ! cmp -s "$js_dir/package-lock.json" "$js_dir/node_modules/.baton-installed-l
     cp package-lock.json node_modules/.baton-installed-lock.json)
 fi
 
+# The tests' Redis keeps nothing on disk on purpose (speed over durability); deployments run it
+# with its append-only file (README, "Redis persistence"), and the fault campaign starts its
+# own persistent Redis servers.
 if ! redis-cli -p "$redis_port" ping >/dev/null 2>&1; then
   say "starting Redis on 127.0.0.1:$redis_port"
   redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no \

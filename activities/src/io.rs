@@ -139,6 +139,9 @@ pub enum StepPlan {
     /// Inline calls of the step have already run.
     RunTools {
         tool_call_ids: Vec<String>,
+        /// Sub-agent calls, each run as a child workflow beside the tool activities.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        sub_agent_call_ids: Vec<String>,
         #[serde(default)]
         then_suspend: bool,
         #[serde(default)]
@@ -237,6 +240,78 @@ pub enum DeadlineOutcome {
 pub struct ToolInput {
     pub step: StepInput,
     pub tool_call_id: String,
+}
+
+/// What `start_sub_agent` did for a sub-agent call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(
+    tag = "kind",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
+pub enum SubAgentStart {
+    /// The child session exists (now or since an earlier attempt): run its workflow.
+    Started(ChildStart),
+    /// The call already has its result (a bad input, or an earlier attempt's): nothing to run.
+    Answered,
+}
+
+/// The child workflow of a sub-agent call: all the parent needs to address the child.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChildStart {
+    pub address: SessionAddress,
+    pub agent_type: String,
+    pub run_id: String,
+    pub stream_id: String,
+    pub max_steps: u32,
+    /// `agent__<agentType>__<childSessionId>`.
+    pub workflow_id: String,
+}
+
+impl ChildStart {
+    /// The input of the child's first run, with the parent's activity policy.
+    pub fn run_input(&self, policy: ActivityPolicy) -> RunInput {
+        RunInput {
+            address: self.address.clone(),
+            agent_type: self.agent_type.clone(),
+            run_id: self.run_id.clone(),
+            stream_id: self.stream_id.clone(),
+            first_step: 0,
+            max_steps: self.max_steps,
+            policy,
+            resume: false,
+        }
+    }
+}
+
+/// What `finish_sub_agent` found of the child of a sub-agent call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SubAgentEnd {
+    /// The child ended; its result (or error) is staged for the parent's step.
+    Answered,
+    /// The child is suspended on calls of its own: the parent's step suspends awaiting it.
+    AwaitingChild,
+}
+
+/// What a child's end asks of its parent (`report_to_parent`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(
+    tag = "kind",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
+pub enum ParentNext {
+    /// Nothing: the parent's run still waits for the child's workflow, or other calls of the
+    /// parent's batch are still open.
+    Nothing,
+    /// The child's answer completed the parent's batch and the parent was claimed for this run:
+    /// start its workflow.
+    Resume {
+        run: Box<RunInput>,
+        workflow_id: String,
+    },
 }
 
 /// Input of `fail_run`.

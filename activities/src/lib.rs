@@ -9,6 +9,7 @@
 
 pub mod io;
 
+mod cascade;
 mod commit;
 mod deadline;
 mod failure;
@@ -16,12 +17,16 @@ mod heartbeat;
 mod model_step;
 mod plan;
 mod resume;
+mod subagent;
 mod suspend;
 mod tools;
 
 use baton_core::{Agent, AgentRegistry, ErrorCode, Store};
 use failure::Error;
-use io::{DeadlineCheck, DeadlineInput, FailInput, StepInput, StepPlan, SuspendedRun, ToolInput};
+use io::{
+    DeadlineCheck, DeadlineInput, FailInput, ParentNext, RunInput, StepInput, StepPlan,
+    SubAgentEnd, SubAgentStart, SuspendedRun, ToolInput,
+};
 use std::{sync::Arc, time::Duration};
 use temporalio_common::ActivityError;
 use temporalio_macros::activities;
@@ -142,6 +147,51 @@ impl AgentActivities {
         input: StepInput,
     ) -> Result<bool, ActivityError> {
         Ok(self.complete(&input).await?)
+    }
+
+    /// Starts the child session of a sub-agent call (once; a retry finds it) with
+    /// `subagent_start` on the parent's stream, or stages the call's error for a bad input.
+    #[activity]
+    pub async fn start_sub_agent(
+        self: Arc<Self>,
+        _ctx: ActivityContext,
+        input: ToolInput,
+    ) -> Result<SubAgentStart, ActivityError> {
+        Ok(self.start_child_of(&input).await?)
+    }
+
+    /// After a sub-agent's child workflow has ended: stages the call's result from the child's
+    /// end (with `subagent_end`), or says that the child is suspended.
+    #[activity]
+    pub async fn finish_sub_agent(
+        self: Arc<Self>,
+        _ctx: ActivityContext,
+        input: ToolInput,
+    ) -> Result<SubAgentEnd, ActivityError> {
+        Ok(self.finish_child_of(&input).await?)
+    }
+
+    /// After a child session's run has ended: answers the parent's sub-agent call if the parent
+    /// is suspended on it, and claims the parent for a resumed run when that completed its
+    /// batch (the workflow then starts it).
+    #[activity]
+    pub async fn report_to_parent(
+        self: Arc<Self>,
+        _ctx: ActivityContext,
+        input: RunInput,
+    ) -> Result<ParentNext, ActivityError> {
+        Ok(self.report_end_to_parent(&input).await?)
+    }
+
+    /// After a step suspended awaiting children: reports the children that ended before the
+    /// suspension was committed (see `report_to_parent`).
+    #[activity]
+    pub async fn recheck_children(
+        self: Arc<Self>,
+        _ctx: ActivityContext,
+        input: RunInput,
+    ) -> Result<ParentNext, ActivityError> {
+        Ok(self.report_ended_children(&input).await?)
     }
 
     /// Ends the run as failed with a typed error.

@@ -195,10 +195,12 @@ impl AgentActivities {
             AfterInline::Complete => StepPlan::Answered,
             AfterInline::RunTools {
                 tool_call_ids,
+                sub_agent_call_ids,
                 then_suspend,
                 then_finish,
             } => StepPlan::RunTools {
                 tool_call_ids,
+                sub_agent_call_ids,
                 then_suspend,
                 then_finish,
             },

@@ -21,6 +21,8 @@ pub(crate) enum Route {
     Activity,
     /// Not run by the step: it waits for a client tool's result or a person's approval.
     Awaited,
+    /// Another agent, run as a child workflow beside the step's tool activities.
+    SubAgent,
 }
 
 /// How `call` is carried out. A call that would wait (for a client or a person) but whose input
@@ -32,6 +34,7 @@ pub(crate) fn route(agent: &Agent, call: &ToolCall) -> Route {
             Route::Awaited
         }
         Some(AgentTool::Client(_)) => Route::Inline,
+        Some(AgentTool::SubAgent(_)) => Route::SubAgent,
         Some(AgentTool::Server(tool))
             if tool.requires_approval() && tool.check_input(&call.arguments).is_ok() =>
         {
@@ -56,6 +59,7 @@ pub(crate) struct SortedCalls<'a> {
     pub(crate) inline: Vec<&'a ToolCall>,
     pub(crate) activities: Vec<&'a ToolCall>,
     pub(crate) awaited: Vec<&'a ToolCall>,
+    pub(crate) sub_agents: Vec<&'a ToolCall>,
     /// Some call's success would end the run.
     finishing: bool,
 }
@@ -72,6 +76,7 @@ pub(crate) enum AfterInline {
     /// Leave these calls to `execute_tool` activities, then suspend or complete as flagged.
     RunTools {
         tool_call_ids: Vec<String>,
+        sub_agent_call_ids: Vec<String>,
         then_suspend: bool,
         then_finish: bool,
     },
@@ -83,6 +88,7 @@ impl<'a> SortedCalls<'a> {
             inline: Vec::new(),
             activities: Vec::new(),
             awaited: Vec::new(),
+            sub_agents: Vec::new(),
             finishing: false,
         };
         for call in tool_calls {
@@ -90,6 +96,7 @@ impl<'a> SortedCalls<'a> {
                 Route::Inline => sorted.inline.push(call),
                 Route::Activity => sorted.activities.push(call),
                 Route::Awaited => sorted.awaited.push(call),
+                Route::SubAgent => sorted.sub_agents.push(call),
             }
             sorted.finishing |= finishes_run(agent, &call.name);
         }
@@ -98,15 +105,18 @@ impl<'a> SortedCalls<'a> {
 
     /// What is left once the inline calls have run.
     pub(crate) fn after_inline(&self) -> AfterInline {
-        let no_calls = self.inline.is_empty() && self.activities.is_empty();
+        let no_calls =
+            self.inline.is_empty() && self.activities.is_empty() && self.sub_agents.is_empty();
         if no_calls && self.awaited.is_empty() {
             return AfterInline::Complete;
         }
         // A step that waits for answers goes back to the model with them, finishing tool or not.
         let then_finish = self.awaited.is_empty() && self.finishing;
-        if !self.activities.is_empty() {
+        if !self.activities.is_empty() || !self.sub_agents.is_empty() {
+            let ids = |calls: &[&ToolCall]| calls.iter().map(|call| call.id.clone()).collect();
             return AfterInline::RunTools {
-                tool_call_ids: self.activities.iter().map(|call| call.id.clone()).collect(),
+                tool_call_ids: ids(&self.activities),
+                sub_agent_call_ids: ids(&self.sub_agents),
                 then_suspend: !self.awaited.is_empty(),
                 then_finish,
             };
@@ -139,12 +149,17 @@ pub(crate) fn pending_calls(
     awaited
         .iter()
         .map(|call| {
-            let (kind, approval_id) = match agent.client_tool(&call.name) {
-                Some(_) => (PendingKind::Client, None),
-                None => (
+            let (kind, approval_id) = match agent.any_tool(&call.name) {
+                Some(AgentTool::Client(_)) => (PendingKind::Client, None),
+                Some(AgentTool::SubAgent(_)) => (PendingKind::SubAgent, None),
+                _ => (
                     PendingKind::Approval,
                     Some(store::approval_id(at.run_id, &call.id)),
                 ),
+            };
+            let deadline_at = match kind {
+                PendingKind::SubAgent => store::NO_DEADLINE,
+                _ => at.now + agent.answer_timeout(&call.name).as_millis() as u64,
             };
             PendingCall {
                 tool_call_id: call.id.clone(),
@@ -152,7 +167,7 @@ pub(crate) fn pending_calls(
                 input: call.arguments.clone(),
                 kind,
                 step: at.step,
-                deadline_at: at.now + agent.answer_timeout(&call.name).as_millis() as u64,
+                deadline_at,
                 completed_retention_ms: agent.completed_retention().as_millis() as u64,
                 approval_id,
                 awaited_since: at.now,
@@ -162,28 +177,33 @@ pub(crate) fn pending_calls(
 }
 
 /// When a deadline workflow should wake for these pending calls: the earliest deadline, if the
-/// agent resumes sessions by itself.
+/// agent resumes sessions by itself. A sub-agent call has no deadline of its own: its child
+/// answers it when it ends.
 pub(crate) fn wake_at(agent: &Agent, pending: &[PendingCall]) -> Option<u64> {
     if !agent.resume_on_deadline() {
         return None;
     }
-    pending.iter().map(|call| call.deadline_at).min()
+    pending
+        .iter()
+        .filter(|call| call.kind != PendingKind::SubAgent)
+        .map(|call| call.deadline_at)
+        .min()
 }
 
 /// When a deadline workflow looks again at a batch whose `open` calls are still unanswered: at
-/// their earliest deadline, and never at or before `now` (so it cannot spin).
+/// their earliest deadline, and never at or before `now` (so it cannot spin). `None` when only
+/// sub-agent calls are open: the last child to end resumes the session, not a deadline.
 pub(crate) fn next_look<'a>(
     pending: impl IntoIterator<Item = &'a PendingCall>,
     open: &[String],
     now: u64,
-) -> u64 {
+) -> Option<u64> {
     let earliest = pending
         .into_iter()
-        .filter(|call| open.contains(&call.tool_call_id))
+        .filter(|call| open.contains(&call.tool_call_id) && call.kind != PendingKind::SubAgent)
         .map(|call| call.deadline_at)
-        .min()
-        .unwrap_or_default();
-    earliest.max(now + 1)
+        .min()?;
+    Some(earliest.max(now + 1))
 }
 
 /// How a resume ends the run that awaited the calls it drains.
@@ -342,6 +362,7 @@ mod tests {
             .tool(tool("deploy", "a test tool", nothing).requires_approval())
             .client_tool(client_tool("ask_user").timeout(Duration::from_secs(5)))
             .client_tool(client_tool("pick"))
+            .sub_agent("helper", "helps")
             .client_tool_timeout(Duration::from_secs(60))
             .completed_retention(Duration::from_millis(700))
             .resume_on_deadline(resume_on_deadline)
@@ -362,8 +383,19 @@ mod tests {
     }
 
     fn run_tools(ids: &[&str], then_suspend: bool, then_finish: bool) -> AfterInline {
+        run_tools_and_sub_agents(ids, &[], then_suspend, then_finish)
+    }
+
+    fn run_tools_and_sub_agents(
+        ids: &[&str],
+        sub_agent_ids: &[&str],
+        then_suspend: bool,
+        then_finish: bool,
+    ) -> AfterInline {
+        let owned = |ids: &[&str]| ids.iter().map(|id| (*id).to_owned()).collect();
         AfterInline::RunTools {
-            tool_call_ids: ids.iter().map(|id| (*id).to_owned()).collect(),
+            tool_call_ids: owned(ids),
+            sub_agent_call_ids: owned(sub_agent_ids),
             then_suspend,
             then_finish,
         }
@@ -393,6 +425,16 @@ mod tests {
                 "AWA",
                 run_tools(&["c0", "c2"], true, false),
             ),
+            (
+                &["subagent__helper", "add"],
+                "SI",
+                run_tools_and_sub_agents(&[], &["c0"], false, false),
+            ),
+            (
+                &["lookup", "subagent__helper", "ask_user"],
+                "ASW",
+                run_tools_and_sub_agents(&["c0"], &["c1"], true, false),
+            ),
         ];
         for (called, lists, left) in cases {
             let tool_calls = calls(called);
@@ -403,10 +445,12 @@ mod tests {
                     holds(&sorted.inline),
                     holds(&sorted.activities),
                     holds(&sorted.awaited),
+                    holds(&sorted.sub_agents),
                 ) {
-                    (true, false, false) => 'I',
-                    (false, true, false) => 'A',
-                    (false, false, true) => 'W',
+                    (true, false, false, false) => 'I',
+                    (false, true, false, false) => 'A',
+                    (false, false, true, false) => 'W',
+                    (false, false, false, true) => 'S',
                     _ => '?',
                 }
             };
@@ -452,7 +496,7 @@ mod tests {
     #[test]
     fn awaited_calls_wait_for_their_kind_of_answer_until_their_own_deadline() {
         let agent = test_agent(true);
-        let tool_calls = calls(&["ask_user", "pick", "deploy"]);
+        let tool_calls = calls(&["ask_user", "pick", "deploy", "subagent__helper"]);
         let awaited: Vec<&ToolCall> = tool_calls.iter().collect();
         let at = SuspendAt {
             run_id: "run-1",
@@ -467,16 +511,17 @@ mod tests {
             [
                 PendingKind::Client,
                 PendingKind::Client,
-                PendingKind::Approval
+                PendingKind::Approval,
+                PendingKind::SubAgent
             ]
         );
         let deadlines: Vec<u64> = pending.iter().map(|call| call.deadline_at).collect();
-        assert_eq!(deadlines, [6_000, 61_000, 61_000]);
+        assert_eq!(deadlines, [6_000, 61_000, 61_000, store::NO_DEADLINE]);
         let approval_ids: Vec<Option<&str>> = pending
             .iter()
             .map(|call| call.approval_id.as_deref())
             .collect();
-        assert_eq!(approval_ids, [None, None, Some("run-1::c2")]);
+        assert_eq!(approval_ids, [None, None, Some("run-1::c2"), None]);
         assert!(pending.iter().all(|call| call.step == 4
             && call.awaited_since == 1_000
             && call.completed_retention_ms == 700));
@@ -490,10 +535,21 @@ mod tests {
         // A deadline workflow looks again at the earliest deadline of the calls still open (here
         // the answered `ask_user`, c0, no longer counts), but never at or before now.
         let open = |ids: &[&str]| ids.iter().map(|id| (*id).to_owned()).collect::<Vec<_>>();
-        assert_eq!(next_look(&pending, &open(&["c1", "c2"]), 7_000), 61_000);
-        assert_eq!(next_look(&pending, &open(&["c0", "c2"]), 2_000), 6_000);
-        assert_eq!(next_look(&pending, &open(&["c0"]), 9_000), 9_001);
-        assert_eq!(next_look(&pending, &open(&["gone"]), 9_000), 9_001);
+        assert_eq!(
+            next_look(&pending, &open(&["c1", "c2"]), 7_000),
+            Some(61_000)
+        );
+        assert_eq!(
+            next_look(&pending, &open(&["c0", "c2"]), 2_000),
+            Some(6_000)
+        );
+        assert_eq!(
+            next_look(&pending, &open(&["c0", "c3"]), 9_000),
+            Some(9_001)
+        );
+        // Only a sub-agent call open: its child resumes the session when it ends, no deadline.
+        assert_eq!(next_look(&pending, &open(&["c3"]), 9_000), None);
+        assert_eq!(next_look(&pending, &open(&["gone"]), 9_000), None);
     }
 
     #[test]

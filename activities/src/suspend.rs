@@ -37,10 +37,26 @@ impl AgentActivities {
             }
         };
         let agent = self.agent(&input.agent_type)?;
-        let awaited = match &turn.message {
-            Message::Assistant { tool_calls, .. } => SortedCalls::new(agent, tool_calls).awaited,
-            _ => Vec::new(),
+        let Message::Assistant { tool_calls, .. } = &turn.message else {
+            return self.suspend(input, &[]).await;
         };
+        let sorted = SortedCalls::new(agent, tool_calls);
+        // Awaited: the client calls and approvals, and the sub-agent calls whose child suspended
+        // (they have no result yet), in call order.
+        let mut awaited = Vec::with_capacity(sorted.awaited.len());
+        for call in tool_calls {
+            let waits = if sorted.sub_agents.iter().any(|sub| sub.id == call.id) {
+                !self
+                    .store
+                    .has_staged_tool_result(input.step_ref(), &call.id)
+                    .await?
+            } else {
+                sorted.awaited.iter().any(|held| held.id == call.id)
+            };
+            if waits {
+                awaited.push(call);
+            }
+        }
         self.suspend(input, &awaited).await
     }
 

@@ -52,6 +52,16 @@ impl AgentActivities {
                 call.arguments.clone(),
             )
             .await?;
+        self.stage_outcome(step, call, outcome).await
+    }
+
+    /// Stages the outcome of a call with its `tool_end` chunk.
+    pub(crate) async fn stage_outcome(
+        &self,
+        step: &StepInput,
+        call: &ToolCall,
+        outcome: ToolOutcome,
+    ) -> Result<(), Error> {
         self.store
             .stage_tool_result(
                 step.step_ref(),
@@ -118,7 +128,11 @@ impl AgentActivities {
     }
 
     /// The call `tool_call_id` of a step's staged turn.
-    async fn staged_call(&self, step: &StepInput, tool_call_id: &str) -> Result<ToolCall, Error> {
+    pub(crate) async fn staged_call(
+        &self,
+        step: &StepInput,
+        tool_call_id: &str,
+    ) -> Result<ToolCall, Error> {
         let staged = self
             .store
             .staged_turn(step.step_ref())

@@ -278,24 +278,44 @@ enum Stop {
     },
 }
 
-/// Prints a session's chunks after `from` until its run ends or suspends. Remembers the tool
-/// calls it saw, so a suspension can show what each awaited call asks.
+/// What following a session tree remembers: each tool call seen (to show what an awaited call
+/// asks), each approval id, and the child session each sub-agent call started.
+#[derive(Default)]
+struct Seen {
+    calls: HashMap<String, (String, serde_json::Value)>,
+    approvals: HashMap<String, String>,
+    children: HashMap<String, String>,
+}
+
+/// Prints a session's chunks after `from` until its run ends or suspends, remembering what a
+/// suspension needs (see [`Seen`]).
 async fn follow_once(
     client: &dyn Client,
     session_id: &str,
     from: u64,
     json: bool,
-    calls: &mut HashMap<String, (String, serde_json::Value)>,
-    approvals: &mut HashMap<String, String>,
+    seen: &mut Seen,
+) -> anyhow::Result<Stop> {
+    follow_quietly(client, session_id, from, Some(json), seen).await
+}
+
+/// [`follow_once`], printing the chunks as JSON (`Some(true)`), as lines (`Some(false)`) or not
+/// at all (`None`: a child's chunks, which its root's stream has shown already).
+async fn follow_quietly(
+    client: &dyn Client,
+    session_id: &str,
+    from: u64,
+    print: Option<bool>,
+    seen: &mut Seen,
 ) -> anyhow::Result<Stop> {
     let mut chunks = std::pin::pin!(client.follow(session_id, from));
     let mut printer = Printer::default();
     while let Some(chunk) = chunks.next().await {
         let chunk = chunk.context("following the session's stream")?;
-        if json {
-            println!("{}", serde_json::to_string(&chunk)?);
-        } else {
-            printer.print(&chunk);
+        match print {
+            Some(true) => println!("{}", serde_json::to_string(&chunk)?),
+            Some(false) => printer.print(&chunk),
+            None => {}
         }
         match chunk.kind {
             ChunkKind::ToolStart {
@@ -304,14 +324,21 @@ async fn follow_once(
                 input,
                 ..
             } => {
-                calls.insert(tool_call_id, (tool_name, input));
+                seen.calls.insert(tool_call_id, (tool_name, input));
             }
             ChunkKind::ToolApprovalRequest {
                 tool_call_id,
                 approval_id,
                 ..
             } => {
-                approvals.insert(tool_call_id, approval_id);
+                seen.approvals.insert(tool_call_id, approval_id);
+            }
+            ChunkKind::SubagentStart {
+                sub_session_id,
+                tool_call_id,
+                ..
+            } => {
+                seen.children.insert(tool_call_id, sub_session_id);
             }
             ChunkKind::End { status, .. } => {
                 return Ok(Stop::Ended(match status {
@@ -342,20 +369,35 @@ async fn follow(
     json: bool,
     answer: bool,
 ) -> anyhow::Result<ExitCode> {
-    let mut calls = HashMap::new();
-    let mut approvals = HashMap::new();
+    let mut seen = Seen::default();
     let mut from = from;
     loop {
-        match follow_once(client, session_id, from, json, &mut calls, &mut approvals).await? {
+        match follow_once(client, session_id, from, json, &mut seen).await? {
             Stop::Ended(code) => return Ok(code),
             Stop::Suspended { .. } if !answer => return Ok(ExitCode::SUCCESS),
             Stop::Suspended {
                 tool_call_ids,
                 after,
             } => {
-                for id in &tool_call_ids {
-                    let (tool, input) = calls.get(id).cloned().unwrap_or_default();
-                    if let Some(approval_id) = approvals.get(id) {
+                // A sub-agent call awaits its child: read the child's stream (the root's showed
+                // its chunks) to the calls it awaits.
+                // Every call of the tree is answered through this (the root) session.
+                let mut awaited: std::collections::VecDeque<String> = tool_call_ids.into();
+                let mut leaves = Vec::new();
+                while let Some(id) = awaited.pop_front() {
+                    let Some(child) = seen.children.get(&id).cloned() else {
+                        leaves.push(id);
+                        continue;
+                    };
+                    if let Stop::Suspended { tool_call_ids, .. } =
+                        follow_quietly(client, &child, 0, None, &mut seen).await?
+                    {
+                        awaited.extend(tool_call_ids);
+                    }
+                }
+                for id in &leaves {
+                    let (tool, input) = seen.calls.get(id).cloned().unwrap_or_default();
+                    if let Some(approval_id) = seen.approvals.get(id) {
                         eprint!("? approve {tool} {input} [y/N] > ");
                         let line = read_line().await?;
                         let approved = matches!(line.trim(), "y" | "Y" | "yes");
@@ -455,6 +497,20 @@ impl Printer {
             } => writeln!(
                 out,
                 "↺ rewound to checkpoint {checkpoint_id} (stream position {stream_sequence})"
+            ),
+            ChunkKind::SubagentStart {
+                sub_session_id,
+                agent_type,
+                ..
+            } => writeln!(out, "  ⤷ sub-agent {agent_type} ({sub_session_id})"),
+            ChunkKind::SubagentEnd {
+                sub_session_id,
+                status,
+                ..
+            } => writeln!(
+                out,
+                "  ⤶ sub-agent {sub_session_id} {}",
+                <&str>::from(status)
             ),
             ChunkKind::End {
                 status,

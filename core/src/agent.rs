@@ -4,6 +4,7 @@
 use crate::{
     ids::is_valid_name,
     model::Model,
+    subagent::SubAgent,
     tool::{ClientTool, ServerTool, ToolSpec},
 };
 use std::{collections::BTreeMap, fmt, sync::Arc, time::Duration};
@@ -25,6 +26,8 @@ pub const RESERVED_TOOL_PREFIXES: [&str; 2] = ["subagent__", "companion__"];
 pub enum AgentTool<'a> {
     Server(&'a Arc<dyn ServerTool>),
     Client(&'a ClientTool),
+    /// Another agent type, run as a child session of the caller's tree.
+    SubAgent(&'a SubAgent),
 }
 
 /// An agent: a system prompt, a model, server tools and a step cap. Its name is its agent type.
@@ -34,6 +37,8 @@ pub struct Agent {
     model: Arc<dyn Model>,
     tools: BTreeMap<String, Arc<dyn ServerTool>>,
     client_tools: BTreeMap<String, ClientTool>,
+    /// By tool name (`subagent__<type>`).
+    sub_agents: BTreeMap<String, SubAgent>,
     tool_specs: Vec<ToolSpec>,
     max_steps: u32,
     client_tool_timeout: Duration,
@@ -71,6 +76,24 @@ pub enum DefinitionError {
     MissingModel { agent: String },
     #[error("the registry already has an agent named {0:?}")]
     DuplicateAgent(String),
+    #[error("agent {agent:?}{} calls the sub-agent {sub_agent:?}, which the registry does not have", at_line(*.line))]
+    UnknownSubAgent {
+        agent: String,
+        sub_agent: String,
+        line: Option<usize>,
+    },
+    #[error("agent {agent:?}{} calls sub-agents in a cycle: {}", at_line(*.line), .cycle.join(" -> "))]
+    SubAgentCycle {
+        agent: String,
+        cycle: Vec<String>,
+        line: Option<usize>,
+    },
+}
+
+/// ` (line N)` for a file-declared sub-agent, else nothing.
+fn at_line(line: Option<usize>) -> String {
+    line.map(|line| format!(" (line {line})"))
+        .unwrap_or_default()
 }
 
 impl Agent {
@@ -82,6 +105,7 @@ impl Agent {
             model: None,
             tools: Vec::new(),
             client_tools: Vec::new(),
+            sub_agents: Vec::new(),
             max_steps: DEFAULT_MAX_STEPS,
             client_tool_timeout: DEFAULT_CLIENT_TOOL_TIMEOUT,
             completed_retention: DEFAULT_COMPLETED_RETENTION,
@@ -111,12 +135,23 @@ impl Agent {
         self.client_tools.get(name)
     }
 
-    /// The tool named `name`, of either kind.
+    /// The tool named `name`, of any kind.
     pub fn any_tool(&self, name: &str) -> Option<AgentTool<'_>> {
         self.tools
             .get(name)
             .map(AgentTool::Server)
             .or_else(|| self.client_tools.get(name).map(AgentTool::Client))
+            .or_else(|| self.sub_agents.get(name).map(AgentTool::SubAgent))
+    }
+
+    /// The sub-agent called by the tool named `tool_name` (`subagent__<type>`).
+    pub fn sub_agent(&self, tool_name: &str) -> Option<&SubAgent> {
+        self.sub_agents.get(tool_name)
+    }
+
+    /// The sub-agents this agent may call.
+    pub fn sub_agents(&self) -> impl Iterator<Item = &SubAgent> {
+        self.sub_agents.values()
     }
 
     /// How long a call of `tool` waits for its answer: the tool's timeout, else the agent's.
@@ -161,6 +196,7 @@ pub struct AgentBuilder {
     model: Option<Arc<dyn Model>>,
     tools: Vec<Arc<dyn ServerTool>>,
     client_tools: Vec<ClientTool>,
+    sub_agents: Vec<SubAgent>,
     max_steps: u32,
     client_tool_timeout: Duration,
     completed_retention: Duration,
@@ -168,6 +204,18 @@ pub struct AgentBuilder {
 }
 
 impl AgentBuilder {
+    /// Another agent type this agent may call as the tool `subagent__<agent_type>`, with the
+    /// input `{message}`; the call's result is the child's final output.
+    pub fn sub_agent(self, agent_type: &str, description: &str) -> Self {
+        self.sub_agent_with(SubAgent::new(agent_type, description))
+    }
+
+    /// A sub-agent with its own input or output schema (see [`SubAgent`]).
+    pub fn sub_agent_with(mut self, sub_agent: SubAgent) -> Self {
+        self.sub_agents.push(sub_agent);
+        self
+    }
+
     pub fn system_prompt(mut self, prompt: impl Into<String>) -> Self {
         self.system_prompt = prompt.into();
         self
@@ -255,10 +303,27 @@ impl AgentBuilder {
             check_name(&tool_name, taken)?;
             client_tools.insert(tool_name, tool);
         }
+        let mut sub_agents = BTreeMap::new();
+        for sub_agent in self.sub_agents {
+            if !is_valid_name(sub_agent.agent_type()) {
+                return Err(DefinitionError::InvalidName(
+                    sub_agent.agent_type().to_owned(),
+                ));
+            }
+            let tool_name = sub_agent.spec().name.clone();
+            if sub_agents.contains_key(&tool_name) {
+                return Err(DefinitionError::DuplicateTool {
+                    agent: self.name.clone(),
+                    tool: tool_name,
+                });
+            }
+            sub_agents.insert(tool_name, sub_agent);
+        }
         let mut tool_specs: Vec<ToolSpec> = tools
             .values()
             .map(|t| t.spec().clone())
             .chain(client_tools.values().map(|t| t.spec().clone()))
+            .chain(sub_agents.values().map(|s| s.spec().clone()))
             .collect();
         tool_specs.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(Agent {
@@ -267,6 +332,7 @@ impl AgentBuilder {
             model,
             tools,
             client_tools,
+            sub_agents,
             tool_specs,
             max_steps: self.max_steps,
             client_tool_timeout: self.client_tool_timeout,
@@ -283,12 +349,35 @@ pub struct AgentRegistry {
 }
 
 impl AgentRegistry {
+    /// A registry of these agents. Refuses two agents of one name, a sub-agent of a type the
+    /// registry lacks, and agents that call each other in a cycle (a tree must end).
     pub fn new(agents: impl IntoIterator<Item = Agent>) -> Result<Self, DefinitionError> {
         let mut map = BTreeMap::new();
         for agent in agents {
             let name = agent.name.clone();
             if map.insert(name.clone(), Arc::new(agent)).is_some() {
                 return Err(DefinitionError::DuplicateAgent(name));
+            }
+        }
+        for agent in map.values() {
+            for sub_agent in agent.sub_agents() {
+                if !map.contains_key(sub_agent.agent_type()) {
+                    return Err(DefinitionError::UnknownSubAgent {
+                        agent: agent.name.clone(),
+                        sub_agent: sub_agent.agent_type().to_owned(),
+                        line: sub_agent.line(),
+                    });
+                }
+            }
+        }
+        for agent in map.values() {
+            let mut path = vec![agent.name.clone()];
+            if let Some((cycle, line)) = find_cycle(&map, &mut path) {
+                return Err(DefinitionError::SubAgentCycle {
+                    agent: agent.name.clone(),
+                    cycle,
+                    line,
+                });
             }
         }
         Ok(Self {
@@ -303,6 +392,30 @@ impl AgentRegistry {
     pub fn agent_types(&self) -> impl Iterator<Item = &str> {
         self.agents.keys().map(String::as_str)
     }
+}
+
+/// A cycle of sub-agent calls through the last agent of `path` (depth first), with the line of
+/// the declaration that closes it.
+fn find_cycle(
+    agents: &BTreeMap<String, Arc<Agent>>,
+    path: &mut Vec<String>,
+) -> Option<(Vec<String>, Option<usize>)> {
+    let current = agents.get(path.last()?)?;
+    for sub_agent in current.sub_agents() {
+        let next = sub_agent.agent_type().to_owned();
+        if let Some(start) = path.iter().position(|name| *name == next) {
+            let mut cycle = path[start..].to_vec();
+            cycle.push(next);
+            return Some((cycle, sub_agent.line()));
+        }
+        path.push(next);
+        let found = find_cycle(agents, path);
+        path.pop();
+        if found.is_some() {
+            return found;
+        }
+    }
+    None
 }
 
 #[cfg(test)]
@@ -410,5 +523,55 @@ mod tests {
                 .unwrap(),
         ]);
         assert!(matches!(twice, Err(DefinitionError::DuplicateAgent(_))));
+    }
+
+    fn delegating(name: &str, sub_agents: &[&str]) -> Agent {
+        sub_agents
+            .iter()
+            .fold(
+                Agent::builder(name).model(ScriptedModel::default()),
+                |builder, sub| builder.sub_agent(sub, "helps"),
+            )
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn sub_agents_are_tools_and_the_registry_refuses_unknown_types_and_cycles() {
+        let planner = delegating("planner", &["researcher"]);
+        let names: Vec<_> = planner
+            .tool_specs()
+            .iter()
+            .map(|s| s.name.as_str())
+            .collect();
+        assert_eq!(names, ["subagent__researcher"]);
+        assert!(matches!(
+            planner.any_tool("subagent__researcher"),
+            Some(AgentTool::SubAgent(sub)) if sub.agent_type() == "researcher"
+        ));
+        let tree = AgentRegistry::new([
+            delegating("planner", &["researcher", "writer"]),
+            delegating("researcher", &["writer"]),
+            delegating("writer", &[]),
+        ]);
+        assert!(tree.is_ok());
+
+        let unknown = AgentRegistry::new([delegating("planner", &["ghost"])]).unwrap_err();
+        assert_eq!(
+            unknown.to_string(),
+            "agent \"planner\" calls the sub-agent \"ghost\", which the registry does not have"
+        );
+        let cycle = AgentRegistry::new([
+            delegating("a", &["b"]),
+            delegating("b", &["c"]),
+            delegating("c", &["a"]),
+        ])
+        .unwrap_err();
+        assert_eq!(
+            cycle.to_string(),
+            "agent \"a\" calls sub-agents in a cycle: a -> b -> c -> a"
+        );
+        let itself = AgentRegistry::new([delegating("a", &["a"])]).unwrap_err();
+        assert!(matches!(itself, DefinitionError::SubAgentCycle { .. }));
     }
 }

@@ -38,13 +38,23 @@
 //! input_schema = { type = "object", properties = { question = { type = "string" } } }
 //! output_schema = { type = "string" }   # optional
 //! timeout_secs = 60                     # optional
+//!
+//! [[agent.sub_agent]]                   # another agent type, called as subagent__researcher
+//! type = "researcher"
+//! description = "Finds facts."
+//! input_schema = { type = "object" }    # optional; default {message}
+//! output_schema = { type = "object" }   # optional; checks the child's final output
 //! ```
+//!
+//! A sub-agent's type may be declared in the file or in Rust; unknown types and cycles are
+//! refused when the registry is built, with the declaration's line.
 
 use crate::{
     Agent, Model, ScriptedModel, ServerTool, ToolExecution, ToolSpec,
     agent::DefinitionError,
     message::ToolError,
     scripted::ScriptedTurn,
+    subagent::SubAgent,
     tool::{ClientTool, SchemaError, ToolContext},
 };
 use async_trait::async_trait;
@@ -184,6 +194,8 @@ struct AgentEntry {
     finish_with: Vec<Spanned<String>>,
     #[serde(default)]
     client_tool: Vec<ClientToolEntry>,
+    #[serde(default)]
+    sub_agent: Vec<SubAgentEntry>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -231,6 +243,17 @@ struct ClientToolEntry {
     input_schema: Value,
     output_schema: Option<Value>,
     timeout_secs: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SubAgentEntry {
+    #[serde(rename = "type")]
+    agent_type: Spanned<String>,
+    #[serde(default)]
+    description: String,
+    input_schema: Option<Value>,
+    output_schema: Option<Value>,
 }
 
 /// Parses an agents file whose models are all scripted (see [`agents_from_toml_with`]).
@@ -364,6 +387,19 @@ fn build_agent(
         }
         builder = builder.client_tool(tool);
     }
+    for sub in entry.sub_agent {
+        let line = sub.agent_type.span().start;
+        let schema_error = |e: SchemaError| at(line, e.to_string());
+        let mut sub_agent =
+            SubAgent::new(sub.agent_type.get_ref(), &sub.description).at_line(line_of(text, line));
+        if let Some(schema) = sub.input_schema {
+            sub_agent = sub_agent.input_schema(schema).map_err(schema_error)?;
+        }
+        if let Some(schema) = sub.output_schema {
+            sub_agent = sub_agent.output_schema(schema).map_err(schema_error)?;
+        }
+        builder = builder.sub_agent_with(sub_agent);
+    }
     builder
         .build()
         .map_err(|e: DefinitionError| at(agent_line, e.to_string()))
@@ -474,6 +510,38 @@ timeout_secs = 10
         assert_eq!(agent.answer_timeout("clock"), Duration::from_secs(30));
         let names: Vec<&str> = agent.tool_specs().iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names, ["ask_user", "clock"]);
+    }
+
+    #[test]
+    fn a_file_declares_sub_agents_and_the_registry_names_the_line_of_a_bad_one() {
+        let file = r#"
+[[agent]]
+name = "planner"
+model = { kind = "scripted", turns = [{ text = "done" }] }
+
+[[agent.sub_agent]]
+type = "researcher"
+description = "Finds facts."
+
+[[agent]]
+name = "researcher"
+model = { kind = "scripted", turns = [{ text = "facts" }] }
+
+[[agent.sub_agent]]
+type = "planner"
+"#;
+        let agents = agents_from_toml(file, &catalogue()).unwrap();
+        assert!(agents[0].sub_agent("subagent__researcher").is_some());
+        let cycle = crate::AgentRegistry::new(agents).unwrap_err();
+        assert_eq!(
+            cycle.to_string(),
+            "agent \"planner\" (line 15) calls sub-agents in a cycle: planner -> researcher -> planner"
+        );
+        let unknown = file.replace(r#"type = "planner""#, r#"type = "ghost""#);
+        let error = crate::AgentRegistry::new(agents_from_toml(&unknown, &catalogue()).unwrap())
+            .unwrap_err();
+        assert!(error.to_string().contains("(line 15)"), "{error}");
+        assert!(error.to_string().contains("\"ghost\""), "{error}");
     }
 
     #[test]

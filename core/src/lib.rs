@@ -10,6 +10,7 @@ pub mod model;
 pub mod observe;
 pub mod scripted;
 pub mod store;
+pub mod subagent;
 pub mod submit;
 pub mod tool;
 

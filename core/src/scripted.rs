@@ -41,11 +41,24 @@ fn empty_object() -> Value {
 #[derive(Debug, Clone, Default)]
 pub struct ScriptedModel {
     turns: Vec<ScriptedTurn>,
+    /// Tool call ids are `<prefix>_<turn>_<position>`; `call` unless set.
+    call_id_prefix: Option<String>,
 }
 
 impl ScriptedModel {
     pub fn new(turns: Vec<ScriptedTurn>) -> Self {
-        Self { turns }
+        Self {
+            turns,
+            call_id_prefix: None,
+        }
+    }
+
+    /// Builder: tool call ids start with `prefix` instead of `call`. Ids must be unique within
+    /// a session tree (a submit finds a call by its id on the root), as a real model's are; the
+    /// agents of one scripted tree each take their own prefix.
+    pub fn call_id_prefix(mut self, prefix: &str) -> Self {
+        self.call_id_prefix = Some(prefix.to_owned());
+        self
     }
 
     /// Builder: add a turn that calls one tool.
@@ -118,7 +131,12 @@ impl Model for ScriptedModel {
             .iter()
             .enumerate()
             .map(|(position, call)| ToolCall {
-                id: format!("call_{}_{}", index + 1, position + 1),
+                id: format!(
+                    "{}_{}_{}",
+                    self.call_id_prefix.as_deref().unwrap_or("call"),
+                    index + 1,
+                    position + 1
+                ),
                 name: call.name.clone(),
                 arguments: call.arguments.clone(),
             })

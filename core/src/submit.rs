@@ -211,6 +211,13 @@ async fn check_against_pending(
         }
     };
     match (request, call.kind) {
+        (_, PendingKind::SubAgent) => {
+            return Err(ApiError::new(
+                ErrorCode::UnknownToolCall,
+                format!("tool call {tool_call_id} awaits a sub-agent, not a client"),
+            )
+            .with("status", "unknown_tool_call"));
+        }
         (SubmitRequest::ClientToolResult(submit), PendingKind::Client) => {
             let tool = agent.and_then(|agent| agent.client_tool(&call.tool_name));
             if let (ToolOutcome::Result(result), Some(tool)) = (&submit.outcome, tool) {
@@ -239,7 +246,7 @@ async fn check_against_pending(
         (_, kind) => {
             let expected = match kind {
                 PendingKind::Client => "client-tool-result",
-                PendingKind::Approval => "approval-response",
+                PendingKind::Approval | PendingKind::SubAgent => "approval-response",
             };
             return Err(ApiError::new(
                 ErrorCode::ValidationError,

@@ -402,7 +402,8 @@ impl ClientTool {
     }
 }
 
-fn compile(
+/// A validator for a tool's `which` (input, output) schema, or why the schema is not valid.
+pub(crate) fn compile(
     tool: &str,
     which: &'static str,
     schema: &Value,

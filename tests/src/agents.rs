@@ -30,7 +30,7 @@ pub struct TextInput {
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct NoInput {}
 
-fn add() -> impl baton_core::ServerTool {
+pub(crate) fn add() -> impl baton_core::ServerTool {
     tool("add", "Adds two integers.", |i: AddInput| async move {
         i.a.checked_add(i.b).ok_or("overflow")
     })
@@ -261,7 +261,7 @@ pub struct Reply {
     pub answer: String,
 }
 
-fn ask_user() -> ClientTool {
+pub(crate) fn ask_user() -> ClientTool {
     ClientTool::typed::<Question, Reply>("ask_user", "Asks the user a question.")
 }
 
@@ -365,18 +365,22 @@ pub struct Transfer {
     pub amount: i64,
 }
 
+/// `transfer`: sends money, once a person approves the call.
+pub(crate) fn transfer() -> impl baton_core::ServerTool {
+    tool("transfer", "Sends money.", |t: Transfer| async move {
+        Ok::<_, String>(format!("sent {} to {}", t.amount, t.to))
+    })
+    .requires_approval()
+}
+
 /// `guarded`: step 1 calls `transfer`, which needs a person's approval; step 2 reports.
 pub fn guarded() -> Agent {
     let model = ScriptedModel::default()
         .call("transfer", json!({"to": "alice", "amount": 10}))
         .answer("Transfer: {{result:transfer}}");
-    let transfer = tool("transfer", "Sends money.", |t: Transfer| async move {
-        Ok::<_, String>(format!("sent {} to {}", t.amount, t.to))
-    })
-    .requires_approval();
     Agent::builder("guarded")
         .model(model)
-        .tool(transfer)
+        .tool(transfer())
         .build()
         .unwrap()
 }
@@ -412,29 +416,33 @@ pub fn finisher(name: &str, arguments: serde_json::Value, inline: bool) -> Agent
 
 /// Every test agent.
 pub fn registry() -> AgentRegistry {
-    AgentRegistry::new([
-        two_steps(),
-        looper(),
-        holder(false),
-        holder(true),
-        holder_gated(),
-        holder_once(),
-        holder_gated_once(),
-        flaky(),
-        flaky_rephrasing(),
-        asker(),
-        asker_only(),
-        asker_twice(),
-        asker_sloppy(),
-        asker_hasty(),
-        chatter(),
-        guarded(),
-        asker_deadline("asker_deadline", std::time::Duration::from_secs(1)),
-        asker_deadline("asker_patient", PATIENT_DEADLINE),
-        bench_agent("long", 12, bench_script(12, true)),
-        finisher("finisher", json!({"text": "all good"}), false),
-        finisher("finisher_inline", json!({"text": "all good"}), true),
-        finisher("finisher_failing", json!({"txt": 1}), false),
-    ])
+    AgentRegistry::new(
+        [
+            two_steps(),
+            looper(),
+            holder(false),
+            holder(true),
+            holder_gated(),
+            holder_once(),
+            holder_gated_once(),
+            flaky(),
+            flaky_rephrasing(),
+            asker(),
+            asker_only(),
+            asker_twice(),
+            asker_sloppy(),
+            asker_hasty(),
+            chatter(),
+            guarded(),
+            asker_deadline("asker_deadline", std::time::Duration::from_secs(1)),
+            asker_deadline("asker_patient", PATIENT_DEADLINE),
+            bench_agent("long", 12, bench_script(12, true)),
+            finisher("finisher", json!({"text": "all good"}), false),
+            finisher("finisher_inline", json!({"text": "all good"}), true),
+            finisher("finisher_failing", json!({"txt": 1}), false),
+        ]
+        .into_iter()
+        .chain(crate::tree_agents::all()),
+    )
     .unwrap()
 }

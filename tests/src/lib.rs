@@ -8,6 +8,7 @@
 pub mod agents;
 pub mod events;
 pub mod histories;
+pub mod tree_agents;
 
 use baton_activities::io::ActivityPolicy;
 use baton_activities::io::RunOutcome;

@@ -110,6 +110,22 @@ pub enum ChunkKind {
         checkpoint_id: u32,
         stream_sequence: u64,
     },
+    /// A sub-agent call started a child session (written on the parent's stream).
+    SubagentStart {
+        sub_session_id: String,
+        agent_type: String,
+        tool_call_id: String,
+    },
+    /// A child session ended and its result went to the parent's call.
+    SubagentEnd {
+        sub_session_id: String,
+        tool_call_id: String,
+        status: EndStatus,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        output: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<ToolError>,
+    },
     End {
         status: EndStatus,
         #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -118,6 +118,10 @@ pub mod codes {
     pub const TOOL_OUTCOME_UNKNOWN: &str = "tool_outcome_unknown";
     /// A client-side failure reported with a message only.
     pub const CLIENT_TOOL_ERROR: &str = "client_tool_error";
+    /// A sub-agent whose final output does not match the output schema its caller declared.
+    pub const INVALID_SUB_AGENT_OUTPUT: &str = "invalid_sub_agent_output";
+    /// A sub-agent that was interrupted before it answered.
+    pub const SUB_AGENT_INTERRUPTED: &str = "sub_agent_interrupted";
 }
 
 #[cfg(test)]

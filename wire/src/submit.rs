@@ -7,7 +7,7 @@
 
 use crate::{
     ApiError, ErrorCode,
-    ids::is_valid_name,
+    ids::{is_valid_session_id, root_of},
     message::{ToolError, ToolOutcome, codes},
     session::{ApprovalDecision, Continuation},
 };
@@ -227,8 +227,15 @@ fn checked_id(name: &str, id: String) -> Result<String, String> {
 
 fn checked_session_id(id: String) -> Result<String, String> {
     let id = checked_id("sessionId", id)?;
-    if !is_valid_name(&id) {
+    if !is_valid_session_id(&id) {
         return Err("sessionId is malformed".into());
+    }
+    // Every call of a tree is answered through its root, which finds the call's owner.
+    let root = root_of(&id);
+    if root != id {
+        return Err(format!(
+            "sessionId names a sub-agent's session; submit against the root session {root}"
+        ));
     }
     Ok(id)
 }

@@ -49,7 +49,8 @@ pub struct UsageRecord {
     pub usage: Usage,
 }
 
-/// A session's usage. Sessions have no sub-agents yet, so a session's rollup is its own.
+/// A session's usage: its own, and with [`UsageRollup::merge`] its descendants' (a session's
+/// rollup on `/usage` and on its `end` chunk includes its whole subtree).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct UsageRollup {
@@ -83,6 +84,22 @@ impl UsageRollup {
         let model = self.models.entry(record.model.clone()).or_default();
         model.tokens.add(&record.usage);
         model.calls += 1;
+    }
+
+    /// Adds another session's rollup (a descendant's) to this one.
+    pub fn merge(&mut self, other: &UsageRollup) {
+        self.tokens.add(&other.tokens);
+        for (name, usage) in &other.models {
+            let model = self.models.entry(name.clone()).or_default();
+            model.tokens.add(&usage.tokens);
+            model.calls += usage.calls;
+        }
+        for (tool, calls) in &other.tool_calls {
+            *self.tool_calls.entry(tool.clone()).or_default() += calls;
+        }
+        self.client_tool_wait_ms += other.client_tool_wait_ms;
+        self.client_tool_timeouts += other.client_tool_timeouts;
+        self.aborts += other.aborts;
     }
 
     /// Adds one tool result.

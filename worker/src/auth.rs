@@ -23,11 +23,16 @@ pub enum Principal {
 }
 
 impl Principal {
-    /// Refuses (403 `session_mismatch`) a session token used on another session.
+    /// Refuses (403 `session_mismatch`) a session token used on another session. A token of a
+    /// root is good for the sub-agent sessions of its tree too, whose ids start with the root's.
     pub fn may_act_on(&self, session_id: &str) -> Result<(), ApiError> {
         match self {
             Self::Operator => Ok(()),
-            Self::Session { root_session_id } if root_session_id == session_id => Ok(()),
+            Self::Session { root_session_id }
+                if root_session_id == baton_core::ids::root_of(session_id) =>
+            {
+                Ok(())
+            }
             Self::Session { .. } => Err(ApiError::new(
                 ErrorCode::SessionMismatch,
                 "this token is bound to another session",
@@ -218,6 +223,10 @@ mod tests {
             }
         );
         assert!(holder.may_act_on("s1").is_ok());
+        let child = format!("s1.{}", "0".repeat(32));
+        assert!(holder.may_act_on(&child).is_ok());
+        let other_child = format!("s2.{}", "0".repeat(32));
+        assert!(holder.may_act_on(&other_child).is_err());
         assert_eq!(
             holder.may_act_on("s2").unwrap_err().code,
             ErrorCode::SessionMismatch

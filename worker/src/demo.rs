@@ -185,16 +185,21 @@ pub fn demo_hitl_agent() -> Agent {
     demo_hitl_agent_with(script)
 }
 
-/// The human-in-the-loop demo agent, type `demo_hitl`, answering with `model`.
-pub fn demo_hitl_agent_with(model: impl Model + 'static) -> Agent {
-    let ask_user = ClientTool::new(
+/// The demo's client tool: asks the user a question, answered with text.
+fn ask_user_tool() -> ClientTool {
+    ClientTool::new(
         "ask_user",
         "Asks the user a question; the answer is their reply as text.",
         schemars::schema_for!(Question).to_value(),
     )
     .and_then(|tool| tool.output_schema(json!({"type": "string"})))
     .expect("the demo's schemas are valid")
-    .render(RenderHint::Elicitation);
+    .render(RenderHint::Elicitation)
+}
+
+/// The human-in-the-loop demo agent, type `demo_hitl`, answering with `model`.
+pub fn demo_hitl_agent_with(model: impl Model + 'static) -> Agent {
+    let ask_user = ask_user_tool();
     Agent::builder("demo_hitl")
         .system_prompt("You are Baton's human-in-the-loop demo agent.")
         .model(model)
@@ -216,9 +221,62 @@ pub fn demo_hitl_agent_with(model: impl Model + 'static) -> Agent {
         .expect("the demo agent definition is valid")
 }
 
+/// The sub-agent demo, type `demo_tree`: a trip planner that delegates to `demo_interviewer`,
+/// a sub-agent that asks the user a question (a client tool, answered through the planner's
+/// session), while the calculator works out a budget; then it answers with both. Both scripted.
+pub fn demo_tree_agents() -> [Agent; 2] {
+    let interviewer = ScriptedModel::default()
+        .call_id_prefix("interview")
+        .call(
+            "ask_user",
+            json!({"question": "Which city would you like to visit?"}),
+        )
+        .answer("The user wants to visit {{result:ask_user}}.");
+    let planner = ScriptedModel::default()
+        .call_id_prefix("plan")
+        .call_all(&[
+            (
+                "subagent__demo_interviewer",
+                json!({"message": "Find out where the user wants to go."}),
+            ),
+            (
+                "calculator",
+                json!({"operation": "multiply", "a": 3, "b": 120}),
+            ),
+        ])
+        .answer(
+            "Trip plan: {{result:subagent__demo_interviewer}} \
+             Three nights at 120 a night: {{result:calculator}}.",
+        );
+    [
+        Agent::builder("demo_interviewer")
+            .system_prompt("You interview the user.")
+            .model(interviewer)
+            .client_tool(ask_user_tool())
+            .max_steps(3)
+            .build()
+            .expect("the demo agent definition is valid"),
+        Agent::builder("demo_tree")
+            .system_prompt("You plan trips; a sub-agent asks the user what they want.")
+            .model(planner)
+            .tool(calculator())
+            .sub_agent("demo_interviewer", "Asks the user what they want.")
+            .max_steps(3)
+            .build()
+            .expect("the demo agent definition is valid"),
+    ]
+}
+
 /// The registry `batond` serves by default.
 pub fn demo_registry() -> AgentRegistry {
-    AgentRegistry::new([demo_agent(), demo_hitl_agent()]).expect("the demo agents do not clash")
+    AgentRegistry::new(default_agents()).expect("the demo agents do not clash")
+}
+
+/// The agents `batond` serves without an agents file: `demo`, `demo_hitl` and the sub-agent demo.
+pub fn default_agents() -> Vec<Agent> {
+    let mut agents = vec![demo_agent(), demo_hitl_agent()];
+    agents.extend(demo_tree_agents());
+    agents
 }
 
 #[cfg(test)]
@@ -246,5 +304,7 @@ mod tests {
         let ask = hitl.client_tool("ask_user").unwrap();
         assert!(ask.check_output(&json!("blue")).is_ok());
         assert!(ask.check_output(&json!({"colour": "blue"})).is_err());
+        let planner = registry.get("demo_tree").unwrap();
+        assert!(planner.sub_agent("subagent__demo_interviewer").is_some());
     }
 }

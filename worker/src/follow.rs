@@ -43,7 +43,11 @@ impl Follow {
     pub async fn open(state: AppState, session_id: &str, after: u64) -> Result<Self, ApiError> {
         let session = existing_session(&state, session_id).await?;
         let finished = session.status.is_terminal() && session.last_sequence <= after;
-        let address = SessionAddress::root(session_id);
+        // A child session's keys are in its root's slot.
+        let address = SessionAddress {
+            root_session_id: session.root_session_id.clone(),
+            session_id: session_id.to_owned(),
+        };
         let feed = state
             .streams
             .subscribe(&state.store, &address)

@@ -11,17 +11,19 @@ use baton_activities::{
     AgentActivities,
     io::{
         ActivityPolicy, DeadlineCheck, DeadlineInput, DeadlineOutcome, DeadlineStart, FailInput,
-        RunInput, RunOutcome, StepInput, StepPlan, SuspendedRun, ToolInput,
+        RunInput, RunOutcome, StepInput, StepPlan, SubAgentEnd, SuspendedRun, ToolInput,
     },
 };
 use baton_core::ErrorCode;
+
+mod tree;
 use std::time::{Duration, UNIX_EPOCH};
 use temporalio_common::RetryPolicy;
 use temporalio_macros::{workflow, workflow_methods};
 use temporalio_sdk::{
     ActivityExecutionError, ActivityOptions, ApplicationFailure, ChildWorkflowOptions,
     LocalActivityOptions, ParentClosePolicy, WorkflowContext, WorkflowResult, WorkflowTermination,
-    workflows::join_all,
+    workflows::{join, join_all},
 };
 
 /// The agent-run workflow. Its id is `agent__<agentType>__<sessionId>` for a session's first run.
@@ -36,10 +38,17 @@ impl AgentRunWorkflow {
         ctx: &mut WorkflowContext<Self>,
         input: RunInput,
     ) -> WorkflowResult<RunOutcome> {
-        match run_steps(ctx, &input).await {
+        let outcome = match run_steps(ctx, &input).await {
             Ok(outcome) => Ok(outcome),
             Err(failure) => fail(ctx, &input, failure).await,
+        };
+        // A child's end answers its parent if the parent is suspended on it (a suspended child
+        // is answered later, by its own resumed run).
+        let is_child = input.address.session_id != input.address.root_session_id;
+        if is_child && !matches!(outcome, Ok(RunOutcome::Suspended { .. })) {
+            tree::report_to_parent(ctx, &input).await;
         }
+        outcome
     }
 }
 
@@ -100,11 +109,13 @@ async fn run_steps(
             }
             StepPlan::RunTools {
                 tool_call_ids,
+                sub_agent_call_ids,
                 then_suspend,
                 then_finish,
             } => {
+                let shared: &WorkflowContext<AgentRunWorkflow> = ctx;
                 let calls = tool_call_ids.into_iter().map(|tool_call_id| {
-                    ctx.execute_activity(
+                    shared.execute_activity(
                         AgentActivities::execute_tool,
                         ToolInput {
                             step: step.clone(),
@@ -113,10 +124,25 @@ async fn run_steps(
                         tool_options(input),
                     )
                 });
-                if let Some(error) = join_all(calls).await.into_iter().find_map(Result::err) {
+                let children = sub_agent_call_ids
+                    .into_iter()
+                    .map(|tool_call_id| tree::run_sub_agent(shared, input, &step, tool_call_id));
+                let (tools, children) = join!(join_all(calls), join_all(children));
+                if let Some(error) = tools.into_iter().find_map(Result::err) {
                     return Err(Failure::of_activity(&step, &error, ErrorCode::ToolFailed));
                 }
-                if then_suspend {
+                let mut awaiting_child = false;
+                for child in children {
+                    match child {
+                        Ok(end) => awaiting_child |= end == SubAgentEnd::AwaitingChild,
+                        Err(error) => {
+                            return Err(Failure::of_activity(&step, &error, ErrorCode::Internal));
+                        }
+                    }
+                }
+                // A suspended child suspends the parent's step too, awaiting it.
+                let then_finish = then_finish && !awaiting_child;
+                if then_suspend || awaiting_child {
                     let suspended = ctx
                         .execute_local_activity(
                             AgentActivities::commit_suspended_step,
@@ -125,6 +151,9 @@ async fn run_steps(
                         )
                         .await
                         .map_err(|e| Failure::of_activity(&step, &e, ErrorCode::Internal))?;
+                    if awaiting_child {
+                        tree::recheck_children(ctx, input).await;
+                    }
                     return suspend(ctx, input, &step, suspended).await;
                 }
                 if then_finish {
@@ -320,7 +349,7 @@ fn tool_options(input: &RunInput) -> ActivityOptions {
         .build()
 }
 
-fn commit_options(input: &RunInput) -> LocalActivityOptions {
+pub(crate) fn commit_options(input: &RunInput) -> LocalActivityOptions {
     LocalActivityOptions::builder()
         .start_to_close_timeout(input.policy.commit_timeout)
         .retry_policy(retries(&input.policy, input.policy.commit_attempts))

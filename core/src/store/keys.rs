@@ -32,6 +32,22 @@ pub(crate) enum Key {
     OpenDeadlines,
     /// Hash: the session's submit token bucket.
     SubmitBucket,
+    /// Hash: toolCallId → the child session a sub-agent call started.
+    Children,
+    /// Set on the root session: every descendant session of the tree.
+    Tree,
+    /// The parent's state hash, for the scripts that span a child and its parent.
+    ParentState,
+    /// The parent's stream.
+    ParentStream,
+    /// The parent's `children` hash.
+    ParentChildren,
+    /// The parent's `pending` hash.
+    ParentPending,
+    /// The parent's `answers` hash.
+    ParentAnswers,
+    /// The parent's `openDeadlines` sorted set.
+    ParentOpenDeadlines,
 }
 
 impl Key {
@@ -51,13 +67,33 @@ impl Key {
             Self::Completed => "completed",
             Self::OpenDeadlines => "openDeadlines",
             Self::SubmitBucket => "submitBucket",
+            Self::Children | Self::ParentChildren => "children",
+            Self::ParentPending => "pending",
+            Self::ParentAnswers => "answers",
+            Self::ParentOpenDeadlines => "openDeadlines",
+            Self::Tree => "tree",
+            Self::ParentState => "state",
+            Self::ParentStream => "stream",
         }
+    }
+
+    /// Whether the key belongs to the parent of the session a script is given.
+    pub(crate) fn on_parent(self) -> bool {
+        matches!(
+            self,
+            Self::ParentState
+                | Self::ParentStream
+                | Self::ParentChildren
+                | Self::ParentPending
+                | Self::ParentAnswers
+                | Self::ParentOpenDeadlines
+        )
     }
 
     /// Whether the key belongs to the root of the session tree rather than to the session:
     /// a submit finds a call's owner there, whichever session of the tree it names.
     fn on_root(self) -> bool {
-        matches!(self, Self::Ownership | Self::Completed)
+        matches!(self, Self::Ownership | Self::Completed | Self::Tree)
     }
 
     /// The full key of `address`'s (or its root's) `self` under `prefix`. The braces make the

@@ -29,6 +29,7 @@ mod stream;
 mod suspension;
 mod sweep;
 mod tool_start;
+mod tree;
 mod types;
 mod usage;
 
@@ -40,8 +41,10 @@ pub use stop::Stopped;
 pub use stream::Subscriber;
 pub use suspension::{Answer, StoredAnswer, SubmitOutcome, approval_id};
 pub use sweep::QuietRun;
+pub use tree::{ChildEnd, ChildRun, NewChild, ParentReport};
 pub use types::{
-    Checkpoint, NewRun, PendingCall, PendingKind, RunRef, SessionAddress, StepRef, Written,
+    Checkpoint, NO_DEADLINE, NewRun, PendingCall, PendingKind, RunRef, SessionAddress, StepRef,
+    Written,
 };
 
 use crate::chunk::ChunkHeader;

@@ -3,6 +3,10 @@
 -- is a JSON object without its opening brace; the sequence goes in front.
 local state_key = KEYS[1]
 local stream_key = KEYS[2]
+-- Every invocation also passes, after the keys its script declares, the state hash and the stream
+-- of the session tree's root (the session's own for a root): a child's chunks are copied there.
+local root_state_key = KEYS[#KEYS - 1]
+local root_stream_key = KEYS[#KEYS]
 
 -- The statuses of a session that has ended: no run executes and none waits for answers.
 local ended_statuses = { completed = true, failed = true, interrupted = true }
@@ -11,20 +15,45 @@ local function is_ended(status)
   return ended_statuses[status] == true
 end
 
+-- Appends a sequenced chunk to one stream, trimmed to its session's maxChunks (0 or unset: all).
+local function append_chunk(state, stream, body, max)
+  local seq = redis.call('HINCRBY', state, 'lastSequence', 1)
+  local chunk = '{"sequence":' .. seq .. ',' .. body
+  if max == nil then max = tonumber(redis.call('HGET', state, 'maxChunks') or '0') or 0 end
+  if max > 0 then
+    redis.call('XADD', stream, 'MAXLEN', max, seq .. '-0', 'c', chunk)
+  else
+    redis.call('XADD', stream, seq .. '-0', 'c', chunk)
+  end
+  return seq
+end
+
+-- The chunk types a child keeps to its own stream: on the root's, the parent's subagent_end
+-- and the root's own suspended chunk say the same, and a follower of the root stops at them.
+local own_stream_only = { ['end'] = true, suspended = true }
+
+-- Appends a chunk to the stream of the session whose state hash is `state` (another session of
+-- the tree, for the scripts that span two) and, for a session below the root, a copy to the
+-- root's stream under the root's next sequence (the chunk keeps its agentId, so a follower of
+-- the root can tell the sessions apart). Returns the session's own sequence.
+local function emit_on(state, stream, body, max)
+  local seq = append_chunk(state, stream, body, max)
+  if state ~= root_state_key then
+    -- The body starts with the header (ids without quotes inside), then the type tag.
+    local kind = string.match(body, '^"streamId":"[^"]*","sessionId":"[^"]*","agentId":"[^"]*",'
+      .. '"runId":"[^"]*","timestamp":%d+,"type":"([%w_]+)"')
+    if not own_stream_only[kind] then append_chunk(root_state_key, root_stream_key, body, nil) end
+  end
+  return seq
+end
+
 -- A session keeps at most maxChunks chunks (0 or unset: all); the oldest are trimmed.
 local max_chunks = nil
 local function emit(body)
-  local seq = redis.call('HINCRBY', state_key, 'lastSequence', 1)
-  local chunk = '{"sequence":' .. seq .. ',' .. body
   if max_chunks == nil then
     max_chunks = tonumber(redis.call('HGET', state_key, 'maxChunks') or '0') or 0
   end
-  if max_chunks > 0 then
-    redis.call('XADD', stream_key, 'MAXLEN', max_chunks, seq .. '-0', 'c', chunk)
-  else
-    redis.call('XADD', stream_key, seq .. '-0', 'c', chunk)
-  end
-  return seq
+  return emit_on(state_key, stream_key, body, max_chunks)
 end
 
 -- An ended session's keys expire after the retention (ms, as text; '0' keeps them): set by the

@@ -8,13 +8,13 @@ use crate::session::{Continuation, Status};
 use redis::{ErrorKind, FromRedisValue, RedisError, RedisResult, Value as RedisValue};
 
 /// A reply split into its tag and the values after it.
-struct Reply {
-    tag: String,
+pub(super) struct Reply {
+    pub(super) tag: String,
     rest: Vec<RedisValue>,
 }
 
 impl Reply {
-    fn parse(value: &RedisValue) -> RedisResult<Self> {
+    pub(super) fn parse(value: &RedisValue) -> RedisResult<Self> {
         let mut items: Vec<RedisValue> = FromRedisValue::from_redis_value(value)?;
         if items.is_empty() {
             return Err(unexpected("an empty reply"));
@@ -24,7 +24,7 @@ impl Reply {
     }
 
     /// The value at `index` after the tag.
-    fn value<T: FromRedisValue>(&self, index: usize) -> RedisResult<T> {
+    pub(super) fn value<T: FromRedisValue>(&self, index: usize) -> RedisResult<T> {
         let value = self
             .rest
             .get(index)
@@ -38,11 +38,11 @@ impl Reply {
     }
 
     /// The run guard's refusal this reply names, or the error for a tag the script never gives.
-    fn refusal(&self) -> RedisResult<Refusal> {
+    pub(super) fn refusal(&self) -> RedisResult<Refusal> {
         Refusal::parse(&self.tag).ok_or_else(|| self.unexpected())
     }
 
-    fn unexpected(&self) -> RedisError {
+    pub(super) fn unexpected(&self) -> RedisError {
         unexpected(format!("unexpected reply {:?}", self.tag))
     }
 }

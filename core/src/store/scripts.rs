@@ -13,7 +13,8 @@ pub(super) struct StoreScript {
     /// The script's own text, without the prelude.
     #[cfg_attr(not(test), allow(dead_code))]
     pub(super) source: &'static str,
-    /// `KEYS[1]`, `KEYS[2]`, … in order: always the state and the stream first (the prelude's).
+    /// `KEYS[1]`, `KEYS[2]`, … in order: always the state and the stream first (the prelude's);
+    /// every invocation adds the root's state and stream after them.
     pub(super) keys: &'static [Key],
     script: LazyLock<redis::Script>,
 }
@@ -145,10 +146,40 @@ pub(super) static TAKE_TOKEN: StoreScript =
     store_script!("take_token", [State, Stream, SubmitBucket]);
 pub(super) static SNAPSHOT: StoreScript =
     store_script!("snapshot", [State, Stream, Messages, Checkpoints]);
+pub(super) static START_CHILD: StoreScript = store_script!(
+    "start_child",
+    [
+        State,
+        Stream,
+        Messages,
+        Checkpoints,
+        Tree,
+        ParentState,
+        ParentStream,
+        ParentChildren,
+    ]
+);
+pub(super) static REPORT_TO_PARENT: StoreScript = store_script!(
+    "report_to_parent",
+    [
+        State,
+        Stream,
+        ParentState,
+        ParentStream,
+        ParentPending,
+        ParentAnswers,
+        ParentOpenDeadlines,
+    ]
+);
+
+pub(super) static QUEUE_MESSAGE: StoreScript = store_script!("queue_message", [State, Stream]);
 
 /// Every script, for the tests that read their text.
 #[cfg(test)]
-static ALL: [&StoreScript; 16] = [
+static ALL: [&StoreScript; 19] = [
+    &QUEUE_MESSAGE,
+    &START_CHILD,
+    &REPORT_TO_PARENT,
     &CREATE_SESSION,
     &RELEASE_CLAIM,
     &MARK_TOOL_STARTED,
@@ -171,10 +202,26 @@ impl StoreScript {
     /// An invocation of the script on `address`'s keys (each root key on its root); the caller
     /// adds the arguments.
     pub(super) fn on(&self, store: &Store, address: &SessionAddress) -> Invocation<'_> {
+        self.on_child(store, address, address)
+    }
+
+    /// An invocation of a script spanning a child and its parent: the parent's keys (see
+    /// [`Key::on_parent`]) are `parent`'s, the others the child's.
+    pub(super) fn on_child(
+        &self,
+        store: &Store,
+        child: &SessionAddress,
+        parent: &SessionAddress,
+    ) -> Invocation<'_> {
         let mut inner = self.script.prepare_invoke();
         for key in self.keys {
+            let address = if key.on_parent() { parent } else { child };
             inner.key(store.key(address, *key));
         }
+        // The prelude's last two keys: the tree root's state and stream (see `emit_on`).
+        let root = SessionAddress::root(&child.root_session_id);
+        inner.key(store.key(&root, Key::State));
+        inner.key(store.key(&root, Key::Stream));
         Invocation {
             name: self.name,
             inner,
@@ -213,9 +260,10 @@ mod tests {
 
     const PRELUDE: &str = include_str!("prelude.lua");
 
-    /// The Lua local that names `key`: `pendingRun` is `pending_run_key`.
+    /// The Lua local that names `key`: `pendingRun` is `pending_run_key`, the parent's state
+    /// `parent_state_key`.
     fn lua_name(key: Key) -> String {
-        let mut name = String::new();
+        let mut name = String::from(if key.on_parent() { "parent_" } else { "" });
         for c in key.name().chars() {
             if c.is_ascii_uppercase() {
                 name.push('_');

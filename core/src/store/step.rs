@@ -194,8 +194,19 @@ impl Store {
         step: StepRef<'_>,
         result: &ToolResult,
     ) -> Result<Written, Error> {
+        self.stage_tool_result_reporting(step, result, &[]).await
+    }
+
+    /// Like [`Self::stage_tool_result`], and writes `then` after the `tool_end` chunk.
+    pub(super) async fn stage_tool_result_reporting(
+        &self,
+        step: StepRef<'_>,
+        result: &ToolResult,
+        then: &[ChunkKind],
+    ) -> Result<Written, Error> {
+        let header = self.header(step.run());
         let body = encode_unsequenced(
-            &self.header(step.run()),
+            &header,
             &ChunkKind::tool_end(
                 step.step,
                 &result.tool_call_id,
@@ -203,15 +214,17 @@ impl Store {
                 &result.outcome,
             ),
         );
-        let reply: WriteReply = STAGE_TOOL_RESULT
-            .on(self, step.address)
+        let mut invocation = STAGE_TOOL_RESULT.on(self, step.address);
+        invocation
             .arg(step.run_id)
             .arg(step.step)
             .arg(&result.tool_call_id)
             .arg(to_json(&Message::Tool(result.clone())))
-            .arg(body)
-            .run(self)
-            .await?;
+            .arg(body);
+        for kind in then {
+            invocation.arg(encode_unsequenced(&header, kind));
+        }
+        let reply: WriteReply = invocation.run(self).await?;
         reply.into_written(step.run_id, |detail| {
             self.inconsistent(step.address, detail)
         })

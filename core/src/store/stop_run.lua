@@ -41,7 +41,10 @@ for i = first_call, #ARGV, 4 do
   redis.call('HDEL', pending_key, id)
   redis.call('HDEL', pending_run_key, id)
   redis.call('HDEL', answers_key, id)
-  redis.call('HDEL', ownership_key, id)
+  -- A call of a session below the root keeps its ownership entry (on the root): a late submit
+  -- names the root, and the entry routes it to this session, whose stoppedCalls answer
+  -- run_stopped. It goes with the root's keys.
+  if state_key == root_state_key then redis.call('HDEL', ownership_key, id) end
   redis.call('ZREM', open_deadlines_key, id)
   closed[#closed + 1] = id
   reply[#reply + 1] = id

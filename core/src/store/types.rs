@@ -77,7 +77,14 @@ pub enum PendingKind {
     Client,
     /// A person's approval of a server tool call.
     Approval,
+    /// A sub-agent call whose child session is suspended: answered by the child when it ends,
+    /// never by a client.
+    SubAgent,
 }
+
+/// The deadline of a sub-agent call's pending entry: none of its own (the child's calls have
+/// theirs), so a far future that still fits a Lua number exactly.
+pub const NO_DEADLINE: u64 = 253_402_300_799_999;
 
 /// A call the run waits on, as stored in the owning session's `pending` hash. The run that
 /// awaits it is stored beside it (`pendingRun`), so a resume can take it over without rewriting

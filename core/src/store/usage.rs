@@ -30,8 +30,31 @@ impl Store {
         Ok(total)
     }
 
-    /// The session's usage rollup (see [`crate::usage`]), or `None` if there is no such session.
+    /// The session's usage rollup (see [`crate::usage`]): its own and that of every session its
+    /// sub-agent calls started, recursively; `None` if there is no such session.
     pub async fn usage_rollup(
+        &self,
+        address: &SessionAddress,
+    ) -> Result<Option<UsageRollup>, Error> {
+        let Some(mut rollup) = self.own_usage_rollup(address).await? else {
+            return Ok(None);
+        };
+        let mut below: Vec<String> = self.children(address).await?.into_values().collect();
+        while let Some(session_id) = below.pop() {
+            let child = SessionAddress {
+                root_session_id: address.root_session_id.clone(),
+                session_id,
+            };
+            if let Some(own) = self.own_usage_rollup(&child).await? {
+                rollup.merge(&own);
+            }
+            below.extend(self.children(&child).await?.into_values());
+        }
+        Ok(Some(rollup))
+    }
+
+    /// The session's own usage rollup, without its descendants'.
+    pub async fn own_usage_rollup(
         &self,
         address: &SessionAddress,
     ) -> Result<Option<UsageRollup>, Error> {

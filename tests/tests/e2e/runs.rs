@@ -13,10 +13,10 @@ use std::time::Duration;
 use temporalio_common::protos::temporal::api::failure::v1::failure::FailureInfo;
 
 const RUN_LIMIT: Duration = baton_tests::WAIT_LIMIT;
-const TEST_WORKER: &str = env!("CARGO_BIN_EXE_baton-test-worker");
+pub(crate) const TEST_WORKER: &str = env!("CARGO_BIN_EXE_baton-test-worker");
 
 /// A compact view of a chunk, for exact comparisons.
-fn describe(chunk: &StreamChunk) -> String {
+pub(crate) fn describe(chunk: &StreamChunk) -> String {
     match &chunk.kind {
         ChunkKind::RunStart { agent_type } => format!("run_start {agent_type}"),
         ChunkKind::StepStart { step } => format!("step_start {step}"),
@@ -50,6 +50,10 @@ fn describe(chunk: &StreamChunk) -> String {
             tool_call_ids,
         } => format!("suspended {step} {}", tool_call_ids.join(",")),
         ChunkKind::Rewind { checkpoint_id, .. } => format!("rewind {checkpoint_id}"),
+        ChunkKind::SubagentStart { sub_session_id, .. } => {
+            format!("subagent_start {sub_session_id}")
+        }
+        ChunkKind::SubagentEnd { sub_session_id, .. } => format!("subagent_end {sub_session_id}"),
         ChunkKind::End {
             status,
             output,

@@ -43,16 +43,19 @@ impl ModelArgs {
         // The only place API keys are read: from the variables the configuration names.
         let models = ProviderModels::new(|name| std::env::var(name).ok());
         let mut agents = match self.demo_model() {
-            None => vec![demo::demo_agent(), demo::demo_hitl_agent()],
+            None => demo::default_agents(),
             Some(config) => {
                 let model: Arc<dyn Model> = models
                     .build(&config)
                     .map_err(|e| anyhow::anyhow!("--model: {e}"))?;
                 tracing::info!(provider = %config.provider, model = %config.model, "demo agents use a real model");
-                vec![
+                // The sub-agent demo stays scripted: its script asks the user in a child.
+                let mut agents = vec![
                     demo::demo_agent_with(model.clone()),
                     demo::demo_hitl_agent_with(model),
-                ]
+                ];
+                agents.extend(demo::demo_tree_agents());
+                agents
             }
         };
         if let Some(path) = &self.agents {

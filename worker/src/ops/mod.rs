@@ -14,6 +14,7 @@ mod start;
 mod stop;
 mod submit;
 mod temporal;
+mod tree;
 
 pub use body_limits::{MAX_JSON_DEPTH, body_too_large, checked_body_size, checked_json_depth};
 pub use reads::{existing_session, session_snapshot, session_status, session_usage};
@@ -51,13 +52,17 @@ pub(crate) fn store_error(error: store::Error) -> ApiError {
 
 /// The address of a top-level session, if the id is well-formed.
 fn checked_address(session_id: &str) -> Result<SessionAddress, ApiError> {
-    if !ids::is_valid_name(session_id) {
+    if !ids::is_valid_session_id(session_id) {
         return Err(ApiError::new(
             ErrorCode::ValidationError,
             "malformed sessionId",
         ));
     }
-    Ok(SessionAddress::root(session_id))
+    // A child's id starts with its root's, so any session of a tree is found by its id alone.
+    Ok(SessionAddress {
+        root_session_id: ids::root_of(session_id).to_owned(),
+        session_id: session_id.to_owned(),
+    })
 }
 
 /// `session_not_found` for a session the request names.

@@ -9,15 +9,37 @@ use super::{
     start::checked_message,
     store_error,
     temporal::start_run_workflow,
+    tree,
 };
 use crate::state::AppState;
 use baton_activities::io::RunInput;
 use baton_core::{
-    ApiError, ErrorCode, Message,
+    Agent, ApiError, ErrorCode, Message,
     api::{Resume, ResumeResponse},
     ids,
     store::{Claim, NewRun, ResumeEntry, SessionAddress, Status},
 };
+
+/// The input of a run that claimed `address` after `step_count` committed steps.
+pub(super) fn resumed_run(
+    state: &AppState,
+    address: SessionAddress,
+    agent: &Agent,
+    run_id: &str,
+    stream_id: &str,
+    step_count: u32,
+) -> RunInput {
+    RunInput {
+        address,
+        agent_type: agent.name().to_owned(),
+        run_id: run_id.to_owned(),
+        stream_id: stream_id.to_owned(),
+        first_step: step_count,
+        max_steps: agent.max_steps(),
+        policy: state.policy.clone(),
+        resume: true,
+    }
+}
 
 /// Resumes a suspended session: claims it for a new run in one script (refusing a running
 /// session and a batch with calls still awaited, writing nothing), then starts the run's
@@ -38,6 +60,21 @@ pub async fn resume_session(
         expected_run_id: None,
     };
     let session = existing_session(state, session_id).await?;
+    if session.session_id != session.root_session_id {
+        // A tree goes on as a whole, from its root: a child resumed alone would run past the
+        // batch rule of the tree.
+        return Err(ApiError::new(
+            ErrorCode::ValidationError,
+            format!(
+                "session {} is a sub-agent's; resume its root session {}",
+                session.session_id, session.root_session_id
+            ),
+        ));
+    }
+    let continues = !matches!(resume, Resume::FromCheckpoint { .. });
+    if continues && let Some(resumed) = tree::resume_tree(state, &session, &entry).await? {
+        return Ok(resumed);
+    }
     let agent = state.registry.get(&session.agent_type).ok_or_else(|| {
         ApiError::new(
             ErrorCode::UnknownAgentType,
@@ -97,16 +134,14 @@ pub async fn resume_session(
             ));
         }
     };
-    let input = RunInput {
+    let input = resumed_run(
+        state,
         address,
-        agent_type: agent.name().to_owned(),
-        run_id: run_id.clone(),
-        stream_id: session.stream_id.clone(),
-        first_step: step_count,
-        max_steps: agent.max_steps(),
-        policy: state.policy.clone(),
-        resume: true,
-    };
+        agent,
+        &run_id,
+        &session.stream_id,
+        step_count,
+    );
     start_run_workflow(state, &workflow_id, input).await?;
     tracing::info!(session_id = %session.session_id, %workflow_id, "session resumed");
     Ok(ResumeResponse {

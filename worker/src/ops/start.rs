@@ -57,7 +57,12 @@ pub async fn start_session(
     let chosen = request.session_id.is_some();
     let session_id = match request.session_id {
         Some(chosen) => {
-            checked_address(&chosen)?;
+            if checked_address(&chosen)?.session_id != ids::root_of(&chosen) {
+                return Err(ApiError::new(
+                    ErrorCode::ValidationError,
+                    "a chosen sessionId may not have the form of a sub-agent's (<root>.<hex>)",
+                ));
+            }
             chosen
         }
         None => ids::new_session_id(),

@@ -1,7 +1,10 @@
 //! Stopping a session's current run, by interrupt or abort (one operation, the [`StopKind`]
 //! says which).
 
-use super::{no_session, reads::existing_session, store_error, temporal::cancel_run_workflow};
+use super::{
+    no_session, reads::existing_session, store_error, temporal::cancel_run_workflow,
+    tree::stop_descendants,
+};
 use crate::state::AppState;
 use baton_core::{
     ApiError, ErrorCode,
@@ -45,6 +48,10 @@ pub async fn stop_session(
     // between this operation's read and the stop.
     if let Some(workflow_id) = &workflow_id {
         cancel_run_workflow(state, workflow_id).await;
+    }
+    // A stop on the root stops the whole tree.
+    if session.session_id == session.root_session_id {
+        stop_descendants(state, &session, kind).await?;
     }
     tracing::info!(%session_id, %run_id, ?kind, "run stopped");
     for (tool_call_id, tool) in &closed_calls {

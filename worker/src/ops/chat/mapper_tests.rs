@@ -228,3 +228,20 @@ fn a_discarded_attempt_names_its_text_and_the_retry_goes_on_in_the_same_step() {
         ]
     );
 }
+
+#[test]
+fn a_sub_agent_start_is_a_kept_data_part_of_the_parent() {
+    let mut mapper = UiStreamMapper::new(agent(), "s", HashSet::new());
+    let out = frames(
+        &mut mapper,
+        vec![ChunkKind::SubagentStart {
+            sub_session_id: "child".into(),
+            agent_type: "helper".into(),
+            tool_call_id: "c9".into(),
+        }],
+    );
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0]["type"], "data-baton-subagent-start");
+    assert_eq!(out[0]["data"]["subSessionId"], "child");
+    assert!(out[0].get("transient").is_none());
+}

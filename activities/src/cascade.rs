@@ -1,0 +1,174 @@
+//! The cascade up a session tree: a child's run that ends answers its parent's sub-agent call
+//! when the parent is suspended on it, and the last answer of the parent's batch resumes the
+//! parent (whose own end then does the same for its parent). Each parent continues only when
+//! its children's results are in, and nothing waits in a workflow meanwhile.
+
+use crate::{
+    AgentActivities,
+    failure::Error,
+    io::{ParentNext, RunInput},
+};
+use baton_core::{
+    ErrorCode, ids,
+    store::{
+        self, Answer, ChildEnd, Claim, NewRun, ParentReport, ResumeEntry, Status, StoredAnswer,
+    },
+    subagent,
+};
+
+impl AgentActivities {
+    /// The body of `recheck_children`, after a parent's step suspended awaiting children: a
+    /// child that ended before the parent's suspension was committed found no call to answer,
+    /// so its report is made here instead (the same idempotent report, claiming the same run).
+    pub(crate) async fn report_ended_children(
+        &self,
+        parent_run: &RunInput,
+    ) -> Result<ParentNext, Error> {
+        let parent = &parent_run.address;
+        let children = self.store.children(parent).await?;
+        for (call, _run) in self.store.pending_calls(parent).await? {
+            if call.kind != store::PendingKind::SubAgent {
+                continue;
+            }
+            let Some(child_id) = children.get(&call.tool_call_id) else {
+                continue;
+            };
+            let child = store::SessionAddress {
+                root_session_id: parent.root_session_id.clone(),
+                session_id: child_id.clone(),
+            };
+            let Some(state) = self.store.session(&child).await? else {
+                continue;
+            };
+            if !state.status.is_terminal() {
+                continue;
+            }
+            let child_run = RunInput {
+                address: child,
+                agent_type: state.agent_type.clone(),
+                run_id: state.run_id.clone(),
+                stream_id: state.stream_id.clone(),
+                first_step: state.step_count,
+                max_steps: parent_run.max_steps,
+                policy: parent_run.policy.clone(),
+                resume: false,
+            };
+            if let next @ ParentNext::Resume { .. } = self.report_end_to_parent(&child_run).await? {
+                return Ok(next);
+            }
+        }
+        Ok(ParentNext::Nothing)
+    }
+
+    /// The body of `report_to_parent`, after a child's run has ended.
+    pub(crate) async fn report_end_to_parent(&self, input: &RunInput) -> Result<ParentNext, Error> {
+        let child = &input.address;
+        let Some((parent, tool_call_id)) = self.store.parent_of(child).await? else {
+            return Ok(ParentNext::Nothing);
+        };
+        let Some(state) = self.store.session(child).await? else {
+            return Ok(ParentNext::Nothing);
+        };
+        if !state.status.is_terminal() {
+            return Ok(ParentNext::Nothing);
+        }
+        let Some(parent_state) = self.store.session(&parent).await? else {
+            return Ok(ParentNext::Nothing);
+        };
+        let parent_agent = self.agent(&parent_state.agent_type)?;
+        let tool_name = subagent::tool_name(&input.agent_type);
+        let sub_agent = parent_agent.sub_agent(&tool_name).ok_or_else(|| {
+            Error::typed(
+                ErrorCode::Internal,
+                format!(
+                    "{} has no sub-agent {}",
+                    parent_agent.name(),
+                    input.agent_type
+                ),
+            )
+        })?;
+        let Some((status, outcome)) = super::subagent::child_outcome(sub_agent, &state) else {
+            return Ok(ParentNext::Nothing);
+        };
+        let answer = StoredAnswer {
+            answer: Answer::Outcome { outcome },
+            submitted_at: store::now_ms(),
+        };
+        let output = match status {
+            baton_core::chunk::EndStatus::Completed => state.output.as_deref(),
+            _ => None,
+        };
+        let report = self
+            .store
+            .report_to_parent(
+                input.step(state.step_count).run_ref(),
+                &parent,
+                &answer,
+                ChildEnd {
+                    child_session_id: &child.session_id,
+                    tool_call_id: &tool_call_id,
+                    status,
+                    output,
+                },
+            )
+            .await?;
+        let ParentReport::Answered {
+            parent_status,
+            parent_run_id,
+            open_calls,
+        } = report
+        else {
+            return Ok(ParentNext::Nothing);
+        };
+        let run_id = subagent::parent_resume_run_id(&parent.session_id, &parent_run_id);
+        let already_claimed = parent_status == Status::Active && parent_run_id == run_id;
+        if open_calls > 0 || !(parent_status == Status::SuspendedClientTool || already_claimed) {
+            return Ok(ParentNext::Nothing);
+        }
+        let workflow_id = ids::resume_workflow_id(parent_agent.name(), &parent.session_id, &run_id);
+        let step_count = if already_claimed {
+            parent_state.step_count
+        } else {
+            let claim = self
+                .store
+                .claim_resume(
+                    &parent,
+                    NewRun {
+                        agent_type: parent_agent.name(),
+                        stream_id: &parent_state.stream_id,
+                        run_id: &run_id,
+                        workflow_id: &workflow_id,
+                    },
+                    &ResumeEntry {
+                        expected_run_id: Some(parent_run_id),
+                        ..ResumeEntry::default()
+                    },
+                )
+                .await?;
+            match claim {
+                Claim::Claimed { step_count } => step_count,
+                // Resumed or stopped meanwhile (a resume on the root, a deadline): not ours.
+                _ => return Ok(ParentNext::Nothing),
+            }
+        };
+        tracing::info!(
+            session = %parent.session_id,
+            child = %child.session_id,
+            %run_id,
+            "the last child's answer resumes its parent"
+        );
+        Ok(ParentNext::Resume {
+            run: Box::new(RunInput {
+                address: parent,
+                agent_type: parent_agent.name().to_owned(),
+                run_id,
+                stream_id: parent_state.stream_id,
+                first_step: step_count,
+                max_steps: parent_agent.max_steps(),
+                policy: input.policy.clone(),
+                resume: true,
+            }),
+            workflow_id,
+        })
+    }
+}

@@ -1,0 +1,187 @@
+//! Sub-agent calls: starting the child session of a call (the workflow then runs the child as a
+//! child workflow) and, once the child's workflow has ended, turning how the child ended into the
+//! call's result. The parent reads nothing of the child but its status, output and error.
+
+use crate::{
+    AgentActivities,
+    failure::Error,
+    io::{ChildStart, SubAgentEnd, SubAgentStart, ToolInput},
+};
+use baton_core::{
+    ErrorCode, Message, ToolError,
+    chunk::EndStatus,
+    ids,
+    message::{ToolOutcome, ToolResult},
+    store::{ChildEnd, NewChild, SessionAddress, SessionState, Status},
+    subagent::{self, SubAgent},
+    tool::codes,
+};
+
+impl AgentActivities {
+    /// The body of `start_sub_agent`: creates the child session of the call (once), or stages
+    /// the call's error when its input is bad.
+    pub(crate) async fn start_child_of(&self, input: &ToolInput) -> Result<SubAgentStart, Error> {
+        let step = &input.step;
+        if self
+            .store
+            .has_staged_tool_result(step.step_ref(), &input.tool_call_id)
+            .await?
+        {
+            return Ok(SubAgentStart::Answered);
+        }
+        let call = self.staged_call(step, &input.tool_call_id).await?;
+        let agent = self.agent(&step.agent_type)?;
+        let Some(sub_agent) = agent.sub_agent(&call.name) else {
+            let error = ToolError::new(
+                codes::UNKNOWN_TOOL,
+                format!("there is no tool named {:?}", call.name),
+            );
+            self.stage_outcome(step, &call, ToolOutcome::Error(error))
+                .await?;
+            return Ok(SubAgentStart::Answered);
+        };
+        let message = match sub_agent.first_message(&call.arguments) {
+            Ok(message) => message,
+            Err(error) => {
+                self.stage_outcome(step, &call, ToolOutcome::Error(error))
+                    .await?;
+                return Ok(SubAgentStart::Answered);
+            }
+        };
+        let child_agent = self.agent(sub_agent.agent_type())?;
+        let child = subagent::child_address(&step.address, &call.id);
+        let workflow_id = ids::first_run_workflow_id(child_agent.name(), &child.session_id);
+        let mut messages = Vec::with_capacity(2);
+        if !child_agent.system_prompt().is_empty() {
+            messages.push(Message::system(child_agent.system_prompt()));
+        }
+        messages.push(Message::user(message));
+        let run = self
+            .store
+            .start_child(NewChild {
+                parent: step.step_ref(),
+                tool_call_id: &call.id,
+                child: &child,
+                agent_type: child_agent.name(),
+                run_id: &ids::new_run_id(),
+                stream_id: &ids::new_session_id(),
+                workflow_id: &workflow_id,
+                messages: &messages,
+            })
+            .await?;
+        tracing::info!(
+            session = %step.address.session_id,
+            child = %child.session_id,
+            agent = child_agent.name(),
+            created = run.created,
+            "sub-agent started"
+        );
+        Ok(SubAgentStart::Started(ChildStart {
+            address: child,
+            agent_type: child_agent.name().to_owned(),
+            run_id: run.run_id,
+            stream_id: run.stream_id,
+            max_steps: child_agent.max_steps(),
+            workflow_id,
+        }))
+    }
+
+    /// The body of `finish_sub_agent`: stages the call's result from how the child ended (its
+    /// output, checked against the sub-agent's output schema, or its error), or says that the
+    /// child is suspended.
+    pub(crate) async fn finish_child_of(&self, input: &ToolInput) -> Result<SubAgentEnd, Error> {
+        let step = &input.step;
+        if self
+            .store
+            .has_staged_tool_result(step.step_ref(), &input.tool_call_id)
+            .await?
+        {
+            return Ok(SubAgentEnd::Answered);
+        }
+        let call = self.staged_call(step, &input.tool_call_id).await?;
+        let children = self.store.children(&step.address).await?;
+        let child_id = children.get(&call.id).ok_or_else(|| {
+            Error::typed(
+                ErrorCode::Internal,
+                format!("sub-agent call {} started no child", call.id),
+            )
+        })?;
+        let child = SessionAddress {
+            root_session_id: step.address.root_session_id.clone(),
+            session_id: child_id.clone(),
+        };
+        let state =
+            self.store.session(&child).await?.ok_or_else(|| {
+                Error::typed(ErrorCode::SessionNotFound, "the child session is gone")
+            })?;
+        let agent = self.agent(&step.agent_type)?;
+        let sub_agent = agent.sub_agent(&call.name).ok_or_else(|| {
+            Error::typed(
+                ErrorCode::Internal,
+                format!("{} is not a sub-agent", call.name),
+            )
+        })?;
+        let Some((status, outcome)) = child_outcome(sub_agent, &state) else {
+            return Ok(SubAgentEnd::AwaitingChild);
+        };
+        let result = ToolResult {
+            tool_call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+            outcome,
+        };
+        let output = match status {
+            EndStatus::Completed => state.output.as_deref(),
+            _ => None,
+        };
+        self.store
+            .stage_sub_agent_result(
+                step.step_ref(),
+                &result,
+                ChildEnd {
+                    child_session_id: &child.session_id,
+                    tool_call_id: &call.id,
+                    status,
+                    output,
+                },
+            )
+            .await?;
+        Ok(SubAgentEnd::Answered)
+    }
+}
+
+/// How a child's state answers its parent's call: its output (checked against the sub-agent's
+/// output schema) or its error, with the status `subagent_end` reports; `None` while the child
+/// has not ended (suspended, or resumed by its deadline).
+pub(crate) fn child_outcome(
+    sub_agent: &SubAgent,
+    state: &SessionState,
+) -> Option<(EndStatus, ToolOutcome)> {
+    Some(match state.status {
+        Status::SuspendedClientTool => return None,
+        Status::Completed => {
+            let output = state.output.as_deref().unwrap_or_default();
+            let outcome = match sub_agent.result_of(output) {
+                Ok(value) => ToolOutcome::Result(value),
+                Err(error) => ToolOutcome::Error(error),
+            };
+            (EndStatus::Completed, outcome)
+        }
+        Status::Failed => {
+            let error = state.error.clone().map_or_else(
+                || ToolError::new(codes::TOOL_FAILED, "the sub-agent failed"),
+                |error| ToolError::new(error.code.as_str(), error.message),
+            );
+            (EndStatus::Failed, ToolOutcome::Error(error))
+        }
+        Status::Interrupted => (
+            EndStatus::Interrupted,
+            ToolOutcome::Error(ToolError::new(
+                codes::SUB_AGENT_INTERRUPTED,
+                "the sub-agent was interrupted before it answered",
+            )),
+        ),
+        // Its first workflow has ended, yet a run holds it: a deadline resumed it already. Its
+        // end answers the parent, like a suspended child's.
+        Status::Active => return None,
+    })
+}

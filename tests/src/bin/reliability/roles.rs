@@ -1,0 +1,84 @@
+//! The Baton processes of the campaign: `reliability role server` serves the HTTP API and
+//! `reliability role worker` the Temporal worker, with the campaign's agents, configured by the
+//! environment its parent sets. They use the same library entry points as `batond`.
+
+use baton_core::Store;
+use baton_worker::{
+    AppState, ServerOptions, TemporalSettings, connect_temporal, metrics::Metrics, run_worker,
+};
+use tokio_util::sync::CancellationToken;
+
+pub const REDIS_URL: &str = "RELIABILITY_REDIS_URL";
+pub const TEMPORAL_ADDRESS: &str = "RELIABILITY_TEMPORAL_ADDRESS";
+pub const TASK_QUEUE: &str = "RELIABILITY_TASK_QUEUE";
+pub const KEY_PREFIX: &str = "RELIABILITY_KEY_PREFIX";
+pub const LISTEN_PORT: &str = "RELIABILITY_LISTEN_PORT";
+pub const RESUME_ON_SUBMIT: &str = "RELIABILITY_RESUME_ON_SUBMIT";
+
+fn variable(name: &str) -> anyhow::Result<String> {
+    std::env::var(name).map_err(|_| anyhow::anyhow!("{name} is not set"))
+}
+
+fn temporal() -> anyhow::Result<TemporalSettings> {
+    Ok(TemporalSettings {
+        address: variable(TEMPORAL_ADDRESS)?,
+        namespace: "default".to_owned(),
+    })
+}
+
+/// Runs the role named on the command line until the process is killed.
+pub async fn run(role: &str) -> anyhow::Result<()> {
+    // JSON lines, as `batond --log-format json` writes them: the campaign reads the client-call
+    // events back from the process logs. The metrics layer counts the same events.
+    use tracing_subscriber::{Layer, layer::SubscriberExt, util::SubscriberInitExt};
+    let metrics = Metrics::default();
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| "info,temporalio_sdk_core=warn".into());
+    tracing_subscriber::registry()
+        .with(
+            tracing_subscriber::fmt::layer()
+                .json()
+                .flatten_event(true)
+                .with_filter(filter),
+        )
+        .with(metrics.client_calls.layer())
+        .init();
+    let store = Store::connect(&variable(REDIS_URL)?, variable(KEY_PREFIX)?).await?;
+    let temporal = connect_temporal(&temporal()?).await?;
+    let task_queue = variable(TASK_QUEUE)?;
+    match role {
+        "worker" => {
+            run_worker(
+                temporal,
+                baton_tests::test_worker_settings(&task_queue),
+                store,
+                crate::agents::registry(),
+                CancellationToken::new(),
+            )
+            .await
+        }
+        "server" => {
+            let state = AppState {
+                store,
+                registry: crate::agents::registry(),
+                temporal,
+                task_queue,
+                policy: baton_tests::test_policy(),
+                streams: Default::default(),
+                metrics,
+                options: ServerOptions {
+                    auth: baton_worker::auth::Auth::AllowUnauthenticated,
+                    // The campaign's submits must never meet the rate limit: it measures loss.
+                    submits_per_minute: None,
+                    resume_on_submit: !variable(RESUME_ON_SUBMIT)?.is_empty(),
+                    ..Default::default()
+                },
+            };
+            let port: u16 = variable(LISTEN_PORT)?.parse()?;
+            let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+            baton_worker::serve(listener, state, std::future::pending()).await?;
+            Ok(())
+        }
+        other => anyhow::bail!("unknown role {other}"),
+    }
+}

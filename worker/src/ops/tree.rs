@@ -1,0 +1,214 @@
+//! Operations on a whole session tree, through its root: a `continue` resume that applies the
+//! batch rule across the tree and resumes its deepest ready sessions first (each parent then
+//! continues when its children's results are in), and a stop that stops every session of it.
+
+use super::{
+    already_running,
+    resume::resumed_run,
+    store_error,
+    temporal::{cancel_run_workflow, start_run_workflow},
+};
+use crate::state::AppState;
+use baton_core::{
+    ApiError, ErrorCode,
+    api::ResumeResponse,
+    ids,
+    store::{
+        Claim, NewRun, PendingKind, ResumeEntry, SessionAddress, SessionState, Status, StopKind,
+        now_ms,
+    },
+};
+use std::collections::HashMap;
+
+/// The sessions of the tree rooted at `root` (the root first), each with its depth.
+async fn tree_states(
+    state: &AppState,
+    root: &SessionState,
+) -> Result<Vec<(SessionAddress, SessionState, usize)>, ApiError> {
+    let root_address = SessionAddress::root(&root.session_id);
+    let members = state
+        .store
+        .tree_sessions(&root_address)
+        .await
+        .map_err(store_error)?;
+    let mut parents = HashMap::new();
+    let mut sessions = vec![(root_address.clone(), root.clone())];
+    for member in members {
+        let address = SessionAddress {
+            root_session_id: root.session_id.clone(),
+            session_id: member,
+        };
+        if let Some((parent, _call)) = state.store.parent_of(&address).await.map_err(store_error)? {
+            parents.insert(address.session_id.clone(), parent.session_id);
+        }
+        if let Some(session) = state.store.session(&address).await.map_err(store_error)? {
+            sessions.push((address, session));
+        }
+    }
+    let depth = |id: &str| {
+        let mut depth = 0;
+        let mut current = parents.get(id);
+        while let Some(parent) = current {
+            depth += 1;
+            current = parents.get(parent.as_str());
+        }
+        depth
+    };
+    Ok(sessions
+        .into_iter()
+        .map(|(address, session)| {
+            let depth = depth(&address.session_id);
+            (address, session, depth)
+        })
+        .collect())
+}
+
+/// Resumes a suspended tree from its root (`continue`): refused, writing nothing, while any call
+/// of the tree is neither answered nor past its deadline (`state_not_resumable`, naming them);
+/// else every suspended session whose batch is complete is claimed and resumed, the deepest
+/// first. `None` when no descendant of the root is suspended: the root resumes on its own.
+///
+/// With a message (`with_message`), the message waits on the root for its resumed run, which
+/// appends it after the drained results. With `abandonPending` too, the descendants' runs are
+/// stopped (their calls answer `run_stopped`) and `None` lets the root resume on its own,
+/// abandoning its calls.
+pub(super) async fn resume_tree(
+    state: &AppState,
+    root: &SessionState,
+    entry: &ResumeEntry,
+) -> Result<Option<ResumeResponse>, ApiError> {
+    let sessions = tree_states(state, root).await?;
+    let mut suspended: Vec<_> = sessions
+        .into_iter()
+        .filter(|(_, session, _)| session.status == Status::SuspendedClientTool)
+        .collect();
+    if !suspended.iter().any(|(_, _, depth)| *depth > 0) {
+        return Ok(None);
+    }
+    if entry.abandon_pending {
+        stop_descendants(state, root, StopKind::Interrupt).await?;
+        return Ok(None);
+    }
+    let now = now_ms();
+    let mut open = Vec::new();
+    for (address, _, _) in &suspended {
+        let answers = state.store.answers(address).await.map_err(store_error)?;
+        let pending = state
+            .store
+            .pending_calls(address)
+            .await
+            .map_err(store_error)?;
+        open.extend(
+            pending
+                .into_iter()
+                .map(|(call, _run)| call)
+                .filter(|call| {
+                    call.kind != PendingKind::SubAgent
+                        && !answers.contains_key(&call.tool_call_id)
+                        && call.deadline_at > now
+                })
+                .map(|call| call.tool_call_id),
+        );
+    }
+    if !open.is_empty() {
+        open.sort();
+        return Err(ApiError::new(
+            ErrorCode::StateNotResumable,
+            format!(
+                "calls of the session tree still awaited, answer them first: {}",
+                open.join(", ")
+            ),
+        )
+        .with("awaitedToolCallIds", open));
+    }
+    if let Some(message) = &entry.message {
+        state
+            .store
+            .queue_root_message(
+                &SessionAddress::root(&root.session_id),
+                &root.run_id,
+                message,
+            )
+            .await
+            .map_err(|_| already_running())?;
+    }
+    suspended.sort_by_key(|(_, _, depth)| std::cmp::Reverse(*depth));
+    let mut first_resumed = None;
+    for (address, session, _) in suspended {
+        let Some(agent) = state.registry.get(&session.agent_type) else {
+            continue;
+        };
+        let run_id = ids::new_run_id();
+        let workflow_id = ids::resume_workflow_id(agent.name(), &address.session_id, &run_id);
+        let claim = state
+            .store
+            .claim_resume(
+                &address,
+                NewRun {
+                    agent_type: agent.name(),
+                    stream_id: &session.stream_id,
+                    run_id: &run_id,
+                    workflow_id: &workflow_id,
+                },
+                &ResumeEntry {
+                    expected_run_id: Some(session.run_id.clone()),
+                    ..ResumeEntry::default()
+                },
+            )
+            .await
+            .map_err(store_error)?;
+        // A session still awaiting its children is resumed by the last of them to end.
+        let Claim::Claimed { step_count } = claim else {
+            continue;
+        };
+        let input = resumed_run(
+            state,
+            address.clone(),
+            agent,
+            &run_id,
+            &session.stream_id,
+            step_count,
+        );
+        start_run_workflow(state, &workflow_id, input).await?;
+        tracing::info!(session_id = %address.session_id, %workflow_id, "tree session resumed");
+        first_resumed.get_or_insert((run_id, workflow_id));
+    }
+    let Some((run_id, workflow_id)) = first_resumed else {
+        return Err(already_running());
+    };
+    Ok(Some(ResumeResponse {
+        session_id: root.session_id.clone(),
+        run_id,
+        workflow_id: Some(workflow_id),
+        status: Status::Active,
+    }))
+}
+
+/// Stops every session of the tree below `root` that has not ended (after the root's own stop):
+/// a stop record on each one's run, then cancellation of its workflow. A late submit to any of
+/// their calls then answers `run_stopped`.
+pub(super) async fn stop_descendants(
+    state: &AppState,
+    root: &SessionState,
+    kind: StopKind,
+) -> Result<(), ApiError> {
+    for (address, session, depth) in tree_states(state, root).await? {
+        if depth == 0 || session.status.is_terminal() {
+            continue;
+        }
+        let stopped = state
+            .store
+            .stop_run(&address, kind)
+            .await
+            .map_err(store_error)?;
+        if let baton_core::store::Stopped::Stopped {
+            workflow_id: Some(workflow_id),
+            ..
+        } = stopped
+        {
+            cancel_run_workflow(state, &workflow_id).await;
+        }
+        tracing::info!(session_id = %address.session_id, ?kind, "tree session stopped");
+    }
+    Ok(())
+}
