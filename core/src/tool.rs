@@ -282,6 +282,22 @@ pub struct ClientTool {
     output_schema: Option<Value>,
     output_validator: Option<Arc<jsonschema::Validator>>,
     timeout: Option<std::time::Duration>,
+    render: Option<RenderHint>,
+}
+
+/// How a front end should render a client tool's call. The server only passes it on (a chat
+/// client gets it as a `data-render` part beside the tool part); it never changes what the run
+/// does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RenderHint {
+    /// A form whose fields come from the tool's output schema (what the person fills in), with
+    /// the call's input shown as the request.
+    Elicitation,
+    /// A button that connects an account (OAuth and the like); the answer says whether it did.
+    Connect,
+    /// A yes/no question; the answer is the person's choice.
+    Confirm,
 }
 
 impl std::fmt::Debug for ClientTool {
@@ -290,6 +306,7 @@ impl std::fmt::Debug for ClientTool {
             .field("spec", &self.spec)
             .field("output_schema", &self.output_schema)
             .field("timeout", &self.timeout)
+            .field("render", &self.render)
             .finish()
     }
 }
@@ -317,6 +334,7 @@ impl ClientTool {
             output_schema: None,
             output_validator: None,
             timeout: None,
+            render: None,
         })
     }
 
@@ -341,8 +359,24 @@ impl ClientTool {
         self
     }
 
+    /// How a front end should render the tool's calls.
+    pub fn render(mut self, hint: RenderHint) -> Self {
+        self.render = Some(hint);
+        self
+    }
+
     pub fn spec(&self) -> &ToolSpec {
         &self.spec
+    }
+
+    /// The render hint, if the tool declares one.
+    pub fn render_hint(&self) -> Option<RenderHint> {
+        self.render
+    }
+
+    /// The JSON Schema results must match, if the tool declares one.
+    pub fn declared_output_schema(&self) -> Option<&Value> {
+        self.output_schema.as_ref()
     }
 
     pub fn timeout_override(&self) -> Option<std::time::Duration> {

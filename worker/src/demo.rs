@@ -4,7 +4,7 @@
 use baton_core::{
     Agent, AgentRegistry, Model, ScriptedModel,
     config::ToolCatalogue,
-    tool::{ClientTool, tool},
+    tool::{ClientTool, RenderHint, tool},
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -154,26 +154,34 @@ pub struct Question {
     pub question: String,
 }
 
+/// How many times `demo_hitl`'s scripted conversation can be had in one session: each new chat
+/// turn after a finished one goes through the same three steps again, with fresh calls.
+const DEMO_HITL_ROUNDS: usize = 3;
+
 /// The human-in-the-loop demo agent, type `demo_hitl`: step 1 asks the user (a client tool,
-/// answered by whoever runs the session) while the calculator works; step 2 asks to approve a
-/// "send_postcard" call (a server tool gated by approval); step 3 answers with all of it.
+/// answered by whoever runs the session, rendered as a form by the chat page) while the
+/// calculator works; step 2 asks to approve a "send_postcard" call (a server tool gated by
+/// approval); step 3 answers with all of it. A next turn does it again.
 pub fn demo_hitl_agent() -> Agent {
-    let script = ScriptedModel::default()
-        .call_all(&[
-            (
-                "ask_user",
-                json!({"question": "What is your favourite colour?"}),
-            ),
-            ("calculator", json!({"operation": "add", "a": 40, "b": 2})),
-        ])
-        .call(
-            "send_postcard",
-            json!({"to": "Ada", "text": "Greetings from Baton"}),
-        )
-        .answer(
-            "You said {{result:ask_user}}, 40 + 2 = {{result:calculator}}, \
-             and the postcard: {{result:send_postcard}}.",
-        );
+    let mut script = ScriptedModel::default();
+    for _ in 0..DEMO_HITL_ROUNDS {
+        script = script
+            .call_all(&[
+                (
+                    "ask_user",
+                    json!({"question": "What is your favourite colour?"}),
+                ),
+                ("calculator", json!({"operation": "add", "a": 40, "b": 2})),
+            ])
+            .call(
+                "send_postcard",
+                json!({"to": "Ada", "text": "Greetings from Baton"}),
+            )
+            .answer(
+                "You said {{result:ask_user}}, 40 + 2 = {{result:calculator}}, \
+                 and the postcard: {{result:send_postcard}}.",
+            );
+    }
     demo_hitl_agent_with(script)
 }
 
@@ -186,6 +194,7 @@ fn ask_user_tool() -> ClientTool {
     )
     .and_then(|tool| tool.output_schema(json!({"type": "string"})))
     .expect("the demo's schemas are valid")
+    .render(RenderHint::Elicitation)
 }
 
 /// The human-in-the-loop demo agent, type `demo_hitl`, answering with `model`.

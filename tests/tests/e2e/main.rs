@@ -9,6 +9,7 @@ mod api;
 mod approval;
 mod at_most_once;
 mod auth;
+mod chat;
 mod config;
 mod finish;
 mod inspect;

@@ -1,9 +1,10 @@
 //! The HTTP API: an axum adapter over the operations (`crate::ops`). The router and the server
 //! are here; the handlers in `routes.rs` and `sse.rs`, the body guards in `body.rs`, the
-//! extractors in `extract.rs`, the one error response in `error.rs` and the request metrics in
-//! `metrics.rs`.
+//! extractors in `extract.rs`, the one error response in `error.rs`, the request metrics in
+//! `metrics.rs` and the chat routes for the AI SDK's `useChat` in `chat/`.
 
 mod body;
+mod chat;
 mod error;
 mod extract;
 mod metrics;
@@ -68,6 +69,7 @@ pub fn router(state: AppState) -> Router {
         .route("/usage", get(routes::usage))
         .route("/metrics", get(metrics::metrics))
         .route_layer(from_fn_with_state(state.clone(), authenticate))
+        .merge(chat::router(state.clone()))
         .route("/healthz", get(|| async { "ok" }))
         .route_layer(from_fn_with_state(state.clone(), metrics::measure))
         .with_state(state)

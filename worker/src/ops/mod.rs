@@ -5,6 +5,7 @@
 //! waits on a run.
 
 mod body_limits;
+pub mod chat;
 mod rate_limit;
 mod reads;
 mod resume;

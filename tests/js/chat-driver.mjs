@@ -1,0 +1,286 @@
+// Drives the real AbstractChat of the `ai` package against batond's chat route, as a stock
+// useChat app would, and prints one JSON summary line for the Rust end-to-end test to assert on.
+//
+//   node chat-driver.mjs <ai-6.0.0 | ai-latest> <server base URL> <scenario>
+//
+// The chat's state clones a message on every replace, as @ai-sdk/react's ChatState does: a
+// response that only pushes a step-start part never reaches the messages the predicates read.
+// Every POST body is recorded; the summary says whether any request was sent twice.
+
+const [aiPackage, base, scenario] = process.argv.slice(2);
+const ai = await import(aiPackage);
+const {
+  AbstractChat,
+  DefaultChatTransport,
+  lastAssistantMessageIsCompleteWithToolCalls: toolCallsDone,
+  lastAssistantMessageIsCompleteWithApprovalResponses: approvalsDone,
+} = ai;
+
+/** The state of @ai-sdk/react's Chat: immutable arrays, each replaced message cloned. */
+class ReactLikeState {
+  constructor(messages = []) {
+    this.messages = messages;
+    this.status = 'ready';
+    this.error = undefined;
+  }
+  pushMessage = (message) => {
+    this.messages = this.messages.concat(message);
+  };
+  popMessage = () => {
+    this.messages = this.messages.slice(0, -1);
+  };
+  replaceMessage = (index, message) => {
+    this.messages = [
+      ...this.messages.slice(0, index),
+      this.snapshot(message),
+      ...this.messages.slice(index + 1),
+    ];
+  };
+  snapshot = (value) => structuredClone(value);
+}
+
+const posts = [];
+const errors = [];
+
+/** A chat of `agent` on chat id `id`, with its own POST count. */
+function chat({ id, agent, predicate, messages }) {
+  const own = { posts: 0 };
+  const transport = new DefaultChatTransport({
+    api: `${base}/chat`,
+    body: { agent },
+    headers: { Authorization: 'Bearer test' },
+    fetch: async (url, init) => {
+      if (init?.method === 'POST') {
+        posts.push(init.body);
+        own.posts += 1;
+      }
+      return fetch(url, init);
+    },
+  });
+  const instance = new (class extends AbstractChat {})({
+    id,
+    transport,
+    state: new ReactLikeState(messages),
+    sendAutomaticallyWhen: predicate,
+    onError: (error) => errors.push(String(error.message ?? error)),
+  });
+  instance.own = own;
+  return instance;
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Waits until no request is in flight and no new POST came for a while (an auto-send loop
+ * would keep posting; more than 20 POSTs fails at once). */
+async function settled(instance) {
+  let seen = -1;
+  let quietSince = Date.now();
+  for (;;) {
+    await sleep(25);
+    const busy = instance.status === 'submitted' || instance.status === 'streaming';
+    if (busy || posts.length !== seen) {
+      seen = posts.length;
+      quietSince = Date.now();
+    } else if (Date.now() - quietSince > 400) {
+      return;
+    }
+    if (posts.length > 20) throw new Error(`runaway: ${posts.length} POSTs`);
+  }
+}
+
+const last = (instance) => instance.messages[instance.messages.length - 1];
+const toolParts = (message) =>
+  message.parts.filter((p) => p.type.startsWith('tool-') || p.type === 'dynamic-tool');
+const text = (message) =>
+  message.parts
+    .filter((p) => p.type === 'text')
+    .map((p) => p.text)
+    .join('');
+const part = (instance, state) => {
+  const found = toolParts(last(instance)).find((p) => p.state === state);
+  if (!found) throw new Error(`no ${state} part in ${JSON.stringify(last(instance))}`);
+  return found;
+};
+const newId = () => crypto.randomUUID().replaceAll('-', '');
+const either = (options) => toolCallsDone(options) || approvalsDone(options);
+
+async function snapshot(id) {
+  const response = await fetch(`${base}/chat/${id}/snapshot`, {
+    headers: { Authorization: 'Bearer test' },
+  });
+  if (!response.ok) throw new Error(`snapshot: ${response.status} ${await response.text()}`);
+  return (await response.json()).messages;
+}
+
+function summary(instance, extra = {}) {
+  const message = last(instance);
+  return {
+    status: instance.status,
+    error: instance.error ? String(instance.error.message ?? instance.error) : null,
+    ownPosts: instance.own.posts,
+    lastRole: message?.role,
+    lastText: message ? text(message) : '',
+    lastParts: message ? message.parts.map((p) => (p.state ? `${p.type}:${p.state}` : p.type)) : [],
+    messageCount: instance.messages.length,
+    ...extra,
+  };
+}
+
+const scenarios = {
+  async text() {
+    const c = chat({ id: newId(), agent: 'chatter' });
+    await c.sendMessage({ text: 'hello' });
+    await settled(c);
+    return summary(c);
+  },
+
+  async client_tool() {
+    const c = chat({ id: newId(), agent: 'asker_only', predicate: toolCallsDone });
+    await c.sendMessage({ text: 'hi' });
+    await settled(c);
+    const call = part(c, 'input-available');
+    const suspended = summary(c);
+    await c.addToolOutput({ tool: 'ask_user', toolCallId: call.toolCallId, output: { answer: 'Ada' } });
+    await settled(c);
+    return summary(c, { suspended });
+  },
+
+  async approve() {
+    return approval(true);
+  },
+
+  async deny() {
+    return approval(false);
+  },
+
+  async batch() {
+    const c = chat({ id: newId(), agent: 'asker_twice', predicate: toolCallsDone });
+    await c.sendMessage({ text: 'two questions' });
+    await settled(c);
+    const [first, second] = toolParts(last(c));
+    await c.addToolOutput({ tool: 'ask_user', toolCallId: first.toolCallId, output: { answer: 'one' } });
+    await settled(c);
+    const afterOne = posts.length;
+    await c.addToolOutput({ tool: 'ask_user', toolCallId: second.toolCallId, output: { answer: 'two' } });
+    await settled(c);
+    return summary(c, { postsAfterFirstAnswer: afterOne });
+  },
+
+  async mixed() {
+    const c = chat({ id: newId(), agent: 'mixed', predicate: either });
+    await c.sendMessage({ text: 'mixed' });
+    await settled(c);
+    const client = part(c, 'input-available');
+    const gated = part(c, 'approval-requested');
+    await c.addToolOutput({ tool: 'ask_user', toolCallId: client.toolCallId, output: { answer: 'yes' } });
+    await settled(c);
+    const afterClient = posts.length;
+    await c.addToolApprovalResponse({ id: gated.approval.id, approved: true });
+    await settled(c);
+    return summary(c, { postsAfterClientAnswer: afterClient });
+  },
+
+  async resend() {
+    const id = newId();
+    const first = chat({ id, agent: 'asker_only', predicate: toolCallsDone });
+    await first.sendMessage({ text: 'hi' });
+    await settled(first);
+    const second = chat({ id, agent: 'asker_only', predicate: toolCallsDone, messages: await snapshot(id) });
+    const call = part(first, 'input-available');
+    await first.addToolOutput({ tool: 'ask_user', toolCallId: call.toolCallId, output: { answer: 'Ada' } });
+    await settled(first);
+    await second.addToolOutput({ tool: 'ask_user', toolCallId: call.toolCallId, output: { answer: 'Ada' } });
+    await settled(second);
+    return summary(second, { first: summary(first) });
+  },
+
+  async case_c() {
+    const id = newId();
+    const c = chat({ id, agent: 'mixed', predicate: either });
+    await c.sendMessage({ text: 'mixed' });
+    await settled(c);
+    const client = part(c, 'input-available');
+    const gated = part(c, 'approval-requested');
+    // The approval answered with an id another run issued: not stored, while the client's
+    // answer beside it is.
+    c.messages = c.messages.map((m, i) =>
+      i < c.messages.length - 1
+        ? m
+        : {
+            ...m,
+            parts: m.parts.map((p) =>
+              p.toolCallId === gated.toolCallId
+                ? { ...p, state: 'approval-responded', approval: { id: `elsewhere::${p.toolCallId}`, approved: true } }
+                : p,
+            ),
+          },
+    );
+    await c.addToolOutput({ tool: 'ask_user', toolCallId: client.toolCallId, output: { answer: 'yes' } });
+    await settled(c);
+    const refused = summary(c);
+    // The app re-reads the snapshot and answers what is still awaited.
+    const again = chat({ id, agent: 'mixed', predicate: either, messages: await snapshot(id) });
+    const reloaded = summary(again);
+    await again.addToolApprovalResponse({ id: part(again, 'approval-requested').approval.id, approved: true });
+    await settled(again);
+    return summary(again, { refused, reloaded });
+  },
+
+  async reload() {
+    const id = newId();
+    const live = chat({ id, agent: 'mixed', predicate: approvalsDone });
+    await live.sendMessage({ text: 'mixed' });
+    await settled(live);
+    const c = chat({ id, agent: 'mixed', predicate: approvalsDone, messages: await snapshot(id) });
+    const reloaded = summary(c);
+    await c.addToolOutput({
+      tool: 'ask_user',
+      toolCallId: part(c, 'input-available').toolCallId,
+      output: { answer: 'yes' },
+    });
+    await settled(c);
+    const afterClient = c.own.posts;
+    await c.addToolApprovalResponse({ id: part(c, 'approval-requested').approval.id, approved: true });
+    await settled(c);
+    return summary(c, { reloaded, postsAfterClientAnswer: afterClient });
+  },
+
+  async regenerate() {
+    const c = chat({ id: newId(), agent: 'chatter' });
+    await c.sendMessage({ text: 'hello' });
+    await settled(c);
+    const before = summary(c);
+    await c.regenerate();
+    await settled(c);
+    return summary(c, { before });
+  },
+
+  async next_turn() {
+    const c = chat({ id: newId(), agent: 'asker_only', predicate: toolCallsDone });
+    await c.sendMessage({ text: 'hi' });
+    await settled(c);
+    await c.sendMessage({ text: 'never mind' });
+    await settled(c);
+    return summary(c);
+  },
+};
+
+async function approval(approved) {
+  const c = chat({ id: newId(), agent: 'guarded', predicate: approvalsDone });
+  await c.sendMessage({ text: 'pay alice' });
+  await settled(c);
+  const gated = part(c, 'approval-requested');
+  const suspended = summary(c);
+  await c.addToolApprovalResponse({ id: gated.approval.id, approved, reason: approved ? undefined : 'no' });
+  await settled(c);
+  return summary(c, { suspended });
+}
+
+const run = scenarios[scenario];
+if (!run) {
+  console.error(`unknown scenario ${scenario}`);
+  process.exit(2);
+}
+const result = await run();
+const repeated = posts.length !== new Set(posts).size;
+console.log(JSON.stringify({ scenario, ai: aiPackage, posts: posts.length, repeated, errors, ...result }));

@@ -1,0 +1,77 @@
+//! The handlers of the chat routes: each authenticates (the layer did), decodes, calls its
+//! operation in `crate::ops::chat` and answers.
+
+use super::{super::body::bounded_body, stream::respond};
+use crate::{
+    auth::Principal,
+    http::HttpError,
+    ops::chat::{self, ChatBody, ChatSnapshot, MAX_CHAT_REQUEST_BYTES},
+    state::AppState,
+};
+use axum::{
+    Extension, Json,
+    body::Body,
+    extract::{Path, State},
+    http::{HeaderMap, StatusCode},
+    response::{IntoResponse, Response},
+};
+use baton_core::{ApiError, ErrorCode};
+
+/// `POST /chat`: the body of `useChat`'s transport, answered as a UI message stream (or a typed
+/// error).
+pub(super) async fn post(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, HttpError> {
+    let bytes = bounded_body(&headers, body, MAX_CHAT_REQUEST_BYTES).await?;
+    let body: ChatBody = serde_json::from_slice(&bytes).map_err(|error| {
+        ApiError::new(
+            ErrorCode::ValidationError,
+            format!("the body is not a useChat request: {error}"),
+        )
+    })?;
+    let chat_id = body.id.clone();
+    let reply = chat::chat_post(&state, &principal, body)
+        .await
+        .inspect_err(|error| log_refusal(&chat_id, error))?;
+    Ok(respond(state, reply).await?)
+}
+
+/// `GET /chat/{id}/stream`: the running turn, or 204 when no run works.
+pub(super) async fn reattach(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path(chat_id): Path<String>,
+) -> Result<Response, HttpError> {
+    match chat::chat_reattach(&state, &principal, &chat_id).await? {
+        None => Ok(StatusCode::NO_CONTENT.into_response()),
+        Some(reply) => Ok(respond(state, reply).await?),
+    }
+}
+
+/// `GET /chat/{id}/snapshot`: the session's UI messages.
+pub(super) async fn snapshot(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path(chat_id): Path<String>,
+) -> Result<Json<ChatSnapshot>, HttpError> {
+    Ok(Json(
+        chat::chat_snapshot(&state, &principal, &chat_id).await?,
+    ))
+}
+
+/// One line per refused chat request, with its cause (a lost race is a warning).
+fn log_refusal(chat_id: &str, error: &ApiError) {
+    let cause = error
+        .details
+        .get("cause")
+        .and_then(|c| c.as_str())
+        .unwrap_or(error.code.as_str());
+    if error.code.presentation().http_status >= 500 {
+        tracing::error!(chat_id, code = %error.code, cause, error = %error.error, "chat request failed");
+    } else {
+        tracing::warn!(chat_id, code = %error.code, cause, error = %error.error, "chat request refused");
+    }
+}

@@ -1,0 +1,247 @@
+//! Unit tests of the chunk mapping (`mapper.rs`).
+
+use super::mapper::*;
+use baton_core::{
+    Agent,
+    chunk::{ChunkKind, EndStatus, StreamChunk},
+    message::{ToolError, codes},
+};
+use baton_core::{
+    ScriptedModel,
+    chunk::{ChunkHeader, RunError},
+    tool::{ClientTool, RenderHint, tool},
+    usage::UsageRollup,
+};
+use serde_json::{Value, json};
+use std::{collections::HashSet, sync::Arc};
+
+/// The agent of the chat unit tests: a server tool `add`, an approval-gated `send` and a client
+/// tool `ask` rendered as a form.
+pub(super) fn agent() -> Arc<Agent> {
+    let ask = ClientTool::new("ask", "asks", json!({"type": "object"}))
+        .unwrap()
+        .render(RenderHint::Elicitation);
+    Arc::new(
+        Agent::builder("a")
+            .model(ScriptedModel::default())
+            .tool(tool("add", "adds", |_: Value| async { Ok::<_, String>(1) }))
+            .tool(
+                tool("send", "sends", |_: Value| async { Ok::<_, String>(1) }).requires_approval(),
+            )
+            .client_tool(ask)
+            .build()
+            .unwrap(),
+    )
+}
+
+fn chunk(sequence: u64, agent_id: &str, kind: ChunkKind) -> StreamChunk {
+    StreamChunk {
+        sequence,
+        header: ChunkHeader {
+            stream_id: "st".into(),
+            session_id: "s".into(),
+            agent_id: agent_id.into(),
+            run_id: "r".into(),
+            timestamp: 0,
+        },
+        kind,
+    }
+}
+
+fn start(id: &str, name: &str) -> ChunkKind {
+    ChunkKind::ToolStart {
+        step: 1,
+        tool_call_id: id.into(),
+        tool_name: name.into(),
+        input: json!({}),
+    }
+}
+
+fn end(id: &str, name: &str, error: Option<ToolError>) -> ChunkKind {
+    ChunkKind::ToolEnd {
+        step: 1,
+        tool_call_id: id.into(),
+        tool_name: name.into(),
+        result: error.is_none().then(|| json!(1)),
+        error,
+    }
+}
+
+/// Every frame of `kinds`, as JSON.
+fn frames(mapper: &mut UiStreamMapper, kinds: Vec<ChunkKind>) -> Vec<Value> {
+    kinds
+        .into_iter()
+        .enumerate()
+        .flat_map(|(i, kind)| mapper.map(&chunk(i as u64 + 1, "s", kind)))
+        .map(|frame| serde_json::from_str(&frame.to_json()).unwrap())
+        .collect()
+}
+
+#[test]
+fn a_step_keeps_its_text_inside_and_a_suspension_ends_the_message() {
+    let mut mapper = UiStreamMapper::new(agent(), "s", HashSet::new());
+    let delta = |delta: &str| ChunkKind::TextDelta {
+        step: 1,
+        delta: delta.into(),
+    };
+    let out = frames(
+        &mut mapper,
+        vec![
+            ChunkKind::RunStart {
+                agent_type: "a".into(),
+            },
+            ChunkKind::StepStart { step: 1 },
+            delta("Let me "),
+            delta("ask."),
+            start("c1", "ask"),
+            start("c2", "add"),
+            end("c2", "add", None),
+            start("c3", "send"),
+            ChunkKind::StepEnd { step: 1 },
+            ChunkKind::ToolApprovalRequest {
+                step: 1,
+                tool_call_id: "c3".into(),
+                tool_name: "send".into(),
+                input: json!({}),
+                approval_id: "r::c3".into(),
+            },
+            ChunkKind::Suspended {
+                step: 1,
+                tool_call_ids: vec!["c1".into(), "c3".into()],
+            },
+        ],
+    );
+    let render = json!({"toolCallId": "c1", "render": {"kind": "elicitation"}});
+    assert_eq!(
+        out,
+        [
+            json!({"type": "start-step"}),
+            json!({"type": "text-start", "id": "text-1-3"}),
+            json!({"type": "text-delta", "id": "text-1-3", "delta": "Let me "}),
+            json!({"type": "text-delta", "id": "text-1-3", "delta": "ask."}),
+            json!({"type": "text-end", "id": "text-1-3"}),
+            json!({"type": "tool-input-available", "toolCallId": "c1", "toolName": "ask", "input": {}}),
+            json!({"type": "data-render", "id": "render-c1", "data": render}),
+            json!({"type": "tool-input-available", "toolCallId": "c2", "toolName": "add", "input": {}, "providerExecuted": true}),
+            json!({"type": "tool-output-available", "toolCallId": "c2", "output": 1, "providerExecuted": true}),
+            json!({"type": "tool-input-available", "toolCallId": "c3", "toolName": "send", "input": {}}),
+            json!({"type": "finish-step"}),
+            json!({"type": "tool-approval-request", "approvalId": "r::c3", "toolCallId": "c3"}),
+            json!({"type": "finish", "finishReason": "tool-calls"}),
+        ]
+    );
+    assert!(mapper.is_finished());
+    assert!(
+        mapper
+            .map(&chunk(20, "s", ChunkKind::StepStart { step: 2 }))
+            .is_empty()
+    );
+}
+
+#[test]
+fn a_continuation_reports_known_calls_only_and_a_failed_run_is_an_error() {
+    let known = HashSet::from(["c3".to_owned(), "c1".to_owned()]);
+    let mut mapper = UiStreamMapper::new(agent(), "s", known);
+    let denied = ToolError::new(codes::TOOL_DENIED, "no");
+    let abandoned = ToolError::new(codes::CLIENT_TOOL_ABANDONED, "gone");
+    let mut out = frames(
+        &mut mapper,
+        vec![
+            end("c3", "send", Some(denied)),
+            end("c1", "ask", None),
+            end("old", "ask", Some(abandoned)),
+            ChunkKind::StepStart { step: 2 },
+        ],
+    );
+    let sub = mapper.map(&chunk(9, "child", ChunkKind::StepStart { step: 1 }));
+    out.extend(
+        sub.iter()
+            .map(|f| serde_json::from_str(&f.to_json()).unwrap()),
+    );
+    out.extend(
+        mapper
+            .map(&chunk(
+                10,
+                "s",
+                ChunkKind::End {
+                    status: EndStatus::Failed,
+                    output: None,
+                    error: Some(RunError {
+                        code: baton_core::ErrorCode::ModelFailed,
+                        message: "boom".into(),
+                    }),
+                    usage: UsageRollup::default(),
+                },
+            ))
+            .iter()
+            .map(|f| serde_json::from_str::<Value>(&f.to_json()).unwrap()),
+    );
+    assert_eq!(
+        out[0],
+        json!({"type": "tool-output-denied", "toolCallId": "c3"})
+    );
+    assert_eq!(
+        out[1],
+        json!({"type": "tool-output-available", "toolCallId": "c1", "output": 1})
+    );
+    assert_eq!(out[2], json!({"type": "start-step"}));
+    assert_eq!(out[3]["type"], "data-subagent");
+    assert_eq!(out[3]["transient"], true);
+    assert_eq!(out[4], json!({"type": "finish-step"}));
+    assert_eq!(
+        out[5],
+        json!({"type": "error", "errorText": "model_failed: boom"})
+    );
+    assert_eq!(out.len(), 6);
+}
+
+#[test]
+fn a_discarded_attempt_names_its_text_and_the_retry_goes_on_in_the_same_step() {
+    let mut mapper = UiStreamMapper::new(agent(), "s", HashSet::new());
+    let delta = |delta: &str| ChunkKind::TextDelta {
+        step: 1,
+        delta: delta.into(),
+    };
+    let out = frames(
+        &mut mapper,
+        vec![
+            ChunkKind::StepStart { step: 1 },
+            delta("first "),
+            ChunkKind::StepDiscarded { step: 1 },
+            ChunkKind::StepStart { step: 1 },
+            delta("second"),
+            ChunkKind::StepEnd { step: 1 },
+        ],
+    );
+    assert_eq!(
+        out,
+        [
+            json!({"type": "start-step"}),
+            json!({"type": "text-start", "id": "text-1-2"}),
+            json!({"type": "text-delta", "id": "text-1-2", "delta": "first "}),
+            json!({"type": "text-end", "id": "text-1-2"}),
+            json!({"type": "data-step-discarded", "data": {"step": 1, "textIds": ["text-1-2"]}}),
+            json!({"type": "text-start", "id": "text-1-5"}),
+            json!({"type": "text-delta", "id": "text-1-5", "delta": "second"}),
+            json!({"type": "text-end", "id": "text-1-5"}),
+            json!({"type": "finish-step"}),
+        ]
+    );
+}
+
+#[test]
+fn a_sub_agent_start_is_a_kept_data_part_of_the_parent() {
+    let mut mapper = UiStreamMapper::new(agent(), "s", HashSet::new());
+    let out = frames(
+        &mut mapper,
+        vec![ChunkKind::SubagentStart {
+            sub_session_id: "child".into(),
+            agent_type: "helper".into(),
+            tool_call_id: "c9".into(),
+        }],
+    );
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0]["type"], "data-baton-subagent-start");
+    assert_eq!(out[0]["data"]["subSessionId"], "child");
+    assert!(out[0].get("transient").is_none());
+}

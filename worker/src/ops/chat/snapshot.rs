@@ -1,0 +1,277 @@
+//! A session as the UI messages `useChat` renders, for a reload or a second tab: the log (to its
+//! newest checkpoint while a run works), with each awaited call as the live stream left it and
+//! each stored answer as the client sent it. Ids are the turn's: `u<k>` for the k-th user
+//! message and `a<k>` for the assistant message answering it, the id the live stream gives it.
+//!
+//! An approval part (`approval-requested`, or `approval-responded` for a stored decision) has no
+//! `providerExecuted`, as live, so a reloaded page auto-sends exactly like the live one; a
+//! completed server part keeps the flag.
+
+use super::mapper::{ToolRole, error_text, render_part, tool_role};
+use baton_core::{
+    Agent, Message,
+    message::{ToolCall, ToolOutcome, codes},
+    store::{Answer, PendingCall, StoredAnswer},
+};
+use serde_json::{Map, Value, json};
+use std::collections::HashMap;
+
+/// What the conversion reads besides the log.
+pub struct SnapshotInputs<'a> {
+    pub agent: &'a Agent,
+    /// The calls the session awaits, by id.
+    pub pending: &'a HashMap<String, PendingCall>,
+    /// The answers stored for them and not drained yet, by call id.
+    pub answers: &'a HashMap<String, StoredAnswer>,
+    /// The approval ids of calls once awaited (from the checkpoints), by call id.
+    pub approval_ids: &'a HashMap<String, String>,
+}
+
+/// The id of the assistant message answering the k-th user message.
+pub(super) fn assistant_message_id(turn: usize) -> String {
+    format!("a{turn}")
+}
+
+/// The UI messages of `log` (see the module's documentation).
+pub fn ui_messages(log: &[Message], inputs: &SnapshotInputs<'_>) -> Vec<Value> {
+    let results: HashMap<&str, &ToolOutcome> = log
+        .iter()
+        .filter_map(|m| match m {
+            Message::Tool(result) => Some((result.tool_call_id.as_str(), &result.outcome)),
+            _ => None,
+        })
+        .collect();
+    let mut messages = Vec::new();
+    let mut turn = 0;
+    let mut assistant: Option<Vec<Value>> = None;
+    let flush = |assistant: &mut Option<Vec<Value>>, messages: &mut Vec<Value>, turn: usize| {
+        if let Some(parts) = assistant.take() {
+            messages.push(json!({
+                "id": assistant_message_id(turn), "role": "assistant", "parts": parts,
+            }));
+        }
+    };
+    for message in log {
+        match message {
+            Message::System { .. } | Message::Tool(_) => {}
+            Message::User { content } => {
+                flush(&mut assistant, &mut messages, turn);
+                turn += 1;
+                messages.push(json!({
+                    "id": format!("u{turn}"), "role": "user",
+                    "parts": [{"type": "text", "text": content}],
+                }));
+            }
+            Message::Assistant {
+                content,
+                tool_calls,
+            } => {
+                let parts = assistant.get_or_insert_with(Vec::new);
+                parts.push(json!({"type": "step-start"}));
+                if !content.is_empty() {
+                    parts.push(json!({"type": "text", "text": content, "state": "done"}));
+                }
+                for call in tool_calls {
+                    let role = tool_role(inputs.agent, &call.name);
+                    let outcome = results.get(call.id.as_str()).copied();
+                    parts.push(tool_part(call, &role, outcome, inputs));
+                    if let ToolRole::Client {
+                        render: Some(render),
+                    } = &role
+                    {
+                        let part = serde_json::to_value(render_part(&call.id, render))
+                            .unwrap_or(Value::Null);
+                        parts.push(part);
+                    }
+                }
+            }
+        }
+    }
+    flush(&mut assistant, &mut messages, turn);
+    messages
+}
+
+/// The tool part of one call, in the state the live stream would have left it.
+fn tool_part(
+    call: &ToolCall,
+    role: &ToolRole,
+    outcome: Option<&ToolOutcome>,
+    inputs: &SnapshotInputs<'_>,
+) -> Value {
+    let mut part = Map::new();
+    part.insert("type".into(), json!(format!("tool-{}", call.name)));
+    part.insert("toolCallId".into(), json!(call.id));
+    part.insert("input".into(), call.arguments.clone());
+    let flagged = !matches!(role, ToolRole::Client { .. });
+    let approval_id = || {
+        inputs
+            .pending
+            .get(&call.id)
+            .and_then(|p| p.approval_id.clone())
+            .or_else(|| inputs.approval_ids.get(&call.id).cloned())
+            .unwrap_or_default()
+    };
+    let state = match outcome {
+        Some(ToolOutcome::Error(error))
+            if error.code == codes::TOOL_DENIED && *role == ToolRole::Approval =>
+        {
+            part.insert(
+                "approval".into(),
+                json!({"id": approval_id(), "approved": false}),
+            );
+            "output-denied"
+        }
+        Some(ToolOutcome::Error(error)) => {
+            part.insert("errorText".into(), json!(error_text(error)));
+            if flagged {
+                part.insert("providerExecuted".into(), json!(true));
+            }
+            "output-error"
+        }
+        Some(ToolOutcome::Result(output)) => {
+            part.insert("output".into(), output.clone());
+            if flagged {
+                part.insert("providerExecuted".into(), json!(true));
+            }
+            "output-available"
+        }
+        None => match (role, inputs.answers.get(&call.id).map(|a| &a.answer)) {
+            (ToolRole::Approval, Some(Answer::Approval(decision))) => {
+                let mut approval = json!({"id": approval_id(), "approved": decision.approved});
+                if let Some(reason) = &decision.reason {
+                    approval["reason"] = json!(reason);
+                }
+                part.insert("approval".into(), approval);
+                "approval-responded"
+            }
+            (ToolRole::Approval, _) => {
+                part.insert("approval".into(), json!({"id": approval_id()}));
+                "approval-requested"
+            }
+            (_, Some(Answer::Outcome { outcome })) => match outcome {
+                ToolOutcome::Result(output) => {
+                    part.insert("output".into(), output.clone());
+                    "output-available"
+                }
+                ToolOutcome::Error(error) => {
+                    part.insert("errorText".into(), json!(error.message));
+                    "output-error"
+                }
+            },
+            (ToolRole::Server, _) => {
+                part.insert("providerExecuted".into(), json!(true));
+                "input-available"
+            }
+            _ => "input-available",
+        },
+    };
+    part.insert("state".into(), json!(state));
+    Value::Object(part)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use baton_core::{message::ToolError, session::ApprovalDecision, store::PendingKind};
+
+    fn call(id: &str, name: &str) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments: json!({}),
+        }
+    }
+
+    fn pending(id: &str, name: &str, kind: PendingKind) -> PendingCall {
+        PendingCall {
+            tool_call_id: id.into(),
+            tool_name: name.into(),
+            input: json!({}),
+            kind,
+            step: 2,
+            deadline_at: 0,
+            completed_retention_ms: 0,
+            approval_id: (kind == PendingKind::Approval).then(|| format!("r2::{id}")),
+            awaited_since: 0,
+        }
+    }
+
+    #[test]
+    fn a_log_with_awaited_calls_renders_as_the_live_stream_left_it() {
+        let agent = super::super::mapper_tests::agent();
+        let first = call("c1", "add");
+        let denied = call("c2", "send");
+        let log = vec![
+            Message::system("s"),
+            Message::user("hi"),
+            Message::assistant("working", vec![first.clone(), denied.clone()]),
+            Message::tool_result(&first, ToolOutcome::Result(json!(3))),
+            Message::tool_result(
+                &denied,
+                ToolOutcome::Error(ToolError::new(codes::TOOL_DENIED, "no")),
+            ),
+            Message::assistant("", vec![call("c3", "ask"), call("c4", "send")]),
+        ];
+        let pending: HashMap<_, _> = [
+            ("c3".to_owned(), pending("c3", "ask", PendingKind::Client)),
+            (
+                "c4".to_owned(),
+                pending("c4", "send", PendingKind::Approval),
+            ),
+        ]
+        .into();
+        let answers = HashMap::from([(
+            "c4".to_owned(),
+            StoredAnswer {
+                answer: Answer::Approval(ApprovalDecision {
+                    approved: true,
+                    reason: None,
+                    arguments: None,
+                }),
+                submitted_at: 0,
+            },
+        )]);
+        let approval_ids = HashMap::from([("c2".to_owned(), "r1::c2".to_owned())]);
+        let inputs = SnapshotInputs {
+            agent: &agent,
+            pending: &pending,
+            answers: &answers,
+            approval_ids: &approval_ids,
+        };
+        let messages = ui_messages(&log, &inputs);
+        assert_eq!(messages.len(), 2);
+        assert_eq!(messages[0]["id"], "u1");
+        assert_eq!(messages[1]["id"], "a1");
+        let parts = messages[1]["parts"].as_array().unwrap();
+        let kinds: Vec<&str> = parts.iter().map(|p| p["type"].as_str().unwrap()).collect();
+        assert_eq!(
+            kinds,
+            [
+                "step-start",
+                "text",
+                "tool-add",
+                "tool-send",
+                "step-start",
+                "tool-ask",
+                "data-render",
+                "tool-send"
+            ]
+        );
+        assert_eq!(parts[2]["state"], "output-available");
+        assert_eq!(parts[2]["providerExecuted"], true);
+        assert_eq!(parts[3]["state"], "output-denied");
+        assert_eq!(
+            parts[3]["approval"],
+            json!({"id": "r1::c2", "approved": false})
+        );
+        assert_eq!(parts[5]["state"], "input-available");
+        assert!(parts[5].get("providerExecuted").is_none());
+        assert_eq!(parts[6]["data"]["render"]["kind"], "elicitation");
+        assert_eq!(parts[7]["state"], "approval-responded");
+        assert!(parts[7].get("providerExecuted").is_none());
+        assert_eq!(
+            parts[7]["approval"],
+            json!({"id": "r2::c4", "approved": true})
+        );
+    }
+}

@@ -1,0 +1,144 @@
+//! A user message (the chat's first, which starts the session named by the chat id, or its next
+//! turn, which abandons calls still awaited) and a regenerate (a rewind to the checkpoint before
+//! the last user message's answer).
+
+use super::snapshot::assistant_message_id;
+use crate::{
+    auth::Principal,
+    ops::{
+        already_running, checked_address, no_session, resume_session, start_session, store_error,
+    },
+    state::AppState,
+};
+use baton_core::{
+    ApiError, ErrorCode, Message,
+    api::{Resume, StartRequest},
+    session::{SessionState, Status},
+};
+
+/// Where a turn's stream starts and the id of the message it streams into.
+pub(super) struct TurnStart {
+    pub(super) after: u64,
+    pub(super) message_id: String,
+}
+
+/// The number of user messages in a log: the turn its last one opened.
+pub(super) fn user_turns(log: &[Message]) -> usize {
+    log.iter()
+        .filter(|m| matches!(m, Message::User { .. }))
+        .count()
+}
+
+/// Sends a user message: starts the session (an operator only; the body names the agent type)
+/// or, for an existing one that is not running, its next turn (`with_message`, abandoning
+/// calls still awaited).
+pub(super) async fn user_turn(
+    state: &AppState,
+    principal: &Principal,
+    chat_id: &str,
+    agent: Option<String>,
+    text: String,
+    session: Option<SessionState>,
+) -> Result<TurnStart, ApiError> {
+    let Some(session) = session else {
+        principal.must_be_operator()?;
+        let agent = agent.ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::ValidationError,
+                "the chat's first message needs the agent type in the body field `agent`",
+            )
+        })?;
+        start_session(
+            state,
+            StartRequest {
+                agent,
+                message: text,
+                session_id: Some(chat_id.to_owned()),
+            },
+        )
+        .await?;
+        return Ok(TurnStart {
+            after: 0,
+            message_id: assistant_message_id(1),
+        });
+    };
+    if session.status == Status::Active {
+        return Err(already_running());
+    }
+    let address = checked_address(chat_id)?;
+    let log = state.store.messages(&address).await.map_err(store_error)?;
+    let resume = Resume::WithMessage {
+        message: text,
+        abandon_pending: true,
+    };
+    resume_session(state, chat_id, resume).await?;
+    Ok(TurnStart {
+        after: session.last_sequence,
+        message_id: assistant_message_id(user_turns(&log) + 1),
+    })
+}
+
+/// Regenerates the answer to the last user message: rewinds to the newest checkpoint whose log
+/// ends with that message (and goes on), or else to the newest one before it and sends the
+/// message again (abandoning calls that checkpoint awaited). Refused with
+/// `state_already_running` while a run works, and `state_not_resumable` when the log has no
+/// user message or no checkpoint before it.
+pub(super) async fn regenerate(
+    state: &AppState,
+    chat_id: &str,
+    session: Option<SessionState>,
+) -> Result<TurnStart, ApiError> {
+    let session = session.ok_or_else(|| no_session(chat_id))?;
+    if session.status == Status::Active {
+        return Err(already_running());
+    }
+    let address = checked_address(chat_id)?;
+    let log = state.store.messages(&address).await.map_err(store_error)?;
+    let nothing = || {
+        ApiError::new(
+            ErrorCode::StateNotResumable,
+            "there is no answer to regenerate",
+        )
+    };
+    let (index, text) = log
+        .iter()
+        .enumerate()
+        .rev()
+        .find_map(|(index, m)| match m {
+            Message::User { content } => Some((index, content.clone())),
+            _ => None,
+        })
+        .ok_or_else(nothing)?;
+    let checkpoints = state
+        .store
+        .checkpoints(&address)
+        .await
+        .map_err(store_error)?;
+    let through = index as u64 + 1;
+    let resume = checkpoints
+        .iter()
+        .rev()
+        .find_map(|checkpoint| {
+            if checkpoint.message_count == through {
+                Some(Resume::FromCheckpoint {
+                    checkpoint_id: checkpoint.id,
+                    message: None,
+                    abandon_pending: false,
+                })
+            } else if checkpoint.message_count < through {
+                Some(Resume::FromCheckpoint {
+                    checkpoint_id: checkpoint.id,
+                    message: Some(text.clone()),
+                    abandon_pending: true,
+                })
+            } else {
+                None
+            }
+        })
+        .ok_or_else(nothing)?;
+    resume_session(state, chat_id, resume).await?;
+    Ok(TurnStart {
+        after: session.last_sequence,
+        message_id: assistant_message_id(user_turns(&log[..through as usize])),
+    })
+}
