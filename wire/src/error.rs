@@ -82,6 +82,9 @@ pub enum ErrorCode {
     /// The run's workflow was gone (it never started, or it ended without ending the run): a
     /// worker's sweep failed the session that it left `active`.
     RunLost,
+    /// A stored row Baton cannot read (corrupt, or of a shape it does not know): permanent, so
+    /// not retryable, since a repeat would read the same row. Details are logged, never shown.
+    FrameworkInternalError,
     /// Anything else; details are logged, never shown.
     Internal,
 }
@@ -149,6 +152,7 @@ impl ErrorCode {
             Self::RateLimited => (429, G::ResourceExhausted, true),
             Self::Truncated => (410, G::OutOfRange, false),
             Self::RunLost => (500, G::Aborted, false),
+            Self::FrameworkInternalError => (500, G::Internal, false),
             Self::Internal => (500, G::Internal, false),
         };
         Presentation {

@@ -45,7 +45,10 @@ pub(crate) fn store_error(error: store::Error) -> ApiError {
         store::Error::RunRefused { reason, .. } => ApiError::new(ErrorCode::RunNotActive, reason),
         store::Error::Corrupt { .. } => {
             tracing::error!(%error, "corrupt store data");
-            ApiError::new(ErrorCode::Internal, "internal error")
+            ApiError::new(
+                ErrorCode::FrameworkInternalError,
+                "a stored row could not be read",
+            )
         }
     }
 }

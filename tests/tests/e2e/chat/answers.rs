@@ -300,7 +300,7 @@ async fn a_corrupt_stored_row_is_500_not_a_retryable_answer() {
     .await;
     assert_eq!(
         (status, body["code"].as_str()),
-        (500, Some("internal")),
+        (500, Some("framework_internal_error")),
         "{body}"
     );
     assert_eq!(body["retryable"], false);
