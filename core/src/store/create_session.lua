@@ -10,8 +10,16 @@ local now = ARGV[5]
 local run_start_body = ARGV[6]
 local workflow_id = ARGV[7]
 local stream_max_chunks = ARGV[8] -- 0: keep every chunk
-local first_message = 9 -- then the initial log, one JSON message per argument
+local valid_until = tonumber(ARGV[9]) -- ms on Redis's clock; 0: no deadline
+local first_message = 10 -- then the initial log, one JSON message per argument
 
+-- A start whose caller gave up (its command timed out while Redis did not answer, so it was told
+-- 503 and started no workflow) is not applied late: it would leave a session active for ever.
+if valid_until > 0 then
+  local time = redis.call('TIME')
+  local now_ms = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+  if now_ms > valid_until then return {'expired'} end
+end
 if redis.call('EXISTS', state_key) == 1 then return {'session_exists'} end
 redis.call('HSET', state_key,
   'agentType', agent_type, 'runId', run_id, 'streamId', stream_id,

@@ -186,3 +186,34 @@ async fn an_ended_session_expires_after_its_retention_and_a_new_turn_keeps_it() 
     let left = ttl(&store, &address, Key::Messages).await;
     assert!(left > 0 && left <= 60_000, "{left}");
 }
+
+/// A start whose command timed out must not be applied when Redis answers again: its caller was
+/// told 503 and started no workflow, so the session would stay active with nothing to run it.
+#[tokio::test]
+async fn a_start_that_reaches_redis_after_its_deadline_writes_nothing() {
+    let store = store().await;
+    let address = SessionAddress::root("late-start");
+    let past_deadline_ms = 1;
+    let reply: replies::CreateReply = scripts::CREATE_SESSION
+        .on(&store, &address)
+        .arg("agent")
+        .arg("run-1")
+        .arg("stream-1")
+        .arg(&address.root_session_id)
+        .arg(now_ms())
+        .arg("{}")
+        .arg("agent__agent__late-start")
+        .arg(0)
+        .arg(past_deadline_ms)
+        .run(&store)
+        .await
+        .unwrap();
+    assert!(matches!(reply, replies::CreateReply::Expired));
+    assert!(store.session(&address).await.unwrap().is_none());
+    let stream_length: u64 = store
+        .conn()
+        .xlen(store.key(&address, Key::Stream))
+        .await
+        .unwrap();
+    assert_eq!(stream_length, 0);
+}

@@ -85,6 +85,8 @@ pub struct Store {
     prefix: String,
     /// How long an ended session's keys are kept (ms; 0: forever).
     session_retention_ms: u64,
+    /// How long a command may take (ms): a write fenced on a deadline gets now plus this.
+    command_timeout_ms: u64,
 }
 
 /// How long an ended session is kept by default: a few days, for late reads and follow-ups.
@@ -130,7 +132,14 @@ impl Store {
             connection,
             prefix: prefix.into(),
             session_retention_ms: retention_ms(DEFAULT_SESSION_RETENTION),
+            command_timeout_ms: retention_ms(timeout).max(1),
         })
+    }
+
+    /// The deadline (ms since the epoch) past which a fenced write is refused by its script,
+    /// read on Redis's clock: when the command's time-out has passed, its caller has given up.
+    fn write_deadline_ms(&self) -> u64 {
+        now_ms().saturating_add(self.command_timeout_ms)
     }
 
     /// Keeps an ended session's keys for `retention` after the script that ends it (zero: for

@@ -102,6 +102,8 @@ pub(super) enum CreateReply {
         sequence: u64,
     },
     SessionExists,
+    /// The script ran after the caller's deadline (the caller had given up): nothing written.
+    Expired,
 }
 
 impl FromRedisValue for CreateReply {
@@ -112,6 +114,7 @@ impl FromRedisValue for CreateReply {
                 sequence: reply.value(0)?,
             },
             "session_exists" => Self::SessionExists,
+            "expired" => Self::Expired,
             _ => return Err(reply.unexpected()),
         })
     }

@@ -54,13 +54,20 @@ impl Store {
             .arg(now_ms())
             .arg(body)
             .arg(new.workflow_id)
-            .arg(new.max_chunks);
+            .arg(new.max_chunks)
+            .arg(self.write_deadline_ms());
         for message in new.messages {
             invocation.arg(to_json(message));
         }
         match invocation.run(self).await? {
             CreateReply::Created { sequence } => Ok(sequence),
             CreateReply::SessionExists => Err(Error::SessionExists(new.address.session_id.clone())),
+            // Only reachable when the clocks disagree by about the timeout: a caller still
+            // waiting is told what a timed-out one is, and may retry.
+            CreateReply::Expired => Err(Error::Redis(redis::RedisError::from((
+                redis::ErrorKind::IoError,
+                "the session's write reached Redis after its deadline",
+            )))),
         }
     }
 
