@@ -16,6 +16,7 @@ pub use baton_wire::{
     usage::UsageRecord,
 };
 
+mod connection;
 mod keys;
 mod release;
 mod replies;
@@ -48,8 +49,8 @@ pub use types::{
 };
 
 use crate::chunk::ChunkHeader;
+use connection::{Connection, Endpoint};
 use keys::Key;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use serde::{Deserialize, Serialize};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -80,8 +81,8 @@ pub fn now_ms() -> u64 {
 /// Handle on Baton's Redis data. Cheap to clone.
 #[derive(Clone)]
 pub struct Store {
-    client: redis::Client,
-    connection: ConnectionManager,
+    endpoint: Endpoint,
+    connection: Connection,
     prefix: String,
     /// How long an ended session's keys are kept (ms; 0: forever).
     session_retention_ms: u64,
@@ -122,13 +123,9 @@ impl Store {
         prefix: impl Into<String>,
         timeout: std::time::Duration,
     ) -> Result<Self, Error> {
-        let client = redis::Client::open(redis_url)?;
-        let config = ConnectionManagerConfig::new()
-            .set_response_timeout(timeout)
-            .set_connection_timeout(timeout);
-        let connection = ConnectionManager::new_with_config(client.clone(), config).await?;
+        let (endpoint, connection) = Endpoint::connect(redis_url, timeout).await?;
         Ok(Self {
-            client,
+            endpoint,
             connection,
             prefix: prefix.into(),
             session_retention_ms: retention_ms(DEFAULT_SESSION_RETENTION),
@@ -164,7 +161,7 @@ impl Store {
         }
     }
 
-    fn conn(&self) -> ConnectionManager {
+    fn conn(&self) -> Connection {
         self.connection.clone()
     }
 

@@ -7,7 +7,6 @@ use super::{
 use crate::chunk::StreamChunk;
 use redis::{
     AsyncCommands, Value as RedisValue,
-    aio::MultiplexedConnection,
     streams::{StreamRangeReply, StreamReadOptions, StreamReadReply},
 };
 use std::collections::HashMap;
@@ -35,14 +34,14 @@ impl Store {
     /// A connection of its own for blocking stream reads, which would stall the shared one.
     pub async fn subscriber(&self) -> Result<Subscriber, Error> {
         Ok(Subscriber {
-            connection: self.client.get_multiplexed_async_connection().await?,
+            connection: self.endpoint.dedicated().await?,
         })
     }
 }
 
 /// A dedicated connection that waits for new chunks of a session.
 pub struct Subscriber {
-    connection: MultiplexedConnection,
+    connection: super::connection::Connection,
 }
 
 impl Subscriber {
