@@ -36,29 +36,29 @@ say "the chat page (useChat's protocol, the demo_hitl agent): http://$listen/cha
 ./target/debug/baton --server "http://$listen" run --agent demo \
   "What is 6 times 7, and what time is it?"
 
+# Runs AGENT on PROMPT, its questions answered from the terminal, or, when stdin is not one (a
+# pipe, CI), from ANSWERS (one per line).
+run_answering() {
+  local agent=$1 prompt=$2 answers=$3
+  if [ -t 0 ]; then
+    ./target/debug/baton --server "http://$listen" run --agent "$agent" --answer "$prompt"
+  else
+    printf '%s' "$answers" |
+      ./target/debug/baton --server "http://$listen" run --agent "$agent" --answer "$prompt"
+  fi
+}
+
 # Human in the loop: the run suspends on a client tool (no workflow waits), the answer is read
 # from the terminal and submitted, and a fresh workflow resumes the session; then it suspends on
 # a call that needs approval, approved from the terminal the same way.
 echo
-if [ -t 0 ]; then
-  ./target/debug/baton --server "http://$listen" run --agent demo_hitl --answer \
-    "Ask me something while you add 40 and 2."
-else
-  printf '"blue"\ny\n' | ./target/debug/baton --server "http://$listen" run --agent demo_hitl --answer \
-    "Ask me something while you add 40 and 2."
-fi
+run_answering demo_hitl "Ask me something while you add 40 and 2." $'"blue"\ny\n'
 
 # Sub-agents: the trip planner delegates to an interviewer sub-agent, which asks the user a
 # question. The question is answered through the planner's (root) session; one resume on the
 # root runs the interviewer to its end, whose answer then resumes the planner.
 echo
-if [ -t 0 ]; then
-  ./target/debug/baton --server "http://$listen" run --agent demo_tree --answer \
-    "Plan a short trip for me."
-else
-  printf '"Lisbon"\n' | ./target/debug/baton --server "http://$listen" run --agent demo_tree --answer \
-    "Plan a short trip for me."
-fi
+run_answering demo_tree "Plan a short trip for me." $'"Lisbon"\n'
 
 # The chat page talks to the demo_hitl agent in a browser; batond serves it until this script ends.
 echo
