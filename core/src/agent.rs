@@ -135,6 +135,18 @@ impl Agent {
         self.client_tools.get(name)
     }
 
+    /// The server tools, by name.
+    pub fn tools(&self) -> impl Iterator<Item = (&str, &Arc<dyn ServerTool>)> {
+        self.tools.iter().map(|(name, tool)| (name.as_str(), tool))
+    }
+
+    /// The client tools, by name.
+    pub fn client_tools(&self) -> impl Iterator<Item = (&str, &ClientTool)> {
+        self.client_tools
+            .iter()
+            .map(|(name, tool)| (name.as_str(), tool))
+    }
+
     /// The tool named `name`, of any kind.
     pub fn any_tool(&self, name: &str) -> Option<AgentTool<'_>> {
         self.tools
@@ -391,6 +403,13 @@ impl AgentRegistry {
 
     pub fn agent_types(&self) -> impl Iterator<Item = &str> {
         self.agents.keys().map(String::as_str)
+    }
+
+    /// Every agent, by type.
+    pub fn agents(&self) -> impl Iterator<Item = (&str, &Arc<Agent>)> {
+        self.agents
+            .iter()
+            .map(|(agent_type, agent)| (agent_type.as_str(), agent))
     }
 }
 

@@ -6,9 +6,7 @@ use crate::{
     AgentRegistry, ApiError, ErrorCode,
     message::ToolOutcome,
     observe::{self, CallIds, ClientCallEvent},
-    store::{
-        self, Answer, PendingKind, SessionAddress, Store, StoredAnswer, SubmitOutcome, now_ms,
-    },
+    store::{self, Answer, PendingKind, Store, StoredAnswer, SubmitAttempt, SubmitOutcome, now_ms},
 };
 
 pub use baton_wire::submit::{
@@ -38,22 +36,34 @@ impl SubmitLimits {
     }
 }
 
-/// Stores a client's answer. The call is found through the root session's ownership map; a
-/// result is checked against the owning tool's output schema (errors skip it). Nothing is written
-/// on any refusal.
+/// Stores a client's answer, in one round trip to Redis: the submit script takes the root's
+/// rate-limit token (`submits_per_minute`), finds the call through the root's ownership map,
+/// checks the answer's kind and approval id and picks the verdict of the call's tool among the
+/// schema checks made here beforehand (a result against every client tool's output schema,
+/// edited arguments against every server tool's input schema), then stores the answer. Nothing
+/// is written on any refusal but the token, and nothing at all when the bucket is empty.
 /// The submit is logged as a client-call event: `client_call.submitted` when the answer was
 /// stored, `client_call.refused` with the error code (or `run_stopped`) as the reason otherwise.
 pub async fn submit_tool_result(
     store: &Store,
     registry: &AgentRegistry,
     limits: SubmitLimits,
+    submits_per_minute: Option<u32>,
     request: SubmitRequest,
     verbose: bool,
 ) -> Result<SubmitAnswer, ApiError> {
     let session_id = request.session_id().to_owned();
     let tool_call_id = request.tool_call_id().to_owned();
     let mut seen = SeenCall::default();
-    let answer = store_submitted(store, registry, limits, request, verbose, &mut seen).await;
+    let answer = store_submitted(
+        store,
+        registry,
+        (limits, submits_per_minute),
+        request,
+        verbose,
+        &mut seen,
+    )
+    .await;
     let ids = CallIds {
         session_id: seen.owner_id.as_deref().unwrap_or(&session_id),
         root_session_id: &session_id,
@@ -66,6 +76,8 @@ pub async fn submit_tool_result(
             observe::client_call(ClientCallEvent::Submitted, ids, None, None);
         }
         Ok(_) => {}
+        // A rate-limited submit never reached the call.
+        Err(error) if error.code == ErrorCode::RateLimited => {}
         Err(error) => {
             let reason = error
                 .details
@@ -86,10 +98,59 @@ struct SeenCall {
     run_id: String,
 }
 
+/// One schema check's refusal: the tool it names and the first mismatch (for verbose answers).
+struct SchemaRefusal {
+    agent_type: String,
+    tool_name: String,
+    detail: String,
+}
+
+/// The answer checked against every tool it might answer: a result against each client tool's
+/// output schema, edited arguments against each server tool's input schema. Only the refusals
+/// are kept; the submit script picks the call's (a tool the registry lacks refuses nothing).
+fn schema_refusals(registry: &AgentRegistry, request: &SubmitRequest) -> Vec<SchemaRefusal> {
+    let mut refusals = Vec::new();
+    match request {
+        SubmitRequest::ClientToolResult(submit) => {
+            let ToolOutcome::Result(result) = &submit.outcome else {
+                return refusals;
+            };
+            for (agent_type, agent) in registry.agents() {
+                for (tool_name, tool) in agent.client_tools() {
+                    if let Err(detail) = tool.check_output(result) {
+                        refusals.push(SchemaRefusal {
+                            agent_type: agent_type.to_owned(),
+                            tool_name: tool_name.to_owned(),
+                            detail,
+                        });
+                    }
+                }
+            }
+        }
+        SubmitRequest::ApprovalResponse(submit) => {
+            let Some(arguments) = &submit.decision.arguments else {
+                return refusals;
+            };
+            for (agent_type, agent) in registry.agents() {
+                for (tool_name, tool) in agent.tools() {
+                    if let Err(error) = tool.check_input(arguments) {
+                        refusals.push(SchemaRefusal {
+                            agent_type: agent_type.to_owned(),
+                            tool_name: tool_name.to_owned(),
+                            detail: error.message,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    refusals
+}
+
 async fn store_submitted(
     store: &Store,
     registry: &AgentRegistry,
-    limits: SubmitLimits,
+    (limits, submits_per_minute): (SubmitLimits, Option<u32>),
     request: SubmitRequest,
     verbose: bool,
     seen: &mut SeenCall,
@@ -113,17 +174,12 @@ async fn store_submitted(
             ));
         }
     }
-    let owner_id = store
-        .call_owner(&session_id, &tool_call_id)
-        .await
-        .map_err(store_unavailable)?
-        .unwrap_or_else(|| session_id.clone());
-    seen.owner_id = Some(owner_id.clone());
-    let owner = SessionAddress {
-        root_session_id: session_id.clone(),
-        session_id: owner_id,
-    };
-    check_against_pending(store, registry, &owner, &request, verbose, seen).await?;
+    let refusals = schema_refusals(registry, &request);
+    let refused_by_schema: Vec<(String, String)> = refusals
+        .iter()
+        .map(|refusal| (refusal.agent_type.clone(), refusal.tool_name.clone()))
+        .collect();
+    let is_approval = matches!(request, SubmitRequest::ApprovalResponse(_));
     let approval_id = match &request {
         SubmitRequest::ApprovalResponse(submit) => Some(submit.approval_id.clone()),
         SubmitRequest::ClientToolResult(_) => None,
@@ -137,11 +193,28 @@ async fn store_submitted(
         },
         submitted_at: now_ms(),
     };
-    let stored = store
-        .submit_answer(&owner, &tool_call_id, approval_id.as_deref(), &answer)
+    let submitted = store
+        .submit_answer(&SubmitAttempt {
+            root_session_id: &session_id,
+            tool_call_id: &tool_call_id,
+            approval_id: approval_id.as_deref(),
+            answer: &answer,
+            submits_per_minute,
+            refused_by_schema: &refused_by_schema,
+        })
         .await
         .map_err(store_unavailable)?;
-    match stored {
+    seen.owner_id = Some(submitted.owner_session_id);
+    seen.tool = submitted.tool_name;
+    seen.run_id = submitted.run_id;
+    let with_details = |error: ApiError, detail: &str| {
+        if verbose {
+            error.with("details", detail)
+        } else {
+            error
+        }
+    };
+    match submitted.outcome {
         SubmitOutcome::Accepted(continuation) => Ok(SubmitAnswer {
             status: SubmitStatus::Accepted,
             continuation,
@@ -150,7 +223,8 @@ async fn store_submitted(
             status: SubmitStatus::AlreadyCompleted,
             continuation,
         }),
-        SubmitOutcome::UnknownToolCall => Err(ApiError::new(
+        SubmitOutcome::RateLimited(wait) => Err(rate_limited(submits_per_minute, wait)),
+        SubmitOutcome::UnknownToolCall | SubmitOutcome::OwnedBy(_) => Err(ApiError::new(
             ErrorCode::UnknownToolCall,
             format!("no pending tool call {tool_call_id} in session {session_id}"),
         )
@@ -171,90 +245,53 @@ async fn store_submitted(
             ),
         )
         .with("status", "unknown_tool_call")),
-        SubmitOutcome::RunSuperseded => Err(ApiError::new(
-            ErrorCode::StateRunSuperseded,
-            "the call's run was superseded by another run; nothing was stored",
-        )),
-    }
-}
-
-/// Checks an answer against the call it answers: the right kind for the call, the approval id,
-/// a result against the client tool's output schema, edited arguments against the tool's input
-/// schema. A call that is not pending is left to the script, which answers it.
-async fn check_against_pending(
-    store: &Store,
-    registry: &AgentRegistry,
-    owner: &SessionAddress,
-    request: &SubmitRequest,
-    verbose: bool,
-    seen: &mut SeenCall,
-) -> Result<(), ApiError> {
-    let tool_call_id = request.tool_call_id();
-    let Some(call) = store
-        .pending_call(owner, tool_call_id)
-        .await
-        .map_err(store_unavailable)?
-    else {
-        return Ok(());
-    };
-    seen.tool = call.tool_name.clone();
-    let Some(state) = store.session(owner).await.map_err(store_unavailable)? else {
-        return Ok(());
-    };
-    seen.run_id = state.run_id.clone();
-    let agent = registry.get(&state.agent_type);
-    let with_details = |error: ApiError, detail: String| {
-        if verbose {
-            error.with("details", detail)
-        } else {
-            error
-        }
-    };
-    match (request, call.kind) {
-        (_, PendingKind::SubAgent) => {
-            return Err(ApiError::new(
-                ErrorCode::UnknownToolCall,
-                format!("tool call {tool_call_id} awaits a sub-agent, not a client"),
-            )
-            .with("status", "unknown_tool_call"));
-        }
-        (SubmitRequest::ClientToolResult(submit), PendingKind::Client) => {
-            let tool = agent.and_then(|agent| agent.client_tool(&call.tool_name));
-            if let (ToolOutcome::Result(result), Some(tool)) = (&submit.outcome, tool) {
-                tool.check_output(result).map_err(|detail| {
-                    let error = ApiError::new(ErrorCode::InvalidResult, INVALID_RESULT_MESSAGE)
-                        .with("toolName", call.tool_name.clone())
-                        .with("toolCallId", tool_call_id);
-                    with_details(error, detail)
-                })?;
-            }
-        }
-        // The approval id is compared by the script that stores the answer.
-        (SubmitRequest::ApprovalResponse(submit), PendingKind::Approval) => {
-            let tool = agent.and_then(|agent| agent.tool(&call.tool_name));
-            if let (Some(arguments), Some(tool)) = (&submit.decision.arguments, tool) {
-                tool.check_input(arguments).map_err(|error| {
-                    with_details(
-                        ApiError::new(ErrorCode::ValidationError, INVALID_ARGUMENTS_MESSAGE)
-                            .with("toolName", call.tool_name.clone())
-                            .with("toolCallId", tool_call_id),
-                        error.message,
-                    )
-                })?;
-            }
-        }
-        (_, kind) => {
+        SubmitOutcome::AwaitsSubAgent => Err(ApiError::new(
+            ErrorCode::UnknownToolCall,
+            format!("tool call {tool_call_id} awaits a sub-agent, not a client"),
+        )
+        .with("status", "unknown_tool_call")),
+        SubmitOutcome::WrongKind(kind) => {
             let expected = match kind {
                 PendingKind::Client => "client-tool-result",
                 PendingKind::Approval | PendingKind::SubAgent => "approval-response",
             };
-            return Err(ApiError::new(
+            Err(ApiError::new(
                 ErrorCode::ValidationError,
                 format!("tool call {tool_call_id} awaits a {expected}"),
-            ));
+            ))
+        }
+        SubmitOutcome::RefusedBySchema { agent_type } => {
+            let detail = refusals
+                .iter()
+                .find(|refusal| refusal.agent_type == agent_type && refusal.tool_name == seen.tool)
+                .map_or("", |refusal| refusal.detail.as_str());
+            let error = if is_approval {
+                ApiError::new(ErrorCode::ValidationError, INVALID_ARGUMENTS_MESSAGE)
+            } else {
+                ApiError::new(ErrorCode::InvalidResult, INVALID_RESULT_MESSAGE)
+            };
+            Err(with_details(
+                error
+                    .with("toolName", seen.tool.clone())
+                    .with("toolCallId", tool_call_id.as_str()),
+                detail,
+            ))
         }
     }
-    Ok(())
+}
+
+/// The refusal of a submit past the root's rate limit: 429 `rate_limited` with `retryAfter`, in
+/// whole seconds, at least one.
+fn rate_limited(submits_per_minute: Option<u32>, wait: std::time::Duration) -> ApiError {
+    let retry_after = wait.as_secs_f64().ceil().max(1.0) as u64;
+    ApiError::new(
+        ErrorCode::RateLimited,
+        format!(
+            "more than {} submits a minute on this session",
+            submits_per_minute.unwrap_or_default()
+        ),
+    )
+    .with("retryAfter", retry_after)
 }
 
 /// The typed refusal of an answer or body over the limit.

@@ -2,15 +2,14 @@
 -- (every call answered or past its deadline); `with_message` also takes an ended session (the
 -- next turn) and, with abandon set, a partial batch (its open calls are abandoned). A running
 -- session and a partial batch otherwise are refused, naming the awaited calls. On success the new
--- run becomes the session's run, takes the pending calls over, the message waits in the state
+-- run becomes the session's run (and so the run that awaits the pending calls), the message waits in the state
 -- for the run to append it after the drained results, and the run's start is reported. Exactly
 -- one of two concurrent claims wins.
 local pending_key = KEYS[3]
-local pending_run_key = KEYS[4]
-local open_deadlines_key = KEYS[5]
-local messages_key = KEYS[6]
-local checkpoints_key = KEYS[7]
-local usage_key = KEYS[8]
+local open_deadlines_key = KEYS[4]
+local messages_key = KEYS[5]
+local checkpoints_key = KEYS[6]
+local usage_key = KEYS[7]
 local new_run_id = ARGV[1]
 local now = ARGV[2]
 local run_start_body = ARGV[3]
@@ -44,7 +43,6 @@ redis.call('HSET', state_key, 'status', 'active', 'runId', new_run_id, 'updatedA
 redis.call('HDEL', state_key, 'output', 'error')
 if with_message then redis.call('HSET', state_key, 'resumeMessage', user_message_json) end
 if abandon then redis.call('HSET', state_key, 'abandon', '1') end
-for _, id in ipairs(calls) do redis.call('HSET', pending_run_key, id, new_run_id) end
 keep_keys({state_key, stream_key, messages_key, checkpoints_key, usage_key})
 emit(run_start_body)
 return {'ok', tonumber(fields[2])}

@@ -7,9 +7,8 @@ local messages_key = KEYS[4]
 local checkpoints_key = KEYS[5]
 local usage_key = KEYS[6]
 local pending_key = KEYS[7]
-local pending_run_key = KEYS[8]
-local ownership_key = KEYS[9]
-local open_deadlines_key = KEYS[10]
+local ownership_key = KEYS[8]
+local open_deadlines_key = KEYS[9]
 local run_id = ARGV[1]
 local step = ARGV[2]
 local now = ARGV[3]
@@ -45,11 +44,10 @@ local extra = suspended_checkpoint_extra(now, suspension_json, pending_calls_jso
 local refusal, seq = append_staged_step(step_keys, run_id, step, now, step_end_body, awaited, extra)
 if refusal then return refusal end
 local pending_keys = {
-  pending = pending_key, pending_run = pending_run_key, ownership = ownership_key,
-  open_deadlines = open_deadlines_key,
+  pending = pending_key, ownership = ownership_key, open_deadlines = open_deadlines_key,
 }
 for i = first_call, #ARGV, 4 do
-  register_pending(pending_keys, ARGV[i], ARGV[i + 1], run_id, owner_session_id, ARGV[i + 3])
+  register_pending(pending_keys, ARGV[i], ARGV[i + 1], owner_session_id, ARGV[i + 3])
   if ARGV[i + 2] ~= '' then emit(ARGV[i + 2]) end
 end
 redis.call('HSET', state_key, 'status', 'suspended_client_tool', 'suspension', suspension_json)

@@ -106,19 +106,21 @@ async fn the_submit_script_refuses_an_approval_id_that_is_not_the_pending_calls(
     };
 
     // The id of the same call under another run (as before a rewind restored it) is stale.
-    let stale = store
-        .submit_answer(&address, "c1", Some("r0::c1"), &approve)
-        .await
-        .unwrap();
-    assert_eq!(stale, SubmitOutcome::UnknownApproval);
+    let attempt = |approval_id| SubmitAttempt {
+        root_session_id: "s1",
+        tool_call_id: "c1",
+        approval_id: Some(approval_id),
+        answer: &approve,
+        submits_per_minute: None,
+        refused_by_schema: &[],
+    };
+    let stale = store.submit_answer(&attempt("r0::c1")).await.unwrap();
+    assert_eq!(stale.outcome, SubmitOutcome::UnknownApproval);
     assert!(store.answers(&address).await.unwrap().is_empty());
 
-    let current = store
-        .submit_answer(&address, "c1", Some("r1::c1"), &approve)
-        .await
-        .unwrap();
+    let current = store.submit_answer(&attempt("r1::c1")).await.unwrap();
     assert_eq!(
-        current,
+        current.outcome,
         SubmitOutcome::Accepted(Continuation::CallerResumes)
     );
     assert_eq!(store.answers(&address).await.unwrap().len(), 1);

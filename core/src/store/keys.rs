@@ -8,7 +8,7 @@ use super::SessionAddress;
 pub(crate) enum Key {
     /// Hash: the session's state (see [`state_field`]).
     State,
-    /// Stream: the chunks, entry id `<sequence>-0`, one field `c`.
+    /// Stream: the chunks, entry id `<sequence>-0`, fields `c` and `h` (see `stream.rs`).
     Stream,
     /// List: the log, one JSON message per entry.
     Messages,
@@ -30,7 +30,7 @@ pub(crate) enum Key {
     Completed,
     /// Sorted set: unanswered pending toolCallIds scored by deadline.
     OpenDeadlines,
-    /// Hash: the session's submit token bucket.
+    /// Hash on the root session: the tree's submit token bucket.
     SubmitBucket,
     /// Hash: toolCallId → the child session a sub-agent call started.
     Children,
@@ -93,7 +93,10 @@ impl Key {
     /// Whether the key belongs to the root of the session tree rather than to the session:
     /// a submit finds a call's owner there, whichever session of the tree it names.
     fn on_root(self) -> bool {
-        matches!(self, Self::Ownership | Self::Completed | Self::Tree)
+        matches!(
+            self,
+            Self::Ownership | Self::Completed | Self::Tree | Self::SubmitBucket
+        )
     }
 
     /// The full key of `address`'s (or its root's) `self` under `prefix`. The braces make the
@@ -112,8 +115,18 @@ impl Key {
     }
 }
 
-/// The one field of a stream entry: the chunk's JSON.
+/// The field of a stream entry that holds the chunk's JSON: all of it, or (beside
+/// [`CHUNK_HEADER_FIELD`]) the part after its header.
 pub(crate) const CHUNK_FIELD: &str = "c";
+
+/// The field of a stream entry naming the chunk's header, kept in the state hash of the stream's
+/// session under [`chunk_header_field`] (see `stream.rs`).
+pub(crate) const CHUNK_HEADER_FIELD: &str = "h";
+
+/// The state hash's field holding the chunk header whose key a stream entry names.
+pub(crate) fn chunk_header_field(header_key: &str) -> String {
+    format!("chunkHeader:{header_key}")
+}
 
 /// The fields of the state hash that the Rust side reads (the scripts write them).
 pub(crate) mod state_field {

@@ -5,7 +5,7 @@
 //! The operations are grouped by what they do: `session.rs` (create and read a session),
 //! `step.rs` (stage and commit a step, fail a run), `suspension.rs` (suspend on pending calls,
 //! submit answers), `resume.rs` and `rewind.rs` (claim a session for a new run), `stop.rs`,
-//! `stream.rs` (read and follow the chunks) and `usage.rs` (usage, snapshot, submit tokens).
+//! `stream.rs` (read and follow the chunks) and `usage.rs` (usage, snapshot).
 //! `scripts.rs` holds the scripts with the keys each declares, `replies.rs` their decoded
 //! replies.
 
@@ -40,7 +40,7 @@ pub use session::NewSession;
 pub use step::{Completion, StagedTurn, StepProgress};
 pub use stop::Stopped;
 pub use stream::Subscriber;
-pub use suspension::{Answer, StoredAnswer, SubmitOutcome, approval_id};
+pub use suspension::{Answer, StoredAnswer, SubmitAttempt, SubmitOutcome, Submitted, approval_id};
 pub use sweep::QuietRun;
 pub use tree::{ChildEnd, ChildRun, NewChild, ParentReport};
 pub use types::{
@@ -88,6 +88,8 @@ pub struct Store {
     session_retention_ms: u64,
     /// How long a command may take (ms): a write fenced on a deadline gets now plus this.
     command_timeout_ms: u64,
+    /// The chunk headers this server has read (see `stream.rs`).
+    header_cache: stream::HeaderCache,
 }
 
 /// How long an ended session is kept by default: a few days, for late reads and follow-ups.
@@ -130,6 +132,7 @@ impl Store {
             prefix: prefix.into(),
             session_retention_ms: retention_ms(DEFAULT_SESSION_RETENTION),
             command_timeout_ms: retention_ms(timeout).max(1),
+            header_cache: stream::HeaderCache::default(),
         })
     }
 
@@ -195,5 +198,7 @@ fn flag(set: bool) -> &'static str {
 
 #[cfg(test)]
 mod fault_tests;
+#[cfg(test)]
+mod footprint_tests;
 #[cfg(test)]
 mod tests;

@@ -15,21 +15,67 @@ local function is_ended(status)
   return ended_statuses[status] == true
 end
 
+-- A chunk's header (its stream, session, agent and run ids) is the same for every chunk a run of
+-- a session writes, so a stream entry does not repeat it: the entry holds the rest of the chunk
+-- (field c, from its timestamp on) and the header's key (field h), and the header itself is kept
+-- once in the state hash of the stream's session, as 'chunkHeader:<key>' (the key is the first
+-- eight hex digits of the header's SHA-1). The sequence is the entry's id. A reader puts the
+-- chunk back together byte for byte (store/stream.rs). A header whose key another header holds
+-- already (a hash collision) or that does not have the expected form is stored in the entry, as
+-- the whole chunk in c with no h.
+local chunk_header_pattern = '^("streamId":"[^"]*","sessionId":"[^"]*","agentId":"[^"]*",'
+  .. '"runId":"[^"]*",)(.*)$'
+
+-- The entry fields of a chunk body (see above) for the stream of the session whose state is
+-- `state`.
+local function chunk_entry_fields(state, seq, body)
+  local header, rest = string.match(body, chunk_header_pattern)
+  if header then
+    local key = string.sub(redis.sha1hex(header), 1, 8)
+    local field = 'chunkHeader:' .. key
+    local stored = redis.call('HGET', state, field)
+    if not stored then
+      redis.call('HSET', state, field, header)
+      stored = header
+    end
+    if stored == header then return {'c', rest, 'h', key} end
+  end
+  return {'c', '{"sequence":' .. seq .. ',' .. body}
+end
+
 -- Appends a sequenced chunk to one stream, trimmed to its session's maxChunks (0 or unset: all).
 local function append_chunk(state, stream, body, max)
   local seq = redis.call('HINCRBY', state, 'lastSequence', 1)
-  local chunk = '{"sequence":' .. seq .. ',' .. body
+  local fields = chunk_entry_fields(state, seq, body)
   if max == nil then max = tonumber(redis.call('HGET', state, 'maxChunks') or '0') or 0 end
   if max > 0 then
-    redis.call('XADD', stream, 'MAXLEN', max, seq .. '-0', 'c', chunk)
+    redis.call('XADD', stream, 'MAXLEN', max, seq .. '-0', unpack(fields))
   else
-    redis.call('XADD', stream, seq .. '-0', 'c', chunk)
+    redis.call('XADD', stream, seq .. '-0', unpack(fields))
   end
   return seq
 end
 
+-- Redis gives a stream's newest node room to grow (4 KB, stream-node-max-bytes) when it creates
+-- it, and gives it back only when the node is full: a session that goes quiet (suspended or
+-- ended) with a short stream would keep that room for as long as it waits. Writing the stream
+-- back from its own DUMP allocates each node at its size. Done for a small stream only (a long
+-- one wastes at most that one node's room, and copying it costs more); a Redis that refuses
+-- DUMP or RESTORE (an ACL without @dangerous) just keeps the room.
+local compact_stream_limit_bytes = 32768
+local function compact_stream(stream)
+  local used = redis.pcall('MEMORY', 'USAGE', stream)
+  if type(used) ~= 'number' or used > compact_stream_limit_bytes then return end
+  local dump = redis.pcall('DUMP', stream)
+  if type(dump) ~= 'string' then return end
+  local ttl = redis.call('PTTL', stream)
+  if ttl < 0 then ttl = 0 end
+  redis.pcall('RESTORE', stream, ttl, dump, 'REPLACE')
+end
+
 -- The chunk types a child keeps to its own stream: on the root's, the parent's subagent_end
 -- and the root's own suspended chunk say the same, and a follower of the root stops at them.
+-- They are also the chunks after which a session goes quiet (see compact_stream).
 local own_stream_only = { ['end'] = true, suspended = true }
 
 -- Appends a chunk to the stream of the session whose state hash is `state` (another session of
@@ -38,11 +84,13 @@ local own_stream_only = { ['end'] = true, suspended = true }
 -- the root can tell the sessions apart). Returns the session's own sequence.
 local function emit_on(state, stream, body, max)
   local seq = append_chunk(state, stream, body, max)
-  if state ~= root_state_key then
-    -- The body starts with the header (ids without quotes inside), then the type tag.
-    local kind = string.match(body, '^"streamId":"[^"]*","sessionId":"[^"]*","agentId":"[^"]*",'
-      .. '"runId":"[^"]*","timestamp":%d+,"type":"([%w_]+)"')
-    if not own_stream_only[kind] then append_chunk(root_state_key, root_stream_key, body, nil) end
+  -- The body starts with the header (ids without quotes inside), then the type tag.
+  local kind = string.match(body, '^"streamId":"[^"]*","sessionId":"[^"]*","agentId":"[^"]*",'
+    .. '"runId":"[^"]*","timestamp":%d+,"type":"([%w_]+)"')
+  if own_stream_only[kind] then
+    compact_stream(stream)
+  elseif state ~= root_state_key then
+    append_chunk(root_state_key, root_stream_key, body, nil)
   end
   return seq
 end
@@ -122,18 +170,20 @@ local function suspended_checkpoint_extra(suspended_at, suspension_json, pending
     .. table.concat(pending_calls_json, ',') .. ']'
 end
 
--- Makes a call pending for a run (keys: pending, pending_run, ownership on the root session,
--- open_deadlines): its entry, the run that awaits it, the session that owns it and its deadline
--- among the unanswered calls.
-local function register_pending(keys, id, call_json, run_id, owner_session_id, deadline_at)
+-- Makes a call of this script's session pending (keys: pending, ownership on the root session,
+-- open_deadlines): its entry, the session that owns it and its deadline among the unanswered
+-- calls. What the state says already is not stored again: the run that awaits a session's calls
+-- is always the session's run (a claim and a release move them all), and a root owns the calls
+-- it has pending, so only a session below the root gets an ownership entry.
+local function register_pending(keys, id, call_json, owner_session_id, deadline_at)
   redis.call('ZADD', keys.open_deadlines, tonumber(deadline_at), id)
   redis.call('HSET', keys.pending, id, call_json)
-  redis.call('HSET', keys.pending_run, id, run_id)
-  redis.call('HSET', keys.ownership, id, owner_session_id)
+  if state_key ~= root_state_key then redis.call('HSET', keys.ownership, id, owner_session_id) end
 end
 
--- Ends a drained call's pending state (keys: as register_pending, and answers and completed on
--- the root session): it keeps answering already_completed until its marker expires.
+-- Ends a drained call's pending state (keys: as register_pending, pending_run, and answers and
+-- completed on the root session): it keeps answering already_completed until its marker
+-- expires. pendingRun is no longer written; a call pending since an earlier version has an entry.
 local function clear_pending(keys, id, marker_expiry)
   redis.call('HDEL', keys.pending, id)
   redis.call('HDEL', keys.pending_run, id)

@@ -1,10 +1,8 @@
 -- Gives a suspended session back to its suspended run when the run that claimed it never
--- started (its workflow start failed): the claim is undone (status, run, the calls' run) and a
+-- started (its workflow start failed): the claim is undone (status, run) and a
 -- `suspended` chunk says the session waits again, so the caller or the suspended run's deadline
 -- workflow can resume it. Answers stored stay. Only a claim whose run is still the session's,
 -- active and not yet drained (the suspension is still recorded) is released.
-local pending_key = KEYS[3]
-local pending_run_key = KEYS[4]
 local claimed_run_id = ARGV[1]
 local now = ARGV[2]
 local suspended_body = ARGV[3]
@@ -16,11 +14,6 @@ if fields[2] ~= claimed_run_id or fields[1] ~= 'active' or not fields[3] then
   return {'already_applied'}
 end
 local suspension = cjson.decode(fields[3])
-for _, id in ipairs(suspension.toolCallIds) do
-  if redis.call('HEXISTS', pending_key, id) == 1 then
-    redis.call('HSET', pending_run_key, id, suspension.runId)
-  end
-end
 redis.call('HSET', state_key, 'status', 'suspended_client_tool', 'runId', suspension.runId,
   'updatedAt', now)
 redis.call('HDEL', state_key, 'resumeMessage', 'abandon')

@@ -3,7 +3,7 @@
 //! A reply outside that set is an error that `Invocation::run` (in `scripts.rs`) turns into
 //! [`Error::Corrupt`].
 
-use super::{Claim, Error, SubmitOutcome, Written};
+use super::{Claim, Error, PendingKind, SubmitOutcome, Written};
 use crate::session::{Continuation, Status};
 use redis::{ErrorKind, FromRedisValue, RedisError, RedisResult, Value as RedisValue};
 
@@ -178,7 +178,15 @@ impl FromRedisValue for WriteReply {
 }
 
 /// `submit_answer.lua`, decoded straight into the outcome callers see.
-pub(super) struct SubmitReply(pub(super) SubmitOutcome);
+/// `submit_answer.lua`: the outcome, and the call's tool and the owner's run where the script
+/// read them (empty otherwise).
+pub(super) struct SubmitReply(pub(super) SubmitReplyFields);
+
+pub(super) struct SubmitReplyFields {
+    pub(super) outcome: SubmitOutcome,
+    pub(super) tool_name: String,
+    pub(super) run_id: String,
+}
 
 impl FromRedisValue for SubmitReply {
     fn from_redis_value(value: &RedisValue) -> RedisResult<Self> {
@@ -194,15 +202,61 @@ impl FromRedisValue for SubmitReply {
             .find(|continuation| continuation.kind() == kind)
             .ok_or_else(|| unexpected(format!("unexpected reply {kind:?}")))
         };
-        Ok(Self(match reply.tag.as_str() {
-            "accepted" => SubmitOutcome::Accepted(continuation()?),
-            "already_completed" => SubmitOutcome::AlreadyCompleted(continuation()?),
-            "unknown_tool_call" => SubmitOutcome::UnknownToolCall,
-            "run_superseded" => SubmitOutcome::RunSuperseded,
-            "run_stopped" => SubmitOutcome::RunStopped,
-            "unknown_approval" => SubmitOutcome::UnknownApproval,
+        // The call's tool and run follow the tag's own values, when the script read the call.
+        let (outcome, read_from) = match reply.tag.as_str() {
+            "accepted" => (SubmitOutcome::Accepted(continuation()?), 1),
+            "already_completed" => (SubmitOutcome::AlreadyCompleted(continuation()?), 1),
+            "unknown_tool_call" => (SubmitOutcome::UnknownToolCall, 0),
+            "run_stopped" => (SubmitOutcome::RunStopped, 0),
+            "unknown_approval" => (SubmitOutcome::UnknownApproval, 0),
+            "awaits_sub_agent" => (SubmitOutcome::AwaitsSubAgent, 0),
+            "wrong_kind" => {
+                let kind: String = reply.value(2)?;
+                let kind = PendingKind::parse(&kind)
+                    .ok_or_else(|| unexpected(format!("pending kind {kind:?}")))?;
+                (SubmitOutcome::WrongKind(kind), 0)
+            }
+            "refused_by_schema" => (
+                SubmitOutcome::RefusedBySchema {
+                    agent_type: reply.value(2)?,
+                },
+                0,
+            ),
+            "rate_limited" => {
+                let wait_ms: u64 = reply.value(0)?;
+                let wait = std::time::Duration::from_millis(wait_ms);
+                return Ok(Self(SubmitReplyFields::bare(SubmitOutcome::RateLimited(
+                    wait,
+                ))));
+            }
+            "owned_by" => {
+                let owner = SubmitOutcome::OwnedBy(reply.value(0)?);
+                return Ok(Self(SubmitReplyFields::bare(owner)));
+            }
             _ => return Err(reply.unexpected()),
+        };
+        let read = |index: usize| -> RedisResult<String> {
+            if reply.rest.len() > index {
+                reply.value(index)
+            } else {
+                Ok(String::new())
+            }
+        };
+        Ok(Self(SubmitReplyFields {
+            outcome,
+            tool_name: read(read_from)?,
+            run_id: read(read_from + 1)?,
         }))
+    }
+}
+
+impl SubmitReplyFields {
+    fn bare(outcome: SubmitOutcome) -> Self {
+        Self {
+            outcome,
+            tool_name: String::new(),
+            run_id: String::new(),
+        }
     }
 }
 
@@ -296,22 +350,6 @@ impl FromRedisValue for RewindReply {
             "already_running" => Self::AlreadyRunning,
             "unknown_checkpoint" => Self::UnknownCheckpoint,
             _ => return Err(reply.unexpected()),
-        })
-    }
-}
-
-/// `take_token.lua`: `{1, 0}` when a token was taken, else `{0, ms until the next one}`.
-pub(super) enum TokenReply {
-    Taken,
-    Empty { wait_ms: u64 },
-}
-
-impl FromRedisValue for TokenReply {
-    fn from_redis_value(value: &RedisValue) -> RedisResult<Self> {
-        let (taken, wait_ms): (u8, u64) = FromRedisValue::from_redis_value(value)?;
-        Ok(match taken {
-            0 => Self::Empty { wait_ms },
-            _ => Self::Taken,
         })
     }
 }

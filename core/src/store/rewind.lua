@@ -65,7 +65,7 @@ local pending_keys = {
 }
 local restored = {}
 for i = first_call, #ARGV, 4 do
-  register_pending(pending_keys, ARGV[i], ARGV[i + 1], new_run_id, owner_session_id, ARGV[i + 3])
+  register_pending(pending_keys, ARGV[i], ARGV[i + 1], owner_session_id, ARGV[i + 3])
   -- A restored call may have been drained before: it is pending again, not completed.
   redis.call('ZREM', completed_key, ARGV[i])
   restored[#restored + 1] = ARGV[i + 1]

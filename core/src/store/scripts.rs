@@ -43,8 +43,7 @@ pub(super) static EMIT_MODEL_CHUNKS: StoreScript =
 pub(super) static STAGE_TURN: StoreScript = store_script!("stage_turn", [State, Stream, Staged]);
 pub(super) static STAGE_TOOL_RESULT: StoreScript =
     store_script!("stage_tool_result", [State, Stream, Staged]);
-pub(super) static RELEASE_CLAIM: StoreScript =
-    store_script!("release_claim", [State, Stream, Pending, PendingRun]);
+pub(super) static RELEASE_CLAIM: StoreScript = store_script!("release_claim", [State, Stream]);
 pub(super) static MARK_TOOL_STARTED: StoreScript =
     store_script!("mark_tool_started", [State, Stream, Staged]);
 pub(super) static COMMIT_STEP: StoreScript = store_script!(
@@ -65,7 +64,6 @@ pub(super) static COMMIT_SUSPENDED_STEP: StoreScript = store_script!(
         Checkpoints,
         Usage,
         Pending,
-        PendingRun,
         Ownership,
         OpenDeadlines,
     ]
@@ -76,11 +74,11 @@ pub(super) static SUBMIT_ANSWER: StoreScript = store_script!(
         State,
         Stream,
         Pending,
-        PendingRun,
         Answers,
         Ownership,
         Completed,
         OpenDeadlines,
+        SubmitBucket,
     ]
 );
 pub(super) static CLAIM_RESUME: StoreScript = store_script!(
@@ -89,7 +87,6 @@ pub(super) static CLAIM_RESUME: StoreScript = store_script!(
         State,
         Stream,
         Pending,
-        PendingRun,
         OpenDeadlines,
         Messages,
         Checkpoints,
@@ -142,8 +139,6 @@ pub(super) static REWIND: StoreScript = store_script!(
         Usage,
     ]
 );
-pub(super) static TAKE_TOKEN: StoreScript =
-    store_script!("take_token", [State, Stream, SubmitBucket]);
 pub(super) static SNAPSHOT: StoreScript =
     store_script!("snapshot", [State, Stream, Messages, Checkpoints]);
 pub(super) static START_CHILD: StoreScript = store_script!(
@@ -176,7 +171,7 @@ pub(super) static QUEUE_MESSAGE: StoreScript = store_script!("queue_message", [S
 
 /// Every script, for the tests that read their text.
 #[cfg(test)]
-static ALL: [&StoreScript; 19] = [
+static ALL: [&StoreScript; 18] = [
     &QUEUE_MESSAGE,
     &START_CHILD,
     &REPORT_TO_PARENT,
@@ -194,7 +189,6 @@ static ALL: [&StoreScript; 19] = [
     &APPLY_ANSWERS,
     &STOP_RUN,
     &REWIND,
-    &TAKE_TOKEN,
     &SNAPSHOT,
 ];
 

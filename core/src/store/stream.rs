@@ -1,15 +1,62 @@
 //! Reading a session's stream: a range of chunks, and a subscriber that waits for new ones.
+//!
+//! A stream entry holds a chunk without the header every chunk of a run repeats (its stream,
+//! session, agent and run ids): the rest of the chunk from its timestamp on in field `c`, and in
+//! field `h` the key of the header, which the state hash of the stream's session keeps once as
+//! `chunkHeader:<h>` (see `chunk_entry_fields` in `prelude.lua`). The sequence is the entry id.
+//! Reading puts the chunk's JSON back together byte for byte. An entry without `h` holds the
+//! whole chunk in `c`. Headers never change once written, so each server keeps the ones it has
+//! read.
 
 use super::{
     Error, SessionAddress, Store, from_json,
-    keys::{CHUNK_FIELD, Key},
+    keys::{CHUNK_FIELD, CHUNK_HEADER_FIELD, Key, chunk_header_field},
 };
 use crate::chunk::StreamChunk;
 use redis::{
     AsyncCommands, Value as RedisValue,
-    streams::{StreamRangeReply, StreamReadOptions, StreamReadReply},
+    streams::{StreamId, StreamRangeReply, StreamReadOptions, StreamReadReply},
 };
-use std::collections::HashMap;
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+};
+
+/// Chunk headers by state key and header key.
+type HeadersByKey = HashMap<(String, String), Arc<str>>;
+
+/// The chunk headers a server has read. Bounded: when full it starts again empty (a header read
+/// again costs one `HMGET`).
+#[derive(Debug, Default, Clone)]
+pub(super) struct HeaderCache {
+    headers: Arc<Mutex<HeadersByKey>>,
+}
+
+/// How many headers a server keeps (one per run of each session it serves; a few hundred KB).
+const HEADER_CACHE_CAPACITY: usize = 4096;
+
+impl HeaderCache {
+    fn get(&self, state_key: &str, header_key: &str) -> Option<Arc<str>> {
+        let headers = self
+            .headers
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
+        headers
+            .get(&(state_key.to_owned(), header_key.to_owned()))
+            .cloned()
+    }
+
+    fn insert(&self, state_key: &str, header_key: &str, header: Arc<str>) {
+        let mut headers = self
+            .headers
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
+        if headers.len() >= HEADER_CACHE_CAPACITY {
+            headers.clear();
+        }
+        headers.insert((state_key.to_owned(), header_key.to_owned()), header);
+    }
+}
 
 impl Store {
     /// Up to `count` chunks with a sequence above `after` (exclusive), oldest first.
@@ -24,11 +71,7 @@ impl Store {
             .conn()
             .xrange_count(&key, format!("({after}-0"), "+", count)
             .await?;
-        reply
-            .ids
-            .iter()
-            .map(|entry| decode_chunk(&key, &entry.map))
-            .collect()
+        self.decode_entries(address, &key, &reply.ids).await
     }
 
     /// A connection of its own for blocking stream reads, which would stall the shared one.
@@ -36,6 +79,56 @@ impl Store {
         Ok(Subscriber {
             connection: self.endpoint.dedicated().await?,
         })
+    }
+
+    /// The chunks of these entries of `address`'s stream (`key`), their headers put back.
+    async fn decode_entries(
+        &self,
+        address: &SessionAddress,
+        key: &str,
+        entries: &[StreamId],
+    ) -> Result<Vec<StreamChunk>, Error> {
+        let state_key = self.key(address, Key::State);
+        let mut headers: HashMap<String, Arc<str>> = HashMap::new();
+        let mut missing: Vec<String> = Vec::new();
+        for entry in entries {
+            let Some(raw) = entry.map.get(CHUNK_HEADER_FIELD) else {
+                continue;
+            };
+            let header_key = text(key, CHUNK_HEADER_FIELD, raw)?;
+            if headers.contains_key(&header_key) || missing.contains(&header_key) {
+                continue;
+            }
+            match self.header_cache.get(&state_key, &header_key) {
+                Some(header) => {
+                    headers.insert(header_key, header);
+                }
+                None => missing.push(header_key),
+            }
+        }
+        if !missing.is_empty() {
+            let fields: Vec<String> = missing.iter().map(|h| chunk_header_field(h)).collect();
+            let found: Vec<Option<String>> = redis::cmd("HMGET")
+                .arg(&state_key)
+                .arg(&fields)
+                .query_async(&mut self.conn())
+                .await?;
+            for (header_key, header) in missing.into_iter().zip(found) {
+                let header: Arc<str> = header
+                    .ok_or_else(|| Error::Corrupt {
+                        key: state_key.clone(),
+                        reason: format!("no chunk header {header_key} for the stream's entries"),
+                    })?
+                    .into();
+                self.header_cache
+                    .insert(&state_key, &header_key, header.clone());
+                headers.insert(header_key, header);
+            }
+        }
+        entries
+            .iter()
+            .map(|entry| decode_chunk(key, entry, &headers))
+            .collect()
     }
 }
 
@@ -62,24 +155,50 @@ impl Subscriber {
         let Some(reply) = reply else {
             return Ok(Vec::new());
         };
-        reply
+        let entries: Vec<StreamId> = reply
             .keys
-            .iter()
-            .flat_map(|stream| stream.ids.iter())
-            .map(|entry| decode_chunk(&key, &entry.map))
-            .collect()
+            .into_iter()
+            .flat_map(|stream| stream.ids)
+            .collect();
+        store.decode_entries(address, &key, &entries).await
     }
 }
 
-fn decode_chunk(key: &str, fields: &HashMap<String, RedisValue>) -> Result<StreamChunk, Error> {
+/// One entry's chunk: `c` as it is, or with `h` the chunk put back together from its sequence
+/// (the entry id), its header and the rest.
+fn decode_chunk(
+    key: &str,
+    entry: &StreamId,
+    headers: &HashMap<String, Arc<str>>,
+) -> Result<StreamChunk, Error> {
     let corrupt = |reason: String| Error::Corrupt {
         key: key.to_owned(),
         reason,
     };
-    let raw = fields
+    let raw = entry
+        .map
         .get(CHUNK_FIELD)
         .ok_or_else(|| corrupt("stream entry without field c".into()))?;
-    let text: String =
-        redis::from_redis_value(raw).map_err(|e| corrupt(format!("field c: {e}")))?;
-    from_json(key, &text)
+    let body = text(key, CHUNK_FIELD, raw)?;
+    let Some(raw_header_key) = entry.map.get(CHUNK_HEADER_FIELD) else {
+        return from_json(key, &body);
+    };
+    let header_key = text(key, CHUNK_HEADER_FIELD, raw_header_key)?;
+    let header = headers
+        .get(&header_key)
+        .ok_or_else(|| corrupt(format!("no chunk header {header_key}")))?;
+    let sequence = entry
+        .id
+        .split_once('-')
+        .map_or(entry.id.as_str(), |(sequence, _)| sequence);
+    let chunk = format!("{{\"sequence\":{sequence},{header}{body}");
+    from_json(key, &chunk)
+}
+
+/// A stream entry's field as text.
+fn text(key: &str, field: &str, raw: &RedisValue) -> Result<String, Error> {
+    redis::from_redis_value(raw).map_err(|e| Error::Corrupt {
+        key: key.to_owned(),
+        reason: format!("field {field}: {e}"),
+    })
 }

@@ -1,17 +1,38 @@
--- Stores a client's answer to a pending call of the session, first answer wins, and says what
--- the stored answer means for the batch. Nothing is written on any refusal.
+-- A submit in one step: takes a token from the root's submit bucket, checks the answer against
+-- the pending call it answers, stores it, first answer wins, and says what the stored answer
+-- means for the batch. Nothing but the token is written on a refusal, and nothing at all when
+-- the bucket is empty (the token is taken first, whatever the answer turns out to be, as a
+-- rate limit in front of the submit would).
 local pending_key = KEYS[3]
-local pending_run_key = KEYS[4]
-local answers_key = KEYS[5]
-local ownership_key = KEYS[6]
-local completed_key = KEYS[7]
-local open_deadlines_key = KEYS[8]
+local answers_key = KEYS[4]
+local ownership_key = KEYS[5]
+local completed_key = KEYS[6]
+local open_deadlines_key = KEYS[7]
+local submit_bucket_key = KEYS[8]
 local id = ARGV[1]
 local answer_json = ARGV[2]
 local now_text = ARGV[3]
 local owner_session_id = ARGV[4]
 local approval_id = ARGV[5] -- '' for a client tool's result
+local submit_kind = ARGV[6] -- 'client' (a result or error) or 'approval'
+local bucket_capacity = tonumber(ARGV[7]) -- 0: no rate limit (or a token already taken)
+local bucket_rate = tonumber(ARGV[8]) -- refill per ms
+local first_refused_tool = 9 -- then pairs (agentType, toolName) whose schema refuses the answer
 local now = tonumber(now_text)
+
+-- Takes one token from the root's bucket (tokens and the time they were counted), refilled
+-- continuously up to its capacity; the bucket expires once full again. Returns nil when taken,
+-- else the ms until a token is available (and nothing is written).
+local function take_token()
+  local bucket = redis.call('HMGET', submit_bucket_key, 'tokens', 'at')
+  local tokens = tonumber(bucket[1]) or bucket_capacity
+  local at = tonumber(bucket[2]) or now
+  tokens = math.min(bucket_capacity, tokens + math.max(0, now - at) * bucket_rate)
+  if tokens < 1 then return math.ceil((1 - tokens) / bucket_rate) end
+  redis.call('HSET', submit_bucket_key, 'tokens', tostring(tokens - 1), 'at', now_text)
+  redis.call('PEXPIRE', submit_bucket_key, math.ceil(bucket_capacity / bucket_rate))
+  return nil
+end
 
 -- 'caller_resumes' once every pending call is answered or past its deadline: the unanswered
 -- calls are the members of openDeadlines, scored by deadline, so this is O(log n) whatever the
@@ -23,8 +44,26 @@ local function batch_continuation()
   return 'caller_resumes'
 end
 
-if redis.call('HGET', ownership_key, id) ~= owner_session_id
-    or redis.call('HEXISTS', pending_key, id) == 0 then
+-- Whether the caller found the answer refused by the schema of this agent's tool.
+local function refused_by_schema(agent_type, tool_name)
+  for i = first_refused_tool, #ARGV, 2 do
+    if ARGV[i] == agent_type and ARGV[i + 1] == tool_name then return true end
+  end
+  return false
+end
+
+if bucket_capacity > 0 then
+  local wait_ms = take_token()
+  if wait_ms then return {'rate_limited', wait_ms} end
+end
+
+-- The caller names the root when it does not know the owner: a call of a session below the root
+-- is answered on that session's keys, by a second invocation that takes no token. A root's own
+-- calls have no ownership entry (see register_pending).
+local owner = redis.call('HGET', ownership_key, id)
+if owner and owner ~= owner_session_id then return {'owned_by', owner} end
+
+if (not owner and state_key ~= root_state_key) or redis.call('HEXISTS', pending_key, id) == 0 then
   -- A stop closed the calls of its run and cleared them; it listed them for this answer.
   local stopped = redis.call('HGET', state_key, 'stoppedCalls')
   if stopped then
@@ -37,22 +76,33 @@ if redis.call('HGET', ownership_key, id) ~= owner_session_id
   if expiry and tonumber(expiry) > now then return {'already_completed', 'consumed'} end
   return {'unknown_tool_call'}
 end
+local call = cjson.decode(redis.call('HGET', pending_key, id))
+local fields = redis.call('HMGET', state_key, 'runId', 'status', 'stop', 'agentType')
+local run_id = fields[1] or ''
+-- The answer must be of the call's kind and pass its tool's schema (checked by the caller
+-- against every agent's tools, since only this script knows which tool the call is of).
+if call.kind == 'sub_agent' then return {'awaits_sub_agent', call.toolName, run_id} end
+if call.kind ~= submit_kind then return {'wrong_kind', call.toolName, run_id, call.kind} end
+if fields[4] and refused_by_schema(fields[4], call.toolName) then
+  return {'refused_by_schema', call.toolName, run_id, fields[4]}
+end
 -- An approval names the request it answers: a stale id (of a call a rewind has since restored
 -- under another run) must not land on the call, so it is compared here, with the write.
-if approval_id ~= '' and cjson.decode(redis.call('HGET', pending_key, id)).approvalId ~= approval_id
-    then
-  return {'unknown_approval'}
+if approval_id ~= '' and call.approvalId ~= approval_id then
+  return {'unknown_approval', call.toolName, run_id}
 end
-local fields = redis.call('HMGET', state_key, 'runId', 'status', 'stop')
-local call_run = redis.call('HGET', pending_run_key, id)
--- The recorded stop wins: nothing is stored for a stopped run's call.
-if fields[3] and cjson.decode(fields[3]).runId == call_run then return {'run_stopped'} end
-if call_run ~= fields[1] then return {'run_superseded'} end
+-- The recorded stop wins: nothing is stored for a stopped run's call (the session's run awaits
+-- its pending calls).
+if fields[3] and cjson.decode(fields[3]).runId == run_id then
+  return {'run_stopped', call.toolName, run_id}
+end
 -- A resume has claimed the batch: an unanswered call is being drained as lapsed.
-if fields[2] ~= 'suspended_client_tool' then return {'already_completed', 'consumed'} end
+if fields[2] ~= 'suspended_client_tool' then
+  return {'already_completed', 'consumed', call.toolName, run_id}
+end
 if redis.call('HSETNX', answers_key, id, answer_json) == 0 then
-  return {'already_completed', batch_continuation()}
+  return {'already_completed', batch_continuation(), call.toolName, run_id}
 end
 redis.call('ZREM', open_deadlines_key, id)
 redis.call('HSET', state_key, 'updatedAt', now_text)
-return {'accepted', batch_continuation()}
+return {'accepted', batch_continuation(), call.toolName, run_id}

@@ -2,9 +2,9 @@
 //! suspended commit, the pending calls and their owners, and the stored answers.
 
 use super::{
-    ApprovalDecision, Continuation, Error, PendingCall, SessionAddress, StepRef, Store, Suspension,
-    Written, from_json,
-    keys::Key,
+    ApprovalDecision, Continuation, Error, PendingCall, PendingKind, SessionAddress, StepRef,
+    Store, Suspension, Written, from_json,
+    keys::{Key, state_field},
     now_ms,
     replies::{SubmitReply, WriteReply},
     scripts::{COMMIT_SUSPENDED_STEP, SUBMIT_ANSWER},
@@ -36,6 +36,33 @@ pub enum Answer {
     Approval(ApprovalDecision),
 }
 
+/// An answer to submit (see [`Store::submit_answer`]).
+#[derive(Debug, Clone, Copy)]
+pub struct SubmitAttempt<'a> {
+    /// The session the submit names: the root of the tree whose call it answers.
+    pub root_session_id: &'a str,
+    pub tool_call_id: &'a str,
+    /// The approval request an approval answers (none for a client tool's answer).
+    pub approval_id: Option<&'a str>,
+    pub answer: &'a StoredAnswer,
+    /// The root's submit rate limit (`None`: no limit).
+    pub submits_per_minute: Option<u32>,
+    /// The (agent type, tool name) pairs whose schema refuses this answer: the caller checks the
+    /// answer against every tool it might answer, the script knows which one it does.
+    pub refused_by_schema: &'a [(String, String)],
+}
+
+/// What a submit did, with what it learnt of the call (empty where it did not get that far).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Submitted {
+    pub outcome: SubmitOutcome,
+    /// The session whose keys the answer went to (the root, or the call's owner below it).
+    pub owner_session_id: String,
+    pub tool_name: String,
+    /// The owner's current run.
+    pub run_id: String,
+}
+
 /// How the store took a submitted answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SubmitOutcome {
@@ -43,12 +70,22 @@ pub enum SubmitOutcome {
     /// The call already has an answer (or was drained); the stored one stands.
     AlreadyCompleted(Continuation),
     UnknownToolCall,
-    /// The call's run is no longer the session's run; nothing was written.
-    RunSuperseded,
     /// The call's run was stopped (interrupt or abort); nothing was written.
     RunStopped,
     /// An approval named another approval id than the pending call's; nothing was written.
     UnknownApproval,
+    /// The root's submit bucket is empty: nothing was written; a token comes after this wait.
+    RateLimited(std::time::Duration),
+    /// The call belongs to this session below the root (answered there by a second invocation).
+    OwnedBy(String),
+    /// The call awaits a sub-agent, which no client answers; nothing was written.
+    AwaitsSubAgent,
+    /// The answer is not of the call's kind (the pending call's kind is given).
+    WrongKind(PendingKind),
+    /// The answer fails the schema of the call's tool, of this agent type; nothing was written.
+    RefusedBySchema {
+        agent_type: String,
+    },
 }
 
 /// The id an approval request is answered with: `<runId>::<toolCallId>`.
@@ -121,26 +158,28 @@ impl Store {
         })
     }
 
-    /// The calls a session waits on, each with the run that awaits it, in no particular order.
+    /// The calls a session waits on, each with the run that awaits it (the session's run: a
+    /// claim or a release moves them all), in no particular order.
     pub async fn pending_calls(
         &self,
         address: &SessionAddress,
     ) -> Result<Vec<(PendingCall, String)>, Error> {
         let key = self.key(address, Key::Pending);
-        let (calls, runs): (HashMap<String, String>, HashMap<String, String>) = redis::pipe()
+        let (calls, run): (HashMap<String, String>, Option<String>) = redis::pipe()
             .hgetall(&key)
-            .hgetall(self.key(address, Key::PendingRun))
+            .hget(self.key(address, Key::State), state_field::RUN_ID)
             .query_async(&mut self.conn())
             .await?;
+        if calls.is_empty() {
+            return Ok(Vec::new());
+        }
+        let run = run.ok_or_else(|| Error::Corrupt {
+            key: key.clone(),
+            reason: "pending calls of a session without a run".into(),
+        })?;
         calls
-            .into_iter()
-            .map(|(id, call)| {
-                let run = runs.get(&id).cloned().ok_or_else(|| Error::Corrupt {
-                    key: key.clone(),
-                    reason: format!("pending call {id} has no run"),
-                })?;
-                Ok((from_json(&key, &call)?, run))
-            })
+            .into_values()
+            .map(|call| Ok((from_json(&key, &call)?, run.clone())))
             .collect()
     }
 
@@ -155,39 +194,78 @@ impl Store {
         call.map(|call| from_json(&key, &call)).transpose()
     }
 
-    /// The session that owns a pending client call, looked up on the root of its tree.
+    /// The session that owns a pending client call, looked up on the root of its tree: a session
+    /// below the root has an ownership entry there, the root owns the calls it has pending.
     pub async fn call_owner(
         &self,
         root_session_id: &str,
         tool_call_id: &str,
     ) -> Result<Option<String>, Error> {
         let root = SessionAddress::root(root_session_id);
-        Ok(self
-            .conn()
+        let (owner, pending_on_root): (Option<String>, bool) = redis::pipe()
             .hget(self.key(&root, Key::Ownership), tool_call_id)
-            .await?)
+            .hexists(self.key(&root, Key::Pending), tool_call_id)
+            .query_async(&mut self.conn())
+            .await?;
+        Ok(owner.or_else(|| pending_on_root.then(|| root_session_id.to_owned())))
     }
 
-    /// Stores the answer to a pending call of `owner` (found through the root's ownership map);
-    /// the first answer wins. An approval names `approval_id`, which the script compares with
-    /// the pending call's. See `submit_answer.lua`.
-    pub async fn submit_answer(
+    /// Submits an answer in one script (`submit_answer.lua`): takes a token from the root's
+    /// submit bucket, checks the answer against the pending call (its kind, the approval id, the
+    /// schema verdicts the caller passes) and stores it, first answer wins. A call owned by a
+    /// session below the root takes a second invocation on that session's keys, which takes no
+    /// second token.
+    pub async fn submit_answer(&self, attempt: &SubmitAttempt<'_>) -> Result<Submitted, Error> {
+        let root = SessionAddress::root(attempt.root_session_id);
+        let first = self
+            .submit_answer_on(&root, attempt, attempt.submits_per_minute)
+            .await?;
+        let SubmitOutcome::OwnedBy(owner_session_id) = first.outcome else {
+            return Ok(first);
+        };
+        let owner = SessionAddress {
+            root_session_id: attempt.root_session_id.to_owned(),
+            session_id: owner_session_id,
+        };
+        let mut second = self.submit_answer_on(&owner, attempt, None).await?;
+        // The call moved to yet another session between the two: it is not this one's to answer.
+        if matches!(second.outcome, SubmitOutcome::OwnedBy(_)) {
+            second.outcome = SubmitOutcome::UnknownToolCall;
+        }
+        Ok(second)
+    }
+
+    async fn submit_answer_on(
         &self,
         owner: &SessionAddress,
-        tool_call_id: &str,
-        approval_id: Option<&str>,
-        answer: &StoredAnswer,
-    ) -> Result<SubmitOutcome, Error> {
-        let SubmitReply(outcome) = SUBMIT_ANSWER
-            .on(self, owner)
-            .arg(tool_call_id)
-            .arg(to_json(answer))
+        attempt: &SubmitAttempt<'_>,
+        submits_per_minute: Option<u32>,
+    ) -> Result<Submitted, Error> {
+        let kind = match attempt.answer.answer {
+            Answer::Outcome { .. } => PendingKind::Client,
+            Answer::Approval(_) => PendingKind::Approval,
+        };
+        let per_minute = submits_per_minute.unwrap_or(0);
+        let mut invocation = SUBMIT_ANSWER.on(self, owner);
+        invocation
+            .arg(attempt.tool_call_id)
+            .arg(to_json(attempt.answer))
             .arg(now_ms())
             .arg(&owner.session_id)
-            .arg(approval_id.unwrap_or_default())
-            .run(self)
-            .await?;
-        Ok(outcome)
+            .arg(attempt.approval_id.unwrap_or_default())
+            .arg(kind.as_str())
+            .arg(per_minute)
+            .arg(f64::from(per_minute) / 60_000.0);
+        for (agent_type, tool_name) in attempt.refused_by_schema {
+            invocation.arg(agent_type).arg(tool_name);
+        }
+        let SubmitReply(reply) = invocation.run(self).await?;
+        Ok(Submitted {
+            outcome: reply.outcome,
+            owner_session_id: owner.session_id.clone(),
+            tool_name: reply.tool_name,
+            run_id: reply.run_id,
+        })
     }
 
     /// The stored answers of a session's pending calls, by tool call id.

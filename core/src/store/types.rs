@@ -82,6 +82,24 @@ pub enum PendingKind {
     SubAgent,
 }
 
+impl PendingKind {
+    /// The stored name (the serde form), as the scripts compare it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Client => "client",
+            Self::Approval => "approval",
+            Self::SubAgent => "sub_agent",
+        }
+    }
+
+    /// The kind of a stored name.
+    pub fn parse(name: &str) -> Option<Self> {
+        [Self::Client, Self::Approval, Self::SubAgent]
+            .into_iter()
+            .find(|kind| kind.as_str() == name)
+    }
+}
+
 /// The deadline of a sub-agent call's pending entry: none of its own (the child's calls have
 /// theirs), so a far future that still fits a Lua number exactly.
 pub const NO_DEADLINE: u64 = 253_402_300_799_999;

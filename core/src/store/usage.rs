@@ -1,11 +1,10 @@
-//! What the status, snapshot and usage routes read, and the submit rate limit's token bucket.
+//! What the status, snapshot and usage routes read.
 
 use super::{
     Checkpoint, Error, SessionAddress, Store, UsageRecord, from_json,
     keys::{Key, state_field},
-    now_ms,
-    replies::{SnapshotReply, TokenReply},
-    scripts::{SNAPSHOT, TAKE_TOKEN},
+    replies::SnapshotReply,
+    scripts::SNAPSHOT,
 };
 use crate::{
     api::{SnapshotResponse, SnapshotState},
@@ -13,8 +12,6 @@ use crate::{
     model::Usage,
     usage::UsageRollup,
 };
-use std::time::Duration;
-
 impl Store {
     /// The usage record of every committed step, oldest first.
     pub async fn usage_records(&self, address: &SessionAddress) -> Result<Vec<UsageRecord>, Error> {
@@ -151,27 +148,5 @@ impl Store {
             step_count: pinned.map_or(fields.step_count, |c| c.step_count),
             checkpoint_id: checkpoint.map(|c| c.id),
         }))
-    }
-
-    /// Takes a token from the session's submit bucket (`per_minute` tokens, refilled evenly):
-    /// `Ok(None)` when taken, `Ok(Some(wait))` when the bucket is empty, with the time until the
-    /// next token. Shared by every server on the same Redis.
-    pub async fn take_submit_token(
-        &self,
-        address: &SessionAddress,
-        per_minute: u32,
-    ) -> Result<Option<Duration>, Error> {
-        let rate = f64::from(per_minute) / 60_000.0;
-        let reply = TAKE_TOKEN
-            .on(self, address)
-            .arg(per_minute)
-            .arg(rate)
-            .arg(now_ms())
-            .run(self)
-            .await?;
-        Ok(match reply {
-            TokenReply::Taken => None,
-            TokenReply::Empty { wait_ms } => Some(Duration::from_millis(wait_ms)),
-        })
     }
 }

@@ -6,7 +6,6 @@
 
 mod body_limits;
 pub mod chat;
-mod rate_limit;
 mod reads;
 mod resume;
 mod rewind;

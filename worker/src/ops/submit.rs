@@ -1,7 +1,8 @@
-//! Submitting a client's answer: parse, authorize, rate-limit, store (see `baton_core::submit`),
+//! Submitting a client's answer: parse, authorize, then rate-limit and store in one Redis round
+//! trip (see `baton_core::submit`),
 //! and with `resume_on_submit` resume the session when the answer completes its batch.
 
-use super::{rate_limit::take_submit_token, resume::resume_session};
+use super::resume::resume_session;
 use crate::{auth::Principal, state::AppState};
 use baton_core::{
     ApiError, ErrorCode,
@@ -10,8 +11,8 @@ use baton_core::{
     submit::{SubmitAnswer, SubmitRequest, submit_tool_result},
 };
 
-/// A submit body from its bytes to its answer: parsed, authorized, rate-limited, stored, and
-/// counted by answer. Both transports call it once the body has met the body limits
+/// A submit body from its bytes to its answer: parsed, authorized, rate-limited and stored (one
+/// script), and counted by answer. Both transports call it once the body has met the body limits
 /// (`super::body_limits`).
 pub async fn checked_submit(
     state: &AppState,
@@ -21,7 +22,6 @@ pub async fn checked_submit(
     let answer = async {
         let request = SubmitRequest::from_json(bytes, state.options.verbose_errors)?;
         principal.may_act_on(request.session_id())?;
-        take_submit_token(state, request.session_id()).await?;
         submit_and_continue(state, request).await
     }
     .await;
@@ -47,6 +47,7 @@ pub async fn submit_and_continue(
         &state.store,
         &state.registry,
         state.options.submit_limits,
+        state.options.submits_per_minute,
         request,
         state.options.verbose_errors,
     )

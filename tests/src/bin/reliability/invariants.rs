@@ -226,7 +226,7 @@ async fn check_session(
         }
     }
 
-    let chunks = stream(connection, &keys.key("stream")).await?;
+    let chunks = stream(connection, &keys.key("stream"), &state).await?;
     check_stream(session, &state, &chunks, findings);
 
     let last = chunks.last().and_then(|(_, chunk)| chunk["type"].as_str());
@@ -244,10 +244,12 @@ async fn check_session(
     Ok(log)
 }
 
-/// The stream's entries: (entry sequence, chunk JSON).
+/// The stream's entries: (entry sequence, chunk JSON), each chunk's header put back from the
+/// session's state hash (`chunkHeader:<h>`) when its entry names one.
 async fn stream(
     connection: &mut redis::aio::MultiplexedConnection,
     key: &str,
+    state: &HashMap<String, String>,
 ) -> anyhow::Result<Vec<(u64, Value)>> {
     let reply: redis::streams::StreamRangeReply = redis::cmd("XRANGE")
         .arg(key)
@@ -268,7 +270,16 @@ async fn stream(
             let body: String = entry
                 .get("c")
                 .ok_or_else(|| anyhow::anyhow!("stream entry {} has no chunk", entry.id))?;
-            Ok((sequence, serde_json::from_str(&body)?))
+            let chunk = match entry.get::<String>("h") {
+                None => body,
+                Some(header_key) => {
+                    let header = state
+                        .get(&format!("chunkHeader:{header_key}"))
+                        .ok_or_else(|| anyhow::anyhow!("no chunk header {header_key}"))?;
+                    format!("{{\"sequence\":{sequence},{header}{body}")
+                }
+            };
+            Ok((sequence, serde_json::from_str(&chunk)?))
         })
         .collect()
 }
