@@ -126,5 +126,13 @@ pub(super) async fn rewind_session(
         Rewound::SessionNotFound => Err(no_session(session_id)),
         Rewound::AlreadyRunning => Err(already_running()),
         Rewound::UnknownCheckpoint => Err(not_found()),
+        Rewound::AbandonedCheckpoint => Err(ApiError::new(
+            ErrorCode::CheckpointNotFound,
+            format!(
+                "checkpoint {checkpoint_id} of session {session_id} is on a branch a later \
+                 rewind abandoned (its messages are gone); rewind to a checkpoint of the \
+                 current history"
+            ),
+        )),
     }
 }
