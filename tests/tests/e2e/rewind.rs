@@ -322,6 +322,19 @@ async fn a_rewind_with_a_message_can_abandon_the_restored_calls() {
     );
 }
 
+/// Rewinds `session` to `checkpoint` with `message` and waits for the new run to end.
+async fn rewind_and_finish(harness: &Harness, session: &str, checkpoint: u32, message: &str) {
+    let rewound = harness
+        .client
+        .rewind(session, checkpoint, Some(message), false)
+        .await
+        .unwrap();
+    harness
+        .run_result(&rewound.workflow_id.unwrap())
+        .await
+        .unwrap();
+}
+
 /// A rewind cuts the log back: the checkpoints after the one it restored counted messages that
 /// are gone, so a rewind to one of them is refused (nothing written) and they are not listed;
 /// the checkpoints of the new history are.
@@ -335,15 +348,7 @@ async fn a_checkpoint_a_rewind_went_back_past_cannot_be_restored() {
     let first_history = harness.store.checkpoints(&address).await.unwrap();
     assert_eq!(first_history.len(), 2);
 
-    let rewound = harness
-        .client
-        .rewind(&session, 0, Some("other"), false)
-        .await
-        .unwrap();
-    harness
-        .run_result(&rewound.workflow_id.unwrap())
-        .await
-        .unwrap();
+    rewind_and_finish(&harness, &session, 0, "other").await;
     let before = (
         harness.client.status(&session).await.unwrap(),
         harness.messages(&session).await,
@@ -367,15 +372,7 @@ async fn a_checkpoint_a_rewind_went_back_past_cannot_be_restored() {
         .map(|c| c.id)
         .collect();
     assert_eq!(listed, [0, 2, 3]);
-    let again = harness
-        .client
-        .rewind(&session, 2, Some("third"), false)
-        .await
-        .unwrap();
-    harness
-        .run_result(&again.workflow_id.unwrap())
-        .await
-        .unwrap();
+    rewind_and_finish(&harness, &session, 2, "third").await;
     assert_eq!(
         harness.messages(&session).await,
         vec![
