@@ -105,8 +105,8 @@ impl PendingKind {
 pub const NO_DEADLINE: u64 = 253_402_300_799_999;
 
 /// A call the run waits on, as stored in the owning session's `pending` hash. The run that
-/// awaits it is stored beside it (`pendingRun`), so a resume can take it over without rewriting
-/// this entry.
+/// awaits it is the session's run (not stored with it), so a resume takes it over without
+/// rewriting this entry.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PendingCall {

@@ -27,3 +27,4 @@ mod suspension;
 mod sweep;
 mod transports;
 mod tree;
+mod tree_repair;
