@@ -6,13 +6,14 @@
 //! Run it in release against the dev server started with the fast transfer-queue setting:
 //! `source scripts/services.sh && cargo run --release -p baton-tests --bin bench`.
 //! `--only <section>[,<section>…]` (or `BENCH_ONLY`) runs some sections: `steps`, `submit`,
-//! `throughput`, `fanout`. `BENCH_STEPS` (default 200) sets the steps measured per
+//! `hitl`, `throughput`, `fanout`. `BENCH_STEPS` (default 200) sets the steps measured per
 //! configuration, `BENCH_FOLLOWERS` (default 1000) the SSE followers of the fan-out measurement.
 
 #![allow(unreachable_pub)]
 
 mod bare;
 mod fanout;
+mod hitl;
 mod steps;
 mod submit;
 mod throughput;
@@ -27,7 +28,7 @@ use std::{
 type Marks = Arc<Mutex<Vec<Instant>>>;
 
 /// The sections, in the order they run.
-const SECTIONS: [&str; 4] = ["steps", "submit", "throughput", "fanout"];
+const SECTIONS: [&str; 5] = ["steps", "submit", "hitl", "throughput", "fanout"];
 
 fn gaps_ms(marks: &[Instant]) -> Vec<f64> {
     marks
@@ -79,6 +80,7 @@ async fn main() -> anyhow::Result<()> {
         .and_then(|s| s.parse().ok())
         .unwrap_or(200);
     let marks: Marks = Arc::default();
+    let hitl_marks = hitl::SessionMarks::default();
     let registry = AgentRegistry::new([
         steps::timed("bench_local", steps + 1, true, &marks),
         steps::timed("bench_activity", steps + 1, false, &marks),
@@ -86,6 +88,7 @@ async fn main() -> anyhow::Result<()> {
         baton_worker::demo::demo_agent(),
         submit::bench_batch(),
         baton_tests::agents::asker_deadline("bench_ask", Duration::from_secs(3600)),
+        hitl::hitl_agent(hitl::rounds_in_all(), &hitl_marks),
     ])?;
     // The submit rate limit stays on (its token bucket is part of a submit's cost) but high
     // enough never to refuse the benchmark's submits.
@@ -97,7 +100,7 @@ async fn main() -> anyhow::Result<()> {
     let _worker = WorkerThread::spawn(&harness.task_queue, &harness.prefix, registry);
 
     let bare_worker = bare::spawn_bare_worker();
-    if wants("steps") || wants("submit") {
+    if wants("steps") || wants("submit") || wants("hitl") {
         eprintln!("warming up");
         steps::session_steps(&harness, "bench_local_short", &marks, 21).await?;
     }
@@ -106,6 +109,9 @@ async fn main() -> anyhow::Result<()> {
     }
     if wants("submit") {
         submit::print_submit(&harness, &bare_worker).await?;
+    }
+    if wants("hitl") {
+        hitl::print_hitl(&harness, &bare_worker, &hitl_marks).await?;
     }
     if wants("throughput") {
         throughput::print_throughput(&harness).await?;
