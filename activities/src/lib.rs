@@ -12,6 +12,7 @@ pub mod io;
 mod cascade;
 mod commit;
 mod deadline;
+mod deadline_start;
 mod failure;
 mod heartbeat;
 mod model_step;
@@ -24,8 +25,8 @@ mod tools;
 use baton_core::{Agent, AgentRegistry, ErrorCode, Store};
 use failure::Error;
 use io::{
-    DeadlineCheck, DeadlineInput, FailInput, ParentNext, RunInput, StepInput, StepPlan,
-    SubAgentEnd, SubAgentStart, SuspendedRun, ToolInput,
+    DeadlineCheck, DeadlineInput, DeadlineStart, FailInput, ParentNext, RunInput, StepInput,
+    StepPlan, SubAgentEnd, SubAgentStart, SuspendedRun, ToolInput,
 };
 use std::{sync::Arc, time::Duration};
 use temporalio_common::ActivityError;
@@ -37,15 +38,23 @@ pub struct AgentActivities {
     store: Store,
     registry: AgentRegistry,
     heartbeat_every: Duration,
+    /// Starts the deadline workflows of suspended runs (see `deadline_start.rs`).
+    temporal: temporalio_client::Client,
 }
 
 impl AgentActivities {
     /// `heartbeat_every` should be well under the heartbeat timeout the workflow sets.
-    pub fn new(store: Store, registry: AgentRegistry, heartbeat_every: Duration) -> Self {
+    pub fn new(
+        store: Store,
+        registry: AgentRegistry,
+        heartbeat_every: Duration,
+        temporal: temporalio_client::Client,
+    ) -> Self {
         Self {
             store,
             registry,
             heartbeat_every,
+            temporal,
         }
     }
 
@@ -140,6 +149,19 @@ impl AgentActivities {
     /// the output), or a step that called a tool that ends the run (the first such call that
     /// succeeded gives the output). When every such call failed, the step is committed without
     /// completing and `false` says the run goes on: the model sees the errors.
+    /// A local activity: starts a suspended run's deadline workflow, delayed until its wake
+    /// time.
+    #[activity]
+    pub async fn start_deadline(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        input: DeadlineStart,
+    ) -> Result<(), ActivityError> {
+        Ok(self
+            .start_delayed_deadline(&ctx.info().task_queue, &input)
+            .await?)
+    }
+
     #[activity]
     pub async fn complete_run(
         self: Arc<Self>,

@@ -98,6 +98,7 @@ pub async fn run_worker(
             store,
             registry,
             settings.heartbeat_every,
+            client.clone(),
         ))
         .register_workflow::<AgentRunWorkflow>()?
         .register_workflow::<DeadlineWorkflow>()?

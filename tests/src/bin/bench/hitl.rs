@@ -17,7 +17,9 @@ use std::{
     time::{Duration, Instant},
 };
 use temporalio_client::WorkflowFetchHistoryOptions;
-use temporalio_common::protos::temporal::api::enums::v1::EventType;
+use temporalio_common::protos::temporal::api::{
+    enums::v1::EventType, history::v1::history_event::Attributes,
+};
 use tokio::sync::mpsc;
 
 /// The agent of this section.
@@ -28,9 +30,18 @@ pub const AGENT: &str = "bench_hitl";
 pub type SessionMarks = Arc<Mutex<HashMap<String, Vec<Instant>>>>;
 
 /// The scripted model, noting when each call of each session starts.
-struct KeyedTimedModel {
+pub struct KeyedTimedModel {
     inner: ScriptedModel,
     marks: SessionMarks,
+}
+
+impl KeyedTimedModel {
+    pub fn new(inner: ScriptedModel, marks: &SessionMarks) -> Self {
+        Self {
+            inner,
+            marks: marks.clone(),
+        }
+    }
 }
 
 #[async_trait]
@@ -63,10 +74,7 @@ pub fn hitl_agent(rounds: usize, marks: &SessionMarks) -> Agent {
     for round in 0..rounds {
         script = script.call("ask_user", serde_json::json!({"question": round}));
     }
-    let model = KeyedTimedModel {
-        inner: script.answer("done"),
-        marks: marks.clone(),
-    };
+    let model = KeyedTimedModel::new(script.answer("done"), marks);
     Agent::builder(AGENT)
         .model(model)
         .client_tool(
@@ -168,22 +176,33 @@ struct Operations {
     workflow_tasks: f64,
     activity_tasks: f64,
     local_activities: f64,
+    other_markers: f64,
     timers: f64,
+}
+
+/// One history event as the count needs it: its type, and a marker's name (a local activity's
+/// result and a patch are both markers).
+struct Event {
+    kind: EventType,
+    marker: String,
 }
 
 impl Operations {
     /// Adds one workflow's history; an empty one is a workflow Temporal does not know.
-    fn add(&mut self, events: &[EventType]) {
+    fn add(&mut self, events: &[Event]) {
         if events.is_empty() {
             return;
         }
         self.workflows += 1.0;
         self.events += events.len() as f64;
         for event in events {
-            match event {
+            match event.kind {
                 EventType::WorkflowTaskScheduled => self.workflow_tasks += 1.0,
                 EventType::ActivityTaskScheduled => self.activity_tasks += 1.0,
-                EventType::MarkerRecorded => self.local_activities += 1.0,
+                EventType::MarkerRecorded if event.marker == "core_local_activity" => {
+                    self.local_activities += 1.0;
+                }
+                EventType::MarkerRecorded => self.other_markers += 1.0,
                 EventType::TimerStarted => self.timers += 1.0,
                 _ => {}
             }
@@ -197,13 +216,14 @@ impl Operations {
             workflow_tasks: self.workflow_tasks / rounds,
             activity_tasks: self.activity_tasks / rounds,
             local_activities: self.local_activities / rounds,
+            other_markers: self.other_markers / rounds,
             timers: self.timers / rounds,
         }
     }
 }
 
-/// The event types of one workflow's history, or none if Temporal has no such workflow.
-async fn history(harness: &Harness, workflow_id: &str) -> Vec<EventType> {
+/// The events of one workflow's history, or none if Temporal has no such workflow.
+async fn history(harness: &Harness, workflow_id: &str) -> Vec<Event> {
     let events = harness
         .temporal
         .get_workflow_handle::<baton_workflows::AgentRunWorkflow>(workflow_id.to_owned())
@@ -211,7 +231,20 @@ async fn history(harness: &Harness, workflow_id: &str) -> Vec<EventType> {
         .into_events()
         .await;
     events
-        .map(|events| events.iter().map(|e| e.event_type()).collect())
+        .map(|events| {
+            events
+                .iter()
+                .map(|event| Event {
+                    kind: event.event_type(),
+                    marker: match &event.attributes {
+                        Some(Attributes::MarkerRecordedEventAttributes(marker)) => {
+                            marker.marker_name.clone()
+                        }
+                        _ => String::new(),
+                    },
+                })
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -278,6 +311,7 @@ pub async fn print_hitl(
         ("workflow tasks", per_round.workflow_tasks),
         ("activity tasks", per_round.activity_tasks),
         ("local activities", per_round.local_activities),
+        ("other markers (the version patch)", per_round.other_markers),
         ("timers started", per_round.timers),
     ] {
         println!("| {name} | {value:.1} |");

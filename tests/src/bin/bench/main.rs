@@ -6,7 +6,7 @@
 //! Run it in release against the dev server started with the fast transfer-queue setting:
 //! `source scripts/services.sh && cargo run --release -p baton-tests --bin bench`.
 //! `--only <section>[,<section>…]` (or `BENCH_ONLY`) runs some sections: `steps`, `submit`,
-//! `hitl`, `throughput`, `fanout`. `BENCH_STEPS` (default 200) sets the steps measured per
+//! `hitl`, `tree`, `throughput`, `fanout`. `BENCH_STEPS` (default 200) sets the steps measured per
 //! configuration, `BENCH_FOLLOWERS` (default 1000) the SSE followers of the fan-out measurement.
 
 #![allow(unreachable_pub)]
@@ -17,6 +17,7 @@ mod hitl;
 mod steps;
 mod submit;
 mod throughput;
+mod tree;
 
 use baton_core::AgentRegistry;
 use baton_tests::{Harness, WorkerThread};
@@ -28,7 +29,7 @@ use std::{
 type Marks = Arc<Mutex<Vec<Instant>>>;
 
 /// The sections, in the order they run.
-const SECTIONS: [&str; 5] = ["steps", "submit", "hitl", "throughput", "fanout"];
+const SECTIONS: [&str; 6] = ["steps", "submit", "hitl", "tree", "throughput", "fanout"];
 
 fn gaps_ms(marks: &[Instant]) -> Vec<f64> {
     marks
@@ -81,7 +82,7 @@ async fn main() -> anyhow::Result<()> {
         .unwrap_or(200);
     let marks: Marks = Arc::default();
     let hitl_marks = hitl::SessionMarks::default();
-    let registry = AgentRegistry::new([
+    let mut agents = vec![
         steps::timed("bench_local", steps + 1, true, &marks),
         steps::timed("bench_activity", steps + 1, false, &marks),
         steps::timed("bench_local_short", 21, true, &marks),
@@ -89,7 +90,10 @@ async fn main() -> anyhow::Result<()> {
         submit::bench_batch(),
         baton_tests::agents::asker_deadline("bench_ask", Duration::from_secs(3600)),
         hitl::hitl_agent(hitl::rounds_in_all(), &hitl_marks),
-    ])?;
+        tree::two_level_root(&hitl_marks),
+    ];
+    agents.extend(tree::agents());
+    let registry = AgentRegistry::new(agents)?;
     // The submit rate limit stays on (its token bucket is part of a submit's cost) but high
     // enough never to refuse the benchmark's submits.
     let options = baton_worker::ServerOptions {
@@ -112,6 +116,9 @@ async fn main() -> anyhow::Result<()> {
     }
     if wants("hitl") {
         hitl::print_hitl(&harness, &bare_worker, &hitl_marks).await?;
+    }
+    if wants("tree") {
+        tree::print_tree(&harness, &hitl_marks).await?;
     }
     if wants("throughput") {
         throughput::print_throughput(&harness).await?;
