@@ -18,6 +18,7 @@ mod providers;
 mod replay;
 mod resume;
 mod rewind;
+mod round_cost;
 mod runs;
 mod stop;
 mod streams;
