@@ -102,12 +102,14 @@ struct Rounds {
 }
 
 /// Runs `sessions` sessions at once, `rounds` rounds each; returns the figures and the ids of the
-/// sessions.
+/// sessions. With `resume_on_submit` the server resumes the session itself when an answer
+/// completes its batch, so the client does not call `/resume`.
 async fn run_rounds(
     harness: &Harness,
     marks: &SessionMarks,
     sessions: usize,
     rounds: usize,
+    resume_on_submit: bool,
 ) -> anyhow::Result<(Rounds, Vec<String>)> {
     let mut started = Vec::new();
     for _ in 0..sessions {
@@ -132,7 +134,9 @@ async fn run_rounds(
                         .client
                         .submit(session, &format!("call_{round}_1"), &answer)
                         .await?;
-                    harness.client.resume(session).await?;
+                    if !resume_on_submit {
+                        harness.client.resume(session).await?;
+                    }
                     let chunks = harness.chunks_after_until_suspended(session, last).await;
                     anyhow::ensure!(
                         matches!(
@@ -272,17 +276,23 @@ async fn round_operations(harness: &Harness, session: &str) -> anyhow::Result<(O
 }
 
 /// Measures and prints the section.
+/// `resuming` is a second server on the same agents, started with `--resume-on-submit`.
 pub async fn print_hitl(
     harness: &Harness,
+    resuming: &Harness,
     bare_worker: &(String, Marks),
     marks: &SessionMarks,
 ) -> anyhow::Result<()> {
     let rounds = rounds_in_all();
     let bare_start = summary(bare::bare_start_to_first_activity(bare_worker, 20).await?);
     eprintln!("hitl: 1 session, {rounds} rounds");
-    let (single, single_sessions) = run_rounds(harness, marks, 1, rounds).await?;
+    let (single, single_sessions) = run_rounds(harness, marks, 1, rounds, false).await?;
     eprintln!("hitl: 20 sessions, {} rounds each", rounds / 20);
-    let (many, _) = run_rounds(harness, marks, 20, (rounds / 20).max(1)).await?;
+    let each = (rounds / 20).max(1);
+    let (many, _) = run_rounds(harness, marks, 20, each, false).await?;
+    eprintln!("hitl: the same with --resume-on-submit");
+    let (single_on_submit, _) = run_rounds(resuming, marks, 1, rounds, true).await?;
+    let (many_on_submit, _) = run_rounds(resuming, marks, 20, each, true).await?;
     let (operations, counted) = round_operations(harness, &single_sessions[0]).await?;
     let per_round = operations.per(counted);
 
@@ -290,7 +300,12 @@ pub async fn print_hitl(
         "| human-in-the-loop rounds over HTTP | rounds/s | answer → next model step p50 ms | p99 ms | rounds | p50 vs bare start |"
     );
     println!("|---|---:|---:|---:|---:|---:|");
-    for (name, figures) in [("1 session", &single), ("20 sessions at once", &many)] {
+    for (name, figures) in [
+        ("1 session (submit, then resume)", &single),
+        ("20 sessions at once (submit, then resume)", &many),
+        ("1 session, --resume-on-submit", &single_on_submit),
+        ("20 sessions at once, --resume-on-submit", &many_on_submit),
+    ] {
         let (p50, p99, n) = summary(figures.answer_to_step.clone());
         println!(
             "| {name} | {:.1} | {p50:.2} | {p99:.2} | {n} | {:.2}× |",

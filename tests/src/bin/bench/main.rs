@@ -100,8 +100,8 @@ async fn main() -> anyhow::Result<()> {
         submits_per_minute: Some(1_000_000),
         ..baton_tests::open_options()
     };
-    let harness = Harness::server_only_with(registry.clone(), options).await;
-    let _worker = WorkerThread::spawn(&harness.task_queue, &harness.prefix, registry);
+    let harness = Harness::server_only_with(registry.clone(), options.clone()).await;
+    let _worker = WorkerThread::spawn(&harness.task_queue, &harness.prefix, registry.clone());
 
     let bare_worker = bare::spawn_bare_worker();
     if wants("steps") || wants("submit") || wants("hitl") {
@@ -115,7 +115,15 @@ async fn main() -> anyhow::Result<()> {
         submit::print_submit(&harness, &bare_worker).await?;
     }
     if wants("hitl") {
-        hitl::print_hitl(&harness, &bare_worker, &hitl_marks).await?;
+        // The same agents behind a server that resumes a session when its batch is answered.
+        let resuming_options = baton_worker::ServerOptions {
+            resume_on_submit: true,
+            ..options
+        };
+        let resuming = Harness::server_only_with(registry.clone(), resuming_options).await;
+        let _resuming_worker =
+            WorkerThread::spawn(&resuming.task_queue, &resuming.prefix, registry.clone());
+        hitl::print_hitl(&harness, &resuming, &bare_worker, &hitl_marks).await?;
     }
     if wants("tree") {
         tree::print_tree(&harness, &hitl_marks).await?;

@@ -140,6 +140,16 @@ pub async fn print_steps(
         activity.2,
         activity.0 / bare.0
     );
+    let (short_read, short_messages) = log_read_ms(harness, "bench_local_short", marks).await?;
+    let (long_read, long_messages) = log_read_ms(harness, "bench_local", marks).await?;
+    println!(
+        "| reading the whole log, {short_messages} messages (20-step session) | {:.3} | {:.3} | {} | |",
+        short_read.0, short_read.1, short_read.2
+    );
+    println!(
+        "| reading the whole log, {long_messages} messages ({steps}-step session) | {:.3} | {:.3} | {} | |",
+        long_read.0, long_read.1, long_read.2
+    );
     println!();
     println!("| history per step | bytes | events |");
     println!("|---|---:|---:|");
@@ -150,4 +160,28 @@ pub async fn print_steps(
     );
     println!();
     Ok(())
+}
+
+/// What the model step's read of the whole log costs at the end of a session of `agent`: the
+/// last session of that agent is run again only to find it, then its log is read 200 times.
+/// Returns the summary and the log's length.
+async fn log_read_ms(
+    harness: &Harness,
+    agent: &str,
+    marks: &Marks,
+) -> anyhow::Result<((f64, f64, usize), usize)> {
+    marks.lock().unwrap().clear();
+    let started = harness.client.start(agent, "go").await?;
+    harness
+        .chunks_until_end(&started.session_id, Duration::from_secs(600))
+        .await;
+    let address = SessionAddress::root(&started.session_id);
+    let mut times = Vec::with_capacity(200);
+    let mut length = 0;
+    for _ in 0..200 {
+        let began = Instant::now();
+        length = harness.store.messages(&address).await?.len();
+        times.push(began.elapsed().as_secs_f64() * 1000.0);
+    }
+    Ok((summary(times), length))
 }
