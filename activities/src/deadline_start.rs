@@ -36,7 +36,12 @@ impl AgentActivities {
                 format!("the deadline input does not encode: {error}"),
             )
         })?;
-        let mut client = self.temporal.clone();
+        let Some(mut client) = self.temporal.clone() else {
+            return Err(Error::typed(
+                ErrorCode::Internal,
+                "these activities were built without a Temporal client",
+            ));
+        };
         let request = StartWorkflowExecutionRequest {
             namespace: client.namespace(),
             workflow_id: deadline.workflow_id.clone(),

@@ -39,24 +39,27 @@ pub struct AgentActivities {
     store: Store,
     registry: AgentRegistry,
     heartbeat_every: Duration,
-    /// Starts the deadline workflows of suspended runs (see `deadline_start.rs`).
-    temporal: temporalio_client::Client,
+    /// Starts the deadline workflows of suspended runs (see `deadline_start.rs`); a worker
+    /// sets it with [`AgentActivities::starting_deadlines_with`].
+    temporal: Option<temporalio_client::Client>,
 }
 
 impl AgentActivities {
     /// `heartbeat_every` should be well under the heartbeat timeout the workflow sets.
-    pub fn new(
-        store: Store,
-        registry: AgentRegistry,
-        heartbeat_every: Duration,
-        temporal: temporalio_client::Client,
-    ) -> Self {
+    pub fn new(store: Store, registry: AgentRegistry, heartbeat_every: Duration) -> Self {
         Self {
             store,
             registry,
             heartbeat_every,
-            temporal,
+            temporal: None,
         }
+    }
+
+    /// Builder: the client the `start_deadline` activity starts deadline workflows with. A
+    /// worker needs it; activities called outside a worker (a report) do not.
+    pub fn starting_deadlines_with(mut self, temporal: temporalio_client::Client) -> Self {
+        self.temporal = Some(temporal);
+        self
     }
 
     /// The agent a run belongs to; a worker that lacks it cannot play the run.
