@@ -512,11 +512,13 @@ impl Printer {
                 "  ⤶ sub-agent {sub_session_id} {}",
                 <&str>::from(status)
             ),
+            ChunkKind::StatePatch { patch, .. } => writeln!(out, "  ≔ state {patch}"),
             ChunkKind::End {
                 status,
                 output,
                 error,
                 usage,
+                ..
             } => match status {
                 EndStatus::Interrupted => writeln!(out, "■ interrupted"),
                 EndStatus::Completed => writeln!(

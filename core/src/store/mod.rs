@@ -17,6 +17,7 @@ pub use baton_wire::{
 };
 
 mod connection;
+mod custom_state;
 mod keys;
 mod release;
 mod replies;
