@@ -197,4 +197,6 @@ fn flag(set: bool) -> &'static str {
 #[cfg(test)]
 mod fault_tests;
 #[cfg(test)]
+mod state_tests;
+#[cfg(test)]
 mod tests;
