@@ -113,7 +113,7 @@ fn holder_agent(name: &str, inline: bool, gated: bool) -> Agent {
 }
 
 /// Blocks forever in a worker started with [`HOLD_TOOL_ENV`] set, after saying so on stdout.
-async fn hold_if_told() {
+pub(crate) async fn hold_if_told() {
     if std::env::var_os(HOLD_TOOL_ENV).is_some() {
         println!("{HOLDING_LINE}");
         std::future::pending::<()>().await;
@@ -442,7 +442,8 @@ pub fn registry() -> AgentRegistry {
             finisher("finisher_failing", json!({"txt": 1}), false),
         ]
         .into_iter()
-        .chain(crate::tree_agents::all()),
+        .chain(crate::tree_agents::all())
+        .chain(crate::state_agents::all()),
     )
     .unwrap()
 }
