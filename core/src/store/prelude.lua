@@ -107,11 +107,14 @@ local function stage_call_field(staged_key, name, run_id, step, tool_call_id, va
   return nil
 end
 
--- Appends a checkpoint record; its id is its index in the list, which only grows.
+-- Appends a checkpoint record; its id is its index in the list, which only grows. A session with
+-- a custom state records it too (as its text), so a rewind to the checkpoint restores it.
 local function push_checkpoint(key, message_count, step_count, seq, extra)
   local id = redis.call('LLEN', key)
+  local custom = redis.call('HGET', state_key, 'customState')
+  local custom_part = custom and (',"customState":' .. custom) or ''
   redis.call('RPUSH', key, '{"id":' .. id .. ',"messageCount":' .. message_count .. ',"stepCount":'
-    .. step_count .. ',"streamSequence":' .. seq .. (extra or '') .. '}')
+    .. step_count .. ',"streamSequence":' .. seq .. (extra or '') .. custom_part .. '}')
   return id
 end
 

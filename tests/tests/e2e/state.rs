@@ -1,7 +1,8 @@
 //! Custom session state: seeded at start (defaults, the request's fields; a refused state writes
 //! nothing), changed by server tools as patches that the step's commit applies once (across
 //! steps, around a suspension, after a worker died mid-tool), rebuilt by a reader from a snapshot
-//! and the patches after it, carried by `end`, and folded from a child into its parent.
+//! and the patches after it, carried by `end`, restored by a rewind, and folded from a child into
+//! its parent.
 
 use crate::subagents::assert_completed;
 use baton_client::Client as _;
@@ -222,7 +223,7 @@ async fn tools_change_the_state_step_by_step_and_a_reader_rebuilds_each_snapshot
     assert_eq!(end_state(&after_suspension), Some(&expected));
     assert_eq!(
         rebuilt(
-            &suspended.state.custom_state.unwrap(),
+            suspended.state.custom_state.as_ref().unwrap(),
             &after_suspension,
             &session,
             u64::MAX
@@ -244,6 +245,16 @@ async fn tools_change_the_state_step_by_step_and_a_reader_rebuilds_each_snapshot
     );
     assert_eq!(own_patches(&after_suspension, &session).len(), 1);
     assert_completed(&after_suspension, "noted 3");
+
+    // A rewind to the suspended step's checkpoint (2) awaits its call again, with its state.
+    harness
+        .client
+        .rewind(&session, 2, None, false)
+        .await
+        .unwrap();
+    let rewound = snapshot(&harness, &session).await;
+    assert_eq!(rewound.status, Status::SuspendedClientTool);
+    assert_eq!(rewound.state.custom_state, suspended.state.custom_state);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
