@@ -156,6 +156,44 @@ impl AgentActivities {
         Ok(SubAgentEnd::Answered)
     }
 
+    /// The parent's `after_sub_agent` fold of the child that answered its call `tool_call_id`
+    /// while the parent was suspended (the resumed parent drains the answer): as
+    /// [`Self::fold_child_state`], from the child's state read now.
+    pub(crate) async fn fold_answered_child(
+        &self,
+        step: &crate::io::StepInput,
+        tool_call_id: &str,
+        tool_name: &str,
+    ) -> Result<Option<json_patch::Patch>, Error> {
+        let agent = self.agent(&step.agent_type)?;
+        let Some(sub_agent) = agent.sub_agent(tool_name) else {
+            return Ok(None);
+        };
+        if !agent.has_after_sub_agent() {
+            return Ok(None);
+        }
+        let children = self.store.children(&step.address).await?;
+        let Some(child_id) = children.get(tool_call_id) else {
+            return Ok(None);
+        };
+        let child = SessionAddress {
+            root_session_id: step.address.root_session_id.clone(),
+            session_id: child_id.clone(),
+        };
+        let Some(state) = self.store.session(&child).await? else {
+            return Ok(None);
+        };
+        let Some((status, _)) = child_outcome(sub_agent, &state) else {
+            return Ok(None);
+        };
+        let output = match status {
+            EndStatus::Completed => state.output.as_deref(),
+            _ => None,
+        };
+        self.fold_child_state(step, agent, tool_call_id, &state, status, output)
+            .await
+    }
+
     /// The parent's `after_sub_agent` hook run on how the child ended: the fields it sets, as a
     /// patch of the parent's committed state checked against the parent's schema. A hook whose
     /// sets do not fit the schema is logged and changes nothing (the call's result stands).

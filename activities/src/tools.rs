@@ -87,31 +87,6 @@ impl AgentActivities {
         Ok(())
     }
 
-    /// Like [`Self::outcome_and_state_of`], for a call whose result is not staged with a step
-    /// (an approved call run by a resume's drain): its change of the custom state has no commit
-    /// to go with, so a call that changes the state answers with an `invalid_state_patch` error.
-    pub(crate) async fn outcome_of(
-        &self,
-        ctx: &ActivityContext,
-        step: &StepInput,
-        marker: StepRef<'_>,
-        tool_call_id: &str,
-        tool_name: &str,
-        arguments: serde_json::Value,
-    ) -> Result<ToolOutcome, Error> {
-        let (outcome, state_patch) = self
-            .outcome_and_state_of(ctx, step, marker, tool_call_id, tool_name, arguments)
-            .await?;
-        if state_patch.is_some() {
-            return Ok(ToolOutcome::Error(ToolError::new(
-                codes::INVALID_STATE_PATCH,
-                "a call run after its approval cannot change the session's state; the change \
-                 was not kept",
-            )));
-        }
-        Ok(outcome)
-    }
-
     /// Runs a server tool for call `tool_call_id` of `step`'s run and turns whatever happens into
     /// the outcome the model sees. An at-most-once tool first records its start in the staged
     /// hash of `marker` (a step not committed yet); if an earlier attempt recorded it, the tool

@@ -1,6 +1,7 @@
-//! The agents of the custom-state tests: a notebook whose tools change its state over several
-//! steps (one of them suspended on a client call), and a parent that folds a child's final state
-//! into its own with its `after_sub_agent` hook.
+//! The agents of the custom-state tests: notebooks whose tools change their state over several
+//! steps (one suspended on a client call, one approved by a person), and parents that fold a
+//! child's final state into their own with their `after_sub_agent` hook (one whose child
+//! suspends the tree).
 
 use crate::agents::{TextInput, ask_user, hold_if_told};
 use baton_core::{
@@ -80,6 +81,21 @@ pub fn notebook() -> Agent {
         .unwrap()
 }
 
+/// `notebook_gated`: one note that a person must approve (so it runs in the resumed run's
+/// drain), then the answer.
+pub fn notebook_gated() -> Agent {
+    let model = ScriptedModel::default()
+        .call_id_prefix("ng")
+        .call("note", json!({"text": "approved"}))
+        .answer("noted {{result:note}}");
+    Agent::builder("notebook_gated")
+        .model(model)
+        .state::<Notebook>()
+        .tool(note().requires_approval())
+        .build()
+        .unwrap()
+}
+
 /// `notebook_once`: one note, then the answer (for the worker killed inside `note`).
 pub fn notebook_once() -> Agent {
     let model = ScriptedModel::default()
@@ -100,9 +116,9 @@ pub struct Finding {
     pub found: String,
 }
 
-/// `scout`: a child that records what it finds in its state, then answers.
-pub fn scout() -> Agent {
-    let find = tool_with_context(
+/// `find`: sets what was found in the state.
+fn find() -> FnTool {
+    tool_with_context(
         "find",
         "Records a find.",
         |context: ToolContext, input: TextInput| async move {
@@ -111,7 +127,11 @@ pub fn scout() -> Agent {
                 .map_err(|e| e.to_string())?;
             Ok::<_, String>("recorded")
         },
-    );
+    )
+}
+
+/// `scout`: a child that records what it finds in its state, then answers.
+pub fn scout() -> Agent {
     let model = ScriptedModel::default()
         .call_id_prefix("sc")
         .call("find", json!({"text": "gold"}))
@@ -119,7 +139,25 @@ pub fn scout() -> Agent {
     Agent::builder("scout")
         .model(model)
         .state::<Finding>()
-        .tool(find)
+        .tool(find())
+        .build()
+        .unwrap()
+}
+
+/// `asking_scout`: records "silver" beside asking the user (so it suspends), then answers.
+pub fn asking_scout() -> Agent {
+    let model = ScriptedModel::default()
+        .call_id_prefix("as")
+        .call_all(&[
+            ("find", json!({"text": "silver"})),
+            ("ask_user", json!({"question": "Dig here?"})),
+        ])
+        .answer("dug");
+    Agent::builder("asking_scout")
+        .model(model)
+        .state::<Finding>()
+        .tool(find())
+        .client_tool(ask_user())
         .build()
         .unwrap()
 }
@@ -135,14 +173,25 @@ pub struct Expedition {
 /// `expedition`: calls `scout`; its `after_sub_agent` hook sets the scout's find and status in
 /// its own state; then it answers with the scout's output.
 pub fn expedition() -> Agent {
+    expedition_with("expedition", "ex", "scout")
+}
+
+/// `patient_expedition`: like `expedition`, with `asking_scout`, which suspends the tree: the
+/// fold happens when the resumed expedition drains the scout's answer.
+pub fn patient_expedition() -> Agent {
+    expedition_with("patient_expedition", "pe", "asking_scout")
+}
+
+fn expedition_with(name: &str, call_id_prefix: &str, scout: &str) -> Agent {
+    let tool = format!("subagent__{scout}");
     let model = ScriptedModel::default()
-        .call_id_prefix("ex")
-        .call("subagent__scout", json!({"message": "look"}))
-        .answer("scout says {{result:subagent__scout}}");
-    Agent::builder("expedition")
+        .call_id_prefix(call_id_prefix)
+        .call(&tool, json!({"message": "look"}))
+        .answer(&format!("scout says {{{{result:{tool}}}}}"));
+    Agent::builder(name)
         .model(model)
         .state::<Expedition>()
-        .sub_agent("scout", "Looks around.")
+        .sub_agent(scout, "Looks around.")
         .after_sub_agent(|ended| {
             let found = ended.state.and_then(|state| state.get("found")).cloned();
             vec![
@@ -155,5 +204,13 @@ pub fn expedition() -> Agent {
 }
 
 pub fn all() -> Vec<Agent> {
-    vec![notebook(), notebook_once(), scout(), expedition()]
+    vec![
+        notebook(),
+        notebook_gated(),
+        notebook_once(),
+        scout(),
+        asking_scout(),
+        expedition(),
+        patient_expedition(),
+    ]
 }

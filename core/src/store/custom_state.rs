@@ -4,10 +4,11 @@
 //! between the commit's two invocations (see `append_staged_step` in `prelude.lua`).
 
 use super::{
-    Error, StepRef, Store, from_json,
+    Error, StepRef, Store, Written, from_json,
     keys::{Key, state_field},
     replies::WriteReply,
-    scripts::Invocation,
+    scripts::{Invocation, STAGE_STATE_PATCH},
+    to_json,
 };
 use crate::chunk::{ChunkKind, encode_unsequenced};
 use json_patch::{Patch, PatchOperation};
@@ -33,6 +34,28 @@ impl Store {
         let key = self.key(address, Key::State);
         let text: Option<String> = self.conn().hget(&key, state_field::CUSTOM_STATE).await?;
         text.map(|text| from_json(&key, &text)).transpose()
+    }
+
+    /// Stages a change of the custom state made for call `tool_call_id` outside a call of
+    /// `step` (a call drained by a resumed run): `step`'s commit applies it, before the changes
+    /// of its own calls. First change wins.
+    pub async fn stage_state_patch(
+        &self,
+        step: StepRef<'_>,
+        tool_call_id: &str,
+        patch: &Patch,
+    ) -> Result<Written, Error> {
+        let reply: WriteReply = STAGE_STATE_PATCH
+            .on(self, step.address)
+            .arg(step.run_id)
+            .arg(step.step)
+            .arg(tool_call_id)
+            .arg(to_json(patch))
+            .run(self)
+            .await?;
+        reply.into_written(step.run_id, |detail| {
+            self.inconsistent(step.address, detail)
+        })
     }
 
     /// Runs a commit script built by `invocation` with no fold, and when it answers with the
@@ -97,7 +120,7 @@ impl Store {
         );
         Ok(StateFold {
             before: current,
-            after: super::to_json(&state),
+            after: to_json(&state),
             body,
         })
     }

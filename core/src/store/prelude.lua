@@ -178,7 +178,28 @@ local function append_staged_step(keys, run_id, step_text, now, step_end_body, a
   local results = {}
   local fields = {turn_field, calls_field, usage_field, staged_field('emitted', run_id, step_text),
     staged_field('attempt', run_id, step_text)}
+  -- Changes staged for this step by calls a resumed run drained (not calls of the turn) go
+  -- first, in the order of their call ids; then the turn's calls' changes, in call order.
   local patches = {}
+  if redis.call('HEXISTS', state_key, 'customState') == 1 then
+    local turn_calls = {}
+    for _, id in ipairs(call_ids) do turn_calls[id] = true end
+    local patch_prefix = staged_field('patch', run_id, step_text) .. ':'
+    local drained = {}
+    for _, field in ipairs(redis.call('HKEYS', keys.staged)) do
+      if string.sub(field, 1, #patch_prefix) == patch_prefix then
+        local id = string.sub(field, #patch_prefix + 1)
+        if not turn_calls[id] then drained[#drained + 1] = id end
+      end
+    end
+    table.sort(drained)
+    for _, id in ipairs(drained) do
+      local field = patch_prefix .. id
+      patches[#patches + 1] = id
+      patches[#patches + 1] = redis.call('HGET', keys.staged, field)
+      fields[#fields + 1] = field
+    end
+  end
   for _, id in ipairs(call_ids) do
     if not awaited[id] then
       local field = staged_field('result', run_id, step_text, id)

@@ -311,3 +311,60 @@ async fn a_parent_folds_its_childs_final_state_into_its_own_after_the_call() {
     );
     assert_completed(&chunks, "scout says found it");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parent_resumed_by_its_suspended_childs_end_folds_the_childs_state_once() {
+    let harness = Harness::start(agents::registry()).await;
+    let root = harness.suspended_session("patient_expedition").await;
+    let child = subagent::child_address(&SessionAddress::root(&root), "pe_1_1").session_id;
+    let answer = ToolOutcome::Result(json!({"answer": "yes"}));
+    harness
+        .client
+        .submit(&root, "as_1_2", &answer)
+        .await
+        .unwrap();
+    let before = harness.client.status(&root).await.unwrap().last_sequence;
+    harness.client.resume(&root).await.unwrap();
+    let chunks = harness.chunks_after_until_end(&root, before).await;
+
+    // The child's change was made beside its client call; the parent's fold goes with the
+    // resumed parent's next step (2), since draining an answer commits no step.
+    let expected = json!({"found": "silver", "scoutStatus": "completed"});
+    assert_eq!(end_state(&chunks), Some(&expected));
+    let parent_patches = own_patches(&chunks, &root);
+    assert_eq!(parent_patches.len(), 1, "{chunks:?}");
+    assert!(matches!(
+        parent_patches[0].kind,
+        ChunkKind::StatePatch { step: 2, .. }
+    ));
+    assert_eq!(
+        snapshot(&harness, &root).await.state.custom_state,
+        Some(expected)
+    );
+    assert_eq!(
+        snapshot(&harness, &child).await.state.custom_state,
+        Some(json!({"found": "silver"}))
+    );
+    assert_completed(&chunks, "scout says dug");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approved_tool_changes_the_state_with_the_resumed_runs_next_step() {
+    let harness = Harness::start(agents::registry()).await;
+    let started = harness.client.start("notebook_gated", "go").await.unwrap();
+    let session = started.session_id.clone();
+    harness.chunks_until_suspended(&session).await;
+    let before = harness
+        .approve_and_resume(&session, &started.run_id, "ng_1_1")
+        .await;
+    let chunks = harness.chunks_after_until_end(&session, before).await;
+    let expected = json!({"topic": "", "notes": ["approved"], "count": 1});
+    assert_eq!(end_state(&chunks), Some(&expected));
+    let patches = own_patches(&chunks, &session);
+    assert_eq!(patches.len(), 1, "{chunks:?}");
+    assert!(matches!(
+        patches[0].kind,
+        ChunkKind::StatePatch { step: 2, .. }
+    ));
+    assert_completed(&chunks, "noted 1");
+}
