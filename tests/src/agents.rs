@@ -241,12 +241,17 @@ pub fn flaky_rephrasing() -> Agent {
 
 fn flaky_answering(name: &str, answer: &str) -> Agent {
     Agent::builder(name)
-        .model(FlakyModel {
-            failed: AtomicBool::new(false),
-            script: ScriptedModel::default().answer(answer),
-        })
+        .model(flaky_model(ScriptedModel::default().answer(answer)))
         .build()
         .unwrap()
+}
+
+/// A model whose first call fails after streaming two words, then answers from `script`.
+pub(crate) fn flaky_model(script: ScriptedModel) -> impl Model {
+    FlakyModel {
+        failed: AtomicBool::new(false),
+        script,
+    }
 }
 
 /// Input of the `ask_user` client tool.

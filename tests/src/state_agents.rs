@@ -98,16 +98,30 @@ pub fn notebook_gated() -> Agent {
 
 /// `notebook_once`: one note, then the answer (for the worker killed inside `note`).
 pub fn notebook_once() -> Agent {
-    let model = ScriptedModel::default()
-        .call_id_prefix("no")
-        .call("note", json!({"text": "a"}))
-        .answer("noted {{result:note}}");
     Agent::builder("notebook_once")
-        .model(model)
+        .model(one_note("no"))
         .state::<Notebook>()
         .tool(note())
         .build()
         .unwrap()
+}
+
+/// `notebook_flaky`: like `notebook_once`, but its first model call fails after streaming some
+/// text, so step 1 is streamed again before its note is made.
+pub fn notebook_flaky() -> Agent {
+    Agent::builder("notebook_flaky")
+        .model(crate::agents::flaky_model(one_note("nf")))
+        .state::<Notebook>()
+        .tool(note())
+        .build()
+        .unwrap()
+}
+
+fn one_note(call_id_prefix: &str) -> ScriptedModel {
+    ScriptedModel::default()
+        .call_id_prefix(call_id_prefix)
+        .call("note", json!({"text": "a"}))
+        .answer("noted {{result:note}}")
 }
 
 /// The scout's state: what it found.
@@ -208,6 +222,7 @@ pub fn all() -> Vec<Agent> {
         notebook(),
         notebook_gated(),
         notebook_once(),
+        notebook_flaky(),
         scout(),
         asking_scout(),
         expedition(),

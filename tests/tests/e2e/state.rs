@@ -281,6 +281,25 @@ async fn a_worker_killed_inside_a_state_changing_tool_leaves_the_change_applied_
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_call_retried_mid_stream_leaves_the_steps_change_applied_once() {
+    let harness = Harness::start(agents::registry()).await;
+    let started = harness.client.start("notebook_flaky", "go").await.unwrap();
+    let chunks = harness
+        .chunks_until_end(&started.session_id, WAIT_LIMIT)
+        .await;
+    assert!(
+        chunks
+            .iter()
+            .any(|chunk| matches!(chunk.kind, ChunkKind::StepDiscarded { step: 1 })),
+        "the first model call was retried"
+    );
+    let expected = json!({"topic": "", "notes": ["a"], "count": 1});
+    assert_eq!(end_state(&chunks), Some(&expected));
+    assert_eq!(own_patches(&chunks, &started.session_id).len(), 1);
+    assert_completed(&chunks, "noted 1");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_parent_folds_its_childs_final_state_into_its_own_after_the_call() {
     let harness = Harness::start(agents::registry()).await;
     let started = harness.client.start("expedition", "go").await.unwrap();
