@@ -6,10 +6,10 @@
 use crate::{
     AgentActivities,
     failure::Error,
-    io::{ParentNext, RunInput},
+    io::{ActivityPolicy, ParentNext, RunInput},
 };
 use baton_core::{
-    ErrorCode, ids,
+    AgentRegistry, ErrorCode, Store, ids,
     store::{
         self, Answer, ChildEnd, Claim, NewRun, ParentReport, ResumeEntry, Status, StoredAnswer,
     },
@@ -22,9 +22,9 @@ impl AgentActivities {
     /// so its report is made here instead (the same idempotent report, claiming the same run).
     pub(crate) async fn report_ended_children(
         &self,
-        parent_run: &RunInput,
+        parent: &store::SessionAddress,
+        policy: &ActivityPolicy,
     ) -> Result<ParentNext, Error> {
-        let parent = &parent_run.address;
         let children = self.store.children(parent).await?;
         for (call, _run) in self.store.pending_calls(parent).await? {
             if call.kind != store::PendingKind::SubAgent {
@@ -49,8 +49,11 @@ impl AgentActivities {
                 run_id: state.run_id.clone(),
                 stream_id: state.stream_id.clone(),
                 first_step: state.step_count,
-                max_steps: parent_run.max_steps,
-                policy: parent_run.policy.clone(),
+                max_steps: self
+                    .registry
+                    .get(&state.agent_type)
+                    .map_or(0, |agent| agent.max_steps()),
+                policy: policy.clone(),
                 resume: false,
             };
             if let next @ ParentNext::Resume { .. } = self.report_end_to_parent(&child_run).await? {
@@ -171,4 +174,44 @@ impl AgentActivities {
             workflow_id,
         })
     }
+}
+
+/// From outside a workflow, reports the children of `parent` that have ended while it awaits
+/// them: the children of a session a rewind gave its sub-agent calls back to, or a child the
+/// zombie sweep failed (whose own workflow, gone, could not report). The same idempotent report
+/// a child's workflow makes; when it completes the parent's batch the parent is claimed, and the
+/// caller starts the returned run's workflow.
+pub async fn report_ended_children(
+    store: &Store,
+    registry: &AgentRegistry,
+    parent: &store::SessionAddress,
+    policy: &ActivityPolicy,
+) -> Result<ParentNext, ReportError> {
+    // The heartbeat interval is for activities; this report runs none.
+    let reporter = AgentActivities::new(
+        store.clone(),
+        registry.clone(),
+        std::time::Duration::from_secs(5),
+    );
+    reporter
+        .report_ended_children(parent, policy)
+        .await
+        .map_err(|error| match error {
+            Error::Store(error) => ReportError::Store(error),
+            Error::Typed { code, message } => ReportError::Typed { code, message },
+            other => ReportError::Typed {
+                code: ErrorCode::Internal,
+                message: format!("{other:?}"),
+            },
+        })
+}
+
+/// Why [`report_ended_children`] failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error(transparent)]
+    Store(#[from] store::Error),
+    /// The tree's agents do not match the registry (a parent without the child's sub-agent).
+    #[error("{message}")]
+    Typed { code: ErrorCode, message: String },
 }

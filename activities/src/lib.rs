@@ -10,6 +10,7 @@
 pub mod io;
 
 mod cascade;
+pub use cascade::{ReportError, report_ended_children};
 mod commit;
 mod deadline;
 mod failure;
@@ -191,7 +192,9 @@ impl AgentActivities {
         _ctx: ActivityContext,
         input: RunInput,
     ) -> Result<ParentNext, ActivityError> {
-        Ok(self.report_ended_children(&input).await?)
+        Ok(self
+            .report_ended_children(&input.address, &input.policy)
+            .await?)
     }
 
     /// Ends the run as failed with a typed error.

@@ -15,6 +15,9 @@ import sys
 from playwright.sync_api import expect, sync_playwright
 
 BASE, SCREENSHOT = sys.argv[1], sys.argv[2]
+# A loaded machine (a build beside the tests) can take seconds per step; the default 5 s of
+# expect() made the test fail there while nothing was wrong.
+expect.set_options(timeout=30_000)
 FINAL = "You said {}, 40 + 2 = 42, and the postcard: sent to Ada."
 
 

@@ -1,7 +1,7 @@
 //! Connecting to Temporal and running the Temporal worker that executes agent runs.
 
 use anyhow::Context;
-use baton_activities::AgentActivities;
+use baton_activities::{AgentActivities, io::ActivityPolicy};
 use baton_core::{AgentRegistry, Store};
 use baton_workflows::{AgentRunWorkflow, DeadlineWorkflow};
 use std::time::Duration;
@@ -34,6 +34,9 @@ pub struct WorkerSettings {
     /// How long a session may stay `active` and unwritten without a running workflow before the
     /// worker's sweep fails it with `run_lost` (see [`crate::sweep`]); `None`: no sweep.
     pub zombie_grace: Option<Duration>,
+    /// The timeouts and retries of the runs this worker starts itself (a parent resumed by the
+    /// sweep's report of a failed child); the server's `--model-attempts` and the like.
+    pub policy: ActivityPolicy,
 }
 
 /// The default of [`WorkerSettings::zombie_grace`]: far above any write-to-start gap, and
@@ -49,6 +52,7 @@ impl WorkerSettings {
             sticky_timeout: Duration::from_secs(10),
             graceful_shutdown: Duration::from_secs(10),
             zombie_grace: Some(DEFAULT_ZOMBIE_GRACE),
+            policy: ActivityPolicy::default(),
         }
     }
 }
@@ -82,9 +86,15 @@ pub async fn run_worker(
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
     let sweep = settings.zombie_grace.map(|grace| {
+        let cascade = crate::sweep::Cascade {
+            registry: registry.clone(),
+            task_queue: settings.task_queue.clone(),
+            policy: settings.policy.clone(),
+        };
         tokio::spawn(crate::sweep::sweep_zombies(
             store.clone(),
             client.clone(),
+            cascade,
             grace,
             shutdown.clone(),
         ))

@@ -2,25 +2,40 @@
 //! the session's write and its workflow's start, a terminated workflow) is failed with
 //! `run_lost`, so it ends instead of staying active forever. Every worker sweeps on its own:
 //! the failure is one fenced script (`fail_run`, on the run read), so two workers sweeping the
-//! same session write one `end`, and a session that moved on is left alone.
+//! same session write one `end`, and a session that moved on is left alone. A failed child of a
+//! session tree answers its parent's sub-agent call with that failure (its workflow, gone, cannot),
+//! which resumes the parent when it completes the parent's batch.
 
+use baton_activities::io::{ActivityPolicy, ParentNext};
 use baton_core::{
-    ErrorCode,
+    AgentRegistry, ErrorCode,
     chunk::RunError,
     store::{QuietRun, RunRef, Store, Written},
 };
 use baton_workflows::AgentRunWorkflow;
 use std::time::Duration;
 use temporalio_client::{
-    Client, WorkflowDescribeOptions, WorkflowExecutionStatus, errors::WorkflowInteractionError,
+    Client, WorkflowDescribeOptions, WorkflowExecutionStatus, WorkflowIdReusePolicy,
+    WorkflowStartOptions, errors::WorkflowInteractionError,
 };
 use tokio_util::sync::CancellationToken;
+
+/// What the sweep needs to carry a failed child's end to its parent: the agents (to read the
+/// child's outcome as its parent's sub-agent tool does), and where and how to start the
+/// parent's resumed run.
+#[derive(Clone)]
+pub struct Cascade {
+    pub registry: AgentRegistry,
+    pub task_queue: String,
+    pub policy: ActivityPolicy,
+}
 
 /// Sweeps every `grace / 2` until `shutdown`, failing the sessions that have been active and
 /// quiet for `grace` with no running workflow.
 pub async fn sweep_zombies(
     store: Store,
     temporal: Client,
+    cascade: Cascade,
     grace: Duration,
     shutdown: CancellationToken,
 ) {
@@ -30,7 +45,7 @@ pub async fn sweep_zombies(
             _ = shutdown.cancelled() => return,
             _ = tokio::time::sleep(every) => {}
         }
-        if let Err(error) = sweep_once(&store, &temporal, grace).await {
+        if let Err(error) = sweep_once(&store, &temporal, &cascade, grace).await {
             tracing::warn!(%error, "the zombie sweep failed; it runs again later");
         }
     }
@@ -40,6 +55,7 @@ pub async fn sweep_zombies(
 pub async fn sweep_once(
     store: &Store,
     temporal: &Client,
+    cascade: &Cascade,
     grace: Duration,
 ) -> Result<Vec<QuietRun>, baton_core::store::Error> {
     let quiet_ms = u64::try_from(grace.as_millis()).unwrap_or(u64::MAX);
@@ -77,6 +93,7 @@ pub async fn sweep_once(
                     workflow_id = run.workflow_id.as_deref().unwrap_or(""),
                     "a session active without a running workflow was failed"
                 );
+                report_to_parent(store, temporal, cascade, &run).await;
                 failed.push(run);
             }
             Ok(Written::AlreadyDone) | Err(baton_core::store::Error::RunRefused { .. }) => {}
@@ -97,4 +114,52 @@ async fn workflow_running(temporal: &Client, workflow_id: &str) -> Option<bool> 
             None
         }
     }
+}
+
+/// Answers the parent's sub-agent call of a child the sweep failed, and starts the parent's
+/// resumed run when that answer completes its batch. Failures are logged: the parent then waits
+/// for a `resume` on the root, which reports ended children again.
+async fn report_to_parent(store: &Store, temporal: &Client, cascade: &Cascade, run: &QuietRun) {
+    if run.address.session_id == run.address.root_session_id {
+        return;
+    }
+    let session_id = &run.address.session_id;
+    let parent = match store.parent_of(&run.address).await {
+        Ok(Some((parent, _call))) => parent,
+        Ok(None) => return,
+        Err(error) => {
+            tracing::warn!(%session_id, %error, "the sweep cannot read the failed child's parent");
+            return;
+        }
+    };
+    let next =
+        baton_activities::report_ended_children(store, &cascade.registry, &parent, &cascade.policy)
+            .await;
+    let (run, workflow_id) = match next {
+        Ok(ParentNext::Resume { run, workflow_id }) => (run, workflow_id),
+        Ok(ParentNext::Nothing) => return,
+        Err(error) => {
+            tracing::warn!(%session_id, %error, "the sweep cannot report the failed child to its parent");
+            return;
+        }
+    };
+    let options = WorkflowStartOptions::new(cascade.task_queue.clone(), workflow_id.clone())
+        .id_reuse_policy(WorkflowIdReusePolicy::RejectDuplicate)
+        .build();
+    let claimed = RunRef {
+        address: &run.address,
+        stream_id: &run.stream_id,
+        run_id: &run.run_id,
+    };
+    if let Err(error) = temporal
+        .start_workflow(AgentRunWorkflow::run, (*run).clone(), options)
+        .await
+    {
+        tracing::warn!(parent = %parent.session_id, %error, "the parent's resumed run could not start; it waits again");
+        if let Err(error) = store.release_claim(claimed).await {
+            tracing::warn!(parent = %parent.session_id, %error, "releasing the parent's claim failed");
+        }
+        return;
+    }
+    tracing::info!(parent = %parent.session_id, %workflow_id, "a failed child's end resumes its parent");
 }

@@ -305,6 +305,8 @@ pub(super) enum RewindReply {
     SessionNotFound,
     AlreadyRunning,
     UnknownCheckpoint,
+    /// The checkpoint is on a branch an earlier rewind went back past.
+    AbandonedCheckpoint,
 }
 
 impl FromRedisValue for RewindReply {
@@ -317,6 +319,7 @@ impl FromRedisValue for RewindReply {
             "session_not_found" => Self::SessionNotFound,
             "already_running" => Self::AlreadyRunning,
             "unknown_checkpoint" => Self::UnknownCheckpoint,
+            "abandoned_checkpoint" => Self::AbandonedCheckpoint,
             _ => return Err(reply.unexpected()),
         })
     }

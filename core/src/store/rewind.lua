@@ -6,7 +6,9 @@
 -- with fresh deadlines (see register_pending): with mode 'suspend' the session awaits them again
 -- at once (no workflow, no model call); with mode 'run' (a message that abandons them) the run
 -- drains them. The custom state goes back to the checkpoint's. A rewind chunk, run_start and a
--- new checkpoint (a copy of the restored one) are written. Exactly one of two concurrent rewinds or resumes wins.
+-- new checkpoint (a copy of the restored one) are written. The checkpoints after the one
+-- restored are abandoned: a later rewind to one of them is refused. Exactly one of two
+-- concurrent rewinds or resumes wins.
 local messages_key = KEYS[3]
 local checkpoints_key = KEYS[4]
 local pending_key = KEYS[5]
@@ -38,6 +40,18 @@ if not status then return {'session_not_found'} end
 if status == 'active' then return {'already_running'} end
 local record = redis.call('LINDEX', checkpoints_key, checkpoint_id)
 if not record then return {'unknown_checkpoint'} end
+-- A checkpoint a rewind went back past is on an abandoned branch: the log it counts messages of
+-- was cut, so it cannot be restored. The abandoned ids are kept as [from, to] ranges.
+local target = tonumber(checkpoint_id)
+local abandoned = cjson.decode(redis.call('HGET', state_key, 'abandonedCheckpoints') or '[]')
+for _, range in ipairs(abandoned) do
+  if target >= range[1] and target <= range[2] then return {'abandoned_checkpoint'} end
+end
+local latest = redis.call('LLEN', checkpoints_key) - 1
+if latest > target then
+  abandoned[#abandoned + 1] = {target + 1, latest}
+  redis.call('HSET', state_key, 'abandonedCheckpoints', cjson.encode(abandoned))
+end
 local checkpoint = cjson.decode(record)
 
 for _, id in ipairs(redis.call('HKEYS', pending_key)) do

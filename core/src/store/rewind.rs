@@ -42,6 +42,8 @@ pub enum Rewound {
     SessionNotFound,
     AlreadyRunning,
     UnknownCheckpoint,
+    /// An earlier rewind went back past this checkpoint: the log it counts was cut.
+    AbandonedCheckpoint,
 }
 
 impl Store {
@@ -143,6 +145,7 @@ impl Store {
             RewindReply::SessionNotFound => Rewound::SessionNotFound,
             RewindReply::AlreadyRunning => Rewound::AlreadyRunning,
             RewindReply::UnknownCheckpoint => Rewound::UnknownCheckpoint,
+            RewindReply::AbandonedCheckpoint => Rewound::AbandonedCheckpoint,
         })
     }
 }

@@ -131,8 +131,24 @@ impl Store {
         self.json_list(self.key(address, Key::Messages)).await
     }
 
+    /// The checkpoints a rewind can still restore, oldest first: those of the current history,
+    /// without the ones a rewind went back past (see `rewind.lua`); each keeps its id.
     pub async fn checkpoints(&self, address: &SessionAddress) -> Result<Vec<Checkpoint>, Error> {
-        self.json_list(self.key(address, Key::Checkpoints)).await
+        let all: Vec<Checkpoint> = self.json_list(self.key(address, Key::Checkpoints)).await?;
+        let key = self.key(address, Key::State);
+        let abandoned: Option<String> = self.conn().hget(&key, "abandonedCheckpoints").await?;
+        let abandoned: Vec<(u32, u32)> = abandoned
+            .map(|text| from_json(&key, &text))
+            .transpose()?
+            .unwrap_or_default();
+        Ok(all
+            .into_iter()
+            .filter(|c| {
+                !abandoned
+                    .iter()
+                    .any(|(from, to)| (*from..=*to).contains(&c.id))
+            })
+            .collect())
     }
 
     /// One checkpoint of the session, by id.

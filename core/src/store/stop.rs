@@ -11,9 +11,10 @@ use crate::{
     message::{Message, ToolError, ToolOutcome, ToolResult, codes},
 };
 
-/// How often a stop reads the session again when another run took it between the read and the
-/// script. Each retry means a resume won that window, so more than one is already unlikely.
-const STOP_ATTEMPTS: usize = 3;
+/// How often a stop reads the session again when the session moved between the read and the
+/// script: another run took it, or the run committed a step (the stop names the step it
+/// discards). Each retry means the session changed within that window of about a millisecond.
+const STOP_ATTEMPTS: usize = 5;
 
 /// How a stop request ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,7 +63,7 @@ impl Store {
                     tracing::debug!(
                         session = %address.session_id,
                         %run_id,
-                        "another run took the session before the stop: reading it again"
+                        "the session moved (another run, or a committed step) before the stop: reading it again"
                     );
                 }
             }
@@ -121,7 +122,14 @@ impl Store {
             .arg(encode_unsequenced(&header, &end))
             .arg(&state.run_id)
             .arg(state.status.as_str())
-            .arg(self.session_retention_ms);
+            .arg(self.session_retention_ms)
+            .arg(state.step_count)
+            .arg(encode_unsequenced(
+                &header,
+                &ChunkKind::StepDiscarded {
+                    step: state.step_count + 1,
+                },
+            ));
         // A suspended run's awaited calls are closed by the stop, as not executed.
         // In call order, as a drain would write them.
         let mut pending: std::collections::HashMap<String, _> = self

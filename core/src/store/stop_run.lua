@@ -2,7 +2,9 @@
 -- session `interrupted`, abort `failed` with framework_cancelled; the end chunk reports it. A
 -- suspended run's awaited calls are closed here, in the log, as not executed (each with its
 -- tool_end chunk, before the end), and their pending state, ownership and stored answers are
--- cleared, as is whatever the run had staged: a stop leaves nothing behind it. The stop record
+-- cleared, as is whatever the run had staged: a stop leaves nothing behind it. A step the run
+-- had begun streaming but not committed is announced as discarded (step_discarded, before any
+-- tool_end and the end), so a reader drops its chunks as the log never holds it. The stop record
 -- and the list of the calls it closed stay, so a late submit to one of them answers
 -- run_stopped until the next turn. A run that is not running is left alone, and so is a session
 -- whose run or status is no longer the one the caller read (the record and the chunk name it,
@@ -24,14 +26,24 @@ local end_body = ARGV[5]
 local expected_run_id = ARGV[6]
 local expected_status = ARGV[7]
 local retention_ms = ARGV[8]
-local first_call = 9 -- then per awaited call: id, tool name, tool message, tool_end chunk body
+local expected_step_count = ARGV[9]
+local discarded_body = ARGV[10] -- step_discarded for step expected_step_count + 1
+local first_call = 11 -- then per awaited call: id, tool name, tool message, tool_end chunk body
 
-local fields = redis.call('HMGET', state_key, 'status', 'runId')
+local fields = redis.call('HMGET', state_key, 'status', 'runId', 'stepCount')
 if not fields[1] then return {'session_not_found'} end
 if fields[2] ~= expected_run_id then return {'run_superseded', fields[2]} end
 if is_ended(fields[1]) then return {'not_running', fields[1]} end
--- A run that suspended since the read has calls the caller did not pass: read it again.
-if fields[1] ~= expected_status then return {'run_superseded', fields[2]} end
+-- A run that suspended (or committed a step) since the read has calls (or a step) the caller did
+-- not pass: read it again.
+if fields[1] ~= expected_status or fields[3] ~= expected_step_count then
+  return {'run_superseded', fields[2]}
+end
+local next_step = tostring(tonumber(expected_step_count) + 1)
+if redis.call('HEXISTS', staged_key, staged_field('emitted', expected_run_id, next_step)) == 1
+    or redis.call('HEXISTS', staged_key, staged_field('turn', expected_run_id, next_step)) == 1 then
+  emit(discarded_body)
+end
 local reply = {'ok', fields[2]}
 local closed = {}
 for i = first_call, #ARGV, 4 do

@@ -1,8 +1,12 @@
 //! What the zombie sweep reads: the sessions whose status is `active` but that nothing has
 //! written for a while (a run whose workflow may be gone).
 
-use super::{Error, SessionAddress, Store, keys::Key, now_ms};
-use redis::AsyncCommands;
+use super::{Error, SessionAddress, Store, connection::Connection, keys::Key, now_ms};
+use redis::{
+    AsyncCommands,
+    cluster_async::ClusterConnection,
+    cluster_routing::{RoutingInfo, SingleNodeRoutingInfo},
+};
 
 /// An `active` session not written for a while, and the run that holds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,19 +37,23 @@ impl Store {
     pub async fn quiet_active_runs(&self, quiet_ms: u64) -> Result<Vec<QuietRun>, Error> {
         let pattern = format!("{}:{{*}}:*:{}", self.prefix, Key::State.name());
         let mut connection = self.conn();
-        let mut keys: Vec<String> = Vec::new();
-        {
-            let mut iter = connection
-                .scan_options::<String>(
-                    redis::ScanOptions::default()
-                        .with_pattern(pattern)
-                        .with_count(SCAN_COUNT),
-                )
-                .await?;
-            while let Some(key) = futures::StreamExt::next(&mut iter).await {
-                keys.push(key);
+        let keys = match &mut connection {
+            Connection::Cluster(cluster) => cluster_scan(cluster, &pattern).await?,
+            single => {
+                let mut keys: Vec<String> = Vec::new();
+                let mut iter = single
+                    .scan_options::<String>(
+                        redis::ScanOptions::default()
+                            .with_pattern(pattern)
+                            .with_count(SCAN_COUNT),
+                    )
+                    .await?;
+                while let Some(key) = futures::StreamExt::next(&mut iter).await {
+                    keys.push(key);
+                }
+                keys
             }
-        }
+        };
         let now = now_ms();
         let mut quiet = Vec::new();
         for key in keys {
@@ -85,5 +93,78 @@ impl Store {
             root_session_id: root.to_owned(),
             session_id: session.to_owned(),
         })
+    }
+}
+
+/// The keys matching `pattern` on every master of a cluster: a `SCAN` reads one node only, and
+/// the session trees are spread over the masters' slots.
+async fn cluster_scan(
+    cluster: &mut ClusterConnection,
+    pattern: &str,
+) -> Result<Vec<String>, Error> {
+    let nodes: String = redis::cmd("CLUSTER")
+        .arg("NODES")
+        .query_async(cluster)
+        .await?;
+    let mut keys = Vec::new();
+    for (host, port) in masters(&nodes) {
+        let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::ByAddress {
+            host: host.to_owned(),
+            port,
+        });
+        let mut cursor: u64 = 0;
+        loop {
+            let mut scan = redis::cmd("SCAN");
+            scan.arg(cursor)
+                .arg("MATCH")
+                .arg(pattern)
+                .arg("COUNT")
+                .arg(SCAN_COUNT);
+            let reply = cluster.route_command(&scan, route.clone()).await?;
+            let (next, batch): (u64, Vec<String>) = redis::from_redis_value(&reply)?;
+            keys.extend(batch);
+            if next == 0 {
+                break;
+            }
+            cursor = next;
+        }
+    }
+    Ok(keys)
+}
+
+/// The reachable masters in a `CLUSTER NODES` reply: `<id> <host>:<port>@<bus port> <flags> ...`
+/// per line, the flags holding `master` (and `fail` for a node the cluster has given up on).
+fn masters(nodes: &str) -> Vec<(&str, u16)> {
+    nodes
+        .lines()
+        .filter_map(|line| {
+            let mut fields = line.split_whitespace();
+            let address = fields.nth(1)?;
+            let flags = fields.next()?;
+            let flags: Vec<&str> = flags.split(',').collect();
+            if !flags.contains(&"master") || flags.iter().any(|f| f.starts_with("fail")) {
+                return None;
+            }
+            let (host, port) = address.split('@').next()?.rsplit_once(':')?;
+            let port: u16 = port.parse().ok()?;
+            (!host.is_empty() && port != 0).then_some((host, port))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::masters;
+
+    #[test]
+    fn the_masters_are_read_from_cluster_nodes() {
+        let nodes = "\
+a1 127.0.0.1:7001@17001 myself,master - 0 0 1 connected 0-5460
+b2 127.0.0.1:7002@17002 master - 0 1 2 connected 5461-10922
+c3 127.0.0.1:7003@17003 master,fail - 0 1 3 connected
+d4 127.0.0.1:7004@17004 slave b2 0 1 2 connected
+e5 :0@0 master,noaddr - 0 1 4 disconnected
+";
+        assert_eq!(masters(nodes), [("127.0.0.1", 7001), ("127.0.0.1", 7002)]);
     }
 }

@@ -28,3 +28,4 @@ mod suspension;
 mod sweep;
 mod transports;
 mod tree;
+mod tree_repair;

@@ -88,7 +88,8 @@ async fn rewinding_an_ended_session_to_its_first_checkpoint_runs_the_turn_again(
         (state.status, state.step_count, state.output.as_deref()),
         (Status::Completed, 1, Some("first: hello"))
     );
-    // Checkpoints only grow: the rewind adds a copy of checkpoint 0, then the step its own.
+    // Checkpoint ids only grow: the rewind adds a copy of checkpoint 0, then the step its own;
+    // checkpoint 1, which the rewind went back past, is no longer listed.
     let checkpoints = harness
         .store
         .checkpoints(&SessionAddress::root(&session))
@@ -98,8 +99,8 @@ async fn rewinding_an_ended_session_to_its_first_checkpoint_runs_the_turn_again(
         .iter()
         .map(|c| (c.id, c.message_count, c.step_count))
         .collect();
-    assert_eq!(positions, [(0, 1, 0), (1, 2, 1), (2, 1, 0), (3, 2, 1)]);
-    assert_eq!(checkpoints[2].stream_sequence, chunks[1].sequence);
+    assert_eq!(positions, [(0, 1, 0), (2, 1, 0), (3, 2, 1)]);
+    assert_eq!(checkpoints[1].stream_sequence, chunks[1].sequence);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -318,6 +319,67 @@ async fn a_rewind_with_a_message_can_abandon_the_restored_calls() {
     assert!(
         matches!(outcomes[..], [ToolOutcome::Error(e)] if e.code == "client_tool_abandoned"),
         "{outcomes:?}"
+    );
+}
+
+/// Rewinds `session` to `checkpoint` with `message` and waits for the new run to end.
+async fn rewind_and_finish(harness: &Harness, session: &str, checkpoint: u32, message: &str) {
+    let rewound = harness
+        .client
+        .rewind(session, checkpoint, Some(message), false)
+        .await
+        .unwrap();
+    harness
+        .run_result(&rewound.workflow_id.unwrap())
+        .await
+        .unwrap();
+}
+
+/// A rewind cuts the log back: the checkpoints after the one it restored counted messages that
+/// are gone, so a rewind to one of them is refused (nothing written) and they are not listed;
+/// the checkpoints of the new history are.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_checkpoint_a_rewind_went_back_past_cannot_be_restored() {
+    let harness = Harness::start(agents::registry()).await;
+    let started = harness.client.start("chatter", "hello").await.unwrap();
+    let session = started.session_id;
+    harness.chunks_until_end(&session, WAIT_LIMIT).await;
+    let address = SessionAddress::root(&session);
+    let first_history = harness.store.checkpoints(&address).await.unwrap();
+    assert_eq!(first_history.len(), 2);
+
+    rewind_and_finish(&harness, &session, 0, "other").await;
+    let before = (
+        harness.client.status(&session).await.unwrap(),
+        harness.messages(&session).await,
+    );
+    let refused = harness.client.rewind(&session, 1, None, false).await;
+    let refused = api_error(refused.unwrap_err());
+    assert_eq!(refused.code, ErrorCode::CheckpointNotFound);
+    assert!(refused.error.contains("abandoned"), "{}", refused.error);
+    let after = (
+        harness.client.status(&session).await.unwrap(),
+        harness.messages(&session).await,
+    );
+    assert_eq!(before, after);
+
+    let listed: Vec<u32> = harness
+        .store
+        .checkpoints(&address)
+        .await
+        .unwrap()
+        .iter()
+        .map(|c| c.id)
+        .collect();
+    assert_eq!(listed, [0, 2, 3]);
+    rewind_and_finish(&harness, &session, 2, "third").await;
+    assert_eq!(
+        harness.messages(&session).await,
+        vec![
+            Message::user("hello"),
+            Message::user("third"),
+            Message::assistant("first: third", vec![]),
+        ]
     );
 }
 

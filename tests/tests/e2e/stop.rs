@@ -9,6 +9,7 @@ use baton_core::{
     store::{SessionAddress, Status},
 };
 use baton_tests::{Harness, WorkerProcess, agents, api_error, tool_outcomes};
+use futures::StreamExt;
 use serde_json::json;
 use std::time::Duration;
 
@@ -185,6 +186,47 @@ async fn an_aborted_running_run_fails_cancelled_and_writes_nothing_after_its_end
     );
     assert_eq!(
         harness.store.messages(&address).await.unwrap(),
+        vec![Message::user("go")]
+    );
+}
+
+/// A stop while a step runs: the step's chunks already streamed (its start, the tool call's
+/// start) are announced as discarded before the end, as the log never holds that step.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupt_mid_step_discards_the_streamed_step_before_the_end() {
+    let harness = Harness::server_only(agents::registry()).await;
+    let _worker = WorkerProcess::spawn(TEST_WORKER, &harness, true);
+    let started = harness.client.start("holder", "go").await.unwrap();
+    let mut follower = harness.client.follow(&started.session_id, 0);
+    // The hold tool's start is on the stream once the step is staged.
+    while let Some(Ok(chunk)) = follower.next().await {
+        if matches!(chunk.kind, ChunkKind::ToolStart { .. }) {
+            break;
+        }
+    }
+    drop(follower);
+
+    let stopped = harness
+        .client
+        .stop(&started.session_id, false)
+        .await
+        .unwrap();
+    assert_eq!(stopped.status, Status::Interrupted);
+    let chunks = harness.chunks_until_end(&started.session_id, LIMIT).await;
+    let position = |wanted: fn(&ChunkKind) -> bool| chunks.iter().position(|c| wanted(&c.kind));
+    let tool_start = position(|k| matches!(k, ChunkKind::ToolStart { step: 1, .. }));
+    let discarded = position(|k| matches!(k, ChunkKind::StepDiscarded { step: 1 }));
+    let end = position(|k| matches!(k, ChunkKind::End { .. }));
+    assert!(tool_start.is_some(), "{chunks:?}");
+    assert!(discarded > tool_start, "{chunks:?}");
+    assert_eq!(end, Some(chunks.len() - 1), "{chunks:?}");
+    assert!(discarded < end, "{chunks:?}");
+    assert_eq!(
+        harness
+            .store
+            .messages(&SessionAddress::root(&started.session_id))
+            .await
+            .unwrap(),
         vec![Message::user("go")]
     );
 }

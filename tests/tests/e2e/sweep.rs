@@ -6,6 +6,22 @@ use baton_core::{ChunkKind, ErrorCode, chunk::EndStatus, store::Status};
 use baton_tests::{Harness, agents};
 use std::time::Duration;
 
+/// One sweep pass with no grace, as a worker of the harness's server makes it (reporting a
+/// failed child to its parent): the ids of the sessions it failed.
+pub(crate) async fn sweep_now(harness: &Harness) -> Vec<String> {
+    let cascade = baton_worker::sweep::Cascade {
+        registry: harness.state.registry.clone(),
+        task_queue: harness.task_queue.clone(),
+        policy: harness.state.policy.clone(),
+    };
+    baton_worker::sweep::sweep_once(&harness.store, &harness.temporal, &cascade, Duration::ZERO)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|run| run.address.session_id)
+        .collect()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_active_without_a_workflow_is_failed_by_the_sweep_and_a_running_one_is_not() {
     // No worker: the started session's workflow waits in Temporal, running.
@@ -16,14 +32,7 @@ async fn a_session_active_without_a_workflow_is_failed_by_the_sweep_and_a_runnin
         .session_without_workflow("zombie-session", "two_steps")
         .await;
 
-    let failed = baton_worker::sweep::sweep_once(&harness.store, &harness.temporal, Duration::ZERO)
-        .await
-        .unwrap();
-    let failed: Vec<&str> = failed
-        .iter()
-        .map(|run| run.address.session_id.as_str())
-        .collect();
-    assert_eq!(failed, ["zombie-session"]);
+    assert_eq!(sweep_now(&harness).await, ["zombie-session"]);
 
     let state = harness.client.status("zombie-session").await.unwrap();
     assert_eq!(state.status, Status::Failed);
@@ -40,8 +49,6 @@ async fn a_session_active_without_a_workflow_is_failed_by_the_sweep_and_a_runnin
     assert_eq!(still.status, Status::Active);
 
     // A second sweep (another worker's) finds nothing to do.
-    let again = baton_worker::sweep::sweep_once(&harness.store, &harness.temporal, Duration::ZERO)
-        .await
-        .unwrap();
+    let again = sweep_now(&harness).await;
     assert!(again.is_empty(), "{again:?}");
 }

@@ -11,7 +11,7 @@ use baton_activities::io::RunInput;
 use baton_core::{
     Agent, ApiError, ErrorCode,
     api::ResumeResponse,
-    store::{self, ResumeEntry, Rewound, SessionAddress, SessionState, Status},
+    store::{self, PendingKind, ResumeEntry, Rewound, SessionAddress, SessionState, Status},
 };
 
 /// A `from_checkpoint` resume, its session found and its request checked.
@@ -111,6 +111,22 @@ pub(super) async fn rewind_session(
             step_count,
             pending,
         } => {
+            // A sub-agent call given back whose child has ended since is answered by that end
+            // (no workflow of the child will report it again).
+            if pending
+                .iter()
+                .any(|call| call.kind == PendingKind::SubAgent)
+                && let Some((run_id, workflow_id)) =
+                    super::tree::report_ended_children(state, &address).await?
+            {
+                tracing::info!(%session_id, checkpoint_id, %workflow_id, "session rewound; its ended children answered it");
+                return Ok(ResumeResponse {
+                    session_id: session_id.clone(),
+                    run_id,
+                    workflow_id: Some(workflow_id),
+                    status: Status::Active,
+                });
+            }
             let wake_at = pending.iter().map(|call| call.deadline_at).min();
             if let Some(wake_at) = wake_at.filter(|_| agent.resume_on_deadline()) {
                 start_deadline_workflow(state, input(step_count), wake_at).await?;
@@ -126,5 +142,13 @@ pub(super) async fn rewind_session(
         Rewound::SessionNotFound => Err(no_session(session_id)),
         Rewound::AlreadyRunning => Err(already_running()),
         Rewound::UnknownCheckpoint => Err(not_found()),
+        Rewound::AbandonedCheckpoint => Err(ApiError::new(
+            ErrorCode::CheckpointNotFound,
+            format!(
+                "checkpoint {checkpoint_id} of session {session_id} is on a branch a later \
+                 rewind abandoned (its messages are gone); rewind to a checkpoint of the \
+                 current history"
+            ),
+        )),
     }
 }

@@ -212,3 +212,31 @@ pub(super) async fn stop_descendants(
     }
     Ok(())
 }
+
+/// Reports the children of `parent` that ended while it awaited them (a rewind gave it back a
+/// sub-agent call whose child has already ended): the child's outcome answers the call, and
+/// when that completes the parent's batch, the parent's resumed run starts. Returns that run's
+/// (run id, workflow id).
+pub(super) async fn report_ended_children(
+    state: &AppState,
+    parent: &SessionAddress,
+) -> Result<Option<(String, String)>, ApiError> {
+    let next = baton_activities::report_ended_children(
+        &state.store,
+        &state.registry,
+        parent,
+        &state.policy,
+    )
+    .await
+    .map_err(|error| match error {
+        baton_activities::ReportError::Store(error) => store_error(error),
+        baton_activities::ReportError::Typed { code, message } => ApiError::new(code, message),
+    })?;
+    let baton_activities::io::ParentNext::Resume { run, workflow_id } = next else {
+        return Ok(None);
+    };
+    let run_id = run.run_id.clone();
+    start_run_workflow(state, &workflow_id, *run).await?;
+    tracing::info!(session_id = %parent.session_id, %workflow_id, "an ended child's answer resumes its parent");
+    Ok(Some((run_id, workflow_id)))
+}

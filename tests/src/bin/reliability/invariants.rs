@@ -318,8 +318,8 @@ fn check_stream(
         .filter(|(_, c)| c["type"] == "step_discarded")
         .map(|(_, c)| (c["runId"].to_string(), c["step"].as_u64().unwrap_or(0)))
         .collect();
-    // Each identity with the sequence it was first written at.
-    let mut seen: HashMap<String, u64> = HashMap::new();
+    // Each identity with the sequence it was first written at, and the run and step that wrote it.
+    let mut seen: HashMap<String, (u64, String, u64)> = HashMap::new();
     for (sequence, chunk) in chunks {
         let kind = chunk["type"].as_str().unwrap_or("?");
         let step = chunk["step"].as_u64().unwrap_or(0);
@@ -327,7 +327,14 @@ fn check_stream(
             // A reader drops what came after the checkpoint's position: what follows may write
             // those chunks again.
             let position = chunk["streamSequence"].as_u64().unwrap_or(0);
-            seen.retain(|_, first| *first <= position);
+            seen.retain(|_, (first, _, _)| *first <= position);
+            continue;
+        }
+        if kind == "step_discarded" {
+            // A reader drops the step's earlier chunks (a model retry, or a stop mid-step): a
+            // later run may make the same calls again (a scripted model's call ids repeat).
+            let run = chunk["runId"].to_string();
+            seen.retain(|_, (_, seen_run, seen_step)| !(*seen_run == run && *seen_step == step));
             continue;
         }
         let identity = match kind {
@@ -341,12 +348,12 @@ fn check_stream(
             }
             _ => continue,
         };
-        if let Some(first) = seen.get(&identity) {
+        if let Some((first, _, _)) = seen.get(&identity) {
             findings.stream.push(format!(
                 "{session}: {identity} at {first} and again at {sequence}"
             ));
         } else {
-            seen.insert(identity, *sequence);
+            seen.insert(identity, (*sequence, chunk["runId"].to_string(), step));
         }
     }
 }

@@ -1,7 +1,8 @@
 //! Redis Cluster: three masters on loopback, created with `redis-cli --cluster create`, and the
 //! campaign's mixed sessions run with the Baton processes' Redis URL pointing at the cluster.
 //! Every script's keys share one slot per session tree, so a cluster-aware store would run them
-//! all; the invariants read each master's sessions.
+//! all; the invariants read each master's sessions, and the zombie sweep's scan must find quiet
+//! sessions on every master.
 
 use super::Fleet;
 use crate::{
@@ -88,7 +89,47 @@ pub async fn run(campaign: &Campaign) -> anyhow::Result<Row> {
             tally.retries.load(Ordering::Relaxed)
         ),
     );
+    let (found, made) =
+        sweep_reads_every_master(&fleet.config.redis_url, &fleet.config.prefix).await?;
+    row.require(
+        found == made,
+        format!(
+            "the zombie sweep's scan found {found} of {made} quiet sessions spread over the masters"
+        ),
+    );
     // The other masters live until the check has read them.
     drop(nodes);
     Ok(row)
+}
+
+/// Sessions left `active` with no workflow, under many roots (so in slots of every master): the
+/// zombie sweep's scan must find them all, not only those of the node it is connected to.
+/// Returns (found, made).
+async fn sweep_reads_every_master(redis_url: &str, prefix: &str) -> anyhow::Result<(usize, usize)> {
+    const QUIET: usize = 30;
+    let store = baton_core::store::Store::connect(redis_url, prefix).await?;
+    let mut made = std::collections::HashSet::new();
+    for index in 0..QUIET {
+        let session = format!("zombie-{index}");
+        let address = baton_core::store::SessionAddress::root(&session);
+        store
+            .create_session(baton_core::store::NewSession {
+                address: &address,
+                agent_type: agents::MIXED,
+                run_id: "r1",
+                stream_id: "st1",
+                workflow_id: &format!("agent__{}__{session}", agents::MIXED),
+                messages: &[baton_core::Message::user("go")],
+                max_chunks: 0,
+            })
+            .await?;
+        made.insert(session);
+    }
+    let found = store
+        .quiet_active_runs(0)
+        .await?
+        .into_iter()
+        .filter(|run| made.contains(&run.address.session_id))
+        .count();
+    Ok((found, made.len()))
 }
