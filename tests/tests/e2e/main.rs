@@ -19,6 +19,7 @@ mod replay;
 mod resume;
 mod rewind;
 mod runs;
+mod state;
 mod stop;
 mod streams;
 mod subagents;
