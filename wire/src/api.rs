@@ -15,6 +15,10 @@ pub struct StartRequest {
     /// choose (`--allow-client-session-ids`); otherwise the server makes one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
+    /// Initial custom state, for an agent that declares a state schema: a JSON object whose
+    /// fields override the agent's defaults; the result must match the schema.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<serde_json::Value>,
 }
 
 /// Answer of `POST /start`.
@@ -231,11 +235,14 @@ pub struct SnapshotResponse {
     pub checkpoint_id: Option<u32>,
 }
 
-/// The session state a snapshot carries: its message log.
+/// The session state a snapshot carries: its message log and, for an agent that declares one,
+/// its custom state, both as of the same checkpoint as `streamSequence`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SnapshotState {
     pub messages: Vec<crate::message::Message>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub custom_state: Option<serde_json::Value>,
 }
 
 /// Answer of `GET /usage`.

@@ -17,6 +17,7 @@ pub use baton_wire::{
 };
 
 mod connection;
+mod custom_state;
 mod keys;
 mod release;
 mod replies;
@@ -195,5 +196,7 @@ fn flag(set: bool) -> &'static str {
 
 #[cfg(test)]
 mod fault_tests;
+#[cfg(test)]
+mod state_tests;
 #[cfg(test)]
 mod tests;

@@ -143,7 +143,13 @@ impl Store {
             session_id: address.session_id.clone(),
             stream_id: fields.stream_id,
             status: fields.status,
-            state: SnapshotState { messages },
+            state: SnapshotState {
+                messages,
+                custom_state: fields
+                    .custom_state
+                    .map(|text| from_json(&key, &text))
+                    .transpose()?,
+            },
             stream_sequence: pinned.map_or(-1, |c| {
                 c.stream_sequence.max(last_end_sequence.unwrap_or(0)) as i64
             }),

@@ -20,6 +20,7 @@ mod resume;
 mod rewind;
 mod round_cost;
 mod runs;
+mod state;
 mod stop;
 mod streams;
 mod subagents;
