@@ -6,8 +6,8 @@ use crate::v1;
 use baton_wire::{
     ApiError, Message, StreamChunk, Usage,
     api::{
-        ResumeRequest, ResumeResponse, SnapshotResponse, SnapshotState, StartRequest,
-        StartResponse, StopResponse, UsageResponse,
+        ResumeRequest, ResumeResponse, SnapshotResponse, StartRequest, StartResponse, StopResponse,
+        UsageResponse,
     },
     chunk::RunError,
     session::{Continuation, SessionState, StopRecord, Suspension},
@@ -324,7 +324,6 @@ impl TryFrom<v1::SessionStatus> for SessionState {
 impl From<SnapshotResponse> for v1::SnapshotResponse {
     fn from(snapshot: SnapshotResponse) -> Self {
         let messages_json = snapshot
-            .state
             .messages
             .iter()
             .map(|message| serde_json::to_string(message).expect("a message always serializes"))
@@ -334,10 +333,9 @@ impl From<SnapshotResponse> for v1::SnapshotResponse {
             stream_id: snapshot.stream_id,
             status: wire_string(&snapshot.status),
             messages_json,
-            custom_state_json: snapshot
-                .state
-                .custom_state
-                .map(|state| serde_json::to_string(&state).expect("a JSON value serializes")),
+            custom_state_json: Some(
+                serde_json::to_string(&snapshot.state).expect("a JSON value serializes"),
+            ),
             stream_sequence: snapshot.stream_sequence,
             oldest_retained_sequence: snapshot.oldest_retained_sequence,
             step_count: snapshot.step_count,
@@ -359,13 +357,12 @@ impl TryFrom<v1::SnapshotResponse> for SnapshotResponse {
             session_id: snapshot.session_id,
             stream_id: snapshot.stream_id,
             status: from_wire_string("status", snapshot.status)?,
-            state: SnapshotState {
-                messages,
-                custom_state: snapshot
-                    .custom_state_json
-                    .map(|json| serde_json::from_str(&json).map_err(Error::StateJson))
-                    .transpose()?,
-            },
+            state: snapshot
+                .custom_state_json
+                .map(|json| serde_json::from_str(&json).map_err(Error::StateJson))
+                .transpose()?
+                .unwrap_or_else(|| serde_json::Value::Object(Default::default())),
+            messages,
             stream_sequence: snapshot.stream_sequence,
             oldest_retained_sequence: snapshot.oldest_retained_sequence,
             step_count: snapshot.step_count,
@@ -599,12 +596,8 @@ mod tests {
             session_id: "s".into(),
             stream_id: "st".into(),
             status: Status::SuspendedClientTool,
-            state: SnapshotState {
-                messages: vec![Message::system("Be brief."), Message::user("hi")],
-                custom_state: Some(
-                    serde_json::json!({"topic": "rust", "n": 12345678901234567890u64}),
-                ),
-            },
+            state: serde_json::json!({"topic": "rust", "n": 12345678901234567890u64}),
+            messages: vec![Message::system("Be brief."), Message::user("hi")],
             stream_sequence: 7,
             oldest_retained_sequence: 0,
             step_count: 1,

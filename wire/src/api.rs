@@ -216,33 +216,27 @@ pub struct StopResponse {
     pub status: crate::session::Status,
 }
 
-/// Answer of `GET /snapshot`: a session's log pinned to a stream position. For a session that
-/// has not ended, the log and `streamSequence` come from its newest checkpoint, read at once:
-/// attach the stream at `fromSequence = streamSequence` and apply what follows. An ended session
-/// (or one without a checkpoint) gives its whole log and `streamSequence: -1`, no position.
+/// Answer of `GET /snapshot`: a session's custom state and log pinned to a stream position. For
+/// a session that has not ended, both and `streamSequence` come from its newest checkpoint,
+/// read at once: attach the stream at `fromSequence = streamSequence` and apply what follows
+/// (the session's own `state_patch` chunks rebuild its state). An ended session (or one without
+/// a checkpoint) gives its final state and whole log and `streamSequence: -1`, no position.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SnapshotResponse {
     pub session_id: String,
     pub stream_id: String,
     pub status: crate::session::Status,
-    pub state: SnapshotState,
+    /// This session's own custom state: a JSON object, `{}` for an agent that declares none.
+    pub state: serde_json::Value,
+    /// The message log.
+    pub messages: Vec<crate::message::Message>,
     pub stream_sequence: i64,
     /// A `fromSequence` below this is no longer in the stream (`TRUNCATED`); 0 = all retained.
     pub oldest_retained_sequence: u64,
     pub step_count: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoint_id: Option<u32>,
-}
-
-/// The session state a snapshot carries: its message log and, for an agent that declares one,
-/// its custom state, both as of the same checkpoint as `streamSequence`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SnapshotState {
-    pub messages: Vec<crate::message::Message>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub custom_state: Option<serde_json::Value>,
 }
 
 /// Answer of `GET /usage`.

@@ -79,14 +79,8 @@ async fn staged_patches_are_applied_once_in_call_order_by_the_commit() {
     let before = store.chunks_after(&address, 0, 100).await.unwrap();
     assert!(!kinds(&before).contains(&"state_patch"), "{before:?}");
     assert_eq!(
-        store
-            .snapshot(&address)
-            .await
-            .unwrap()
-            .unwrap()
-            .state
-            .custom_state,
-        Some(json!({"notes": [], "n": 12345678901234567890u64, "topic": "rust"})),
+        store.snapshot(&address).await.unwrap().unwrap().state,
+        json!({"notes": [], "n": 12345678901234567890u64, "topic": "rust"}),
         "nothing is applied before the commit"
     );
 
@@ -110,7 +104,7 @@ async fn staged_patches_are_applied_once_in_call_order_by_the_commit() {
         Some(expected.clone())
     );
     let snapshot = store.snapshot(&address).await.unwrap().unwrap();
-    assert_eq!(snapshot.state.custom_state, Some(expected.clone()));
+    assert_eq!(snapshot.state, expected.clone());
 
     let chunks = store.chunks_after(&address, 0, 100).await.unwrap();
     let patches: Vec<&Patch> = chunks
@@ -157,7 +151,7 @@ async fn a_session_without_custom_state_has_none_anywhere() {
         .unwrap();
     assert_eq!(store.custom_state(&address).await.unwrap(), None);
     let snapshot = store.snapshot(&address).await.unwrap().unwrap();
-    assert_eq!(snapshot.state.custom_state, None);
+    assert_eq!(snapshot.state, json!({}));
     let chunks = store.chunks_after(&address, 0, 100).await.unwrap();
     let Some(ChunkKind::End { state, .. }) = chunks.last().map(|c| &c.kind) else {
         panic!("no end chunk");

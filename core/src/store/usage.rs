@@ -7,12 +7,7 @@ use super::{
     replies::{SnapshotReply, TokenReply},
     scripts::{SNAPSHOT, TAKE_TOKEN},
 };
-use crate::{
-    api::{SnapshotResponse, SnapshotState},
-    message::Message,
-    model::Usage,
-    usage::UsageRollup,
-};
+use crate::{api::SnapshotResponse, message::Message, model::Usage, usage::UsageRollup};
 use std::time::Duration;
 
 impl Store {
@@ -143,13 +138,12 @@ impl Store {
             session_id: address.session_id.clone(),
             stream_id: fields.stream_id,
             status: fields.status,
-            state: SnapshotState {
-                messages,
-                custom_state: fields
-                    .custom_state
-                    .map(|text| from_json(&key, &text))
-                    .transpose()?,
-            },
+            state: fields
+                .custom_state
+                .map(|text| from_json(&key, &text))
+                .transpose()?
+                .unwrap_or_else(|| serde_json::Value::Object(Default::default())),
+            messages,
             stream_sequence: pinned.map_or(-1, |c| {
                 c.stream_sequence.max(last_end_sequence.unwrap_or(0)) as i64
             }),

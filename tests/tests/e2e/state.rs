@@ -114,19 +114,13 @@ async fn a_start_seeds_the_state_over_its_defaults_and_a_refused_state_writes_no
 
     let seeded = started_with_state(&harness, "notebook", json!({"topic": "rust"})).await;
     assert_eq!(
-        snapshot(&harness, &seeded.session_id)
-            .await
-            .state
-            .custom_state,
-        Some(json!({"topic": "rust", "notes": [], "count": 0}))
+        snapshot(&harness, &seeded.session_id).await.state,
+        json!({"topic": "rust", "notes": [], "count": 0})
     );
     let defaults = harness.client.start("notebook", "go").await.unwrap();
     assert_eq!(
-        snapshot(&harness, &defaults.session_id)
-            .await
-            .state
-            .custom_state,
-        Some(json!({"topic": "", "notes": [], "count": 0}))
+        snapshot(&harness, &defaults.session_id).await.state,
+        json!({"topic": "", "notes": [], "count": 0})
     );
     let over_grpc = grpc
         .start(v1::StartRequest {
@@ -144,16 +138,13 @@ async fn a_start_seeds_the_state_over_its_defaults_and_a_refused_state_writes_no
         .await
         .unwrap();
     assert_eq!(
-        over_grpc.state.custom_state,
-        Some(json!({"topic": "", "notes": ["kept"], "count": 1}))
+        over_grpc.state,
+        json!({"topic": "", "notes": ["kept"], "count": 1})
     );
     let stateless = harness.client.start("two_steps", "go").await.unwrap();
     assert_eq!(
-        snapshot(&harness, &stateless.session_id)
-            .await
-            .state
-            .custom_state,
-        None
+        snapshot(&harness, &stateless.session_id).await.state,
+        json!({})
     );
 }
 
@@ -171,10 +162,10 @@ async fn tools_change_the_state_step_by_step_and_a_reader_rebuilds_each_snapshot
     let suspended = snapshot(&harness, &session).await;
     assert_eq!(suspended.status, Status::SuspendedClientTool);
     let expected = json!({"topic": "rust", "notes": ["a", "b"], "count": 2});
-    assert_eq!(suspended.state.custom_state.as_ref(), Some(&expected));
+    assert_eq!(suspended.state, expected);
     assert_eq!(
         rebuilt(
-            first.state.custom_state.as_ref().unwrap(),
+            &first.state,
             &until_suspended,
             &session,
             suspended.stream_sequence as u64
@@ -219,15 +210,10 @@ async fn tools_change_the_state_step_by_step_and_a_reader_rebuilds_each_snapshot
     let last = snapshot(&harness, &session).await;
     assert_eq!(last.status, Status::Completed);
     let expected = json!({"topic": "rust", "notes": ["a", "b", "c"], "count": 3});
-    assert_eq!(last.state.custom_state.as_ref(), Some(&expected));
+    assert_eq!(last.state, expected);
     assert_eq!(end_state(&after_suspension), Some(&expected));
     assert_eq!(
-        rebuilt(
-            suspended.state.custom_state.as_ref().unwrap(),
-            &after_suspension,
-            &session,
-            u64::MAX
-        ),
+        rebuilt(&suspended.state, &after_suspension, &session, u64::MAX),
         expected
     );
 
@@ -254,7 +240,7 @@ async fn tools_change_the_state_step_by_step_and_a_reader_rebuilds_each_snapshot
         .unwrap();
     let rewound = snapshot(&harness, &session).await;
     assert_eq!(rewound.status, Status::SuspendedClientTool);
-    assert_eq!(rewound.state.custom_state, suspended.state.custom_state);
+    assert_eq!(rewound.state, suspended.state);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -271,11 +257,8 @@ async fn a_worker_killed_inside_a_state_changing_tool_leaves_the_change_applied_
     assert_eq!(end_state(&chunks), Some(&expected));
     assert_eq!(own_patches(&chunks, &started.session_id).len(), 1);
     assert_eq!(
-        snapshot(&harness, &started.session_id)
-            .await
-            .state
-            .custom_state,
-        Some(expected)
+        snapshot(&harness, &started.session_id).await.state,
+        expected
     );
     assert_completed(&chunks, "noted 1");
 }
@@ -320,13 +303,10 @@ async fn a_parent_folds_its_childs_final_state_into_its_own_after_the_call() {
 
     let expected = json!({"found": "gold", "scoutStatus": "completed"});
     assert_eq!(end_state(&chunks), Some(&expected));
+    assert_eq!(snapshot(&harness, &root).await.state, expected);
     assert_eq!(
-        snapshot(&harness, &root).await.state.custom_state,
-        Some(expected)
-    );
-    assert_eq!(
-        snapshot(&harness, &child).await.state.custom_state,
-        Some(json!({"found": "gold"}))
+        snapshot(&harness, &child).await.state,
+        json!({"found": "gold"})
     );
     assert_completed(&chunks, "scout says found it");
 }
@@ -356,13 +336,10 @@ async fn a_parent_resumed_by_its_suspended_childs_end_folds_the_childs_state_onc
         parent_patches[0].kind,
         ChunkKind::StatePatch { step: 2, .. }
     ));
+    assert_eq!(snapshot(&harness, &root).await.state, expected);
     assert_eq!(
-        snapshot(&harness, &root).await.state.custom_state,
-        Some(expected)
-    );
-    assert_eq!(
-        snapshot(&harness, &child).await.state.custom_state,
-        Some(json!({"found": "silver"}))
+        snapshot(&harness, &child).await.state,
+        json!({"found": "silver"})
     );
     assert_completed(&chunks, "scout says dug");
 }

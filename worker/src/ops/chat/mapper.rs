@@ -14,7 +14,7 @@
 //!   client has already cut the message it replaces.
 //! - `state_patch` (the session's custom state changed) is a transient `data-state-patch` part
 //!   carrying the chunk: the app applies its `patch` to the state it holds (seeded from the
-//!   snapshot's `customState`); it is not part of the message.
+//!   session snapshot's `state`); it is not part of the message.
 //! - A chunk of another session of the tree (a sub-agent's) is a transient `data-subagent` part;
 //!   `step_discarded` (a model call retried after it streamed text) closes the open text and
 //!   adds a kept `data-step-discarded` part `{step, textIds}` naming the text parts the discarded
