@@ -25,6 +25,9 @@ pub(crate) enum Error {
     Typed { code: ErrorCode, message: String },
     /// The workflow cancelled the activity (an interrupt or an abort).
     Cancelled,
+    /// Temporal did not answer a request an activity makes (a deadline workflow's start):
+    /// retried like Redis trouble.
+    Temporal(String),
 }
 
 impl Error {
@@ -56,6 +59,7 @@ impl From<Error> for ActivityError {
             Error::Model(error) => model_failure(error),
             Error::Typed { code, message } => typed_failure(code, message),
             Error::Cancelled => ActivityError::cancelled(),
+            Error::Temporal(message) => ActivityError::from(Transient(message)),
         }
     }
 }

@@ -36,6 +36,7 @@ impl RunInput {
             run_id: self.run_id.clone(),
             stream_id: self.stream_id.clone(),
             step,
+            drain_first: false,
         }
     }
 }
@@ -101,6 +102,11 @@ pub struct StepInput {
     pub run_id: String,
     pub stream_id: String,
     pub step: u32,
+    /// Set on a resumed run's first model step: the step first drains the suspended step's
+    /// answers into the log (what `apply_results_and_reload` did as an activity of its own),
+    /// then calls the model, so resuming costs one activity and one workflow task fewer.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub drain_first: bool,
 }
 
 impl StepInput {
@@ -117,6 +123,15 @@ impl StepInput {
     /// The step's run as the store names it.
     pub fn run_ref(&self) -> RunRef<'_> {
         self.step_ref().run()
+    }
+
+    /// The same run's previous step: the suspended step a resumed run drains.
+    pub fn previous(&self) -> Self {
+        Self {
+            step: self.step.saturating_sub(1),
+            drain_first: false,
+            ..self.clone()
+        }
     }
 }
 
@@ -176,7 +191,8 @@ pub struct DeadlineInput {
 /// one: the run's workflow when the run suspends (as a child, with [`Self::child_options`]) and
 /// the server when a rewind suspends without a workflow of its own (with the options of every
 /// workflow it starts).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct DeadlineStart {
     /// `deadline__<session>__<suspended run>`: unique per suspended run.
     pub workflow_id: String,

@@ -13,6 +13,7 @@ mod cascade;
 pub use cascade::{ReportError, report_ended_children};
 mod commit;
 mod deadline;
+mod deadline_start;
 mod failure;
 mod heartbeat;
 mod model_step;
@@ -25,8 +26,8 @@ mod tools;
 use baton_core::{Agent, AgentRegistry, ErrorCode, Store};
 use failure::Error;
 use io::{
-    DeadlineCheck, DeadlineInput, FailInput, ParentNext, RunInput, StepInput, StepPlan,
-    SubAgentEnd, SubAgentStart, SuspendedRun, ToolInput,
+    DeadlineCheck, DeadlineInput, DeadlineStart, FailInput, ParentNext, RunInput, StepInput,
+    StepPlan, SubAgentEnd, SubAgentStart, SuspendedRun, ToolInput,
 };
 use std::{sync::Arc, time::Duration};
 use temporalio_common::ActivityError;
@@ -38,6 +39,9 @@ pub struct AgentActivities {
     store: Store,
     registry: AgentRegistry,
     heartbeat_every: Duration,
+    /// Starts the deadline workflows of suspended runs (see `deadline_start.rs`); a worker
+    /// sets it with [`AgentActivities::starting_deadlines_with`].
+    temporal: Option<temporalio_client::Client>,
 }
 
 impl AgentActivities {
@@ -47,7 +51,15 @@ impl AgentActivities {
             store,
             registry,
             heartbeat_every,
+            temporal: None,
         }
+    }
+
+    /// Builder: the client the `start_deadline` activity starts deadline workflows with. A
+    /// worker needs it; activities called outside a worker (a report) do not.
+    pub fn starting_deadlines_with(mut self, temporal: temporalio_client::Client) -> Self {
+        self.temporal = Some(temporal);
+        self
     }
 
     /// The agent a run belongs to; a worker that lacks it cannot play the run.
@@ -141,6 +153,19 @@ impl AgentActivities {
     /// the output), or a step that called a tool that ends the run (the first such call that
     /// succeeded gives the output). When every such call failed, the step is committed without
     /// completing and `false` says the run goes on: the model sees the errors.
+    /// A local activity: starts a suspended run's deadline workflow, delayed until its wake
+    /// time.
+    #[activity]
+    pub async fn start_deadline(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        input: DeadlineStart,
+    ) -> Result<(), ActivityError> {
+        Ok(self
+            .start_delayed_deadline(&ctx.info().task_queue, &input)
+            .await?)
+    }
+
     #[activity]
     pub async fn complete_run(
         self: Arc<Self>,

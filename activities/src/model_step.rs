@@ -27,6 +27,12 @@ impl AgentActivities {
         input: &StepInput,
     ) -> Result<StepPlan, Error> {
         let progress = self.store.step_progress(input.step_ref()).await?;
+        if input.drain_first && progress == StepProgress::New {
+            // The drain is one fenced script: an attempt that finds it applied drains nothing
+            // again, and the model is called only after it, so the results precede the turn.
+            // Once the turn is staged, a retry skips the drain altogether.
+            self.drain_answers(ctx, &input.previous()).await?;
+        }
         let (turn, fresh) = match progress {
             StepProgress::Committed => return Ok(StepPlan::Committed),
             StepProgress::Suspended { tool_call_ids } => {

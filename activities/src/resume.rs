@@ -64,10 +64,23 @@ impl AgentActivities {
                         step: input.step + 1,
                         ..input.step_ref()
                     };
-                    self.outcome_of(ctx, input, marker, id, &call.tool_name, arguments)
-                        .await?
+                    let (outcome, state_patch) = self
+                        .outcome_and_state_of(ctx, input, marker, id, &call.tool_name, arguments)
+                        .await?;
+                    self.stage_drained_state_patch(marker, id, state_patch)
+                        .await?;
+                    outcome
                 }
             };
+            if call.kind == store::PendingKind::SubAgent {
+                let next_step = StepRef {
+                    step: input.step + 1,
+                    ..input.step_ref()
+                };
+                let state_patch = self.fold_answered_child(input, id, &call.tool_name).await?;
+                self.stage_drained_state_patch(next_step, id, state_patch)
+                    .await?;
+            }
             drained.push(DrainedCall {
                 result: ToolResult {
                     tool_call_id: id.clone(),
@@ -82,6 +95,23 @@ impl AgentActivities {
         // A retried attempt that finds the answers applied drained nothing new.
         if self.store.apply_answers(input.run_ref(), &drained).await? == Written::New {
             log_drained(input, &drained);
+        }
+        Ok(())
+    }
+
+    /// Stages the change of the custom state a drained call made (an approved tool's, or a
+    /// parent's fold of its sub-agent's end) with the resumed run's next step, whose commit
+    /// applies it: the drain itself writes no checkpoint, and the state changes only with one.
+    async fn stage_drained_state_patch(
+        &self,
+        next_step: StepRef<'_>,
+        tool_call_id: &str,
+        state_patch: Option<json_patch::Patch>,
+    ) -> Result<(), Error> {
+        if let Some(patch) = state_patch {
+            self.store
+                .stage_state_patch(next_step, tool_call_id, &patch)
+                .await?;
         }
         Ok(())
     }

@@ -12,6 +12,7 @@ use baton_core::{
     chunk::EndStatus,
     ids,
     message::{ToolOutcome, ToolResult},
+    state::{ChildEnded, patch_of_sets},
     store::{ChildEnd, NewChild, SessionAddress, SessionState, Status},
     subagent::{self, SubAgent},
     tool::codes,
@@ -56,6 +57,8 @@ impl AgentActivities {
             messages.push(Message::system(child_agent.system_prompt()));
         }
         messages.push(Message::user(message));
+        // A child starts from its agent's defaults: a sub-agent call's input carries no state.
+        let child_state = child_agent.state_schema().map(|schema| schema.defaults());
         let run = self
             .store
             .start_child(NewChild {
@@ -67,6 +70,7 @@ impl AgentActivities {
                 stream_id: &ids::new_session_id(),
                 workflow_id: &workflow_id,
                 messages: &messages,
+                custom_state: child_state.as_ref(),
             })
             .await?;
         tracing::info!(
@@ -133,6 +137,9 @@ impl AgentActivities {
             EndStatus::Completed => state.output.as_deref(),
             _ => None,
         };
+        let state_patch = self
+            .fold_child_state(step, agent, &call.id, &state, status, output)
+            .await?;
         self.store
             .stage_sub_agent_result(
                 step.step_ref(),
@@ -143,9 +150,98 @@ impl AgentActivities {
                     status,
                     output,
                 },
+                state_patch.as_ref(),
             )
             .await?;
         Ok(SubAgentEnd::Answered)
+    }
+
+    /// The parent's `after_sub_agent` fold of the child that answered its call `tool_call_id`
+    /// while the parent was suspended (the resumed parent drains the answer): as
+    /// [`Self::fold_child_state`], from the child's state read now.
+    pub(crate) async fn fold_answered_child(
+        &self,
+        step: &crate::io::StepInput,
+        tool_call_id: &str,
+        tool_name: &str,
+    ) -> Result<Option<json_patch::Patch>, Error> {
+        let agent = self.agent(&step.agent_type)?;
+        let Some(sub_agent) = agent.sub_agent(tool_name) else {
+            return Ok(None);
+        };
+        if !agent.has_after_sub_agent() {
+            return Ok(None);
+        }
+        let children = self.store.children(&step.address).await?;
+        let Some(child_id) = children.get(tool_call_id) else {
+            return Ok(None);
+        };
+        let child = SessionAddress {
+            root_session_id: step.address.root_session_id.clone(),
+            session_id: child_id.clone(),
+        };
+        let Some(state) = self.store.session(&child).await? else {
+            return Ok(None);
+        };
+        let Some((status, _)) = child_outcome(sub_agent, &state) else {
+            return Ok(None);
+        };
+        let output = match status {
+            EndStatus::Completed => state.output.as_deref(),
+            _ => None,
+        };
+        self.fold_child_state(step, agent, tool_call_id, &state, status, output)
+            .await
+    }
+
+    /// The parent's `after_sub_agent` hook run on how the child ended: the fields it sets, as a
+    /// patch of the parent's committed state checked against the parent's schema. A hook whose
+    /// sets do not fit the schema is logged and changes nothing (the call's result stands).
+    async fn fold_child_state(
+        &self,
+        step: &crate::io::StepInput,
+        agent: &baton_core::Agent,
+        tool_call_id: &str,
+        child: &SessionState,
+        status: EndStatus,
+        output: Option<&str>,
+    ) -> Result<Option<json_patch::Patch>, Error> {
+        let Some(schema) = agent.state_schema().filter(|_| agent.has_after_sub_agent()) else {
+            return Ok(None);
+        };
+        let child_address = SessionAddress {
+            root_session_id: step.address.root_session_id.clone(),
+            session_id: child.session_id.clone(),
+        };
+        let child_state = self.store.custom_state(&child_address).await?;
+        let parent_state = self
+            .store
+            .custom_state(&step.address)
+            .await?
+            .unwrap_or_else(|| schema.defaults());
+        let sets = agent.after_sub_agent(&ChildEnded {
+            tool_call_id,
+            agent_type: &child.agent_type,
+            status,
+            output,
+            state: child_state.as_ref(),
+            parent_state: &parent_state,
+        });
+        if sets.is_empty() {
+            return Ok(None);
+        }
+        match patch_of_sets(schema, &parent_state, sets) {
+            Ok(patch) => Ok(Some(patch)),
+            Err(error) => {
+                tracing::warn!(
+                    session_id = %step.address.session_id,
+                    tool_call_id,
+                    %error,
+                    "the after_sub_agent hook set fields the state schema refuses; nothing is set"
+                );
+                Ok(None)
+            }
+        }
     }
 }
 

@@ -13,6 +13,7 @@ use baton_core::{
     store::{StepRef, Written},
     tool::{ToolContext, codes},
 };
+use json_patch::Patch;
 use temporalio_sdk::activities::ActivityContext;
 
 impl AgentActivities {
@@ -42,8 +43,8 @@ impl AgentActivities {
         step: &StepInput,
         call: &ToolCall,
     ) -> Result<(), Error> {
-        let outcome = self
-            .outcome_of(
+        let (outcome, state_patch) = self
+            .outcome_and_state_of(
                 ctx,
                 step,
                 step.step_ref(),
@@ -52,7 +53,18 @@ impl AgentActivities {
                 call.arguments.clone(),
             )
             .await?;
-        self.stage_outcome(step, call, outcome).await
+        self.store
+            .stage_tool_result_with_state(
+                step.step_ref(),
+                &ToolResult {
+                    tool_call_id: call.id.clone(),
+                    tool_name: call.name.clone(),
+                    outcome,
+                },
+                state_patch.as_ref(),
+            )
+            .await?;
+        Ok(())
     }
 
     /// Stages the outcome of a call with its `tool_end` chunk.
@@ -78,8 +90,11 @@ impl AgentActivities {
     /// Runs a server tool for call `tool_call_id` of `step`'s run and turns whatever happens into
     /// the outcome the model sees. An at-most-once tool first records its start in the staged
     /// hash of `marker` (a step not committed yet); if an earlier attempt recorded it, the tool
-    /// does not run again and the outcome is `tool_outcome_unknown`.
-    pub(crate) async fn outcome_of(
+    /// does not run again and the outcome is `tool_outcome_unknown`. For an agent with custom
+    /// state, the tool reads the committed state through its context; what it changed comes
+    /// back as a patch, kept only with a successful result (a failed call changes nothing), and
+    /// a refused change makes the outcome an `invalid_state_patch` error.
+    pub(crate) async fn outcome_and_state_of(
         &self,
         ctx: &ActivityContext,
         step: &StepInput,
@@ -87,18 +102,21 @@ impl AgentActivities {
         tool_call_id: &str,
         tool_name: &str,
         arguments: serde_json::Value,
-    ) -> Result<ToolOutcome, Error> {
+    ) -> Result<(ToolOutcome, Option<Patch>), Error> {
         let agent = self.registry.get(&step.agent_type);
         let Some(tool) = agent.and_then(|agent| agent.tool(tool_name)) else {
             // A client tool's call runs here only when its input failed the tool's schema.
             let client = agent.and_then(|agent| agent.client_tool(tool_name));
             if let Some(Err(error)) = client.map(|tool| tool.check_input(&arguments)) {
-                return Ok(ToolOutcome::Error(error));
+                return Ok((ToolOutcome::Error(error), None));
             }
-            return Ok(ToolOutcome::Error(ToolError::new(
-                codes::UNKNOWN_TOOL,
-                format!("there is no tool named {tool_name:?}"),
-            )));
+            return Ok((
+                ToolOutcome::Error(ToolError::new(
+                    codes::UNKNOWN_TOOL,
+                    format!("there is no tool named {tool_name:?}"),
+                )),
+                None,
+            ));
         };
         if tool.at_most_once()
             && self.store.mark_tool_started(marker, tool_call_id).await? == Written::AlreadyDone
@@ -112,19 +130,37 @@ impl AgentActivities {
                 tool = tool_name,
                 "an at-most-once tool call was started by a lost attempt; it is not run again"
             );
-            return Ok(ToolOutcome::Error(ToolError::new(
-                codes::TOOL_OUTCOME_UNKNOWN,
-                "an earlier attempt of this call started and was lost before its result was \
-                 recorded; the tool runs at most once, so it may or may not have taken effect",
-            )));
+            return Ok((
+                ToolOutcome::Error(ToolError::new(
+                    codes::TOOL_OUTCOME_UNKNOWN,
+                    "an earlier attempt of this call started and was lost before its result was \
+                     recorded; the tool runs at most once, so it may or may not have taken effect",
+                )),
+                None,
+            ));
         }
-        let context = tool_context(step, tool_call_id);
-        Ok(
-            match with_heartbeats(ctx, self.heartbeat_every, tool.call(&context, arguments)).await {
-                Ok(value) => ToolOutcome::Result(value),
-                Err(error) => ToolOutcome::Error(error),
-            },
-        )
+        let mut context = tool_context(step, tool_call_id);
+        if let Some(schema) = agent.and_then(|agent| agent.state_schema()) {
+            let committed = self
+                .store
+                .custom_state(&step.address)
+                .await?
+                .unwrap_or_else(|| schema.defaults());
+            context = context.with_state(schema.clone(), committed);
+        }
+        let answer =
+            with_heartbeats(ctx, self.heartbeat_every, tool.call(&context, arguments)).await;
+        Ok(match (answer, context.state_changes()) {
+            (Err(error), _) => (ToolOutcome::Error(error), None),
+            (Ok(_), Err(refused)) => (
+                ToolOutcome::Error(ToolError::new(
+                    codes::INVALID_STATE_PATCH,
+                    refused.to_string(),
+                )),
+                None,
+            ),
+            (Ok(value), Ok(state_patch)) => (ToolOutcome::Result(value), state_patch),
+        })
     }
 
     /// The call `tool_call_id` of a step's staged turn.

@@ -115,6 +115,7 @@ impl Client for GrpcClient {
             agent: agent.to_owned(),
             message: message.to_owned(),
             session_id: None,
+            state: None,
         };
         let answer = self
             .service()

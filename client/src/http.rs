@@ -84,6 +84,7 @@ impl Client for HttpClient {
             agent: agent.to_owned(),
             message: message.to_owned(),
             session_id: None,
+            state: None,
         };
         self.post("start", &request).await
     }

@@ -367,6 +367,7 @@ mod tests {
                 output: Some("done".into()),
                 error: None,
                 usage: Default::default(),
+                state: None,
             },
         );
         *client.connections.lock().unwrap() = vec![

@@ -512,19 +512,25 @@ impl Printer {
                 "  ⤶ sub-agent {sub_session_id} {}",
                 <&str>::from(status)
             ),
+            ChunkKind::StatePatch { patch, .. } => writeln!(out, "  ≔ state {patch}"),
             ChunkKind::End {
                 status,
                 output,
                 error,
                 usage,
+                state,
             } => match status {
                 EndStatus::Interrupted => writeln!(out, "■ interrupted"),
                 EndStatus::Completed => writeln!(
                     out,
-                    "✓ completed: {} ({} tokens in, {} out)",
+                    "✓ completed: {} ({} tokens in, {} out){}",
                     output.as_deref().unwrap_or(""),
                     usage.tokens.input_tokens,
-                    usage.tokens.output_tokens
+                    usage.tokens.output_tokens,
+                    state
+                        .as_ref()
+                        .map(|state| format!("\n  state: {state}"))
+                        .unwrap_or_default()
                 ),
                 EndStatus::Failed => match error {
                     Some(error) => writeln!(out, "✗ failed: {} ({})", error.message, error.code),

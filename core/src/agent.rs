@@ -4,6 +4,7 @@
 use crate::{
     ids::is_valid_name,
     model::Model,
+    state::{AfterSubAgent, ChildEnded, StateSchema, StateSchemaError, StateSet},
     subagent::SubAgent,
     tool::{ClientTool, ServerTool, ToolSpec},
 };
@@ -44,6 +45,8 @@ pub struct Agent {
     client_tool_timeout: Duration,
     completed_retention: Duration,
     resume_on_deadline: bool,
+    state: Option<Arc<StateSchema>>,
+    after_sub_agent: Option<AfterSubAgent>,
 }
 
 impl fmt::Debug for Agent {
@@ -82,6 +85,13 @@ pub enum DefinitionError {
         sub_agent: String,
         line: Option<usize>,
     },
+    #[error("agent {agent:?}: {reason}")]
+    InvalidState {
+        agent: String,
+        reason: StateSchemaError,
+    },
+    #[error("agent {0:?} has an after_sub_agent hook but declares no state for it to set")]
+    HookWithoutState(String),
     #[error("agent {agent:?}{} calls sub-agents in a cycle: {}", at_line(*.line), .cycle.join(" -> "))]
     SubAgentCycle {
         agent: String,
@@ -110,6 +120,8 @@ impl Agent {
             client_tool_timeout: DEFAULT_CLIENT_TOOL_TIMEOUT,
             completed_retention: DEFAULT_COMPLETED_RETENTION,
             resume_on_deadline: true,
+            state: None,
+            after_sub_agent: None,
         }
     }
 
@@ -199,6 +211,25 @@ impl Agent {
     pub fn max_steps(&self) -> u32 {
         self.max_steps
     }
+
+    /// The custom state the agent's sessions carry, if it declares one.
+    pub fn state_schema(&self) -> Option<&Arc<StateSchema>> {
+        self.state.as_ref()
+    }
+
+    /// The fields the agent's `after_sub_agent` hook sets when a sub-agent call ends (none
+    /// without a hook).
+    pub fn after_sub_agent(&self, ended: &ChildEnded<'_>) -> Vec<StateSet> {
+        self.after_sub_agent
+            .as_ref()
+            .map(|hook| hook(ended))
+            .unwrap_or_default()
+    }
+
+    /// Whether the agent has an `after_sub_agent` hook.
+    pub fn has_after_sub_agent(&self) -> bool {
+        self.after_sub_agent.is_some()
+    }
 }
 
 /// Builder of [`Agent`].
@@ -213,9 +244,35 @@ pub struct AgentBuilder {
     client_tool_timeout: Duration,
     completed_retention: Duration,
     resume_on_deadline: bool,
+    state: Option<Result<StateSchema, StateSchemaError>>,
+    after_sub_agent: Option<AfterSubAgent>,
 }
 
 impl AgentBuilder {
+    /// The agent's sessions carry a custom state of type `T`: its JSON Schema derived by
+    /// `schemars`, `T::default()` as the defaults (see [`StateSchema`]).
+    pub fn state<T: schemars::JsonSchema + serde::Serialize + Default>(mut self) -> Self {
+        self.state = Some(StateSchema::of::<T>());
+        self
+    }
+
+    /// The agent's sessions carry a custom state declared as a schema and defaults.
+    pub fn state_schema(mut self, schema: StateSchema) -> Self {
+        self.state = Some(Ok(schema));
+        self
+    }
+
+    /// A hook run when one of the agent's sub-agent calls ends, with the child's final state,
+    /// status and output: the fields it returns are set in this agent's own state, staged with
+    /// the call's result. It may run more than once for a call, so it should set, not append.
+    pub fn after_sub_agent(
+        mut self,
+        hook: impl Fn(&ChildEnded<'_>) -> Vec<StateSet> + Send + Sync + 'static,
+    ) -> Self {
+        self.after_sub_agent = Some(Arc::new(hook));
+        self
+    }
+
     /// Another agent type this agent may call as the tool `subagent__<agent_type>`, with the
     /// input `{message}`; the call's result is the child's final output.
     pub fn sub_agent(self, agent_type: &str, description: &str) -> Self {
@@ -284,6 +341,17 @@ impl AgentBuilder {
         let model = self.model.ok_or_else(|| DefinitionError::MissingModel {
             agent: self.name.clone(),
         })?;
+        let state = self
+            .state
+            .transpose()
+            .map_err(|reason| DefinitionError::InvalidState {
+                agent: self.name.clone(),
+                reason,
+            })?
+            .map(Arc::new);
+        if self.after_sub_agent.is_some() && state.is_none() {
+            return Err(DefinitionError::HookWithoutState(self.name));
+        }
         let check_name = |tool_name: &str, taken: bool| {
             if RESERVED_TOOL_PREFIXES
                 .iter()
@@ -350,6 +418,8 @@ impl AgentBuilder {
             client_tool_timeout: self.client_tool_timeout,
             completed_retention: self.completed_retention,
             resume_on_deadline: self.resume_on_deadline,
+            state,
+            after_sub_agent: self.after_sub_agent,
         })
     }
 }

@@ -44,6 +44,10 @@
 //! description = "Finds facts."
 //! input_schema = { type = "object" }    # optional; default {message}
 //! output_schema = { type = "object" }   # optional; checks the child's final output
+//!
+//! [agent.state]                         # optional: the sessions' custom state
+//! schema = { type = "object", properties = { topic = { type = "string" } } }
+//! defaults = { topic = "" }             # must match the schema; a start may override fields
 //! ```
 //!
 //! A sub-agent's type may be declared in the file or in Rust; unknown types and cycles are
@@ -54,6 +58,7 @@ use crate::{
     agent::DefinitionError,
     message::ToolError,
     scripted::ScriptedTurn,
+    state::StateSchema,
     subagent::SubAgent,
     tool::{ClientTool, SchemaError, ToolContext},
 };
@@ -196,6 +201,19 @@ struct AgentEntry {
     client_tool: Vec<ClientToolEntry>,
     #[serde(default)]
     sub_agent: Vec<SubAgentEntry>,
+    state: Option<Spanned<StateEntry>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StateEntry {
+    schema: Value,
+    #[serde(default = "empty_object")]
+    defaults: Value,
+}
+
+fn empty_object() -> Value {
+    Value::Object(serde_json::Map::new())
 }
 
 #[derive(Debug, Deserialize)]
@@ -387,6 +405,13 @@ fn build_agent(
         }
         builder = builder.client_tool(tool);
     }
+    if let Some(state) = entry.state {
+        let line = state.span().start;
+        let state = state.into_inner();
+        let declared = StateSchema::new(state.schema, state.defaults)
+            .map_err(|e| at(line, format!("agent {:?}: {e}", entry.name.get_ref())))?;
+        builder = builder.state_schema(declared);
+    }
     for sub in entry.sub_agent {
         let line = sub.agent_type.span().start;
         let schema_error = |e: SchemaError| at(line, e.to_string());
@@ -542,6 +567,44 @@ type = "planner"
             .unwrap_err();
         assert!(error.to_string().contains("(line 15)"), "{error}");
         assert!(error.to_string().contains("\"ghost\""), "{error}");
+    }
+
+    #[test]
+    fn a_file_declares_an_agents_state_and_a_bad_one_is_refused_with_its_line() {
+        let stateful = format!(
+            "{GOOD}\n[agent.state]\nschema = {{ type = \"object\", properties = {{ n = {{ type = \"integer\" }} }} }}\ndefaults = {{ n = 1 }}\n"
+        );
+        let agents = agents_from_toml(&stateful, &catalogue()).unwrap();
+        let schema = agents[0].state_schema().expect("the agent declares state");
+        assert_eq!(schema.defaults(), json!({"n": 1}));
+        assert_eq!(
+            schema.seed(Some(&json!({"n": 5}))).unwrap(),
+            json!({"n": 5})
+        );
+        assert!(
+            agents_from_toml(GOOD, &catalogue()).unwrap()[0]
+                .state_schema()
+                .is_none()
+        );
+
+        let bad_defaults = stateful.replace("defaults = { n = 1 }", "defaults = { n = \"one\" }");
+        let error = agents_from_toml(&bad_defaults, &catalogue()).unwrap_err();
+        assert_eq!(error.line, 24, "{error}");
+        assert!(error.to_string().contains("agent \"greeter\""), "{error}");
+        assert!(error.to_string().contains("do not match"), "{error}");
+        let bad_schema = stateful.replace(
+            "schema = { type = \"object\", properties = { n",
+            "schema = { type = \"objekt\", properties = { n",
+        );
+        let error = agents_from_toml(&bad_schema, &catalogue()).unwrap_err();
+        assert!(
+            error.to_string().contains("invalid state schema"),
+            "{error}"
+        );
+        let unknown = stateful.replace("defaults =", "default =");
+        let error = agents_from_toml(&unknown, &catalogue()).unwrap_err();
+        assert_eq!(error.line, 26, "{error}");
+        assert!(error.to_string().contains("unknown field"), "{error}");
     }
 
     #[test]

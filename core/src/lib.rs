@@ -9,6 +9,7 @@ pub mod config;
 pub mod model;
 pub mod observe;
 pub mod scripted;
+pub mod state;
 pub mod store;
 pub mod subagent;
 pub mod submit;

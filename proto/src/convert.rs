@@ -6,8 +6,8 @@ use crate::v1;
 use baton_wire::{
     ApiError, Message, StreamChunk, Usage,
     api::{
-        ResumeRequest, ResumeResponse, SnapshotResponse, SnapshotState, StartRequest,
-        StartResponse, StopResponse, UsageResponse,
+        ResumeRequest, ResumeResponse, SnapshotResponse, StartRequest, StartResponse, StopResponse,
+        UsageResponse,
     },
     chunk::RunError,
     session::{Continuation, SessionState, StopRecord, Suspension},
@@ -29,6 +29,8 @@ pub enum Error {
     InvalidValue { field: &'static str, value: String },
     #[error("a message of the snapshot is malformed JSON")]
     MessageJson(#[source] serde_json::Error),
+    #[error("the initial state's JSON is malformed")]
+    StateJson(#[source] serde_json::Error),
     #[error("the chunk's JSON is malformed")]
     ChunkJson(#[source] serde_json::Error),
     #[error("the chunk says sequence {wire} but its JSON says {json}")]
@@ -79,17 +81,26 @@ impl From<StartRequest> for v1::StartRequest {
             agent: request.agent,
             message: request.message,
             session_id: request.session_id,
+            state_json: request
+                .state
+                .map(|state| serde_json::to_string(&state).expect("a JSON value serializes")),
         }
     }
 }
 
-impl From<v1::StartRequest> for StartRequest {
-    fn from(request: v1::StartRequest) -> Self {
-        Self {
+impl TryFrom<v1::StartRequest> for StartRequest {
+    type Error = Error;
+
+    fn try_from(request: v1::StartRequest) -> Result<Self, Error> {
+        Ok(Self {
             agent: request.agent,
             message: request.message,
             session_id: request.session_id,
-        }
+            state: request
+                .state_json
+                .map(|json| serde_json::from_str(&json).map_err(Error::StateJson))
+                .transpose()?,
+        })
     }
 }
 
@@ -313,7 +324,6 @@ impl TryFrom<v1::SessionStatus> for SessionState {
 impl From<SnapshotResponse> for v1::SnapshotResponse {
     fn from(snapshot: SnapshotResponse) -> Self {
         let messages_json = snapshot
-            .state
             .messages
             .iter()
             .map(|message| serde_json::to_string(message).expect("a message always serializes"))
@@ -323,6 +333,9 @@ impl From<SnapshotResponse> for v1::SnapshotResponse {
             stream_id: snapshot.stream_id,
             status: wire_string(&snapshot.status),
             messages_json,
+            custom_state_json: Some(
+                serde_json::to_string(&snapshot.state).expect("a JSON value serializes"),
+            ),
             stream_sequence: snapshot.stream_sequence,
             oldest_retained_sequence: snapshot.oldest_retained_sequence,
             step_count: snapshot.step_count,
@@ -344,7 +357,12 @@ impl TryFrom<v1::SnapshotResponse> for SnapshotResponse {
             session_id: snapshot.session_id,
             stream_id: snapshot.stream_id,
             status: from_wire_string("status", snapshot.status)?,
-            state: SnapshotState { messages },
+            state: snapshot
+                .custom_state_json
+                .map(|json| serde_json::from_str(&json).map_err(Error::StateJson))
+                .transpose()?
+                .unwrap_or_else(|| serde_json::Value::Object(Default::default())),
+            messages,
             stream_sequence: snapshot.stream_sequence,
             oldest_retained_sequence: snapshot.oldest_retained_sequence,
             step_count: snapshot.step_count,
@@ -578,9 +596,8 @@ mod tests {
             session_id: "s".into(),
             stream_id: "st".into(),
             status: Status::SuspendedClientTool,
-            state: SnapshotState {
-                messages: vec![Message::system("Be brief."), Message::user("hi")],
-            },
+            state: serde_json::json!({"topic": "rust", "n": 12345678901234567890u64}),
+            messages: vec![Message::system("Be brief."), Message::user("hi")],
             stream_sequence: 7,
             oldest_retained_sequence: 0,
             step_count: 1,

@@ -113,7 +113,7 @@ fn holder_agent(name: &str, inline: bool, gated: bool) -> Agent {
 }
 
 /// Blocks forever in a worker started with [`HOLD_TOOL_ENV`] set, after saying so on stdout.
-async fn hold_if_told() {
+pub(crate) async fn hold_if_told() {
     if std::env::var_os(HOLD_TOOL_ENV).is_some() {
         println!("{HOLDING_LINE}");
         std::future::pending::<()>().await;
@@ -241,12 +241,17 @@ pub fn flaky_rephrasing() -> Agent {
 
 fn flaky_answering(name: &str, answer: &str) -> Agent {
     Agent::builder(name)
-        .model(FlakyModel {
-            failed: AtomicBool::new(false),
-            script: ScriptedModel::default().answer(answer),
-        })
+        .model(flaky_model(ScriptedModel::default().answer(answer)))
         .build()
         .unwrap()
+}
+
+/// A model whose first call fails after streaming two words, then answers from `script`.
+pub(crate) fn flaky_model(script: ScriptedModel) -> impl Model {
+    FlakyModel {
+        failed: AtomicBool::new(false),
+        script,
+    }
 }
 
 /// Input of the `ask_user` client tool.
@@ -442,7 +447,8 @@ pub fn registry() -> AgentRegistry {
             finisher("finisher_failing", json!({"txt": 1}), false),
         ]
         .into_iter()
-        .chain(crate::tree_agents::all()),
+        .chain(crate::tree_agents::all())
+        .chain(crate::state_agents::all()),
     )
     .unwrap()
 }

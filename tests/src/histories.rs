@@ -47,12 +47,12 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "agent_run_tool_then_suspend",
         workflow_type: "AgentRunWorkflow",
-        shows: "a tool activity, then the suspended commit and the deadline child workflow",
+        shows: "a tool activity, then the suspended commit and the deadline's delayed start",
     },
     Scenario {
         name: "agent_run_resumed",
         workflow_type: "AgentRunWorkflow",
-        shows: "a resumed run: the answers drained, one model step, the answer",
+        shows: "a resumed run: the answers drained in its one model step, the answer",
     },
     Scenario {
         name: "agent_run_fails_at_max_steps",
@@ -62,17 +62,38 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "agent_run_suspends_in_the_model_step",
         workflow_type: "AgentRunWorkflow",
-        shows: "a model step that suspends by itself, leaving a deadline child workflow",
+        shows: "a model step that suspends by itself, then the deadline's delayed start",
     },
     Scenario {
         name: "deadline_resumes_the_session",
         workflow_type: "DeadlineWorkflow",
-        shows: "the timer lapses, the check claims the run, a resumed run starts as a child",
+        shows: "the delayed start lapses, the check claims the run, a resumed run starts as a child",
     },
     Scenario {
         name: "deadline_finds_the_run_gone",
         workflow_type: "DeadlineWorkflow",
-        shows: "the timer lapses after a resume: the check finds nothing to do",
+        shows: "the deadline lapses after a resume: the check finds nothing to do",
+    },
+];
+
+/// Histories recorded before the `fewer-tasks-per-round` patch (a resumed run's drain as an
+/// activity of its own, the deadline workflow as a child), kept as they are and never recorded
+/// again: runs started before the patch must still replay on today's code.
+pub const RECORDED_BEFORE_PATCHES: &[Scenario] = &[
+    Scenario {
+        name: "agent_run_tool_then_suspend_before_fewer_tasks",
+        workflow_type: "AgentRunWorkflow",
+        shows: "before the patch: a tool activity, the suspended commit, the deadline child workflow",
+    },
+    Scenario {
+        name: "agent_run_resumed_before_fewer_tasks",
+        workflow_type: "AgentRunWorkflow",
+        shows: "before the patch: the drain activity, one model step, the answer",
+    },
+    Scenario {
+        name: "agent_run_suspends_in_the_model_step_before_fewer_tasks",
+        workflow_type: "AgentRunWorkflow",
+        shows: "before the patch: the model step suspends, then the deadline child workflow",
     },
 ];
 

@@ -8,6 +8,7 @@
 pub mod agents;
 pub mod events;
 pub mod histories;
+pub mod state_agents;
 pub mod tree_agents;
 
 use baton_activities::io::ActivityPolicy;

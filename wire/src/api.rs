@@ -15,6 +15,10 @@ pub struct StartRequest {
     /// choose (`--allow-client-session-ids`); otherwise the server makes one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
+    /// Initial custom state, for an agent that declares a state schema: a JSON object whose
+    /// fields override the agent's defaults; the result must match the schema.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<serde_json::Value>,
 }
 
 /// Answer of `POST /start`.
@@ -212,30 +216,27 @@ pub struct StopResponse {
     pub status: crate::session::Status,
 }
 
-/// Answer of `GET /snapshot`: a session's log pinned to a stream position. For a session that
-/// has not ended, the log and `streamSequence` come from its newest checkpoint, read at once:
-/// attach the stream at `fromSequence = streamSequence` and apply what follows. An ended session
-/// (or one without a checkpoint) gives its whole log and `streamSequence: -1`, no position.
+/// Answer of `GET /snapshot`: a session's custom state and log pinned to a stream position. For
+/// a session that has not ended, both and `streamSequence` come from its newest checkpoint,
+/// read at once: attach the stream at `fromSequence = streamSequence` and apply what follows
+/// (the session's own `state_patch` chunks rebuild its state). An ended session (or one without
+/// a checkpoint) gives its final state and whole log and `streamSequence: -1`, no position.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SnapshotResponse {
     pub session_id: String,
     pub stream_id: String,
     pub status: crate::session::Status,
-    pub state: SnapshotState,
+    /// This session's own custom state: a JSON object, `{}` for an agent that declares none.
+    pub state: serde_json::Value,
+    /// The message log.
+    pub messages: Vec<crate::message::Message>,
     pub stream_sequence: i64,
     /// A `fromSequence` below this is no longer in the stream (`TRUNCATED`); 0 = all retained.
     pub oldest_retained_sequence: u64,
     pub step_count: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoint_id: Option<u32>,
-}
-
-/// The session state a snapshot carries: its message log.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SnapshotState {
-    pub messages: Vec<crate::message::Message>,
 }
 
 /// Answer of `GET /usage`.

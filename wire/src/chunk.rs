@@ -126,6 +126,13 @@ pub enum ChunkKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<ToolError>,
     },
+    /// The session's custom state changed: RFC 6902 operations to apply, in order, to the state
+    /// as of the chunk before (written with the commit of step `step`, before its `step_end`).
+    /// `agentId` names the session whose state changed.
+    StatePatch {
+        step: u32,
+        patch: json_patch::Patch,
+    },
     End {
         status: EndStatus,
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -134,6 +141,10 @@ pub enum ChunkKind {
         error: Option<RunError>,
         /// What the session has spent (its rollup as of this end; the tokens at the top).
         usage: crate::usage::UsageRollup,
+        /// The session's final custom state, for an agent that declares one (the store adds it
+        /// when it writes the chunk, from the state it holds).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        state: Option<Value>,
     },
 }
 

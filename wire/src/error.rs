@@ -14,6 +14,9 @@ pub enum ErrorCode {
     ValidationError,
     /// `/start` named an agent type that no registry holds.
     UnknownAgentType,
+    /// The initial custom state of `/start` is not a JSON object, or does not match the agent's
+    /// state schema once its defaults are filled in (or the agent declares no state).
+    InvalidState,
     /// No session with that id exists (under this key prefix).
     SessionNotFound,
     /// A session with that id already exists.
@@ -121,6 +124,7 @@ impl ErrorCode {
         let (http_status, grpc, retryable) = match self {
             Self::ValidationError => (400, G::InvalidArgument, false),
             Self::UnknownAgentType => (404, G::NotFound, false),
+            Self::InvalidState => (400, G::InvalidArgument, false),
             Self::SessionNotFound => (404, G::NotFound, false),
             Self::SessionAlreadyExists => (409, G::AlreadyExists, false),
             Self::MaxStepsExceeded => (422, G::FailedPrecondition, false),

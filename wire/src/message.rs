@@ -122,6 +122,9 @@ pub mod codes {
     pub const INVALID_SUB_AGENT_OUTPUT: &str = "invalid_sub_agent_output";
     /// A sub-agent that was interrupted before it answered.
     pub const SUB_AGENT_INTERRUPTED: &str = "sub_agent_interrupted";
+    /// A server tool changed the session's custom state with a patch that does not apply or
+    /// leaves the state outside its schema: none of the call's changes are kept.
+    pub const INVALID_STATE_PATCH: &str = "invalid_state_patch";
 }
 
 #[cfg(test)]

@@ -221,9 +221,19 @@ pub fn demo_hitl_agent_with(model: impl Model + 'static) -> Agent {
         .expect("the demo agent definition is valid")
 }
 
+/// The trip planner's custom state: what its interviewer found out, set by its
+/// `after_sub_agent` hook when the interviewer ends.
+#[derive(Debug, Default, serde::Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TripPlan {
+    pub interview: Option<String>,
+    pub interview_status: Option<String>,
+}
+
 /// The sub-agent demo, type `demo_tree`: a trip planner that delegates to `demo_interviewer`,
 /// a sub-agent that asks the user a question (a client tool, answered through the planner's
 /// session), while the calculator works out a budget; then it answers with both. Both scripted.
+/// The planner keeps what the interviewer found out in its custom state ([`TripPlan`]).
 pub fn demo_tree_agents() -> [Agent; 2] {
     let interviewer = ScriptedModel::default()
         .call_id_prefix("interview")
@@ -261,6 +271,16 @@ pub fn demo_tree_agents() -> [Agent; 2] {
             .model(planner)
             .tool(calculator())
             .sub_agent("demo_interviewer", "Asks the user what they want.")
+            .state::<TripPlan>()
+            .after_sub_agent(|ended| {
+                vec![
+                    baton_core::state::StateSet::new("/interview", ended.output),
+                    baton_core::state::StateSet::new(
+                        "/interviewStatus",
+                        <&str>::from(ended.status),
+                    ),
+                ]
+            })
             .max_steps(3)
             .build()
             .expect("the demo agent definition is valid"),
@@ -306,5 +326,9 @@ mod tests {
         assert!(ask.check_output(&json!({"colour": "blue"})).is_err());
         let planner = registry.get("demo_tree").unwrap();
         assert!(planner.sub_agent("subagent__demo_interviewer").is_some());
+        assert_eq!(
+            planner.state_schema().unwrap().defaults(),
+            json!({"interview": null, "interviewStatus": null})
+        );
     }
 }

@@ -149,7 +149,7 @@ impl baton_server::Baton for GrpcService {
             .await?
             .must_be_operator()
             .map_err(refused)?;
-        let request = StartRequest::from(request.into_inner());
+        let request = StartRequest::try_from(request.into_inner()).map_err(malformed)?;
         let started = checked_start(&self.state, request).await.map_err(refused)?;
         Ok(Response::new(started.into()))
     }

@@ -104,11 +104,10 @@ pub async fn run_worker(
         .max_cached_workflows(settings.max_cached_workflows)
         .sticky_queue_schedule_to_start_timeout(settings.sticky_timeout)
         .graceful_shutdown_period(settings.graceful_shutdown)
-        .register_activities(AgentActivities::new(
-            store,
-            registry,
-            settings.heartbeat_every,
-        ))
+        .register_activities(
+            AgentActivities::new(store, registry, settings.heartbeat_every)
+                .starting_deadlines_with(client.clone()),
+        )
         .register_workflow::<AgentRunWorkflow>()?
         .register_workflow::<DeadlineWorkflow>()?
         .build();

@@ -26,6 +26,13 @@ use temporalio_sdk::{
     workflows::{join, join_all},
 };
 
+/// The patch that made a human-in-the-loop round cheaper in Temporal operations: a resumed run
+/// drains its answers in its first model step (no activity of its own), and a suspended run's
+/// deadline workflow is a delayed start made by a local activity (no child workflow, so no
+/// workflow task to learn of its start, and none in the deadline workflow before its deadline).
+/// Runs whose history predates it (no marker) take the old paths.
+const FEWER_TASKS_PER_ROUND: &str = "fewer-tasks-per-round";
+
 /// The agent-run workflow. Its id is `agent__<agentType>__<sessionId>` for a session's first run.
 #[workflow]
 #[derive(Default)]
@@ -76,7 +83,10 @@ async fn run_steps(
     ctx: &mut WorkflowContext<AgentRunWorkflow>,
     input: &RunInput,
 ) -> Result<RunOutcome, Failure> {
-    if input.resume {
+    // A resumed run drains its answers in its first model step; runs started before that change
+    // (their history has no marker) drain in an activity of their own, as they did then.
+    let drain_in_model_step = input.resume && ctx.patched(FEWER_TASKS_PER_ROUND);
+    if input.resume && !drain_in_model_step {
         let suspended_step = input.step(input.first_step);
         // A regular activity: an approved call runs its tool here.
         ctx.execute_activity(
@@ -89,10 +99,14 @@ async fn run_steps(
     }
     for taken in 0..input.max_steps {
         let step = input.step(input.first_step + taken + 1);
+        let model_input = StepInput {
+            drain_first: drain_in_model_step && taken == 0,
+            ..step.clone()
+        };
         let plan = ctx
             .execute_activity(
                 AgentActivities::model_step,
-                step.clone(),
+                model_input,
                 model_options(input),
             )
             .await
@@ -208,6 +222,25 @@ async fn suspend(
 ) -> Result<RunOutcome, Failure> {
     if let Some(wake_at) = suspended.wake_at {
         let deadline = DeadlineStart::new(input.clone(), wake_at);
+        if ctx.patched(FEWER_TASKS_PER_ROUND) {
+            ctx.execute_local_activity(
+                AgentActivities::start_deadline,
+                deadline,
+                commit_options(input),
+            )
+            .await
+            .map_err(|error| {
+                let (_, message) = activity_failure(&error, ErrorCode::TemporalUnavailable);
+                Failure {
+                    step: step.clone(),
+                    code: ErrorCode::TemporalUnavailable,
+                    message,
+                }
+            })?;
+            return Ok(RunOutcome::Suspended {
+                tool_call_ids: suspended.tool_call_ids,
+            });
+        }
         let options = deadline.child_options();
         ctx.start_child_workflow(DeadlineWorkflow::run, deadline.input, options)
             .await

@@ -12,6 +12,9 @@ local final = ARGV[5] == '1'
 local output = ARGV[6] -- with final
 local end_body = ARGV[7] -- with final
 local retention_ms = ARGV[8] -- with final
+local state_before = ARGV[9] -- '' until the caller folded the step's state patches
+local state_after = ARGV[10]
+local state_patch_body = ARGV[11]
 
 local refused = run_guard(run_id)
 if refused then
@@ -24,11 +27,13 @@ end
 local step_keys = {
   staged = staged_key, messages = messages_key, checkpoints = checkpoints_key, usage = usage_key,
 }
-local refusal, seq = append_staged_step(step_keys, run_id, step, now, step_end_body, {})
+local state_fold = {before = state_before, after = state_after, body = state_patch_body}
+local refusal, seq = append_staged_step(step_keys, run_id, step, now, step_end_body, {}, '',
+  state_fold)
 if refusal then return refusal end
 if final then
   redis.call('HSET', state_key, 'status', 'completed', 'output', output)
-  seq = emit(end_body)
+  seq = emit(with_custom_state(state_key, end_body))
   expire_ended(retention_ms, {state_key, stream_key, staged_key, messages_key, checkpoints_key,
     usage_key})
 end

@@ -16,9 +16,12 @@ local step_end_body = ARGV[4]
 local suspension_json = ARGV[5]
 local suspended_body = ARGV[6]
 local owner_session_id = ARGV[7]
+local state_before = ARGV[8] -- '' until the caller folded the step's state patches
+local state_after = ARGV[9]
+local state_patch_body = ARGV[10]
 -- Then per awaited call: toolCallId, pendingCallJson, approvalRequestBody ('' for a client
 -- call), deadlineAtMs.
-local first_call = 8
+local first_call = 11
 
 local refused = run_guard(run_id)
 if refused then
@@ -41,7 +44,9 @@ local step_keys = {
   staged = staged_key, messages = messages_key, checkpoints = checkpoints_key, usage = usage_key,
 }
 local extra = suspended_checkpoint_extra(now, suspension_json, pending_calls_json)
-local refusal, seq = append_staged_step(step_keys, run_id, step, now, step_end_body, awaited, extra)
+local state_fold = {before = state_before, after = state_after, body = state_patch_body}
+local refusal, seq = append_staged_step(step_keys, run_id, step, now, step_end_body, awaited, extra,
+  state_fold)
 if refusal then return refusal end
 local pending_keys = {
   pending = pending_key, ownership = ownership_key, open_deadlines = open_deadlines_key,

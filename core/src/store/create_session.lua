@@ -11,7 +11,8 @@ local run_start_body = ARGV[6]
 local workflow_id = ARGV[7]
 local stream_max_chunks = ARGV[8] -- 0: keep every chunk
 local valid_until = tonumber(ARGV[9]) -- ms on Redis's clock; 0: no deadline
-local first_message = 10 -- then the initial log, one JSON message per argument
+local custom_state = ARGV[10] -- JSON object, or '' for an agent without custom state
+local first_message = 11 -- then the initial log, one JSON message per argument
 
 -- A start whose caller gave up (its command timed out while Redis did not answer, so it was told
 -- 503 and started no workflow) is not applied late: it would leave a session active for ever.
@@ -25,6 +26,7 @@ redis.call('HSET', state_key,
   'agentType', agent_type, 'runId', run_id, 'streamId', stream_id,
   'rootSessionId', root_session_id, 'status', 'active', 'stepCount', 0, 'lastSequence', 0,
   'createdAt', now, 'updatedAt', now, 'workflowId', workflow_id, 'maxChunks', stream_max_chunks)
+if custom_state ~= '' then redis.call('HSET', state_key, 'customState', custom_state) end
 for i = first_message, #ARGV do redis.call('RPUSH', messages_key, ARGV[i]) end
 local seq = emit(run_start_body)
 push_checkpoint(checkpoints_key, redis.call('LLEN', messages_key), 0, seq, '')

@@ -13,7 +13,7 @@ local retention_ms = ARGV[5]
 local refused = run_guard(run_id)
 if refused then return {refused} end
 redis.call('HSET', state_key, 'status', 'failed', 'error', error_json, 'updatedAt', now)
-local seq = emit(end_body)
+local seq = emit(with_custom_state(state_key, end_body))
 redis.call('DEL', staged_key)
 expire_ended(retention_ms, {state_key, stream_key, messages_key, checkpoints_key, usage_key})
 return {'ok', seq}

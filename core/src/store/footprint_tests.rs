@@ -100,6 +100,7 @@ async fn start_child(store: &Store, root: &SessionAddress) -> SessionAddress {
             stream_id: "stc",
             workflow_id: "wfc",
             messages: &[Message::user("help")],
+            custom_state: None,
         })
         .await
         .unwrap();

@@ -147,6 +147,8 @@ pub(crate) mod state_field {
     pub(crate) const STOP: &str = "stop";
     pub(crate) const CLIENT_TOOL_WAIT_MS: &str = "clientToolWaitMs";
     pub(crate) const ABORTS: &str = "aborts";
+    /// The session's custom state (JSON text), for an agent that declares one.
+    pub(crate) const CUSTOM_STATE: &str = "customState";
 }
 
 /// The fields of the `staged` hash, each scoped by run and step: `<name>:<runId>:<step>`, and

@@ -17,6 +17,7 @@ pub use baton_wire::{
 };
 
 mod connection;
+mod custom_state;
 mod keys;
 mod release;
 mod replies;
@@ -200,5 +201,7 @@ fn flag(set: bool) -> &'static str {
 mod fault_tests;
 #[cfg(test)]
 mod footprint_tests;
+#[cfg(test)]
+mod state_tests;
 #[cfg(test)]
 mod tests;

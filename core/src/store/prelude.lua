@@ -155,11 +155,14 @@ local function stage_call_field(staged_key, name, run_id, step, tool_call_id, va
   return nil
 end
 
--- Appends a checkpoint record; its id is its index in the list, which only grows.
+-- Appends a checkpoint record; its id is its index in the list, which only grows. A session with
+-- a custom state records it too (as its text), so a rewind to the checkpoint restores it.
 local function push_checkpoint(key, message_count, step_count, seq, extra)
   local id = redis.call('LLEN', key)
+  local custom = redis.call('HGET', state_key, 'customState')
+  local custom_part = custom and (',"customState":' .. custom) or ''
   redis.call('RPUSH', key, '{"id":' .. id .. ',"messageCount":' .. message_count .. ',"stepCount":'
-    .. step_count .. ',"streamSequence":' .. seq .. (extra or '') .. '}')
+    .. step_count .. ',"streamSequence":' .. seq .. (extra or '') .. custom_part .. '}')
   return id
 end
 
@@ -193,13 +196,25 @@ local function clear_pending(keys, id, marker_expiry)
   redis.call('ZADD', keys.completed, tonumber(marker_expiry), id)
 end
 
+-- An end chunk's body with the session's custom state (`customState`, JSON text written by the
+-- Rust side, never decoded here) as its `state` field, for a session that has one.
+local function with_custom_state(state, body)
+  local custom = redis.call('HGET', state, 'customState')
+  if not custom then return body end
+  return string.sub(body, 1, -2) .. ',"state":' .. custom .. '}'
+end
+
 -- Appends a staged step to the log (keys: staged, messages, checkpoints, usage): the assistant
 -- message, the results of its calls in call order except the awaited ones (a set of ids), the
--- usage record, the step count, step_end and a checkpoint; then drops the step's staged fields.
--- `checkpoint_extra` ('' or ',"field":…') goes into the checkpoint record. Returns nil and
--- step_end's sequence, or a refusal reply.
+-- usage record, the step count, the custom state changed by the calls' staged patches with its
+-- state_patch chunk, step_end and a checkpoint; then drops the step's staged fields.
+-- `checkpoint_extra` ('' or ',"field":…') goes into the checkpoint record. `state_fold` is
+-- {before, after, body}: a step with staged patches and an empty body is not committed, the
+-- reply hands the state and the patches to the caller, which folds them (Lua would round
+-- numbers) and commits again with the state it read (`before`, a fence), the state after and
+-- the state_patch chunk. Returns nil and step_end's sequence, or a reply to return.
 local function append_staged_step(keys, run_id, step_text, now, step_end_body, awaited,
-    checkpoint_extra)
+    checkpoint_extra, state_fold)
   local step = tonumber(step_text)
   local committed = tonumber(redis.call('HGET', state_key, 'stepCount'))
   if committed >= step then return {'already_committed'} end
@@ -213,6 +228,28 @@ local function append_staged_step(keys, run_id, step_text, now, step_end_body, a
   local results = {}
   local fields = {turn_field, calls_field, usage_field, staged_field('emitted', run_id, step_text),
     staged_field('attempt', run_id, step_text)}
+  -- Changes staged for this step by calls a resumed run drained (not calls of the turn) go
+  -- first, in the order of their call ids; then the turn's calls' changes, in call order.
+  local patches = {}
+  if redis.call('HEXISTS', state_key, 'customState') == 1 then
+    local turn_calls = {}
+    for _, id in ipairs(call_ids) do turn_calls[id] = true end
+    local patch_prefix = staged_field('patch', run_id, step_text) .. ':'
+    local drained = {}
+    for _, field in ipairs(redis.call('HKEYS', keys.staged)) do
+      if string.sub(field, 1, #patch_prefix) == patch_prefix then
+        local id = string.sub(field, #patch_prefix + 1)
+        if not turn_calls[id] then drained[#drained + 1] = id end
+      end
+    end
+    table.sort(drained)
+    for _, id in ipairs(drained) do
+      local field = patch_prefix .. id
+      patches[#patches + 1] = id
+      patches[#patches + 1] = redis.call('HGET', keys.staged, field)
+      fields[#fields + 1] = field
+    end
+  end
   for _, id in ipairs(call_ids) do
     if not awaited[id] then
       local field = staged_field('result', run_id, step_text, id)
@@ -220,12 +257,32 @@ local function append_staged_step(keys, run_id, step_text, now, step_end_body, a
       if not result then return {'missing_result', id} end
       results[#results + 1] = result
       fields[#fields + 1] = field
+      local patch_field = staged_field('patch', run_id, step_text, id)
+      local patch = redis.call('HGET', keys.staged, patch_field)
+      if patch then
+        patches[#patches + 1] = id
+        patches[#patches + 1] = patch
+        fields[#fields + 1] = patch_field
+      end
     end
+  end
+  if #patches > 0 then
+    local current = redis.call('HGET', state_key, 'customState') or ''
+    if state_fold.body == '' then
+      local reply = {'state_patches', current}
+      for _, value in ipairs(patches) do reply[#reply + 1] = value end
+      return reply
+    end
+    if current ~= state_fold.before then return {'state_moved'} end
   end
   redis.call('RPUSH', keys.messages, turn)
   for _, result in ipairs(results) do redis.call('RPUSH', keys.messages, result) end
   redis.call('RPUSH', keys.usage, redis.call('HGET', keys.staged, usage_field))
   redis.call('HSET', state_key, 'stepCount', step, 'updatedAt', now)
+  if #patches > 0 then
+    redis.call('HSET', state_key, 'customState', state_fold.after)
+    emit(state_fold.body)
+  end
   local seq = emit(step_end_body)
   push_checkpoint(keys.checkpoints, redis.call('LLEN', keys.messages), step, seq, checkpoint_extra)
   -- The start markers of at-most-once tools (see mark_tool_started.lua) of this step, including

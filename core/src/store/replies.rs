@@ -152,6 +152,12 @@ pub(super) enum WriteReply {
     /// A commit found the staged step incomplete or out of order: `not_staged`,
     /// `missing_result <toolCallId>` or `step_out_of_order <committed>`.
     Inconsistent(String),
+    /// A commit found state patches staged for the step and was given no folded state: the
+    /// session's custom state and each patch (toolCallId, patch JSON), in the order to apply.
+    StatePatches {
+        current: String,
+        patches: Vec<(String, String)>,
+    },
 }
 
 impl FromRedisValue for WriteReply {
@@ -163,7 +169,23 @@ impl FromRedisValue for WriteReply {
             "already_staged" | "already_committed" | "already_applied" => {
                 Self::Written(Written::AlreadyDone)
             }
-            "not_staged" | "missing_result" | "step_out_of_order" => {
+            "state_patches" => {
+                let values: Vec<String> = reply.values()?;
+                let mut values = values.into_iter();
+                let current = values.next().unwrap_or_default();
+                let rest: Vec<String> = values.collect();
+                let patches = rest
+                    .chunks(2)
+                    .map(|pair| match pair {
+                        [id, patch] => Ok((id.clone(), patch.clone())),
+                        _ => Err(unexpected(
+                            "state_patches without a patch for its last call",
+                        )),
+                    })
+                    .collect::<RedisResult<_>>()?;
+                Self::StatePatches { current, patches }
+            }
+            "not_staged" | "missing_result" | "step_out_of_order" | "state_moved" => {
                 let details: Vec<String> = reply.values()?;
                 Self::Inconsistent(
                     std::iter::once(reply.tag.clone())
@@ -377,6 +399,9 @@ pub(super) struct SnapshotFields {
     /// The sequence of the last `end` chunk after the checkpoint (of an earlier run) while the
     /// session is not ended.
     pub(super) last_end_sequence: Option<String>,
+    /// The custom state (JSON text), for a session whose agent declares one: only a commit
+    /// changes it, and a commit writes a checkpoint, so it is the newest checkpoint's state.
+    pub(super) custom_state: Option<String>,
     /// The messages up to the checkpoint (all of them for an ended session).
     pub(super) messages: Vec<String>,
 }
@@ -403,7 +428,8 @@ impl FromRedisValue for SnapshotReply {
             checkpoint: optional(4)?,
             oldest_entry_id: optional(5)?,
             last_end_sequence: optional(6)?,
-            messages: reply.rest[7.min(reply.rest.len())..]
+            custom_state: optional(7)?,
+            messages: reply.rest[8.min(reply.rest.len())..]
                 .iter()
                 .map(String::from_redis_value)
                 .collect::<RedisResult<_>>()?,
@@ -423,6 +449,9 @@ impl WriteReply {
             Self::Written(written) => Ok(written),
             Self::Refused(refusal) => Err(refusal.into_error(run_id)),
             Self::Inconsistent(detail) => Err(inconsistent(detail)),
+            Self::StatePatches { .. } => Err(inconsistent(
+                "state patches staged but not folded into the commit".to_owned(),
+            )),
         }
     }
 }

@@ -5,9 +5,10 @@
 -- the session. When the checkpoint suspended, its calls are restored, pending for the new run
 -- with fresh deadlines (see register_pending): with mode 'suspend' the session awaits them again
 -- at once (no workflow, no model call); with mode 'run' (a message that abandons them) the run
--- drains them. A rewind chunk, run_start and a new checkpoint (a copy of the restored one) are
--- written. The checkpoints after the one restored are abandoned: a later rewind to one of them is
--- refused. Exactly one of two concurrent rewinds or resumes wins.
+-- drains them. The custom state goes back to the checkpoint's. A rewind chunk, run_start and a
+-- new checkpoint (a copy of the restored one) are written. The checkpoints after the one
+-- restored are abandoned: a later rewind to one of them is refused. Exactly one of two
+-- concurrent rewinds or resumes wins.
 local messages_key = KEYS[3]
 local checkpoints_key = KEYS[4]
 local pending_key = KEYS[5]
@@ -29,9 +30,10 @@ local abandon = ARGV[9] == '1'
 local suspension_json = ARGV[10] -- '' for none
 local suspended_body = ARGV[11]
 local owner_session_id = ARGV[12]
+local custom_state = ARGV[13] -- the checkpoint's custom state (JSON text), or '' for none
 -- Then per restored call: toolCallId, pendingCallJson, approvalRequestBody ('' for none),
 -- deadlineAtMs.
-local first_call = 13
+local first_call = 14
 
 local status = redis.call('HGET', state_key, 'status')
 if not status then return {'session_not_found'} end
@@ -67,6 +69,7 @@ redis.call('HDEL', state_key, 'output', 'error', 'suspension', 'resumeMessage', 
   'stoppedCalls')
 redis.call('HSET', state_key, 'runId', new_run_id, 'stepCount', checkpoint.stepCount,
   'updatedAt', now, 'workflowId', workflow_id)
+if custom_state ~= '' then redis.call('HSET', state_key, 'customState', custom_state) end
 emit(rewind_body)
 -- The new checkpoint sits at run_start, before the chunks of the restored suspension.
 keep_keys({state_key, stream_key, messages_key, checkpoints_key, usage_key})

@@ -117,7 +117,14 @@ impl Store {
                     tool_call_ids: restored.iter().map(|c| c.tool_call_id.clone()).collect(),
                 },
             ))
-            .arg(&address.session_id);
+            .arg(&address.session_id)
+            .arg(
+                checkpoint
+                    .custom_state
+                    .as_ref()
+                    .map(to_json)
+                    .unwrap_or_default(),
+            );
         for call in &restored {
             invocation
                 .arg(&call.tool_call_id)

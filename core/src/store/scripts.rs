@@ -46,6 +46,8 @@ pub(super) static STAGE_TOOL_RESULT: StoreScript =
 pub(super) static RELEASE_CLAIM: StoreScript = store_script!("release_claim", [State, Stream]);
 pub(super) static MARK_TOOL_STARTED: StoreScript =
     store_script!("mark_tool_started", [State, Stream, Staged]);
+pub(super) static STAGE_STATE_PATCH: StoreScript =
+    store_script!("stage_state_patch", [State, Stream, Staged]);
 pub(super) static COMMIT_STEP: StoreScript = store_script!(
     "commit_step",
     [State, Stream, Staged, Messages, Checkpoints, Usage]
@@ -171,7 +173,8 @@ pub(super) static QUEUE_MESSAGE: StoreScript = store_script!("queue_message", [S
 
 /// Every script, for the tests that read their text.
 #[cfg(test)]
-static ALL: [&StoreScript; 18] = [
+static ALL: [&StoreScript; 19] = [
+    &STAGE_STATE_PATCH,
     &QUEUE_MESSAGE,
     &START_CHILD,
     &REPORT_TO_PARENT,

@@ -35,6 +35,16 @@ impl Store {
     /// Creates a session with its first run: state `active`, the initial log, the `run_start`
     /// chunk and checkpoint 0. Refuses an existing session id.
     pub async fn create_session(&self, new: NewSession<'_>) -> Result<u64, Error> {
+        self.create_session_with_state(new, None).await
+    }
+
+    /// Like [`Self::create_session`], with the session's custom state (already seeded and
+    /// checked against its agent's schema) for an agent that declares one.
+    pub async fn create_session_with_state(
+        &self,
+        new: NewSession<'_>,
+        custom_state: Option<&serde_json::Value>,
+    ) -> Result<u64, Error> {
         let body = encode_unsequenced(
             &self.header(RunRef {
                 address: new.address,
@@ -55,7 +65,8 @@ impl Store {
             .arg(body)
             .arg(new.workflow_id)
             .arg(new.max_chunks)
-            .arg(self.write_deadline_ms());
+            .arg(self.write_deadline_ms())
+            .arg(custom_state.map(to_json).unwrap_or_default());
         for message in new.messages {
             invocation.arg(to_json(message));
         }

@@ -1,11 +1,13 @@
 -- Reads a session's snapshot in one step (it writes nothing): its status, stream id, step count
 -- and last sequence, its newest checkpoint, the messages up to that checkpoint (every message
 -- for an ended session, or one with no checkpoint), the id of the stream's oldest retained
--- entry, and the sequence of the last `end` chunk after the checkpoint, if any.
+-- entry, the sequence of the last `end` chunk after the checkpoint, if any, and the custom state
+-- (which only the scripts that write a checkpoint change, so it is the checkpoint's).
 local messages_key = KEYS[3]
 local checkpoints_key = KEYS[4]
 
-local fields = redis.call('HMGET', state_key, 'status', 'streamId', 'stepCount', 'lastSequence')
+local fields = redis.call('HMGET', state_key, 'status', 'streamId', 'stepCount', 'lastSequence',
+  'customState')
 if not fields[1] then return {'session_not_found'} end
 local checkpoint = redis.call('LINDEX', checkpoints_key, -1)
 local messages
@@ -32,6 +34,6 @@ if checkpoint and not is_ended(fields[1]) then
   end
 end
 local reply = {'ok', fields[1], fields[2], fields[3], fields[4], checkpoint or '',
-  first[1] and first[1][1] or '', last_end}
+  first[1] and first[1][1] or '', last_end, fields[5] or ''}
 for _, message in ipairs(messages) do reply[#reply + 1] = message end
 return reply

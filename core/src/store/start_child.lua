@@ -22,7 +22,8 @@ local now = ARGV[10]
 local run_start_body = ARGV[11]
 local workflow_id = ARGV[12]
 local subagent_start_body = ARGV[13]
-local first_message = 14 -- then the initial log, one JSON message per argument
+local custom_state = ARGV[14] -- the child's JSON object, or '' for an agent without one
+local first_message = 15 -- then the initial log, one JSON message per argument
 
 if redis.call('EXISTS', state_key) == 1 then
   local fields = redis.call('HMGET', state_key, 'runId', 'streamId')
@@ -40,6 +41,7 @@ redis.call('HSET', state_key,
   'createdAt', now, 'updatedAt', now, 'workflowId', workflow_id,
   'maxChunks', parent[4] or '0', 'parentSessionId', parent_session_id,
   'parentToolCallId', tool_call_id)
+if custom_state ~= '' then redis.call('HSET', state_key, 'customState', custom_state) end
 for i = first_message, #ARGV do redis.call('RPUSH', messages_key, ARGV[i]) end
 local seq = emit(run_start_body)
 push_checkpoint(checkpoints_key, redis.call('LLEN', messages_key), 0, seq, '')

@@ -15,6 +15,7 @@ use crate::{
     message::{Message, ToolCall, ToolResult},
     usage::UsageRollup,
 };
+use json_patch::Patch;
 use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
 
@@ -194,14 +195,28 @@ impl Store {
         step: StepRef<'_>,
         result: &ToolResult,
     ) -> Result<Written, Error> {
-        self.stage_tool_result_reporting(step, result, &[]).await
+        self.stage_tool_result_reporting(step, result, None, &[])
+            .await
     }
 
-    /// Like [`Self::stage_tool_result`], and writes `then` after the `tool_end` chunk.
+    /// Like [`Self::stage_tool_result`], with the call's change of the session's custom state
+    /// (staged with the result; the step's commit applies it and writes its `state_patch`).
+    pub async fn stage_tool_result_with_state(
+        &self,
+        step: StepRef<'_>,
+        result: &ToolResult,
+        state_patch: Option<&Patch>,
+    ) -> Result<Written, Error> {
+        self.stage_tool_result_reporting(step, result, state_patch, &[])
+            .await
+    }
+
+    /// Like [`Self::stage_tool_result_with_state`], and writes `then` after the `tool_end` chunk.
     pub(super) async fn stage_tool_result_reporting(
         &self,
         step: StepRef<'_>,
         result: &ToolResult,
+        state_patch: Option<&Patch>,
         then: &[ChunkKind],
     ) -> Result<Written, Error> {
         let header = self.header(step.run());
@@ -220,7 +235,8 @@ impl Store {
             .arg(step.step)
             .arg(&result.tool_call_id)
             .arg(to_json(&Message::Tool(result.clone())))
-            .arg(body);
+            .arg(body)
+            .arg(state_patch.map(to_json).unwrap_or_default());
         for kind in then {
             invocation.arg(encode_unsequenced(&header, kind));
         }
@@ -248,23 +264,32 @@ impl Store {
                         output: Some(completion.output.clone()),
                         error: None,
                         usage: completion.usage,
+                        state: None,
                     },
                 );
                 (Some(completion.output), end)
             }
             None => (None, String::new()),
         };
-        let reply: WriteReply = COMMIT_STEP
-            .on(self, step.address)
-            .arg(step.run_id)
-            .arg(step.step)
-            .arg(now_ms())
-            .arg(step_end)
-            .arg(flag(output.is_some()))
-            .arg(output.unwrap_or_default())
-            .arg(end)
-            .arg(self.session_retention_ms)
-            .run(self)
+        let completion_flag = output.is_some();
+        let output = output.unwrap_or_default();
+        let reply = self
+            .commit_folding_state(step, |fold| {
+                let mut invocation = COMMIT_STEP.on(self, step.address);
+                invocation
+                    .arg(step.run_id)
+                    .arg(step.step)
+                    .arg(now_ms())
+                    .arg(&step_end)
+                    .arg(flag(completion_flag))
+                    .arg(&output)
+                    .arg(&end)
+                    .arg(self.session_retention_ms)
+                    .arg(&fold.before)
+                    .arg(&fold.after)
+                    .arg(&fold.body);
+                invocation
+            })
             .await?;
         reply.into_written(step.run_id, |detail| {
             self.inconsistent(
@@ -289,6 +314,7 @@ impl Store {
                 output: None,
                 error: Some(error.clone()),
                 usage,
+                state: None,
             },
         );
         let reply: WriteReply = FAIL_RUN

@@ -106,6 +106,7 @@ impl Store {
                 rollup.aborts += u64::from(kind == StopKind::Abort);
                 rollup
             },
+            state: None,
         };
         let header = self.header(RunRef {
             address,

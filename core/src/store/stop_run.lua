@@ -72,6 +72,6 @@ if kind == 'abort' then
 else
   redis.call('HSET', state_key, 'status', 'interrupted')
 end
-emit(end_body)
+emit(with_custom_state(state_key, end_body))
 expire_ended(retention_ms, {state_key, stream_key, messages_key, checkpoints_key, usage_key})
 return reply

@@ -6,7 +6,7 @@ use super::{
     Store, Suspension, Written, from_json,
     keys::{Key, state_field},
     now_ms,
-    replies::{SubmitReply, WriteReply},
+    replies::SubmitReply,
     scripts::{COMMIT_SUSPENDED_STEP, SUBMIT_ANSWER},
     to_json,
 };
@@ -124,32 +124,39 @@ impl Store {
             step: step.step,
             tool_call_ids: tool_call_ids.clone(),
         };
-        let mut invocation = COMMIT_SUSPENDED_STEP.on(self, step.address);
-        invocation
-            .arg(step.run_id)
-            .arg(step.step)
-            .arg(now_ms())
-            .arg(encode_unsequenced(
-                &header,
-                &ChunkKind::StepEnd { step: step.step },
-            ))
-            .arg(to_json(&suspension))
-            .arg(encode_unsequenced(
-                &header,
-                &ChunkKind::Suspended {
-                    step: step.step,
-                    tool_call_ids,
-                },
-            ))
-            .arg(&step.address.session_id);
-        for call in pending {
-            invocation
-                .arg(&call.tool_call_id)
-                .arg(to_json(call))
-                .arg(approval_request_body(&header, call).unwrap_or_default())
-                .arg(call.deadline_at);
-        }
-        let reply: WriteReply = invocation.run(self).await?;
+        let step_end = encode_unsequenced(&header, &ChunkKind::StepEnd { step: step.step });
+        let suspension_json = to_json(&suspension);
+        let suspended = encode_unsequenced(
+            &header,
+            &ChunkKind::Suspended {
+                step: step.step,
+                tool_call_ids,
+            },
+        );
+        let reply = self
+            .commit_folding_state(step, |fold| {
+                let mut invocation = COMMIT_SUSPENDED_STEP.on(self, step.address);
+                invocation
+                    .arg(step.run_id)
+                    .arg(step.step)
+                    .arg(now_ms())
+                    .arg(&step_end)
+                    .arg(&suspension_json)
+                    .arg(&suspended)
+                    .arg(&step.address.session_id)
+                    .arg(&fold.before)
+                    .arg(&fold.after)
+                    .arg(&fold.body);
+                for call in pending {
+                    invocation
+                        .arg(&call.tool_call_id)
+                        .arg(to_json(call))
+                        .arg(approval_request_body(&header, call).unwrap_or_default())
+                        .arg(call.deadline_at);
+                }
+                invocation
+            })
+            .await?;
         reply.into_written(step.run_id, |detail| {
             self.inconsistent(
                 step.address,

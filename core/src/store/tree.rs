@@ -30,6 +30,8 @@ pub struct NewChild<'a> {
     pub workflow_id: &'a str,
     /// The child's initial log: its system prompt (if any) and the call's message.
     pub messages: &'a [Message],
+    /// The child's custom state (its agent's defaults), for an agent that declares one.
+    pub custom_state: Option<&'a serde_json::Value>,
 }
 
 /// The child's first run, as started now or by an earlier attempt.
@@ -150,7 +152,8 @@ impl Store {
             .arg(now_ms())
             .arg(run_start)
             .arg(new.workflow_id)
-            .arg(subagent_start);
+            .arg(subagent_start)
+            .arg(new.custom_state.map(to_json).unwrap_or_default());
         for message in new.messages {
             invocation.arg(to_json(message));
         }
@@ -171,6 +174,7 @@ impl Store {
         step: StepRef<'_>,
         result: &ToolResult,
         end: ChildEnd<'_>,
+        state_patch: Option<&json_patch::Patch>,
     ) -> Result<Written, Error> {
         let error = match &result.outcome {
             ToolOutcome::Error(error) => Some(error.clone()),
@@ -183,7 +187,7 @@ impl Store {
             output: end.output.map(str::to_owned),
             error,
         };
-        self.stage_tool_result_reporting(step, result, &[subagent_end])
+        self.stage_tool_result_reporting(step, result, state_patch, &[subagent_end])
             .await
     }
 

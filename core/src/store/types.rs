@@ -144,4 +144,7 @@ pub struct Checkpoint {
     pub suspension: Option<Suspension>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pending: Vec<PendingCall>,
+    /// The session's custom state at the checkpoint, for an agent that declares one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub custom_state: Option<serde_json::Value>,
 }

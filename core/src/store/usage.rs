@@ -6,12 +6,8 @@ use super::{
     replies::SnapshotReply,
     scripts::SNAPSHOT,
 };
-use crate::{
-    api::{SnapshotResponse, SnapshotState},
-    message::Message,
-    model::Usage,
-    usage::UsageRollup,
-};
+use crate::{api::SnapshotResponse, message::Message, model::Usage, usage::UsageRollup};
+
 impl Store {
     /// The usage record of every committed step, oldest first.
     pub async fn usage_records(&self, address: &SessionAddress) -> Result<Vec<UsageRecord>, Error> {
@@ -140,7 +136,12 @@ impl Store {
             session_id: address.session_id.clone(),
             stream_id: fields.stream_id,
             status: fields.status,
-            state: SnapshotState { messages },
+            state: fields
+                .custom_state
+                .map(|text| from_json(&key, &text))
+                .transpose()?
+                .unwrap_or_else(|| serde_json::Value::Object(Default::default())),
+            messages,
             stream_sequence: pinned.map_or(-1, |c| {
                 c.stream_sequence.max(last_end_sequence.unwrap_or(0)) as i64
             }),

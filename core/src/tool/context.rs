@@ -1,19 +1,46 @@
-//! The context handed to every server tool call: which session, run and call it serves, and the
-//! idempotency key a tool passes to the outside world so that a retried call is recognised.
+//! The context handed to every server tool call: which session, run and call it serves, the
+//! idempotency key a tool passes to the outside world so that a retried call is recognised, and
+//! the session's custom state, which the call reads and changes through it.
 
-use crate::store::SessionAddress;
-use std::fmt;
+use crate::{
+    state::{StateError, StateSchema, set_operation},
+    store::SessionAddress,
+};
+use json_patch::{Patch, PatchOperation};
+use serde::{Serialize, de::DeserializeOwned};
+use serde_json::Value;
+use std::{
+    fmt,
+    sync::{Arc, Mutex, PoisonError},
+};
 
 /// Where one server tool call runs. Built by the worker for each call and passed to
 /// [`ServerTool::call`](super::ServerTool::call); a tool reads it through its methods.
 ///
 /// The fields are private on purpose: the context grows (custom session state, later) without
 /// breaking the tools that use it.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone)]
 pub struct ToolContext {
     address: SessionAddress,
     run_id: String,
     tool_call_id: String,
+    /// Shared by the clones of one call's context, so the runtime sees what the tool changed.
+    state: Option<Arc<CallState>>,
+}
+
+/// One call's view of the session's custom state: the state as committed before the step, with
+/// the call's own changes so far, and those changes as one patch.
+struct CallState {
+    schema: Arc<StateSchema>,
+    changes: Mutex<CallChanges>,
+}
+
+struct CallChanges {
+    current: Value,
+    operations: Vec<PatchOperation>,
+    /// The first change refused: the call's result becomes a tool error and none of its
+    /// changes are kept.
+    refused: Option<StateError>,
 }
 
 impl ToolContext {
@@ -27,7 +54,88 @@ impl ToolContext {
             address,
             run_id: run_id.into(),
             tool_call_id: tool_call_id.into(),
+            state: None,
         }
+    }
+
+    /// The context with the session's custom state, as committed before the call's step, for
+    /// a tool of an agent that declares one (the runtime sets it).
+    pub fn with_state(mut self, schema: Arc<StateSchema>, committed: Value) -> Self {
+        self.state = Some(Arc::new(CallState {
+            schema,
+            changes: Mutex::new(CallChanges {
+                current: committed,
+                operations: Vec::new(),
+                refused: None,
+            }),
+        }));
+        self
+    }
+
+    /// The session's custom state as this call sees it: as committed before the step, with the
+    /// call's own changes. `None` when the agent declares no state. Other calls of the same step
+    /// do not see each other's changes; the step's commit applies them in call order.
+    pub fn state(&self) -> Option<Value> {
+        let state = self.state.as_ref()?;
+        Some(lock(&state.changes).current.clone())
+    }
+
+    /// [`Self::state`] decoded as the agent's state type.
+    pub fn state_as<T: DeserializeOwned>(&self) -> Result<T, StateError> {
+        let state = self.state().ok_or(StateError::NoState)?;
+        serde_json::from_value(state).map_err(|e| StateError::NotJson(e.to_string()))
+    }
+
+    /// Changes the session's custom state with RFC 6902 operations. They must apply to the
+    /// state as this call sees it and leave it matching the schema; if not, nothing changes and
+    /// the call's result becomes an `invalid_state_patch` error for the model, whatever the tool
+    /// returns, with none of its changes kept. The change is staged with the call's result and
+    /// applied with the step's commit, so a retried or discarded step applies it once or never.
+    pub fn patch_state(&self, patch: Patch) -> Result<(), StateError> {
+        let state = self.state.as_ref().ok_or(StateError::NoState)?;
+        let mut changes = lock(&state.changes);
+        if let Some(refused) = &changes.refused {
+            return Err(refused.clone());
+        }
+        match state.schema.apply(&changes.current, &patch) {
+            Ok(next) => {
+                changes.current = next;
+                changes.operations.extend(patch.0);
+                Ok(())
+            }
+            Err(error) => {
+                changes.refused = Some(error.clone());
+                Err(error)
+            }
+        }
+    }
+
+    /// Sets the value at `pointer` (a JSON Pointer such as `/topic`) in the session's custom
+    /// state: an `add` operation (see [`Self::patch_state`]).
+    pub fn set_state_field(&self, pointer: &str, value: impl Serialize) -> Result<(), StateError> {
+        let operation = match set_operation(pointer, value) {
+            Ok(operation) => operation,
+            Err(error) => {
+                if let Some(state) = &self.state {
+                    lock(&state.changes).refused = Some(error.clone());
+                }
+                return Err(error);
+            }
+        };
+        self.patch_state(Patch(vec![operation]))
+    }
+
+    /// What the call changed, once it has returned: `Ok(None)` for no change, the patch to
+    /// stage with its result, or the refusal that makes its result a tool error.
+    pub fn state_changes(&self) -> Result<Option<Patch>, StateError> {
+        let Some(state) = &self.state else {
+            return Ok(None);
+        };
+        let changes = lock(&state.changes);
+        if let Some(refused) = &changes.refused {
+            return Err(refused.clone());
+        }
+        Ok(Some(Patch(changes.operations.clone())).filter(|patch| !patch.0.is_empty()))
     }
 
     /// The session whose model called the tool.
@@ -66,6 +174,12 @@ impl ToolContext {
     }
 }
 
+/// The lock of a call's changes; a tool that panicked while holding it left the changes whole
+/// (each is made in one assignment), so poisoning is ignored.
+fn lock(changes: &Mutex<CallChanges>) -> std::sync::MutexGuard<'_, CallChanges> {
+    changes.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
 impl fmt::Debug for ToolContext {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ToolContext")
@@ -98,5 +212,41 @@ mod tests {
             ("child", "root", "run-1")
         );
         assert_eq!(first.tool_call_id(), "call-1");
+    }
+
+    #[test]
+    fn a_call_changes_its_view_of_the_state_and_a_refused_change_spoils_the_call() {
+        use serde_json::json;
+        let schema = Arc::new(
+            StateSchema::new(
+                json!({"type": "object", "properties": {"n": {"type": "integer", "minimum": 0}}}),
+                json!({"n": 0}),
+            )
+            .unwrap(),
+        );
+        let address = SessionAddress::root("s");
+        let plain = ToolContext::new(address.clone(), "r", "c");
+        assert_eq!(plain.state(), None);
+        assert_eq!(plain.set_state_field("/n", 1), Err(StateError::NoState));
+        assert_eq!(plain.state_changes(), Ok(None));
+
+        let context =
+            ToolContext::new(address.clone(), "r", "c").with_state(schema.clone(), json!({"n": 0}));
+        assert_eq!(context.state_changes(), Ok(None));
+        context.set_state_field("/n", 2).unwrap();
+        context.clone().set_state_field("/n", 3).unwrap();
+        assert_eq!(context.state(), Some(json!({"n": 3})));
+        let staged = context.state_changes().unwrap().unwrap();
+        assert_eq!(staged.0.len(), 2);
+
+        let spoiled = ToolContext::new(address, "r", "c").with_state(schema, json!({"n": 0}));
+        spoiled.set_state_field("/n", 1).unwrap();
+        assert!(matches!(
+            spoiled.set_state_field("/n", -1),
+            Err(StateError::SchemaMismatch { .. })
+        ));
+        assert_eq!(spoiled.state(), Some(json!({"n": 1})));
+        assert!(spoiled.state_changes().is_err());
+        assert!(spoiled.set_state_field("/n", 2).is_err());
     }
 }

@@ -41,7 +41,7 @@ async fn a_snapshot_is_pinned_to_the_newest_checkpoint_until_the_session_ends() 
         (checkpoint.stream_sequence as i64, Some(1), 1, 0)
     );
     assert_eq!(
-        suspended.state.messages,
+        suspended.messages,
         vec![
             Message::user("go"),
             Message::assistant("", vec![ask.clone()])
@@ -63,8 +63,8 @@ async fn a_snapshot_is_pinned_to_the_newest_checkpoint_until_the_session_ends() 
     assert_eq!(ended.stream_sequence, -1);
     assert_eq!(ended.step_count, 2);
     assert_eq!(ended.checkpoint_id, Some(2));
-    assert_eq!(ended.state.messages, harness.messages(&session).await);
-    assert_eq!(ended.state.messages.len(), 4);
+    assert_eq!(ended.messages, harness.messages(&session).await);
+    assert_eq!(ended.messages.len(), 4);
 
     let missing = api_error(harness.client.snapshot("nosuchsession").await.unwrap_err());
     assert_eq!(missing.code, ErrorCode::SessionNotFound);

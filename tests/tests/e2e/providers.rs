@@ -127,6 +127,7 @@ fn end(chunks: &[StreamChunk]) -> (&EndStatus, Option<&str>, Option<ErrorCode>, 
             output,
             error,
             usage,
+            ..
         } => (
             status,
             output.as_deref(),

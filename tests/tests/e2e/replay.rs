@@ -5,7 +5,7 @@
 //! activity input passes. Needs neither Redis nor Temporal. See `baton_tests::histories` for
 //! recording them again.
 
-use baton_tests::histories::{self, SCENARIOS, Scenario};
+use baton_tests::histories::{self, RECORDED_BEFORE_PATCHES, SCENARIOS, Scenario};
 use baton_workflows::{AgentRunWorkflow, DeadlineWorkflow};
 use temporalio_client::WorkflowHistory;
 use temporalio_common::protos::temporal::api::history::v1::history_event::Attributes;
@@ -47,14 +47,15 @@ fn workflow_type(result: &WorkflowReplayResult) -> String {
 
 #[tokio::test]
 async fn every_recorded_history_replays_on_todays_workflows() {
-    let histories = SCENARIOS
+    let scenarios: Vec<&Scenario> = SCENARIOS.iter().chain(RECORDED_BEFORE_PATCHES).collect();
+    let histories = scenarios
         .iter()
         .map(|scenario| WorkflowHistory::from_json(&recorded(scenario)).unwrap());
     let results = replayer().replay_workflows(histories).await.unwrap();
-    assert_eq!(results.len(), SCENARIOS.len());
+    assert_eq!(results.len(), scenarios.len());
     // Every history is checked before failing, so one run names every scenario a change broke.
     let mut broken = Vec::new();
-    for (scenario, result) in SCENARIOS.iter().zip(&results) {
+    for (scenario, result) in scenarios.iter().zip(&results) {
         assert_eq!(
             workflow_type(result),
             scenario.workflow_type,

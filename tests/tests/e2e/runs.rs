@@ -54,6 +54,7 @@ pub(crate) fn describe(chunk: &StreamChunk) -> String {
             format!("subagent_start {sub_session_id}")
         }
         ChunkKind::SubagentEnd { sub_session_id, .. } => format!("subagent_end {sub_session_id}"),
+        ChunkKind::StatePatch { step, patch } => format!("state_patch {step} {patch}"),
         ChunkKind::End {
             status,
             output,

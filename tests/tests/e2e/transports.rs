@@ -436,7 +436,7 @@ async fn snapshot_and_usage_answer_the_same_through_both_clients() {
     );
     assert_eq!(snapshot.status, Status::SuspendedClientTool);
     assert_eq!((snapshot.step_count, snapshot.checkpoint_id), (1, Some(1)));
-    assert_eq!(snapshot.state.messages, harness.messages(&session_id).await);
+    assert_eq!(snapshot.messages, harness.messages(&session_id).await);
 
     let reply = ToolOutcome::Result(json!({"answer": "yes"}));
     harness
@@ -672,6 +672,7 @@ async fn raw_start(harness: &Harness, chosen: &str) -> Result<v1::StartResponse,
         agent: "chatter".into(),
         message: "hi".into(),
         session_id: Some(chosen.into()),
+        state_json: None,
     };
     service
         .start(request)

@@ -53,6 +53,7 @@ pub async fn start_session(
         )
     })?;
     let user_message = checked_message(request.message)?;
+    let custom_state = seeded_state(agent, request.state.as_ref())?;
 
     let chosen = request.session_id.is_some();
     let session_id = match request.session_id {
@@ -87,15 +88,18 @@ pub async fn start_session(
     // The one place the server's stream retention reaches Redis: the session records it.
     state
         .store
-        .create_session(NewSession {
-            address: &address,
-            agent_type: agent.name(),
-            run_id: &run_id,
-            stream_id: &stream_id,
-            workflow_id: &workflow_id,
-            messages: &messages,
-            max_chunks: state.options.stream_max_chunks,
-        })
+        .create_session_with_state(
+            NewSession {
+                address: &address,
+                agent_type: agent.name(),
+                run_id: &run_id,
+                stream_id: &stream_id,
+                workflow_id: &workflow_id,
+                messages: &messages,
+                max_chunks: state.options.stream_max_chunks,
+            },
+            custom_state.as_ref(),
+        )
         .await
         .map_err(store_error)?;
 
@@ -118,6 +122,27 @@ pub async fn start_session(
         stream_id,
         token: None,
     })
+}
+
+/// The custom state a session of `agent` starts with: its defaults overridden by the request's
+/// fields, checked against its schema; `None` for an agent without state (which refuses one).
+fn seeded_state(
+    agent: &baton_core::Agent,
+    initial: Option<&serde_json::Value>,
+) -> Result<Option<serde_json::Value>, ApiError> {
+    let Some(schema) = agent.state_schema() else {
+        return match initial {
+            None => Ok(None),
+            Some(_) => Err(ApiError::new(
+                ErrorCode::InvalidState,
+                format!("agent {:?} declares no custom state", agent.name()),
+            )),
+        };
+    };
+    schema
+        .seed(initial)
+        .map(Some)
+        .map_err(|e| ApiError::new(ErrorCode::InvalidState, format!("state: {e}")))
 }
 
 /// A user message as `/start` and `/resume` accept it: not blank, at most [`MAX_MESSAGE_BYTES`].

@@ -12,6 +12,9 @@
 //!   with `stop`, `other` (interrupted) or an `error` chunk (failed).
 //! - `rewind` is dropped: only a regenerate writes one at the start of its response, and the
 //!   client has already cut the message it replaces.
+//! - `state_patch` (the session's custom state changed) is a transient `data-state-patch` part
+//!   carrying the chunk: the app applies its `patch` to the state it holds (seeded from the
+//!   session snapshot's `state`); it is not part of the message.
 //! - A chunk of another session of the tree (a sub-agent's) is a transient `data-subagent` part;
 //!   `step_discarded` (a model call retried after it streamed text) closes the open text and
 //!   adds a kept `data-step-discarded` part `{step, textIds}` naming the text parts the discarded
@@ -124,6 +127,9 @@ impl UiStreamMapper {
         }
         match &chunk.kind {
             ChunkKind::RunStart { .. } | ChunkKind::Rewind { .. } => {}
+            ChunkKind::StatePatch { .. } => {
+                out.push(DataPart::transient("state-patch", chunk_json(chunk)).into());
+            }
             ChunkKind::StepStart { .. } if std::mem::take(&mut self.retrying) && self.step_open => {
             }
             ChunkKind::StepStart { .. } => {

@@ -171,6 +171,7 @@ fn a_continuation_reports_known_calls_only_and_a_failed_run_is_an_error() {
                         message: "boom".into(),
                     }),
                     usage: UsageRollup::default(),
+                    state: None,
                 },
             ))
             .iter()
@@ -244,4 +245,17 @@ fn a_sub_agent_start_is_a_kept_data_part_of_the_parent() {
     assert_eq!(out[0]["type"], "data-baton-subagent-start");
     assert_eq!(out[0]["data"]["subSessionId"], "child");
     assert!(out[0].get("transient").is_none());
+}
+
+#[test]
+fn a_state_patch_is_a_transient_data_part_carrying_the_operations() {
+    let mut mapper = UiStreamMapper::new(agent(), "s", HashSet::new());
+    let patch = serde_json::from_value(json!([{"op": "add", "path": "/n", "value": 2}])).unwrap();
+    let out = frames(&mut mapper, vec![ChunkKind::StatePatch { step: 1, patch }]);
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0]["type"], "data-state-patch");
+    assert_eq!(out[0]["transient"], true);
+    assert_eq!(out[0]["data"]["agentId"], "s");
+    assert_eq!(out[0]["data"]["patch"][0]["path"], "/n");
+    assert!(!mapper.is_finished());
 }

@@ -150,7 +150,7 @@ pub async fn chat_reattach(
     };
     let log = state.store.messages(&address).await.map_err(store_error)?;
     let turn = turn::user_turns(&log);
-    let pinned = &snapshot.state.messages;
+    let pinned = &snapshot.messages;
     // The calls the client's trailing message holds: those of the turn's assistant messages in
     // the snapshot, when the snapshot has reached this turn's user message.
     let known: HashSet<String> = if turn::user_turns(pinned) == turn {
@@ -239,7 +239,7 @@ pub async fn chat_snapshot(
         id: chat_id.to_owned(),
         status: snapshot.status,
         streaming: snapshot.status == Status::Active,
-        messages: ui_messages(&snapshot.state.messages, &inputs),
+        messages: ui_messages(&snapshot.messages, &inputs),
     })
 }
 

@@ -54,6 +54,7 @@ pub(super) async fn user_turn(
                 agent,
                 message: text,
                 session_id: Some(chat_id.to_owned()),
+                state: None,
             },
         )
         .await?;

@@ -1,0 +1,129 @@
+//! The bare Temporal measurements every ratio is taken against: one empty activity's round trip
+//! and the start-workflow → first-activity time, on a worker of their own in the same process.
+
+use crate::{Marks, gaps_ms};
+use baton_tests::{temporal_settings, unique};
+use baton_worker::connect_temporal;
+use std::{
+    sync::Arc,
+    time::{Duration, Instant},
+};
+use temporalio_client::{WorkflowGetResultOptions, WorkflowStartOptions};
+use temporalio_macros::{activities, workflow, workflow_methods};
+use temporalio_sdk::{
+    ActivityOptions, Runtime, Worker, WorkerOptions, WorkflowContext, WorkflowResult,
+    activities::{ActivityContext, ActivityError},
+};
+
+/// The empty activity of the bare measurement; it only notes when it ran.
+pub struct BareActivities {
+    marks: Marks,
+}
+
+#[activities]
+impl BareActivities {
+    #[activity]
+    pub async fn empty(
+        self: Arc<Self>,
+        _ctx: ActivityContext,
+        _input: u32,
+    ) -> Result<u32, ActivityError> {
+        self.marks.lock().unwrap().push(Instant::now());
+        Ok(0)
+    }
+}
+
+/// Runs `count` empty activities one after the other.
+#[workflow]
+#[derive(Default)]
+pub struct BareWorkflow;
+
+#[workflow_methods]
+impl BareWorkflow {
+    #[run]
+    pub async fn run(ctx: &mut WorkflowContext<Self>, count: u32) -> WorkflowResult<u32> {
+        for i in 0..count {
+            ctx.execute_activity(
+                BareActivities::empty,
+                i,
+                ActivityOptions::start_to_close_timeout(Duration::from_secs(10)),
+            )
+            .await?;
+        }
+        Ok(count)
+    }
+}
+
+/// Runs the bare workflow's worker on a thread of its own; returns its task queue and the marks
+/// its empty activity leaves.
+pub fn spawn_bare_worker() -> (String, Marks) {
+    let marks: Marks = Arc::default();
+    let task_queue = unique("bench-bare");
+    let queue = task_queue.clone();
+    let worker_marks = marks.clone();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let core = Runtime::from_current_tokio(Default::default()).unwrap();
+            let client = connect_temporal(&temporal_settings()).await.unwrap();
+            let options = WorkerOptions::new(queue)
+                .register_activities(BareActivities {
+                    marks: worker_marks,
+                })
+                .register_workflow::<BareWorkflow>()
+                .unwrap()
+                .build();
+            let mut worker = Worker::new(&core, client, options).unwrap();
+            worker.run().await.unwrap();
+        });
+    });
+    (task_queue, marks)
+}
+
+pub async fn bare_round_trips(bare: &(String, Marks), count: u32) -> anyhow::Result<Vec<f64>> {
+    let (task_queue, marks) = bare;
+    marks.lock().unwrap().clear();
+    let client = connect_temporal(&temporal_settings()).await?;
+    let handle = client
+        .start_workflow(
+            BareWorkflow::run,
+            count + 1,
+            WorkflowStartOptions::new(task_queue.clone(), unique("bare")).build(),
+        )
+        .await?;
+    handle
+        .get_result(WorkflowGetResultOptions::default())
+        .await?;
+    let marks = marks.lock().unwrap().clone();
+    Ok(gaps_ms(&marks))
+}
+
+/// The dev server's bare start-workflow → first-activity time, `samples` times.
+pub async fn bare_start_to_first_activity(
+    bare: &(String, Marks),
+    samples: u32,
+) -> anyhow::Result<Vec<f64>> {
+    let (task_queue, marks) = bare;
+    let client = connect_temporal(&temporal_settings()).await?;
+    let mut times = Vec::new();
+    for _ in 0..samples {
+        marks.lock().unwrap().clear();
+        let began = Instant::now();
+        let handle = client
+            .start_workflow(
+                BareWorkflow::run,
+                1,
+                WorkflowStartOptions::new(task_queue.clone(), unique("bare")).build(),
+            )
+            .await?;
+        handle
+            .get_result(WorkflowGetResultOptions::default())
+            .await?;
+        let first = marks.lock().unwrap()[0];
+        times.push((first - began).as_secs_f64() * 1000.0);
+    }
+    Ok(times)
+}

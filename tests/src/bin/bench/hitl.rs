@@ -1,0 +1,336 @@
+//! Human-in-the-loop rounds over the HTTP API: sessions whose every step asks the client a
+//! question; each round is submit → resume → the next model step → the next suspension. With 1
+//! and with 20 sessions at once: rounds per second, the answer → next-model-step time, and the
+//! Temporal operations one round costs, counted in the histories of the workflows it started.
+
+use crate::{Marks, bare, summary};
+use async_trait::async_trait;
+use baton_client::Client as _;
+use baton_core::{
+    Agent, ChunkKind, Message, Model, ModelRequest, ModelTurn, ScriptedModel, message::ToolOutcome,
+    model, tool::ClientTool,
+};
+use baton_tests::Harness;
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+use temporalio_client::WorkflowFetchHistoryOptions;
+use temporalio_common::protos::temporal::api::{
+    enums::v1::EventType, history::v1::history_event::Attributes,
+};
+use tokio::sync::mpsc;
+
+/// The agent of this section.
+pub const AGENT: &str = "bench_hitl";
+
+/// When each session's model calls started, keyed by the session's first user message (each
+/// session of the section starts with its own).
+pub type SessionMarks = Arc<Mutex<HashMap<String, Vec<Instant>>>>;
+
+/// The scripted model, noting when each call of each session starts.
+pub struct KeyedTimedModel {
+    inner: ScriptedModel,
+    marks: SessionMarks,
+}
+
+impl KeyedTimedModel {
+    pub fn new(inner: ScriptedModel, marks: &SessionMarks) -> Self {
+        Self {
+            inner,
+            marks: marks.clone(),
+        }
+    }
+}
+
+#[async_trait]
+impl Model for KeyedTimedModel {
+    fn name(&self) -> &str {
+        "scripted"
+    }
+
+    async fn generate(
+        &self,
+        request: ModelRequest<'_>,
+        deltas: mpsc::UnboundedSender<String>,
+    ) -> Result<ModelTurn, model::Error> {
+        let key = request.messages.iter().find_map(|m| match m {
+            Message::User { content } => Some(content.clone()),
+            _ => None,
+        });
+        if let Some(key) = key {
+            let mut marks = self.marks.lock().unwrap();
+            marks.entry(key).or_default().push(Instant::now());
+        }
+        self.inner.generate(request, deltas).await
+    }
+}
+
+/// `bench_hitl`: `rounds` steps each asking the client one question (deadline an hour away, the
+/// deadline workflow on, as in production), then an answer.
+pub fn hitl_agent(rounds: usize, marks: &SessionMarks) -> Agent {
+    let mut script = ScriptedModel::default();
+    for round in 0..rounds {
+        script = script.call("ask_user", serde_json::json!({"question": round}));
+    }
+    let model = KeyedTimedModel::new(script.answer("done"), marks);
+    Agent::builder(AGENT)
+        .model(model)
+        .client_tool(
+            ClientTool::new("ask_user", "asks", serde_json::json!({"type": "object"})).unwrap(),
+        )
+        .client_tool_timeout(Duration::from_secs(3600))
+        .max_steps(rounds as u32 + 1)
+        .build()
+        .unwrap()
+}
+
+/// The rounds to run per configuration: `BENCH_HITL_ROUNDS` (default 200) in all, spread over
+/// the sessions.
+pub fn rounds_in_all() -> usize {
+    std::env::var("BENCH_HITL_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(200)
+}
+
+/// One configuration's figures.
+struct Rounds {
+    per_second: f64,
+    answer_to_step: Vec<f64>,
+}
+
+/// Runs `sessions` sessions at once, `rounds` rounds each; returns the figures and the ids of the
+/// sessions. With `resume_on_submit` the server resumes the session itself when an answer
+/// completes its batch, so the client does not call `/resume`.
+async fn run_rounds(
+    harness: &Harness,
+    marks: &SessionMarks,
+    sessions: usize,
+    rounds: usize,
+    resume_on_submit: bool,
+) -> anyhow::Result<(Rounds, Vec<String>)> {
+    let mut started = Vec::new();
+    for _ in 0..sessions {
+        let key = baton_tests::unique("hitl");
+        let session = harness.client.start(AGENT, &key).await?;
+        started.push((key, session.session_id));
+    }
+    for (_, session) in &started {
+        harness.chunks_until_suspended(session).await;
+    }
+    let answer = ToolOutcome::Result(serde_json::json!({"answer": "ok"}));
+    let began = Instant::now();
+    let outcomes: Vec<anyhow::Result<Vec<f64>>> =
+        futures::future::join_all(started.iter().map(|(key, session)| {
+            let answer = answer.clone();
+            async move {
+                let mut latencies = Vec::with_capacity(rounds);
+                for round in 1..=rounds {
+                    let last = harness.client.status(session).await?.last_sequence;
+                    let asked = Instant::now();
+                    harness
+                        .client
+                        .submit(session, &format!("call_{round}_1"), &answer)
+                        .await?;
+                    if !resume_on_submit {
+                        harness.client.resume(session).await?;
+                    }
+                    let chunks = harness.chunks_after_until_suspended(session, last).await;
+                    anyhow::ensure!(
+                        matches!(
+                            chunks.last().map(|c| &c.kind),
+                            Some(ChunkKind::Suspended { .. } | ChunkKind::End { .. })
+                        ),
+                        "round {round} of {session} ended with {:?}",
+                        chunks.last()
+                    );
+                    let stepped = marks
+                        .lock()
+                        .unwrap()
+                        .get(key)
+                        .and_then(|m| m.get(round).copied());
+                    let stepped = stepped.ok_or_else(|| {
+                        anyhow::anyhow!("round {round} of {session}: no model call")
+                    })?;
+                    latencies.push((stepped - asked).as_secs_f64() * 1000.0);
+                }
+                Ok(latencies)
+            }
+        }))
+        .await;
+    let elapsed = began.elapsed().as_secs_f64();
+    let mut answer_to_step = Vec::new();
+    for outcome in outcomes {
+        answer_to_step.extend(outcome?);
+    }
+    let figures = Rounds {
+        per_second: (sessions * rounds) as f64 / elapsed,
+        answer_to_step,
+    };
+    Ok((figures, started.into_iter().map(|(_, s)| s).collect()))
+}
+
+/// Temporal operations, counted from history events.
+#[derive(Default, Clone)]
+struct Operations {
+    workflows: f64,
+    events: f64,
+    workflow_tasks: f64,
+    activity_tasks: f64,
+    local_activities: f64,
+    other_markers: f64,
+    timers: f64,
+}
+
+/// One history event as the count needs it: its type, and a marker's name (a local activity's
+/// result and a patch are both markers).
+struct Event {
+    kind: EventType,
+    marker: String,
+}
+
+impl Operations {
+    /// Adds one workflow's history; an empty one is a workflow Temporal does not know.
+    fn add(&mut self, events: &[Event]) {
+        if events.is_empty() {
+            return;
+        }
+        self.workflows += 1.0;
+        self.events += events.len() as f64;
+        for event in events {
+            match event.kind {
+                EventType::WorkflowTaskScheduled => self.workflow_tasks += 1.0,
+                EventType::ActivityTaskScheduled => self.activity_tasks += 1.0,
+                EventType::MarkerRecorded if event.marker == "core_local_activity" => {
+                    self.local_activities += 1.0;
+                }
+                EventType::MarkerRecorded => self.other_markers += 1.0,
+                EventType::TimerStarted => self.timers += 1.0,
+                _ => {}
+            }
+        }
+    }
+
+    fn per(&self, rounds: f64) -> Self {
+        Self {
+            workflows: self.workflows / rounds,
+            events: self.events / rounds,
+            workflow_tasks: self.workflow_tasks / rounds,
+            activity_tasks: self.activity_tasks / rounds,
+            local_activities: self.local_activities / rounds,
+            other_markers: self.other_markers / rounds,
+            timers: self.timers / rounds,
+        }
+    }
+}
+
+/// The events of one workflow's history, or none if Temporal has no such workflow.
+async fn history(harness: &Harness, workflow_id: &str) -> Vec<Event> {
+    let events = harness
+        .temporal
+        .get_workflow_handle::<baton_workflows::AgentRunWorkflow>(workflow_id.to_owned())
+        .fetch_history(WorkflowFetchHistoryOptions::default())
+        .into_events()
+        .await;
+    events
+        .map(|events| {
+            events
+                .iter()
+                .map(|event| Event {
+                    kind: event.event_type(),
+                    marker: match &event.attributes {
+                        Some(Attributes::MarkerRecordedEventAttributes(marker)) => {
+                            marker.marker_name.clone()
+                        }
+                        _ => String::new(),
+                    },
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The operations of the resumed rounds of `session`: every run after the first is one round,
+/// its workflow plus whatever its suspension left (the deadline workflow, so far: the timer
+/// that has not fired yet is counted as started). A workflow id that Temporal does not know is
+/// simply not there (no deadline workflow, say).
+async fn round_operations(harness: &Harness, session: &str) -> anyhow::Result<(Operations, f64)> {
+    let chunks = harness.chunks_after_until_end(session, 0).await;
+    let mut runs: Vec<String> = Vec::new();
+    for chunk in &chunks {
+        if matches!(chunk.kind, ChunkKind::RunStart { .. }) {
+            runs.push(chunk.header.run_id.clone());
+        }
+    }
+    let mut operations = Operations::default();
+    // The first run is the start, not a round; the deadline workflow of a round belongs to it.
+    for run in runs.iter().skip(1) {
+        let resumed = format!("agent__{AGENT}__{session}__resume-{run}");
+        operations.add(&history(harness, &resumed).await);
+        operations.add(&history(harness, &format!("deadline__{session}__{run}")).await);
+    }
+    let rounds = (runs.len() - 1) as f64;
+    Ok((operations, rounds))
+}
+
+/// Measures and prints the section.
+/// `resuming` is a second server on the same agents, started with `--resume-on-submit`.
+pub async fn print_hitl(
+    harness: &Harness,
+    resuming: &Harness,
+    bare_worker: &(String, Marks),
+    marks: &SessionMarks,
+) -> anyhow::Result<()> {
+    let rounds = rounds_in_all();
+    let bare_start = summary(bare::bare_start_to_first_activity(bare_worker, 20).await?);
+    eprintln!("hitl: 1 session, {rounds} rounds");
+    let (single, single_sessions) = run_rounds(harness, marks, 1, rounds, false).await?;
+    eprintln!("hitl: 20 sessions, {} rounds each", rounds / 20);
+    let each = (rounds / 20).max(1);
+    let (many, _) = run_rounds(harness, marks, 20, each, false).await?;
+    eprintln!("hitl: the same with --resume-on-submit");
+    let (single_on_submit, _) = run_rounds(resuming, marks, 1, rounds, true).await?;
+    let (many_on_submit, _) = run_rounds(resuming, marks, 20, each, true).await?;
+    let (operations, counted) = round_operations(harness, &single_sessions[0]).await?;
+    let per_round = operations.per(counted);
+
+    println!(
+        "| human-in-the-loop rounds over HTTP | rounds/s | answer → next model step p50 ms | p99 ms | rounds | p50 vs bare start |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|");
+    for (name, figures) in [
+        ("1 session (submit, then resume)", &single),
+        ("20 sessions at once (submit, then resume)", &many),
+        ("1 session, --resume-on-submit", &single_on_submit),
+        ("20 sessions at once, --resume-on-submit", &many_on_submit),
+    ] {
+        let (p50, p99, n) = summary(figures.answer_to_step.clone());
+        println!(
+            "| {name} | {:.1} | {p50:.2} | {p99:.2} | {n} | {:.2}× |",
+            figures.per_second,
+            p50 / bare_start.0
+        );
+    }
+    println!(
+        "| bare start-workflow → first activity (same run) | | {:.2} | {:.2} | {} | 1.00× |",
+        bare_start.0, bare_start.1, bare_start.2
+    );
+    println!();
+    println!("| Temporal operations per resumed round | per round |");
+    println!("|---|---:|");
+    for (name, value) in [
+        ("workflows started (run, deadline)", per_round.workflows),
+        ("history events", per_round.events),
+        ("workflow tasks", per_round.workflow_tasks),
+        ("activity tasks", per_round.activity_tasks),
+        ("local activities", per_round.local_activities),
+        ("other markers (the version patch)", per_round.other_markers),
+        ("timers started", per_round.timers),
+    ] {
+        println!("| {name} | {value:.1} |");
+    }
+    println!();
+    Ok(())
+}

@@ -1,0 +1,138 @@
+//! Baton's benchmark: per-step framework overhead of an agent run with the scripted model, beside
+//! the bare Temporal round trip of one empty activity measured in the same process and run;
+//! human-in-the-loop figures; sessions per second with 20 concurrent sessions; Temporal history
+//! bytes per step; SSE fan-out. One module per section.
+//!
+//! Run it in release against the dev server started with the fast transfer-queue setting:
+//! `source scripts/services.sh && cargo run --release -p baton-tests --bin bench`.
+//! `--only <section>[,<section>…]` (or `BENCH_ONLY`) runs some sections: `steps`, `submit`,
+//! `hitl`, `tree`, `throughput`, `fanout`. `BENCH_STEPS` (default 200) sets the steps measured per
+//! configuration, `BENCH_FOLLOWERS` (default 1000) the SSE followers of the fan-out measurement.
+
+#![allow(unreachable_pub)]
+
+mod bare;
+mod fanout;
+mod hitl;
+mod steps;
+mod submit;
+mod throughput;
+mod tree;
+
+use baton_core::AgentRegistry;
+use baton_tests::{Harness, WorkerThread};
+use std::{
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+type Marks = Arc<Mutex<Vec<Instant>>>;
+
+/// The sections, in the order they run.
+const SECTIONS: [&str; 6] = ["steps", "submit", "hitl", "tree", "throughput", "fanout"];
+
+fn gaps_ms(marks: &[Instant]) -> Vec<f64> {
+    marks
+        .windows(2)
+        .map(|w| (w[1] - w[0]).as_secs_f64() * 1000.0)
+        .collect()
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[index]
+}
+
+fn summary(mut samples: Vec<f64>) -> (f64, f64, usize) {
+    samples.sort_by(|a, b| a.total_cmp(b));
+    (
+        percentile(&samples, 0.5),
+        percentile(&samples, 0.99),
+        samples.len(),
+    )
+}
+
+/// The sections asked for: `--only a,b` on the command line, else `BENCH_ONLY`, else all.
+fn selected_sections() -> anyhow::Result<Vec<String>> {
+    let mut arguments = std::env::args().skip(1);
+    let mut only = std::env::var("BENCH_ONLY").ok();
+    while let Some(argument) = arguments.next() {
+        match argument.as_str() {
+            "--only" => only = arguments.next(),
+            other => anyhow::bail!("unknown argument {other:?}; usage: bench [--only a,b]"),
+        }
+    }
+    let Some(only) = only else {
+        return Ok(SECTIONS.iter().map(|s| (*s).to_owned()).collect());
+    };
+    let chosen: Vec<String> = only.split(',').map(|s| s.trim().to_owned()).collect();
+    if let Some(unknown) = chosen.iter().find(|s| !SECTIONS.contains(&s.as_str())) {
+        anyhow::bail!("unknown section {unknown:?}; the sections are {SECTIONS:?}");
+    }
+    Ok(chosen)
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let sections = selected_sections()?;
+    let wants = |section: &str| sections.iter().any(|s| s == section);
+    let steps: u32 = std::env::var("BENCH_STEPS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(200);
+    let marks: Marks = Arc::default();
+    let hitl_marks = hitl::SessionMarks::default();
+    let mut agents = vec![
+        steps::timed("bench_local", steps + 1, true, &marks),
+        steps::timed("bench_activity", steps + 1, false, &marks),
+        steps::timed("bench_local_short", 21, true, &marks),
+        baton_worker::demo::demo_agent(),
+        submit::bench_batch(),
+        baton_tests::agents::asker_deadline("bench_ask", Duration::from_secs(3600)),
+        hitl::hitl_agent(hitl::rounds_in_all(), &hitl_marks),
+        tree::two_level_root(&hitl_marks),
+    ];
+    agents.extend(tree::agents());
+    let registry = AgentRegistry::new(agents)?;
+    // The submit rate limit stays on (its token bucket is part of a submit's cost) but high
+    // enough never to refuse the benchmark's submits.
+    let options = baton_worker::ServerOptions {
+        submits_per_minute: Some(1_000_000),
+        ..baton_tests::open_options()
+    };
+    let harness = Harness::server_only_with(registry.clone(), options.clone()).await;
+    let _worker = WorkerThread::spawn(&harness.task_queue, &harness.prefix, registry.clone());
+
+    let bare_worker = bare::spawn_bare_worker();
+    if wants("steps") || wants("submit") || wants("hitl") {
+        eprintln!("warming up");
+        steps::session_steps(&harness, "bench_local_short", &marks, 21).await?;
+    }
+    if wants("steps") {
+        steps::print_steps(&harness, &bare_worker, &marks, steps).await?;
+    }
+    if wants("submit") {
+        submit::print_submit(&harness, &bare_worker).await?;
+    }
+    if wants("hitl") {
+        // The same agents behind a server that resumes a session when its batch is answered.
+        let resuming_options = baton_worker::ServerOptions {
+            resume_on_submit: true,
+            ..options
+        };
+        let resuming = Harness::server_only_with(registry.clone(), resuming_options).await;
+        let _resuming_worker =
+            WorkerThread::spawn(&resuming.task_queue, &resuming.prefix, registry.clone());
+        hitl::print_hitl(&harness, &resuming, &bare_worker, &hitl_marks).await?;
+    }
+    if wants("tree") {
+        tree::print_tree(&harness, &hitl_marks).await?;
+    }
+    if wants("throughput") {
+        throughput::print_throughput(&harness).await?;
+    }
+    if wants("fanout") {
+        fanout::print_fanout(&harness).await?;
+    }
+    std::process::exit(0);
+}

@@ -1,0 +1,205 @@
+//! What a human-in-the-loop round costs Temporal, read from the histories: a suspended run starts
+//! its deadline workflow as a delayed start (no child workflow, no workflow task or timer before
+//! the deadline), and a resumed run drains its answers inside its first model step (one activity
+//! before the model is called, not two). Also that a retried first step drains nothing twice.
+
+use async_trait::async_trait;
+use baton_client::Client as _;
+use baton_core::{
+    Agent, ChunkKind, Message, Model, ModelRequest, ModelTurn, ScriptedModel, message::ToolOutcome,
+    model, store::SessionAddress,
+};
+use baton_tests::{Harness, agents, tool_outcomes};
+use serde_json::json;
+use std::{
+    sync::atomic::{AtomicBool, Ordering},
+    time::Duration,
+};
+use temporalio_client::WorkflowFetchHistoryOptions;
+use temporalio_common::protos::temporal::api::{
+    enums::v1::EventType,
+    history::v1::{HistoryEvent, history_event::Attributes},
+};
+use tokio::sync::mpsc;
+
+async fn history(harness: &Harness, workflow_id: &str) -> Vec<HistoryEvent> {
+    harness
+        .temporal
+        .get_workflow_handle::<baton_workflows::AgentRunWorkflow>(workflow_id.to_owned())
+        .fetch_history(WorkflowFetchHistoryOptions::default())
+        .into_events()
+        .await
+        .unwrap()
+}
+
+fn count(events: &[HistoryEvent], kind: EventType) -> usize {
+    events.iter().filter(|e| e.event_type() == kind).count()
+}
+
+/// The activity types a history scheduled, in order.
+fn activities(events: &[HistoryEvent]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|event| match &event.attributes {
+            Some(Attributes::ActivityTaskScheduledEventAttributes(scheduled)) => {
+                scheduled.activity_type.as_ref().map(|t| t.name.clone())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_round_is_one_activity_and_the_deadline_a_delayed_start() {
+    let harness = Harness::start(
+        baton_core::AgentRegistry::new([agents::asker_deadline(
+            "patient_asker",
+            Duration::from_secs(3600),
+        )])
+        .unwrap(),
+    )
+    .await;
+    let started = harness.client.start("patient_asker", "go").await.unwrap();
+    let session = started.session_id.clone();
+    harness.chunks_until_suspended(&session).await;
+    harness.run_result(&started.workflow_id).await.unwrap();
+
+    // The suspended run started no child: its deadline workflow is a start delayed by an hour,
+    // which has run no workflow task yet.
+    let first = history(&harness, &started.workflow_id).await;
+    assert_eq!(
+        count(&first, EventType::StartChildWorkflowExecutionInitiated),
+        0
+    );
+    assert_eq!(count(&first, EventType::WorkflowTaskScheduled), 2);
+    let deadline = history(
+        &harness,
+        &format!("deadline__{session}__{}", started.run_id),
+    )
+    .await;
+    assert_eq!(
+        deadline.iter().map(|e| e.event_type()).collect::<Vec<_>>(),
+        [EventType::WorkflowExecutionStarted]
+    );
+    let Some(Attributes::WorkflowExecutionStartedEventAttributes(start)) = &deadline[0].attributes
+    else {
+        panic!("a history opens with its start")
+    };
+    let backoff = start.first_workflow_task_backoff.as_ref().unwrap();
+    assert!(backoff.seconds > 3000, "{backoff:?}");
+
+    // The resumed run's only activity before the model's answer is the model step itself.
+    let answer = ToolOutcome::Result(json!({"answer": "yes"}));
+    harness
+        .client
+        .submit(&session, "call_1_1", &answer)
+        .await
+        .unwrap();
+    let resumed = harness.client.resume(&session).await.unwrap();
+    let chunks = harness.chunks_after_until_end(&session, 0).await;
+    assert!(matches!(
+        chunks.last().map(|c| &c.kind),
+        Some(ChunkKind::End { .. })
+    ));
+    let resumed_workflow = resumed.workflow_id.unwrap();
+    harness.run_result(&resumed_workflow).await.unwrap();
+    let second = history(&harness, &resumed_workflow).await;
+    assert_eq!(activities(&second), ["AgentActivities::model_step"]);
+    let messages = harness.messages(&session).await;
+    assert_eq!(tool_outcomes(&messages), [&answer]);
+    assert!(matches!(
+        messages.last(),
+        Some(Message::Assistant { content, .. }) if content.contains("yes")
+    ));
+}
+
+/// Fails its first call made after a tool result (the resumed run's first step, right after the
+/// drain), transiently; answers from the script otherwise.
+struct FailsAfterTheDrain {
+    failed: AtomicBool,
+    script: ScriptedModel,
+}
+
+#[async_trait]
+impl Model for FailsAfterTheDrain {
+    fn name(&self) -> &str {
+        "fails_after_the_drain"
+    }
+
+    async fn generate(
+        &self,
+        request: ModelRequest<'_>,
+        deltas: mpsc::UnboundedSender<String>,
+    ) -> Result<ModelTurn, model::Error> {
+        let after_result = matches!(request.messages.last(), Some(Message::Tool(_)));
+        if after_result && !self.failed.swap(true, Ordering::SeqCst) {
+            return Err(model::Error::new(
+                model::ErrorKind::Network,
+                "connection reset",
+            ));
+        }
+        self.script.generate(request, deltas).await
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retried_first_step_of_a_resumed_run_drains_nothing_twice() {
+    let script = ScriptedModel::default()
+        .call("ask_user", json!({"question": "Name?"}))
+        .answer("Hello {{result:ask_user}}");
+    let agent = Agent::builder("asker_retried")
+        .model(FailsAfterTheDrain {
+            failed: AtomicBool::new(false),
+            script,
+        })
+        .client_tool(
+            baton_core::tool::ClientTool::new("ask_user", "asks", json!({"type": "object"}))
+                .unwrap(),
+        )
+        .build()
+        .unwrap();
+    let harness = Harness::start(baton_core::AgentRegistry::new([agent]).unwrap()).await;
+    let session = harness.suspended_session("asker_retried").await;
+    let answer = ToolOutcome::Result(json!("Ada"));
+    harness
+        .client
+        .submit(&session, "call_1_1", &answer)
+        .await
+        .unwrap();
+    let resumed = harness.client.resume(&session).await.unwrap();
+    let chunks = harness.chunks_after_until_end(&session, 0).await;
+    let resumed_workflow = resumed.workflow_id.unwrap();
+    harness.run_result(&resumed_workflow).await.unwrap();
+
+    // The model step ran twice; the answer is in the log and on the stream once, before the
+    // turn that used it.
+    let events = history(&harness, &resumed_workflow).await;
+    let started: Vec<u32> = events
+        .iter()
+        .filter_map(|event| match &event.attributes {
+            Some(Attributes::ActivityTaskStartedEventAttributes(started)) => {
+                Some(started.attempt as u32)
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(started, [2], "the model step's attempts");
+    let messages = harness.messages(&session).await;
+    assert_eq!(tool_outcomes(&messages), [&answer]);
+    assert!(matches!(
+        messages.last(),
+        Some(Message::Assistant { content, .. }) if content == "Hello Ada"
+    ));
+    let ends = chunks
+        .iter()
+        .filter(|c| matches!(&c.kind, ChunkKind::ToolEnd { tool_call_id, .. } if tool_call_id == "call_1_1"))
+        .count();
+    assert_eq!(ends, 1);
+    let state = harness
+        .store
+        .session(&SessionAddress::root(&session))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(state.step_count, 2);
+}
