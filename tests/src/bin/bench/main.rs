@@ -1,18 +1,19 @@
 //! Baton's benchmark: per-step framework overhead of an agent run with the scripted model, beside
 //! the bare Temporal round trip of one empty activity measured in the same process and run;
 //! human-in-the-loop figures; sessions per second with 20 concurrent sessions; Temporal history
-//! bytes per step; SSE fan-out. One module per section.
+//! bytes per step; SSE fan-out; Redis bytes per key of a suspended session. One module per section.
 //!
 //! Run it in release against the dev server started with the fast transfer-queue setting:
 //! `source scripts/services.sh && cargo run --release -p baton-tests --bin bench`.
 //! `--only <section>[,<section>…]` (or `BENCH_ONLY`) runs some sections: `steps`, `submit`,
-//! `hitl`, `tree`, `throughput`, `fanout`. `BENCH_STEPS` (default 200) sets the steps measured per
+//! `hitl`, `tree`, `throughput`, `fanout`, `footprint`. `BENCH_STEPS` (default 200) sets the steps measured per
 //! configuration, `BENCH_FOLLOWERS` (default 1000) the SSE followers of the fan-out measurement.
 
 #![allow(unreachable_pub)]
 
 mod bare;
 mod fanout;
+mod footprint;
 mod hitl;
 mod steps;
 mod submit;
@@ -29,7 +30,15 @@ use std::{
 type Marks = Arc<Mutex<Vec<Instant>>>;
 
 /// The sections, in the order they run.
-const SECTIONS: [&str; 6] = ["steps", "submit", "hitl", "tree", "throughput", "fanout"];
+const SECTIONS: [&str; 7] = [
+    "steps",
+    "submit",
+    "hitl",
+    "tree",
+    "throughput",
+    "fanout",
+    "footprint",
+];
 
 fn gaps_ms(marks: &[Instant]) -> Vec<f64> {
     marks
@@ -133,6 +142,9 @@ async fn main() -> anyhow::Result<()> {
     }
     if wants("fanout") {
         fanout::print_fanout(&harness).await?;
+    }
+    if wants("footprint") {
+        footprint::print_footprint(&harness).await?;
     }
     std::process::exit(0);
 }
