@@ -11,6 +11,7 @@ pub mod io;
 
 mod cascade;
 pub use cascade::{ReportError, report_ended_children};
+pub use deadline_start::{DeadlineStartError, start_delayed_deadline};
 mod commit;
 mod deadline;
 mod deadline_start;

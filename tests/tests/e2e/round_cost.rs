@@ -49,16 +49,52 @@ fn activities(events: &[HistoryEvent]) -> Vec<String> {
         .collect()
 }
 
+/// Asserts that the deadline workflow of `run_id` is a start held for about an hour, with no
+/// workflow task run yet.
+async fn assert_delayed_deadline(harness: &Harness, session: &str, run_id: &str) {
+    let deadline = history(harness, &format!("deadline__{session}__{run_id}")).await;
+    assert_eq!(
+        deadline.iter().map(|e| e.event_type()).collect::<Vec<_>>(),
+        [EventType::WorkflowExecutionStarted]
+    );
+    let Some(Attributes::WorkflowExecutionStartedEventAttributes(start)) = &deadline[0].attributes
+    else {
+        panic!("a history opens with its start")
+    };
+    let backoff = start.first_workflow_task_backoff.as_ref().unwrap();
+    assert!(backoff.seconds > 3000, "{backoff:?}");
+}
+
+/// `patient_asker`: asks once, with an hour's deadline, and resumes by itself when it lapses.
+fn patient_registry() -> baton_core::AgentRegistry {
+    baton_core::AgentRegistry::new([agents::asker_deadline(
+        "patient_asker",
+        Duration::from_secs(3600),
+    )])
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rewind_to_a_suspension_starts_its_deadline_workflow_delayed_too() {
+    let harness = Harness::start(patient_registry()).await;
+    let started = harness.client.start("patient_asker", "go").await.unwrap();
+    let session = started.session_id.clone();
+    harness.chunks_until_suspended(&session).await;
+    let rewound = harness
+        .client
+        .rewind(&session, 1, None, false)
+        .await
+        .unwrap();
+    assert_eq!(
+        rewound.status,
+        baton_core::store::Status::SuspendedClientTool
+    );
+    assert_delayed_deadline(&harness, &session, &rewound.run_id).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_round_is_one_activity_and_the_deadline_a_delayed_start() {
-    let harness = Harness::start(
-        baton_core::AgentRegistry::new([agents::asker_deadline(
-            "patient_asker",
-            Duration::from_secs(3600),
-        )])
-        .unwrap(),
-    )
-    .await;
+    let harness = Harness::start(patient_registry()).await;
     let started = harness.client.start("patient_asker", "go").await.unwrap();
     let session = started.session_id.clone();
     harness.chunks_until_suspended(&session).await;
@@ -72,21 +108,7 @@ async fn a_round_is_one_activity_and_the_deadline_a_delayed_start() {
         0
     );
     assert_eq!(count(&first, EventType::WorkflowTaskScheduled), 2);
-    let deadline = history(
-        &harness,
-        &format!("deadline__{session}__{}", started.run_id),
-    )
-    .await;
-    assert_eq!(
-        deadline.iter().map(|e| e.event_type()).collect::<Vec<_>>(),
-        [EventType::WorkflowExecutionStarted]
-    );
-    let Some(Attributes::WorkflowExecutionStartedEventAttributes(start)) = &deadline[0].attributes
-    else {
-        panic!("a history opens with its start")
-    };
-    let backoff = start.first_workflow_task_backoff.as_ref().unwrap();
-    assert!(backoff.seconds > 3000, "{backoff:?}");
+    assert_delayed_deadline(&harness, &session, &started.run_id).await;
 
     // The resumed run's only activity before the model's answer is the model step itself.
     let answer = ToolOutcome::Result(json!({"answer": "yes"}));

@@ -7,7 +7,7 @@ use baton_activities::io::{DeadlineStart, RunInput};
 use baton_core::{
     ApiError, ErrorCode, chunk::RunError, store::RunRef, store::SessionState, store::Status,
 };
-use baton_workflows::{AgentRunWorkflow, DeadlineWorkflow};
+use baton_workflows::AgentRunWorkflow;
 use temporalio_client::{
     WorkflowDescribeOptions, WorkflowExecutionStatus, WorkflowIdReusePolicy, WorkflowStartOptions,
     errors::WorkflowInteractionError,
@@ -89,19 +89,14 @@ pub(super) async fn start_deadline_workflow(
     run: RunInput,
     wake_at: u64,
 ) -> Result<(), ApiError> {
-    let DeadlineStart { workflow_id, input } = DeadlineStart::new(run, wake_at);
-    let options = start_options(state, &workflow_id);
-    state
-        .temporal
-        .start_workflow(DeadlineWorkflow::run, input, options)
+    let deadline = DeadlineStart::new(run, wake_at);
+    // A delayed start, as a suspending run makes it: nothing runs in Temporal until the deadline.
+    baton_activities::start_delayed_deadline(&state.temporal, &state.task_queue, &deadline)
         .await
-        .map(|_| ())
         .map_err(|error| {
+            let workflow_id = &deadline.workflow_id;
             tracing::error!(%workflow_id, %error, "starting the deadline workflow failed");
-            ApiError::new(
-                ErrorCode::TemporalUnavailable,
-                format!("the deadline workflow did not start: {error}"),
-            )
+            ApiError::new(ErrorCode::TemporalUnavailable, error.to_string())
         })
 }
 
