@@ -135,22 +135,10 @@ async fn hitl_figures(harness: &Harness) -> anyhow::Result<HitlFigures> {
 
 /// Redis bytes (`MEMORY USAGE`) of every key of a suspended session.
 async fn session_bytes(harness: &Harness, session: &str) -> anyhow::Result<u64> {
-    let client = redis::Client::open(baton_tests::redis_url())?;
-    let mut connection = client.get_multiplexed_async_connection().await?;
-    let keys: Vec<String> = redis::cmd("KEYS")
-        .arg(format!("{}:{{{session}}}:*", harness.prefix))
-        .query_async(&mut connection)
-        .await?;
-    let mut total = 0;
-    for key in keys {
-        let used: Option<u64> = redis::cmd("MEMORY")
-            .arg("USAGE")
-            .arg(&key)
-            .query_async(&mut connection)
-            .await?;
-        total += used.unwrap_or(0);
-    }
-    Ok(total)
+    Ok(super::footprint::key_bytes(harness, session)
+        .await?
+        .values()
+        .sum())
 }
 /// Measures and prints the table of one-call human-in-the-loop figures and the Redis bytes per
 /// suspended session.
