@@ -15,8 +15,7 @@ use baton_core::{
 use baton_workflows::AgentRunWorkflow;
 use std::time::Duration;
 use temporalio_client::{
-    Client, WorkflowDescribeOptions, WorkflowExecutionStatus, WorkflowIdReusePolicy,
-    WorkflowStartOptions, errors::WorkflowInteractionError,
+    Client, WorkflowDescribeOptions, WorkflowExecutionStatus, errors::WorkflowInteractionError,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -117,8 +116,8 @@ async fn workflow_running(temporal: &Client, workflow_id: &str) -> Option<bool> 
 }
 
 /// Answers the parent's sub-agent call of a child the sweep failed, and starts the parent's
-/// resumed run when that answer completes its batch. Failures are logged: the parent then waits
-/// for a `resume` on the root, which reports ended children again.
+/// resumed run when that answer completes its batch (as the server starts a run: a start
+/// Temporal refuses gives the claim back). Failures are logged.
 async fn report_to_parent(store: &Store, temporal: &Client, cascade: &Cascade, run: &QuietRun) {
     if run.address.session_id == run.address.root_session_id {
         return;
@@ -143,22 +142,16 @@ async fn report_to_parent(store: &Store, temporal: &Client, cascade: &Cascade, r
             return;
         }
     };
-    let options = WorkflowStartOptions::new(cascade.task_queue.clone(), workflow_id.clone())
-        .id_reuse_policy(WorkflowIdReusePolicy::RejectDuplicate)
-        .build();
-    let claimed = RunRef {
-        address: &run.address,
-        stream_id: &run.stream_id,
-        run_id: &run.run_id,
-    };
-    if let Err(error) = temporal
-        .start_workflow(AgentRunWorkflow::run, (*run).clone(), options)
-        .await
+    if let Err(error) = crate::ops::temporal::start_stored_run(
+        temporal,
+        store,
+        &cascade.task_queue,
+        &workflow_id,
+        *run,
+    )
+    .await
     {
-        tracing::warn!(parent = %parent.session_id, %error, "the parent's resumed run could not start; it waits again");
-        if let Err(error) = store.release_claim(claimed).await {
-            tracing::warn!(parent = %parent.session_id, %error, "releasing the parent's claim failed");
-        }
+        tracing::warn!(parent = %parent.session_id, error = %error.error, "the parent's resumed run could not start");
         return;
     }
     tracing::info!(parent = %parent.session_id, %workflow_id, "a failed child's end resumes its parent");

@@ -12,7 +12,7 @@ mod rewind;
 mod start;
 mod stop;
 mod submit;
-mod temporal;
+pub(crate) mod temporal;
 mod tree;
 
 pub use body_limits::{MAX_JSON_DEPTH, body_too_large, checked_body_size, checked_json_depth};

@@ -5,18 +5,18 @@
 use crate::state::AppState;
 use baton_activities::io::{DeadlineStart, RunInput};
 use baton_core::{
-    ApiError, ErrorCode, chunk::RunError, store::RunRef, store::SessionState, store::Status,
+    ApiError, ErrorCode, Store, chunk::RunError, store::RunRef, store::SessionState, store::Status,
 };
 use baton_workflows::AgentRunWorkflow;
 use temporalio_client::{
-    WorkflowDescribeOptions, WorkflowExecutionStatus, WorkflowIdReusePolicy, WorkflowStartOptions,
-    errors::WorkflowInteractionError,
+    Client, WorkflowDescribeOptions, WorkflowExecutionStatus, WorkflowIdReusePolicy,
+    WorkflowStartOptions, errors::WorkflowInteractionError,
 };
 
 /// The options of a workflow the server starts: on the server's task queue, and never a second
 /// workflow of an id already used (its ids name one run each).
-fn start_options(state: &AppState, workflow_id: &str) -> WorkflowStartOptions {
-    WorkflowStartOptions::new(state.task_queue.clone(), workflow_id.to_owned())
+fn start_options(task_queue: &str, workflow_id: &str) -> WorkflowStartOptions {
+    WorkflowStartOptions::new(task_queue.to_owned(), workflow_id.to_owned())
         .id_reuse_policy(WorkflowIdReusePolicy::RejectDuplicate)
         .build()
 }
@@ -30,14 +30,32 @@ pub(super) async fn start_run_workflow(
     workflow_id: &str,
     input: RunInput,
 ) -> Result<(), ApiError> {
-    let options = start_options(state, workflow_id);
+    start_stored_run(
+        &state.temporal,
+        &state.store,
+        &state.task_queue,
+        workflow_id,
+        input,
+    )
+    .await
+}
+
+/// [`start_run_workflow`] for a caller without the server's state (the worker's zombie sweep,
+/// resuming a parent its failed child answered).
+pub(crate) async fn start_stored_run(
+    temporal: &Client,
+    store: &Store,
+    task_queue: &str,
+    workflow_id: &str,
+    input: RunInput,
+) -> Result<(), ApiError> {
+    let options = start_options(task_queue, workflow_id);
     let (address, stream_id, run_id) = (
         input.address.clone(),
         input.stream_id.clone(),
         input.run_id.clone(),
     );
-    let Err(error) = state
-        .temporal
+    let Err(error) = temporal
         .start_workflow(AgentRunWorkflow::run, input, options)
         .await
     else {
@@ -50,7 +68,7 @@ pub(super) async fn start_run_workflow(
         stream_id: &stream_id,
         run_id: &run_id,
     };
-    match state.store.release_claim(run).await {
+    match store.release_claim(run).await {
         Ok(true) => {
             tracing::info!(%session_id, %run_id, "the claim is released: the session waits again");
             return Err(ApiError::new(
@@ -67,11 +85,7 @@ pub(super) async fn start_run_workflow(
         code: ErrorCode::TemporalUnavailable,
         message: "the run could not be started".to_owned(),
     };
-    if let Err(store_error) = state
-        .store
-        .fail_run(run, &run_error, Default::default())
-        .await
-    {
+    if let Err(store_error) = store.fail_run(run, &run_error, Default::default()).await {
         tracing::error!(%session_id, %store_error, "recording the failed start failed too");
     }
     Err(ApiError::new(
