@@ -6,7 +6,7 @@
 use crate::{
     AgentActivities,
     failure::Error,
-    io::{ActivityPolicy, ParentNext, RunInput},
+    io::{ActivityPolicy, ParentNext, RunInput, RunShape},
 };
 use baton_core::{
     AgentRegistry, ErrorCode, Store, ids,
@@ -55,6 +55,7 @@ impl AgentActivities {
                     .map_or(0, |agent| agent.max_steps()),
                 policy: policy.clone(),
                 resume: false,
+                shape: RunShape::CURRENT,
             };
             if let next @ ParentNext::Resume { .. } = self.report_end_to_parent(&child_run).await? {
                 return Ok(next);
@@ -170,6 +171,7 @@ impl AgentActivities {
                 max_steps: parent_agent.max_steps(),
                 policy: input.policy.clone(),
                 resume: true,
+                shape: RunShape::CURRENT,
             }),
             workflow_id,
         })

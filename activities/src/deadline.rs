@@ -4,7 +4,7 @@
 use crate::{
     AgentActivities,
     failure::Error,
-    io::{DeadlineCheck, DeadlineInput, RunInput},
+    io::{DeadlineCheck, DeadlineInput, RunInput, RunShape},
     plan,
 };
 use baton_core::{
@@ -56,6 +56,7 @@ impl AgentActivities {
                         first_step: step_count,
                         max_steps: agent.max_steps(),
                         resume: true,
+                        shape: RunShape::CURRENT,
                         ..suspended.clone()
                     }),
                     workflow_id,

@@ -25,6 +25,32 @@ pub struct RunInput {
     /// The run resumes a suspended session: drain the answered calls first.
     #[serde(default)]
     pub resume: bool,
+    /// The workflow shape the starter chose; absent in the input of a run started before shapes
+    /// were chosen this way (see [`RunShape`]).
+    #[serde(default)]
+    pub shape: RunShape,
+}
+
+/// Which of the workflow's shapes a run takes, chosen by whoever starts it and kept in its input,
+/// so a worker replaying a run takes the paths that run took. Choosing it here rather than with
+/// a version patch costs nothing per run: a patch records a marker and upserts the
+/// `TemporalChangeVersion` search attribute, which on the dev server held the first workflow
+/// task back about 14 ms.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum RunShape {
+    /// An input without a shape: the run's history says which paths it took (the
+    /// `fewer-tasks-per-round` patch marker, or none).
+    #[default]
+    Unstated,
+    /// A resumed run drains its answers in its first model step, and a suspended run's deadline
+    /// workflow is a delayed start made by a local activity.
+    FewerTasksPerRound,
+}
+
+impl RunShape {
+    /// The shape every run starts with today.
+    pub const CURRENT: Self = Self::FewerTasksPerRound;
 }
 
 impl RunInput {
@@ -297,6 +323,7 @@ impl ChildStart {
             max_steps: self.max_steps,
             policy,
             resume: false,
+            shape: RunShape::CURRENT,
         }
     }
 }

@@ -3,7 +3,9 @@
 //! the decisions those histories hold (Temporal's determinism rule for running workflows).
 //!
 //! A replay failure means that workflows already running would break on the change: make the
-//! change compatible (`ctx.patched`) rather than record again. Record again for a new scenario
+//! change compatible rather than record again (a new `RunShape` in the run's input, chosen by the
+//! starter, with the old paths kept for inputs that do not name it; `ctx.patched` also works but
+//! costs every run a marker and a search-attribute update). Record again for a new scenario
 //! or after a compatible change, with Redis and Temporal running (`source scripts/services.sh`):
 //! `cargo run -p baton-tests --bin record-histories`, then review the diff. A history holds
 //! workflow, session, run and call ids, counts, small plans, the test task queue and the worker's
@@ -77,8 +79,9 @@ pub const SCENARIOS: &[Scenario] = &[
 ];
 
 /// Histories recorded before the `fewer-tasks-per-round` patch (a resumed run's drain as an
-/// activity of its own, the deadline workflow as a child), kept as they are and never recorded
-/// again: runs started before the patch must still replay on today's code.
+/// activity of its own, the deadline workflow as a child), and with its marker, before the
+/// starter chose the shape in the run's input (`RunShape`): kept as they are and never recorded
+/// again, since runs started then must still replay on today's code.
 pub const RECORDED_BEFORE_PATCHES: &[Scenario] = &[
     Scenario {
         name: "agent_run_tool_then_suspend_before_fewer_tasks",
@@ -94,6 +97,21 @@ pub const RECORDED_BEFORE_PATCHES: &[Scenario] = &[
         name: "agent_run_suspends_in_the_model_step_before_fewer_tasks",
         workflow_type: "AgentRunWorkflow",
         shows: "before the patch: the model step suspends, then the deadline child workflow",
+    },
+    Scenario {
+        name: "agent_run_tool_then_suspend_with_patch_marker",
+        workflow_type: "AgentRunWorkflow",
+        shows: "the patch recorded (no shape in the input): a tool activity, the suspended commit, the deadline's delayed start",
+    },
+    Scenario {
+        name: "agent_run_resumed_with_patch_marker",
+        workflow_type: "AgentRunWorkflow",
+        shows: "the patch recorded (no shape in the input): the answers drained in the one model step",
+    },
+    Scenario {
+        name: "agent_run_suspends_in_the_model_step_with_patch_marker",
+        workflow_type: "AgentRunWorkflow",
+        shows: "the patch recorded (no shape in the input): the model step suspends, the deadline's delayed start",
     },
 ];
 

@@ -11,7 +11,7 @@ use baton_activities::{
     AgentActivities,
     io::{
         ActivityPolicy, DeadlineCheck, DeadlineInput, DeadlineOutcome, DeadlineStart, FailInput,
-        RunInput, RunOutcome, StepInput, StepPlan, SubAgentEnd, SuspendedRun, ToolInput,
+        RunInput, RunOutcome, RunShape, StepInput, StepPlan, SubAgentEnd, SuspendedRun, ToolInput,
     },
 };
 use baton_core::ErrorCode;
@@ -30,8 +30,15 @@ use temporalio_sdk::{
 /// drains its answers in its first model step (no activity of its own), and a suspended run's
 /// deadline workflow is a delayed start made by a local activity (no child workflow, so no
 /// workflow task to learn of its start, and none in the deadline workflow before its deadline).
-/// Runs whose history predates it (no marker) take the old paths.
+/// Runs whose history predates it (no marker) take the old paths. Runs started since carry the
+/// shape in their input ([`RunShape`]) and never record the patch (see [`fewer_tasks_per_round`]).
 const FEWER_TASKS_PER_ROUND: &str = "fewer-tasks-per-round";
+
+/// Whether this run takes the `fewer-tasks-per-round` paths: said by its input, or, for an input
+/// that does not say (a run started before shapes were chosen by the starter), by the patch.
+fn fewer_tasks_per_round(ctx: &WorkflowContext<AgentRunWorkflow>, input: &RunInput) -> bool {
+    input.shape >= RunShape::FewerTasksPerRound || ctx.patched(FEWER_TASKS_PER_ROUND)
+}
 
 /// The agent-run workflow. Its id is `agent__<agentType>__<sessionId>` for a session's first run.
 #[workflow]
@@ -85,7 +92,7 @@ async fn run_steps(
 ) -> Result<RunOutcome, Failure> {
     // A resumed run drains its answers in its first model step; runs started before that change
     // (their history has no marker) drain in an activity of their own, as they did then.
-    let drain_in_model_step = input.resume && ctx.patched(FEWER_TASKS_PER_ROUND);
+    let drain_in_model_step = input.resume && fewer_tasks_per_round(ctx, input);
     if input.resume && !drain_in_model_step {
         let suspended_step = input.step(input.first_step);
         // A regular activity: an approved call runs its tool here.
@@ -222,7 +229,7 @@ async fn suspend(
 ) -> Result<RunOutcome, Failure> {
     if let Some(wake_at) = suspended.wake_at {
         let deadline = DeadlineStart::new(input.clone(), wake_at);
-        if ctx.patched(FEWER_TASKS_PER_ROUND) {
+        if fewer_tasks_per_round(ctx, input) {
             ctx.execute_local_activity(
                 AgentActivities::start_deadline,
                 deadline,

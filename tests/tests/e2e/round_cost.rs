@@ -127,6 +127,16 @@ async fn a_round_is_one_activity_and_the_deadline_a_delayed_start() {
     harness.run_result(&resumed_workflow).await.unwrap();
     let second = history(&harness, &resumed_workflow).await;
     assert_eq!(activities(&second), ["AgentActivities::model_step"]);
+    // The shape comes with the input: neither run records a version marker, nor the search
+    // attribute update a marker brings, which holds the first workflow task back.
+    for events in [&first, &second] {
+        assert_eq!(
+            count(events, EventType::MarkerRecorded),
+            1,
+            "the deadline's start only"
+        );
+        assert_eq!(count(events, EventType::UpsertWorkflowSearchAttributes), 0);
+    }
     let messages = harness.messages(&session).await;
     assert_eq!(tool_outcomes(&messages), [&answer]);
     assert!(matches!(

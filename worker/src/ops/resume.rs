@@ -12,7 +12,7 @@ use super::{
     tree,
 };
 use crate::state::AppState;
-use baton_activities::io::RunInput;
+use baton_activities::io::{RunInput, RunShape};
 use baton_core::{
     Agent, ApiError, ErrorCode, Message,
     api::{Resume, ResumeResponse},
@@ -38,6 +38,7 @@ pub(super) fn resumed_run(
         max_steps: agent.max_steps(),
         policy: state.policy.clone(),
         resume: true,
+        shape: RunShape::CURRENT,
     }
 }
 

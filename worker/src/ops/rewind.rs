@@ -7,7 +7,7 @@ use super::{
     temporal::{start_deadline_workflow, start_run_workflow},
 };
 use crate::state::AppState;
-use baton_activities::io::RunInput;
+use baton_activities::io::{RunInput, RunShape};
 use baton_core::{
     Agent, ApiError, ErrorCode,
     api::ResumeResponse,
@@ -94,6 +94,7 @@ pub(super) async fn rewind_session(
         max_steps: agent.max_steps(),
         policy: state.policy.clone(),
         resume: true,
+        shape: RunShape::CURRENT,
     };
     let session_id = &session.session_id;
     match rewound {

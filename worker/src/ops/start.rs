@@ -6,7 +6,7 @@ use super::{
     temporal::{start_run_workflow, workflow_exists},
 };
 use crate::state::AppState;
-use baton_activities::io::RunInput;
+use baton_activities::io::{RunInput, RunShape};
 use baton_core::{
     ApiError, ErrorCode, Message,
     api::{StartRequest, StartResponse},
@@ -112,6 +112,7 @@ pub async fn start_session(
         max_steps: agent.max_steps(),
         policy: state.policy.clone(),
         resume: false,
+        shape: RunShape::CURRENT,
     };
     start_run_workflow(state, &workflow_id, input).await?;
     tracing::info!(%session_id, agent = agent.name(), %workflow_id, "session started");
