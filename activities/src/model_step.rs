@@ -26,7 +26,18 @@ impl AgentActivities {
         ctx: &ActivityContext,
         input: &StepInput,
     ) -> Result<StepPlan, Error> {
-        let progress = self.store.step_progress(input.step_ref()).await?;
+        // A step that drains nothing reads the log beside its progress, in one round trip: the
+        // log of a step not yet committed is only ever written by this step (a stale attempt's
+        // writes are fenced), so it is the same read later. A drain changes it: read after.
+        let (progress, log) = if input.drain_first {
+            (self.store.step_progress(input.step_ref()).await?, None)
+        } else {
+            let (progress, log) = futures::try_join!(
+                self.store.step_progress(input.step_ref()),
+                self.store.messages(&input.address)
+            )?;
+            (progress, Some(log))
+        };
         if input.drain_first && progress == StepProgress::New {
             // The drain is one fenced script: an attempt that finds it applied drains nothing
             // again, and the model is called only after it, so the results precede the turn.
@@ -41,7 +52,7 @@ impl AgentActivities {
                 ));
             }
             StepProgress::Staged(turn) => (turn, false),
-            StepProgress::New => match self.call_model(ctx, input).await? {
+            StepProgress::New => match self.call_model(ctx, input, log).await? {
                 Some(turn) => (turn, true),
                 None => return Ok(StepPlan::Committed),
             },
@@ -62,23 +73,26 @@ impl AgentActivities {
 
     /// Calls the model for a step that has no staged turn and stages the answer. Returns the
     /// staged turn (another attempt's, if it staged first), or `None` if the step got committed
-    /// meanwhile.
+    /// meanwhile. `log` is the session's log if already read.
     async fn call_model(
         &self,
         ctx: &ActivityContext,
         input: &StepInput,
+        log: Option<Vec<Message>>,
     ) -> Result<Option<StagedTurn>, Error> {
         let address = &input.address;
         let agent = self.agent(&input.agent_type)?;
-        let messages = self.store.messages(address).await?;
         let attempt = ctx.info().attempt;
-        self.emit_step_chunks(
-            input,
-            attempt,
-            0,
-            &[ChunkKind::StepStart { step: input.step }],
-        )
-        .await?;
+        let step_start_chunk = [ChunkKind::StepStart { step: input.step }];
+        let step_start = self.emit_step_chunks(input, attempt, 0, &step_start_chunk);
+        // The log read (if still to do) and the step_start chunk go in one round trip.
+        let messages = match log {
+            Some(log) => {
+                step_start.await?;
+                log
+            }
+            None => futures::try_join!(self.store.messages(address), step_start)?.0,
+        };
 
         let (delta_sender, mut delta_receiver) = mpsc::unbounded_channel::<String>();
         let generate = agent.model().generate(

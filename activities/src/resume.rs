@@ -26,24 +26,24 @@ impl AgentActivities {
         input: &StepInput,
     ) -> Result<(), Error> {
         let address = &input.address;
-        let state = self
-            .store
-            .session(address)
-            .await?
-            .ok_or_else(|| Error::typed(ErrorCode::SessionNotFound, "the session is gone"))?;
+        // Three reads in one round trip; the claim fixed what they read (a submit to a claimed
+        // session stores nothing).
+        let (state, pending, mut answers) = futures::try_join!(
+            self.store.session(address),
+            self.store.pending_calls(address),
+            self.store.answers(address)
+        )?;
+        let state =
+            state.ok_or_else(|| Error::typed(ErrorCode::SessionNotFound, "the session is gone"))?;
         // With no suspension (a new turn on an ended session) only the message is appended.
         let (suspended_run, awaited) = state
             .suspension
             .map(|s| (Some(s.run_id), s.tool_call_ids))
             .unwrap_or_default();
-        let pending: HashMap<String, PendingCall> = self
-            .store
-            .pending_calls(address)
-            .await?
+        let pending: HashMap<String, PendingCall> = pending
             .into_iter()
             .map(|(call, _run)| (call.tool_call_id.clone(), call))
             .collect();
-        let mut answers = self.store.answers(address).await?;
         let resumption = Resumption::of(state.stop.is_some(), state.abandon_pending);
         let now = store::now_ms();
         let mut drained = Vec::with_capacity(awaited.len());

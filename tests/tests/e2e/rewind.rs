@@ -162,6 +162,13 @@ async fn a_rewind_to_a_suspended_step_awaits_its_calls_again_without_a_model_cal
         .await
         .unwrap();
     harness.resume_to_end(&session).await;
+    // Temporal's visibility (what running_runs counts) lags the run's end a little.
+    for _ in 0..100 {
+        if running_runs(&harness).await == 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
     let before = harness.client.status(&session).await.unwrap().last_sequence;
     let suspended_at = harness
         .store
