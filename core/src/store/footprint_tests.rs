@@ -167,7 +167,7 @@ async fn chunk_headers_are_stored_once_per_run_and_put_back_on_read() {
     for (id, fields) in &root_entries {
         assert!(fields[CHUNK_FIELD].starts_with("\"timestamp\":"), "{id}");
         assert!(!fields[CHUNK_FIELD].contains("runId"), "{id}");
-        assert_eq!(fields[CHUNK_HEADER_FIELD].len(), 8, "{id}");
+        assert!(fields[CHUNK_HEADER_FIELD].parse::<u32>().is_ok(), "{id}");
     }
     let root_headers = chunk_headers(&store, &root).await;
     assert_eq!(

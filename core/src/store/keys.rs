@@ -142,6 +142,9 @@ pub(crate) mod state_field {
     pub(crate) const OUTPUT: &str = "output";
     pub(crate) const ERROR: &str = "error";
     pub(crate) const SUSPENSION: &str = "suspension";
+    /// The suspended run while a claim holds the session, until the drain (see
+    /// `claim_resume.lua`).
+    pub(crate) const SUSPENDED_RUN_ID: &str = "suspendedRunId";
     pub(crate) const ABANDON: &str = "abandon";
     pub(crate) const WORKFLOW_ID: &str = "workflowId";
     pub(crate) const STOP: &str = "stop";

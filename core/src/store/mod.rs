@@ -46,7 +46,7 @@ pub use sweep::QuietRun;
 pub use tree::{ChildEnd, ChildRun, NewChild, ParentReport};
 pub use types::{
     Checkpoint, NO_DEADLINE, NewRun, PendingCall, PendingKind, RunRef, SessionAddress, StepRef,
-    Written,
+    StoredSuspension, Written,
 };
 
 use crate::chunk::ChunkHeader;

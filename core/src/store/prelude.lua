@@ -17,36 +17,71 @@ end
 
 -- A chunk's header (its stream, session, agent and run ids) is the same for every chunk a run of
 -- a session writes, so a stream entry does not repeat it: the entry holds the rest of the chunk
--- (field c, from its timestamp on) and the header's key (field h), and the header itself is kept
--- once in the state hash of the stream's session, as 'chunkHeader:<key>' (the key is the first
--- eight hex digits of the header's SHA-1). The sequence is the entry's id. A reader puts the
--- chunk back together byte for byte (store/stream.rs). A header whose key another header holds
--- already (a hash collision) or that does not have the expected form is stored in the entry, as
--- the whole chunk in c with no h.
-local chunk_header_pattern = '^("streamId":"[^"]*","sessionId":"[^"]*","agentId":"[^"]*",'
-  .. '"runId":"[^"]*",)(.*)$'
+-- (field c, from its timestamp on) and the header's key (field h: the first 32 bits of the
+-- header's SHA-1, in decimal, which a stream entry stores as a number), and the state hash of the
+-- stream's session keeps the header once, as 'chunkHeader:<key>', in the shortest form a reader
+-- can rebuild it from (store/stream.rs), so that the hash stays within Redis's compact encoding
+-- (hash-max-listpack-value, 64 bytes by default):
+-- * the run id alone, for a chunk of the session itself on its own stream (the stream id is the
+--   state's streamId, the session id is in the key, the agent id is the session's);
+-- * '.<suffix>', for a chunk of a session below the root copied to the root's stream, where the
+--   session is '<root>.<suffix>' and its own state holds the run id under the same key;
+-- * the whole header, else (and in hashes written by earlier versions).
+-- The sequence is the entry's id. A reader puts the chunk back together byte for byte. A header
+-- whose key another header holds already (a hash collision) or that does not have the expected
+-- form is stored in the entry, as the whole chunk in c with no h.
+local chunk_header_pattern = '^"streamId":"([^"]*)","sessionId":"([^"]*)","agentId":"([^"]*)",'
+  .. '"runId":"([^"]*)",(.*)$'
+
+-- The session id in a state key ('<prefix>:{<root>}:<session>:state').
+local function session_of(state)
+  return string.match(state, ':([^:{}]+):state$')
+end
+
+-- The form in which the state hash `state` keeps a chunk header (see above). `origin` is the
+-- state of the chunk's own session when `state` is the root's and the chunk a copy, else nil.
+local function stored_chunk_header(state, origin, field, header, ids)
+  if ids.session ~= ids.agent or ids.run == '' or string.find(ids.run, '^[.]') then return header end
+  local session = session_of(state)
+  if origin == nil then
+    if ids.session == session and ids.stream == redis.call('HGET', state, 'streamId') then
+      return ids.run
+    end
+    return header
+  end
+  local prefix = session .. '.'
+  if string.sub(ids.session, 1, #prefix) == prefix and ids.session == session_of(origin)
+      and redis.call('HGET', origin, field) == ids.run then
+    return string.sub(ids.session, #session + 1)
+  end
+  return header
+end
 
 -- The entry fields of a chunk body (see above) for the stream of the session whose state is
--- `state`.
-local function chunk_entry_fields(state, seq, body)
-  local header, rest = string.match(body, chunk_header_pattern)
-  if header then
-    local key = string.sub(redis.sha1hex(header), 1, 8)
+-- `state`; `origin` as in stored_chunk_header.
+local function chunk_entry_fields(state, origin, seq, body)
+  local stream_id, session_id, agent_id, run_id, rest = string.match(body, chunk_header_pattern)
+  if stream_id then
+    local header = string.sub(body, 1, #body - #rest)
+    local key = tostring(tonumber(string.sub(redis.sha1hex(header), 1, 8), 16))
     local field = 'chunkHeader:' .. key
+    local ids = {stream = stream_id, session = session_id, agent = agent_id, run = run_id}
+    local form = stored_chunk_header(state, origin, field, header, ids)
     local stored = redis.call('HGET', state, field)
     if not stored then
-      redis.call('HSET', state, field, header)
-      stored = header
+      redis.call('HSET', state, field, form)
+      stored = form
     end
-    if stored == header then return {'c', rest, 'h', key} end
+    if stored == form then return {'c', rest, 'h', key} end
   end
   return {'c', '{"sequence":' .. seq .. ',' .. body}
 end
 
--- Appends a sequenced chunk to one stream, trimmed to its session's maxChunks (0 or unset: all).
-local function append_chunk(state, stream, body, max)
+-- Appends a sequenced chunk to one stream, trimmed to its session's maxChunks (0 or unset: all);
+-- `origin` as in stored_chunk_header.
+local function append_chunk(state, origin, stream, body, max)
   local seq = redis.call('HINCRBY', state, 'lastSequence', 1)
-  local fields = chunk_entry_fields(state, seq, body)
+  local fields = chunk_entry_fields(state, origin, seq, body)
   if max == nil then max = tonumber(redis.call('HGET', state, 'maxChunks') or '0') or 0 end
   if max > 0 then
     redis.call('XADD', stream, 'MAXLEN', max, seq .. '-0', unpack(fields))
@@ -83,14 +118,14 @@ local own_stream_only = { ['end'] = true, suspended = true }
 -- root's stream under the root's next sequence (the chunk keeps its agentId, so a follower of
 -- the root can tell the sessions apart). Returns the session's own sequence.
 local function emit_on(state, stream, body, max)
-  local seq = append_chunk(state, stream, body, max)
+  local seq = append_chunk(state, nil, stream, body, max)
   -- The body starts with the header (ids without quotes inside), then the type tag.
   local kind = string.match(body, '^"streamId":"[^"]*","sessionId":"[^"]*","agentId":"[^"]*",'
     .. '"runId":"[^"]*","timestamp":%d+,"type":"([%w_]+)"')
   if own_stream_only[kind] then
     compact_stream(stream)
   elseif state ~= root_state_key then
-    append_chunk(root_state_key, root_stream_key, body, nil)
+    append_chunk(root_state_key, state, root_stream_key, body, nil)
   end
   return seq
 end
@@ -115,6 +150,17 @@ end
 -- A new run of an ended session keeps its keys again (see expire_ended).
 local function keep_keys(keys)
   for _, key in ipairs(keys) do redis.call('PERSIST', key) end
+end
+
+-- Records the workflow of the session's new run: '' when it is the one derived from the agent
+-- type, the session and the run (a resumed run's, see store/session.rs stored_workflow_id), which
+-- is not stored, so that the state hash stays within Redis's compact encoding.
+local function set_workflow_id(workflow_id)
+  if workflow_id == '' then
+    redis.call('HDEL', state_key, 'workflowId')
+  else
+    redis.call('HSET', state_key, 'workflowId', workflow_id)
+  end
 end
 
 -- Returns nil when the run may write, or the reason it may not.

@@ -10,7 +10,7 @@
 
 use super::{
     Error, SessionAddress, Store, from_json,
-    keys::{CHUNK_FIELD, CHUNK_HEADER_FIELD, Key, chunk_header_field},
+    keys::{CHUNK_FIELD, CHUNK_HEADER_FIELD, Key, chunk_header_field, state_field},
 };
 use crate::chunk::StreamChunk;
 use redis::{
@@ -108,18 +108,32 @@ impl Store {
         }
         if !missing.is_empty() {
             let fields: Vec<String> = missing.iter().map(|h| chunk_header_field(h)).collect();
-            let found: Vec<Option<String>> = redis::cmd("HMGET")
+            let (stream_id, found): (Option<String>, Vec<Option<String>>) = redis::pipe()
+                .hget(&state_key, state_field::STREAM_ID)
+                .cmd("HMGET")
                 .arg(&state_key)
                 .arg(&fields)
                 .query_async(&mut self.conn())
                 .await?;
-            for (header_key, header) in missing.into_iter().zip(found) {
-                let header: Arc<str> = header
-                    .ok_or_else(|| Error::Corrupt {
-                        key: state_key.clone(),
-                        reason: format!("no chunk header {header_key} for the stream's entries"),
-                    })?
-                    .into();
+            for (header_key, stored) in missing.into_iter().zip(found) {
+                let stored = stored.ok_or_else(|| Error::Corrupt {
+                    key: state_key.clone(),
+                    reason: format!("no chunk header {header_key} for the stream's entries"),
+                })?;
+                let header: Arc<str> = match StoredHeader::of(&stored) {
+                    StoredHeader::Whole(header) => header.to_owned(),
+                    StoredHeader::Run(run_id) => {
+                        let stream_id = stream_id.as_deref().ok_or_else(|| Error::Corrupt {
+                            key: state_key.clone(),
+                            reason: "no streamId".into(),
+                        })?;
+                        own_header(stream_id, &address.session_id, run_id)
+                    }
+                    StoredHeader::Below(suffix) => {
+                        self.header_below(address, suffix, &header_key).await?
+                    }
+                }
+                .into();
                 self.header_cache
                     .insert(&state_key, &header_key, header.clone());
                 headers.insert(header_key, header);
@@ -130,6 +144,74 @@ impl Store {
             .map(|entry| decode_chunk(key, entry, &headers))
             .collect()
     }
+}
+
+impl Store {
+    /// The header a root's stream names as `.<suffix>`: that of a chunk of the session
+    /// `<root>.<suffix>` (copied to the root's stream), kept under the same key in that session's
+    /// state hash.
+    async fn header_below(
+        &self,
+        root: &SessionAddress,
+        suffix: &str,
+        header_key: &str,
+    ) -> Result<String, Error> {
+        let below = SessionAddress {
+            root_session_id: root.root_session_id.clone(),
+            session_id: format!("{}{suffix}", root.root_session_id),
+        };
+        let state_key = self.key(&below, Key::State);
+        let (stream_id, stored): (Option<String>, Option<String>) = redis::cmd("HMGET")
+            .arg(&state_key)
+            .arg(state_field::STREAM_ID)
+            .arg(chunk_header_field(header_key))
+            .query_async(&mut self.conn())
+            .await?;
+        let corrupt = |reason: String| Error::Corrupt {
+            key: state_key.clone(),
+            reason,
+        };
+        match (stream_id, stored.as_deref().map(StoredHeader::of)) {
+            (_, Some(StoredHeader::Whole(header))) => Ok(header.to_owned()),
+            (Some(stream_id), Some(StoredHeader::Run(run_id))) => {
+                Ok(own_header(&stream_id, &below.session_id, run_id))
+            }
+            _ => Err(corrupt(format!(
+                "no chunk header {header_key} for the root's copies"
+            ))),
+        }
+    }
+}
+
+/// A chunk header as a state hash keeps it (see `chunk_entry_fields` in `prelude.lua`).
+#[derive(Debug, PartialEq)]
+enum StoredHeader<'a> {
+    /// The header as it is in the chunk.
+    Whole(&'a str),
+    /// The run id of a chunk of the hash's own session on its own stream.
+    Run(&'a str),
+    /// `.<suffix>`: a chunk of the session `<root>.<suffix>` copied to the root's stream.
+    Below(&'a str),
+}
+
+impl<'a> StoredHeader<'a> {
+    fn of(stored: &'a str) -> Self {
+        if stored.starts_with('"') {
+            StoredHeader::Whole(stored)
+        } else if stored.starts_with('.') {
+            StoredHeader::Below(stored)
+        } else {
+            StoredHeader::Run(stored)
+        }
+    }
+}
+
+/// The header of a chunk that `session_id` wrote on its own stream in run `run_id`, as the chunk
+/// spells it (`encode_unsequenced`).
+fn own_header(stream_id: &str, session_id: &str, run_id: &str) -> String {
+    format!(
+        "\"streamId\":\"{stream_id}\",\"sessionId\":\"{session_id}\",\"agentId\":\"{session_id}\",\"runId\":\"{run_id}\","
+    )
 }
 
 /// A dedicated connection that waits for new chunks of a session.
