@@ -198,6 +198,8 @@ fn flag(set: bool) -> &'static str {
 }
 
 #[cfg(test)]
+mod compact_state_tests;
+#[cfg(test)]
 mod fault_tests;
 #[cfg(test)]
 mod footprint_tests;

@@ -74,6 +74,31 @@ impl Store {
         self.decode_entries(address, &key, &reply.ids).await
     }
 
+    /// Up to `count` chunks with a sequence above `after`, oldest first, each as its sequence and
+    /// the JSON text written, not decoded: for readers that must see every chunk, including kinds
+    /// this build does not know (the reliability campaign's invariants).
+    pub async fn chunk_texts_after(
+        &self,
+        address: &SessionAddress,
+        after: u64,
+        count: usize,
+    ) -> Result<Vec<(u64, String)>, Error> {
+        let key = self.key(address, Key::Stream);
+        let reply: StreamRangeReply = self
+            .conn()
+            .xrange_count(&key, format!("({after}-0"), "+", count)
+            .await?;
+        let headers = self.entry_headers(address, &key, &reply.ids).await?;
+        reply
+            .ids
+            .iter()
+            .map(|entry| {
+                let text = chunk_text(&key, entry, &headers)?;
+                Ok((entry_sequence(&key, entry)?, text))
+            })
+            .collect()
+    }
+
     /// A connection of its own for blocking stream reads, which would stall the shared one.
     pub async fn subscriber(&self) -> Result<Subscriber, Error> {
         Ok(Subscriber {
@@ -88,6 +113,20 @@ impl Store {
         key: &str,
         entries: &[StreamId],
     ) -> Result<Vec<StreamChunk>, Error> {
+        let headers = self.entry_headers(address, key, entries).await?;
+        entries
+            .iter()
+            .map(|entry| from_json(key, &chunk_text(key, entry, &headers)?))
+            .collect()
+    }
+
+    /// The headers these entries of `address`'s stream (`key`) name, by key.
+    async fn entry_headers(
+        &self,
+        address: &SessionAddress,
+        key: &str,
+        entries: &[StreamId],
+    ) -> Result<HashMap<String, Arc<str>>, Error> {
         let state_key = self.key(address, Key::State);
         let mut headers: HashMap<String, Arc<str>> = HashMap::new();
         let mut missing: Vec<String> = Vec::new();
@@ -139,10 +178,7 @@ impl Store {
                 headers.insert(header_key, header);
             }
         }
-        entries
-            .iter()
-            .map(|entry| decode_chunk(key, entry, &headers))
-            .collect()
+        Ok(headers)
     }
 }
 
@@ -246,13 +282,25 @@ impl Subscriber {
     }
 }
 
-/// One entry's chunk: `c` as it is, or with `h` the chunk put back together from its sequence
-/// (the entry id), its header and the rest.
-fn decode_chunk(
+/// The sequence of an entry: its id, `<sequence>-0`.
+fn entry_sequence(key: &str, entry: &StreamId) -> Result<u64, Error> {
+    let sequence = entry
+        .id
+        .split_once('-')
+        .map_or(entry.id.as_str(), |(sequence, _)| sequence);
+    sequence.parse().map_err(|e| Error::Corrupt {
+        key: key.to_owned(),
+        reason: format!("stream entry id {}: {e}", entry.id),
+    })
+}
+
+/// One entry's chunk JSON: `c` as it is, or with `h` the chunk put back together from its
+/// sequence (the entry id), its header and the rest.
+fn chunk_text(
     key: &str,
     entry: &StreamId,
     headers: &HashMap<String, Arc<str>>,
-) -> Result<StreamChunk, Error> {
+) -> Result<String, Error> {
     let corrupt = |reason: String| Error::Corrupt {
         key: key.to_owned(),
         reason,
@@ -263,7 +311,7 @@ fn decode_chunk(
         .ok_or_else(|| corrupt("stream entry without field c".into()))?;
     let body = text(key, CHUNK_FIELD, raw)?;
     let Some(raw_header_key) = entry.map.get(CHUNK_HEADER_FIELD) else {
-        return from_json(key, &body);
+        return Ok(body);
     };
     let header_key = text(key, CHUNK_HEADER_FIELD, raw_header_key)?;
     let header = headers
@@ -273,8 +321,7 @@ fn decode_chunk(
         .id
         .split_once('-')
         .map_or(entry.id.as_str(), |(sequence, _)| sequence);
-    let chunk = format!("{{\"sequence\":{sequence},{header}{body}");
-    from_json(key, &chunk)
+    Ok(format!("{{\"sequence\":{sequence},{header}{body}"))
 }
 
 /// A stream entry's field as text.
