@@ -3,8 +3,10 @@
 //! A stream entry holds a chunk without the header every chunk of a run repeats (its stream,
 //! session, agent and run ids): the rest of the chunk from its timestamp on in field `c`, and in
 //! field `h` the key of the header, which the state hash of the stream's session keeps once as
-//! `chunkHeader:<h>` (see `chunk_entry_fields` in `prelude.lua`). The sequence is the entry id.
-//! Reading puts the chunk's JSON back together byte for byte. An entry without `h` holds the
+//! `chunkHeader:<h>` (see `chunk_entry_fields` in `prelude.lua`) in its shortest form: the run id
+//! of the session's own chunk, `.<suffix>` for a descendant's chunk on the root's stream, or the
+//! whole header. The sequence is the entry id. Reading puts the chunk's JSON back together byte
+//! for byte. An entry without `h` holds the
 //! whole chunk in `c`. Headers never change once written, so each server keeps the ones it has
 //! read.
 
