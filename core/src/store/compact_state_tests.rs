@@ -156,6 +156,29 @@ async fn a_childs_chunks_on_the_roots_stream_name_the_child_and_read_back() {
         session_id: format!("{}.{}", root.session_id, ids::new_run_id()),
     };
     let (child_stream_id, child_run_id) = (ids::new_run_id(), ids::new_run_id());
+    // Another header holds, on the root, the key the child's header takes first: the root's copy
+    // takes the next one.
+    let child_header = format!(
+        r#""streamId":"{child_stream_id}","sessionId":"{0}","agentId":"{0}","runId":"{child_run_id}","#,
+        child.session_id
+    );
+    let sha1: String = redis::cmd("EVAL")
+        .arg("return redis.sha1hex(ARGV[1])")
+        .arg(0)
+        .arg(&child_header)
+        .query_async(&mut store.conn())
+        .await
+        .unwrap();
+    let first_key = u32::from_str_radix(&sha1[..4], 16).unwrap() % 32768;
+    let () = store
+        .conn()
+        .hset(
+            store.key(&root, Key::State),
+            format!("chunkHeader:{first_key}"),
+            "another-run",
+        )
+        .await
+        .unwrap();
     store
         .start_child(tree::NewChild {
             parent: StepRef {
@@ -186,21 +209,29 @@ async fn a_childs_chunks_on_the_roots_stream_name_the_child_and_read_back() {
         .await
         .unwrap();
 
-    // The root keeps its run's header as the run id and the child's as the child's suffix; the
-    // child keeps its own as its run id.
+    // The root keeps its run's header as the run id and the child's as the child's suffix with
+    // the key of the child's header; the child keeps its own as its run id.
+    let child_headers = chunk_headers(&store, &child).await;
+    let child_key = child_headers
+        .keys()
+        .next()
+        .unwrap()
+        .replace("chunkHeader:", "");
+    assert_eq!(
+        child_headers.into_values().collect::<Vec<_>>(),
+        [child_run_id.as_str()]
+    );
     let suffix = &child.session_id[root.session_id.len()..];
     let mut root_headers: Vec<String> = chunk_headers(&store, &root).await.into_values().collect();
     root_headers.sort();
-    let mut expected = vec![suffix.to_owned(), run_id.clone()];
+    assert_eq!(child_key, first_key.to_string());
+    let mut expected = vec![
+        format!("{suffix}:{child_key}"),
+        run_id.clone(),
+        "another-run".to_owned(),
+    ];
     expected.sort();
     assert_eq!(root_headers, expected);
-    assert_eq!(
-        chunk_headers(&store, &child)
-            .await
-            .into_values()
-            .collect::<Vec<_>>(),
-        [child_run_id.as_str()]
-    );
     assert_eq!(
         encoding(&store, &store.key(&root, Key::State)).await,
         "listpack"

@@ -131,7 +131,6 @@ pub(crate) fn chunk_header_field(header_key: &str) -> String {
 /// The fields of the state hash that the Rust side reads (the scripts write them).
 pub(crate) mod state_field {
     pub(crate) const AGENT_TYPE: &str = "agentType";
-    pub(crate) const ROOT_SESSION_ID: &str = "rootSessionId";
     pub(crate) const RUN_ID: &str = "runId";
     pub(crate) const STREAM_ID: &str = "streamId";
     pub(crate) const STATUS: &str = "status";

@@ -62,7 +62,6 @@ impl Store {
             .arg(new.agent_type)
             .arg(new.run_id)
             .arg(new.stream_id)
-            .arg(&new.address.root_session_id)
             .arg(now_ms())
             .arg(body)
             .arg(new.workflow_id)
@@ -123,7 +122,8 @@ impl Store {
             });
         Ok(Some(SessionState {
             session_id: address.session_id.clone(),
-            root_session_id: text(state_field::ROOT_SESSION_ID)?,
+            // The root is in the key (versions before this one also kept `rootSessionId`).
+            root_session_id: address.root_session_id.clone(),
             agent_type,
             status: Status::parse(&status_text).ok_or_else(|| Error::Corrupt {
                 key: key.clone(),

@@ -170,8 +170,14 @@ impl Store {
                         })?;
                         own_header(stream_id, &address.session_id, run_id)
                     }
-                    StoredHeader::Below(suffix) => {
-                        self.header_below(address, suffix, &header_key).await?
+                    StoredHeader::Below { suffix, key } => {
+                        self.header_below(address, suffix, key).await?
+                    }
+                    StoredHeader::Unknown => {
+                        return Err(Error::Corrupt {
+                            key: state_key.clone(),
+                            reason: format!("chunk header {header_key}: {stored:?}"),
+                        });
                     }
                 }
                 .into();
@@ -185,9 +191,9 @@ impl Store {
 }
 
 impl Store {
-    /// The header a root's stream names as `.<suffix>`: that of a chunk of the session
-    /// `<root>.<suffix>` (copied to the root's stream), kept under the same key in that session's
-    /// state hash.
+    /// The header a root's stream names as `.<suffix>:<key>`: that of a chunk of the session
+    /// `<root>.<suffix>` (copied to the root's stream), kept under `key` in that session's state
+    /// hash.
     async fn header_below(
         &self,
         root: &SessionAddress,
@@ -228,8 +234,11 @@ enum StoredHeader<'a> {
     Whole(&'a str),
     /// The run id of a chunk of the hash's own session on its own stream.
     Run(&'a str),
-    /// `.<suffix>`: a chunk of the session `<root>.<suffix>` copied to the root's stream.
-    Below(&'a str),
+    /// `.<suffix>:<key>`: a chunk of the session `<root>.<suffix>` copied to the root's stream,
+    /// whose header that session's state keeps under `key`.
+    Below { suffix: &'a str, key: &'a str },
+    /// A `.` form without its key: not written by any version.
+    Unknown,
 }
 
 impl<'a> StoredHeader<'a> {
@@ -237,7 +246,10 @@ impl<'a> StoredHeader<'a> {
         if stored.starts_with('"') {
             StoredHeader::Whole(stored)
         } else if stored.starts_with('.') {
-            StoredHeader::Below(stored)
+            match stored.rsplit_once(':') {
+                Some((suffix, key)) => StoredHeader::Below { suffix, key },
+                None => StoredHeader::Unknown,
+            }
         } else {
             StoredHeader::Run(stored)
         }

@@ -147,7 +147,6 @@ impl Store {
             .arg(new.agent_type)
             .arg(new.run_id)
             .arg(new.stream_id)
-            .arg(&new.child.root_session_id)
             .arg(&parent.address.session_id)
             .arg(now_ms())
             .arg(run_start)
