@@ -169,7 +169,7 @@ async fn a_childs_chunks_on_the_roots_stream_name_the_child_and_read_back() {
         .query_async(&mut store.conn())
         .await
         .unwrap();
-    let first_key = u32::from_str_radix(&sha1[..4], 16).unwrap() % 32768;
+    let first_key = u32::from_str_radix(&sha1[..6], 16).unwrap() % (1 << 23);
     let () = store
         .conn()
         .hset(

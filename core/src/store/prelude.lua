@@ -17,8 +17,8 @@ end
 
 -- A chunk's header (its stream, session, agent and run ids) is the same for every chunk a run of
 -- a session writes, so a stream entry does not repeat it: the entry holds the rest of the chunk
--- (field c, from its timestamp on) and the header's key (field h, a number below 32768, which a
--- stream entry stores in 3 bytes), and the state hash of the stream's session keeps the header
+-- (field c, from its timestamp on) and the header's key (field h, a number below 2^23, which a
+-- stream entry stores in 4 bytes), and the state hash of the stream's session keeps the header
 -- once, as 'chunkHeader:<key>', in the shortest form a reader can rebuild it from
 -- (store/stream.rs), so that the hash stays within Redis's compact encoding
 -- (hash-max-listpack-value, 64 bytes by default):
@@ -33,7 +33,7 @@ end
 -- is stored in the entry, as the whole chunk in c with no h.
 local chunk_header_pattern = '^"streamId":"([^"]*)","sessionId":"([^"]*)","agentId":"([^"]*)",'
   .. '"runId":"([^"]*)",(.*)$'
-local chunk_header_keys = 32768
+local chunk_header_keys = 8388608
 local chunk_header_probes = 8
 
 -- The session id in a state key ('<prefix>:{<root>}:<session>:state').
@@ -71,7 +71,7 @@ local function chunk_entry_fields(state, origin, seq, body)
     local header = string.sub(body, 1, #body - #rest)
     local ids = {stream = stream_id, session = session_id, agent = agent_id, run = run_id}
     local form = stored_chunk_header(state, origin, header, ids)
-    local first = tonumber(string.sub(redis.sha1hex(header), 1, 4), 16)
+    local first = tonumber(string.sub(redis.sha1hex(header), 1, 6), 16)
     for probe = 0, chunk_header_probes - 1 do
       local key = tostring((first + probe) % chunk_header_keys)
       local field = 'chunkHeader:' .. key
