@@ -1,11 +1,15 @@
-//! Starting a suspended run's deadline workflow as a delayed start: Temporal holds the start until
-//! the deadline, so no workflow task and no timer runs for it before then. A child workflow
-//! would cost the suspending run a workflow task (the child's start is confirmed to the parent)
-//! and the deadline workflow one more for its timer; this costs one start request, made by a
-//! local activity of the suspending run (or by the server, for a rewind to a suspension).
+//! Arranging a suspended run's deadline. A deadline within the horizon gets its deadline workflow
+//! now, as a delayed start: Temporal holds the start until the deadline, so no workflow task and
+//! no timer runs for it before then. A deadline further away only goes into the deadline index
+//! (`Store::index_deadline`), and a worker's deadline sweep starts its workflow the same way once
+//! it comes within the horizon; a session answered and resumed before then (most are) never costs
+//! Temporal a second workflow. A child workflow would cost the suspending run a workflow task (the
+//! child's start is confirmed to the parent) and the deadline workflow one more for its timer.
+//! The arranging is the `start_deadline` local activity of the suspending run; the server starts
+//! a rewind's deadline workflow itself, always at once.
 
 use crate::{AgentActivities, failure::Error, io::DeadlineStart};
-use baton_core::{ErrorCode, store};
+use baton_core::{ErrorCode, Store, store};
 use std::time::Duration;
 use temporalio_client::{NamespacedClient, grpc::WorkflowService, tonic};
 use temporalio_common::protos::{
@@ -21,10 +25,13 @@ use temporalio_common::protos::{
 /// The deadline workflow's type name, as its `#[workflow]` struct registers it.
 pub(crate) const DEADLINE_WORKFLOW_TYPE: &str = "DeadlineWorkflow";
 
+/// The default deadline horizon (see [`AgentActivities::deadline_horizon`]).
+pub const DEFAULT_DEADLINE_HORIZON: Duration = Duration::from_secs(120);
+
 impl AgentActivities {
-    /// The body of the `start_deadline` local activity: starts `deadline` on `task_queue`,
-    /// delayed until its wake time (see [`start_delayed_deadline`]).
-    pub(crate) async fn start_delayed_deadline(
+    /// The body of the `start_deadline` local activity: arranges `deadline` (see
+    /// [`arrange_deadline`]), a workflow started on `task_queue` if it is within the horizon.
+    pub(crate) async fn arrange_suspended_deadline(
         &self,
         task_queue: &str,
         deadline: &DeadlineStart,
@@ -35,13 +42,52 @@ impl AgentActivities {
                 "these activities were built without a Temporal client",
             ));
         };
-        start_delayed_deadline(client, task_queue, deadline)
+        let horizon = self.deadline_horizon;
+        arrange_deadline(client, &self.store, task_queue, horizon, deadline)
             .await
+            .map(|_| ())
             .map_err(|error| match error {
                 DeadlineStartError::Encode(message) => Error::typed(ErrorCode::Internal, message),
                 DeadlineStartError::Temporal(message) => Error::Temporal(message),
+                DeadlineStartError::Store(error) => Error::Store(error),
             })
     }
+}
+
+/// How a suspended run's deadline was arranged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeadlineArranged {
+    /// Its deadline workflow was started, delayed until the deadline.
+    Started,
+    /// It went into the deadline index, for a deadline sweep to start later.
+    Indexed,
+}
+
+/// Arranges `deadline`: a wake time more than `horizon` away goes into the deadline index (no
+/// Temporal request; `None` never indexes), a nearer one starts the deadline workflow on
+/// `task_queue` now, delayed until then. Both are idempotent, so a retried arrangement is
+/// harmless. A worker whose horizon is set must run the deadline sweep with it (the runner
+/// does), or indexed deadlines would wait for another worker's sweep.
+pub async fn arrange_deadline(
+    client: &temporalio_client::Client,
+    store: &Store,
+    task_queue: &str,
+    horizon: Option<Duration>,
+    deadline: &DeadlineStart,
+) -> Result<DeadlineArranged, DeadlineStartError> {
+    let wake_at = deadline.input.wake_at;
+    if let Some(horizon) = horizon {
+        let horizon_ms = u64::try_from(horizon.as_millis()).unwrap_or(u64::MAX);
+        if wake_at > store::now_ms().saturating_add(horizon_ms) {
+            let run = &deadline.input.run;
+            store
+                .index_deadline(&run.address, &run.run_id, wake_at)
+                .await?;
+            return Ok(DeadlineArranged::Indexed);
+        }
+    }
+    start_delayed_deadline(client, task_queue, deadline).await?;
+    Ok(DeadlineArranged::Started)
 }
 
 /// Why a deadline workflow did not start.
@@ -53,12 +99,15 @@ pub enum DeadlineStartError {
     /// Temporal refused or did not answer; retrying may help.
     #[error("the deadline workflow did not start: {0}")]
     Temporal(String),
+    /// The deadline index could not be written; retrying may help.
+    #[error("the deadline could not be indexed: {0}")]
+    Store(#[from] store::Error),
 }
 
 /// Starts `deadline`'s workflow on `task_queue`, held by Temporal until its wake time (no
 /// workflow task and no timer before then). The same request id for every attempt, and an id
-/// already used counts as started: a retried start is harmless. Used by the suspending run's
-/// `start_deadline` local activity and by the server for a rewind to a suspension.
+/// already used counts as started: a retried start is harmless. Used by [`arrange_deadline`], the
+/// deadline sweep and the server for a rewind to a suspension.
 pub async fn start_delayed_deadline(
     client: &temporalio_client::Client,
     task_queue: &str,

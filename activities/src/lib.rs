@@ -11,7 +11,10 @@ pub mod io;
 
 mod cascade;
 pub use cascade::{ReportError, report_ended_children};
-pub use deadline_start::{DeadlineStartError, start_delayed_deadline};
+pub use deadline_start::{
+    DEFAULT_DEADLINE_HORIZON, DeadlineArranged, DeadlineStartError, arrange_deadline,
+    start_delayed_deadline,
+};
 mod commit;
 mod deadline;
 mod deadline_start;
@@ -43,6 +46,9 @@ pub struct AgentActivities {
     /// Starts the deadline workflows of suspended runs (see `deadline_start.rs`); a worker
     /// sets it with [`AgentActivities::starting_deadlines_with`].
     temporal: Option<temporalio_client::Client>,
+    /// A suspended run whose deadline is further away than this gets no deadline workflow yet,
+    /// only an entry in the deadline index (see `deadline_start.rs`); `None`: always a workflow.
+    deadline_horizon: Option<Duration>,
 }
 
 impl AgentActivities {
@@ -53,7 +59,16 @@ impl AgentActivities {
             registry,
             heartbeat_every,
             temporal: None,
+            deadline_horizon: Some(DEFAULT_DEADLINE_HORIZON),
         }
+    }
+
+    /// Builder: the deadline horizon (default [`DEFAULT_DEADLINE_HORIZON`]); `None` starts every
+    /// suspended run's deadline workflow at once. A worker that indexes deadlines must sweep them
+    /// with the same horizon.
+    pub fn deadline_horizon(mut self, horizon: Option<Duration>) -> Self {
+        self.deadline_horizon = horizon;
+        self
     }
 
     /// Builder: the client the `start_deadline` activity starts deadline workflows with. A
@@ -154,8 +169,9 @@ impl AgentActivities {
     /// the output), or a step that called a tool that ends the run (the first such call that
     /// succeeded gives the output). When every such call failed, the step is committed without
     /// completing and `false` says the run goes on: the model sees the errors.
-    /// A local activity: starts a suspended run's deadline workflow, delayed until its wake
-    /// time.
+    /// A local activity: arranges a suspended run's deadline: its deadline workflow started,
+    /// delayed until its wake time, or (further away than the horizon) an entry in the deadline
+    /// index.
     #[activity]
     pub async fn start_deadline(
         self: Arc<Self>,
@@ -163,7 +179,7 @@ impl AgentActivities {
         input: DeadlineStart,
     ) -> Result<(), ActivityError> {
         Ok(self
-            .start_delayed_deadline(&ctx.info().task_queue, &input)
+            .arrange_suspended_deadline(&ctx.info().task_queue, &input)
             .await?)
     }
 

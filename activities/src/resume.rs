@@ -32,9 +32,9 @@ impl AgentActivities {
             .await?
             .ok_or_else(|| Error::typed(ErrorCode::SessionNotFound, "the session is gone"))?;
         // With no suspension (a new turn on an ended session) only the message is appended.
-        let awaited = state
+        let (suspended_run, awaited) = state
             .suspension
-            .map(|s| s.tool_call_ids)
+            .map(|s| (Some(s.run_id), s.tool_call_ids))
             .unwrap_or_default();
         let pending: HashMap<String, PendingCall> = self
             .store
@@ -92,8 +92,19 @@ impl AgentActivities {
                 wait_ms: drain.wait_ms,
             });
         }
+        // The suspended runs leave the deadline index (a deadline far away has no workflow yet,
+        // and now needs none), in the same round trip as the drain. Best effort: a member left
+        // behind only costs the deadline sweep a look at the session when it comes due.
+        let suspended: Vec<&str> = suspended_run.iter().map(String::as_str).collect();
+        let (applied, unindexed) = futures::join!(
+            self.store.apply_answers(input.run_ref(), &drained),
+            self.store.unindex_deadlines(address, &suspended),
+        );
+        if let Err(error) = unindexed {
+            tracing::warn!(session = %address.session_id, %error, "the deadline index keeps a resumed run");
+        }
         // A retried attempt that finds the answers applied drained nothing new.
-        if self.store.apply_answers(input.run_ref(), &drained).await? == Written::New {
+        if applied? == Written::New {
             log_drained(input, &drained);
         }
         Ok(())

@@ -93,9 +93,13 @@ pub struct WorkerThread {
 
 impl WorkerThread {
     pub fn spawn(task_queue: &str, prefix: &str, registry: AgentRegistry) -> Self {
+        Self::spawn_with(test_worker_settings(task_queue), prefix, registry)
+    }
+
+    /// A worker with these settings (their task queue is the worker's).
+    pub fn spawn_with(settings: WorkerSettings, prefix: &str, registry: AgentRegistry) -> Self {
         let shutdown = CancellationToken::new();
         let token = shutdown.clone();
-        let task_queue = task_queue.to_owned();
         let prefix = prefix.to_owned();
         let thread = std::thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_current_thread()
@@ -104,14 +108,7 @@ impl WorkerThread {
             runtime.block_on(async move {
                 let store = Store::connect(&redis_url(), prefix).await?;
                 let client = connect_temporal(&temporal_settings()).await?;
-                run_worker(
-                    client,
-                    test_worker_settings(&task_queue),
-                    store,
-                    registry,
-                    token,
-                )
-                .await
+                run_worker(client, settings, store, registry, token).await
             })
         });
         Self {

@@ -4,6 +4,7 @@
 //! nothing here does.
 
 pub mod auth;
+pub mod deadline_sweep;
 pub mod demo;
 pub mod fanout;
 pub mod follow;

@@ -95,6 +95,7 @@ async fn run() -> anyhow::Result<()> {
                 temporal,
                 WorkerSettings {
                     zombie_grace: cli.temporal.zombie_grace(),
+                    deadline_horizon: cli.temporal.deadline_horizon(),
                     policy: cli.activities.policy(),
                     ..WorkerSettings::new(cli.temporal.task_queue.clone())
                 },

@@ -1,7 +1,7 @@
 //! Connecting to Temporal and running the Temporal worker that executes agent runs.
 
 use anyhow::Context;
-use baton_activities::{AgentActivities, io::ActivityPolicy};
+use baton_activities::{AgentActivities, DEFAULT_DEADLINE_HORIZON, io::ActivityPolicy};
 use baton_core::{AgentRegistry, Store};
 use baton_workflows::{AgentRunWorkflow, DeadlineWorkflow};
 use std::time::Duration;
@@ -37,6 +37,10 @@ pub struct WorkerSettings {
     /// The timeouts and retries of the runs this worker starts itself (a parent resumed by the
     /// sweep's report of a failed child); the server's `--model-attempts` and the like.
     pub policy: ActivityPolicy,
+    /// A suspended run whose deadline is further away than this gets no deadline workflow yet,
+    /// only an entry in the deadline index, which this worker sweeps every quarter of it (see
+    /// [`crate::deadline_sweep`]); `None`: every suspended run starts its deadline workflow.
+    pub deadline_horizon: Option<Duration>,
 }
 
 /// The default of [`WorkerSettings::zombie_grace`]: far above any write-to-start gap, and
@@ -53,6 +57,7 @@ impl WorkerSettings {
             graceful_shutdown: Duration::from_secs(10),
             zombie_grace: Some(DEFAULT_ZOMBIE_GRACE),
             policy: ActivityPolicy::default(),
+            deadline_horizon: Some(DEFAULT_DEADLINE_HORIZON),
         }
     }
 }
@@ -85,17 +90,26 @@ pub async fn run_worker(
     registry: AgentRegistry,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
+    let cascade = crate::sweep::Cascade {
+        registry: registry.clone(),
+        task_queue: settings.task_queue.clone(),
+        policy: settings.policy.clone(),
+    };
     let sweep = settings.zombie_grace.map(|grace| {
-        let cascade = crate::sweep::Cascade {
-            registry: registry.clone(),
-            task_queue: settings.task_queue.clone(),
-            policy: settings.policy.clone(),
-        };
         tokio::spawn(crate::sweep::sweep_zombies(
             store.clone(),
             client.clone(),
-            cascade,
+            cascade.clone(),
             grace,
+            shutdown.clone(),
+        ))
+    });
+    let deadline_sweep = settings.deadline_horizon.map(|horizon| {
+        tokio::spawn(crate::deadline_sweep::sweep_deadlines(
+            store.clone(),
+            client.clone(),
+            cascade,
+            horizon,
             shutdown.clone(),
         ))
     });
@@ -106,7 +120,8 @@ pub async fn run_worker(
         .graceful_shutdown_period(settings.graceful_shutdown)
         .register_activities(
             AgentActivities::new(store, registry, settings.heartbeat_every)
-                .starting_deadlines_with(client.clone()),
+                .starting_deadlines_with(client.clone())
+                .deadline_horizon(settings.deadline_horizon),
         )
         .register_workflow::<AgentRunWorkflow>()?
         .register_workflow::<DeadlineWorkflow>()?
@@ -121,7 +136,7 @@ pub async fn run_worker(
     tracing::info!(task_queue = %settings.task_queue, "Temporal worker running");
     let outcome = worker.run().await;
     watcher.abort();
-    if let Some(sweep) = sweep {
+    for sweep in [sweep, deadline_sweep].into_iter().flatten() {
         sweep.abort();
     }
     outcome.context("the Temporal worker stopped with an error")

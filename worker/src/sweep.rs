@@ -39,13 +39,29 @@ pub async fn sweep_zombies(
     shutdown: CancellationToken,
 ) {
     let every = (grace / 2).max(Duration::from_secs(1));
+    repeat_until(every, &shutdown, "zombie", || {
+        sweep_once(&store, &temporal, &cascade, grace)
+    })
+    .await;
+}
+
+/// Runs `pass` every `every` until `shutdown`; a failed pass is logged, and the next one tries
+/// again. The loop of each of a worker's sweeps (`what` names it in the log).
+pub(crate) async fn repeat_until<T, Pass>(
+    every: Duration,
+    shutdown: &CancellationToken,
+    what: &str,
+    mut pass: impl FnMut() -> Pass,
+) where
+    Pass: Future<Output = Result<T, baton_core::store::Error>>,
+{
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => return,
             _ = tokio::time::sleep(every) => {}
         }
-        if let Err(error) = sweep_once(&store, &temporal, &cascade, grace).await {
-            tracing::warn!(%error, "the zombie sweep failed; it runs again later");
+        if let Err(error) = pass().await {
+            tracing::warn!(%error, sweep = what, "a sweep failed; it runs again later");
         }
     }
 }

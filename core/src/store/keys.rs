@@ -115,6 +115,12 @@ impl Key {
     }
 }
 
+/// The deadline index of every session under `prefix` (a sorted set; see `deadline_index.rs`):
+/// outside the sessions' slots, so no script touches it.
+pub(crate) fn deadline_index_key(prefix: &str) -> String {
+    format!("{prefix}:deadlineIndex")
+}
+
 /// The field of a stream entry that holds the chunk's JSON: all of it, or (beside
 /// [`CHUNK_HEADER_FIELD`]) the part after its header.
 pub(crate) const CHUNK_FIELD: &str = "c";

@@ -18,6 +18,7 @@ pub use baton_wire::{
 
 mod connection;
 mod custom_state;
+mod deadline_index;
 mod keys;
 mod release;
 mod replies;
@@ -35,6 +36,7 @@ mod tree;
 mod types;
 mod usage;
 
+pub use deadline_index::IndexedDeadline;
 pub use resume::{Claim, DrainedCall, ResumeEntry};
 pub use rewind::{Rewind, Rewound};
 pub use session::NewSession;

@@ -11,6 +11,7 @@ mod at_most_once;
 mod auth;
 mod chat;
 mod config;
+mod deadline_index;
 mod finish;
 mod inspect;
 mod observe;

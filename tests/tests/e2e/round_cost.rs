@@ -1,7 +1,9 @@
-//! What a human-in-the-loop round costs Temporal, read from the histories: a suspended run starts
-//! its deadline workflow as a delayed start (no child workflow, no workflow task or timer before
-//! the deadline), and a resumed run drains its answers inside its first model step (one activity
-//! before the model is called, not two). Also that a retried first step drains nothing twice.
+//! What a human-in-the-loop round costs Temporal, read from the histories: a suspended run whose
+//! deadline is far away starts no deadline workflow (the deadline index holds it; see
+//! `deadline_index.rs`), a near one is a delayed start (no child workflow, no workflow task or
+//! timer before the deadline), and a resumed run drains its answers inside its first model step
+//! (one activity before the model is called, not two). Also that a retried first step drains
+//! nothing twice.
 
 use async_trait::async_trait;
 use baton_client::Client as _;
@@ -22,7 +24,7 @@ use temporalio_common::protos::temporal::api::{
 };
 use tokio::sync::mpsc;
 
-async fn history(harness: &Harness, workflow_id: &str) -> Vec<HistoryEvent> {
+pub(crate) async fn history(harness: &Harness, workflow_id: &str) -> Vec<HistoryEvent> {
     harness
         .temporal
         .get_workflow_handle::<baton_workflows::AgentRunWorkflow>(workflow_id.to_owned())
@@ -32,7 +34,7 @@ async fn history(harness: &Harness, workflow_id: &str) -> Vec<HistoryEvent> {
         .unwrap()
 }
 
-fn count(events: &[HistoryEvent], kind: EventType) -> usize {
+pub(crate) fn count(events: &[HistoryEvent], kind: EventType) -> usize {
     events.iter().filter(|e| e.event_type() == kind).count()
 }
 
@@ -51,7 +53,7 @@ fn activities(events: &[HistoryEvent]) -> Vec<String> {
 
 /// Asserts that the deadline workflow of `run_id` is a start held for about an hour, with no
 /// workflow task run yet.
-async fn assert_delayed_deadline(harness: &Harness, session: &str, run_id: &str) {
+pub(crate) async fn assert_delayed_deadline(harness: &Harness, session: &str, run_id: &str) {
     let deadline = history(harness, &format!("deadline__{session}__{run_id}")).await;
     assert_eq!(
         deadline.iter().map(|e| e.event_type()).collect::<Vec<_>>(),
@@ -65,8 +67,23 @@ async fn assert_delayed_deadline(harness: &Harness, session: &str, run_id: &str)
     assert!(backoff.seconds > 3000, "{backoff:?}");
 }
 
+/// Whether Temporal knows a workflow of this id.
+pub(crate) async fn workflow_exists(harness: &Harness, workflow_id: &str) -> bool {
+    let handle = harness
+        .temporal
+        .get_workflow_handle::<baton_workflows::AgentRunWorkflow>(workflow_id.to_owned());
+    match handle
+        .describe(temporalio_client::WorkflowDescribeOptions::default())
+        .await
+    {
+        Ok(_) => true,
+        Err(temporalio_client::errors::WorkflowInteractionError::NotFound(_)) => false,
+        Err(error) => panic!("Temporal did not answer: {error}"),
+    }
+}
+
 /// `patient_asker`: asks once, with an hour's deadline, and resumes by itself when it lapses.
-fn patient_registry() -> baton_core::AgentRegistry {
+pub(crate) fn patient_registry() -> baton_core::AgentRegistry {
     baton_core::AgentRegistry::new([agents::asker_deadline(
         "patient_asker",
         Duration::from_secs(3600),
@@ -93,22 +110,24 @@ async fn a_rewind_to_a_suspension_starts_its_deadline_workflow_delayed_too() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_round_is_one_activity_and_the_deadline_a_delayed_start() {
+async fn a_round_is_one_activity_and_a_far_deadline_no_workflow() {
     let harness = Harness::start(patient_registry()).await;
     let started = harness.client.start("patient_asker", "go").await.unwrap();
     let session = started.session_id.clone();
     harness.chunks_until_suspended(&session).await;
     harness.run_result(&started.workflow_id).await.unwrap();
 
-    // The suspended run started no child: its deadline workflow is a start delayed by an hour,
-    // which has run no workflow task yet.
+    // The suspended run started no child, and its deadline, an hour away (beyond the worker's
+    // horizon), no workflow either: the deadline index holds it.
     let first = history(&harness, &started.workflow_id).await;
     assert_eq!(
         count(&first, EventType::StartChildWorkflowExecutionInitiated),
         0
     );
     assert_eq!(count(&first, EventType::WorkflowTaskScheduled), 2);
-    assert_delayed_deadline(&harness, &session, &started.run_id).await;
+    let deadline_workflow = format!("deadline__{session}__{}", started.run_id);
+    assert!(!workflow_exists(&harness, &deadline_workflow).await);
+    assert_eq!(harness.store.indexed_deadlines().await.unwrap(), 1);
 
     // The resumed run's only activity before the model's answer is the model step itself.
     let answer = ToolOutcome::Result(json!({"answer": "yes"}));
@@ -127,13 +146,16 @@ async fn a_round_is_one_activity_and_the_deadline_a_delayed_start() {
     harness.run_result(&resumed_workflow).await.unwrap();
     let second = history(&harness, &resumed_workflow).await;
     assert_eq!(activities(&second), ["AgentActivities::model_step"]);
+    // The drain took the suspended run out of the index; no deadline workflow ever ran.
+    assert_eq!(harness.store.indexed_deadlines().await.unwrap(), 0);
+    assert!(!workflow_exists(&harness, &deadline_workflow).await);
     // The shape comes with the input: neither run records a version marker, nor the search
     // attribute update a marker brings, which holds the first workflow task back.
     for events in [&first, &second] {
         assert_eq!(
             count(events, EventType::MarkerRecorded),
             1,
-            "the deadline's start only"
+            "one local activity (the deadline's arranging, the completion)"
         );
         assert_eq!(count(events, EventType::UpsertWorkflowSearchAttributes), 0);
     }

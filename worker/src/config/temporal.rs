@@ -34,12 +34,28 @@ pub(crate) struct TemporalArgs {
         global = true
     )]
     pub(crate) zombie_grace_secs: u64,
+    /// Seconds: a suspended run whose deadline is further away gets no deadline workflow until
+    /// the worker's deadline sweep finds it within this (worker and dev; 0: a deadline workflow
+    /// for every suspended run at once). Keep it the same on every worker.
+    #[arg(
+        long,
+        env = "BATON_DEADLINE_HORIZON_SECS",
+        default_value_t = baton_activities::DEFAULT_DEADLINE_HORIZON.as_secs(),
+        global = true
+    )]
+    pub(crate) deadline_horizon_secs: u64,
 }
 
 impl TemporalArgs {
     /// The worker's sweep grace, `None` when turned off.
     pub(crate) fn zombie_grace(&self) -> Option<std::time::Duration> {
         (self.zombie_grace_secs > 0).then(|| std::time::Duration::from_secs(self.zombie_grace_secs))
+    }
+
+    /// The worker's deadline horizon, `None` when turned off.
+    pub(crate) fn deadline_horizon(&self) -> Option<std::time::Duration> {
+        (self.deadline_horizon_secs > 0)
+            .then(|| std::time::Duration::from_secs(self.deadline_horizon_secs))
     }
 
     pub(crate) fn settings(&self) -> TemporalSettings {

@@ -67,8 +67,10 @@ impl Model for KeyedTimedModel {
     }
 }
 
-/// `bench_hitl`: `rounds` steps each asking the client one question (deadline an hour away, the
-/// deadline workflow on, as in production), then an answer.
+/// `bench_hitl`: `rounds` steps each asking the client one question, then an answer. The
+/// deadline is an hour away and the agent resumes by itself when it lapses, as in production:
+/// beyond the worker's deadline horizon, so each suspension goes into the deadline index (no
+/// deadline workflow unless `BATON_DEADLINE_HORIZON_SECS` says otherwise).
 pub fn hitl_agent(rounds: usize, marks: &SessionMarks) -> Agent {
     let mut script = ScriptedModel::default();
     for round in 0..rounds {

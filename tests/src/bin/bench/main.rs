@@ -61,6 +61,20 @@ fn summary(mut samples: Vec<f64>) -> (f64, f64, usize) {
     )
 }
 
+/// The settings of the benchmark's workers: the tests' own, with the deadline horizon of
+/// `BATON_DEADLINE_HORIZON_SECS` when set (0: every suspended run starts its deadline workflow at
+/// once, as before the deadline index).
+fn worker_settings(task_queue: &str) -> baton_worker::WorkerSettings {
+    let mut settings = baton_tests::test_worker_settings(task_queue);
+    if let Some(seconds) = std::env::var("BATON_DEADLINE_HORIZON_SECS")
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+    {
+        settings.deadline_horizon = (seconds > 0).then(|| Duration::from_secs(seconds));
+    }
+    settings
+}
+
 /// The sections asked for: `--only a,b` on the command line, else `BENCH_ONLY`, else all.
 fn selected_sections() -> anyhow::Result<Vec<String>> {
     let mut arguments = std::env::args().skip(1);
@@ -110,7 +124,11 @@ async fn main() -> anyhow::Result<()> {
         ..baton_tests::open_options()
     };
     let harness = Harness::server_only_with(registry.clone(), options.clone()).await;
-    let _worker = WorkerThread::spawn(&harness.task_queue, &harness.prefix, registry.clone());
+    let _worker = WorkerThread::spawn_with(
+        worker_settings(&harness.task_queue),
+        &harness.prefix,
+        registry.clone(),
+    );
 
     let bare_worker = bare::spawn_bare_worker();
     if wants("steps") || wants("submit") || wants("hitl") {
@@ -130,8 +148,11 @@ async fn main() -> anyhow::Result<()> {
             ..options
         };
         let resuming = Harness::server_only_with(registry.clone(), resuming_options).await;
-        let _resuming_worker =
-            WorkerThread::spawn(&resuming.task_queue, &resuming.prefix, registry.clone());
+        let _resuming_worker = WorkerThread::spawn_with(
+            worker_settings(&resuming.task_queue),
+            &resuming.prefix,
+            registry.clone(),
+        );
         hitl::print_hitl(&harness, &resuming, &bare_worker, &hitl_marks).await?;
     }
     if wants("tree") {
