@@ -4,11 +4,10 @@
 //! session, agent and run ids): the rest of the chunk from its timestamp on in field `c`, and in
 //! field `h` the key of the header, which the state hash of the stream's session keeps once as
 //! `chunkHeader:<h>` (see `chunk_entry_fields` in `prelude.lua`) in its shortest form: the run id
-//! of the session's own chunk, `.<suffix>` for a descendant's chunk on the root's stream, or the
-//! whole header. The sequence is the entry id. Reading puts the chunk's JSON back together byte
-//! for byte. An entry without `h` holds the
-//! whole chunk in `c`. Headers never change once written, so each server keeps the ones it has
-//! read.
+//! of the session's own chunk, `.<suffix>:<key>` for a descendant's chunk on the root's stream,
+//! or the whole header. The sequence is the entry id. Reading puts the chunk's JSON back together
+//! byte for byte. An entry without `h` holds the whole chunk in `c`. Headers never change once
+//! written, so each server keeps the ones it has read.
 
 use super::{
     Error, SessionAddress, Store, from_json,
@@ -331,10 +330,7 @@ fn chunk_text(
     let header = headers
         .get(&header_key)
         .ok_or_else(|| corrupt(format!("no chunk header {header_key}")))?;
-    let sequence = entry
-        .id
-        .split_once('-')
-        .map_or(entry.id.as_str(), |(sequence, _)| sequence);
+    let sequence = entry_sequence(key, entry)?;
     Ok(format!("{{\"sequence\":{sequence},{header}{body}"))
 }
 

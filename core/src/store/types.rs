@@ -143,7 +143,7 @@ pub struct StoredSuspension {
 }
 
 impl StoredSuspension {
-    /// What `run_id` waits for at `step`, as stored.
+    /// What a run waits for at `step`, as stored (the run is not).
     pub(super) fn new(step: u32, tool_call_ids: Vec<String>) -> Self {
         Self {
             run_id: None,
