@@ -16,7 +16,7 @@ local run_start_body = ARGV[3]
 local with_message = ARGV[4] == 'with_message' -- else 'continue'
 local abandon = ARGV[5] == '1'
 local user_message_json = ARGV[6] -- '' for continue
-local workflow_id = ARGV[7] -- '' for the run's derived one (see stored_workflow_id)
+local workflow_id = ARGV[7] -- '' for the resumed run's derived one (store/session.rs)
 local expected_run_id = ARGV[8] -- '' for any
 
 local fields = redis.call('HMGET', state_key, 'status', 'stepCount', 'runId')
@@ -41,8 +41,8 @@ end
 -- The suspended run is the session's run until now: the suspension keeps it aside until the
 -- drain, for a release of this claim.
 if status == 'suspended_client_tool' then redis.call('HSET', state_key, 'suspendedRunId', fields[3]) end
-redis.call('HSET', state_key, 'status', 'active', 'runId', new_run_id, 'updatedAt', now)
-set_workflow_id(workflow_id)
+redis.call('HSET', state_key, 'status', 'active', 'runId', new_run_id, 'updatedAt', now,
+  'workflowId', workflow_id)
 redis.call('HDEL', state_key, 'output', 'error')
 if with_message then redis.call('HSET', state_key, 'resumeMessage', user_message_json) end
 if abandon then redis.call('HSET', state_key, 'abandon', '1') end

@@ -101,6 +101,14 @@ async fn a_suspended_sessions_state_keeps_the_compact_encoding_and_its_chunks_re
         state.workflow_id.as_deref(),
         Some(ids::first_run_workflow_id("asker", &root.session_id).as_str())
     );
+    let stored_workflow_id = || {
+        let (store, state_key) = (store.clone(), state_key.clone());
+        async move {
+            let stored: Option<String> = store.conn().hget(&state_key, "workflowId").await.unwrap();
+            stored
+        }
+    };
+    assert_eq!(stored_workflow_id().await, None);
 
     // A resume's claim keeps the suspended run aside and does not store the resumed run's
     // workflow id, which is derived; the state stays compact. A release gives the run back.
@@ -122,6 +130,7 @@ async fn a_suspended_sessions_state_keeps_the_compact_encoding_and_its_chunks_re
         "{claimed:?}"
     );
     assert_eq!(encoding(&store, &state_key).await, "listpack");
+    assert_eq!(stored_workflow_id().await.as_deref(), Some(""));
     let state = store.session(&root).await.unwrap().unwrap();
     assert_eq!(state.suspension.unwrap().run_id, run_id);
     assert_eq!(
@@ -192,7 +201,7 @@ async fn a_childs_chunks_on_the_roots_stream_name_the_child_and_read_back() {
             agent_type: "helper",
             run_id: &child_run_id,
             stream_id: &child_stream_id,
-            workflow_id: "wfc",
+            workflow_id: &ids::first_run_workflow_id("helper", &child.session_id),
             messages: &[Message::user("help")],
             custom_state: None,
         })
@@ -235,6 +244,15 @@ async fn a_childs_chunks_on_the_roots_stream_name_the_child_and_read_back() {
     assert_eq!(
         encoding(&store, &store.key(&root, Key::State)).await,
         "listpack"
+    );
+    // The child's state too: its first run's workflow id (over 64 bytes) is derived, not stored.
+    assert_eq!(
+        encoding(&store, &store.key(&child, Key::State)).await,
+        "listpack"
+    );
+    assert_eq!(
+        store.session(&child).await.unwrap().unwrap().workflow_id,
+        Some(ids::first_run_workflow_id("helper", &child.session_id))
     );
 
     let from_root = assert_read_back_byte_for_byte(&store, &root).await;

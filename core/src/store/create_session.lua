@@ -8,7 +8,7 @@ local run_id = ARGV[2]
 local stream_id = ARGV[3]
 local now = ARGV[4]
 local run_start_body = ARGV[5]
-local workflow_id = ARGV[6]
+local workflow_id = ARGV[6] -- '' for the first run's derived one (store/session.rs)
 local stream_max_chunks = ARGV[7] -- 0: keep every chunk
 local valid_until = tonumber(ARGV[8]) -- ms on Redis's clock; 0: no deadline
 local custom_state = ARGV[9] -- JSON object, or '' for an agent without custom state
@@ -25,7 +25,8 @@ if redis.call('EXISTS', state_key) == 1 then return {'session_exists'} end
 redis.call('HSET', state_key,
   'agentType', agent_type, 'runId', run_id, 'streamId', stream_id,
   'status', 'active', 'stepCount', 0, 'lastSequence', 0,
-  'createdAt', now, 'updatedAt', now, 'workflowId', workflow_id, 'maxChunks', stream_max_chunks)
+  'createdAt', now, 'updatedAt', now, 'maxChunks', stream_max_chunks)
+if workflow_id ~= '' then redis.call('HSET', state_key, 'workflowId', workflow_id) end
 if custom_state ~= '' then redis.call('HSET', state_key, 'customState', custom_state) end
 for i = first_message, #ARGV do redis.call('RPUSH', messages_key, ARGV[i]) end
 local seq = emit(run_start_body)

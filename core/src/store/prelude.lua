@@ -162,17 +162,6 @@ local function keep_keys(keys)
   for _, key in ipairs(keys) do redis.call('PERSIST', key) end
 end
 
--- Records the workflow of the session's new run: '' when it is the one derived from the agent
--- type, the session and the run (a resumed run's, see store/session.rs stored_workflow_id), which
--- is not stored, so that the state hash stays within Redis's compact encoding.
-local function set_workflow_id(workflow_id)
-  if workflow_id == '' then
-    redis.call('HDEL', state_key, 'workflowId')
-  else
-    redis.call('HSET', state_key, 'workflowId', workflow_id)
-  end
-end
-
 -- Returns nil when the run may write, or the reason it may not.
 local function run_guard(run_id)
   local fields = redis.call('HMGET', state_key, 'status', 'runId')

@@ -64,7 +64,11 @@ impl Store {
             .arg(new.stream_id)
             .arg(now_ms())
             .arg(body)
-            .arg(new.workflow_id)
+            .arg(stored_first_run_workflow_id(
+                new.workflow_id,
+                new.agent_type,
+                &new.address.session_id,
+            ))
             .arg(new.max_chunks)
             .arg(self.write_deadline_ms())
             .arg(custom_state.map(to_json).unwrap_or_default());
@@ -182,8 +186,27 @@ impl Store {
     }
 }
 
-/// The `workflowId` a claim or a rewind stores for `run` of `session_id`: nothing (`""`) when it
-/// is the resumed run's derived id, which [`workflow_id_of`] gives back.
+// The state keeps a run's workflow id only when it is not derived from the session (so that the
+// hash stays within Redis's compact encoding): no `workflowId` for a first run's
+// `agent__<agentType>__<session>`, an empty one for a resumed run's
+// `agent__<agentType>__<session>__resume-<runId>` (the session's run).
+
+/// The `workflowId` `create_session` and `start_child` store for a first run's `workflow_id`:
+/// `""` (none stored) when it is the derived one.
+pub(super) fn stored_first_run_workflow_id<'a>(
+    workflow_id: &'a str,
+    agent_type: &str,
+    session_id: &str,
+) -> &'a str {
+    if workflow_id == ids::first_run_workflow_id(agent_type, session_id) {
+        ""
+    } else {
+        workflow_id
+    }
+}
+
+/// The `workflowId` a claim or a rewind stores for `run` of `session_id`: `""` when it is the
+/// resumed run's derived id.
 pub(super) fn stored_workflow_id<'a>(run: &NewRun<'a>, session_id: &str) -> &'a str {
     if run.workflow_id == ids::resume_workflow_id(run.agent_type, session_id, run.run_id) {
         ""
@@ -192,8 +215,7 @@ pub(super) fn stored_workflow_id<'a>(run: &NewRun<'a>, session_id: &str) -> &'a 
     }
 }
 
-/// The workflow of a session's current run: the stored `workflowId`, else (see
-/// [`stored_workflow_id`]) the resumed run's derived id.
+/// The workflow of a session's current run `run_id` from its stored `workflowId` (see above).
 pub(super) fn workflow_id_of(
     stored: Option<&str>,
     agent_type: &str,
@@ -201,8 +223,9 @@ pub(super) fn workflow_id_of(
     run_id: &str,
 ) -> String {
     match stored {
+        None => ids::first_run_workflow_id(agent_type, session_id),
+        Some("") => ids::resume_workflow_id(agent_type, session_id, run_id),
         Some(workflow_id) => workflow_id.to_owned(),
-        None => ids::resume_workflow_id(agent_type, session_id, run_id),
     }
 }
 
