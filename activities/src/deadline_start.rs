@@ -54,6 +54,12 @@ impl AgentActivities {
     }
 }
 
+/// Whether `wake_at` (ms since the epoch) lies further than `horizon` from now.
+pub(crate) fn beyond_horizon(wake_at: u64, horizon: Duration) -> bool {
+    let horizon_ms = u64::try_from(horizon.as_millis()).unwrap_or(u64::MAX);
+    wake_at > store::now_ms().saturating_add(horizon_ms)
+}
+
 /// How a suspended run's deadline was arranged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DeadlineArranged {
@@ -76,15 +82,12 @@ pub async fn arrange_deadline(
     deadline: &DeadlineStart,
 ) -> Result<DeadlineArranged, DeadlineStartError> {
     let wake_at = deadline.input.wake_at;
-    if let Some(horizon) = horizon {
-        let horizon_ms = u64::try_from(horizon.as_millis()).unwrap_or(u64::MAX);
-        if wake_at > store::now_ms().saturating_add(horizon_ms) {
-            let run = &deadline.input.run;
-            store
-                .index_deadline(&run.address, &run.run_id, wake_at)
-                .await?;
-            return Ok(DeadlineArranged::Indexed);
-        }
+    if horizon.is_some_and(|horizon| beyond_horizon(wake_at, horizon)) {
+        let run = &deadline.input.run;
+        store
+            .index_deadline(&run.address, &run.run_id, wake_at)
+            .await?;
+        return Ok(DeadlineArranged::Indexed);
     }
     start_delayed_deadline(client, task_queue, deadline).await?;
     Ok(DeadlineArranged::Started)

@@ -202,6 +202,10 @@ pub struct SuspendedRun {
     /// the session by itself then.
     #[serde(default)]
     pub wake_at: Option<u64>,
+    /// The activity put that deadline in the deadline index itself (it lay beyond the worker's
+    /// horizon), so the workflow arranges nothing more; absent from results recorded before.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub deadline_indexed: bool,
 }
 
 /// Input of the deadline workflow of a suspended run.

@@ -98,6 +98,17 @@ impl WorkerThread {
 
     /// A worker with these settings (their task queue is the worker's).
     pub fn spawn_with(settings: WorkerSettings, prefix: &str, registry: AgentRegistry) -> Self {
+        Self::spawn_on(None, settings, prefix, registry)
+    }
+
+    /// A worker on `client` (else a client of its own): a server that shares it starts its
+    /// workflows eagerly on this worker, as `batond dev` does.
+    pub fn spawn_on(
+        client: Option<Client>,
+        settings: WorkerSettings,
+        prefix: &str,
+        registry: AgentRegistry,
+    ) -> Self {
         let shutdown = CancellationToken::new();
         let token = shutdown.clone();
         let prefix = prefix.to_owned();
@@ -107,7 +118,10 @@ impl WorkerThread {
                 .build()?;
             runtime.block_on(async move {
                 let store = Store::connect(&redis_url(), prefix).await?;
-                let client = connect_temporal(&temporal_settings()).await?;
+                let client = match client {
+                    Some(client) => client,
+                    None => connect_temporal(&temporal_settings()).await?,
+                };
                 run_worker(client, settings, store, registry, token).await
             })
         });
@@ -188,10 +202,12 @@ impl Harness {
     }
 
     /// Server with these options (the submit limit is always the test one) and in-process worker.
+    /// The two share one Temporal client, as in `batond dev`, so the server's starts are eager.
     pub async fn start_with(registry: AgentRegistry, options: ServerOptions) -> Self {
         let mut harness = Self::server_with(registry.clone(), options).await;
-        harness.worker = Some(WorkerThread::spawn(
-            &harness.task_queue,
+        harness.worker = Some(WorkerThread::spawn_on(
+            Some(harness.temporal.clone()),
+            test_worker_settings(&harness.task_queue),
             &harness.prefix,
             registry,
         ));

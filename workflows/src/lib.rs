@@ -219,15 +219,19 @@ async fn complete(
     .map_err(|e| Failure::of_activity(step, &e, ErrorCode::Internal))
 }
 
-/// Ends a run that has suspended (its state is committed): leaves a deadline workflow behind when
-/// the agent resumes sessions by itself, then returns. Nothing waits in this workflow.
+/// Ends a run that has suspended (its state is committed): when the agent resumes sessions by
+/// itself and the activity did not index the deadline (a near one, or a result recorded before
+/// the index), arranges it with the `start_deadline` local activity, then returns. Nothing waits
+/// in this workflow.
 async fn suspend(
     ctx: &mut WorkflowContext<AgentRunWorkflow>,
     input: &RunInput,
     step: &StepInput,
     suspended: SuspendedRun,
 ) -> Result<RunOutcome, Failure> {
-    if let Some(wake_at) = suspended.wake_at {
+    // A deadline the activity put in the deadline index needs nothing more here.
+    let wake_at = suspended.wake_at.filter(|_| !suspended.deadline_indexed);
+    if let Some(wake_at) = wake_at {
         let deadline = DeadlineStart::new(input.clone(), wake_at);
         if fewer_tasks_per_round(ctx, input) {
             ctx.execute_local_activity(

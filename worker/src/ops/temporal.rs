@@ -14,10 +14,14 @@ use temporalio_client::{
 };
 
 /// The options of a workflow the server starts: on the server's task queue, and never a second
-/// workflow of an id already used (its ids name one run each).
+/// workflow of an id already used (its ids name one run each). Eager: where a worker of that
+/// queue shares the server's Temporal client (`batond dev`), the start's answer carries the
+/// run's first workflow task straight to it, without a trip through Temporal's matching; with
+/// no such worker the start is an ordinary one.
 fn start_options(task_queue: &str, workflow_id: &str) -> WorkflowStartOptions {
     WorkflowStartOptions::new(task_queue.to_owned(), workflow_id.to_owned())
         .id_reuse_policy(WorkflowIdReusePolicy::RejectDuplicate)
+        .enable_eager_workflow_start(true)
         .build()
 }
 

@@ -124,7 +124,10 @@ async fn main() -> anyhow::Result<()> {
         ..baton_tests::open_options()
     };
     let harness = Harness::server_only_with(registry.clone(), options.clone()).await;
-    let _worker = WorkerThread::spawn_with(
+    // The server and its worker share one Temporal client, as in `batond dev`: the server's
+    // starts are eager.
+    let _worker = WorkerThread::spawn_on(
+        Some(harness.temporal.clone()),
         worker_settings(&harness.task_queue),
         &harness.prefix,
         registry.clone(),
@@ -148,7 +151,8 @@ async fn main() -> anyhow::Result<()> {
             ..options
         };
         let resuming = Harness::server_only_with(registry.clone(), resuming_options).await;
-        let _resuming_worker = WorkerThread::spawn_with(
+        let _resuming_worker = WorkerThread::spawn_on(
+            Some(resuming.temporal.clone()),
             worker_settings(&resuming.task_queue),
             &resuming.prefix,
             registry.clone(),
