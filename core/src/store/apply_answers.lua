@@ -31,6 +31,7 @@ for i = first_call, #ARGV, 4 do
 end
 redis.call('ZREMRANGEBYSCORE', completed_key, '-inf', now)
 if state[2] then redis.call('RPUSH', messages_key, state[2]) end
-redis.call('HDEL', state_key, 'suspension', 'resumeMessage', 'abandon', 'stop', 'stoppedCalls')
+redis.call('HDEL', state_key, 'suspension', 'suspendedRunId', 'resumeMessage', 'abandon', 'stop',
+  'stoppedCalls')
 redis.call('HSET', state_key, 'updatedAt', now)
 return {'ok'}

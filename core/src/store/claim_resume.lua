@@ -16,7 +16,7 @@ local run_start_body = ARGV[3]
 local with_message = ARGV[4] == 'with_message' -- else 'continue'
 local abandon = ARGV[5] == '1'
 local user_message_json = ARGV[6] -- '' for continue
-local workflow_id = ARGV[7]
+local workflow_id = ARGV[7] -- '' for the resumed run's derived one (store/session.rs)
 local expected_run_id = ARGV[8] -- '' for any
 
 local fields = redis.call('HMGET', state_key, 'status', 'stepCount', 'runId')
@@ -38,6 +38,9 @@ elseif not (with_message and is_ended(status)) then
 end
 -- A stopped run's calls were closed by the stop; its record (a late submit answers run_stopped)
 -- stays until the new run's drain.
+-- The suspended run is the session's run until now: the suspension keeps it aside until the
+-- drain, for a release of this claim.
+if status == 'suspended_client_tool' then redis.call('HSET', state_key, 'suspendedRunId', fields[3]) end
 redis.call('HSET', state_key, 'status', 'active', 'runId', new_run_id, 'updatedAt', now,
   'workflowId', workflow_id)
 redis.call('HDEL', state_key, 'output', 'error')

@@ -201,7 +201,6 @@ async fn a_start_that_reaches_redis_after_its_deadline_writes_nothing() {
         .arg("agent")
         .arg("run-1")
         .arg("stream-1")
-        .arg(&address.root_session_id)
         .arg(now_ms())
         .arg("{}")
         .arg("agent__agent__late-start")

@@ -137,7 +137,6 @@ pub(crate) fn chunk_header_field(header_key: &str) -> String {
 /// The fields of the state hash that the Rust side reads (the scripts write them).
 pub(crate) mod state_field {
     pub(crate) const AGENT_TYPE: &str = "agentType";
-    pub(crate) const ROOT_SESSION_ID: &str = "rootSessionId";
     pub(crate) const RUN_ID: &str = "runId";
     pub(crate) const STREAM_ID: &str = "streamId";
     pub(crate) const STATUS: &str = "status";
@@ -148,6 +147,9 @@ pub(crate) mod state_field {
     pub(crate) const OUTPUT: &str = "output";
     pub(crate) const ERROR: &str = "error";
     pub(crate) const SUSPENSION: &str = "suspension";
+    /// The suspended run while a claim holds the session, until the drain (see
+    /// `claim_resume.lua`).
+    pub(crate) const SUSPENDED_RUN_ID: &str = "suspendedRunId";
     pub(crate) const ABANDON: &str = "abandon";
     pub(crate) const WORKFLOW_ID: &str = "workflowId";
     pub(crate) const STOP: &str = "stop";

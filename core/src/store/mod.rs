@@ -48,7 +48,7 @@ pub use sweep::QuietRun;
 pub use tree::{ChildEnd, ChildRun, NewChild, ParentReport};
 pub use types::{
     Checkpoint, NO_DEADLINE, NewRun, PendingCall, PendingKind, RunRef, SessionAddress, StepRef,
-    Written,
+    StoredSuspension, Written,
 };
 
 use crate::chunk::ChunkHeader;
@@ -199,6 +199,8 @@ fn flag(set: bool) -> &'static str {
     if set { "1" } else { "0" }
 }
 
+#[cfg(test)]
+mod compact_state_tests;
 #[cfg(test)]
 mod fault_tests;
 #[cfg(test)]

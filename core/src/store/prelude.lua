@@ -17,43 +17,88 @@ end
 
 -- A chunk's header (its stream, session, agent and run ids) is the same for every chunk a run of
 -- a session writes, so a stream entry does not repeat it: the entry holds the rest of the chunk
--- (field c, from its timestamp on) and the header's key (field h), and the header itself is kept
--- once in the state hash of the stream's session, as 'chunkHeader:<key>' (the key is the first
--- eight hex digits of the header's SHA-1). The sequence is the entry's id. A reader puts the
--- chunk back together byte for byte (store/stream.rs). A header whose key another header holds
--- already (a hash collision) or that does not have the expected form is stored in the entry, as
--- the whole chunk in c with no h.
-local chunk_header_pattern = '^("streamId":"[^"]*","sessionId":"[^"]*","agentId":"[^"]*",'
-  .. '"runId":"[^"]*",)(.*)$'
+-- (field c, from its timestamp on) and the header's key (field h, a number below 2^23, which a
+-- stream entry stores in 4 bytes), and the state hash of the stream's session keeps the header
+-- once, as 'chunkHeader:<key>', in the shortest form a reader can rebuild it from
+-- (store/stream.rs), so that the hash stays within Redis's compact encoding
+-- (hash-max-listpack-value, 64 bytes by default):
+-- * the run id alone, for a chunk of the session itself on its own stream (the stream id is the
+--   state's streamId, the session id is in the key, the agent id is the session's);
+-- * '.<suffix>:<key>', for a chunk of a session below the root copied to the root's stream, where
+--   the session is '<root>.<suffix>' and its own state holds the run id under that key;
+-- * the whole header, else (and in hashes written by earlier versions, under 8 hex digits).
+-- The key is taken from the header's SHA-1, and the next ones in turn when a field holds another
+-- header already (a few at most). The sequence is the entry's id. A reader puts the chunk back
+-- together byte for byte. A header that does not have the expected form, or finds no key free,
+-- is stored in the entry, as the whole chunk in c with no h.
+local chunk_header_pattern = '^"streamId":"([^"]*)","sessionId":"([^"]*)","agentId":"([^"]*)",'
+  .. '"runId":"([^"]*)",(.*)$'
+local chunk_header_keys = 8388608
+local chunk_header_probes = 8
 
--- The entry fields of a chunk body (see above) for the stream of the session whose state is
--- `state`.
-local function chunk_entry_fields(state, seq, body)
-  local header, rest = string.match(body, chunk_header_pattern)
-  if header then
-    local key = string.sub(redis.sha1hex(header), 1, 8)
-    local field = 'chunkHeader:' .. key
-    local stored = redis.call('HGET', state, field)
-    if not stored then
-      redis.call('HSET', state, field, header)
-      stored = header
-    end
-    if stored == header then return {'c', rest, 'h', key} end
-  end
-  return {'c', '{"sequence":' .. seq .. ',' .. body}
+-- The session id in a state key ('<prefix>:{<root>}:<session>:state').
+local function session_of(state)
+  return string.match(state, ':([^:{}]+):state$')
 end
 
--- Appends a sequenced chunk to one stream, trimmed to its session's maxChunks (0 or unset: all).
-local function append_chunk(state, stream, body, max)
+-- The form in which the state hash `state` keeps a chunk header (see above). `origin` is nil, or
+-- for a copy on the root's stream {state = the chunk's own session's state, key = the header's
+-- key there, nil if it kept the chunk whole}.
+local function stored_chunk_header(state, origin, header, ids)
+  if ids.session ~= ids.agent or ids.run == '' or string.find(ids.run, '^[.]') then return header end
+  local session = session_of(state)
+  if origin == nil then
+    if ids.session == session and ids.stream == redis.call('HGET', state, 'streamId') then
+      return ids.run
+    end
+    return header
+  end
+  local prefix = session .. '.'
+  if origin.key and string.sub(ids.session, 1, #prefix) == prefix
+      and ids.session == session_of(origin.state)
+      and redis.call('HGET', origin.state, 'chunkHeader:' .. origin.key) == ids.run then
+    return string.sub(ids.session, #session + 1) .. ':' .. origin.key
+  end
+  return header
+end
+
+-- The entry fields of a chunk body (see above) for the stream of the session whose state is
+-- `state`, and the header's key (nil when the entry holds the whole chunk); `origin` as in
+-- stored_chunk_header.
+local function chunk_entry_fields(state, origin, seq, body)
+  local stream_id, session_id, agent_id, run_id, rest = string.match(body, chunk_header_pattern)
+  if stream_id then
+    local header = string.sub(body, 1, #body - #rest)
+    local ids = {stream = stream_id, session = session_id, agent = agent_id, run = run_id}
+    local form = stored_chunk_header(state, origin, header, ids)
+    local first = tonumber(string.sub(redis.sha1hex(header), 1, 6), 16)
+    for probe = 0, chunk_header_probes - 1 do
+      local key = tostring((first + probe) % chunk_header_keys)
+      local field = 'chunkHeader:' .. key
+      local stored = redis.call('HGET', state, field)
+      if not stored then
+        redis.call('HSET', state, field, form)
+        stored = form
+      end
+      if stored == form then return {'c', rest, 'h', key}, key end
+    end
+  end
+  return {'c', '{"sequence":' .. seq .. ',' .. body}, nil
+end
+
+-- Appends a sequenced chunk to one stream, trimmed to its session's maxChunks (0 or unset: all);
+-- `origin` as in stored_chunk_header. Returns the sequence and the header's key (see
+-- chunk_entry_fields).
+local function append_chunk(state, origin, stream, body, max)
   local seq = redis.call('HINCRBY', state, 'lastSequence', 1)
-  local fields = chunk_entry_fields(state, seq, body)
+  local fields, header_key = chunk_entry_fields(state, origin, seq, body)
   if max == nil then max = tonumber(redis.call('HGET', state, 'maxChunks') or '0') or 0 end
   if max > 0 then
     redis.call('XADD', stream, 'MAXLEN', max, seq .. '-0', unpack(fields))
   else
     redis.call('XADD', stream, seq .. '-0', unpack(fields))
   end
-  return seq
+  return seq, header_key
 end
 
 -- Redis gives a stream's newest node room to grow (4 KB, stream-node-max-bytes) when it creates
@@ -83,14 +128,14 @@ local own_stream_only = { ['end'] = true, suspended = true }
 -- root's stream under the root's next sequence (the chunk keeps its agentId, so a follower of
 -- the root can tell the sessions apart). Returns the session's own sequence.
 local function emit_on(state, stream, body, max)
-  local seq = append_chunk(state, stream, body, max)
+  local seq, header_key = append_chunk(state, nil, stream, body, max)
   -- The body starts with the header (ids without quotes inside), then the type tag.
   local kind = string.match(body, '^"streamId":"[^"]*","sessionId":"[^"]*","agentId":"[^"]*",'
     .. '"runId":"[^"]*","timestamp":%d+,"type":"([%w_]+)"')
   if own_stream_only[kind] then
     compact_stream(stream)
   elseif state ~= root_state_key then
-    append_chunk(root_state_key, root_stream_key, body, nil)
+    append_chunk(root_state_key, {state = state, key = header_key}, root_stream_key, body, nil)
   end
   return seq
 end

@@ -13,9 +13,12 @@ if not fields[1] then return {'session_not_found'} end
 if fields[2] ~= claimed_run_id or fields[1] ~= 'active' or not fields[3] then
   return {'already_applied'}
 end
-local suspension = cjson.decode(fields[3])
-redis.call('HSET', state_key, 'status', 'suspended_client_tool', 'runId', suspension.runId,
+-- The suspended run, which the claim kept aside (a suspension written by an earlier version
+-- names it itself).
+local suspended_run_id = redis.call('HGET', state_key, 'suspendedRunId')
+  or cjson.decode(fields[3]).runId
+redis.call('HSET', state_key, 'status', 'suspended_client_tool', 'runId', suspended_run_id,
   'updatedAt', now)
-redis.call('HDEL', state_key, 'resumeMessage', 'abandon')
+redis.call('HDEL', state_key, 'resumeMessage', 'abandon', 'suspendedRunId')
 emit(suspended_body)
 return {'ok'}

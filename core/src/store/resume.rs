@@ -5,6 +5,7 @@ use super::{
     Error, NewRun, RunRef, SessionAddress, Store, Written, flag, now_ms,
     replies::{ClaimReply, WriteReply},
     scripts::{APPLY_ANSWERS, CLAIM_RESUME},
+    session::stored_workflow_id,
     to_json,
 };
 use crate::{
@@ -85,7 +86,7 @@ impl Store {
             })
             .arg(flag(entry.abandon_pending))
             .arg(entry.message.as_ref().map(to_json).unwrap_or_default())
-            .arg(run.workflow_id)
+            .arg(stored_workflow_id(&run, &address.session_id))
             .arg(entry.expected_run_id.as_deref().unwrap_or_default())
             .run(self)
             .await?;

@@ -21,7 +21,7 @@ local usage_key = KEYS[11]
 local new_run_id = ARGV[1]
 local now = ARGV[2]
 local checkpoint_id = ARGV[3]
-local workflow_id = ARGV[4]
+local workflow_id = ARGV[4] -- '' for the resumed run's derived one (store/session.rs)
 local rewind_body = ARGV[5]
 local run_start_body = ARGV[6]
 local suspend = ARGV[7] == 'suspend' -- else 'run'
@@ -65,8 +65,8 @@ if checkpoint.messageCount > 0 then
 else
   redis.call('DEL', messages_key)
 end
-redis.call('HDEL', state_key, 'output', 'error', 'suspension', 'resumeMessage', 'abandon', 'stop',
-  'stoppedCalls')
+redis.call('HDEL', state_key, 'output', 'error', 'suspension', 'suspendedRunId', 'resumeMessage',
+  'abandon', 'stop', 'stoppedCalls')
 redis.call('HSET', state_key, 'runId', new_run_id, 'stepCount', checkpoint.stepCount,
   'updatedAt', now, 'workflowId', workflow_id)
 if custom_state ~= '' then redis.call('HSET', state_key, 'customState', custom_state) end

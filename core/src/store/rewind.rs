@@ -1,7 +1,7 @@
 //! Rewinding a session to one of its checkpoints for a new run (resume `from_checkpoint`).
 
 use super::{
-    Checkpoint, Error, NewRun, PendingCall, RunRef, SessionAddress, Store, Suspension, flag,
+    Checkpoint, Error, NewRun, PendingCall, RunRef, SessionAddress, Store, StoredSuspension, flag,
     now_ms,
     replies::RewindReply,
     scripts::REWIND,
@@ -80,8 +80,9 @@ impl Store {
                 ..call.clone()
             })
             .collect();
-        let suspension = checkpoint.suspension.as_ref().map(|s| Suspension {
-            run_id: rewind.run.run_id.to_owned(),
+        // The restored suspension is of the new run, which the session's run is from now on.
+        let suspension = checkpoint.suspension.as_ref().map(|s| StoredSuspension {
+            run_id: None,
             ..s.clone()
         });
         let step = suspension
@@ -92,7 +93,10 @@ impl Store {
             .arg(rewind.run.run_id)
             .arg(now)
             .arg(checkpoint.id)
-            .arg(rewind.run.workflow_id)
+            .arg(super::session::stored_workflow_id(
+                &rewind.run,
+                &address.session_id,
+            ))
             .arg(encode_unsequenced(
                 &header,
                 &ChunkKind::Rewind {

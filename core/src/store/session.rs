@@ -1,7 +1,8 @@
 //! Creating a session and reading it back: its state hash, log and checkpoints.
 
 use super::{
-    Checkpoint, Error, RunRef, SessionAddress, SessionState, Status, Store, from_json,
+    Checkpoint, Error, NewRun, RunRef, SessionAddress, SessionState, Status, Store,
+    StoredSuspension, from_json,
     keys::{Key, state_field},
     now_ms,
     replies::CreateReply,
@@ -10,6 +11,7 @@ use super::{
 };
 use crate::{
     chunk::{ChunkKind, encode_unsequenced},
+    ids,
     message::Message,
 };
 use redis::AsyncCommands;
@@ -60,10 +62,13 @@ impl Store {
             .arg(new.agent_type)
             .arg(new.run_id)
             .arg(new.stream_id)
-            .arg(&new.address.root_session_id)
             .arg(now_ms())
             .arg(body)
-            .arg(new.workflow_id)
+            .arg(stored_first_run_workflow_id(
+                new.workflow_id,
+                new.agent_type,
+                &new.address.session_id,
+            ))
             .arg(new.max_chunks)
             .arg(self.write_deadline_ms())
             .arg(custom_state.map(to_json).unwrap_or_default());
@@ -102,15 +107,33 @@ impl Store {
             })
         };
         let status_text = text(state_field::STATUS)?;
+        let run_id = text(state_field::RUN_ID)?;
+        let agent_type = text(state_field::AGENT_TYPE)?;
+        let workflow_id = workflow_id_of(
+            fields.get(state_field::WORKFLOW_ID).map(String::as_str),
+            &agent_type,
+            &address.session_id,
+            &run_id,
+        );
+        let suspension = json_field::<StoredSuspension>(&fields, &key, state_field::SUSPENSION)?
+            .map(|stored| {
+                stored.of_run(suspended_run_id(
+                    fields
+                        .get(state_field::SUSPENDED_RUN_ID)
+                        .map(String::as_str),
+                    &run_id,
+                ))
+            });
         Ok(Some(SessionState {
             session_id: address.session_id.clone(),
-            root_session_id: text(state_field::ROOT_SESSION_ID)?,
-            agent_type: text(state_field::AGENT_TYPE)?,
+            // The root is in the key (versions before this one also kept `rootSessionId`).
+            root_session_id: address.root_session_id.clone(),
+            agent_type,
             status: Status::parse(&status_text).ok_or_else(|| Error::Corrupt {
                 key: key.clone(),
                 reason: format!("unknown status {status_text}"),
             })?,
-            run_id: text(state_field::RUN_ID)?,
+            run_id,
             stream_id: text(state_field::STREAM_ID)?,
             step_count: number(state_field::STEP_COUNT)? as u32,
             last_sequence: number(state_field::LAST_SEQUENCE)?,
@@ -118,9 +141,9 @@ impl Store {
             updated_at: number(state_field::UPDATED_AT)?,
             output: fields.get(state_field::OUTPUT).cloned(),
             error: json_field(&fields, &key, state_field::ERROR)?,
-            suspension: json_field(&fields, &key, state_field::SUSPENSION)?,
+            suspension,
             abandon_pending: fields.contains_key(state_field::ABANDON),
-            workflow_id: fields.get(state_field::WORKFLOW_ID).cloned(),
+            workflow_id: Some(workflow_id),
             stop: json_field(&fields, &key, state_field::STOP)?,
             is_executing: None,
         }))
@@ -161,6 +184,58 @@ impl Store {
         let record: Option<String> = self.conn().lindex(&key, id as isize).await?;
         record.map(|r| from_json(&key, &r)).transpose()
     }
+}
+
+// The state keeps a run's workflow id only when it is not derived from the session (so that the
+// hash stays within Redis's compact encoding): no `workflowId` for a first run's
+// `agent__<agentType>__<session>`, an empty one for a resumed run's
+// `agent__<agentType>__<session>__resume-<runId>` (the session's run).
+
+/// The `workflowId` `create_session` and `start_child` store for a first run's `workflow_id`:
+/// `""` (none stored) when it is the derived one.
+pub(super) fn stored_first_run_workflow_id<'a>(
+    workflow_id: &'a str,
+    agent_type: &str,
+    session_id: &str,
+) -> &'a str {
+    if workflow_id == ids::first_run_workflow_id(agent_type, session_id) {
+        ""
+    } else {
+        workflow_id
+    }
+}
+
+/// The `workflowId` a claim or a rewind stores for `run` of `session_id`: `""` when it is the
+/// resumed run's derived id.
+pub(super) fn stored_workflow_id<'a>(run: &NewRun<'a>, session_id: &str) -> &'a str {
+    if run.workflow_id == ids::resume_workflow_id(run.agent_type, session_id, run.run_id) {
+        ""
+    } else {
+        run.workflow_id
+    }
+}
+
+/// The workflow of a session's current run `run_id` from its stored `workflowId` (see above).
+pub(super) fn workflow_id_of(
+    stored: Option<&str>,
+    agent_type: &str,
+    session_id: &str,
+    run_id: &str,
+) -> String {
+    match stored {
+        None => ids::first_run_workflow_id(agent_type, session_id),
+        Some("") => ids::resume_workflow_id(agent_type, session_id, run_id),
+        Some(workflow_id) => workflow_id.to_owned(),
+    }
+}
+
+/// The run a stored suspension (see [`StoredSuspension`]) is of, when it does not name it: the
+/// run a claim kept aside (`suspendedRunId`), else the session's.
+pub(super) fn suspended_run_id<'a>(
+    kept_aside: Option<&'a str>,
+    session_run_id: &'a str,
+) -> &'a str {
+    kept_aside.unwrap_or(session_run_id)
 }
 
 /// An optional JSON field of a hash, decoded.

@@ -16,14 +16,13 @@ local child_session_id = ARGV[4]
 local agent_type = ARGV[5]
 local run_id = ARGV[6]
 local stream_id = ARGV[7]
-local root_session_id = ARGV[8]
-local parent_session_id = ARGV[9]
-local now = ARGV[10]
-local run_start_body = ARGV[11]
-local workflow_id = ARGV[12]
-local subagent_start_body = ARGV[13]
-local custom_state = ARGV[14] -- the child's JSON object, or '' for an agent without one
-local first_message = 15 -- then the initial log, one JSON message per argument
+local parent_session_id = ARGV[8]
+local now = ARGV[9]
+local run_start_body = ARGV[10]
+local workflow_id = ARGV[11] -- '' for the first run's derived one (store/session.rs)
+local subagent_start_body = ARGV[12]
+local custom_state = ARGV[13] -- the child's JSON object, or '' for an agent without one
+local first_message = 14 -- then the initial log, one JSON message per argument
 
 if redis.call('EXISTS', state_key) == 1 then
   local fields = redis.call('HMGET', state_key, 'runId', 'streamId')
@@ -37,10 +36,11 @@ if tonumber(parent[3]) >= tonumber(parent_step) then return {'already_committed'
 
 redis.call('HSET', state_key,
   'agentType', agent_type, 'runId', run_id, 'streamId', stream_id,
-  'rootSessionId', root_session_id, 'status', 'active', 'stepCount', 0, 'lastSequence', 0,
-  'createdAt', now, 'updatedAt', now, 'workflowId', workflow_id,
+  'status', 'active', 'stepCount', 0, 'lastSequence', 0,
+  'createdAt', now, 'updatedAt', now,
   'maxChunks', parent[4] or '0', 'parentSessionId', parent_session_id,
   'parentToolCallId', tool_call_id)
+if workflow_id ~= '' then redis.call('HSET', state_key, 'workflowId', workflow_id) end
 if custom_state ~= '' then redis.call('HSET', state_key, 'customState', custom_state) end
 for i = first_message, #ARGV do redis.call('RPUSH', messages_key, ARGV[i]) end
 local seq = emit(run_start_body)

@@ -2,7 +2,7 @@
 //! come, its commit into the log, and the failure that ends a run.
 
 use super::{
-    Error, RunRef, SessionAddress, StepRef, Store, Suspension, UsageRecord, Written, flag,
+    Error, RunRef, SessionAddress, StepRef, Store, StoredSuspension, UsageRecord, Written, flag,
     from_json,
     keys::{Key, staged_field, state_field},
     now_ms,
@@ -113,14 +113,16 @@ impl Store {
         let key = self.key(step.address, Key::Staged);
         let state_key = self.key(step.address, Key::State);
         #[allow(clippy::type_complexity)]
-        let ((step_count, suspension), fields): (
-            (Option<u32>, Option<String>),
+        let ((step_count, suspension, run_id, suspended_run_id), fields): (
+            (Option<u32>, Option<String>, Option<String>, Option<String>),
             (Option<String>, Option<String>),
         ) = redis::pipe()
             .cmd("HMGET")
             .arg(&state_key)
             .arg(state_field::STEP_COUNT)
             .arg(state_field::SUSPENSION)
+            .arg(state_field::RUN_ID)
+            .arg(state_field::SUSPENDED_RUN_ID)
             .add_command(staged_turn_fields(&key, step))
             .query_async(&mut self.conn())
             .await?;
@@ -128,9 +130,16 @@ impl Store {
             return Err(Error::SessionNotFound(step.address.session_id.clone()));
         };
         if step_count >= step.step {
-            let suspension: Option<Suspension> = suspension
-                .map(|text| from_json(&state_key, &text))
-                .transpose()?;
+            let run_id = run_id.unwrap_or_default();
+            let suspension = suspension
+                .map(|text| from_json::<StoredSuspension>(&state_key, &text))
+                .transpose()?
+                .map(|stored| {
+                    stored.of_run(super::session::suspended_run_id(
+                        suspended_run_id.as_deref(),
+                        &run_id,
+                    ))
+                });
             return Ok(match suspension {
                 Some(s) if s.run_id == step.run_id && s.step == step.step => {
                     StepProgress::Suspended {

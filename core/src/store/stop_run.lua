@@ -63,7 +63,7 @@ for i = first_call, #ARGV, 4 do
   reply[#reply + 1] = ARGV[i + 1]
 end
 redis.call('DEL', staged_key)
-redis.call('HDEL', state_key, 'suspension')
+redis.call('HDEL', state_key, 'suspension', 'suspendedRunId')
 redis.call('HSET', state_key, 'stop', stop_json, 'updatedAt', now)
 if #closed > 0 then redis.call('HSET', state_key, 'stoppedCalls', cjson.encode(closed)) end
 if kind == 'abort' then

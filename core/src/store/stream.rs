@@ -3,14 +3,15 @@
 //! A stream entry holds a chunk without the header every chunk of a run repeats (its stream,
 //! session, agent and run ids): the rest of the chunk from its timestamp on in field `c`, and in
 //! field `h` the key of the header, which the state hash of the stream's session keeps once as
-//! `chunkHeader:<h>` (see `chunk_entry_fields` in `prelude.lua`). The sequence is the entry id.
-//! Reading puts the chunk's JSON back together byte for byte. An entry without `h` holds the
-//! whole chunk in `c`. Headers never change once written, so each server keeps the ones it has
-//! read.
+//! `chunkHeader:<h>` (see `chunk_entry_fields` in `prelude.lua`) in its shortest form: the run id
+//! of the session's own chunk, `.<suffix>:<key>` for a descendant's chunk on the root's stream,
+//! or the whole header. The sequence is the entry id. Reading puts the chunk's JSON back together
+//! byte for byte. An entry without `h` holds the whole chunk in `c`. Headers never change once
+//! written, so each server keeps the ones it has read.
 
 use super::{
     Error, SessionAddress, Store, from_json,
-    keys::{CHUNK_FIELD, CHUNK_HEADER_FIELD, Key, chunk_header_field},
+    keys::{CHUNK_FIELD, CHUNK_HEADER_FIELD, Key, chunk_header_field, state_field},
 };
 use crate::chunk::StreamChunk;
 use redis::{
@@ -74,6 +75,31 @@ impl Store {
         self.decode_entries(address, &key, &reply.ids).await
     }
 
+    /// Up to `count` chunks with a sequence above `after`, oldest first, each as its sequence and
+    /// the JSON text written, not decoded: for readers that must see every chunk, including kinds
+    /// this build does not know (the reliability campaign's invariants).
+    pub async fn chunk_texts_after(
+        &self,
+        address: &SessionAddress,
+        after: u64,
+        count: usize,
+    ) -> Result<Vec<(u64, String)>, Error> {
+        let key = self.key(address, Key::Stream);
+        let reply: StreamRangeReply = self
+            .conn()
+            .xrange_count(&key, format!("({after}-0"), "+", count)
+            .await?;
+        let headers = self.entry_headers(address, &key, &reply.ids).await?;
+        reply
+            .ids
+            .iter()
+            .map(|entry| {
+                let text = chunk_text(&key, entry, &headers)?;
+                Ok((entry_sequence(&key, entry)?, text))
+            })
+            .collect()
+    }
+
     /// A connection of its own for blocking stream reads, which would stall the shared one.
     pub async fn subscriber(&self) -> Result<Subscriber, Error> {
         Ok(Subscriber {
@@ -88,6 +114,20 @@ impl Store {
         key: &str,
         entries: &[StreamId],
     ) -> Result<Vec<StreamChunk>, Error> {
+        let headers = self.entry_headers(address, key, entries).await?;
+        entries
+            .iter()
+            .map(|entry| from_json(key, &chunk_text(key, entry, &headers)?))
+            .collect()
+    }
+
+    /// The headers these entries of `address`'s stream (`key`) name, by key.
+    async fn entry_headers(
+        &self,
+        address: &SessionAddress,
+        key: &str,
+        entries: &[StreamId],
+    ) -> Result<HashMap<String, Arc<str>>, Error> {
         let state_key = self.key(address, Key::State);
         let mut headers: HashMap<String, Arc<str>> = HashMap::new();
         let mut missing: Vec<String> = Vec::new();
@@ -108,28 +148,119 @@ impl Store {
         }
         if !missing.is_empty() {
             let fields: Vec<String> = missing.iter().map(|h| chunk_header_field(h)).collect();
-            let found: Vec<Option<String>> = redis::cmd("HMGET")
+            let (stream_id, found): (Option<String>, Vec<Option<String>>) = redis::pipe()
+                .hget(&state_key, state_field::STREAM_ID)
+                .cmd("HMGET")
                 .arg(&state_key)
                 .arg(&fields)
                 .query_async(&mut self.conn())
                 .await?;
-            for (header_key, header) in missing.into_iter().zip(found) {
-                let header: Arc<str> = header
-                    .ok_or_else(|| Error::Corrupt {
-                        key: state_key.clone(),
-                        reason: format!("no chunk header {header_key} for the stream's entries"),
-                    })?
-                    .into();
+            for (header_key, stored) in missing.into_iter().zip(found) {
+                let stored = stored.ok_or_else(|| Error::Corrupt {
+                    key: state_key.clone(),
+                    reason: format!("no chunk header {header_key} for the stream's entries"),
+                })?;
+                let header: Arc<str> = match StoredHeader::of(&stored) {
+                    StoredHeader::Whole(header) => header.to_owned(),
+                    StoredHeader::Run(run_id) => {
+                        let stream_id = stream_id.as_deref().ok_or_else(|| Error::Corrupt {
+                            key: state_key.clone(),
+                            reason: "no streamId".into(),
+                        })?;
+                        own_header(stream_id, &address.session_id, run_id)
+                    }
+                    StoredHeader::Below { suffix, key } => {
+                        self.header_below(address, suffix, key).await?
+                    }
+                    StoredHeader::Unknown => {
+                        return Err(Error::Corrupt {
+                            key: state_key.clone(),
+                            reason: format!("chunk header {header_key}: {stored:?}"),
+                        });
+                    }
+                }
+                .into();
                 self.header_cache
                     .insert(&state_key, &header_key, header.clone());
                 headers.insert(header_key, header);
             }
         }
-        entries
-            .iter()
-            .map(|entry| decode_chunk(key, entry, &headers))
-            .collect()
+        Ok(headers)
     }
+}
+
+impl Store {
+    /// The header a root's stream names as `.<suffix>:<key>`: that of a chunk of the session
+    /// `<root>.<suffix>` (copied to the root's stream), kept under `key` in that session's state
+    /// hash.
+    async fn header_below(
+        &self,
+        root: &SessionAddress,
+        suffix: &str,
+        header_key: &str,
+    ) -> Result<String, Error> {
+        let below = SessionAddress {
+            root_session_id: root.root_session_id.clone(),
+            session_id: format!("{}{suffix}", root.root_session_id),
+        };
+        let state_key = self.key(&below, Key::State);
+        let (stream_id, stored): (Option<String>, Option<String>) = redis::cmd("HMGET")
+            .arg(&state_key)
+            .arg(state_field::STREAM_ID)
+            .arg(chunk_header_field(header_key))
+            .query_async(&mut self.conn())
+            .await?;
+        let corrupt = |reason: String| Error::Corrupt {
+            key: state_key.clone(),
+            reason,
+        };
+        match (stream_id, stored.as_deref().map(StoredHeader::of)) {
+            (_, Some(StoredHeader::Whole(header))) => Ok(header.to_owned()),
+            (Some(stream_id), Some(StoredHeader::Run(run_id))) => {
+                Ok(own_header(&stream_id, &below.session_id, run_id))
+            }
+            _ => Err(corrupt(format!(
+                "no chunk header {header_key} for the root's copies"
+            ))),
+        }
+    }
+}
+
+/// A chunk header as a state hash keeps it (see `chunk_entry_fields` in `prelude.lua`).
+#[derive(Debug, PartialEq)]
+enum StoredHeader<'a> {
+    /// The header as it is in the chunk.
+    Whole(&'a str),
+    /// The run id of a chunk of the hash's own session on its own stream.
+    Run(&'a str),
+    /// `.<suffix>:<key>`: a chunk of the session `<root>.<suffix>` copied to the root's stream,
+    /// whose header that session's state keeps under `key`.
+    Below { suffix: &'a str, key: &'a str },
+    /// A `.` form without its key: not written by any version.
+    Unknown,
+}
+
+impl<'a> StoredHeader<'a> {
+    fn of(stored: &'a str) -> Self {
+        if stored.starts_with('"') {
+            StoredHeader::Whole(stored)
+        } else if stored.starts_with('.') {
+            match stored.rsplit_once(':') {
+                Some((suffix, key)) => StoredHeader::Below { suffix, key },
+                None => StoredHeader::Unknown,
+            }
+        } else {
+            StoredHeader::Run(stored)
+        }
+    }
+}
+
+/// The header of a chunk that `session_id` wrote on its own stream in run `run_id`, as the chunk
+/// spells it (`encode_unsequenced`).
+fn own_header(stream_id: &str, session_id: &str, run_id: &str) -> String {
+    format!(
+        "\"streamId\":\"{stream_id}\",\"sessionId\":\"{session_id}\",\"agentId\":\"{session_id}\",\"runId\":\"{run_id}\","
+    )
 }
 
 /// A dedicated connection that waits for new chunks of a session.
@@ -164,13 +295,25 @@ impl Subscriber {
     }
 }
 
-/// One entry's chunk: `c` as it is, or with `h` the chunk put back together from its sequence
-/// (the entry id), its header and the rest.
-fn decode_chunk(
+/// The sequence of an entry: its id, `<sequence>-0`.
+fn entry_sequence(key: &str, entry: &StreamId) -> Result<u64, Error> {
+    let sequence = entry
+        .id
+        .split_once('-')
+        .map_or(entry.id.as_str(), |(sequence, _)| sequence);
+    sequence.parse().map_err(|e| Error::Corrupt {
+        key: key.to_owned(),
+        reason: format!("stream entry id {}: {e}", entry.id),
+    })
+}
+
+/// One entry's chunk JSON: `c` as it is, or with `h` the chunk put back together from its
+/// sequence (the entry id), its header and the rest.
+fn chunk_text(
     key: &str,
     entry: &StreamId,
     headers: &HashMap<String, Arc<str>>,
-) -> Result<StreamChunk, Error> {
+) -> Result<String, Error> {
     let corrupt = |reason: String| Error::Corrupt {
         key: key.to_owned(),
         reason,
@@ -181,18 +324,14 @@ fn decode_chunk(
         .ok_or_else(|| corrupt("stream entry without field c".into()))?;
     let body = text(key, CHUNK_FIELD, raw)?;
     let Some(raw_header_key) = entry.map.get(CHUNK_HEADER_FIELD) else {
-        return from_json(key, &body);
+        return Ok(body);
     };
     let header_key = text(key, CHUNK_HEADER_FIELD, raw_header_key)?;
     let header = headers
         .get(&header_key)
         .ok_or_else(|| corrupt(format!("no chunk header {header_key}")))?;
-    let sequence = entry
-        .id
-        .split_once('-')
-        .map_or(entry.id.as_str(), |(sequence, _)| sequence);
-    let chunk = format!("{{\"sequence\":{sequence},{header}{body}");
-    from_json(key, &chunk)
+    let sequence = entry_sequence(key, entry)?;
+    Ok(format!("{{\"sequence\":{sequence},{header}{body}"))
 }
 
 /// A stream entry's field as text.

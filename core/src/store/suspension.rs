@@ -3,7 +3,7 @@
 
 use super::{
     ApprovalDecision, Continuation, Error, PendingCall, PendingKind, SessionAddress, StepRef,
-    Store, Suspension, Written, from_json,
+    Store, StoredSuspension, Written, from_json,
     keys::{Key, state_field},
     now_ms,
     replies::SubmitReply,
@@ -119,11 +119,7 @@ impl Store {
     ) -> Result<Written, Error> {
         let header = self.header(step.run());
         let tool_call_ids: Vec<String> = pending.iter().map(|p| p.tool_call_id.clone()).collect();
-        let suspension = Suspension {
-            run_id: step.run_id.to_owned(),
-            step: step.step,
-            tool_call_ids: tool_call_ids.clone(),
-        };
+        let suspension = StoredSuspension::new(step.step, tool_call_ids.clone());
         let step_end = encode_unsequenced(&header, &ChunkKind::StepEnd { step: step.step });
         let suspension_json = to_json(&suspension);
         let suspended = encode_unsequenced(

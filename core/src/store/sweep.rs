@@ -19,13 +19,14 @@ pub struct QuietRun {
     pub updated_at: u64,
 }
 
-/// `status`, `runId`, `streamId`, `workflowId` and `updatedAt` of a state hash.
+/// `status`, `runId`, `streamId`, `workflowId`, `updatedAt` and `agentType` of a state hash.
 type StateFields = (
     Option<String>,
     Option<String>,
     Option<String>,
     Option<String>,
     Option<u64>,
+    Option<String>,
 );
 
 /// State keys read per `SCAN` call.
@@ -60,10 +61,17 @@ impl Store {
             let Some(address) = self.address_of_state_key(&key) else {
                 continue;
             };
-            let (status, run_id, stream_id, workflow_id, updated_at): StateFields =
+            let (status, run_id, stream_id, workflow_id, updated_at, agent_type): StateFields =
                 redis::cmd("HMGET")
                     .arg(&key)
-                    .arg(&["status", "runId", "streamId", "workflowId", "updatedAt"])
+                    .arg(&[
+                        "status",
+                        "runId",
+                        "streamId",
+                        "workflowId",
+                        "updatedAt",
+                        "agentType",
+                    ])
                     .query_async(&mut connection)
                     .await?;
             let (Some(status), Some(run_id), Some(stream_id), Some(updated_at)) =
@@ -71,6 +79,14 @@ impl Store {
             else {
                 continue;
             };
+            let workflow_id = agent_type.map(|agent_type| {
+                super::session::workflow_id_of(
+                    workflow_id.as_deref(),
+                    &agent_type,
+                    &address.session_id,
+                    &run_id,
+                )
+            });
             if status == "active" && now.saturating_sub(updated_at) >= quiet_ms {
                 quiet.push(QuietRun {
                     address,

@@ -147,11 +147,14 @@ impl Store {
             .arg(new.agent_type)
             .arg(new.run_id)
             .arg(new.stream_id)
-            .arg(&new.child.root_session_id)
             .arg(&parent.address.session_id)
             .arg(now_ms())
             .arg(run_start)
-            .arg(new.workflow_id)
+            .arg(super::session::stored_first_run_workflow_id(
+                new.workflow_id,
+                new.agent_type,
+                &new.child.session_id,
+            ))
             .arg(subagent_start)
             .arg(new.custom_state.map(to_json).unwrap_or_default());
         for message in new.messages {

@@ -127,6 +127,41 @@ pub struct PendingCall {
     pub awaited_since: u64,
 }
 
+/// A suspension as the store keeps it (the state's `suspension` field, a checkpoint's record):
+/// without its run, so that the state hash stays within Redis's compact encoding. While the
+/// session is suspended the run is the session's own; while a claim holds the session until its
+/// drain, the state keeps it aside as `suspendedRunId`; a rewind names the run it restores for.
+/// Records written by earlier versions name the run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StoredSuspension {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    pub step: u32,
+    /// The awaited calls, in the order the model made them.
+    pub tool_call_ids: Vec<String>,
+}
+
+impl StoredSuspension {
+    /// What a run waits for at `step`, as stored (the run is not).
+    pub(super) fn new(step: u32, tool_call_ids: Vec<String>) -> Self {
+        Self {
+            run_id: None,
+            step,
+            tool_call_ids,
+        }
+    }
+
+    /// The suspension, its run the one the record names, else `run_id`.
+    pub fn of_run(self, run_id: &str) -> Suspension {
+        Suspension {
+            run_id: self.run_id.unwrap_or_else(|| run_id.to_owned()),
+            step: self.step,
+            tool_call_ids: self.tool_call_ids,
+        }
+    }
+}
+
 /// A checkpoint: the log, step and stream positions at one step boundary.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -141,7 +176,7 @@ pub struct Checkpoint {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suspended_at: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub suspension: Option<Suspension>,
+    pub suspension: Option<StoredSuspension>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pending: Vec<PendingCall>,
     /// The session's custom state at the checkpoint, for an agent that declares one.

@@ -5,7 +5,11 @@
 //! is suspended.
 
 use crate::load::Accepted;
-use baton_core::{Message, message::ToolOutcome};
+use baton_core::{
+    Message,
+    message::ToolOutcome,
+    store::{SessionAddress, Store},
+};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -131,10 +135,11 @@ pub async fn check(
     for node in nodes {
         let client = redis::Client::open(node.as_str())?;
         let mut connection = client.get_multiplexed_async_connection().await?;
+        let store = Store::connect(node, prefix.to_owned()).await?;
         settle(&mut connection, prefix).await?;
         for keys in sessions(&mut connection, prefix).await? {
             findings.sessions += 1;
-            let log = check_session(&mut connection, &keys, &mut findings).await?;
+            let log = check_session(&mut connection, &store, &keys, &mut findings).await?;
             logs.insert(keys.session, log);
         }
     }
@@ -166,6 +171,7 @@ pub async fn check(
 
 async fn check_session(
     connection: &mut redis::aio::MultiplexedConnection,
+    store: &Store,
     keys: &SessionKeys,
     findings: &mut Findings,
 ) -> anyhow::Result<Vec<Message>> {
@@ -226,7 +232,7 @@ async fn check_session(
         }
     }
 
-    let chunks = stream(connection, &keys.key("stream"), &state).await?;
+    let chunks = stream(store, session).await?;
     check_stream(session, &state, &chunks, findings);
 
     let last = chunks.last().and_then(|(_, chunk)| chunk["type"].as_str());
@@ -244,43 +250,18 @@ async fn check_session(
     Ok(log)
 }
 
-/// The stream's entries: (entry sequence, chunk JSON), each chunk's header put back from the
-/// session's state hash (`chunkHeader:<h>`) when its entry names one.
-async fn stream(
-    connection: &mut redis::aio::MultiplexedConnection,
-    key: &str,
-    state: &HashMap<String, String>,
-) -> anyhow::Result<Vec<(u64, Value)>> {
-    let reply: redis::streams::StreamRangeReply = redis::cmd("XRANGE")
-        .arg(key)
-        .arg("-")
-        .arg("+")
-        .query_async(connection)
-        .await?;
-    reply
-        .ids
-        .iter()
-        .map(|entry| {
-            let sequence = entry
-                .id
-                .split('-')
-                .next()
-                .and_then(|s| s.parse().ok())
-                .ok_or_else(|| anyhow::anyhow!("stream entry id {}", entry.id))?;
-            let body: String = entry
-                .get("c")
-                .ok_or_else(|| anyhow::anyhow!("stream entry {} has no chunk", entry.id))?;
-            let chunk = match entry.get::<String>("h") {
-                None => body,
-                Some(header_key) => {
-                    let header = state
-                        .get(&format!("chunkHeader:{header_key}"))
-                        .ok_or_else(|| anyhow::anyhow!("no chunk header {header_key}"))?;
-                    format!("{{\"sequence\":{sequence},{header}{body}")
-                }
-            };
-            Ok((sequence, serde_json::from_str(&chunk)?))
-        })
+/// The stream's entries: (entry sequence, chunk JSON), read by the store's own reader, which
+/// puts back the headers the entries do not repeat, but not decoded into chunk kinds.
+async fn stream(store: &Store, session: &str) -> anyhow::Result<Vec<(u64, Value)>> {
+    let address = SessionAddress {
+        root_session_id: baton_core::ids::root_of(session).to_owned(),
+        session_id: session.to_owned(),
+    };
+    store
+        .chunk_texts_after(&address, 0, u32::MAX as usize)
+        .await?
+        .into_iter()
+        .map(|(sequence, text)| Ok((sequence, serde_json::from_str(&text)?)))
         .collect()
 }
 
