@@ -162,14 +162,35 @@ pub async fn run(campaign: &Campaign) -> anyhow::Result<Row> {
     let redis = redis::Client::open(fleet.config.redis_url.as_str())?;
     let mut connection = redis.get_multiplexed_async_connection().await?;
     let keys = crate::scan(&mut connection, "*").await?;
-    let outside: Vec<&String> = keys
+    // The one key outside every session, the deadline index, may only name allowed sessions.
+    let deadline_index = format!("{}:deadlineIndex", fleet.config.prefix);
+    let indexed: Vec<String> = redis::cmd("ZRANGE")
+        .arg(&deadline_index)
+        .arg(0)
+        .arg(-1)
+        .query_async(&mut connection)
+        .await?;
+    let outside: Vec<String> = keys
         .iter()
+        .filter(|key| **key != deadline_index)
         .filter(|key| {
             let root = key
                 .strip_prefix(&format!("{}:{{", fleet.config.prefix))
                 .and_then(|rest| rest.split('}').next());
             !root.is_some_and(|root| allowed.contains(root))
         })
+        .cloned()
+        .chain(
+            indexed
+                .into_iter()
+                .filter(|member| {
+                    !member
+                        .split('|')
+                        .next()
+                        .is_some_and(|root| allowed.contains(root))
+                })
+                .map(|member| format!("{deadline_index} member {member}")),
+        )
         .collect();
     fleet.check(&tally, &mut row).await?;
     let server_errors = lock(&server_errors).clone();
