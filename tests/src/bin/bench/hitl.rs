@@ -1,7 +1,9 @@
-//! Human-in-the-loop rounds over the HTTP API: sessions whose every step asks the client a
+//! Human-in-the-loop rounds over the HTTP API: sessions whose every step asks the client one
 //! question; each round is submit → resume → the next model step → the next suspension. With 1
-//! and with 20 sessions at once: rounds per second, the answer → next-model-step time, and the
-//! Temporal operations one round costs, counted in the histories of the workflows it started.
+//! and with 20 sessions at once, answering at once and (1 session) a tenth of a second after
+//! the suspension, as a person would: rounds per second, the answer → next-model-step time and
+//! its parts, and the Temporal operations one round costs, counted in the histories of the
+//! workflows it started.
 
 use crate::{Marks, bare, summary};
 use async_trait::async_trait;
@@ -88,6 +90,10 @@ pub fn hitl_agent(rounds: usize, marks: &SessionMarks) -> Agent {
         .unwrap()
 }
 
+/// The think time of the rows that answer as a person would, after the suspended run's workflow
+/// has finished: a tenth of a second (a person takes seconds).
+const THINK: Duration = Duration::from_millis(100);
+
 /// The rounds to run per configuration: `BENCH_HITL_ROUNDS` (default 200) in all, spread over
 /// the sessions.
 pub fn rounds_in_all() -> usize {
@@ -101,17 +107,30 @@ pub fn rounds_in_all() -> usize {
 struct Rounds {
     per_second: f64,
     answer_to_step: Vec<f64>,
+    /// The parts of `answer_to_step`, per round: the submit call, the resume call (none with
+    /// `--resume-on-submit`), and the last call's return → the model call.
+    parts: Vec<[f64; 3]>,
 }
 
-/// Runs `sessions` sessions at once, `rounds` rounds each; returns the figures and the ids of the
-/// sessions. With `resume_on_submit` the server resumes the session itself when an answer
-/// completes its batch, so the client does not call `/resume`.
+/// How one configuration runs its rounds.
+#[derive(Clone, Copy)]
+struct Mode {
+    /// The server resumes a session when an answer completes its batch, so the client does not
+    /// call `/resume`.
+    resume_on_submit: bool,
+    /// How long the client waits after a suspension before it answers (a person takes seconds;
+    /// zero answers while the suspended run's workflow is still finishing).
+    think: Duration,
+}
+
+/// Runs `sessions` sessions at once, `rounds` rounds each, as `mode` says; returns the figures
+/// and the ids of the sessions.
 async fn run_rounds(
     harness: &Harness,
     marks: &SessionMarks,
     sessions: usize,
     rounds: usize,
-    resume_on_submit: bool,
+    mode: Mode,
 ) -> anyhow::Result<(Rounds, Vec<String>)> {
     let mut started = Vec::new();
     for _ in 0..sessions {
@@ -124,21 +143,26 @@ async fn run_rounds(
     }
     let answer = ToolOutcome::Result(serde_json::json!({"answer": "ok"}));
     let began = Instant::now();
-    let outcomes: Vec<anyhow::Result<Vec<f64>>> =
+    type Latencies = (Vec<f64>, Vec<[f64; 3]>);
+    let outcomes: Vec<anyhow::Result<Latencies>> =
         futures::future::join_all(started.iter().map(|(key, session)| {
             let answer = answer.clone();
             async move {
                 let mut latencies = Vec::with_capacity(rounds);
+                let mut parts = Vec::with_capacity(rounds);
                 for round in 1..=rounds {
+                    tokio::time::sleep(mode.think).await;
                     let last = harness.client.status(session).await?.last_sequence;
                     let asked = Instant::now();
                     harness
                         .client
                         .submit(session, &format!("call_{round}_1"), &answer)
                         .await?;
-                    if !resume_on_submit {
+                    let submitted = Instant::now();
+                    if !mode.resume_on_submit {
                         harness.client.resume(session).await?;
                     }
+                    let resumed = Instant::now();
                     let chunks = harness.chunks_after_until_suspended(session, last).await;
                     anyhow::ensure!(
                         matches!(
@@ -156,20 +180,30 @@ async fn run_rounds(
                     let stepped = stepped.ok_or_else(|| {
                         anyhow::anyhow!("round {round} of {session}: no model call")
                     })?;
-                    latencies.push((stepped - asked).as_secs_f64() * 1000.0);
+                    let ms = |from: Instant, to: Instant| (to - from).as_secs_f64() * 1000.0;
+                    latencies.push(ms(asked, stepped));
+                    parts.push([
+                        ms(asked, submitted),
+                        ms(submitted, resumed),
+                        ms(resumed, stepped),
+                    ]);
                 }
-                Ok(latencies)
+                Ok((latencies, parts))
             }
         }))
         .await;
     let elapsed = began.elapsed().as_secs_f64();
     let mut answer_to_step = Vec::new();
+    let mut parts = Vec::new();
     for outcome in outcomes {
-        answer_to_step.extend(outcome?);
+        let (latencies, session_parts) = outcome?;
+        answer_to_step.extend(latencies);
+        parts.extend(session_parts);
     }
     let figures = Rounds {
         per_second: (sessions * rounds) as f64 / elapsed,
         answer_to_step,
+        parts,
     };
     Ok((figures, started.into_iter().map(|(_, s)| s).collect()))
 }
@@ -288,13 +322,42 @@ pub async fn print_hitl(
     let rounds = rounds_in_all();
     let bare_start = summary(bare::bare_start_to_first_activity(bare_worker, 20).await?);
     eprintln!("hitl: 1 session, {rounds} rounds");
-    let (single, single_sessions) = run_rounds(harness, marks, 1, rounds, false).await?;
+    let plain = Mode {
+        resume_on_submit: false,
+        think: Duration::ZERO,
+    };
+    let on_submit = Mode {
+        resume_on_submit: true,
+        ..plain
+    };
+    let thinking = Mode {
+        think: THINK,
+        ..plain
+    };
+    let (single, single_sessions) = run_rounds(harness, marks, 1, rounds, plain).await?;
     eprintln!("hitl: 20 sessions, {} rounds each", rounds / 20);
     let each = (rounds / 20).max(1);
-    let (many, _) = run_rounds(harness, marks, 20, each, false).await?;
+    let (many, _) = run_rounds(harness, marks, 20, each, plain).await?;
     eprintln!("hitl: the same with --resume-on-submit");
-    let (single_on_submit, _) = run_rounds(resuming, marks, 1, rounds, true).await?;
-    let (many_on_submit, _) = run_rounds(resuming, marks, 20, each, true).await?;
+    let (single_on_submit, _) = run_rounds(resuming, marks, 1, rounds, on_submit).await?;
+    let (many_on_submit, _) = run_rounds(resuming, marks, 20, each, on_submit).await?;
+    eprintln!(
+        "hitl: 1 session answering {} ms after each suspension",
+        THINK.as_millis()
+    );
+    let thinking_rounds = (rounds / 4).max(1);
+    let (single_thinking, _) = run_rounds(harness, marks, 1, thinking_rounds, thinking).await?;
+    let (single_thinking_on_submit, _) = run_rounds(
+        resuming,
+        marks,
+        1,
+        thinking_rounds,
+        Mode {
+            think: THINK,
+            ..on_submit
+        },
+    )
+    .await?;
     let (operations, counted) = round_operations(harness, &single_sessions[0]).await?;
     let per_round = operations.per(counted);
 
@@ -302,16 +365,35 @@ pub async fn print_hitl(
         "| human-in-the-loop rounds over HTTP | rounds/s | answer → next model step p50 ms | p99 ms | rounds | p50 vs bare start |"
     );
     println!("|---|---:|---:|---:|---:|---:|");
-    for (name, figures) in [
-        ("1 session (submit, then resume)", &single),
-        ("20 sessions at once (submit, then resume)", &many),
-        ("1 session, --resume-on-submit", &single_on_submit),
-        ("20 sessions at once, --resume-on-submit", &many_on_submit),
-    ] {
+    let think_ms = THINK.as_millis();
+    let thinking_name = format!("1 session, answered {think_ms} ms after the suspension");
+    let thinking_on_submit_name = format!("{thinking_name}, --resume-on-submit");
+    let configurations = [
+        ("1 session (submit, then resume)", &single, true),
+        ("20 sessions at once (submit, then resume)", &many, true),
+        ("1 session, --resume-on-submit", &single_on_submit, true),
+        (
+            "20 sessions at once, --resume-on-submit",
+            &many_on_submit,
+            true,
+        ),
+        (thinking_name.as_str(), &single_thinking, false),
+        (
+            thinking_on_submit_name.as_str(),
+            &single_thinking_on_submit,
+            false,
+        ),
+    ];
+    for (name, figures, rate) in configurations {
         let (p50, p99, n) = summary(figures.answer_to_step.clone());
+        // With a think time the rate says how long the client waited, not the server.
+        let per_second = if rate {
+            format!("{:.1}", figures.per_second)
+        } else {
+            "–".to_owned()
+        };
         println!(
-            "| {name} | {:.1} | {p50:.2} | {p99:.2} | {n} | {:.2}× |",
-            figures.per_second,
+            "| {name} | {per_second} | {p50:.2} | {p99:.2} | {n} | {:.2}× |",
             p50 / bare_start.0
         );
     }
@@ -319,6 +401,20 @@ pub async fn print_hitl(
         "| bare start-workflow → first activity (same run) | | {:.2} | {:.2} | {} | 1.00× |",
         bare_start.0, bare_start.1, bare_start.2
     );
+    println!();
+    println!(
+        "| answer → next model step, its parts (p50 ms) | submit call | resume call | → model call |"
+    );
+    println!("|---|---:|---:|---:|");
+    for (name, figures, _) in configurations {
+        let part = |index: usize| summary(figures.parts.iter().map(|p| p[index]).collect()).0;
+        println!(
+            "| {name} | {:.2} | {:.2} | {:.2} |",
+            part(0),
+            part(1),
+            part(2)
+        );
+    }
     println!();
     println!("| Temporal operations per resumed round | per round |");
     println!("|---|---:|");
