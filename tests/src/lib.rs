@@ -113,7 +113,9 @@ impl WorkerThread {
         let token = shutdown.clone();
         let prefix = prefix.to_owned();
         let thread = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
+            // A runtime of its own with worker threads, as `batond worker` has (its main is
+            // multi-threaded): the worker future itself is not `Send`, its activities are.
+            let runtime = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .build()?;
             runtime.block_on(async move {
