@@ -320,7 +320,7 @@ pub async fn print_hitl(
     marks: &SessionMarks,
 ) -> anyhow::Result<()> {
     let rounds = rounds_in_all();
-    let bare_start = summary(bare::bare_start_to_first_activity(bare_worker, 20).await?);
+    let bare_start = summary(bare::bare_start_to_first_activity(bare_worker, 100).await?);
     eprintln!("hitl: 1 session, {rounds} rounds");
     let plain = Mode {
         resume_on_submit: false,
