@@ -5,11 +5,15 @@
 //! it comes within the horizon; a session answered and resumed before then (most are) never costs
 //! Temporal a second workflow. A child workflow would cost the suspending run a workflow task (the
 //! child's start is confirmed to the parent) and the deadline workflow one more for its timer.
-//! The arranging is the `start_deadline` local activity of the suspending run; the server starts
-//! a rewind's deadline workflow itself, always at once.
+//! The activity that suspends the run indexes a far deadline itself (`index_far_deadline`); the
+//! `start_deadline` local activity of the suspending run arranges the rest; the server starts a
+//! rewind's deadline workflow itself, always at once.
 
 use crate::{AgentActivities, failure::Error, io::DeadlineStart};
-use baton_core::{ErrorCode, Store, store};
+use baton_core::{
+    ErrorCode,
+    store::{self, SessionAddress},
+};
 use std::time::Duration;
 use temporalio_client::{NamespacedClient, grpc::WorkflowService, tonic};
 use temporalio_common::protos::{
@@ -29,68 +33,57 @@ pub(crate) const DEADLINE_WORKFLOW_TYPE: &str = "DeadlineWorkflow";
 pub const DEFAULT_DEADLINE_HORIZON: Duration = Duration::from_secs(120);
 
 impl AgentActivities {
-    /// The body of the `start_deadline` local activity: arranges `deadline` (see
-    /// [`arrange_deadline`]), a workflow started on `task_queue` if it is within the horizon.
+    /// The body of the `start_deadline` local activity: a deadline beyond the horizon goes into
+    /// the deadline index (a result recorded before the suspending activity indexed deadlines
+    /// itself), a nearer one starts its deadline workflow on `task_queue` now, delayed until
+    /// then. Both are idempotent, so a retried arrangement is harmless.
     pub(crate) async fn arrange_suspended_deadline(
         &self,
         task_queue: &str,
         deadline: &DeadlineStart,
     ) -> Result<(), Error> {
+        let run = &deadline.input.run;
+        let wake_at = Some(deadline.input.wake_at);
+        if self
+            .index_far_deadline(&run.address, &run.run_id, wake_at)
+            .await?
+        {
+            return Ok(());
+        }
         let Some(client) = &self.temporal else {
             return Err(Error::typed(
                 ErrorCode::Internal,
                 "these activities were built without a Temporal client",
             ));
         };
-        let horizon = self.deadline_horizon;
-        arrange_deadline(client, &self.store, task_queue, horizon, deadline)
+        start_delayed_deadline(client, task_queue, deadline)
             .await
-            .map(|_| ())
             .map_err(|error| match error {
                 DeadlineStartError::Encode(message) => Error::typed(ErrorCode::Internal, message),
                 DeadlineStartError::Temporal(message) => Error::Temporal(message),
-                DeadlineStartError::Store(error) => Error::Store(error),
             })
     }
-}
 
-/// Whether `wake_at` (ms since the epoch) lies further than `horizon` from now.
-pub(crate) fn beyond_horizon(wake_at: u64, horizon: Duration) -> bool {
-    let horizon_ms = u64::try_from(horizon.as_millis()).unwrap_or(u64::MAX);
-    wake_at > store::now_ms().saturating_add(horizon_ms)
-}
-
-/// How a suspended run's deadline was arranged.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DeadlineArranged {
-    /// Its deadline workflow was started, delayed until the deadline.
-    Started,
-    /// It went into the deadline index, for a deadline sweep to start later.
-    Indexed,
-}
-
-/// Arranges `deadline`: a wake time more than `horizon` away goes into the deadline index (no
-/// Temporal request; `None` never indexes), a nearer one starts the deadline workflow on
-/// `task_queue` now, delayed until then. Both are idempotent, so a retried arrangement is
-/// harmless. A worker whose horizon is set must run the deadline sweep with it (the runner
-/// does), or indexed deadlines would wait for another worker's sweep.
-pub async fn arrange_deadline(
-    client: &temporalio_client::Client,
-    store: &Store,
-    task_queue: &str,
-    horizon: Option<Duration>,
-    deadline: &DeadlineStart,
-) -> Result<DeadlineArranged, DeadlineStartError> {
-    let wake_at = deadline.input.wake_at;
-    if horizon.is_some_and(|horizon| beyond_horizon(wake_at, horizon)) {
-        let run = &deadline.input.run;
-        store
-            .index_deadline(&run.address, &run.run_id, wake_at)
-            .await?;
-        return Ok(DeadlineArranged::Indexed);
+    /// Puts suspended run `run_id`'s deadline in the deadline index if it lies beyond the
+    /// horizon (then no deadline workflow is needed yet); says whether it did. The one place
+    /// that decides: the suspending activity calls it (so its workflow needs no local activity
+    /// for a far deadline), and so does `start_deadline` for the rest.
+    pub(crate) async fn index_far_deadline(
+        &self,
+        address: &SessionAddress,
+        run_id: &str,
+        wake_at: Option<u64>,
+    ) -> Result<bool, Error> {
+        let (Some(wake_at), Some(horizon)) = (wake_at, self.deadline_horizon) else {
+            return Ok(false);
+        };
+        let horizon_ms = u64::try_from(horizon.as_millis()).unwrap_or(u64::MAX);
+        if wake_at <= store::now_ms().saturating_add(horizon_ms) {
+            return Ok(false);
+        }
+        self.store.index_deadline(address, run_id, wake_at).await?;
+        Ok(true)
     }
-    start_delayed_deadline(client, task_queue, deadline).await?;
-    Ok(DeadlineArranged::Started)
 }
 
 /// Why a deadline workflow did not start.
@@ -102,15 +95,12 @@ pub enum DeadlineStartError {
     /// Temporal refused or did not answer; retrying may help.
     #[error("the deadline workflow did not start: {0}")]
     Temporal(String),
-    /// The deadline index could not be written; retrying may help.
-    #[error("the deadline could not be indexed: {0}")]
-    Store(#[from] store::Error),
 }
 
 /// Starts `deadline`'s workflow on `task_queue`, held by Temporal until its wake time (no
 /// workflow task and no timer before then). The same request id for every attempt, and an id
-/// already used counts as started: a retried start is harmless. Used by [`arrange_deadline`], the
-/// deadline sweep and the server for a rewind to a suspension.
+/// already used counts as started: a retried start is harmless. Used by the `start_deadline`
+/// local activity, the deadline sweep and the server for a rewind to a suspension.
 pub async fn start_delayed_deadline(
     client: &temporalio_client::Client,
     task_queue: &str,

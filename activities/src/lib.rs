@@ -11,10 +11,7 @@ pub mod io;
 
 mod cascade;
 pub use cascade::{ReportError, report_ended_children};
-pub use deadline_start::{
-    DEFAULT_DEADLINE_HORIZON, DeadlineArranged, DeadlineStartError, arrange_deadline,
-    start_delayed_deadline,
-};
+pub use deadline_start::{DEFAULT_DEADLINE_HORIZON, DeadlineStartError, start_delayed_deadline};
 mod commit;
 mod deadline;
 mod deadline_start;

@@ -3,7 +3,6 @@
 
 use crate::{
     AgentActivities,
-    deadline_start::beyond_horizon,
     failure::Error,
     io::{StepInput, SuspendedRun},
     plan::{self, SortedCalls, SuspendAt},
@@ -98,7 +97,9 @@ impl AgentActivities {
         );
         let wake_at = plan::wake_at(agent, &pending);
         Ok(SuspendedRun {
-            deadline_indexed: self.index_far_deadline(input, wake_at).await?,
+            deadline_indexed: self
+                .index_far_deadline(&input.address, &input.run_id, wake_at)
+                .await?,
             wake_at,
             tool_call_ids: pending.into_iter().map(|p| p.tool_call_id).collect(),
         })
@@ -121,30 +122,12 @@ impl AgentActivities {
             .collect();
         let wake_at = plan::wake_at(agent, &pending);
         Ok(SuspendedRun {
-            deadline_indexed: self.index_far_deadline(input, wake_at).await?,
+            deadline_indexed: self
+                .index_far_deadline(&input.address, &input.run_id, wake_at)
+                .await?,
             wake_at,
             tool_call_ids,
         })
-    }
-
-    /// Puts a deadline beyond the horizon in the deadline index (see `deadline_start.rs`), so
-    /// the suspending workflow needs no local activity to arrange it; says whether it did. A
-    /// nearer deadline is left to the workflow, which starts its deadline workflow.
-    async fn index_far_deadline(
-        &self,
-        input: &StepInput,
-        wake_at: Option<u64>,
-    ) -> Result<bool, Error> {
-        let (Some(wake_at), Some(horizon)) = (wake_at, self.deadline_horizon) else {
-            return Ok(false);
-        };
-        if !beyond_horizon(wake_at, horizon) {
-            return Ok(false);
-        }
-        self.store
-            .index_deadline(&input.address, &input.run_id, wake_at)
-            .await?;
-        Ok(true)
     }
 }
 

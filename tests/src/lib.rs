@@ -325,6 +325,15 @@ impl Harness {
         started.session_id
     }
 
+    /// Starts a session of `agent` and waits until its run suspends and that run's workflow has
+    /// ended (it arranges the deadline last); returns the start's answer.
+    pub async fn suspended_run(&self, agent: &str) -> baton_core::api::StartResponse {
+        let started = self.client.start(agent, "go").await.unwrap();
+        self.chunks_until_suspended(&started.session_id).await;
+        self.run_result(&started.workflow_id).await.unwrap();
+        started
+    }
+
     /// Writes a session of `agent` (message "go") as `/start` does, but starts no workflow: the
     /// state a crash between the two leaves (status `active`, nothing executing).
     pub async fn session_without_workflow(&self, session_id: &str, agent: &str) -> SessionAddress {

@@ -1,6 +1,6 @@
 //! The deadline sweep: starts the deadline workflows of suspended runs whose deadline was too far
 //! away for one when they suspended (they went into the deadline index instead; see
-//! `baton_activities::arrange_deadline`), once that deadline comes within the horizon. Every
+//! `activities/src/deadline_start.rs`), once that deadline comes within the horizon. Every
 //! worker sweeps on its own, every quarter of the horizon, so a deadline's workflow starts at
 //! least half the horizon before it lapses, even with one pass lost. Two workers starting the same
 //! deadline workflow start one (its id and request id are the suspended run's). A member whose

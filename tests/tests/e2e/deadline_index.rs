@@ -3,7 +3,10 @@
 //! comes within the horizon, and drops the member of a session that moved on. A worker's own
 //! sweep loop carries a lapsed call all the way to the session's resumed run.
 
-use crate::round_cost::{assert_delayed_deadline, patient_registry, workflow_exists};
+use crate::{
+    round_cost::{assert_delayed_deadline, patient_registry, workflow_exists},
+    sweep::cascade,
+};
 use baton_client::Client as _;
 use baton_core::{
     ChunkKind,
@@ -15,11 +18,7 @@ use std::time::Duration;
 
 /// One pass of the deadline sweep with `horizon`, as a worker of the harness's server makes it.
 async fn sweep_deadlines_now(harness: &Harness, horizon: Duration) -> DeadlineSweep {
-    let cascade = baton_worker::sweep::Cascade {
-        registry: harness.state.registry.clone(),
-        task_queue: harness.task_queue.clone(),
-        policy: harness.state.policy.clone(),
-    };
+    let cascade = cascade(harness);
     sweep_deadlines_once(&harness.store, &harness.temporal, &cascade, horizon)
         .await
         .unwrap()
@@ -28,10 +27,8 @@ async fn sweep_deadlines_now(harness: &Harness, horizon: Duration) -> DeadlineSw
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_far_deadline_gets_its_workflow_from_the_sweep_once_within_the_horizon() {
     let harness = Harness::start(patient_registry()).await;
-    let started = harness.client.start("patient_asker", "go").await.unwrap();
+    let started = harness.suspended_run("patient_asker").await;
     let session = started.session_id.clone();
-    harness.chunks_until_suspended(&session).await;
-    harness.run_result(&started.workflow_id).await.unwrap();
     let deadline_workflow = format!("deadline__{session}__{}", started.run_id);
     assert!(!workflow_exists(&harness, &deadline_workflow).await);
 
@@ -60,10 +57,8 @@ async fn a_far_deadline_gets_its_workflow_from_the_sweep_once_within_the_horizon
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_member_of_a_session_that_moved_on_is_dropped_without_a_workflow() {
     let harness = Harness::start(patient_registry()).await;
-    let started = harness.client.start("patient_asker", "go").await.unwrap();
+    let started = harness.suspended_run("patient_asker").await;
     let session = started.session_id.clone();
-    harness.chunks_until_suspended(&session).await;
-    harness.run_result(&started.workflow_id).await.unwrap();
     assert_eq!(harness.store.indexed_deadlines().await.unwrap(), 1);
 
     // An interrupt ends the suspension without a drain: the member stays until the sweep finds
@@ -98,10 +93,8 @@ async fn a_worker_sweeping_with_a_short_horizon_resumes_a_lapsed_session() {
         ..test_worker_settings(&harness.task_queue)
     };
     let _worker = WorkerThread::spawn_with(settings, &harness.prefix, registry);
-    let started = harness.client.start("brief_asker", "go").await.unwrap();
+    let started = harness.suspended_run("brief_asker").await;
     let session = started.session_id.clone();
-    harness.chunks_until_suspended(&session).await;
-    harness.run_result(&started.workflow_id).await.unwrap();
 
     let chunks = harness
         .chunks_until_end(&session, Duration::from_secs(60))

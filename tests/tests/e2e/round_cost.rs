@@ -112,10 +112,8 @@ async fn a_rewind_to_a_suspension_starts_its_deadline_workflow_delayed_too() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_round_is_one_activity_and_a_far_deadline_no_workflow() {
     let harness = Harness::start(patient_registry()).await;
-    let started = harness.client.start("patient_asker", "go").await.unwrap();
+    let started = harness.suspended_run("patient_asker").await;
     let session = started.session_id.clone();
-    harness.chunks_until_suspended(&session).await;
-    harness.run_result(&started.workflow_id).await.unwrap();
 
     // The suspended run started no child, and its deadline, an hour away (beyond the worker's
     // horizon), no workflow either: the deadline index holds it.

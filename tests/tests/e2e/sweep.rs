@@ -6,14 +6,19 @@ use baton_core::{ChunkKind, ErrorCode, chunk::EndStatus, store::Status};
 use baton_tests::{Harness, agents};
 use std::time::Duration;
 
-/// One sweep pass with no grace, as a worker of the harness's server makes it (reporting a
-/// failed child to its parent): the ids of the sessions it failed.
-pub(crate) async fn sweep_now(harness: &Harness) -> Vec<String> {
-    let cascade = baton_worker::sweep::Cascade {
+/// What a worker of the harness's server sweeps with: its agents, task queue and policy.
+pub(crate) fn cascade(harness: &Harness) -> baton_worker::sweep::Cascade {
+    baton_worker::sweep::Cascade {
         registry: harness.state.registry.clone(),
         task_queue: harness.task_queue.clone(),
         policy: harness.state.policy.clone(),
-    };
+    }
+}
+
+/// One sweep pass with no grace, as a worker of the harness's server makes it (reporting a
+/// failed child to its parent): the ids of the sessions it failed.
+pub(crate) async fn sweep_now(harness: &Harness) -> Vec<String> {
+    let cascade = cascade(harness);
     baton_worker::sweep::sweep_once(&harness.store, &harness.temporal, &cascade, Duration::ZERO)
         .await
         .unwrap()
