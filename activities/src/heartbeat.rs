@@ -12,8 +12,9 @@ pub(crate) async fn with_heartbeats<T>(
     work: impl Future<Output = T>,
 ) -> T {
     let mut work = std::pin::pin!(work);
-    let mut ticker = tokio::time::interval(every);
-    ticker.tick().await;
+    // The first tick is one period away. `interval`'s immediate first tick is no free start:
+    // awaiting it goes through the timer wheel, about 1 ms, paid by every model call and tool.
+    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
     loop {
         tokio::select! {
             output = &mut work => return output,
