@@ -8,7 +8,10 @@ use std::{
     sync::Arc,
     time::{Duration, Instant},
 };
-use temporalio_client::{WorkflowGetResultOptions, WorkflowStartOptions};
+use temporalio_client::{
+    WorkflowFetchHistoryOptions, WorkflowGetResultOptions, WorkflowStartOptions,
+};
+use temporalio_common::protos::temporal::api::history::v1::HistoryEvent;
 use temporalio_macros::{activities, workflow, workflow_methods};
 use temporalio_sdk::{
     ActivityOptions, Runtime, Worker, WorkerOptions, WorkflowContext, WorkflowResult,
@@ -83,7 +86,12 @@ pub fn spawn_bare_worker() -> (String, Marks) {
     (task_queue, marks)
 }
 
-pub async fn bare_round_trips(bare: &(String, Marks), count: u32) -> anyhow::Result<Vec<f64>> {
+/// Runs `count` + 1 empty activities in one bare workflow; returns the gaps between them and
+/// the workflow's history.
+pub async fn bare_round_trips(
+    bare: &(String, Marks),
+    count: u32,
+) -> anyhow::Result<(Vec<f64>, Vec<HistoryEvent>)> {
     let (task_queue, marks) = bare;
     marks.lock().unwrap().clear();
     let client = connect_temporal(&temporal_settings()).await?;
@@ -97,8 +105,12 @@ pub async fn bare_round_trips(bare: &(String, Marks), count: u32) -> anyhow::Res
     handle
         .get_result(WorkflowGetResultOptions::default())
         .await?;
+    let history = handle
+        .fetch_history(WorkflowFetchHistoryOptions::default())
+        .into_events()
+        .await?;
     let marks = marks.lock().unwrap().clone();
-    Ok(gaps_ms(&marks))
+    Ok((gaps_ms(&marks), history))
 }
 
 /// The dev server's bare start-workflow → first-activity time, `samples` times.

@@ -15,6 +15,7 @@ mod bare;
 mod fanout;
 mod footprint;
 mod hitl;
+mod phases;
 mod steps;
 mod submit;
 mod throughput;

@@ -1,7 +1,7 @@
 //! Per-step framework overhead: agent steps with the scripted model (inline tools, tools as
 //! activities) beside the bare activity round trip, and Temporal history bytes per step.
 
-use crate::{Marks, bare, gaps_ms, summary};
+use crate::{Marks, bare, gaps_ms, phases, summary};
 use async_trait::async_trait;
 use baton_client::Client as _;
 use baton_core::{
@@ -11,6 +11,7 @@ use baton_tests::{Harness, agents};
 use prost::Message as _;
 use std::time::{Duration, Instant};
 use temporalio_client::WorkflowFetchHistoryOptions;
+use temporalio_common::protos::temporal::api::history::v1::HistoryEvent;
 use tokio::sync::mpsc;
 
 /// The scripted model, noting when each call starts: the time between two calls is one step.
@@ -44,14 +45,22 @@ pub fn timed(name: &str, steps: u32, local: bool, marks: &Marks) -> Agent {
     agents::bench_agent(name, steps, model)
 }
 
-/// Runs one session of `agent` and returns the gaps between model calls and the history bytes
-/// and events per step.
+/// One measured session: the gaps between model calls, the history bytes and events per step,
+/// and the history itself.
+pub struct SessionSteps {
+    pub gaps: Vec<f64>,
+    pub bytes: f64,
+    pub events_per_step: f64,
+    pub history: Vec<HistoryEvent>,
+}
+
+/// Runs one session of `agent` and measures it.
 pub async fn session_steps(
     harness: &Harness,
     agent: &str,
     marks: &Marks,
     steps: u32,
-) -> anyhow::Result<(Vec<f64>, f64, f64)> {
+) -> anyhow::Result<SessionSteps> {
     marks.lock().unwrap().clear();
     let started = harness.client.start(agent, "go").await?;
     let chunks = harness
@@ -76,11 +85,12 @@ pub async fn session_steps(
         .await?;
     let bytes: usize = events.iter().map(|e| e.encoded_len()).sum();
     let marks = marks.lock().unwrap().clone();
-    Ok((
-        gaps_ms(&marks),
-        bytes as f64 / f64::from(steps),
-        events.len() as f64 / f64::from(steps),
-    ))
+    Ok(SessionSteps {
+        gaps: gaps_ms(&marks),
+        bytes: bytes as f64 / f64::from(steps),
+        events_per_step: events.len() as f64 / f64::from(steps),
+        history: events,
+    })
 }
 /// Measures and prints the per-step tables: `steps` steps per configuration, the bare round
 /// trip of the same run beside them.
@@ -91,20 +101,22 @@ pub async fn print_steps(
     steps: u32,
 ) -> anyhow::Result<()> {
     eprintln!("bare activity round trips ({steps})");
-    let bare = summary(bare::bare_round_trips(bare_worker, steps).await?);
+    let (bare_gaps, bare_history) = bare::bare_round_trips(bare_worker, steps).await?;
+    let bare = summary(bare_gaps);
     eprintln!("steps with inline tools ({steps})");
-    let (local_gaps, local_bytes, local_events) =
-        session_steps(harness, "bench_local", marks, steps + 1).await?;
+    let local_run = session_steps(harness, "bench_local", marks, steps + 1).await?;
+    let local_gaps = local_run.gaps.clone();
     let tenth = local_gaps.len() / 10;
     let early = summary(local_gaps[..tenth].to_vec());
     let late = summary(local_gaps[local_gaps.len() - tenth..].to_vec());
     let local = summary(local_gaps);
+    let (local_bytes, local_events) = (local_run.bytes, local_run.events_per_step);
     eprintln!("steps with activity tools ({steps})");
-    let (activity_gaps, activity_bytes, activity_events) =
-        session_steps(harness, "bench_activity", marks, steps + 1).await?;
-    let activity = summary(activity_gaps);
-    let (_, short_bytes, short_events) =
-        session_steps(harness, "bench_local_short", marks, 21).await?;
+    let activity_run = session_steps(harness, "bench_activity", marks, steps + 1).await?;
+    let activity = summary(activity_run.gaps);
+    let (activity_bytes, activity_events) = (activity_run.bytes, activity_run.events_per_step);
+    let short_run = session_steps(harness, "bench_local_short", marks, 21).await?;
+    let (short_bytes, short_events) = (short_run.bytes, short_run.events_per_step);
 
     println!("| measurement | median ms | p99 ms | samples | vs bare median |");
     println!("|---|---:|---:|---:|---:|");
@@ -159,6 +171,35 @@ pub async fn print_steps(
         "| {steps}-step session, tools as activities | {activity_bytes:.0} | {activity_events:.1} |"
     );
     println!();
+    // The first activity of each is a warm-up; then the first and the last tenth.
+    let bare_count = phases::activities(&bare_history);
+    let local_count = phases::activities(&local_run.history);
+    phases::print_phases(&[
+        (
+            "bare workflow, one empty activity after another",
+            phases::phases(&bare_history, 1..),
+        ),
+        (
+            "bare workflow, first tenth",
+            phases::phases(&bare_history, 1..=bare_count / 10),
+        ),
+        (
+            "bare workflow, last tenth",
+            phases::phases(&bare_history, bare_count - bare_count / 10..),
+        ),
+        (
+            "agent session, inline-tool steps",
+            phases::phases(&local_run.history, 1..),
+        ),
+        (
+            "agent session, first tenth",
+            phases::phases(&local_run.history, 1..=local_count / 10),
+        ),
+        (
+            "agent session, last tenth",
+            phases::phases(&local_run.history, local_count - local_count / 10..),
+        ),
+    ]);
     Ok(())
 }
 
