@@ -29,14 +29,30 @@ impl AgentActivities {
         // A step that drains nothing reads the log beside its progress, in one round trip: the
         // log of a step not yet committed is only ever written by this step (a stale attempt's
         // writes are fenced), so it is the same read later. A drain changes it: read after.
-        let (progress, log) = if input.drain_first {
-            (self.store.step_progress(input.step_ref()).await?, None)
+        // A first attempt also writes its step_start in that round trip (see `Head`).
+        let attempt = ctx.info().attempt;
+        let progress = self.store.step_progress(input.step_ref());
+        let (progress, head) = if input.drain_first {
+            (progress.await?, Head::default())
+        } else if attempt == 1 {
+            let (progress, log, step_start) = futures::join!(
+                progress,
+                self.store.messages(&input.address),
+                self.emit_step_start(input, attempt)
+            );
+            let head = Head {
+                log: Some(log?),
+                step_start: Some(step_start),
+            };
+            (progress?, head)
         } else {
-            let (progress, log) = futures::try_join!(
-                self.store.step_progress(input.step_ref()),
-                self.store.messages(&input.address)
-            )?;
-            (progress, Some(log))
+            let (progress, log) =
+                futures::try_join!(progress, self.store.messages(&input.address))?;
+            let head = Head {
+                log: Some(log),
+                step_start: None,
+            };
+            (progress, head)
         };
         if input.drain_first && progress == StepProgress::New {
             // The drain is one fenced script: an attempt that finds it applied drains nothing
@@ -52,7 +68,7 @@ impl AgentActivities {
                 ));
             }
             StepProgress::Staged(turn) => (turn, false),
-            StepProgress::New => match self.call_model(ctx, input, log).await? {
+            StepProgress::New => match self.call_model(ctx, input, head).await? {
                 Some(turn) => (turn, true),
                 None => return Ok(StepPlan::Committed),
             },
@@ -73,25 +89,36 @@ impl AgentActivities {
 
     /// Calls the model for a step that has no staged turn and stages the answer. Returns the
     /// staged turn (another attempt's, if it staged first), or `None` if the step got committed
-    /// meanwhile. `log` is the session's log if already read.
+    /// meanwhile. `head` is what the step read and wrote with its progress.
     async fn call_model(
         &self,
         ctx: &ActivityContext,
         input: &StepInput,
-        log: Option<Vec<Message>>,
+        head: Head,
     ) -> Result<Option<StagedTurn>, Error> {
         let address = &input.address;
         let agent = self.agent(&input.agent_type)?;
         let attempt = ctx.info().attempt;
-        let step_start_chunk = [ChunkKind::StepStart { step: input.step }];
-        let step_start = self.emit_step_chunks(input, attempt, 0, &step_start_chunk);
-        // The log read (if still to do) and the step_start chunk go in one round trip.
-        let messages = match log {
-            Some(log) => {
-                step_start.await?;
+        // The log read and the step_start chunk, if still to do, go in one round trip.
+        let messages = match head {
+            Head {
+                log: Some(log),
+                step_start: Some(written),
+            } => {
+                written?;
                 log
             }
-            None => futures::try_join!(self.store.messages(address), step_start)?.0,
+            Head {
+                log: Some(log),
+                step_start: None,
+            } => {
+                self.emit_step_start(input, attempt).await?;
+                log
+            }
+            Head { log: None, .. } => {
+                let step_start = self.emit_step_start(input, attempt);
+                futures::try_join!(self.store.messages(address), step_start)?.0
+            }
         };
 
         let (delta_sender, mut delta_receiver) = mpsc::unbounded_channel::<String>();
@@ -175,6 +202,12 @@ impl AgentActivities {
             .await
     }
 
+    /// Writes the step's first chunk, `step_start` (once, whatever the attempts).
+    async fn emit_step_start(&self, input: &StepInput, attempt: u32) -> Result<u32, store::Error> {
+        let chunk = [ChunkKind::StepStart { step: input.step }];
+        self.emit_step_chunks(input, attempt, 0, &chunk).await
+    }
+
     /// Runs the inline tool calls of a staged turn (in parallel) and says what is left. When no
     /// call needs an activity, commits the step here.
     async fn run_inline_tools(
@@ -196,6 +229,22 @@ impl AgentActivities {
         }
         let agent = self.agent(&input.agent_type)?;
         let calls = SortedCalls::new(agent, tool_calls);
+        let after = calls.after_inline();
+        // A step whose one call is inline and not yet run stages its result and commits in one
+        // round trip.
+        if let (AfterInline::Commit, [call]) = (&after, calls.inline.as_slice())
+            && (fresh
+                || !self
+                    .store
+                    .has_staged_tool_result(input.step_ref(), &call.id)
+                    .await?)
+        {
+            let (result, state_patch) = self.call_result(ctx, input, call).await?;
+            self.store
+                .stage_tool_result_and_commit(input.step_ref(), &result, state_patch.as_ref())
+                .await?;
+            return Ok(StepPlan::Committed);
+        }
         let runs = calls.inline.iter().map(|call| async move {
             // Results staged by an earlier attempt stand; a fresh turn has none.
             if !fresh
@@ -211,7 +260,7 @@ impl AgentActivities {
         for outcome in futures::future::join_all(runs).await {
             outcome?;
         }
-        Ok(match calls.after_inline() {
+        Ok(match after {
             AfterInline::Complete => StepPlan::Answered,
             AfterInline::RunTools {
                 tool_call_ids,
@@ -231,4 +280,16 @@ impl AgentActivities {
             }
         })
     }
+}
+
+/// What a model step read, and wrote, in the round trip that reads its progress: the log, unless
+/// the step drains answers first (the drain changes it), and on a first attempt the outcome of
+/// writing its `step_start` chunk. Writing it before knowing the progress is safe on a first
+/// attempt: the chunk is fenced on the step (a committed or suspended step refuses it) and
+/// written only as a step's first chunk (a turn staged already has it), and no earlier attempt's
+/// text can be on the stream to discard. The outcome matters only for a new step.
+#[derive(Default)]
+struct Head {
+    log: Option<Vec<Message>>,
+    step_start: Option<Result<u32, store::Error>>,
 }

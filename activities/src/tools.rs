@@ -43,6 +43,20 @@ impl AgentActivities {
         step: &StepInput,
         call: &ToolCall,
     ) -> Result<(), Error> {
+        let (result, state_patch) = self.call_result(ctx, step, call).await?;
+        self.store
+            .stage_tool_result_with_state(step.step_ref(), &result, state_patch.as_ref())
+            .await?;
+        Ok(())
+    }
+
+    /// Runs one call of a staged step: its result, and its change of the custom state.
+    pub(crate) async fn call_result(
+        &self,
+        ctx: &ActivityContext,
+        step: &StepInput,
+        call: &ToolCall,
+    ) -> Result<(ToolResult, Option<Patch>), Error> {
         let (outcome, state_patch) = self
             .outcome_and_state_of(
                 ctx,
@@ -53,18 +67,12 @@ impl AgentActivities {
                 call.arguments.clone(),
             )
             .await?;
-        self.store
-            .stage_tool_result_with_state(
-                step.step_ref(),
-                &ToolResult {
-                    tool_call_id: call.id.clone(),
-                    tool_name: call.name.clone(),
-                    outcome,
-                },
-                state_patch.as_ref(),
-            )
-            .await?;
-        Ok(())
+        let result = ToolResult {
+            tool_call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+            outcome,
+        };
+        Ok((result, state_patch))
     }
 
     /// Stages the outcome of a call with its `tool_end` chunk.

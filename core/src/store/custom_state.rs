@@ -67,6 +67,17 @@ impl Store {
         invocation: impl Fn(&StateFold) -> Invocation<'static>,
     ) -> Result<WriteReply, Error> {
         let reply: WriteReply = invocation(&StateFold::default()).run(self).await?;
+        self.fold_state_if_asked(step, reply, invocation).await
+    }
+
+    /// When a commit run with no fold answered with the step's staged state patches, runs it
+    /// again with them folded; any other reply is the commit's.
+    pub(super) async fn fold_state_if_asked(
+        &self,
+        step: StepRef<'_>,
+        reply: WriteReply,
+        invocation: impl Fn(&StateFold) -> Invocation<'static>,
+    ) -> Result<WriteReply, Error> {
         let WriteReply::StatePatches { current, patches } = reply else {
             return Ok(reply);
         };

@@ -206,6 +206,8 @@ mod fault_tests;
 #[cfg(test)]
 mod footprint_tests;
 #[cfg(test)]
+mod pipelined_tests;
+#[cfg(test)]
 mod state_tests;
 #[cfg(test)]
 mod tests;

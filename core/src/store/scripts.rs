@@ -3,7 +3,7 @@
 //! the script's text).
 
 use super::{Error, SessionAddress, Store, keys::Key};
-use redis::{FromRedisValue, ScriptInvocation, ToRedisArgs, Value as RedisValue};
+use redis::{ErrorKind, FromRedisValue, ToRedisArgs, Value as RedisValue};
 use std::sync::LazyLock;
 
 /// One Lua script (prefixed with `prelude.lua`) and the keys it declares.
@@ -210,38 +210,83 @@ impl StoreScript {
         child: &SessionAddress,
         parent: &SessionAddress,
     ) -> Invocation<'_> {
-        let mut inner = self.script.prepare_invoke();
+        let script: &redis::Script = &self.script;
+        let mut command = redis::cmd("EVALSHA");
+        // The declared keys, then the prelude's last two: the tree root's state and stream (see
+        // `emit_on`).
+        command.arg(script.get_hash()).arg(self.keys.len() + 2);
         for key in self.keys {
             let address = if key.on_parent() { parent } else { child };
-            inner.key(store.key(address, *key));
+            command.arg(store.key(address, *key));
         }
-        // The prelude's last two keys: the tree root's state and stream (see `emit_on`).
         let root = SessionAddress::root(&child.root_session_id);
-        inner.key(store.key(&root, Key::State));
-        inner.key(store.key(&root, Key::Stream));
+        command.arg(store.key(&root, Key::State));
+        command.arg(store.key(&root, Key::Stream));
         Invocation {
             name: self.name,
-            inner,
+            script,
+            command,
         }
     }
 }
 
-/// A script with its keys, taking arguments.
+/// A script with its keys, taking arguments: an `EVALSHA` command, and the script to load when
+/// Redis does not know it (a restarted or flushed Redis).
 pub(super) struct Invocation<'a> {
     name: &'static str,
-    inner: ScriptInvocation<'a>,
+    script: &'a redis::Script,
+    command: redis::Cmd,
 }
 
 impl Invocation<'_> {
     pub(super) fn arg(&mut self, arg: impl ToRedisArgs) -> &mut Self {
-        self.inner.arg(arg);
+        self.command.arg(arg);
         self
     }
 
-    /// Runs the script and decodes its reply. A reply the script never gives is corrupt data
-    /// (not Redis trouble, which is worth retrying).
+    /// Runs the script and decodes its reply.
     pub(super) async fn run<T: FromRedisValue>(&self, store: &Store) -> Result<T, Error> {
-        let reply: RedisValue = self.inner.invoke_async(&mut store.conn()).await?;
+        let mut connection = store.conn();
+        let reply: RedisValue = match self.command.query_async(&mut connection).await {
+            Err(error) if error.kind() == ErrorKind::NoScriptError => {
+                self.script.load_async(&mut connection).await?;
+                self.command.query_async(&mut connection).await?
+            }
+            reply => reply?,
+        };
+        self.decode(reply)
+    }
+
+    /// Runs the script, then `then`'s, in one round trip (a pipeline: Redis runs them in that
+    /// order), and decodes both replies. Each is its own state transition, fenced on its own, so
+    /// the second finds what the first wrote or refuses as it would alone. If Redis does not
+    /// know one of them, both are loaded and the pair is sent again: every script can be run
+    /// twice (a write already applied answers that it was done).
+    pub(super) async fn run_then<A: FromRedisValue, B: FromRedisValue>(
+        &self,
+        then: &Invocation<'_>,
+        store: &Store,
+    ) -> Result<(A, B), Error> {
+        let mut pipeline = redis::pipe();
+        pipeline
+            .add_command(self.command.clone())
+            .add_command(then.command.clone());
+        let mut connection = store.conn();
+        let (first, second): (RedisValue, RedisValue) =
+            match pipeline.query_async(&mut connection).await {
+                Err(error) if error.kind() == ErrorKind::NoScriptError => {
+                    self.script.load_async(&mut connection).await?;
+                    then.script.load_async(&mut connection).await?;
+                    pipeline.query_async(&mut connection).await?
+                }
+                replies => replies?,
+            };
+        Ok((self.decode(first)?, then.decode(second)?))
+    }
+
+    /// Decodes a reply. A reply the script never gives is corrupt data (not Redis trouble, which
+    /// is worth retrying).
+    fn decode<T: FromRedisValue>(&self, reply: RedisValue) -> Result<T, Error> {
         T::from_owned_redis_value(reply).map_err(|error| Error::Corrupt {
             key: self.name.to_owned(),
             reason: error.detail().unwrap_or("unexpected reply").to_owned(),

@@ -20,7 +20,26 @@ fn call(id: &str) -> ToolCall {
     }
 }
 
-fn patch(operations: Value) -> Patch {
+/// A session of run `r1` on stream `st1` whose custom state is `state`.
+pub(super) async fn new_session_with_state(store: &Store, address: &SessionAddress, state: &Value) {
+    store
+        .create_session_with_state(
+            NewSession {
+                address,
+                agent_type: "demo",
+                run_id: "r1",
+                stream_id: "st1",
+                workflow_id: "wf1",
+                messages: &[Message::user("hi")],
+                max_chunks: 0,
+            },
+            Some(state),
+        )
+        .await
+        .unwrap();
+}
+
+pub(super) fn patch(operations: Value) -> Patch {
     serde_json::from_value(operations).unwrap()
 }
 
@@ -29,21 +48,7 @@ async fn staged_patches_are_applied_once_in_call_order_by_the_commit() {
     let store = store().await;
     let address = SessionAddress::root("s1");
     let seeded = json!({"notes": [], "n": 12345678901234567890u64, "topic": "rust"});
-    store
-        .create_session_with_state(
-            NewSession {
-                address: &address,
-                agent_type: "demo",
-                run_id: "r1",
-                stream_id: "st1",
-                workflow_id: "wf1",
-                messages: &[Message::user("hi")],
-                max_chunks: 0,
-            },
-            Some(&seeded),
-        )
-        .await
-        .unwrap();
+    new_session_with_state(&store, &address, &seeded).await;
     assert_eq!(store.custom_state(&address).await.unwrap(), Some(seeded));
 
     let step = at(&address, "r1", 1);

@@ -2,12 +2,15 @@
 //! come, its commit into the log, and the failure that ends a run.
 
 use super::{
-    Error, RunRef, SessionAddress, StepRef, Store, StoredSuspension, UsageRecord, Written, flag,
-    from_json,
+    Error, RunRef, SessionAddress, StepRef, Store, StoredSuspension, UsageRecord, Written,
+    custom_state::StateFold,
+    flag, from_json,
     keys::{Key, staged_field, state_field},
     now_ms,
     replies::{EmitReply, Refusal, WriteReply},
-    scripts::{COMMIT_STEP, EMIT_MODEL_CHUNKS, FAIL_RUN, STAGE_TOOL_RESULT, STAGE_TURN},
+    scripts::{
+        COMMIT_STEP, EMIT_MODEL_CHUNKS, FAIL_RUN, Invocation, STAGE_TOOL_RESULT, STAGE_TURN,
+    },
     to_json,
 };
 use crate::{
@@ -228,6 +231,44 @@ impl Store {
         state_patch: Option<&Patch>,
         then: &[ChunkKind],
     ) -> Result<Written, Error> {
+        let reply: WriteReply = self
+            .stage_tool_result_invocation(step, result, state_patch, then)
+            .run(self)
+            .await?;
+        reply.into_written(step.run_id, |detail| {
+            self.inconsistent(step.address, detail)
+        })
+    }
+
+    /// Stages the result of a step's last call to run, like [`Self::stage_tool_result_with_state`],
+    /// and commits the step, like [`Self::commit_step`] without completion, in one round trip:
+    /// for a step whose every call ran in the model step, the last staging and the commit need
+    /// nothing in between. A refused staging refuses the commit too (both are fenced on the run).
+    pub async fn stage_tool_result_and_commit(
+        &self,
+        step: StepRef<'_>,
+        result: &ToolResult,
+        state_patch: Option<&Patch>,
+    ) -> Result<Written, Error> {
+        let stage = self.stage_tool_result_invocation(step, result, state_patch, &[]);
+        let step_end = self.step_end_body(step);
+        let commit = |fold: &StateFold| self.commit_invocation(step, &step_end, None, fold);
+        let (staged, committed): (WriteReply, WriteReply) =
+            stage.run_then(&commit(&StateFold::default()), self).await?;
+        staged.into_written(step.run_id, |detail| {
+            self.inconsistent(step.address, detail)
+        })?;
+        let committed = self.fold_state_if_asked(step, committed, commit).await?;
+        self.commit_written(step, committed)
+    }
+
+    fn stage_tool_result_invocation(
+        &self,
+        step: StepRef<'_>,
+        result: &ToolResult,
+        state_patch: Option<&Patch>,
+        then: &[ChunkKind],
+    ) -> Invocation<'static> {
         let header = self.header(step.run());
         let body = encode_unsequenced(
             &header,
@@ -249,10 +290,7 @@ impl Store {
         for kind in then {
             invocation.arg(encode_unsequenced(&header, kind));
         }
-        let reply: WriteReply = invocation.run(self).await?;
-        reply.into_written(step.run_id, |detail| {
-            self.inconsistent(step.address, detail)
-        })
+        invocation
     }
 
     /// Commits a staged step into the log (see `commit_step.lua`), completing the run when
@@ -263,43 +301,62 @@ impl Store {
         completion: Option<Completion>,
     ) -> Result<Written, Error> {
         let header = self.header(step.run());
-        let step_end = encode_unsequenced(&header, &ChunkKind::StepEnd { step: step.step });
-        let (output, end) = match completion {
-            Some(completion) => {
-                let end = encode_unsequenced(
-                    &header,
-                    &ChunkKind::End {
-                        status: EndStatus::Completed,
-                        output: Some(completion.output.clone()),
-                        error: None,
-                        usage: completion.usage,
-                        state: None,
-                    },
-                );
-                (Some(completion.output), end)
-            }
-            None => (None, String::new()),
-        };
-        let completion_flag = output.is_some();
-        let output = output.unwrap_or_default();
+        let end = completion.map(|completion| {
+            let end = encode_unsequenced(
+                &header,
+                &ChunkKind::End {
+                    status: EndStatus::Completed,
+                    output: Some(completion.output.clone()),
+                    error: None,
+                    usage: completion.usage,
+                    state: None,
+                },
+            );
+            (completion.output, end)
+        });
+        let step_end = self.step_end_body(step);
         let reply = self
             .commit_folding_state(step, |fold| {
-                let mut invocation = COMMIT_STEP.on(self, step.address);
-                invocation
-                    .arg(step.run_id)
-                    .arg(step.step)
-                    .arg(now_ms())
-                    .arg(&step_end)
-                    .arg(flag(completion_flag))
-                    .arg(&output)
-                    .arg(&end)
-                    .arg(self.session_retention_ms)
-                    .arg(&fold.before)
-                    .arg(&fold.after)
-                    .arg(&fold.body);
-                invocation
+                self.commit_invocation(step, &step_end, end.as_ref(), fold)
             })
             .await?;
+        self.commit_written(step, reply)
+    }
+
+    fn step_end_body(&self, step: StepRef<'_>) -> String {
+        encode_unsequenced(
+            &self.header(step.run()),
+            &ChunkKind::StepEnd { step: step.step },
+        )
+    }
+
+    /// The commit script's invocation; `end` is the run's output and `end` chunk when the step
+    /// completes the run.
+    fn commit_invocation(
+        &self,
+        step: StepRef<'_>,
+        step_end: &str,
+        end: Option<&(String, String)>,
+        fold: &StateFold,
+    ) -> Invocation<'static> {
+        let (output, end_body) = end.map_or(("", ""), |(output, body)| (output, body));
+        let mut invocation = COMMIT_STEP.on(self, step.address);
+        invocation
+            .arg(step.run_id)
+            .arg(step.step)
+            .arg(now_ms())
+            .arg(step_end)
+            .arg(flag(end.is_some()))
+            .arg(output)
+            .arg(end_body)
+            .arg(self.session_retention_ms)
+            .arg(&fold.before)
+            .arg(&fold.after)
+            .arg(&fold.body);
+        invocation
+    }
+
+    fn commit_written(&self, step: StepRef<'_>, reply: WriteReply) -> Result<Written, Error> {
         reply.into_written(step.run_id, |detail| {
             self.inconsistent(
                 step.address,

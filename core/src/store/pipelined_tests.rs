@@ -1,0 +1,150 @@
+//! A step's last result staged and the step committed in one round trip, against a real Redis:
+//! the pair writes what the two scripts write one after the other, once; a staging the run
+//! guard refuses commits nothing; a state patch is folded in; scripts Redis has forgotten are
+//! loaded and the pair sent again.
+
+use super::state_tests::{new_session_with_state, patch};
+use super::tests::{at, kinds, new_session, store, tool_result, turn};
+use super::*;
+use crate::message::{Message, ToolCall, ToolOutcome};
+use serde_json::json;
+
+/// Stages the turn of step 1 of run `r1` of `address`, with one call, and returns the call.
+async fn one_call_staged(store: &Store, address: &SessionAddress) -> ToolCall {
+    let call = ToolCall {
+        id: "c1".into(),
+        name: "add".into(),
+        arguments: json!({"a": 1}),
+    };
+    store
+        .stage_turn(at(address, "r1", 1), &turn("r1", 1, "", vec![call.clone()]))
+        .await
+        .unwrap();
+    call
+}
+
+async fn step_count(store: &Store, address: &SessionAddress) -> u32 {
+    store.session(address).await.unwrap().unwrap().step_count
+}
+
+#[tokio::test]
+async fn the_last_result_and_the_commit_are_written_once_in_order() {
+    let store = store().await;
+    let address = SessionAddress::root("s1");
+    new_session(&store, &address).await;
+    let step = at(&address, "r1", 1);
+    let c1 = one_call_staged(&store, &address).await;
+    let result = tool_result(&c1, ToolOutcome::Result(json!(2)));
+
+    let written = store
+        .stage_tool_result_and_commit(step, &result, None)
+        .await
+        .unwrap();
+    assert_eq!(written, Written::New);
+    // Sent again (a retried attempt): both halves find their work done.
+    let other = tool_result(&c1, ToolOutcome::Result(json!(99)));
+    let again = store
+        .stage_tool_result_and_commit(step, &other, None)
+        .await
+        .unwrap();
+    assert_eq!(again, Written::AlreadyDone);
+
+    assert_eq!(step_count(&store, &address).await, 1);
+    let messages = store.messages(&address).await.unwrap();
+    assert_eq!(
+        messages[2..],
+        [Message::assistant("", vec![c1]), Message::Tool(result)]
+    );
+    let chunks = store.chunks_after(&address, 0, 100).await.unwrap();
+    assert_eq!(
+        kinds(&chunks),
+        ["run_start", "tool_start", "tool_end", "step_end"]
+    );
+}
+
+#[tokio::test]
+async fn a_refused_staging_commits_nothing() {
+    let store = store().await;
+    let address = SessionAddress::root("s1");
+    new_session(&store, &address).await;
+    let c1 = one_call_staged(&store, &address).await;
+    let before = store.chunks_after(&address, 0, 100).await.unwrap().len();
+
+    // A run that is not the session's (a stale attempt of a superseded run).
+    let stale = store
+        .stage_tool_result_and_commit(
+            at(&address, "r-old", 1),
+            &tool_result(&c1, ToolOutcome::Result(json!(2))),
+            None,
+        )
+        .await;
+    assert!(
+        matches!(&stale, Err(Error::RunRefused { reason, .. }) if reason == "run_superseded"),
+        "{stale:?}"
+    );
+    assert_eq!(step_count(&store, &address).await, 0);
+    assert_eq!(store.messages(&address).await.unwrap().len(), 2);
+    assert_eq!(
+        store.chunks_after(&address, 0, 100).await.unwrap().len(),
+        before
+    );
+}
+
+#[tokio::test]
+async fn a_state_patch_staged_with_the_last_result_is_folded_into_the_commit() {
+    let store = store().await;
+    let address = SessionAddress::root("s1");
+    new_session_with_state(&store, &address, &json!({"notes": []})).await;
+    let step = at(&address, "r1", 1);
+    let c1 = one_call_staged(&store, &address).await;
+    let patch = patch(json!([{"op": "add", "path": "/notes/-", "value": "a"}]));
+
+    let written = store
+        .stage_tool_result_and_commit(
+            step,
+            &tool_result(&c1, ToolOutcome::Result(json!("ok"))),
+            Some(&patch),
+        )
+        .await
+        .unwrap();
+    assert_eq!(written, Written::New);
+    assert_eq!(
+        store.custom_state(&address).await.unwrap(),
+        Some(json!({"notes": ["a"]}))
+    );
+    let chunks = store.chunks_after(&address, 0, 100).await.unwrap();
+    assert_eq!(
+        kinds(&chunks),
+        [
+            "run_start",
+            "tool_start",
+            "tool_end",
+            "state_patch",
+            "step_end"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn scripts_redis_forgot_are_loaded_and_the_pair_sent_again() {
+    let store = store().await;
+    let address = SessionAddress::root("s1");
+    new_session(&store, &address).await;
+    let step = at(&address, "r1", 1);
+    let c1 = one_call_staged(&store, &address).await;
+    // As after a Redis restart: every script must be loaded again (other tests running now
+    // load theirs again the same way).
+    let _: () = redis::cmd("SCRIPT")
+        .arg("FLUSH")
+        .query_async(&mut store.conn())
+        .await
+        .unwrap();
+
+    let written = store
+        .stage_tool_result_and_commit(step, &tool_result(&c1, ToolOutcome::Result(json!(2))), None)
+        .await
+        .unwrap();
+    assert_eq!(written, Written::New);
+    assert_eq!(step_count(&store, &address).await, 1);
+    assert_eq!(store.messages(&address).await.unwrap().len(), 4);
+}
