@@ -32,8 +32,10 @@ impl AgentActivities {
         // A first attempt also writes its step_start in that round trip (see `Head`).
         let attempt = ctx.info().attempt;
         let progress = self.store.step_progress(input.step_ref());
-        let (progress, head) = if input.drain_first {
-            (progress.await?, Head::default())
+        let (progress, head, drain) = if input.drain_first {
+            // The drain's reads go with the progress; they are of no use if the step is further.
+            let (progress, drain) = futures::try_join!(progress, self.drain_read(&input.address))?;
+            (progress, Head::default(), Some(drain))
         } else if attempt == 1 {
             let (progress, log, step_start) = futures::join!(
                 progress,
@@ -44,7 +46,7 @@ impl AgentActivities {
                 log: Some(log?),
                 step_start: Some(step_start),
             };
-            (progress?, head)
+            (progress?, head, None)
         } else {
             let (progress, log) =
                 futures::try_join!(progress, self.store.messages(&input.address))?;
@@ -52,13 +54,15 @@ impl AgentActivities {
                 log: Some(log),
                 step_start: None,
             };
-            (progress, head)
+            (progress, head, None)
         };
-        if input.drain_first && progress == StepProgress::New {
+        if let Some(drain) = drain
+            && progress == StepProgress::New
+        {
             // The drain is one fenced script: an attempt that finds it applied drains nothing
             // again, and the model is called only after it, so the results precede the turn.
             // Once the turn is staged, a retry skips the drain altogether.
-            self.drain_answers(ctx, &input.previous()).await?;
+            self.drain(ctx, &input.previous(), drain).await?;
         }
         let (turn, fresh) = match progress {
             StepProgress::Committed => return Ok(StepPlan::Committed),

@@ -25,14 +25,41 @@ impl AgentActivities {
         ctx: &ActivityContext,
         input: &StepInput,
     ) -> Result<(), Error> {
-        let address = &input.address;
-        // Three reads in one round trip; the claim fixed what they read (a submit to a claimed
-        // session stores nothing).
-        let (state, pending, mut answers) = futures::try_join!(
+        let read = self.drain_read(&input.address).await?;
+        self.drain(ctx, input, read).await
+    }
+
+    /// What a drain reads, in one round trip (its three reads go together, and a caller may add
+    /// its own); the claim fixed it (a submit to a claimed session stores nothing).
+    pub(crate) async fn drain_read(
+        &self,
+        address: &store::SessionAddress,
+    ) -> Result<DrainRead, store::Error> {
+        let (state, pending, answers) = futures::try_join!(
             self.store.session(address),
             self.store.pending_calls(address),
             self.store.answers(address)
         )?;
+        Ok(DrainRead {
+            state,
+            pending,
+            answers,
+        })
+    }
+
+    /// Drains what `read` found: see [`Self::drain_answers`].
+    pub(crate) async fn drain(
+        &self,
+        ctx: &ActivityContext,
+        input: &StepInput,
+        read: DrainRead,
+    ) -> Result<(), Error> {
+        let address = &input.address;
+        let DrainRead {
+            state,
+            pending,
+            mut answers,
+        } = read;
         let state =
             state.ok_or_else(|| Error::typed(ErrorCode::SessionNotFound, "the session is gone"))?;
         // With no suspension (a new turn on an ended session) only the message is appended.
@@ -126,6 +153,14 @@ impl AgentActivities {
         }
         Ok(())
     }
+}
+
+/// The session as a drain finds it: its state, its pending calls (with the run each awaits) and
+/// the answers stored for them.
+pub(crate) struct DrainRead {
+    state: Option<store::SessionState>,
+    pending: Vec<(PendingCall, String)>,
+    answers: HashMap<String, store::StoredAnswer>,
 }
 
 /// Logs each drained call, and its timeout or abandonment (see `baton_core::observe`).
