@@ -5,7 +5,7 @@
 //! its parts, and the Temporal operations one round costs, counted in the histories of the
 //! workflows it started.
 
-use crate::{Marks, bare, summary};
+use crate::{bare, summary};
 use async_trait::async_trait;
 use baton_client::Client as _;
 use baton_core::{
@@ -316,7 +316,7 @@ async fn round_operations(harness: &Harness, session: &str) -> anyhow::Result<(O
 pub async fn print_hitl(
     harness: &Harness,
     resuming: &Harness,
-    bare_worker: &(String, Marks),
+    bare_worker: &bare::BareWorker,
     marks: &SessionMarks,
 ) -> anyhow::Result<()> {
     let rounds = rounds_in_all();
@@ -429,6 +429,22 @@ pub async fn print_hitl(
     ] {
         println!("| {name} | {value:.1} |");
     }
+    println!();
+    print_ceiling(bare_worker).await
+}
+
+/// What the dev server allows at most, whatever Baton does: bare workflows per second, 20 at a
+/// time, of the fewest operations a resumed round takes (a start, one activity, the end), and
+/// of the same with a local activity instead.
+async fn print_ceiling(bare_worker: &bare::BareWorker) -> anyhow::Result<()> {
+    eprintln!("hitl: the dev server's ceiling, bare workflows 20 at a time");
+    let count = 400;
+    let activity = bare::bare_workflows_per_second(bare_worker, count, 20, false).await?;
+    let local = bare::bare_workflows_per_second(bare_worker, count, 20, true).await?;
+    println!("| bare workflows, 20 at a time ({count} each) | workflows/s |");
+    println!("|---|---:|");
+    println!("| start, one empty activity, end (a resumed round's operations) | {activity:.1} |");
+    println!("| start, one empty local activity, end | {local:.1} |");
     println!();
     Ok(())
 }

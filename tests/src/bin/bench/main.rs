@@ -134,7 +134,9 @@ async fn main() -> anyhow::Result<()> {
         registry.clone(),
     );
 
-    let bare_worker = bare::spawn_bare_worker();
+    let bare_worker = bare::spawn_bare_worker(
+        baton_worker::connect_temporal(&baton_tests::temporal_settings()).await?,
+    );
     if wants("steps") || wants("submit") || wants("hitl") {
         eprintln!("warming up");
         steps::session_steps(&harness, "bench_local_short", &marks, 21).await?;

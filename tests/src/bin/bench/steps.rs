@@ -96,7 +96,7 @@ pub async fn session_steps(
 /// trip of the same run beside them.
 pub async fn print_steps(
     harness: &Harness,
-    bare_worker: &(String, Marks),
+    bare_worker: &bare::BareWorker,
     marks: &Marks,
     steps: u32,
 ) -> anyhow::Result<()> {

@@ -2,7 +2,7 @@
 //! a 100,000-call root), last submit → the continuation's first chunk, and Redis bytes per
 //! suspended session.
 
-use crate::{Marks, bare, summary};
+use crate::{bare, summary};
 use baton_client::Client as _;
 use baton_core::{Agent, ScriptedModel, message::ToolOutcome};
 use baton_tests::Harness;
@@ -142,7 +142,7 @@ async fn session_bytes(harness: &Harness, session: &str) -> anyhow::Result<u64> 
 }
 /// Measures and prints the table of one-call human-in-the-loop figures and the Redis bytes per
 /// suspended session.
-pub async fn print_submit(harness: &Harness, bare_worker: &(String, Marks)) -> anyhow::Result<()> {
+pub async fn print_submit(harness: &Harness, bare_worker: &bare::BareWorker) -> anyhow::Result<()> {
     let bare_start = summary(bare::bare_start_to_first_activity(bare_worker, 20).await?);
     let hitl = hitl_figures(harness).await?;
     println!("| human in the loop | median ms | p99 ms | samples |");
