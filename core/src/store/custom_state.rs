@@ -53,9 +53,7 @@ impl Store {
             .arg(to_json(patch))
             .run(self)
             .await?;
-        reply.into_written(step.run_id, |detail| {
-            self.inconsistent(step.address, detail)
-        })
+        self.step_written(step, reply)
     }
 
     /// Runs a commit script built by `invocation` with no fold, and when it answers with the

@@ -106,9 +106,7 @@ impl Store {
             ));
         }
         let reply: WriteReply = invocation.run(self).await?;
-        reply.into_written(step.run_id, |detail| {
-            self.inconsistent(step.address, detail)
-        })
+        self.step_written(step, reply)
     }
 
     /// How far a step has come, in one round trip.
@@ -235,9 +233,7 @@ impl Store {
             .stage_tool_result_invocation(step, result, state_patch, then)
             .run(self)
             .await?;
-        reply.into_written(step.run_id, |detail| {
-            self.inconsistent(step.address, detail)
-        })
+        self.step_written(step, reply)
     }
 
     /// Stages the result of a step's last call to run, like [`Self::stage_tool_result_with_state`],
@@ -255,9 +251,7 @@ impl Store {
         let commit = |fold: &StateFold| self.commit_invocation(step, &step_end, None, fold);
         let (staged, committed): (WriteReply, WriteReply) =
             stage.run_then(&commit(&StateFold::default()), self).await?;
-        staged.into_written(step.run_id, |detail| {
-            self.inconsistent(step.address, detail)
-        })?;
+        self.step_written(step, staged)?;
         let committed = self.fold_state_if_asked(step, committed, commit).await?;
         self.commit_written(step, committed)
     }
@@ -354,6 +348,17 @@ impl Store {
             .arg(&fold.after)
             .arg(&fold.body);
         invocation
+    }
+
+    /// What a write on `step` (a staging) did, or why it was refused.
+    pub(super) fn step_written(
+        &self,
+        step: StepRef<'_>,
+        reply: WriteReply,
+    ) -> Result<Written, Error> {
+        reply.into_written(step.run_id, |detail| {
+            self.inconsistent(step.address, detail)
+        })
     }
 
     fn commit_written(&self, step: StepRef<'_>, reply: WriteReply) -> Result<Written, Error> {

@@ -23,8 +23,6 @@ impl Store {
             .arg(now_ms())
             .run(self)
             .await?;
-        reply.into_written(step.run_id, |detail| {
-            self.inconsistent(step.address, detail)
-        })
+        self.step_written(step, reply)
     }
 }
