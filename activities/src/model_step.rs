@@ -35,26 +35,18 @@ impl AgentActivities {
         let (progress, head, drain) = if input.drain_first {
             // The drain's reads go with the progress; they are of no use if the step is further.
             let (progress, drain) = futures::try_join!(progress, self.drain_read(&input.address))?;
-            (progress, Head::default(), Some(drain))
+            (progress, Head::Nothing, Some(drain))
         } else if attempt == 1 {
             let (progress, log, step_start) = futures::join!(
                 progress,
                 self.store.messages(&input.address),
                 self.emit_step_start(input, attempt)
             );
-            let head = Head {
-                log: Some(log?),
-                step_start: Some(step_start),
-            };
-            (progress?, head, None)
+            (progress?, Head::LogAndStepStart(log?, step_start), None)
         } else {
             let (progress, log) =
                 futures::try_join!(progress, self.store.messages(&input.address))?;
-            let head = Head {
-                log: Some(log),
-                step_start: None,
-            };
-            (progress, head, None)
+            (progress, Head::Log(log), None)
         };
         if let Some(drain) = drain
             && progress == StepProgress::New
@@ -105,21 +97,15 @@ impl AgentActivities {
         let attempt = ctx.info().attempt;
         // The log read and the step_start chunk, if still to do, go in one round trip.
         let messages = match head {
-            Head {
-                log: Some(log),
-                step_start: Some(written),
-            } => {
+            Head::LogAndStepStart(log, written) => {
                 written?;
                 log
             }
-            Head {
-                log: Some(log),
-                step_start: None,
-            } => {
+            Head::Log(log) => {
                 self.emit_step_start(input, attempt).await?;
                 log
             }
-            Head { log: None, .. } => {
+            Head::Nothing => {
                 let step_start = self.emit_step_start(input, attempt);
                 futures::try_join!(self.store.messages(address), step_start)?.0
             }
@@ -286,14 +272,16 @@ impl AgentActivities {
     }
 }
 
-/// What a model step read, and wrote, in the round trip that reads its progress: the log, unless
-/// the step drains answers first (the drain changes it), and on a first attempt the outcome of
-/// writing its `step_start` chunk. Writing it before knowing the progress is safe on a first
-/// attempt: the chunk is fenced on the step (a committed or suspended step refuses it) and
-/// written only as a step's first chunk (a turn staged already has it), and no earlier attempt's
-/// text can be on the stream to discard. The outcome matters only for a new step.
-#[derive(Default)]
-struct Head {
-    log: Option<Vec<Message>>,
-    step_start: Option<Result<u32, store::Error>>,
+/// What a model step read, and wrote, in the round trip that reads its progress. Writing
+/// `step_start` before knowing the progress is safe on a first attempt: the chunk is fenced on
+/// the step (a committed or suspended step refuses it) and written only as a step's first chunk
+/// (a turn staged already has it), and no earlier attempt's text can be on the stream to
+/// discard. The outcome matters only for a new step.
+enum Head {
+    /// Nothing: the step drains answers first, which changes the log.
+    Nothing,
+    /// The log (a later attempt).
+    Log(Vec<Message>),
+    /// The log and the outcome of writing `step_start` (a first attempt).
+    LogAndStepStart(Vec<Message>, Result<u32, store::Error>),
 }
