@@ -140,9 +140,12 @@ impl Store {
     }
 
     /// The deadline (ms since the epoch) past which a fenced write is refused by its script,
-    /// read on Redis's clock: when the command's time-out has passed, its caller has given up.
+    /// read on Redis's clock: half the command's time-out from now. A write applied before it
+    /// leaves its reply the other half to reach the caller before the caller gives up; with the
+    /// whole time-out, a write Redis applied just in time (a Redis that stopped answering and
+    /// came back) was answered after its caller had given up and said 503.
     fn write_deadline_ms(&self) -> u64 {
-        now_ms().saturating_add(self.command_timeout_ms)
+        now_ms().saturating_add(self.command_timeout_ms / 2)
     }
 
     /// Keeps an ended session's keys for `retention` after the script that ends it (zero: for
