@@ -46,11 +46,16 @@ pub enum RunShape {
     /// A resumed run drains its answers in its first model step, and a suspended run's deadline
     /// workflow is a delayed start made by a local activity.
     FewerTasksPerRound,
+    /// As `FewerTasksPerRound`, and each model step is a local activity: it runs in the workflow
+    /// task that scheduled it, so a step costs no activity task, no schedule/start/complete
+    /// events and no second workflow task. A lost worker is noticed by the workflow task's
+    /// time-out, and an interrupt by the step itself watching its run (see `model_step`).
+    LocalModelStep,
 }
 
 impl RunShape {
     /// The shape every run starts with today.
-    pub const CURRENT: Self = Self::FewerTasksPerRound;
+    pub const CURRENT: Self = Self::LocalModelStep;
 }
 
 impl RunInput {

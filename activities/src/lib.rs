@@ -23,6 +23,7 @@ mod resume;
 mod subagent;
 mod suspend;
 mod tools;
+mod watch;
 
 use baton_core::{Agent, AgentRegistry, ErrorCode, Store};
 use failure::Error;
@@ -101,7 +102,8 @@ impl AgentActivities {
         ctx: ActivityContext,
         input: StepInput,
     ) -> Result<StepPlan, ActivityError> {
-        Ok(self.play_model_step(&ctx, &input).await?)
+        let step = self.play_model_step(&ctx, &input);
+        Ok(self.stopped_with_run(&ctx, &input, step).await?)
     }
 
     /// Runs one server tool call of a staged step and stages its result (or error) with its

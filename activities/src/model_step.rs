@@ -29,24 +29,20 @@ impl AgentActivities {
         // A step that drains nothing reads the log beside its progress, in one round trip: the
         // log of a step not yet committed is only ever written by this step (a stale attempt's
         // writes are fenced), so it is the same read later. A drain changes it: read after.
-        // A first attempt also writes its step_start in that round trip (see `Head`).
-        let attempt = ctx.info().attempt;
+        // It also writes step_start there if no attempt has streamed the step yet (see `Head`).
+        let attempt = stream_attempt(ctx);
         let progress = self.store.step_progress(input.step_ref());
         let (progress, head, drain) = if input.drain_first {
             // The drain's reads go with the progress; they are of no use if the step is further.
             let (progress, drain) = futures::try_join!(progress, self.drain_read(&input.address))?;
             (progress, Head::Nothing, Some(drain))
-        } else if attempt == 1 {
+        } else {
             let (progress, log, step_start) = futures::join!(
                 progress,
                 self.store.messages(&input.address),
-                self.emit_step_start(input, attempt)
+                self.store.emit_first_step_start(input.step_ref(), attempt)
             );
             (progress?, Head::LogAndStepStart(log?, step_start), None)
-        } else {
-            let (progress, log) =
-                futures::try_join!(progress, self.store.messages(&input.address))?;
-            (progress, Head::Log(log), None)
         };
         if let Some(drain) = drain
             && progress == StepProgress::New
@@ -64,7 +60,7 @@ impl AgentActivities {
                 ));
             }
             StepProgress::Staged(turn) => (turn, false),
-            StepProgress::New => match self.call_model(ctx, input, head).await? {
+            StepProgress::New => match self.call_model(ctx, input, attempt, head).await? {
                 Some(turn) => (turn, true),
                 None => return Ok(StepPlan::Committed),
             },
@@ -85,24 +81,25 @@ impl AgentActivities {
 
     /// Calls the model for a step that has no staged turn and stages the answer. Returns the
     /// staged turn (another attempt's, if it staged first), or `None` if the step got committed
-    /// meanwhile. `head` is what the step read and wrote with its progress.
+    /// meanwhile. `attempt` orders its writes to the stream (see [`stream_attempt`]); `head` is
+    /// what the step read and wrote with its progress.
     async fn call_model(
         &self,
         ctx: &ActivityContext,
         input: &StepInput,
+        attempt: u64,
         head: Head,
     ) -> Result<Option<StagedTurn>, Error> {
         let address = &input.address;
         let agent = self.agent(&input.agent_type)?;
-        let attempt = ctx.info().attempt;
         // The log read and the step_start chunk, if still to do, go in one round trip.
         let messages = match head {
             Head::LogAndStepStart(log, written) => {
-                written?;
-                log
-            }
-            Head::Log(log) => {
-                self.emit_step_start(input, attempt).await?;
+                // Not written: an earlier attempt streamed this step. Writing it as this attempt
+                // discards that attempt's text, if any, before this one streams.
+                if written? == 0 {
+                    self.emit_step_start(input, attempt).await?;
+                }
                 log
             }
             Head::Nothing => {
@@ -183,7 +180,7 @@ impl AgentActivities {
     async fn emit_step_chunks(
         &self,
         input: &StepInput,
-        attempt: u32,
+        attempt: u64,
         first_index: u32,
         kinds: &[ChunkKind],
     ) -> Result<u32, store::Error> {
@@ -193,7 +190,7 @@ impl AgentActivities {
     }
 
     /// Writes the step's first chunk, `step_start` (once, whatever the attempts).
-    async fn emit_step_start(&self, input: &StepInput, attempt: u32) -> Result<u32, store::Error> {
+    async fn emit_step_start(&self, input: &StepInput, attempt: u64) -> Result<u32, store::Error> {
         let chunk = [ChunkKind::StepStart { step: input.step }];
         self.emit_step_chunks(input, attempt, 0, &chunk).await
     }
@@ -273,15 +270,28 @@ impl AgentActivities {
 }
 
 /// What a model step read, and wrote, in the round trip that reads its progress. Writing
-/// `step_start` before knowing the progress is safe on a first attempt: the chunk is fenced on
-/// the step (a committed or suspended step refuses it) and written only as a step's first chunk
-/// (a turn staged already has it), and no earlier attempt's text can be on the stream to
-/// discard. The outcome matters only for a new step.
+/// `step_start` before knowing the progress is safe when no attempt has streamed the step yet,
+/// which the script checks (`emit_first_step_start`): the chunk is fenced on the step (a
+/// committed or suspended step refuses it), a staged turn's attempt streamed it already, and
+/// there is no earlier attempt's text to discard. The outcome matters only for a new step.
 enum Head {
     /// Nothing: the step drains answers first, which changes the log.
     Nothing,
-    /// The log (a later attempt).
-    Log(Vec<Message>),
-    /// The log and the outcome of writing `step_start` (a first attempt).
+    /// The log and how many chunks writing `step_start` appended (0: an earlier attempt had
+    /// streamed the step, and nothing was written).
     LogAndStepStart(Vec<Message>, Result<u32, store::Error>),
+}
+
+/// The number that orders an attempt's writes to the step's stream (`emit_model_chunks.lua`): a
+/// greater one discards a smaller one's text and refuses its later writes. A regular activity's
+/// attempt number does. A local activity's does not: a worker that takes over a lost workflow
+/// task runs it again from attempt 1. Its start time in milliseconds grows across workers and
+/// local retries alike (retries wait at least the policy's initial interval).
+fn stream_attempt(ctx: &ActivityContext) -> u64 {
+    let info = ctx.info();
+    if info.is_local {
+        store::now_ms()
+    } else {
+        u64::from(info.attempt)
+    }
 }

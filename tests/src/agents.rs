@@ -254,6 +254,60 @@ pub(crate) fn flaky_model(script: ScriptedModel) -> impl Model {
     }
 }
 
+/// What the `hesitant` agent's model streams before it holds.
+pub const HESITANT_FIRST_WORDS: &str = "Let me think… ";
+/// What the `hesitant` agent's model prints when a held call of it is dropped (an interrupt
+/// reached the step running it).
+pub const HESITANT_DROPPED_LINE: &str = "hesitant: call dropped";
+
+/// Prints [`HESITANT_DROPPED_LINE`] when dropped.
+struct SayWhenDropped;
+
+impl Drop for SayWhenDropped {
+    fn drop(&mut self) {
+        println!("{HESITANT_DROPPED_LINE}");
+    }
+}
+
+/// A model that streams its first words, then blocks in a worker started with
+/// [`HOLD_TOOL_ENV`] set (until killed), then answers from `script`: a worker lost in the middle
+/// of a model call that had streamed text.
+struct HesitantModel {
+    script: ScriptedModel,
+}
+
+#[async_trait]
+impl Model for HesitantModel {
+    fn name(&self) -> &str {
+        "hesitant"
+    }
+
+    async fn generate(
+        &self,
+        request: ModelRequest<'_>,
+        deltas: mpsc::UnboundedSender<String>,
+    ) -> Result<ModelTurn, model::Error> {
+        let _ = deltas.send(HESITANT_FIRST_WORDS.to_owned());
+        // A held call ends only when dropped (or its worker is killed, which prints nothing).
+        let _dropped = std::env::var_os(HOLD_TOOL_ENV).map(|_| SayWhenDropped);
+        hold_if_told().await;
+        let mut turn = self.script.generate(request, deltas).await?;
+        turn.text = format!("{HESITANT_FIRST_WORDS}{}", turn.text);
+        Ok(turn)
+    }
+}
+
+/// `hesitant`: one step whose model streams a few words, then (in a holding worker) blocks
+/// mid-call, then answers.
+pub fn hesitant() -> Agent {
+    Agent::builder("hesitant")
+        .model(HesitantModel {
+            script: ScriptedModel::default().answer("the answer is 42"),
+        })
+        .build()
+        .unwrap()
+}
+
 /// Input of the `ask_user` client tool.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct Question {
@@ -432,6 +486,7 @@ pub fn registry() -> AgentRegistry {
             holder_gated_once(),
             flaky(),
             flaky_rephrasing(),
+            hesitant(),
             asker(),
             asker_only(),
             asker_twice(),

@@ -78,11 +78,12 @@ pub const SCENARIOS: &[Scenario] = &[
     },
 ];
 
-/// Histories recorded before the `fewer-tasks-per-round` patch (a resumed run's drain as an
-/// activity of its own, the deadline workflow as a child), and with its marker, before the
-/// starter chose the shape in the run's input (`RunShape`): kept as they are and never recorded
-/// again, since runs started then must still replay on today's code.
-pub const RECORDED_BEFORE_PATCHES: &[Scenario] = &[
+/// Histories of the workflow's earlier shapes, kept as they are and never recorded again, since
+/// runs started then must still replay on today's code: before the `fewer-tasks-per-round` patch
+/// (a resumed run's drain as an activity of its own, the deadline workflow as a child); with its
+/// marker, before the starter chose the shape in the run's input (`RunShape`); and of the shape
+/// `fewerTasksPerRound`, whose model step was a regular activity.
+pub const EARLIER_SHAPES: &[Scenario] = &[
     Scenario {
         name: "agent_run_tool_then_suspend_before_fewer_tasks",
         workflow_type: "AgentRunWorkflow",
@@ -112,6 +113,41 @@ pub const RECORDED_BEFORE_PATCHES: &[Scenario] = &[
         name: "agent_run_suspends_in_the_model_step_with_patch_marker",
         workflow_type: "AgentRunWorkflow",
         shows: "the patch recorded (no shape in the input): the model step suspends, the deadline's delayed start",
+    },
+    Scenario {
+        name: "agent_run_tools_then_answer_regular_model_step",
+        workflow_type: "AgentRunWorkflow",
+        shows: "model steps as regular activities: tool activities and a commit per step, then the answer",
+    },
+    Scenario {
+        name: "agent_run_finishing_tool_regular_model_step",
+        workflow_type: "AgentRunWorkflow",
+        shows: "model steps as regular activities: a tool that ends the run",
+    },
+    Scenario {
+        name: "agent_run_failed_finishing_tool_regular_model_step",
+        workflow_type: "AgentRunWorkflow",
+        shows: "model steps as regular activities: a tool that would end the run fails, the model answers",
+    },
+    Scenario {
+        name: "agent_run_tool_then_suspend_regular_model_step",
+        workflow_type: "AgentRunWorkflow",
+        shows: "model steps as regular activities: a tool activity, the suspended commit, the deadline's delayed start",
+    },
+    Scenario {
+        name: "agent_run_resumed_regular_model_step",
+        workflow_type: "AgentRunWorkflow",
+        shows: "model steps as regular activities: the answers drained in the one model step, the answer",
+    },
+    Scenario {
+        name: "agent_run_fails_at_max_steps_regular_model_step",
+        workflow_type: "AgentRunWorkflow",
+        shows: "model steps as regular activities: the step cap reached, the failure recorded",
+    },
+    Scenario {
+        name: "agent_run_suspends_in_the_model_step_regular_model_step",
+        workflow_type: "AgentRunWorkflow",
+        shows: "model steps as regular activities: the model step suspends, the deadline's delayed start",
     },
 ];
 

@@ -516,7 +516,7 @@ impl Drop for Harness {
 /// (`env!("CARGO_BIN_EXE_baton-test-worker")`).
 pub struct WorkerProcess {
     child: std::process::Child,
-    stdout: Option<std::process::ChildStdout>,
+    stdout: Option<std::io::BufReader<std::process::ChildStdout>>,
 }
 
 impl WorkerProcess {
@@ -533,7 +533,7 @@ impl WorkerProcess {
             command.env_remove(agents::HOLD_TOOL_ENV);
         }
         let mut child = command.spawn().expect("the test worker binary runs");
-        let stdout = child.stdout.take();
+        let stdout = child.stdout.take().map(std::io::BufReader::new);
         Self { child, stdout }
     }
 
@@ -549,18 +549,34 @@ impl WorkerProcess {
         Self::spawn(executable, harness, false)
     }
 
-    /// Resolves `true` once the worker's `hold` tool has started holding.
+    /// Resolves `true` once the worker's `hold` tool (or another holding test part) holds.
     pub async fn holding(&mut self) -> bool {
+        self.printed(agents::HOLDING_LINE).await
+    }
+
+    /// Resolves `true` once the worker prints `wanted` as a line of its stdout after the lines
+    /// read so far, `false` if its stdout ends first. One wait at a time.
+    pub async fn printed(&mut self, wanted: &'static str) -> bool {
         use std::io::BufRead;
-        let stdout = self.stdout.take().expect("holding() is awaited once");
-        tokio::task::spawn_blocking(move || {
-            std::io::BufReader::new(stdout)
-                .lines()
-                .map_while(Result::ok)
-                .any(|line| line == agents::HOLDING_LINE)
+        let mut stdout = self
+            .stdout
+            .take()
+            .expect("one wait on the output at a time");
+        let (stdout, seen) = tokio::task::spawn_blocking(move || {
+            let mut line = String::new();
+            loop {
+                line.clear();
+                match stdout.read_line(&mut line) {
+                    Ok(0) | Err(_) => return (stdout, false),
+                    Ok(_) if line.trim_end() == wanted => return (stdout, true),
+                    Ok(_) => {}
+                }
+            }
         })
         .await
-        .unwrap_or(false)
+        .expect("the reading task does not panic");
+        self.stdout = Some(stdout);
+        seen
     }
 }
 

@@ -4,8 +4,9 @@
 //!
 //! A step is one `model_step` activity (the model call, then the inline tools it called and, when
 //! no tool is left, the commit), then the step's other server tools as `execute_tool` activities
-//! in parallel and a `commit_step` local activity (one Lua script, no matching round trip). A step
-//! whose tools are all inline is one activity and one workflow task, like a bare activity.
+//! in parallel and a `commit_step` local activity (one Lua script, no matching round trip). Runs
+//! of today's shape take the model step as a local activity too, so a step whose tools are all
+//! inline costs no activity task and no workflow task of its own.
 
 use baton_activities::{
     AgentActivities,
@@ -110,14 +111,22 @@ async fn run_steps(
             drain_first: drain_in_model_step && taken == 0,
             ..step.clone()
         };
-        let plan = ctx
-            .execute_activity(
+        let plan = if input.shape >= RunShape::LocalModelStep {
+            ctx.execute_local_activity(
+                AgentActivities::model_step,
+                model_input,
+                local_model_options(input),
+            )
+            .await
+        } else {
+            ctx.execute_activity(
                 AgentActivities::model_step,
                 model_input,
                 model_options(input),
             )
             .await
-            .map_err(|e| Failure::of_activity(&step, &e, ErrorCode::ModelFailed))?;
+        }
+        .map_err(|e| Failure::of_activity(&step, &e, ErrorCode::ModelFailed))?;
         match plan {
             StepPlan::Answered => {
                 if complete(ctx, input, &step).await? {
@@ -330,6 +339,11 @@ async fn fail(
         code,
         message,
     } = failure;
+    // The run had already ended (a stop found by its step): there is nothing left to record,
+    // and the script would refuse it.
+    if code == ErrorCode::RunNotActive {
+        return Err(typed_failure(code, message));
+    }
     let recorded = ctx
         .execute_local_activity(
             AgentActivities::fail_run,
@@ -382,6 +396,16 @@ fn activity_failure(error: &ActivityExecutionError, fallback: ErrorCode) -> (Err
 fn model_options(input: &RunInput) -> ActivityOptions {
     ActivityOptions::with_start_to_close_timeout(input.policy.model_timeout)
         .heartbeat_timeout(input.policy.heartbeat_timeout)
+        .retry_policy(retries(&input.policy, input.policy.model_attempts))
+        .build()
+}
+
+/// A model step run as a local activity (runs of shape [`RunShape::LocalModelStep`]): the same
+/// time-out and retries as the regular one. It has no heartbeat: a lost worker is noticed by the
+/// workflow task's time-out, and the step watches its run for a stop itself.
+fn local_model_options(input: &RunInput) -> LocalActivityOptions {
+    LocalActivityOptions::builder()
+        .start_to_close_timeout(input.policy.model_timeout)
         .retry_policy(retries(&input.policy, input.policy.model_attempts))
         .build()
 }

@@ -213,4 +213,6 @@ mod pipelined_tests;
 #[cfg(test)]
 mod state_tests;
 #[cfg(test)]
+mod step_start_tests;
+#[cfg(test)]
 mod tests;

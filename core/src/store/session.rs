@@ -149,6 +149,19 @@ impl Store {
         }))
     }
 
+    /// Whether `run` still holds its session and is running (status `active`): one `HMGET`, for
+    /// work that cannot learn of a stop from Temporal in time (a model step run as a local
+    /// activity) and so asks Redis, which a stop writes first.
+    pub async fn run_is_live(&self, run: RunRef<'_>) -> Result<bool, Error> {
+        let key = self.key(run.address, Key::State);
+        let (status, run_id): (Option<String>, Option<String>) = self
+            .conn()
+            .hget(&key, &[state_field::STATUS, state_field::RUN_ID])
+            .await?;
+        Ok(run_id.as_deref() == Some(run.run_id)
+            && status.as_deref() == Some(Status::Active.as_str()))
+    }
+
     /// The whole message log.
     pub async fn messages(&self, address: &SessionAddress) -> Result<Vec<Message>, Error> {
         self.json_list(self.key(address, Key::Messages)).await

@@ -52,13 +52,39 @@ pub enum StepProgress {
 impl Store {
     /// Appends model-phase chunks (`step_start`, `text_delta`) of a step. `first_index` is the
     /// position of the first chunk within the step; chunks already written are skipped, so a
-    /// retried model step does not repeat them. Returns how many were appended.
+    /// retried model step does not repeat them. `attempt` orders the attempts: a greater one
+    /// finding an earlier one's text discards it, a smaller one writes nothing. Returns how many
+    /// were appended.
     pub async fn emit_model_chunks(
         &self,
         step: StepRef<'_>,
-        attempt: u32,
+        attempt: u64,
         first_index: u32,
         kinds: &[ChunkKind],
+    ) -> Result<u32, Error> {
+        self.emit_chunks(step, attempt, first_index, kinds, false)
+            .await
+    }
+
+    /// Writes the step's `step_start` as `attempt`, only if no attempt has streamed the step yet
+    /// (else returns 0 and writes nothing): safe before the step's progress is known, by an
+    /// attempt that cannot tell whether it is the first.
+    pub async fn emit_first_step_start(
+        &self,
+        step: StepRef<'_>,
+        attempt: u64,
+    ) -> Result<u32, Error> {
+        let start = [ChunkKind::StepStart { step: step.step }];
+        self.emit_chunks(step, attempt, 0, &start, true).await
+    }
+
+    async fn emit_chunks(
+        &self,
+        step: StepRef<'_>,
+        attempt: u64,
+        first_index: u32,
+        kinds: &[ChunkKind],
+        only_first: bool,
     ) -> Result<u32, Error> {
         let header = self.header(step.run());
         let discarded = ChunkKind::StepDiscarded { step: step.step };
@@ -68,7 +94,8 @@ impl Store {
             .arg(step.step)
             .arg(first_index)
             .arg(attempt)
-            .arg(encode_unsequenced(&header, &discarded));
+            .arg(encode_unsequenced(&header, &discarded))
+            .arg(flag(only_first));
         for kind in kinds {
             invocation.arg(encode_unsequenced(&header, kind));
         }

@@ -14,6 +14,7 @@ mod config;
 mod deadline_index;
 mod finish;
 mod inspect;
+mod local_model_step;
 mod observe;
 mod providers;
 mod replay;

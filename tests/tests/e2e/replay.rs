@@ -5,7 +5,7 @@
 //! activity input passes. Needs neither Redis nor Temporal. See `baton_tests::histories` for
 //! recording them again.
 
-use baton_tests::histories::{self, RECORDED_BEFORE_PATCHES, SCENARIOS, Scenario};
+use baton_tests::histories::{self, EARLIER_SHAPES, SCENARIOS, Scenario};
 use baton_workflows::{AgentRunWorkflow, DeadlineWorkflow};
 use temporalio_client::WorkflowHistory;
 use temporalio_common::protos::temporal::api::history::v1::history_event::Attributes;
@@ -47,7 +47,7 @@ fn workflow_type(result: &WorkflowReplayResult) -> String {
 
 #[tokio::test]
 async fn every_recorded_history_replays_on_todays_workflows() {
-    let scenarios: Vec<&Scenario> = SCENARIOS.iter().chain(RECORDED_BEFORE_PATCHES).collect();
+    let scenarios: Vec<&Scenario> = SCENARIOS.iter().chain(EARLIER_SHAPES).collect();
     let histories = scenarios
         .iter()
         .map(|scenario| WorkflowHistory::from_json(&recorded(scenario)).unwrap());
@@ -76,8 +76,8 @@ async fn every_recorded_history_replays_on_todays_workflows() {
 
 #[tokio::test]
 async fn a_history_the_code_would_not_make_is_reported_as_nondeterministic() {
-    // The first activity of a fresh run is its model step; a history that scheduled another one
-    // is what a reordered workflow would meet.
+    // The first regular activity of this run is a tool its first model step left to an activity;
+    // a history that scheduled another one is what a reordered workflow would meet.
     let mut history: serde_json::Value = serde_json::from_slice(&recorded(&SCENARIOS[0])).unwrap();
     let scheduled = history["events"]
         .as_array_mut()

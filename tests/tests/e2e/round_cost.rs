@@ -38,17 +38,38 @@ pub(crate) fn count(events: &[HistoryEvent], kind: EventType) -> usize {
     events.iter().filter(|e| e.event_type() == kind).count()
 }
 
-/// The activity types a history scheduled, in order.
-fn activities(events: &[HistoryEvent]) -> Vec<String> {
+/// The activities a history ran, in order: a regular one by its name where it was scheduled, a
+/// local one as `local:<name>` where its marker (its completion) was recorded.
+pub(crate) fn activity_trail(events: &[HistoryEvent]) -> Vec<String> {
+    let short = |name: &str| name.rsplit("::").next().unwrap_or_default().to_owned();
     events
         .iter()
         .filter_map(|event| match &event.attributes {
             Some(Attributes::ActivityTaskScheduledEventAttributes(scheduled)) => {
-                scheduled.activity_type.as_ref().map(|t| t.name.clone())
+                scheduled.activity_type.as_ref().map(|t| short(&t.name))
+            }
+            Some(Attributes::MarkerRecordedEventAttributes(_)) => {
+                local_activity(event).map(|(name, _)| format!("local:{}", short(&name)))
             }
             _ => None,
         })
         .collect()
+}
+
+/// The type and attempt of a local activity's marker.
+fn local_activity(event: &HistoryEvent) -> Option<(String, u32)> {
+    let Some(Attributes::MarkerRecordedEventAttributes(marker)) = &event.attributes else {
+        return None;
+    };
+    if marker.marker_name != "core_local_activity" {
+        return None;
+    }
+    let data = marker.details.get("data")?.payloads.first()?;
+    let data: serde_json::Value = serde_json::from_slice(&data.data).ok()?;
+    Some((
+        data["activity_type"].as_str()?.to_owned(),
+        u32::try_from(data["attempt"].as_u64()?).ok()?,
+    ))
 }
 
 /// Asserts that the deadline workflow of `run_id` is a start held for about an hour, with no
@@ -122,12 +143,15 @@ async fn a_round_is_one_activity_and_a_far_deadline_no_workflow() {
         count(&first, EventType::StartChildWorkflowExecutionInitiated),
         0
     );
-    assert_eq!(count(&first, EventType::WorkflowTaskScheduled), 2);
+    // One workflow task: the model step ran in it, as a local activity, and suspended the run.
+    assert_eq!(count(&first, EventType::WorkflowTaskScheduled), 1);
+    assert_eq!(activity_trail(&first), ["local:model_step"]);
     let deadline_workflow = format!("deadline__{session}__{}", started.run_id);
     assert!(!workflow_exists(&harness, &deadline_workflow).await);
     assert_eq!(harness.store.indexed_deadlines().await.unwrap(), 1);
 
-    // The resumed run's only activity before the model's answer is the model step itself.
+    // The resumed run's only activity before the model's answer is the model step itself, run
+    // in the run's first workflow task, as is the completion: one workflow task in all.
     let answer = ToolOutcome::Result(json!({"answer": "yes"}));
     harness
         .client
@@ -143,15 +167,19 @@ async fn a_round_is_one_activity_and_a_far_deadline_no_workflow() {
     let resumed_workflow = resumed.workflow_id.unwrap();
     harness.run_result(&resumed_workflow).await.unwrap();
     let second = history(&harness, &resumed_workflow).await;
-    assert_eq!(activities(&second), ["AgentActivities::model_step"]);
+    assert_eq!(
+        activity_trail(&second),
+        ["local:model_step", "local:complete_run"]
+    );
+    assert_eq!(count(&second, EventType::WorkflowTaskScheduled), 1);
     // The drain took the suspended run out of the index; no deadline workflow ever ran.
     assert_eq!(harness.store.indexed_deadlines().await.unwrap(), 0);
     assert!(!workflow_exists(&harness, &deadline_workflow).await);
     // The shape comes with the input: neither run records a version marker, nor the search
     // attribute update a marker brings, which holds the first workflow task back. The suspended
-    // run's model step indexed its far deadline itself: no local activity arranged it; the
-    // resumed run's one marker is its completion's.
-    for (events, markers) in [(&first, 0), (&second, 1)] {
+    // run's model step indexed its far deadline itself: no local activity arranged it. Every
+    // marker is a local activity's.
+    for (events, markers) in [(&first, 1), (&second, 2)] {
         assert_eq!(count(events, EventType::MarkerRecorded), markers);
         assert_eq!(count(events, EventType::UpsertWorkflowSearchAttributes), 0);
     }
@@ -224,16 +252,12 @@ async fn a_retried_first_step_of_a_resumed_run_drains_nothing_twice() {
     // The model step ran twice; the answer is in the log and on the stream once, before the
     // turn that used it.
     let events = history(&harness, &resumed_workflow).await;
-    let started: Vec<u32> = events
-        .iter()
-        .filter_map(|event| match &event.attributes {
-            Some(Attributes::ActivityTaskStartedEventAttributes(started)) => {
-                Some(started.attempt as u32)
-            }
-            _ => None,
-        })
-        .collect();
-    assert_eq!(started, [2], "the model step's attempts");
+    let steps: Vec<(String, u32)> = events.iter().filter_map(local_activity).collect();
+    assert_eq!(
+        steps[0],
+        ("AgentActivities::model_step".to_owned(), 2),
+        "the model step's attempts: {steps:?}"
+    );
     let messages = harness.messages(&session).await;
     assert_eq!(tool_outcomes(&messages), [&answer]);
     assert!(matches!(

@@ -10,7 +10,9 @@ use baton_core::{
 use baton_tests::{Harness, WorkerProcess, agents};
 use serde_json::json;
 use std::time::Duration;
-use temporalio_common::protos::temporal::api::failure::v1::failure::FailureInfo;
+use temporalio_common::protos::temporal::api::{
+    enums::v1::EventType, failure::v1::failure::FailureInfo,
+};
 
 const RUN_LIMIT: Duration = baton_tests::WAIT_LIMIT;
 pub(crate) const TEST_WORKER: &str = env!("CARGO_BIN_EXE_baton-test-worker");
@@ -70,26 +72,9 @@ pub(crate) fn describe(chunk: &StreamChunk) -> String {
     }
 }
 
-/// The activity types a workflow scheduled, in order, without their implementer's prefix.
-async fn scheduled_activities(harness: &Harness, workflow_id: &str) -> Vec<String> {
-    use temporalio_common::protos::temporal::api::history::v1::history_event::Attributes;
-    let events = harness
-        .temporal
-        .get_workflow_handle::<baton_workflows::AgentRunWorkflow>(workflow_id.to_owned())
-        .fetch_history(temporalio_client::WorkflowFetchHistoryOptions::default())
-        .into_events()
-        .await
-        .unwrap();
-    events
-        .into_iter()
-        .filter_map(|event| match event.attributes {
-            Some(Attributes::ActivityTaskScheduledEventAttributes(scheduled)) => {
-                let name = scheduled.activity_type.map(|t| t.name).unwrap_or_default();
-                Some(name.rsplit("::").next().unwrap_or_default().to_owned())
-            }
-            _ => None,
-        })
-        .collect()
+/// The activities `workflow_id` ran, in order (see `round_cost::activity_trail`).
+async fn activity_trail(harness: &Harness, workflow_id: &str) -> Vec<String> {
+    crate::round_cost::activity_trail(&crate::round_cost::history(harness, workflow_id).await)
 }
 
 fn call(id: &str, name: &str, arguments: serde_json::Value) -> ToolCall {
@@ -201,15 +186,19 @@ async fn a_two_step_session_completes_with_the_exact_log_and_stream() {
         harness.store.usage_rollup(&address).await.unwrap().unwrap()
     );
 
-    // `add` ran as activities of its own; `upper` (inline) inside the model step.
+    // `add` ran as activities of its own; `upper` (inline) inside the model step, a local
+    // activity, as are the commits.
     assert_eq!(
-        scheduled_activities(&harness, &started.workflow_id).await,
+        activity_trail(&harness, &started.workflow_id).await,
         [
-            "model_step",
+            "local:model_step",
             "execute_tool",
-            "model_step",
+            "local:commit_step",
+            "local:model_step",
             "execute_tool",
-            "model_step"
+            "local:commit_step",
+            "local:model_step",
+            "local:complete_run",
         ]
     );
 
@@ -420,10 +409,21 @@ async fn a_step_whose_tools_are_all_inline_is_one_activity() {
             format!("end Completed 6 × 7 = 42, and the time is {time}. -"),
         ]
     );
-    // One activity per step: the inline tools ran and committed inside the model step.
+    // One local activity per step: the inline tools ran and committed inside the model step,
+    // so the whole run needed no activity task; and one workflow task in all.
+    let events = crate::round_cost::history(&harness, &started.workflow_id).await;
     assert_eq!(
-        scheduled_activities(&harness, &started.workflow_id).await,
-        ["model_step", "model_step", "model_step"]
+        crate::round_cost::activity_trail(&events),
+        [
+            "local:model_step",
+            "local:model_step",
+            "local:model_step",
+            "local:complete_run"
+        ]
+    );
+    assert_eq!(
+        crate::round_cost::count(&events, EventType::WorkflowTaskScheduled),
+        1
     );
 }
 
