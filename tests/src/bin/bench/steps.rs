@@ -174,7 +174,7 @@ pub async fn print_steps(
     // The first activity of each is a warm-up; then the first and the last tenth.
     let bare_count = phases::activities(&bare_history);
     let local_count = phases::activities(&local_run.history);
-    phases::print_phases(&[
+    let mut rows = vec![
         (
             "bare workflow, one empty activity after another",
             phases::phases(&bare_history, 1..),
@@ -187,19 +187,31 @@ pub async fn print_steps(
             "bare workflow, last tenth",
             phases::phases(&bare_history, bare_count - bare_count / 10..),
         ),
-        (
-            "agent session, inline-tool steps",
-            phases::phases(&local_run.history, 1..),
-        ),
-        (
-            "agent session, first tenth",
-            phases::phases(&local_run.history, 1..=local_count / 10),
-        ),
-        (
-            "agent session, last tenth",
-            phases::phases(&local_run.history, local_count - local_count / 10..),
-        ),
-    ]);
+    ];
+    // Model steps run as local activities (today's shape) leave no activity events to split.
+    if local_count > 10 {
+        rows.extend([
+            (
+                "agent session, inline-tool steps",
+                phases::phases(&local_run.history, 1..),
+            ),
+            (
+                "agent session, first tenth",
+                phases::phases(&local_run.history, 1..=local_count / 10),
+            ),
+            (
+                "agent session, last tenth",
+                phases::phases(&local_run.history, local_count - local_count / 10..),
+            ),
+        ]);
+    }
+    phases::print_phases(&rows);
+    if local_count <= 10 {
+        println!();
+        println!(
+            "The agent's model steps are local activities: no activity task to split into phases."
+        );
+    }
     Ok(())
 }
 
