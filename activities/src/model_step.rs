@@ -16,6 +16,8 @@ use baton_core::{
     model::ModelRequest,
     store::{self, StagedTurn, StepProgress, UsageRecord, Written},
 };
+use futures::TryFutureExt;
+use std::sync::atomic::{AtomicU64, Ordering};
 use temporalio_sdk::activities::ActivityContext;
 use tokio::sync::mpsc;
 
@@ -135,13 +137,19 @@ impl AgentActivities {
             }
             Ok::<_, store::Error>(())
         };
+        // A delta the store refuses (the run was stopped) or cannot take ends the call at once:
+        // the model's stream is dropped rather than read to its end for nothing. A failed call
+        // does not end the deltas: those it streamed are written, and a retry discards them.
         let call = with_heartbeats(ctx, self.heartbeat_every, async {
-            futures::join!(generate, stream_deltas)
+            futures::try_join!(
+                async { Ok::<_, Error>(generate.await) },
+                stream_deltas.map_err(Error::from)
+            )
         });
         // An interrupt or abort cancels the workflow; Temporal passes the cancellation on with
         // the answer to a heartbeat. Dropping the call then closes the model's HTTP stream at
         // once instead of letting it run to its end.
-        let (turn, streamed) = tokio::select! {
+        let (turn, ()) = tokio::select! {
             biased;
             _ = ctx.cancelled() => {
                 tracing::info!(
@@ -152,9 +160,8 @@ impl AgentActivities {
                 );
                 return Err(Error::Cancelled);
             }
-            outcome = call => outcome,
+            outcome = call => outcome?,
         };
-        streamed?;
         let turn = turn?;
 
         let staged = StagedTurn {
@@ -286,12 +293,21 @@ enum Head {
 /// greater one discards a smaller one's text and refuses its later writes. A regular activity's
 /// attempt number does. A local activity's does not: a worker that takes over a lost workflow
 /// task runs it again from attempt 1. Its start time in milliseconds grows across workers and
-/// local retries alike (retries wait at least the policy's initial interval).
+/// local retries alike; within one worker it is made strictly greater than the last one taken,
+/// so two attempts in the same millisecond are still ordered.
 fn stream_attempt(ctx: &ActivityContext) -> u64 {
+    static LAST: AtomicU64 = AtomicU64::new(0);
     let info = ctx.info();
-    if info.is_local {
-        store::now_ms()
-    } else {
-        u64::from(info.attempt)
+    if !info.is_local {
+        return u64::from(info.attempt);
     }
+    let now = store::now_ms();
+    let next = |last: u64| now.max(last + 1);
+    // The closure always answers, so the update cannot fail; both arms hold the last value.
+    let last = LAST
+        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |last| {
+            Some(next(last))
+        })
+        .unwrap_or_else(|last| last);
+    next(last)
 }

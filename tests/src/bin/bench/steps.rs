@@ -77,6 +77,9 @@ pub async fn session_steps(
         state.step_count,
         chunks.last()
     );
+    // The end chunk is written inside the run's last workflow task: wait for the workflow to
+    // end, so its history holds that task's events (with local activities, every step's).
+    let _ = harness.run_result(&started.workflow_id).await;
     let events = harness
         .temporal
         .get_workflow_handle::<baton_workflows::AgentRunWorkflow>(started.workflow_id)
