@@ -17,6 +17,7 @@ mod deadline;
 mod deadline_start;
 mod failure;
 mod heartbeat;
+mod log_cache;
 mod model_step;
 mod plan;
 mod resume;
@@ -41,6 +42,8 @@ pub struct AgentActivities {
     store: Store,
     registry: AgentRegistry,
     heartbeat_every: Duration,
+    /// The logs the last model steps read, so a run's next step reads only what is new.
+    logs: log_cache::LogCache,
     /// Starts the deadline workflows of suspended runs (see `deadline_start.rs`); a worker
     /// sets it with [`AgentActivities::starting_deadlines_with`].
     temporal: Option<temporalio_client::Client>,
@@ -56,6 +59,7 @@ impl AgentActivities {
             store,
             registry,
             heartbeat_every,
+            logs: log_cache::LogCache::default(),
             temporal: None,
             deadline_horizon: Some(DEFAULT_DEADLINE_HORIZON),
         }

@@ -41,7 +41,7 @@ impl AgentActivities {
         } else {
             let (progress, log, step_start) = futures::join!(
                 progress,
-                self.store.messages(&input.address),
+                self.read_log(input),
                 self.store.emit_first_step_start(input.step_ref(), attempt)
             );
             (progress?, Head::LogAndStepStart(log?, step_start), None)
@@ -106,7 +106,7 @@ impl AgentActivities {
             }
             Head::Nothing => {
                 let step_start = self.emit_step_start(input, attempt);
-                futures::try_join!(self.store.messages(address), step_start)?.0
+                futures::try_join!(self.read_log(input), step_start)?.0
             }
         };
 
@@ -163,6 +163,8 @@ impl AgentActivities {
             outcome = call => outcome?,
         };
         let turn = turn?;
+        // The next step of this run, on this worker, reads only what is appended after this.
+        self.logs.keep(input.run_ref(), messages);
 
         let staged = StagedTurn {
             message: Message::assistant(turn.text, turn.tool_calls),
@@ -179,6 +181,15 @@ impl AgentActivities {
             // A concurrent attempt staged first: its turn is the step's turn.
             Written::AlreadyDone => Ok(self.store.staged_turn(input.step_ref()).await?),
         }
+    }
+
+    /// The run's log: what the log cache holds for the run (see `log_cache.rs`) and the rest,
+    /// read from Redis (the whole log when the cache holds nothing).
+    async fn read_log(&self, input: &StepInput) -> Result<Vec<Message>, store::Error> {
+        let mut log = self.logs.take(input.run_ref());
+        let rest = self.store.messages_after(&input.address, log.len()).await?;
+        log.extend(rest);
+        Ok(log)
     }
 
     /// Writes model-phase chunks of the step for activity attempt `attempt`, the first at

@@ -164,7 +164,21 @@ impl Store {
 
     /// The whole message log.
     pub async fn messages(&self, address: &SessionAddress) -> Result<Vec<Message>, Error> {
-        self.json_list(self.key(address, Key::Messages)).await
+        self.messages_after(address, 0).await
+    }
+
+    /// The log from its message `skip` on (all of it for 0): what was appended since a reader
+    /// that holds the first `skip` messages read it. Only a rewind rewrites a log, and a rewind
+    /// starts a new run, so within one run the first messages never change.
+    pub async fn messages_after(
+        &self,
+        address: &SessionAddress,
+        skip: usize,
+    ) -> Result<Vec<Message>, Error> {
+        let key = self.key(address, Key::Messages);
+        let start = isize::try_from(skip).unwrap_or(isize::MAX);
+        let items: Vec<String> = self.conn().lrange(&key, start, -1).await?;
+        items.iter().map(|item| from_json(&key, item)).collect()
     }
 
     /// The checkpoints a rewind can still restore, oldest first: those of the current history,

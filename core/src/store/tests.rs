@@ -603,3 +603,33 @@ async fn a_stop_is_fenced_on_the_run_it_read() {
         }
     );
 }
+
+#[tokio::test]
+async fn the_log_after_the_messages_a_reader_holds_is_what_was_appended_since() {
+    let store = store().await;
+    let address = SessionAddress::root("s1");
+    new_session(&store, &address).await;
+    let held = store.messages(&address).await.unwrap();
+    assert_eq!(held, [Message::system("be brief"), Message::user("hi")]);
+    assert!(
+        store
+            .messages_after(&address, held.len())
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    let step = at(&address, "r1", 1);
+    store
+        .stage_turn(step, &turn("r1", 1, "hello", vec![]))
+        .await
+        .unwrap();
+    store.commit_step(step, None).await.unwrap();
+    let rest = store.messages_after(&address, held.len()).await.unwrap();
+    assert_eq!(rest, [Message::assistant("hello", vec![])]);
+    assert_eq!(
+        [held, rest].concat(),
+        store.messages(&address).await.unwrap()
+    );
+    assert!(store.messages_after(&address, 99).await.unwrap().is_empty());
+}
