@@ -14,7 +14,7 @@ use baton_core::{
     chunk::ChunkKind,
     message::Message,
     model::ModelRequest,
-    store::{self, StagedTurn, StepProgress, UsageRecord, Written},
+    store::{self, RunRef, StagedTurn, StepProgress, UsageRecord, Written},
 };
 use futures::TryFutureExt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -37,11 +37,12 @@ impl AgentActivities {
         let (progress, head, drain) = if input.drain_first {
             // The drain's reads go with the progress; they are of no use if the step is further.
             let (progress, drain) = futures::try_join!(progress, self.drain_read(&input.address))?;
-            (progress, Head::Nothing, Some(drain))
+            let suspended_run = drain.suspended_run();
+            (progress, Head::AfterDrain { suspended_run }, Some(drain))
         } else {
             let (progress, log, step_start) = futures::join!(
                 progress,
-                self.read_log(input),
+                self.read_log(input, None),
                 self.store.emit_first_step_start(input.step_ref(), attempt)
             );
             (progress?, Head::LogAndStepStart(log?, step_start), None)
@@ -104,9 +105,10 @@ impl AgentActivities {
                 }
                 log
             }
-            Head::Nothing => {
+            Head::AfterDrain { suspended_run } => {
                 let step_start = self.emit_step_start(input, attempt);
-                futures::try_join!(self.read_log(input), step_start)?.0
+                let log = self.read_log(input, suspended_run.as_deref());
+                futures::try_join!(log, step_start)?.0
             }
         };
 
@@ -183,10 +185,22 @@ impl AgentActivities {
         }
     }
 
-    /// The run's log: what the log cache holds for the run (see `log_cache.rs`) and the rest,
-    /// read from Redis (the whole log when the cache holds nothing).
-    async fn read_log(&self, input: &StepInput) -> Result<Vec<Message>, store::Error> {
+    /// The run's log: what the log cache holds for the run (see `log_cache.rs`), or else for
+    /// the run it resumes, `suspended_run` (the session's run when the claim took it, so the log
+    /// has only grown since that run read it), and the rest, read from Redis (the whole log when
+    /// the cache holds nothing).
+    async fn read_log(
+        &self,
+        input: &StepInput,
+        suspended_run: Option<&str>,
+    ) -> Result<Vec<Message>, store::Error> {
         let mut log = self.logs.take(input.run_ref());
+        if let (true, Some(run_id)) = (log.is_empty(), suspended_run) {
+            log = self.logs.take(RunRef {
+                run_id,
+                ..input.run_ref()
+            });
+        }
         let rest = self.store.messages_after(&input.address, log.len()).await?;
         log.extend(rest);
         Ok(log)
@@ -293,8 +307,9 @@ impl AgentActivities {
 /// committed or suspended step refuses it), a staged turn's attempt streamed it already, and
 /// there is no earlier attempt's text to discard. The outcome matters only for a new step.
 enum Head {
-    /// Nothing: the step drains answers first, which changes the log.
-    Nothing,
+    /// Nothing yet: the step drains answers first, which changes the log; it ends the
+    /// suspension of `suspended_run`, whose last log the cache may hold.
+    AfterDrain { suspended_run: Option<String> },
     /// The log and how many chunks writing `step_start` appended (0: an earlier attempt had
     /// streamed the step, and nothing was written).
     LogAndStepStart(Vec<Message>, Result<u32, store::Error>),

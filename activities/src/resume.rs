@@ -163,6 +163,15 @@ pub(crate) struct DrainRead {
     answers: HashMap<String, store::StoredAnswer>,
 }
 
+impl DrainRead {
+    /// The run whose suspension the drain ends: the run that held the session when it was
+    /// claimed (a rewind makes its restored suspension the new run's).
+    pub(crate) fn suspended_run(&self) -> Option<String> {
+        let suspension = self.state.as_ref()?.suspension.as_ref()?;
+        Some(suspension.run_id.clone())
+    }
+}
+
 /// Logs each drained call, and its timeout or abandonment (see `baton_core::observe`).
 fn log_drained(input: &StepInput, drained: &[DrainedCall]) {
     for call in drained {

@@ -15,6 +15,7 @@ mod deadline_index;
 mod finish;
 mod inspect;
 mod local_model_step;
+mod log_cache;
 mod observe;
 mod providers;
 mod replay;

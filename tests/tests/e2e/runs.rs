@@ -11,7 +11,7 @@ use baton_tests::{Harness, WorkerProcess, agents};
 use serde_json::json;
 use std::time::Duration;
 use temporalio_common::protos::temporal::api::{
-    enums::v1::EventType, failure::v1::failure::FailureInfo,
+    enums::v1::EventType, failure::v1::failure::FailureInfo, history::v1::HistoryEvent,
 };
 
 const RUN_LIMIT: Duration = baton_tests::WAIT_LIMIT;
@@ -72,9 +72,16 @@ pub(crate) fn describe(chunk: &StreamChunk) -> String {
     }
 }
 
-/// The activities `workflow_id` ran, in order (see `round_cost::activity_trail`).
+/// The history of the run `workflow_id` once it has ended: its end chunk is written inside its
+/// last workflow task, whose events (with local activities, every step's) come when it completes.
+async fn ended_history(harness: &Harness, workflow_id: &str) -> Vec<HistoryEvent> {
+    let _ = harness.run_result(workflow_id).await;
+    crate::round_cost::history(harness, workflow_id).await
+}
+
+/// The activities the ended run `workflow_id` ran, in order (see `round_cost::activity_trail`).
 async fn activity_trail(harness: &Harness, workflow_id: &str) -> Vec<String> {
-    crate::round_cost::activity_trail(&crate::round_cost::history(harness, workflow_id).await)
+    crate::round_cost::activity_trail(&ended_history(harness, workflow_id).await)
 }
 
 fn call(id: &str, name: &str, arguments: serde_json::Value) -> ToolCall {
@@ -411,7 +418,7 @@ async fn a_step_whose_tools_are_all_inline_is_one_activity() {
     );
     // One local activity per step: the inline tools ran and committed inside the model step,
     // so the whole run needed no activity task; and one workflow task in all.
-    let events = crate::round_cost::history(&harness, &started.workflow_id).await;
+    let events = ended_history(&harness, &started.workflow_id).await;
     assert_eq!(
         crate::round_cost::activity_trail(&events),
         [
@@ -421,9 +428,11 @@ async fn a_step_whose_tools_are_all_inline_is_one_activity() {
             "local:complete_run"
         ]
     );
+    let kinds: Vec<EventType> = events.iter().map(|e| e.event_type()).collect();
     assert_eq!(
         crate::round_cost::count(&events, EventType::WorkflowTaskScheduled),
-        1
+        1,
+        "{kinds:?}"
     );
 }
 

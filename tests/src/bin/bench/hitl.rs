@@ -397,6 +397,23 @@ pub async fn print_hitl(
             p50 / bare_start.0
         );
     }
+    // Flat in the session's length: the first and the last tenth of one session's rounds (each
+    // round adds two messages to the log).
+    let one = &single.answer_to_step;
+    let tenth = one.len() / 10;
+    for (name, part) in [
+        ("1 session, first tenth of its rounds", &one[..tenth]),
+        (
+            "1 session, last tenth of its rounds",
+            &one[one.len() - tenth..],
+        ),
+    ] {
+        let (p50, p99, n) = summary(part.to_vec());
+        println!(
+            "| {name} | | {p50:.2} | {p99:.2} | {n} | {:.2}× |",
+            p50 / bare_start.0
+        );
+    }
     println!(
         "| bare start-workflow → first activity (same run) | | {:.2} | {:.2} | {} | 1.00× |",
         bare_start.0, bare_start.1, bare_start.2
