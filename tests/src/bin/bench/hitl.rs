@@ -423,8 +423,19 @@ pub async fn print_hitl(
         "| answer → next model step, its parts (p50 ms) | submit call | resume call | → model call |"
     );
     println!("|---|---:|---:|---:|");
-    for (name, figures, _) in configurations {
-        let part = |index: usize| summary(figures.parts.iter().map(|p| p[index]).collect()).0;
+    let parts = &single.parts;
+    let tenths = [
+        ("1 session, first tenth of its rounds", &parts[..tenth]),
+        (
+            "1 session, last tenth of its rounds",
+            &parts[parts.len() - tenth..],
+        ),
+    ];
+    let all = configurations
+        .iter()
+        .map(|(name, figures, _)| (*name, figures.parts.as_slice()));
+    for (name, parts) in all.chain(tenths) {
+        let part = |index: usize| summary(parts.iter().map(|p| p[index]).collect()).0;
         println!(
             "| {name} | {:.2} | {:.2} | {:.2} |",
             part(0),
