@@ -340,8 +340,9 @@ async fn fail(
         message,
     } = failure;
     // The run had already ended (a stop found by its step): there is nothing left to record,
-    // and the script would refuse it.
-    if code == ErrorCode::RunNotActive {
+    // and the script would refuse it. Earlier shapes recorded the attempt: their histories
+    // replay only if they still make it.
+    if code == ErrorCode::RunNotActive && input.shape >= RunShape::LocalModelStep {
         return Err(typed_failure(code, message));
     }
     let recorded = ctx
