@@ -7,7 +7,10 @@
 //! leaves none, and the next reads the whole log, as does a step on another worker.
 
 use baton_core::{message::Message, store::RunRef};
-use std::{collections::HashMap, sync::Mutex};
+use std::{
+    collections::HashMap,
+    sync::{Mutex, MutexGuard},
+};
 
 /// How many runs' logs a worker keeps. A worker serving more runs at once than this still plays
 /// them right: a step that finds no entry reads the whole log.
@@ -32,25 +35,26 @@ fn key(run: RunRef<'_>) -> RunKey {
 impl LogCache {
     /// The log `run`'s last step read, taken out of the cache (empty if none is held).
     pub(crate) fn take(&self, run: RunRef<'_>) -> Vec<Message> {
-        let mut logs = self
-            .logs
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        logs.remove(&key(run)).unwrap_or_default()
+        self.locked().remove(&key(run)).unwrap_or_default()
     }
 
     /// Keeps `log` as `run`'s, dropping another run's when the cache is full.
     pub(crate) fn keep(&self, run: RunRef<'_>, log: Vec<Message>) {
-        let mut logs = self
-            .logs
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut logs = self.locked();
         if logs.len() >= CAPACITY
             && let Some(evicted) = logs.keys().next().cloned()
         {
             logs.remove(&evicted);
         }
         logs.insert(key(run), log);
+    }
+
+    /// The logs, locked. A panic while they were locked left them whole (each change is one
+    /// map call), so a poisoned lock is taken as it is.
+    fn locked(&self) -> MutexGuard<'_, HashMap<RunKey, Vec<Message>>> {
+        self.logs
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 

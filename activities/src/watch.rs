@@ -3,7 +3,7 @@
 //! which waits for the step (up to the task's heartbeat, 80% of its time-out). A stop writes
 //! Redis before it cancels the workflow, so the step asks Redis instead, once a heartbeat period.
 
-use crate::{AgentActivities, failure::Error, io::StepInput};
+use crate::{AgentActivities, failure::Error, heartbeat::periodic, io::StepInput};
 use baton_core::ErrorCode;
 use std::future::Future;
 use temporalio_sdk::activities::ActivityContext;
@@ -25,7 +25,7 @@ impl AgentActivities {
         }
         let every = self.heartbeat_every;
         let watch = async {
-            let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+            let mut ticker = periodic(every);
             loop {
                 ticker.tick().await;
                 // Redis trouble here says nothing about the run; the work's own writes will.

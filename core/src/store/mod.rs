@@ -176,8 +176,18 @@ impl Store {
 
     /// A list of JSON records, decoded.
     async fn json_list<T: for<'de> Deserialize<'de>>(&self, key: String) -> Result<Vec<T>, Error> {
+        self.json_list_from(key, 0).await
+    }
+
+    /// A list of JSON values from its item `skip` on.
+    async fn json_list_from<T: for<'de> Deserialize<'de>>(
+        &self,
+        key: String,
+        skip: usize,
+    ) -> Result<Vec<T>, Error> {
+        let start = isize::try_from(skip).unwrap_or(isize::MAX);
         let items: Vec<String> =
-            redis::AsyncCommands::lrange(&mut self.conn(), &key, 0, -1).await?;
+            redis::AsyncCommands::lrange(&mut self.conn(), &key, start, -1).await?;
         items.iter().map(|item| from_json(&key, item)).collect()
     }
 }

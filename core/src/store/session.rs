@@ -175,10 +175,8 @@ impl Store {
         address: &SessionAddress,
         skip: usize,
     ) -> Result<Vec<Message>, Error> {
-        let key = self.key(address, Key::Messages);
-        let start = isize::try_from(skip).unwrap_or(isize::MAX);
-        let items: Vec<String> = self.conn().lrange(&key, start, -1).await?;
-        items.iter().map(|item| from_json(&key, item)).collect()
+        self.json_list_from(self.key(address, Key::Messages), skip)
+            .await
     }
 
     /// The checkpoints a rewind can still restore, oldest first: those of the current history,
