@@ -6,13 +6,13 @@
 
 use crate::{
     auth::{Auth, Principal},
-    follow::Follow,
     metrics::grpc::GrpcMetricsLayer,
     ops::{
         MAX_MESSAGE_BYTES, checked_body_size, checked_json_depth, checked_start, checked_submit,
         resume_session, session_snapshot, session_status, session_usage, stop_session,
     },
     state::AppState,
+    stream::Follow,
 };
 use baton_core::{
     ApiError, ErrorCode,
@@ -238,7 +238,7 @@ impl baton_server::Baton for GrpcService {
     type SubscribeStream = ChunkStream;
 
     /// Refuses an unknown session before the stream opens. The stream is the SSE follower's
-    /// (`crate::follow::Follow`: the session's shared feed, `TRUNCATED` for a position no longer
+    /// (`crate::stream::Follow`: the session's shared feed, `TRUNCATED` for a position no longer
     /// kept); an error mid-stream ends it with its status.
     async fn subscribe(
         &self,

@@ -32,14 +32,14 @@ pub struct WorkerSettings {
     /// Time given to running activities on shutdown.
     pub graceful_shutdown: Duration,
     /// How long a session may stay `active` and unwritten without a running workflow before the
-    /// worker's sweep fails it with `run_lost` (see [`crate::sweep`]); `None`: no sweep.
+    /// worker's sweep fails it with `run_lost` (see [`crate::sweeps`]); `None`: no sweep.
     pub zombie_grace: Option<Duration>,
     /// The timeouts and retries of the runs this worker starts itself (a parent resumed by the
     /// sweep's report of a failed child); the server's `--model-attempts` and the like.
     pub policy: ActivityPolicy,
     /// A suspended run whose deadline is further away than this gets no deadline workflow yet,
     /// only an entry in the deadline index, which this worker sweeps every quarter of it (see
-    /// [`crate::deadline_sweep`]); `None`: every suspended run starts its deadline workflow.
+    /// [`crate::sweeps`]); `None`: every suspended run starts its deadline workflow.
     pub deadline_horizon: Option<Duration>,
 }
 
@@ -90,13 +90,13 @@ pub async fn run_worker(
     registry: AgentRegistry,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
-    let cascade = crate::sweep::Cascade {
+    let cascade = crate::sweeps::Cascade {
         registry: registry.clone(),
         task_queue: settings.task_queue.clone(),
         policy: settings.policy.clone(),
     };
     let sweep = settings.zombie_grace.map(|grace| {
-        tokio::spawn(crate::sweep::sweep_zombies(
+        tokio::spawn(crate::sweeps::sweep_zombies(
             store.clone(),
             client.clone(),
             cascade.clone(),
@@ -105,7 +105,7 @@ pub async fn run_worker(
         ))
     });
     let deadline_sweep = settings.deadline_horizon.map(|horizon| {
-        tokio::spawn(crate::deadline_sweep::sweep_deadlines(
+        tokio::spawn(crate::sweeps::sweep_deadlines(
             store.clone(),
             client.clone(),
             cascade,

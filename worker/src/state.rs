@@ -23,7 +23,7 @@ pub struct AppState {
     pub policy: ActivityPolicy,
     pub options: ServerOptions,
     /// The stream feeds SSE followers share.
-    pub streams: crate::fanout::StreamHub,
+    pub streams: crate::stream::StreamHub,
     pub metrics: crate::metrics::Metrics,
 }
 

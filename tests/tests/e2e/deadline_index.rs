@@ -13,7 +13,7 @@ use baton_core::{
     message::{ToolOutcome, codes},
 };
 use baton_tests::{Harness, WorkerThread, agents, test_worker_settings, tool_outcomes};
-use baton_worker::deadline_sweep::{DeadlineSweep, sweep_deadlines_once};
+use baton_worker::sweeps::{DeadlineSweep, sweep_deadlines_once};
 use std::time::Duration;
 
 /// One pass of the deadline sweep with `horizon`, as a worker of the harness's server makes it.

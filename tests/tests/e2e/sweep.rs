@@ -7,8 +7,8 @@ use baton_tests::{Harness, agents};
 use std::time::Duration;
 
 /// What a worker of the harness's server sweeps with: its agents, task queue and policy.
-pub(crate) fn cascade(harness: &Harness) -> baton_worker::sweep::Cascade {
-    baton_worker::sweep::Cascade {
+pub(crate) fn cascade(harness: &Harness) -> baton_worker::sweeps::Cascade {
+    baton_worker::sweeps::Cascade {
         registry: harness.state.registry.clone(),
         task_queue: harness.task_queue.clone(),
         policy: harness.state.policy.clone(),
@@ -19,7 +19,7 @@ pub(crate) fn cascade(harness: &Harness) -> baton_worker::sweep::Cascade {
 /// failed child to its parent): the ids of the sessions it failed.
 pub(crate) async fn sweep_now(harness: &Harness) -> Vec<String> {
     let cascade = cascade(harness);
-    baton_worker::sweep::sweep_once(&harness.store, &harness.temporal, &cascade, Duration::ZERO)
+    baton_worker::sweeps::sweep_once(&harness.store, &harness.temporal, &cascade, Duration::ZERO)
         .await
         .unwrap()
         .into_iter()

@@ -5,7 +5,7 @@ use super::{
     error::HttpError,
     extract::{ApiQuery, SessionQuery},
 };
-use crate::{auth::Principal, follow::Follow, metrics::FollowerGuard, state::AppState};
+use crate::{auth::Principal, metrics::FollowerGuard, state::AppState, stream::Follow};
 use axum::{
     Extension,
     extract::State,

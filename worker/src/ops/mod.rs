@@ -5,7 +5,6 @@
 //! waits on a run.
 
 mod body_limits;
-pub mod chat;
 mod reads;
 mod resume;
 mod rewind;
@@ -53,7 +52,7 @@ pub(crate) fn store_error(error: store::Error) -> ApiError {
 }
 
 /// The address of a top-level session, if the id is well-formed.
-fn checked_address(session_id: &str) -> Result<SessionAddress, ApiError> {
+pub(crate) fn checked_address(session_id: &str) -> Result<SessionAddress, ApiError> {
     if !ids::is_valid_session_id(session_id) {
         return Err(ApiError::new(
             ErrorCode::ValidationError,
@@ -68,7 +67,7 @@ fn checked_address(session_id: &str) -> Result<SessionAddress, ApiError> {
 }
 
 /// `session_not_found` for a session the request names.
-fn no_session(session_id: &str) -> ApiError {
+pub(crate) fn no_session(session_id: &str) -> ApiError {
     ApiError::new(
         ErrorCode::SessionNotFound,
         format!("no session {session_id}"),
@@ -76,7 +75,7 @@ fn no_session(session_id: &str) -> ApiError {
 }
 
 /// `state_already_running`: a run of the session executes, so it cannot be resumed or rewound.
-fn already_running() -> ApiError {
+pub(crate) fn already_running() -> ApiError {
     ApiError::new(
         ErrorCode::StateAlreadyRunning,
         "a run of this session is executing",

@@ -1,4 +1,4 @@
-//! The chat routes for the Vercel AI SDK's `useChat` (see `crate::ops::chat`): `POST /chat`,
+//! The chat routes for the Vercel AI SDK's `useChat` (see `crate::ai_sdk`): `POST /chat`,
 //! `GET /chat/{id}/stream` and `GET /chat/{id}/snapshot` under the API's authentication, with
 //! CORS so a page served elsewhere can call them (any origin: the credential is the bearer
 //! header, never a cookie), and the demo chat page at `GET /chat` (no credential: it holds no

@@ -1,11 +1,11 @@
 //! The handlers of the chat routes: each authenticates (the layer did), decodes, calls its
-//! operation in `crate::ops::chat` and answers.
+//! operation in `crate::ai_sdk` and answers.
 
 use super::{super::body::bounded_body, stream::respond};
 use crate::{
+    ai_sdk::{self, ChatBody, ChatSnapshot, MAX_CHAT_REQUEST_BYTES},
     auth::Principal,
     http::HttpError,
-    ops::chat::{self, ChatBody, ChatSnapshot, MAX_CHAT_REQUEST_BYTES},
     state::AppState,
 };
 use axum::{
@@ -33,7 +33,7 @@ pub(super) async fn post(
         )
     })?;
     let chat_id = body.id.clone();
-    let reply = chat::chat_post(&state, &principal, body)
+    let reply = ai_sdk::chat_post(&state, &principal, body)
         .await
         .inspect_err(|error| log_refusal(&chat_id, error))?;
     Ok(respond(state, reply).await?)
@@ -45,7 +45,7 @@ pub(super) async fn reattach(
     Extension(principal): Extension<Principal>,
     Path(chat_id): Path<String>,
 ) -> Result<Response, HttpError> {
-    match chat::chat_reattach(&state, &principal, &chat_id).await? {
+    match ai_sdk::chat_reattach(&state, &principal, &chat_id).await? {
         None => Ok(StatusCode::NO_CONTENT.into_response()),
         Some(reply) => Ok(respond(state, reply).await?),
     }
@@ -58,7 +58,7 @@ pub(super) async fn snapshot(
     Path(chat_id): Path<String>,
 ) -> Result<Json<ChatSnapshot>, HttpError> {
     Ok(Json(
-        chat::chat_snapshot(&state, &principal, &chat_id).await?,
+        ai_sdk::chat_snapshot(&state, &principal, &chat_id).await?,
     ))
 }
 

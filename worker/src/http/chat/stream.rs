@@ -2,10 +2,10 @@
 //! chunks ending with `data: [DONE]`, with the UI message stream's headers.
 
 use crate::{
-    follow::Follow,
+    ai_sdk::{ChatReply, UiFrame},
     metrics::FollowerGuard,
-    ops::chat::{ChatReply, UiFrame},
     state::AppState,
+    stream::Follow,
 };
 use axum::{
     http::{HeaderName, HeaderValue},

@@ -1,6 +1,6 @@
-//! The chat operation behind `POST /chat`, `GET /chat/{id}/stream` and `GET /chat/{id}/snapshot`:
-//! the Vercel AI SDK's `useChat` (package `ai` 6.x, `DefaultChatTransport`) over Baton's
-//! sessions, the chat id naming the session. Only the trailing message of a request is read:
+//! The Vercel AI SDK's chat protocol over the operations, behind `POST /chat`,
+//! `GET /chat/{id}/stream` and `GET /chat/{id}/snapshot`: `useChat` (package `ai` 6.x,
+//! `DefaultChatTransport`) over Baton's sessions, the chat id naming the session. Only the trailing message of a request is read:
 //! a user message starts the session or its next turn, an assistant message carries answers
 //! (`answers.rs`), a regenerate rewinds (`turn.rs`). What a response streams is the session's
 //! own stream mapped to UI chunks (`mapper.rs`, `ui.rs`); a reload reads the snapshot
@@ -21,8 +21,11 @@ pub use request::{ChatBody, Trigger};
 pub use snapshot::{SnapshotInputs, ui_messages};
 pub use ui::{DataPart, FinishReason, UiChunk, UiFrame};
 
-use super::{checked_address, no_session, store_error};
-use crate::{auth::Principal, state::AppState};
+use crate::{
+    auth::Principal,
+    ops::{checked_address, no_session, store_error},
+    state::AppState,
+};
 use baton_core::{
     Agent, ApiError, ErrorCode, Message,
     session::{SessionState, Status},

@@ -1,5 +1,5 @@
 //! The stream follower: one SSE or gRPC subscriber's position in a session's stream. What it
-//! missed comes from Redis, new chunks from the session's shared feed (`crate::fanout`); it
+//! missed comes from Redis, new chunks from the session's shared feed (`crate::stream::fanout`); it
 //! yields chunks or one typed error (`TRUNCATED`, `store_unavailable`) that each transport
 //! frames its own way.
 
@@ -22,7 +22,7 @@ pub struct Follow {
     state: AppState,
     address: SessionAddress,
     /// New chunks, from the session's shared feed.
-    feed: tokio::sync::broadcast::Receiver<crate::fanout::Batch>,
+    feed: tokio::sync::broadcast::Receiver<crate::stream::fanout::Batch>,
     after: u64,
     /// Chunks after `after` may be in Redis only: read them there before taking the feed.
     behind: bool,

@@ -6,7 +6,7 @@
 //! deadline workflow start one (its id and request id are the suspended run's). A member whose
 //! session is no longer suspended on that run (answered and resumed, stopped) is dropped.
 
-use crate::sweep::{Cascade, repeat_until};
+use super::{Cascade, repeat_until};
 use baton_activities::{
     io::{DeadlineStart, RunInput, RunShape},
     start_delayed_deadline,

@@ -6,9 +6,10 @@
 //! session tree answers its parent's sub-agent call with that failure (its workflow, gone, cannot),
 //! which resumes the parent when it completes the parent's batch.
 
-use baton_activities::io::{ActivityPolicy, ParentNext};
+use super::{Cascade, repeat_until};
+use baton_activities::io::ParentNext;
 use baton_core::{
-    AgentRegistry, ErrorCode,
+    ErrorCode,
     chunk::RunError,
     store::{QuietRun, RunRef, Store, Written},
 };
@@ -18,16 +19,6 @@ use temporalio_client::{
     Client, WorkflowDescribeOptions, WorkflowExecutionStatus, errors::WorkflowInteractionError,
 };
 use tokio_util::sync::CancellationToken;
-
-/// What the sweep needs to carry a failed child's end to its parent: the agents (to read the
-/// child's outcome as its parent's sub-agent tool does), and where and how to start the
-/// parent's resumed run.
-#[derive(Clone)]
-pub struct Cascade {
-    pub registry: AgentRegistry,
-    pub task_queue: String,
-    pub policy: ActivityPolicy,
-}
 
 /// Sweeps every `grace / 2` until `shutdown`, failing the sessions that have been active and
 /// quiet for `grace` with no running workflow.
@@ -43,27 +34,6 @@ pub async fn sweep_zombies(
         sweep_once(&store, &temporal, &cascade, grace)
     })
     .await;
-}
-
-/// Runs `pass` every `every` until `shutdown`; a failed pass is logged, and the next one tries
-/// again. The loop of each of a worker's sweeps (`what` names it in the log).
-pub(crate) async fn repeat_until<T, Pass>(
-    every: Duration,
-    shutdown: &CancellationToken,
-    what: &str,
-    mut pass: impl FnMut() -> Pass,
-) where
-    Pass: Future<Output = Result<T, baton_core::store::Error>>,
-{
-    loop {
-        tokio::select! {
-            _ = shutdown.cancelled() => return,
-            _ = tokio::time::sleep(every) => {}
-        }
-        if let Err(error) = pass().await {
-            tracing::warn!(%error, sweep = what, "a sweep failed; it runs again later");
-        }
-    }
 }
 
 /// One pass: the sessions failed.

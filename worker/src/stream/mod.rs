@@ -1,0 +1,8 @@
+//! Following a session's stream: one shared Redis reader per followed session (`fanout.rs`) and
+//! each subscriber's position in it (`follow.rs`), framed by each transport its own way.
+
+pub mod fanout;
+pub mod follow;
+
+pub use fanout::{Batch, StreamHub};
+pub use follow::Follow;

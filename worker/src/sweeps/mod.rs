@@ -1,0 +1,45 @@
+//! A worker's sweeps, each a loop of idempotent passes that every worker runs on its own: the
+//! zombie sweep (`zombie.rs`: sessions left `active` by a run whose workflow is gone) and the
+//! deadline sweep (`deadline.rs`: far deadlines whose workflow is due to start).
+
+mod deadline;
+mod zombie;
+
+pub use deadline::{DeadlineSweep, sweep_deadlines, sweep_deadlines_once};
+pub use zombie::{sweep_once, sweep_zombies};
+
+use baton_activities::io::ActivityPolicy;
+use baton_core::AgentRegistry;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// What the sweep needs to carry a failed child's end to its parent: the agents (to read the
+/// child's outcome as its parent's sub-agent tool does), and where and how to start the
+/// parent's resumed run.
+#[derive(Clone)]
+pub struct Cascade {
+    pub registry: AgentRegistry,
+    pub task_queue: String,
+    pub policy: ActivityPolicy,
+}
+
+/// Runs `pass` every `every` until `shutdown`; a failed pass is logged, and the next one tries
+/// again. The loop of each of a worker's sweeps (`what` names it in the log).
+pub(crate) async fn repeat_until<T, Pass>(
+    every: Duration,
+    shutdown: &CancellationToken,
+    what: &str,
+    mut pass: impl FnMut() -> Pass,
+) where
+    Pass: Future<Output = Result<T, baton_core::store::Error>>,
+{
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tokio::time::sleep(every) => {}
+        }
+        if let Err(error) = pass().await {
+            tracing::warn!(%error, sweep = what, "a sweep failed; it runs again later");
+        }
+    }
+}
