@@ -19,11 +19,45 @@ fn artifacts_dir() -> PathBuf {
     dir
 }
 
+/// The Python that has playwright: `BATON_TEST_PYTHON` when set (scripts/services.sh exports it),
+/// else the virtual environment `scripts/services.sh` makes (`BATON_VENV`, or `baton/venv` under
+/// the user's cache directory), so `cargo test --workspace` run directly finds it too. Without
+/// either, the test says which command installs it.
+fn playwright_python() -> PathBuf {
+    let var = |name| std::env::var_os(name).filter(|value| !value.is_empty());
+    if let Some(python) = var("BATON_TEST_PYTHON") {
+        return PathBuf::from(python);
+    }
+    let venv = var("BATON_VENV").map(PathBuf::from).or_else(|| {
+        var("XDG_CACHE_HOME")
+            .map(PathBuf::from)
+            .or_else(|| var("HOME").map(|home| PathBuf::from(home).join(".cache")))
+            .map(|cache| cache.join("baton/venv"))
+    });
+    let python = venv.map(|venv| venv.join("bin/python"));
+    let has_playwright = python.as_ref().is_some_and(|python| {
+        std::process::Command::new(python)
+            .args(["-c", "import playwright"])
+            .output()
+            .is_ok_and(|output| output.status.success())
+    });
+    assert!(
+        has_playwright,
+        "the browser test needs playwright for Python in Baton's virtual environment ({}): run \
+         `source scripts/services.sh` once from the repository root (it installs it, with \
+         Redis, Temporal and Chromium), or set BATON_TEST_PYTHON to a Python that has it",
+        python.map_or_else(
+            || "no HOME to find it".to_owned(),
+            |p| p.display().to_string()
+        )
+    );
+    python.unwrap_or_default()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_demo_page_answers_a_form_and_an_approval_across_a_reload_in_chromium() {
     let harness = Harness::start(chat_registry()).await;
-    // scripts/services.sh installs playwright into Baton's virtual environment and says where.
-    let python = std::env::var("BATON_TEST_PYTHON").unwrap_or_else(|_| "python3".to_owned());
+    let python = playwright_python();
     let screenshot = artifacts_dir().join("chat-page.png");
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("browser/chat_page.py");
     let output = tokio::process::Command::new(&python)
