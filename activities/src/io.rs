@@ -2,8 +2,8 @@
 //! they are small (ids, counts, options) and change only by adding optional fields.
 
 use baton_core::{
-    ErrorCode,
-    store::{RunRef, SessionAddress, StepRef},
+    Agent, AgentRegistry, ErrorCode,
+    store::{ClaimedRun, RunRef, SessionAddress, SessionState, StepRef},
 };
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -58,7 +58,79 @@ impl RunShape {
     pub const CURRENT: Self = Self::LocalModelStep;
 }
 
+/// The one place a run's input is made: every run starts from one of these three.
 impl RunInput {
+    /// The input of a session's first run (a new session's, a sub-agent call's child's): no
+    /// committed steps, nothing to drain.
+    pub fn first(
+        address: SessionAddress,
+        agent_type: &str,
+        run_id: &str,
+        stream_id: &str,
+        max_steps: u32,
+        policy: ActivityPolicy,
+    ) -> Self {
+        Self {
+            address,
+            agent_type: agent_type.to_owned(),
+            run_id: run_id.to_owned(),
+            stream_id: stream_id.to_owned(),
+            first_step: 0,
+            max_steps,
+            policy,
+            resume: false,
+            shape: RunShape::CURRENT,
+        }
+    }
+
+    /// The input of a run that `claimed` a session of `agent` (a resume, a rewind, a lapsed
+    /// deadline, a parent its children's answers complete): it drains the answers first, then
+    /// continues after the session's committed steps.
+    pub fn resumed(
+        address: SessionAddress,
+        agent: &Agent,
+        claimed: &ClaimedRun,
+        stream_id: &str,
+        policy: ActivityPolicy,
+    ) -> Self {
+        Self {
+            address,
+            agent_type: agent.name().to_owned(),
+            run_id: claimed.run_id.clone(),
+            stream_id: stream_id.to_owned(),
+            first_step: claimed.step_count,
+            max_steps: agent.max_steps(),
+            policy,
+            resume: true,
+            shape: RunShape::CURRENT,
+        }
+    }
+
+    /// The input describing the session's current run as `state` holds it (suspended, or
+    /// ended), for whoever acts on that run from outside its workflow: the deadline sweep
+    /// starting its deadline workflow, a parent's report of its ended child. Its steps cap is
+    /// its agent's in `registry` (0 for an agent this worker lacks).
+    pub fn of_session(
+        address: SessionAddress,
+        state: &SessionState,
+        registry: &AgentRegistry,
+        policy: ActivityPolicy,
+    ) -> Self {
+        Self {
+            address,
+            agent_type: state.agent_type.clone(),
+            run_id: state.run_id.clone(),
+            stream_id: state.stream_id.clone(),
+            first_step: state.step_count,
+            max_steps: registry
+                .get(&state.agent_type)
+                .map_or(0, |agent| agent.max_steps()),
+            policy,
+            resume: false,
+            shape: RunShape::CURRENT,
+        }
+    }
+
     /// The input of the activities of `step`.
     pub fn step(&self, step: u32) -> StepInput {
         StepInput {
@@ -323,17 +395,14 @@ pub struct ChildStart {
 impl ChildStart {
     /// The input of the child's first run, with the parent's activity policy.
     pub fn run_input(&self, policy: ActivityPolicy) -> RunInput {
-        RunInput {
-            address: self.address.clone(),
-            agent_type: self.agent_type.clone(),
-            run_id: self.run_id.clone(),
-            stream_id: self.stream_id.clone(),
-            first_step: 0,
-            max_steps: self.max_steps,
+        RunInput::first(
+            self.address.clone(),
+            &self.agent_type,
+            &self.run_id,
+            &self.stream_id,
+            self.max_steps,
             policy,
-            resume: false,
-            shape: RunShape::CURRENT,
-        }
+        )
     }
 }
 
