@@ -1,6 +1,7 @@
 //! Rewinding a session to a checkpoint (`/resume` with mode `from_checkpoint`): the checkpoint's
-//! checks, the rewind script, then the new run's workflow, or the deadline workflow when the
-//! checkpoint's step suspended.
+//! checks, the rewind script (for a run whose ids are minted as a claim mints them), then the new
+//! run's workflow, or, when the checkpoint's step suspended, the report of the children that
+//! ended meanwhile or the deadline workflow.
 
 use super::{
     already_running, no_session, store_error,
