@@ -465,6 +465,62 @@ pub enum RunOutcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use baton_core::{ScriptedModel, store::Status};
+    use serde_json::json;
+
+    #[test]
+    fn each_run_input_constructor_sends_the_payload_its_starters_sent() {
+        let agent = || {
+            Agent::builder("demo")
+                .model(ScriptedModel::default())
+                .max_steps(7)
+                .build()
+                .unwrap()
+        };
+        let registry = AgentRegistry::new([agent()]).unwrap();
+        let address = SessionAddress::root("s1");
+        let policy = ActivityPolicy::default();
+        let payload = |input: &RunInput| {
+            let mut value = serde_json::to_value(input).unwrap();
+            value.as_object_mut().unwrap().remove("policy");
+            value
+        };
+        let expected = |run_id: &str, first_step: u32, max_steps: u32, resume: bool| {
+            json!({
+                "address": {"rootSessionId": "s1", "sessionId": "s1"},
+                "agentType": "demo", "runId": run_id, "streamId": "st1",
+                "firstStep": first_step, "maxSteps": max_steps, "resume": resume,
+                "shape": "localModelStep",
+            })
+        };
+
+        let first = RunInput::first(address.clone(), "demo", "r1", "st1", 7, policy.clone());
+        assert_eq!(payload(&first), expected("r1", 0, 7, false));
+        assert_eq!(first.policy, policy);
+
+        let claimed = ClaimedRun {
+            run_id: "r2".into(),
+            workflow_id: "agent__demo__s1__resume-r2".into(),
+            step_count: 3,
+        };
+        let resumed = RunInput::resumed(address.clone(), &agent(), &claimed, "st1", policy.clone());
+        assert_eq!(payload(&resumed), expected("r2", 3, 7, true));
+
+        let mut state: SessionState = serde_json::from_value(json!({
+            "sessionId": "s1", "rootSessionId": "s1", "agentType": "demo",
+            "status": "suspended_client_tool", "runId": "r2", "streamId": "st1",
+            "stepCount": 4, "lastSequence": 9, "createdAt": 1, "updatedAt": 2,
+        }))
+        .unwrap();
+        assert_eq!(state.status, Status::SuspendedClientTool);
+        let described = RunInput::of_session(address.clone(), &state, &registry, policy.clone());
+        assert_eq!(payload(&described), expected("r2", 4, 7, false));
+        // An agent this worker lacks: no steps cap to give.
+        state.agent_type = "gone".into();
+        let lacking = RunInput::of_session(address, &state, &registry, policy);
+        assert_eq!(lacking.max_steps, 0);
+        assert_eq!(lacking.agent_type, "gone");
+    }
 
     #[test]
     fn a_policy_recorded_before_the_retry_fields_reads_with_the_old_fixed_values() {
