@@ -6,12 +6,13 @@
 use crate::{
     AgentActivities,
     failure::Error,
-    io::{ActivityPolicy, ParentNext, RunInput, RunShape},
+    io::{ActivityPolicy, ParentNext, RunInput},
 };
 use baton_core::{
-    AgentRegistry, ErrorCode, Store, ids,
+    AgentRegistry, ErrorCode, Store,
     store::{
-        self, Answer, ChildEnd, Claim, NewRun, ParentReport, ResumeEntry, Status, StoredAnswer,
+        self, Answer, ChildEnd, Claim, NewRunId, ParentReport, ResumeEntry, RunClaim, Status,
+        StoredAnswer,
     },
     subagent,
 };
@@ -43,20 +44,7 @@ impl AgentActivities {
             if !state.status.is_terminal() {
                 continue;
             }
-            let child_run = RunInput {
-                address: child,
-                agent_type: state.agent_type.clone(),
-                run_id: state.run_id.clone(),
-                stream_id: state.stream_id.clone(),
-                first_step: state.step_count,
-                max_steps: self
-                    .registry
-                    .get(&state.agent_type)
-                    .map_or(0, |agent| agent.max_steps()),
-                policy: policy.clone(),
-                resume: false,
-                shape: RunShape::CURRENT,
-            };
+            let child_run = RunInput::of_session(child, &state, &self.registry, policy.clone());
             if let next @ ParentNext::Resume { .. } = self.report_end_to_parent(&child_run).await? {
                 return Ok(next);
             }
@@ -124,56 +112,47 @@ impl AgentActivities {
         else {
             return Ok(ParentNext::Nothing);
         };
+        // Derived from the suspended run, so that a retried report claims the same run; a
+        // retry after the claim finds the session held by it, and the claim answers that run.
         let run_id = subagent::parent_resume_run_id(&parent.session_id, &parent_run_id);
         let already_claimed = parent_status == Status::Active && parent_run_id == run_id;
         if open_calls > 0 || !(parent_status == Status::SuspendedClientTool || already_claimed) {
             return Ok(ParentNext::Nothing);
         }
-        let workflow_id = ids::resume_workflow_id(parent_agent.name(), &parent.session_id, &run_id);
-        let step_count = if already_claimed {
-            parent_state.step_count
-        } else {
-            let claim = self
-                .store
-                .claim_resume(
-                    &parent,
-                    NewRun {
-                        agent_type: parent_agent.name(),
-                        stream_id: &parent_state.stream_id,
-                        run_id: &run_id,
-                        workflow_id: &workflow_id,
-                    },
-                    &ResumeEntry {
-                        expected_run_id: Some(parent_run_id),
-                        ..ResumeEntry::default()
-                    },
-                )
-                .await?;
-            match claim {
-                Claim::Claimed { step_count } => step_count,
-                // Resumed or stopped meanwhile (a resume on the root, a deadline): not ours.
-                _ => return Ok(ParentNext::Nothing),
-            }
+        let claim = self
+            .store
+            .claim_new_run(
+                &parent,
+                RunClaim {
+                    agent_type: parent_agent.name(),
+                    stream_id: &parent_state.stream_id,
+                    run_id: NewRunId::Derived(run_id),
+                },
+                &ResumeEntry {
+                    expected_run_id: Some(parent_run_id),
+                    ..ResumeEntry::default()
+                },
+            )
+            .await?;
+        // Resumed or stopped meanwhile (a resume on the root, a deadline): not ours.
+        let Claim::Claimed(claimed) = claim else {
+            return Ok(ParentNext::Nothing);
         };
         tracing::info!(
             session = %parent.session_id,
             child = %child.session_id,
-            %run_id,
+            run_id = %claimed.run_id,
             "the last child's answer resumes its parent"
         );
         Ok(ParentNext::Resume {
-            run: Box::new(RunInput {
-                address: parent,
-                agent_type: parent_agent.name().to_owned(),
-                run_id,
-                stream_id: parent_state.stream_id,
-                first_step: step_count,
-                max_steps: parent_agent.max_steps(),
-                policy: input.policy.clone(),
-                resume: true,
-                shape: RunShape::CURRENT,
-            }),
-            workflow_id,
+            run: Box::new(RunInput::resumed(
+                parent,
+                parent_agent,
+                &claimed,
+                &parent_state.stream_id,
+                input.policy.clone(),
+            )),
+            workflow_id: claimed.workflow_id,
         })
     }
 }

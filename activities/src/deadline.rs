@@ -4,13 +4,10 @@
 use crate::{
     AgentActivities,
     failure::Error,
-    io::{DeadlineCheck, DeadlineInput, RunInput, RunShape},
+    io::{DeadlineCheck, DeadlineInput, RunInput},
     plan,
 };
-use baton_core::{
-    ids,
-    store::{self, Claim, NewRun, ResumeEntry},
-};
+use baton_core::store::{self, Claim, NewRunId, ResumeEntry, RunClaim};
 
 impl AgentActivities {
     /// The body of the `check_deadline` activity.
@@ -28,38 +25,36 @@ impl AgentActivities {
             return Ok(DeadlineCheck::Nothing);
         }
         let agent = self.agent(&suspended.agent_type)?;
-        let run_id = ids::new_run_id();
-        let workflow_id = ids::resume_workflow_id(agent.name(), &address.session_id, &run_id);
         let entry = ResumeEntry {
             expected_run_id: Some(suspended.run_id.clone()),
             ..ResumeEntry::default()
         };
         let claim = self
             .store
-            .claim_resume(
+            .claim_new_run(
                 address,
-                NewRun {
+                RunClaim {
                     agent_type: agent.name(),
                     stream_id: &state.stream_id,
-                    run_id: &run_id,
-                    workflow_id: &workflow_id,
+                    run_id: NewRunId::Minted,
                 },
                 &entry,
             )
             .await?;
         Ok(match claim {
-            Claim::Claimed { step_count } => {
+            Claim::Claimed(claimed) => {
+                let run_id = &claimed.run_id;
                 tracing::info!(session = %address.session_id, %run_id, "deadline lapsed: resuming");
+                // The suspended run's address, stream and policy go on into the resumed run.
                 DeadlineCheck::Resume {
-                    run: Box::new(RunInput {
-                        run_id,
-                        first_step: step_count,
-                        max_steps: agent.max_steps(),
-                        resume: true,
-                        shape: RunShape::CURRENT,
-                        ..suspended.clone()
-                    }),
-                    workflow_id,
+                    run: Box::new(RunInput::resumed(
+                        address.clone(),
+                        agent,
+                        &claimed,
+                        &suspended.stream_id,
+                        suspended.policy.clone(),
+                    )),
+                    workflow_id: claimed.workflow_id,
                 }
             }
             Claim::Awaiting { tool_call_ids } => {

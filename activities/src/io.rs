@@ -2,8 +2,8 @@
 //! they are small (ids, counts, options) and change only by adding optional fields.
 
 use baton_core::{
-    ErrorCode,
-    store::{RunRef, SessionAddress, StepRef},
+    Agent, AgentRegistry, ErrorCode,
+    store::{ClaimedRun, RunRef, SessionAddress, SessionState, StepRef},
 };
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -58,7 +58,79 @@ impl RunShape {
     pub const CURRENT: Self = Self::LocalModelStep;
 }
 
+/// The one place a run's input is made: every run starts from one of these three.
 impl RunInput {
+    /// The input of a session's first run (a new session's, a sub-agent call's child's): no
+    /// committed steps, nothing to drain.
+    pub fn first(
+        address: SessionAddress,
+        agent_type: &str,
+        run_id: &str,
+        stream_id: &str,
+        max_steps: u32,
+        policy: ActivityPolicy,
+    ) -> Self {
+        Self {
+            address,
+            agent_type: agent_type.to_owned(),
+            run_id: run_id.to_owned(),
+            stream_id: stream_id.to_owned(),
+            first_step: 0,
+            max_steps,
+            policy,
+            resume: false,
+            shape: RunShape::CURRENT,
+        }
+    }
+
+    /// The input of a run that `claimed` a session of `agent` (a resume, a rewind, a lapsed
+    /// deadline, a parent its children's answers complete): it drains the answers first, then
+    /// continues after the session's committed steps.
+    pub fn resumed(
+        address: SessionAddress,
+        agent: &Agent,
+        claimed: &ClaimedRun,
+        stream_id: &str,
+        policy: ActivityPolicy,
+    ) -> Self {
+        Self {
+            address,
+            agent_type: agent.name().to_owned(),
+            run_id: claimed.run_id.clone(),
+            stream_id: stream_id.to_owned(),
+            first_step: claimed.step_count,
+            max_steps: agent.max_steps(),
+            policy,
+            resume: true,
+            shape: RunShape::CURRENT,
+        }
+    }
+
+    /// The input describing the session's current run as `state` holds it (suspended, or
+    /// ended), for whoever acts on that run from outside its workflow: the deadline sweep
+    /// starting its deadline workflow, a parent's report of its ended child. Its steps cap is
+    /// its agent's in `registry` (0 for an agent this worker lacks).
+    pub fn of_session(
+        address: SessionAddress,
+        state: &SessionState,
+        registry: &AgentRegistry,
+        policy: ActivityPolicy,
+    ) -> Self {
+        Self {
+            address,
+            agent_type: state.agent_type.clone(),
+            run_id: state.run_id.clone(),
+            stream_id: state.stream_id.clone(),
+            first_step: state.step_count,
+            max_steps: registry
+                .get(&state.agent_type)
+                .map_or(0, |agent| agent.max_steps()),
+            policy,
+            resume: false,
+            shape: RunShape::CURRENT,
+        }
+    }
+
     /// The input of the activities of `step`.
     pub fn step(&self, step: u32) -> StepInput {
         StepInput {
@@ -323,17 +395,14 @@ pub struct ChildStart {
 impl ChildStart {
     /// The input of the child's first run, with the parent's activity policy.
     pub fn run_input(&self, policy: ActivityPolicy) -> RunInput {
-        RunInput {
-            address: self.address.clone(),
-            agent_type: self.agent_type.clone(),
-            run_id: self.run_id.clone(),
-            stream_id: self.stream_id.clone(),
-            first_step: 0,
-            max_steps: self.max_steps,
+        RunInput::first(
+            self.address.clone(),
+            &self.agent_type,
+            &self.run_id,
+            &self.stream_id,
+            self.max_steps,
             policy,
-            resume: false,
-            shape: RunShape::CURRENT,
-        }
+        )
     }
 }
 
@@ -396,6 +465,62 @@ pub enum RunOutcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use baton_core::{ScriptedModel, store::Status};
+    use serde_json::json;
+
+    #[test]
+    fn each_run_input_constructor_sends_the_payload_its_starters_sent() {
+        let agent = || {
+            Agent::builder("demo")
+                .model(ScriptedModel::default())
+                .max_steps(7)
+                .build()
+                .unwrap()
+        };
+        let registry = AgentRegistry::new([agent()]).unwrap();
+        let address = SessionAddress::root("s1");
+        let policy = ActivityPolicy::default();
+        let payload = |input: &RunInput| {
+            let mut value = serde_json::to_value(input).unwrap();
+            value.as_object_mut().unwrap().remove("policy");
+            value
+        };
+        let expected = |run_id: &str, first_step: u32, max_steps: u32, resume: bool| {
+            json!({
+                "address": {"rootSessionId": "s1", "sessionId": "s1"},
+                "agentType": "demo", "runId": run_id, "streamId": "st1",
+                "firstStep": first_step, "maxSteps": max_steps, "resume": resume,
+                "shape": "localModelStep",
+            })
+        };
+
+        let first = RunInput::first(address.clone(), "demo", "r1", "st1", 7, policy.clone());
+        assert_eq!(payload(&first), expected("r1", 0, 7, false));
+        assert_eq!(first.policy, policy);
+
+        let claimed = ClaimedRun {
+            run_id: "r2".into(),
+            workflow_id: "agent__demo__s1__resume-r2".into(),
+            step_count: 3,
+        };
+        let resumed = RunInput::resumed(address.clone(), &agent(), &claimed, "st1", policy.clone());
+        assert_eq!(payload(&resumed), expected("r2", 3, 7, true));
+
+        let mut state: SessionState = serde_json::from_value(json!({
+            "sessionId": "s1", "rootSessionId": "s1", "agentType": "demo",
+            "status": "suspended_client_tool", "runId": "r2", "streamId": "st1",
+            "stepCount": 4, "lastSequence": 9, "createdAt": 1, "updatedAt": 2,
+        }))
+        .unwrap();
+        assert_eq!(state.status, Status::SuspendedClientTool);
+        let described = RunInput::of_session(address.clone(), &state, &registry, policy.clone());
+        assert_eq!(payload(&described), expected("r2", 4, 7, false));
+        // An agent this worker lacks: no steps cap to give.
+        state.agent_type = "gone".into();
+        let lacking = RunInput::of_session(address, &state, &registry, policy);
+        assert_eq!(lacking.max_steps, 0);
+        assert_eq!(lacking.agent_type, "gone");
+    }
 
     #[test]
     fn a_policy_recorded_before_the_retry_fields_reads_with_the_old_fixed_values() {

@@ -112,22 +112,25 @@ async fn a_suspended_sessions_state_keeps_the_compact_encoding_and_its_chunks_re
 
     // A resume's claim keeps the suspended run aside and does not store the resumed run's
     // workflow id, which is derived; the state stays compact. A release gives the run back.
-    let resumed_run_id = ids::new_run_id();
-    let new_run = NewRun {
+    let new_run = RunClaim {
         agent_type: "asker",
         stream_id: &stream_id,
-        run_id: &resumed_run_id,
-        workflow_id: &ids::resume_workflow_id("asker", &root.session_id, &resumed_run_id),
+        run_id: NewRunId::Minted,
     };
     let entry = ResumeEntry {
         message: Some(Message::user("go on")),
         abandon_pending: true,
         expected_run_id: None,
     };
-    let claimed = store.claim_resume(&root, new_run, &entry).await.unwrap();
-    assert!(
-        matches!(claimed, Claim::Claimed { step_count: 1 }),
-        "{claimed:?}"
+    let claimed = store.claim_new_run(&root, new_run, &entry).await.unwrap();
+    let Claim::Claimed(claimed) = claimed else {
+        panic!("{claimed:?}");
+    };
+    assert_eq!(claimed.step_count, 1);
+    let resumed_run_id = claimed.run_id;
+    assert_eq!(
+        claimed.workflow_id,
+        ids::resume_workflow_id("asker", &root.session_id, &resumed_run_id)
     );
     assert_eq!(encoding(&store, &state_key).await, "listpack");
     assert_eq!(stored_workflow_id().await.as_deref(), Some(""));
@@ -135,7 +138,7 @@ async fn a_suspended_sessions_state_keeps_the_compact_encoding_and_its_chunks_re
     assert_eq!(state.suspension.unwrap().run_id, run_id);
     assert_eq!(
         state.workflow_id.as_deref(),
-        Some(new_run.workflow_id),
+        Some(claimed.workflow_id.as_str()),
         "derived from the resumed run"
     );
     let resumed = RunRef {

@@ -171,14 +171,16 @@ async fn an_ended_session_expires_after_its_retention_and_a_new_turn_keeps_it() 
         abandon_pending: false,
         expected_run_id: None,
     };
-    let new_run = NewRun {
+    let new_run = RunClaim {
         agent_type: "demo",
         stream_id: "st1",
-        run_id: "r2",
-        workflow_id: "wf2",
+        run_id: NewRunId::Minted,
     };
-    let claimed = store.claim_resume(&address, new_run, &entry).await.unwrap();
-    assert!(matches!(claimed, Claim::Claimed { .. }), "{claimed:?}");
+    let claimed = store
+        .claim_new_run(&address, new_run, &entry)
+        .await
+        .unwrap();
+    assert!(matches!(claimed, Claim::Claimed(_)), "{claimed:?}");
     for key in RETAINED {
         assert_eq!(ttl(&store, &address, key).await, -1, "{key:?}");
     }

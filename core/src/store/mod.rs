@@ -37,7 +37,7 @@ mod types;
 mod usage;
 
 pub use deadline_index::IndexedDeadline;
-pub use resume::{Claim, DrainedCall, ResumeEntry};
+pub use resume::{Claim, ClaimedRun, DrainedCall, NewRunId, NextRun, ResumeEntry, RunClaim};
 pub use rewind::{Rewind, Rewound};
 pub use session::NewSession;
 pub use step::{Completion, StagedTurn, StepProgress};
@@ -212,6 +212,8 @@ fn flag(set: bool) -> &'static str {
     if set { "1" } else { "0" }
 }
 
+#[cfg(test)]
+mod claim_tests;
 #[cfg(test)]
 mod compact_state_tests;
 #[cfg(test)]

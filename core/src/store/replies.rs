@@ -282,26 +282,29 @@ impl SubmitReplyFields {
     }
 }
 
-/// `claim_resume.lua`, decoded straight into the claim callers see.
-pub(super) struct ClaimReply(pub(super) Claim);
+/// `claim_resume.lua`: the claimed run's step count, or a refusal as callers see it.
+pub(super) enum ClaimReply {
+    Claimed { step_count: u32 },
+    Refused(Claim),
+}
 
 impl FromRedisValue for ClaimReply {
     fn from_redis_value(value: &RedisValue) -> RedisResult<Self> {
         let reply = Reply::parse(value)?;
-        Ok(Self(match reply.tag.as_str() {
-            "ok" => Claim::Claimed {
+        Ok(match reply.tag.as_str() {
+            "ok" => Self::Claimed {
                 step_count: reply.value(0)?,
             },
-            "session_not_found" => Claim::SessionNotFound,
-            "already_running" => Claim::AlreadyRunning,
-            "awaiting" => Claim::Awaiting {
+            "session_not_found" => Self::Refused(Claim::SessionNotFound),
+            "already_running" => Self::Refused(Claim::AlreadyRunning),
+            "awaiting" => Self::Refused(Claim::Awaiting {
                 tool_call_ids: reply.values()?,
-            },
-            "not_resumable" => Claim::NotResumable {
+            }),
+            "not_resumable" => Self::Refused(Claim::NotResumable {
                 status: reply.value(0)?,
-            },
+            }),
             _ => return Err(reply.unexpected()),
-        }))
+        })
     }
 }
 

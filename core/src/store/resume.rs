@@ -1,8 +1,9 @@
-//! Resuming a suspended (or ended) session: the claim that makes a new run the session's run,
-//! and the drain that moves the answered calls into the log.
+//! Claiming a session for a new run (a resume, a tree's resume, a lapsed deadline, a parent its
+//! children's answers complete): the one claim that mints the new run's ids and makes it the
+//! session's run; and the drain that moves the answered calls into the log.
 
 use super::{
-    Error, NewRun, RunRef, SessionAddress, Store, Written, flag, now_ms,
+    Error, NewRun, RunRef, SessionAddress, Status, Store, Written, flag, now_ms,
     replies::{ClaimReply, WriteReply},
     scripts::{APPLY_ANSWERS, CLAIM_RESUME},
     session::stored_workflow_id,
@@ -10,16 +11,15 @@ use super::{
 };
 use crate::{
     chunk::{ChunkKind, encode_unsequenced},
+    ids,
     message::{Message, ToolResult},
 };
 
-/// How a resume's claim on a session ended.
+/// How a claim of a session for a new run ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Claim {
-    /// The new run owns the session; it continues after `step_count` committed steps.
-    Claimed {
-        step_count: u32,
-    },
+    /// The new run owns the session.
+    Claimed(ClaimedRun),
     SessionNotFound,
     /// A run is executing.
     AlreadyRunning,
@@ -27,10 +27,82 @@ pub enum Claim {
     Awaiting {
         tool_call_ids: Vec<String>,
     },
-    /// The session is in a status no resume continues (e.g. completed).
+    /// The session is in a status no resume continues (e.g. completed), or (`superseded`) its
+    /// run is not the one the claim expected.
     NotResumable {
         status: String,
     },
+}
+
+/// The run a claim made the session's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimedRun {
+    pub run_id: String,
+    /// `agent__<type>__<session>__resume-<runId>` (see [`ids::resume_workflow_id`]).
+    pub workflow_id: String,
+    /// Steps the session had committed; the run's first step is one more.
+    pub step_count: u32,
+}
+
+/// Where a new run's id comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NewRunId {
+    /// A fresh id ([`ids::new_run_id`]).
+    Minted,
+    /// An id the caller derived, so that a retried claim names the same run (a parent resumed
+    /// by its children's answers, `subagent::parent_resume_run_id`). A session that run holds
+    /// already (active) is answered as claimed again, with its step count now.
+    Derived(String),
+}
+
+/// The ids of a session's next run: its run id and its workflow's. Every run that continues a
+/// session (a claim, a rewind) takes them from here.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NextRun {
+    pub run_id: String,
+    pub workflow_id: String,
+}
+
+impl NextRun {
+    /// The next run of session `session_id` of `agent_type`.
+    pub fn new(agent_type: &str, session_id: &str, run_id: NewRunId) -> Self {
+        let run_id = match run_id {
+            NewRunId::Minted => ids::new_run_id(),
+            NewRunId::Derived(run_id) => run_id,
+        };
+        let workflow_id = ids::resume_workflow_id(agent_type, session_id, &run_id);
+        Self {
+            run_id,
+            workflow_id,
+        }
+    }
+
+    /// The run as the store's scripts take it.
+    pub fn as_new_run<'a>(&'a self, agent_type: &'a str, stream_id: &'a str) -> NewRun<'a> {
+        NewRun {
+            agent_type,
+            stream_id,
+            run_id: &self.run_id,
+            workflow_id: &self.workflow_id,
+        }
+    }
+
+    /// The run, now the session's after `step_count` committed steps.
+    pub fn claimed(self, step_count: u32) -> ClaimedRun {
+        ClaimedRun {
+            run_id: self.run_id,
+            workflow_id: self.workflow_id,
+            step_count,
+        }
+    }
+}
+
+/// Who claims a session for a new run: the session's agent and stream, and the new run's id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunClaim<'a> {
+    pub agent_type: &'a str,
+    pub stream_id: &'a str,
+    pub run_id: NewRunId,
 }
 
 /// What a resume brings: a user message for the next turn (`with_message`) or none
@@ -58,13 +130,50 @@ pub struct DrainedCall {
 
 impl Store {
     /// Claims a suspended (or, with a message, an ended) session for a new run (see
-    /// `claim_resume.lua`) and writes the new run's `run_start` chunk.
-    pub async fn claim_resume(
+    /// `claim_resume.lua`, which also writes the new run's `run_start` chunk), and answers the
+    /// run claimed. The one way a session gets a new run other than its first and a rewind.
+    pub async fn claim_new_run(
+        &self,
+        address: &SessionAddress,
+        claim: RunClaim<'_>,
+        entry: &ResumeEntry,
+    ) -> Result<Claim, Error> {
+        let derived = matches!(claim.run_id, NewRunId::Derived(_));
+        let next = NextRun::new(claim.agent_type, &address.session_id, claim.run_id);
+        let reply = self
+            .claim_resume(
+                address,
+                next.as_new_run(claim.agent_type, claim.stream_id),
+                entry,
+            )
+            .await?;
+        match reply {
+            ClaimReply::Claimed { step_count } => Ok(Claim::Claimed(next.claimed(step_count))),
+            ClaimReply::Refused(Claim::AlreadyRunning) if derived => {
+                // A retried claim of a derived run (expecting that run, as a retried report
+                // does): the run may hold the session since an earlier attempt. A claim that
+                // expected the suspended run is refused as superseded instead, as a claim that
+                // lost a race to another is.
+                Ok(match self.session(address).await? {
+                    Some(state)
+                        if state.status == Status::Active && state.run_id == next.run_id =>
+                    {
+                        Claim::Claimed(next.claimed(state.step_count))
+                    }
+                    _ => Claim::AlreadyRunning,
+                })
+            }
+            ClaimReply::Refused(refusal) => Ok(refusal),
+        }
+    }
+
+    /// `claim_resume.lua` for `run`, writing its `run_start` chunk.
+    async fn claim_resume(
         &self,
         address: &SessionAddress,
         run: NewRun<'_>,
         entry: &ResumeEntry,
-    ) -> Result<Claim, Error> {
+    ) -> Result<ClaimReply, Error> {
         let body = encode_unsequenced(
             &self.header(RunRef {
                 address,
@@ -75,7 +184,7 @@ impl Store {
                 agent_type: run.agent_type.to_owned(),
             },
         );
-        let ClaimReply(claim) = CLAIM_RESUME
+        CLAIM_RESUME
             .on(self, address)
             .arg(run.run_id)
             .arg(now_ms())
@@ -89,8 +198,7 @@ impl Store {
             .arg(stored_workflow_id(&run, &address.session_id))
             .arg(entry.expected_run_id.as_deref().unwrap_or_default())
             .run(self)
-            .await?;
-        Ok(claim)
+            .await
     }
 
     /// Drains the answered (or lapsed) calls of a resumed run into the log, in the given order,

@@ -543,19 +543,23 @@ async fn a_stop_is_fenced_on_the_run_it_read() {
         ..ResumeEntry::default()
     };
     let claim = store
-        .claim_resume(
+        .claim_new_run(
             &address,
-            NewRun {
+            RunClaim {
                 agent_type: "demo",
                 stream_id: "st1",
-                run_id: "r2",
-                workflow_id: "wf2",
+                run_id: NewRunId::Derived("r2".into()),
             },
             &entry,
         )
         .await
         .unwrap();
-    assert_eq!(claim, Claim::Claimed { step_count: 0 });
+    let claimed = ClaimedRun {
+        run_id: "r2".into(),
+        workflow_id: crate::ids::resume_workflow_id("demo", "s6", "r2"),
+        step_count: 0,
+    };
+    assert_eq!(claim, Claim::Claimed(claimed.clone()));
     let before = store.session(&address).await.unwrap().unwrap();
 
     // The stop made for r1 writes nothing on r2's session.
@@ -583,7 +587,7 @@ async fn a_stop_is_fenced_on_the_run_it_read() {
         store.stop_run(&address, StopKind::Interrupt).await.unwrap(),
         Stopped::Stopped {
             run_id: "r2".into(),
-            workflow_id: Some("wf2".into()),
+            workflow_id: Some(claimed.workflow_id),
             closed_calls: vec![],
         }
     );

@@ -7,7 +7,7 @@ use baton_client::Client as _;
 use baton_core::{
     ErrorCode, Message,
     message::ToolOutcome,
-    store::{Claim, NewRun, ResumeEntry, SessionAddress, Status},
+    store::{Claim, NewRunId, ResumeEntry, RunClaim, SessionAddress, Status},
     subagent,
 };
 use baton_tests::{Harness, agents};
@@ -46,13 +46,12 @@ async fn a_child_the_sweep_fails_answers_its_parent_which_goes_on() {
     let state = harness.client.status(&child.session_id).await.unwrap();
     let claim = harness
         .store
-        .claim_resume(
+        .claim_new_run(
             &child,
-            NewRun {
+            RunClaim {
                 agent_type: "child_asker",
                 stream_id: &state.stream_id,
-                run_id: "lost-run",
-                workflow_id: "agent__child_asker__lost",
+                run_id: NewRunId::Derived("lost-run".into()),
             },
             &ResumeEntry {
                 expected_run_id: Some(state.run_id.clone()),
@@ -61,7 +60,7 @@ async fn a_child_the_sweep_fails_answers_its_parent_which_goes_on() {
         )
         .await
         .unwrap();
-    assert!(matches!(claim, Claim::Claimed { .. }), "{claim:?}");
+    assert!(matches!(claim, Claim::Claimed(_)), "{claim:?}");
 
     assert_eq!(
         crate::sweep::sweep_now(&harness).await,

@@ -12,35 +12,12 @@ use super::{
     tree,
 };
 use crate::state::AppState;
-use baton_activities::io::{RunInput, RunShape};
+use baton_activities::io::RunInput;
 use baton_core::{
-    Agent, ApiError, ErrorCode, Message,
+    ApiError, ErrorCode, Message,
     api::{Resume, ResumeResponse},
-    ids,
-    store::{Claim, NewRun, ResumeEntry, SessionAddress, Status},
+    store::{Claim, NewRunId, ResumeEntry, RunClaim, SessionAddress, Status},
 };
-
-/// The input of a run that claimed `address` after `step_count` committed steps.
-pub(super) fn resumed_run(
-    state: &AppState,
-    address: SessionAddress,
-    agent: &Agent,
-    run_id: &str,
-    stream_id: &str,
-    step_count: u32,
-) -> RunInput {
-    RunInput {
-        address,
-        agent_type: agent.name().to_owned(),
-        run_id: run_id.to_owned(),
-        stream_id: stream_id.to_owned(),
-        first_step: step_count,
-        max_steps: agent.max_steps(),
-        policy: state.policy.clone(),
-        resume: true,
-        shape: RunShape::CURRENT,
-    }
-}
 
 /// Resumes a suspended session: claims it for a new run in one script (refusing a running
 /// session and a batch with calls still awaited, writing nothing), then starts the run's
@@ -86,15 +63,11 @@ pub async fn resume_session(
         root_session_id: session.root_session_id.clone(),
         session_id: session.session_id.clone(),
     };
-    let run_id = ids::new_run_id();
-    let workflow_id = ids::resume_workflow_id(agent.name(), &session.session_id, &run_id);
     if let Resume::FromCheckpoint { checkpoint_id, .. } = resume {
         let rewind = RewindRequest {
             session: &session,
             agent,
             address,
-            run_id,
-            workflow_id,
             checkpoint_id,
             entry,
         };
@@ -102,20 +75,19 @@ pub async fn resume_session(
     }
     let claim = state
         .store
-        .claim_resume(
+        .claim_new_run(
             &address,
-            NewRun {
+            RunClaim {
                 agent_type: agent.name(),
                 stream_id: &session.stream_id,
-                run_id: &run_id,
-                workflow_id: &workflow_id,
+                run_id: NewRunId::Minted,
             },
             &entry,
         )
         .await
         .map_err(store_error)?;
-    let step_count = match claim {
-        Claim::Claimed { step_count } => step_count,
+    let claimed = match claim {
+        Claim::Claimed(claimed) => claimed,
         Claim::SessionNotFound => return Err(no_session(session_id)),
         Claim::AlreadyRunning => return Err(already_running()),
         Claim::Awaiting { tool_call_ids } => {
@@ -135,19 +107,19 @@ pub async fn resume_session(
             ));
         }
     };
-    let input = resumed_run(
-        state,
+    let input = RunInput::resumed(
         address,
         agent,
-        &run_id,
+        &claimed,
         &session.stream_id,
-        step_count,
+        state.policy.clone(),
     );
+    let workflow_id = claimed.workflow_id;
     start_run_workflow(state, &workflow_id, input).await?;
     tracing::info!(session_id = %session.session_id, %workflow_id, "session resumed");
     Ok(ResumeResponse {
         session_id: session.session_id,
-        run_id,
+        run_id: claimed.run_id,
         workflow_id: Some(workflow_id),
         status: Status::Active,
     })

@@ -1,17 +1,21 @@
 //! Rewinding a session to a checkpoint (`/resume` with mode `from_checkpoint`): the checkpoint's
-//! checks, the rewind script, then the new run's workflow, or the deadline workflow when the
-//! checkpoint's step suspended.
+//! checks, the rewind script (for a run whose ids are minted as a claim mints them), then the new
+//! run's workflow, or, when the checkpoint's step suspended, the report of the children that
+//! ended meanwhile or the deadline workflow.
 
 use super::{
     already_running, no_session, store_error,
     temporal::{start_deadline_workflow, start_run_workflow},
 };
 use crate::state::AppState;
-use baton_activities::io::{RunInput, RunShape};
+use baton_activities::io::{ParentNext, RunInput};
 use baton_core::{
     Agent, ApiError, ErrorCode,
     api::ResumeResponse,
-    store::{self, PendingKind, ResumeEntry, Rewound, SessionAddress, SessionState, Status},
+    store::{
+        self, ClaimedRun, NewRunId, NextRun, PendingKind, ResumeEntry, Rewound, SessionAddress,
+        SessionState, Status,
+    },
 };
 
 /// A `from_checkpoint` resume, its session found and its request checked.
@@ -19,8 +23,6 @@ pub(super) struct RewindRequest<'a> {
     pub(super) session: &'a SessionState,
     pub(super) agent: &'a Agent,
     pub(super) address: SessionAddress,
-    pub(super) run_id: String,
-    pub(super) workflow_id: String,
     pub(super) checkpoint_id: u32,
     pub(super) entry: ResumeEntry,
 }
@@ -34,8 +36,9 @@ pub(super) async fn rewind_session(
     request: RewindRequest<'_>,
 ) -> Result<ResumeResponse, ApiError> {
     let (session, agent, checkpoint_id) = (request.session, request.agent, request.checkpoint_id);
-    let (address, run_id, workflow_id) = (request.address, request.run_id, request.workflow_id);
-    let entry = request.entry;
+    let (address, entry) = (request.address, request.entry);
+    // The new run's ids, as a claim mints them.
+    let next = NextRun::new(agent.name(), &session.session_id, NewRunId::Minted);
     let not_found = || {
         ApiError::new(
             ErrorCode::CheckpointNotFound,
@@ -72,12 +75,7 @@ pub(super) async fn rewind_session(
         .rewind(
             &address,
             store::Rewind {
-                run: store::NewRun {
-                    agent_type: agent.name(),
-                    stream_id: &session.stream_id,
-                    run_id: &run_id,
-                    workflow_id: &workflow_id,
-                },
+                run: next.as_new_run(agent.name(), &session.stream_id),
                 checkpoint: &checkpoint,
                 message: entry.message,
                 abandon_pending: entry.abandon_pending,
@@ -85,26 +83,28 @@ pub(super) async fn rewind_session(
         )
         .await
         .map_err(store_error)?;
-    let input = |first_step| RunInput {
-        address: address.clone(),
-        agent_type: agent.name().to_owned(),
-        run_id: run_id.clone(),
-        stream_id: session.stream_id.clone(),
-        first_step,
-        max_steps: agent.max_steps(),
-        policy: state.policy.clone(),
-        resume: true,
-        shape: RunShape::CURRENT,
+    // The rewound run has the input of a claimed run: it continues after the checkpoint's
+    // steps (and so does the suspended one whose deadline workflow starts).
+    let input = |run: &ClaimedRun| {
+        RunInput::resumed(
+            address.clone(),
+            agent,
+            run,
+            &session.stream_id,
+            state.policy.clone(),
+        )
     };
     let session_id = &session.session_id;
     match rewound {
         Rewound::Run { step_count } => {
-            start_run_workflow(state, &workflow_id, input(step_count)).await?;
+            let run = next.claimed(step_count);
+            let workflow_id = &run.workflow_id;
+            start_run_workflow(state, workflow_id, input(&run)).await?;
             tracing::info!(%session_id, checkpoint_id, %workflow_id, "session rewound");
             Ok(ResumeResponse {
                 session_id: session_id.clone(),
-                run_id,
-                workflow_id: Some(workflow_id),
+                run_id: run.run_id,
+                workflow_id: Some(run.workflow_id),
                 status: Status::Active,
             })
         }
@@ -117,8 +117,7 @@ pub(super) async fn rewind_session(
             if pending
                 .iter()
                 .any(|call| call.kind == PendingKind::SubAgent)
-                && let Some((run_id, workflow_id)) =
-                    super::tree::report_ended_children(state, &address).await?
+                && let Some((run_id, workflow_id)) = report_ended_children(state, &address).await?
             {
                 tracing::info!(%session_id, checkpoint_id, %workflow_id, "session rewound; its ended children answered it");
                 return Ok(ResumeResponse {
@@ -128,14 +127,15 @@ pub(super) async fn rewind_session(
                     status: Status::Active,
                 });
             }
+            let run = next.claimed(step_count);
             let wake_at = pending.iter().map(|call| call.deadline_at).min();
             if let Some(wake_at) = wake_at.filter(|_| agent.resume_on_deadline()) {
-                start_deadline_workflow(state, input(step_count), wake_at).await?;
+                start_deadline_workflow(state, input(&run), wake_at).await?;
             }
             tracing::info!(%session_id, checkpoint_id, "session rewound to a suspension");
             Ok(ResumeResponse {
                 session_id: session_id.clone(),
-                run_id,
+                run_id: run.run_id,
                 workflow_id: None,
                 status: Status::SuspendedClientTool,
             })
@@ -152,4 +152,32 @@ pub(super) async fn rewind_session(
             ),
         )),
     }
+}
+
+/// Reports the children of `parent` that ended while it awaited them (a rewind gave it back a
+/// sub-agent call whose child has already ended): the child's outcome answers the call, and
+/// when that completes the parent's batch, the parent's resumed run starts. Returns that run's
+/// (run id, workflow id).
+async fn report_ended_children(
+    state: &AppState,
+    parent: &SessionAddress,
+) -> Result<Option<(String, String)>, ApiError> {
+    let next = baton_activities::report_ended_children(
+        &state.store,
+        &state.registry,
+        parent,
+        &state.policy,
+    )
+    .await
+    .map_err(|error| match error {
+        baton_activities::ReportError::Store(error) => store_error(error),
+        baton_activities::ReportError::Typed { code, message } => ApiError::new(code, message),
+    })?;
+    let ParentNext::Resume { run, workflow_id } = next else {
+        return Ok(None);
+    };
+    let run_id = run.run_id.clone();
+    start_run_workflow(state, &workflow_id, *run).await?;
+    tracing::info!(session_id = %parent.session_id, %workflow_id, "an ended child's answer resumes its parent");
+    Ok(Some((run_id, workflow_id)))
 }

@@ -6,7 +6,7 @@ use super::{
     temporal::{start_run_workflow, workflow_exists},
 };
 use crate::state::AppState;
-use baton_activities::io::{RunInput, RunShape};
+use baton_activities::io::RunInput;
 use baton_core::{
     ApiError, ErrorCode, Message,
     api::{StartRequest, StartResponse},
@@ -103,17 +103,14 @@ pub async fn start_session(
         .await
         .map_err(store_error)?;
 
-    let input = RunInput {
+    let input = RunInput::first(
         address,
-        agent_type: agent.name().to_owned(),
-        run_id: run_id.clone(),
-        stream_id: stream_id.clone(),
-        first_step: 0,
-        max_steps: agent.max_steps(),
-        policy: state.policy.clone(),
-        resume: false,
-        shape: RunShape::CURRENT,
-    };
+        agent.name(),
+        &run_id,
+        &stream_id,
+        agent.max_steps(),
+        state.policy.clone(),
+    );
     start_run_workflow(state, &workflow_id, input).await?;
     tracing::info!(%session_id, agent = agent.name(), %workflow_id, "session started");
     Ok(StartResponse {

@@ -3,19 +3,17 @@
 //! continues when its children's results are in), and a stop that stops every session of it.
 
 use super::{
-    already_running,
-    resume::resumed_run,
-    store_error,
+    already_running, store_error,
     temporal::{cancel_run_workflow, start_run_workflow},
 };
 use crate::state::AppState;
+use baton_activities::io::RunInput;
 use baton_core::{
     ApiError, ErrorCode,
     api::ResumeResponse,
-    ids,
     store::{
-        Claim, NewRun, PendingKind, ResumeEntry, SessionAddress, SessionState, Status, StopKind,
-        now_ms,
+        Claim, NewRunId, PendingKind, ResumeEntry, RunClaim, SessionAddress, SessionState, Status,
+        StopKind, now_ms,
     },
 };
 use std::collections::HashMap;
@@ -138,17 +136,14 @@ pub(super) async fn resume_tree(
         let Some(agent) = state.registry.get(&session.agent_type) else {
             continue;
         };
-        let run_id = ids::new_run_id();
-        let workflow_id = ids::resume_workflow_id(agent.name(), &address.session_id, &run_id);
         let claim = state
             .store
-            .claim_resume(
+            .claim_new_run(
                 &address,
-                NewRun {
+                RunClaim {
                     agent_type: agent.name(),
                     stream_id: &session.stream_id,
-                    run_id: &run_id,
-                    workflow_id: &workflow_id,
+                    run_id: NewRunId::Minted,
                 },
                 &ResumeEntry {
                     expected_run_id: Some(session.run_id.clone()),
@@ -158,20 +153,20 @@ pub(super) async fn resume_tree(
             .await
             .map_err(store_error)?;
         // A session still awaiting its children is resumed by the last of them to end.
-        let Claim::Claimed { step_count } = claim else {
+        let Claim::Claimed(claimed) = claim else {
             continue;
         };
-        let input = resumed_run(
-            state,
+        let input = RunInput::resumed(
             address.clone(),
             agent,
-            &run_id,
+            &claimed,
             &session.stream_id,
-            step_count,
+            state.policy.clone(),
         );
+        let workflow_id = claimed.workflow_id;
         start_run_workflow(state, &workflow_id, input).await?;
         tracing::info!(session_id = %address.session_id, %workflow_id, "tree session resumed");
-        first_resumed.get_or_insert((run_id, workflow_id));
+        first_resumed.get_or_insert((claimed.run_id, workflow_id));
     }
     let Some((run_id, workflow_id)) = first_resumed else {
         return Err(already_running());
@@ -211,32 +206,4 @@ pub(super) async fn stop_descendants(
         tracing::info!(session_id = %address.session_id, ?kind, "tree session stopped");
     }
     Ok(())
-}
-
-/// Reports the children of `parent` that ended while it awaited them (a rewind gave it back a
-/// sub-agent call whose child has already ended): the child's outcome answers the call, and
-/// when that completes the parent's batch, the parent's resumed run starts. Returns that run's
-/// (run id, workflow id).
-pub(super) async fn report_ended_children(
-    state: &AppState,
-    parent: &SessionAddress,
-) -> Result<Option<(String, String)>, ApiError> {
-    let next = baton_activities::report_ended_children(
-        &state.store,
-        &state.registry,
-        parent,
-        &state.policy,
-    )
-    .await
-    .map_err(|error| match error {
-        baton_activities::ReportError::Store(error) => store_error(error),
-        baton_activities::ReportError::Typed { code, message } => ApiError::new(code, message),
-    })?;
-    let baton_activities::io::ParentNext::Resume { run, workflow_id } = next else {
-        return Ok(None);
-    };
-    let run_id = run.run_id.clone();
-    start_run_workflow(state, &workflow_id, *run).await?;
-    tracing::info!(session_id = %parent.session_id, %workflow_id, "an ended child's answer resumes its parent");
-    Ok(Some((run_id, workflow_id)))
 }

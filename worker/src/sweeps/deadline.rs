@@ -8,7 +8,7 @@
 
 use super::{Cascade, repeat_until};
 use baton_activities::{
-    io::{DeadlineStart, RunInput, RunShape},
+    io::{DeadlineStart, RunInput},
     start_delayed_deadline,
 };
 use baton_core::store::{self, IndexedDeadline, Status, Store};
@@ -106,19 +106,10 @@ async fn suspended_run(
     if state.status != Status::SuspendedClientTool || state.run_id != deadline.run_id {
         return Ok(None);
     }
-    let max_steps = cascade
-        .registry
-        .get(&state.agent_type)
-        .map_or(0, |agent| agent.max_steps());
-    Ok(Some(RunInput {
-        address: deadline.address.clone(),
-        agent_type: state.agent_type,
-        run_id: state.run_id,
-        stream_id: state.stream_id,
-        first_step: state.step_count,
-        max_steps,
-        policy: cascade.policy.clone(),
-        resume: false,
-        shape: RunShape::CURRENT,
-    }))
+    Ok(Some(RunInput::of_session(
+        deadline.address.clone(),
+        &state,
+        &cascade.registry,
+        cascade.policy.clone(),
+    )))
 }
