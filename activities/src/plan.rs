@@ -36,14 +36,16 @@ pub(crate) fn pending_calls(
         .map(|call| {
             let (kind, approval_id) = match agent.any_tool(&call.name) {
                 Some(AgentTool::Client(_)) => (PendingKind::Client, None),
-                Some(AgentTool::SubAgent(_)) => (PendingKind::SubAgent, None),
+                Some(AgentTool::SubAgent(sub_agent)) => {
+                    (PendingKind::SubAgent(sub_agent.transport()), None)
+                }
                 _ => (
                     PendingKind::Approval,
                     Some(store::approval_id(at.run_id, &call.id)),
                 ),
             };
             let deadline_at = match kind {
-                PendingKind::SubAgent => store::NO_DEADLINE,
+                PendingKind::SubAgent(_) => store::NO_DEADLINE,
                 _ => at.now + agent.answer_timeout(&call.name).as_millis() as u64,
             };
             PendingCall {
@@ -70,7 +72,7 @@ pub(crate) fn wake_at(agent: &Agent, pending: &[PendingCall]) -> Option<u64> {
     }
     pending
         .iter()
-        .filter(|call| call.kind != PendingKind::SubAgent)
+        .filter(|call| !call.kind.is_sub_agent())
         .map(|call| call.deadline_at)
         .min()
 }
@@ -85,7 +87,7 @@ pub(crate) fn next_look<'a>(
 ) -> Option<u64> {
     let earliest = pending
         .into_iter()
-        .filter(|call| open.contains(&call.tool_call_id) && call.kind != PendingKind::SubAgent)
+        .filter(|call| open.contains(&call.tool_call_id) && !call.kind.is_sub_agent())
         .map(|call| call.deadline_at)
         .min()?;
     Some(earliest.max(now + 1))
@@ -220,6 +222,7 @@ pub(crate) mod tests {
     use baton_core::{
         ScriptedModel,
         store::ApprovalDecision,
+        subagent::SubAgentTransport,
         tool::{ClientTool, tool},
     };
     use serde_json::{Value, json};
@@ -286,7 +289,7 @@ pub(crate) mod tests {
                 PendingKind::Client,
                 PendingKind::Client,
                 PendingKind::Approval,
-                PendingKind::SubAgent
+                PendingKind::SubAgent(SubAgentTransport::Local)
             ]
         );
         let deadlines: Vec<u64> = pending.iter().map(|call| call.deadline_at).collect();

@@ -1,7 +1,10 @@
 //! How each tool call of a turn is carried out (its route), and what the model step leaves for
 //! the workflow once the inline calls have run. No I/O.
 
-use baton_core::{Agent, agent::AgentTool, message::ToolCall, tool::ToolExecution};
+use crate::io::{SubAgentCall, SubAgentCalls};
+use baton_core::{
+    Agent, agent::AgentTool, message::ToolCall, subagent::SubAgentTransport, tool::ToolExecution,
+};
 
 /// How a call of one tool is carried out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -13,8 +16,9 @@ pub(crate) enum Route {
     Activity,
     /// Not run by the step: it waits for a client tool's result or a person's approval.
     Awaited,
-    /// Another agent, run as a child workflow beside the step's tool activities.
-    SubAgent,
+    /// Another agent, run by its transport (a local one as a child workflow) beside the step's
+    /// tool activities. The transport is the sub-agent's, as declared.
+    SubAgent(SubAgentTransport),
 }
 
 /// How `call` is carried out. A call that would wait (for a client or a person) but whose input
@@ -26,7 +30,7 @@ pub(crate) fn route(agent: &Agent, call: &ToolCall) -> Route {
             Route::Awaited
         }
         Some(AgentTool::Client(_)) => Route::Inline,
-        Some(AgentTool::SubAgent(_)) => Route::SubAgent,
+        Some(AgentTool::SubAgent(sub_agent)) => Route::SubAgent(sub_agent.transport()),
         Some(AgentTool::Server(tool))
             if tool.requires_approval() && tool.check_input(&call.arguments).is_ok() =>
         {
@@ -51,7 +55,8 @@ pub(crate) struct SortedCalls<'a> {
     pub(crate) inline: Vec<&'a ToolCall>,
     pub(crate) activities: Vec<&'a ToolCall>,
     pub(crate) awaited: Vec<&'a ToolCall>,
-    pub(crate) sub_agents: Vec<&'a ToolCall>,
+    /// With the transport each takes.
+    pub(crate) sub_agents: Vec<(&'a ToolCall, SubAgentTransport)>,
     /// Some call's success would end the run.
     finishing: bool,
 }
@@ -65,10 +70,11 @@ pub(crate) enum AfterInline {
     Commit,
     /// Commit the step and suspend the run on the awaited calls.
     Suspend,
-    /// Leave these calls to `execute_tool` activities, then suspend or complete as flagged.
+    /// Leave these calls to `execute_tool` activities and these sub-agent calls to their
+    /// transports, then suspend or complete as flagged.
     RunTools {
         tool_call_ids: Vec<String>,
-        sub_agent_call_ids: Vec<String>,
+        sub_agents: SubAgentCalls,
         then_suspend: bool,
         then_finish: bool,
     },
@@ -88,7 +94,7 @@ impl<'a> SortedCalls<'a> {
                 Route::Inline => sorted.inline.push(call),
                 Route::Activity => sorted.activities.push(call),
                 Route::Awaited => sorted.awaited.push(call),
-                Route::SubAgent => sorted.sub_agents.push(call),
+                Route::SubAgent(transport) => sorted.sub_agents.push((call, transport)),
             }
             sorted.finishing |= finishes_run(agent, &call.name);
         }
@@ -105,10 +111,16 @@ impl<'a> SortedCalls<'a> {
         // A step that waits for answers goes back to the model with them, finishing tool or not.
         let then_finish = self.awaited.is_empty() && self.finishing;
         if !self.activities.is_empty() || !self.sub_agents.is_empty() {
-            let ids = |calls: &[&ToolCall]| calls.iter().map(|call| call.id.clone()).collect();
+            let sub_agents = self
+                .sub_agents
+                .iter()
+                .map(|(call, transport)| SubAgentCall {
+                    tool_call_id: call.id.clone(),
+                    transport: *transport,
+                });
             return AfterInline::RunTools {
-                tool_call_ids: ids(&self.activities),
-                sub_agent_call_ids: ids(&self.sub_agents),
+                tool_call_ids: self.activities.iter().map(|call| call.id.clone()).collect(),
+                sub_agents: sub_agents.collect(),
                 then_suspend: !self.awaited.is_empty(),
                 then_finish,
             };
@@ -126,7 +138,10 @@ impl<'a> SortedCalls<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::tests::{calls, test_agent};
+    use crate::{
+        io::tests::local_calls,
+        plan::tests::{calls, test_agent},
+    };
     use baton_core::{ScriptedModel, tool::ClientTool};
     use serde_json::json;
 
@@ -140,10 +155,9 @@ mod tests {
         then_suspend: bool,
         then_finish: bool,
     ) -> AfterInline {
-        let owned = |ids: &[&str]| ids.iter().map(|id| (*id).to_owned()).collect();
         AfterInline::RunTools {
-            tool_call_ids: owned(ids),
-            sub_agent_call_ids: owned(sub_agent_ids),
+            tool_call_ids: ids.iter().map(|id| (*id).to_owned()).collect(),
+            sub_agents: local_calls(sub_agent_ids),
             then_suspend,
             then_finish,
         }
@@ -193,7 +207,7 @@ mod tests {
                     holds(&sorted.inline),
                     holds(&sorted.activities),
                     holds(&sorted.awaited),
-                    holds(&sorted.sub_agents),
+                    sorted.sub_agents.iter().any(|(held, _)| held.id == call.id),
                 ) {
                     (true, false, false, false) => 'I',
                     (false, true, false, false) => 'A',
@@ -222,6 +236,11 @@ mod tests {
             arguments,
         };
         assert_eq!(route(&agent, &call("deploy", json!({}))), Route::Awaited);
+        // A sub-agent call takes the transport its sub-agent declares.
+        assert_eq!(
+            route(&agent, &call("subagent__helper", json!({}))),
+            Route::SubAgent(SubAgentTransport::Local)
+        );
         // A call whose input does not match the schema is not awaited: its error is recorded.
         let strict = ClientTool::new(
             "strict",

@@ -17,7 +17,7 @@ pub use registry::AgentRegistry;
 use crate::{
     model::Model,
     state::{AfterSubAgent, ChildEnded, StateSchema, StateSet},
-    subagent::SubAgent,
+    subagent::{SUB_AGENT_TOOL_PREFIX, SubAgent},
     tool::{ClientTool, ServerTool, ToolSpec},
 };
 use std::{collections::BTreeMap, fmt, sync::Arc, time::Duration};
@@ -32,7 +32,7 @@ pub const DEFAULT_CLIENT_TOOL_TIMEOUT: Duration = Duration::from_secs(5 * 60);
 pub const DEFAULT_COMPLETED_RETENTION: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// Tool name prefixes Baton keeps for its own tools (sub-agents, companions).
-pub const RESERVED_TOOL_PREFIXES: [&str; 2] = ["subagent__", "companion__"];
+pub const RESERVED_TOOL_PREFIXES: [&str; 2] = [SUB_AGENT_TOOL_PREFIX, "companion__"];
 
 /// One of an agent's tools, by kind.
 #[derive(Clone, Copy)]

@@ -242,7 +242,8 @@ fn with_sub_agents(
         let line = sub.agent_type.span().start;
         let schema_error = |e: SchemaError| at.error(line, e.to_string());
         let mut sub_agent = SubAgent::new(sub.agent_type.get_ref(), &sub.description)
-            .at_line(line_of(at.text, line));
+            .at_line(line_of(at.text, line))
+            .via(sub.transport);
         if let Some(schema) = sub.input_schema {
             sub_agent = sub_agent.input_schema(schema).map_err(schema_error)?;
         }

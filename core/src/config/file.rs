@@ -2,7 +2,7 @@
 //! errors name. Nothing here checks more than the types; `build.rs` does the rest.
 
 use super::{ModelConfig, Provider};
-use crate::scripted::ScriptedTurn;
+use crate::{scripted::ScriptedTurn, subagent::SubAgentTransport};
 use serde::Deserialize;
 use serde_json::Value;
 use std::time::Duration;
@@ -107,4 +107,6 @@ pub(super) struct SubAgentEntry {
     pub(super) description: String,
     pub(super) input_schema: Option<Value>,
     pub(super) output_schema: Option<Value>,
+    #[serde(default)]
+    pub(super) transport: SubAgentTransport,
 }

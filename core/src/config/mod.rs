@@ -44,6 +44,7 @@
 //! description = "Finds facts."
 //! input_schema = { type = "object" }    # optional; default {message}
 //! output_schema = { type = "object" }   # optional; checks the child's final output
+//! transport = "local"                   # optional; the only one today (see SubAgentTransport)
 //!
 //! [agent.state]                         # optional: the sessions' custom state
 //! schema = { type = "object", properties = { topic = { type = "string" } } }

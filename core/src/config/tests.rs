@@ -1,7 +1,7 @@
 //! The checks of agents files: what a good one declares, and the line and reason of a bad one.
 
 use super::*;
-use crate::{Model, ScriptedModel, ServerTool, tool::tool};
+use crate::{Model, ScriptedModel, ServerTool, subagent::SubAgentTransport, tool::tool};
 use serde_json::json;
 use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
@@ -73,6 +73,7 @@ model = { kind = "scripted", turns = [{ text = "done" }] }
 [[agent.sub_agent]]
 type = "researcher"
 description = "Finds facts."
+transport = "local"
 
 [[agent]]
 name = "researcher"
@@ -82,16 +83,28 @@ model = { kind = "scripted", turns = [{ text = "facts" }] }
 type = "planner"
 "#;
     let agents = agents_from_toml(file, &catalogue()).unwrap();
-    assert!(agents[0].sub_agent("subagent__researcher").is_some());
+    let researcher = agents[0].sub_agent("subagent__researcher").unwrap();
+    assert_eq!(researcher.transport(), SubAgentTransport::Local);
+    assert_eq!(
+        agents[1]
+            .sub_agent("subagent__planner")
+            .unwrap()
+            .transport(),
+        SubAgentTransport::Local
+    );
+    let pigeon = file.replace(r#"transport = "local""#, r#"transport = "pigeon""#);
+    let error = agents_from_toml(&pigeon, &catalogue()).unwrap_err();
+    assert_eq!(error.line, 9, "{error}");
+    assert!(error.to_string().contains("unknown variant"), "{error}");
     let cycle = crate::AgentRegistry::new(agents).unwrap_err();
     assert_eq!(
         cycle.to_string(),
-        "agent \"planner\" (line 15) calls sub-agents in a cycle: planner -> researcher -> planner"
+        "agent \"planner\" (line 16) calls sub-agents in a cycle: planner -> researcher -> planner"
     );
     let unknown = file.replace(r#"type = "planner""#, r#"type = "ghost""#);
     let error =
         crate::AgentRegistry::new(agents_from_toml(&unknown, &catalogue()).unwrap()).unwrap_err();
-    assert!(error.to_string().contains("(line 15)"), "{error}");
+    assert!(error.to_string().contains("(line 16)"), "{error}");
     assert!(error.to_string().contains("\"ghost\""), "{error}");
 }
 
