@@ -154,53 +154,20 @@ impl AgentBuilder {
         if self.after_sub_agent.is_some() && state.is_none() {
             return Err(DefinitionError::HookWithoutState(self.name));
         }
-        let check_name = |tool_name: &str, taken: bool| {
-            if RESERVED_TOOL_PREFIXES
-                .iter()
-                .any(|prefix| tool_name.starts_with(prefix))
-            {
-                return Err(DefinitionError::ReservedToolName(tool_name.to_owned()));
-            }
-            if !is_valid_name(tool_name) {
-                return Err(DefinitionError::InvalidName(tool_name.to_owned()));
-            }
-            if taken {
-                return Err(DefinitionError::DuplicateTool {
-                    agent: self.name.clone(),
-                    tool: tool_name.to_owned(),
-                });
-            }
-            Ok(())
-        };
         let mut tools = BTreeMap::new();
         for tool in self.tools {
             let tool_name = tool.spec().name.clone();
-            check_name(&tool_name, tools.contains_key(&tool_name))?;
+            check_tool_name(&self.name, &tool_name, tools.contains_key(&tool_name))?;
             tools.insert(tool_name, tool);
         }
         let mut client_tools = BTreeMap::new();
         for tool in self.client_tools {
             let tool_name = tool.spec().name.clone();
             let taken = tools.contains_key(&tool_name) || client_tools.contains_key(&tool_name);
-            check_name(&tool_name, taken)?;
+            check_tool_name(&self.name, &tool_name, taken)?;
             client_tools.insert(tool_name, tool);
         }
-        let mut sub_agents = BTreeMap::new();
-        for sub_agent in self.sub_agents {
-            if !is_valid_name(sub_agent.agent_type()) {
-                return Err(DefinitionError::InvalidName(
-                    sub_agent.agent_type().to_owned(),
-                ));
-            }
-            let tool_name = sub_agent.spec().name.clone();
-            if sub_agents.contains_key(&tool_name) {
-                return Err(DefinitionError::DuplicateTool {
-                    agent: self.name.clone(),
-                    tool: tool_name,
-                });
-            }
-            sub_agents.insert(tool_name, sub_agent);
-        }
+        let sub_agents = sub_agents_by_tool_name(&self.name, self.sub_agents)?;
         let mut tool_specs: Vec<ToolSpec> = tools
             .values()
             .map(|t| t.spec().clone())
@@ -224,4 +191,50 @@ impl AgentBuilder {
             after_sub_agent: self.after_sub_agent,
         })
     }
+}
+
+/// A server or client tool's name is valid, outside Baton's reserved prefixes, and not `taken`
+/// by another tool of the agent `agent`.
+fn check_tool_name(agent: &str, tool_name: &str, taken: bool) -> Result<(), DefinitionError> {
+    if RESERVED_TOOL_PREFIXES
+        .iter()
+        .any(|prefix| tool_name.starts_with(prefix))
+    {
+        return Err(DefinitionError::ReservedToolName(tool_name.to_owned()));
+    }
+    if !is_valid_name(tool_name) {
+        return Err(DefinitionError::InvalidName(tool_name.to_owned()));
+    }
+    if taken {
+        return Err(DefinitionError::DuplicateTool {
+            agent: agent.to_owned(),
+            tool: tool_name.to_owned(),
+        });
+    }
+    Ok(())
+}
+
+/// The sub-agents of the agent `agent` by their tool name (`subagent__<type>`), each type valid
+/// and declared once.
+fn sub_agents_by_tool_name(
+    agent: &str,
+    declared: Vec<SubAgent>,
+) -> Result<BTreeMap<String, SubAgent>, DefinitionError> {
+    let mut sub_agents = BTreeMap::new();
+    for sub_agent in declared {
+        if !is_valid_name(sub_agent.agent_type()) {
+            return Err(DefinitionError::InvalidName(
+                sub_agent.agent_type().to_owned(),
+            ));
+        }
+        let tool_name = sub_agent.spec().name.clone();
+        if sub_agents.contains_key(&tool_name) {
+            return Err(DefinitionError::DuplicateTool {
+                agent: agent.to_owned(),
+                tool: tool_name,
+            });
+        }
+        sub_agents.insert(tool_name, sub_agent);
+    }
+    Ok(sub_agents)
 }

@@ -13,8 +13,8 @@
 //!   script refuses, as it does every kind that starts with `sub_agent`); an agents file accepts
 //!   it through serde;
 //! - `activities/src/io.rs`: a field of `SubAgentCalls` for its calls (optional, skipped when
-//!   empty, so recorded plans keep their shape) and its arms in `SubAgentCalls::push` and
-//!   `SubAgentCalls::into_calls`;
+//!   empty, so recorded plans keep their shape) and its arms in `SubAgentCalls::push`,
+//!   `SubAgentCalls::is_empty` and `SubAgentCalls::into_calls`;
 //! - `activities/src/subagent/remote.rs` (new): its activities' bodies, with their declarations in
 //!   the `#[activities]` block of `activities/src/lib.rs`, and its arm in
 //!   `activities/src/subagent/mod.rs` (how a drained answer folds into the caller's state);
