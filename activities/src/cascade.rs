@@ -28,7 +28,7 @@ impl AgentActivities {
     ) -> Result<ParentNext, Error> {
         let children = self.store.children(parent).await?;
         for (call, _run) in self.store.pending_calls(parent).await? {
-            if call.kind != store::PendingKind::SubAgent {
+            if !call.kind.is_sub_agent() {
                 continue;
             }
             let Some(child_id) = children.get(&call.tool_call_id) else {

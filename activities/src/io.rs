@@ -4,6 +4,7 @@
 use baton_core::{
     Agent, AgentRegistry, ErrorCode,
     store::{ClaimedRun, RunRef, SessionAddress, SessionState, StepRef},
+    subagent::SubAgentTransport,
 };
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -257,9 +258,9 @@ pub enum StepPlan {
     /// Inline calls of the step have already run.
     RunTools {
         tool_call_ids: Vec<String>,
-        /// Sub-agent calls, each run as a child workflow beside the tool activities.
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        sub_agent_call_ids: Vec<String>,
+        /// Sub-agent calls, each run by its transport beside the tool activities.
+        #[serde(flatten)]
+        sub_agents: SubAgentCalls,
         #[serde(default)]
         then_suspend: bool,
         #[serde(default)]
@@ -268,6 +269,61 @@ pub enum StepPlan {
     /// The step awaits these client calls; it is committed and the run suspended. The workflow
     /// ends, leaving a deadline workflow behind when `wake`, is set.
     Suspended(SuspendedRun),
+}
+
+/// The sub-agent calls of a step, by transport: the one place a plan says which transport each
+/// call takes. Each transport has a field of its own in the plan, absent when it has no call, so
+/// the plan of a step with only local calls is what it has been since sub-agents came
+/// (`subAgentCallIds`) and recorded histories replay. A new transport adds an optional field
+/// here and its arms in [`Self::push`] and [`Self::into_calls`] (see `SubAgentTransport`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubAgentCalls {
+    /// Calls whose child is a local session, each run as a child workflow.
+    #[serde(
+        rename = "subAgentCallIds",
+        default,
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    local: Vec<String>,
+}
+
+/// One sub-agent call of a step and the transport it takes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubAgentCall {
+    pub tool_call_id: String,
+    pub transport: SubAgentTransport,
+}
+
+impl SubAgentCalls {
+    /// Adds a call, under its transport.
+    pub fn push(&mut self, call: SubAgentCall) {
+        match call.transport {
+            SubAgentTransport::Local => self.local.push(call.tool_call_id),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.local.is_empty()
+    }
+
+    /// The calls with their transports: by transport, each transport's in call order.
+    pub fn into_calls(self) -> impl Iterator<Item = SubAgentCall> {
+        let with = |transport| {
+            move |tool_call_id| SubAgentCall {
+                tool_call_id,
+                transport,
+            }
+        };
+        self.local.into_iter().map(with(SubAgentTransport::Local))
+    }
+}
+
+impl FromIterator<SubAgentCall> for SubAgentCalls {
+    fn from_iter<I: IntoIterator<Item = SubAgentCall>>(calls: I) -> Self {
+        let mut sorted = Self::default();
+        calls.into_iter().for_each(|call| sorted.push(call));
+        sorted
+    }
 }
 
 /// A run that has suspended on client calls.
@@ -463,7 +519,7 @@ pub enum RunOutcome {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use baton_core::{ScriptedModel, store::Status};
     use serde_json::json;
@@ -535,5 +591,59 @@ mod tests {
         assert_eq!(policy.commit_attempts, 10);
         assert_eq!(policy.retry_initial_interval, Duration::from_millis(200));
         assert_eq!(policy.retry_maximum_interval, Duration::from_secs(10));
+    }
+
+    /// Local sub-agent calls with these ids, in this order.
+    pub(crate) fn local_calls(ids: &[&str]) -> SubAgentCalls {
+        ids.iter()
+            .map(|id| SubAgentCall {
+                tool_call_id: (*id).to_owned(),
+                transport: SubAgentTransport::Local,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_plan_of_tools_and_local_sub_agents_keeps_the_shape_histories_recorded() {
+        let plan = |tool_call_ids: &[&str], sub_agent_call_ids: &[&str]| StepPlan::RunTools {
+            tool_call_ids: tool_call_ids.iter().map(|id| (*id).to_owned()).collect(),
+            sub_agents: local_calls(sub_agent_call_ids),
+            then_suspend: true,
+            then_finish: false,
+        };
+        // As recorded in tests/fixtures/histories, and as a plan with sub-agents was written.
+        let tools_only =
+            r#"{"kind":"run_tools","toolCallIds":["c0"],"thenSuspend":true,"thenFinish":false}"#;
+        let with_children = r#"{"kind":"run_tools","toolCallIds":["c0"],"subAgentCallIds":["c1","c2"],"thenSuspend":true,"thenFinish":false}"#;
+        for (recorded, planned) in [
+            (tools_only, plan(&["c0"], &[])),
+            (with_children, plan(&["c0"], &["c1", "c2"])),
+        ] {
+            assert_eq!(serde_json::to_string(&planned).unwrap(), recorded);
+            assert_eq!(serde_json::from_str::<StepPlan>(recorded).unwrap(), planned);
+        }
+        let StepPlan::RunTools { sub_agents, .. } = plan(&[], &["c1", "c2"]) else {
+            unreachable!("a plan of tools")
+        };
+        let ids: Vec<String> = sub_agents
+            .into_calls()
+            .map(|call| {
+                assert_eq!(call.transport, SubAgentTransport::Local);
+                call.tool_call_id
+            })
+            .collect();
+        assert_eq!(ids, ["c1", "c2"]);
+        // Fields absent from plans recorded before they existed read as their defaults.
+        let oldest: StepPlan =
+            serde_json::from_str(r#"{"kind":"run_tools","toolCallIds":["c0"]}"#).unwrap();
+        assert_eq!(
+            oldest,
+            StepPlan::RunTools {
+                tool_call_ids: vec!["c0".to_owned()],
+                sub_agents: SubAgentCalls::default(),
+                then_suspend: false,
+                then_finish: false,
+            }
+        );
     }
 }

@@ -195,8 +195,10 @@ impl AgentActivities {
         Ok(self.complete(&input).await?)
     }
 
-    /// Starts the child session of a sub-agent call (once; a retry finds it) with
-    /// `subagent_start` on the parent's stream, or stages the call's error for a bad input.
+    /// The local transport's start (`subagent/local.rs`): starts the child session of a
+    /// sub-agent call (once; a retry finds it) with `subagent_start` on the parent's stream, or
+    /// stages the call's error for a bad input. Another transport declares its own activities
+    /// here, their bodies in its module of `subagent/`.
     #[activity]
     pub async fn start_sub_agent(
         self: Arc<Self>,
@@ -206,8 +208,8 @@ impl AgentActivities {
         Ok(self.start_child_of(&input).await?)
     }
 
-    /// After a sub-agent's child workflow has ended: stages the call's result from the child's
-    /// end (with `subagent_end`), or says that the child is suspended.
+    /// The local transport's end: after a sub-agent's child workflow has ended, stages the call's
+    /// result from the child's end (with `subagent_end`), or says that the child is suspended.
     #[activity]
     pub async fn finish_sub_agent(
         self: Arc<Self>,

@@ -283,12 +283,12 @@ impl AgentActivities {
             AfterInline::Complete => StepPlan::Answered,
             AfterInline::RunTools {
                 tool_call_ids,
-                sub_agent_call_ids,
+                sub_agents,
                 then_suspend,
                 then_finish,
             } => StepPlan::RunTools {
                 tool_call_ids,
-                sub_agent_call_ids,
+                sub_agents,
                 then_suspend,
                 then_finish,
             },

@@ -99,12 +99,14 @@ impl AgentActivities {
                     outcome
                 }
             };
-            if call.kind == store::PendingKind::SubAgent {
+            if let store::PendingKind::SubAgent(transport) = call.kind {
                 let next_step = StepRef {
                     step: input.step + 1,
                     ..input.step_ref()
                 };
-                let state_patch = self.fold_answered_child(input, id, &call.tool_name).await?;
+                let state_patch = self
+                    .fold_answered_child(transport, input, id, &call.tool_name)
+                    .await?;
                 self.stage_drained_state_patch(next_step, id, state_patch)
                     .await?;
             }

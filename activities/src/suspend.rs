@@ -45,7 +45,7 @@ impl AgentActivities {
         // (they have no result yet), in call order.
         let mut awaited = Vec::with_capacity(sorted.awaited.len());
         for call in tool_calls {
-            let waits = if sorted.sub_agents.iter().any(|sub| sub.id == call.id) {
+            let waits = if sorted.sub_agents.iter().any(|(sub, _)| sub.id == call.id) {
                 !self
                     .store
                     .has_staged_tool_result(input.step_ref(), &call.id)

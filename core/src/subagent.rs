@@ -1,7 +1,14 @@
 //! Sub-agents: another agent type an agent may call as a tool (`subagent__<type>`). A call runs
 //! the child as a session of the caller's tree; its final output is the call's result. The child
 //! is addressed by its session id and agent type only, and the parent needs nothing of it but its
-//! final status, output and state, so a child could one day live behind HTTP.
+//! final status, output and state, so a child could one day live behind HTTP: how a call reaches
+//! its child is the sub-agent's transport (`transport.rs`).
+//!
+//! The tool name of a sub-agent, `subagent__<type>`, is made by [`tool_name`] alone (and read
+//! back by [`agent_type_of`]); the prefix is one of the agent builder's reserved ones.
+
+mod transport;
+pub use transport::SubAgentTransport;
 
 use crate::{
     ToolSpec,
@@ -69,6 +76,7 @@ pub struct SubAgent {
     output_validator: Option<Arc<jsonschema::Validator>>,
     /// The line of its declaration, for a file-declared agent (registry errors name it).
     line: Option<usize>,
+    transport: SubAgentTransport,
 }
 
 impl std::fmt::Debug for SubAgent {
@@ -77,6 +85,7 @@ impl std::fmt::Debug for SubAgent {
             .field("agent_type", &self.agent_type)
             .field("typed_input", &self.typed_input)
             .field("line", &self.line)
+            .field("transport", &self.transport)
             .finish()
     }
 }
@@ -101,6 +110,7 @@ impl SubAgent {
             typed_input: false,
             output_validator: None,
             line: None,
+            transport: SubAgentTransport::default(),
         }
     }
 
@@ -131,6 +141,17 @@ impl SubAgent {
     pub fn at_line(mut self, line: usize) -> Self {
         self.line = Some(line);
         self
+    }
+
+    /// Its calls reach the child by `transport` (local unless set).
+    pub fn via(mut self, transport: SubAgentTransport) -> Self {
+        self.transport = transport;
+        self
+    }
+
+    /// The transport its calls take.
+    pub fn transport(&self) -> SubAgentTransport {
+        self.transport
     }
 
     pub fn agent_type(&self) -> &str {

@@ -253,7 +253,7 @@ async fn store_submitted(
         SubmitOutcome::WrongKind(kind) => {
             let expected = match kind {
                 PendingKind::Client => "client-tool-result",
-                PendingKind::Approval | PendingKind::SubAgent => "approval-response",
+                PendingKind::Approval | PendingKind::SubAgent(_) => "approval-response",
             };
             Err(ApiError::new(
                 ErrorCode::ValidationError,

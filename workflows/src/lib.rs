@@ -17,6 +17,7 @@ use baton_activities::{
 };
 use baton_core::ErrorCode;
 
+mod subagent;
 mod tree;
 use std::time::{Duration, UNIX_EPOCH};
 use temporalio_common::RetryPolicy;
@@ -139,7 +140,7 @@ async fn run_steps(
             }
             StepPlan::RunTools {
                 tool_call_ids,
-                sub_agent_call_ids,
+                sub_agents,
                 then_suspend,
                 then_finish,
             } => {
@@ -154,9 +155,9 @@ async fn run_steps(
                         tool_options(input),
                     )
                 });
-                let children = sub_agent_call_ids
-                    .into_iter()
-                    .map(|tool_call_id| tree::run_sub_agent(shared, input, &step, tool_call_id));
+                let children = sub_agents
+                    .into_calls()
+                    .map(|call| subagent::run_call(shared, input, &step, call));
                 let (tools, children) = join!(join_all(calls), join_all(children));
                 if let Some(error) = tools.into_iter().find_map(Result::err) {
                     return Err(Failure::of_activity(&step, &error, ErrorCode::ToolFailed));

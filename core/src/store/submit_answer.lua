@@ -81,7 +81,8 @@ local fields = redis.call('HMGET', state_key, 'runId', 'status', 'stop', 'agentT
 local run_id = fields[1] or ''
 -- The answer must be of the call's kind and pass its tool's schema (checked by the caller
 -- against every agent's tools, since only this script knows which tool the call is of).
-if call.kind == 'sub_agent' then return {'awaits_sub_agent', call.toolName, run_id} end
+-- Every sub-agent transport's kind starts with 'sub_agent' (a local child's is just that).
+if string.sub(call.kind, 1, 9) == 'sub_agent' then return {'awaits_sub_agent', call.toolName, run_id} end
 if call.kind ~= submit_kind then return {'wrong_kind', call.toolName, run_id, call.kind} end
 if fields[4] and refused_by_schema(fields[4], call.toolName) then
   return {'refused_by_schema', call.toolName, run_id, fields[4]}

@@ -2,6 +2,7 @@
 //! and a step of it, its pending calls and checkpoints, and whether a write was new.
 
 use super::Suspension;
+use crate::subagent::SubAgentTransport;
 use serde::{Deserialize, Serialize};
 
 /// Where a session lives: its own id and the root of its tree (the same for a top-level session).
@@ -69,34 +70,54 @@ pub enum Written {
     AlreadyDone,
 }
 
-/// What kind of answer a pending call waits for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+/// What kind of answer a pending call waits for. Stored by name ([`Self::as_str`]): `client`,
+/// `approval`, and for a sub-agent call its transport's kind (`sub_agent` for a local child).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PendingKind {
     /// The result of a client tool.
     Client,
     /// A person's approval of a server tool call.
     Approval,
     /// A sub-agent call whose child session is suspended: answered by the child when it ends,
-    /// never by a client.
-    SubAgent,
+    /// never by a client. The transport says how the child is reached.
+    SubAgent(SubAgentTransport),
 }
 
 impl PendingKind {
-    /// The stored name (the serde form), as the scripts compare it.
+    /// The stored name, as the scripts compare it.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Client => "client",
             Self::Approval => "approval",
-            Self::SubAgent => "sub_agent",
+            Self::SubAgent(transport) => transport.pending_kind(),
         }
     }
 
     /// The kind of a stored name.
     pub fn parse(name: &str) -> Option<Self> {
-        [Self::Client, Self::Approval, Self::SubAgent]
+        [Self::Client, Self::Approval]
             .into_iter()
+            .chain(SubAgentTransport::ALL.map(Self::SubAgent))
             .find(|kind| kind.as_str() == name)
+    }
+
+    /// Whether a child answers the call (by any transport), never a client.
+    pub fn is_sub_agent(self) -> bool {
+        matches!(self, Self::SubAgent(_))
+    }
+}
+
+impl Serialize for PendingKind {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for PendingKind {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = std::borrow::Cow::<'de, str>::deserialize(deserializer)?;
+        Self::parse(&name)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown pending kind {name:?}")))
     }
 }
 

@@ -128,7 +128,10 @@ async fn two_suspended_children_are_answered_through_the_root_and_one_resume_con
         assert_eq!(found.as_ref(), Some(&owner.session_id));
     }
     let awaited = harness.store.pending_call(&root, "p_1_1").await.unwrap();
-    assert_eq!(awaited.map(|call| call.kind), Some(PendingKind::SubAgent));
+    assert_eq!(
+        awaited.map(|call| call.kind),
+        Some(PendingKind::SubAgent(subagent::SubAgentTransport::Local))
+    );
     let refused = harness
         .client
         .submit(

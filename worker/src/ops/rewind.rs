@@ -116,7 +116,7 @@ pub(super) async fn rewind_session(
             // (no workflow of the child will report it again).
             if pending
                 .iter()
-                .any(|call| call.kind == PendingKind::SubAgent)
+                .any(|call| matches!(call.kind, PendingKind::SubAgent(_)))
                 && let Some((run_id, workflow_id)) = report_ended_children(state, &address).await?
             {
                 tracing::info!(%session_id, checkpoint_id, %workflow_id, "session rewound; its ended children answered it");

@@ -101,7 +101,7 @@ pub(super) async fn resume_tree(
                 .into_iter()
                 .map(|(call, _run)| call)
                 .filter(|call| {
-                    call.kind != PendingKind::SubAgent
+                    !matches!(call.kind, PendingKind::SubAgent(_))
                         && !answers.contains_key(&call.tool_call_id)
                         && call.deadline_at > now
                 })

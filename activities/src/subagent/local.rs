@@ -1,6 +1,7 @@
-//! Sub-agent calls: starting the child session of a call (the workflow then runs the child as a
-//! child workflow) and, once the child's workflow has ended, turning how the child ended into the
-//! call's result. The parent reads nothing of the child but its status, output and error.
+//! The local transport of sub-agent calls: starting the child session of a call in the caller's
+//! tree (the workflow then runs the child as a child workflow, see `workflows/src/subagent/`)
+//! and, once the child's workflow has ended, turning how the child ended into the call's result.
+//! The parent reads nothing of the child but its status, output, error and state.
 
 use crate::{
     AgentActivities,
@@ -19,7 +20,7 @@ use baton_core::{
 };
 
 impl AgentActivities {
-    /// The body of `start_sub_agent`: creates the child session of the call (once), or stages
+    /// The body of `start_sub_agent`, the local transport's start: creates the child session of the call (once), or stages
     /// the call's error when its input is bad.
     pub(crate) async fn start_child_of(&self, input: &ToolInput) -> Result<SubAgentStart, Error> {
         let step = &input.step;
@@ -90,7 +91,7 @@ impl AgentActivities {
         }))
     }
 
-    /// The body of `finish_sub_agent`: stages the call's result from how the child ended (its
+    /// The body of `finish_sub_agent`, the local transport's end: stages the call's result from how the child ended (its
     /// output, checked against the sub-agent's output schema, or its error), or says that the
     /// child is suspended.
     pub(crate) async fn finish_child_of(&self, input: &ToolInput) -> Result<SubAgentEnd, Error> {
@@ -156,10 +157,10 @@ impl AgentActivities {
         Ok(SubAgentEnd::Answered)
     }
 
-    /// The parent's `after_sub_agent` fold of the child that answered its call `tool_call_id`
-    /// while the parent was suspended (the resumed parent drains the answer): as
+    /// The parent's `after_sub_agent` fold of the local child that answered its call
+    /// `tool_call_id` while the parent was suspended (the resumed parent drains the answer): as
     /// [`Self::fold_child_state`], from the child's state read now.
-    pub(crate) async fn fold_answered_child(
+    pub(super) async fn fold_answered_local_child(
         &self,
         step: &crate::io::StepInput,
         tool_call_id: &str,

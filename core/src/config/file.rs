@@ -1,0 +1,112 @@
+//! The schema of an agents file: the serde types its TOML parses into, with the spans that
+//! errors name. Nothing here checks more than the types; `build.rs` does the rest.
+
+use super::{ModelConfig, Provider};
+use crate::{scripted::ScriptedTurn, subagent::SubAgentTransport};
+use serde::Deserialize;
+use serde_json::Value;
+use std::time::Duration;
+use toml::Spanned;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct File {
+    #[serde(default)]
+    pub(super) agent: Vec<AgentEntry>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct AgentEntry {
+    pub(super) name: Spanned<String>,
+    #[serde(default)]
+    pub(super) system_prompt: String,
+    pub(super) model: Spanned<ModelEntry>,
+    pub(super) max_steps: Option<u32>,
+    pub(super) client_tool_timeout_secs: Option<u64>,
+    pub(super) resume_on_deadline: Option<bool>,
+    pub(super) completed_retention_secs: Option<u64>,
+    #[serde(default)]
+    pub(super) tools: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub(super) approval_required: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub(super) finish_with: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub(super) client_tool: Vec<ClientToolEntry>,
+    #[serde(default)]
+    pub(super) sub_agent: Vec<SubAgentEntry>,
+    pub(super) state: Option<Spanned<StateEntry>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct StateEntry {
+    pub(super) schema: Value,
+    #[serde(default = "empty_object")]
+    pub(super) defaults: Value,
+}
+
+pub(super) fn empty_object() -> Value {
+    Value::Object(serde_json::Map::new())
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub(super) enum ModelEntry {
+    Scripted {
+        turns: Vec<ScriptedTurn>,
+    },
+    #[serde(rename = "openai")]
+    OpenAi(ProviderEntry),
+    Anthropic(ProviderEntry),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ProviderEntry {
+    pub(super) model: String,
+    pub(super) base_url: Option<String>,
+    pub(super) api_key_env: Option<String>,
+    pub(super) temperature: Option<f64>,
+    pub(super) max_tokens: Option<u32>,
+    pub(super) timeout_secs: Option<u64>,
+}
+
+impl ProviderEntry {
+    pub(super) fn into_config(self, provider: Provider) -> ModelConfig {
+        ModelConfig {
+            provider,
+            model: self.model,
+            base_url: self.base_url,
+            api_key_env: self.api_key_env,
+            temperature: self.temperature,
+            max_tokens: self.max_tokens,
+            timeout: self.timeout_secs.map(Duration::from_secs),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ClientToolEntry {
+    pub(super) name: Spanned<String>,
+    #[serde(default)]
+    pub(super) description: String,
+    pub(super) input_schema: Value,
+    pub(super) output_schema: Option<Value>,
+    pub(super) timeout_secs: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct SubAgentEntry {
+    #[serde(rename = "type")]
+    pub(super) agent_type: Spanned<String>,
+    #[serde(default)]
+    pub(super) description: String,
+    pub(super) input_schema: Option<Value>,
+    pub(super) output_schema: Option<Value>,
+    #[serde(default)]
+    pub(super) transport: SubAgentTransport,
+}

@@ -1,0 +1,106 @@
+//! Agents declared in a TOML file, beside agents written in Rust: a front-end team can add a
+//! client tool (or a whole scripted agent) without writing Rust. Server tools are referenced by
+//! name from the catalogue the binary offers. Parsing does no I/O; the binary reads the file.
+//!
+//! ```toml
+//! [[agent]]
+//! name = "greeter"
+//! system_prompt = "Greet people."
+//! max_steps = 5
+//! client_tool_timeout_secs = 120        # optional; default 300
+//! resume_on_deadline = true             # optional; default true
+//! completed_retention_secs = 86400      # optional; default 86400
+//! tools = ["calculator"]                # server tools from the catalogue
+//! approval_required = ["calculator"]    # of those, the ones a person must approve
+//! finish_with = []                      # of those, the ones whose result ends the run
+//!
+//! [agent.model]
+//! kind = "scripted"
+//! turns = [
+//!   { tool_calls = [{ name = "ask_user", arguments = { question = "Name?" } }] },
+//!   { text = "Hello {{result:ask_user}}" },
+//! ]
+//!
+//! # A real provider instead of a script (see `ModelConfig`); the key is read from the
+//! # environment variable the file names, by the binary, never from the file itself.
+//! # [agent.model]
+//! # kind = "openai"                     # or "anthropic"
+//! # model = "gpt-4o-mini"
+//! # base_url = "http://127.0.0.1:11434/v1"   # optional; default the hosted API
+//! # api_key_env = "OPENAI_API_KEY"      # optional; no key is sent without it
+//! # temperature = 0.2                   # optional
+//! # max_tokens = 1024                   # optional (Anthropic: default 4096)
+//! # timeout_secs = 60                   # optional; default 60
+//!
+//! [[agent.client_tool]]
+//! name = "ask_user"
+//! description = "Asks the user."
+//! input_schema = { type = "object", properties = { question = { type = "string" } } }
+//! output_schema = { type = "string" }   # optional
+//! timeout_secs = 60                     # optional
+//!
+//! [[agent.sub_agent]]                   # another agent type, called as subagent__researcher
+//! type = "researcher"
+//! description = "Finds facts."
+//! input_schema = { type = "object" }    # optional; default {message}
+//! output_schema = { type = "object" }   # optional; checks the child's final output
+//! transport = "local"                   # optional; the only one today (see SubAgentTransport)
+//!
+//! [agent.state]                         # optional: the sessions' custom state
+//! schema = { type = "object", properties = { topic = { type = "string" } } }
+//! defaults = { topic = "" }             # must match the schema; a start may override fields
+//! ```
+//!
+//! A sub-agent's type may be declared in the file or in Rust; unknown types and cycles are
+//! refused when the registry is built, with the declaration's line.
+//!
+//! This file parses a file; `file.rs` is the file's schema (its serde types), `model.rs` how a
+//! real model is described, `build.rs` how an entry becomes an [`Agent`], `catalogue.rs` the
+//! server tools a file may name.
+
+mod build;
+mod catalogue;
+mod file;
+mod model;
+#[cfg(test)]
+mod tests;
+
+pub use catalogue::ToolCatalogue;
+pub use model::{ModelBuilder, ModelConfig, Provider, ScriptedOnly};
+
+use crate::Agent;
+use file::File;
+
+/// Why an agents file was refused: where (1-based line) and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("line {line}: {reason}")]
+pub struct ConfigError {
+    pub line: usize,
+    pub reason: String,
+}
+
+/// Parses an agents file whose models are all scripted (see [`agents_from_toml_with`]).
+pub fn agents_from_toml(text: &str, catalogue: &ToolCatalogue) -> Result<Vec<Agent>, ConfigError> {
+    agents_from_toml_with(text, catalogue, &ScriptedOnly)
+}
+
+/// Parses an agents file. Every agent is checked as a Rust definition would be (names, schemas,
+/// tools, its model built by `models`), and the first problem is reported with its line.
+pub fn agents_from_toml_with(
+    text: &str,
+    catalogue: &ToolCatalogue,
+    models: &dyn ModelBuilder,
+) -> Result<Vec<Agent>, ConfigError> {
+    let file: File = toml::from_str(text).map_err(|e| ConfigError {
+        line: e.span().map_or(1, |span| line_of(text, span.start)),
+        reason: e.message().to_owned(),
+    })?;
+    file.agent
+        .into_iter()
+        .map(|entry| build::build_agent(text, entry, catalogue, models))
+        .collect()
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}

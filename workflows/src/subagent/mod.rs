@@ -1,0 +1,29 @@
+//! Sub-agent calls in the step loop, by transport: the one place in the workflow where a call's
+//! transport is matched. The plan says which transport each call takes (`SubAgentCalls`); each
+//! transport has a module that runs one call to its end: `local.rs` runs the child as a child
+//! workflow.
+//!
+//! A remote transport (a child served by another service over HTTP) plugs in here: its module
+//! `remote.rs` (the activities it schedules, and how it waits for the child's answer) and its
+//! arm below. It answers as a local call does: the call's result staged for the step
+//! ([`SubAgentEnd::Answered`]), or the child suspended, so the step suspends awaiting it
+//! ([`SubAgentEnd::AwaitingChild`]).
+
+mod local;
+
+use crate::AgentRunWorkflow;
+use baton_activities::io::{RunInput, StepInput, SubAgentCall, SubAgentEnd};
+use baton_core::subagent::SubAgentTransport;
+use temporalio_sdk::{ActivityExecutionError, WorkflowContext};
+
+/// Runs one sub-agent call of `step` to its end by its transport.
+pub(crate) async fn run_call(
+    ctx: &WorkflowContext<AgentRunWorkflow>,
+    input: &RunInput,
+    step: &StepInput,
+    call: SubAgentCall,
+) -> Result<SubAgentEnd, ActivityExecutionError> {
+    match call.transport {
+        SubAgentTransport::Local => local::run_call(ctx, input, step, call.tool_call_id).await,
+    }
+}
