@@ -6,7 +6,7 @@ use crate::{
     AgentRegistry, ApiError, ErrorCode,
     message::ToolOutcome,
     observe::{self, CallIds, ClientCallEvent},
-    store::{self, Answer, PendingKind, Store, StoredAnswer, SubmitAttempt, SubmitOutcome, now_ms},
+    store::{Answer, PendingKind, Store, StoredAnswer, SubmitAttempt, SubmitOutcome, now_ms},
 };
 
 pub use baton_wire::submit::{
@@ -202,8 +202,7 @@ async fn store_submitted(
             submits_per_minute,
             refused_by_schema: &refused_by_schema,
         })
-        .await
-        .map_err(store_unavailable)?;
+        .await?;
     seen.owner_id = Some(submitted.owner_session_id);
     seen.tool = submitted.tool_name;
     seen.run_id = submitted.run_id;
@@ -306,11 +305,6 @@ pub fn payload_too_large(cause: &str, limit: usize, size: usize) -> ApiError {
     .with("cause", cause)
     .with("limitBytes", limit)
     .with("sizeBytes", size)
-}
-
-fn store_unavailable(error: store::Error) -> ApiError {
-    tracing::error!(%error, "submit: store failed");
-    ApiError::new(ErrorCode::StoreUnavailable, "the store is unavailable")
 }
 
 #[cfg(test)]

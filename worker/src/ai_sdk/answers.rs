@@ -390,11 +390,7 @@ pub(super) async fn pending_by_id(
     state: &AppState,
     address: &SessionAddress,
 ) -> Result<HashMap<String, PendingCall>, ApiError> {
-    let calls = state
-        .store
-        .pending_calls(address)
-        .await
-        .map_err(crate::ops::store_error)?;
+    let calls = state.store.pending_calls(address).await?;
     Ok(calls
         .into_iter()
         .map(|(call, _run)| (call.tool_call_id.clone(), call))

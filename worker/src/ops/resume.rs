@@ -7,7 +7,6 @@ use super::{
     reads::existing_session,
     rewind::{RewindRequest, rewind_session},
     start::checked_message,
-    store_error,
     temporal::start_run_workflow,
     tree,
 };
@@ -112,8 +111,7 @@ pub async fn resume_session(
             },
             &entry,
         )
-        .await
-        .map_err(store_error)?;
+        .await?;
     let step_count = match claim {
         Claim::Claimed { step_count } => step_count,
         Claim::SessionNotFound => return Err(no_session(session_id)),

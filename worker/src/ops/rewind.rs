@@ -3,7 +3,7 @@
 //! checkpoint's step suspended.
 
 use super::{
-    already_running, no_session, store_error,
+    already_running, no_session,
     temporal::{start_deadline_workflow, start_run_workflow},
 };
 use crate::state::AppState;
@@ -48,8 +48,7 @@ pub(super) async fn rewind_session(
     let checkpoint = state
         .store
         .checkpoint(&address, checkpoint_id)
-        .await
-        .map_err(store_error)?
+        .await?
         .ok_or_else(not_found)?;
     if entry.message.is_some() && !entry.abandon_pending && !checkpoint.pending.is_empty() {
         let awaited: Vec<&str> = checkpoint
@@ -83,8 +82,7 @@ pub(super) async fn rewind_session(
                 abandon_pending: entry.abandon_pending,
             },
         )
-        .await
-        .map_err(store_error)?;
+        .await?;
     let input = |first_step| RunInput {
         address: address.clone(),
         agent_type: agent.name().to_owned(),

@@ -5,7 +5,6 @@
 use super::{
     already_running,
     resume::resumed_run,
-    store_error,
     temporal::{cancel_run_workflow, start_run_workflow},
 };
 use crate::state::AppState;
@@ -26,11 +25,7 @@ async fn tree_states(
     root: &SessionState,
 ) -> Result<Vec<(SessionAddress, SessionState, usize)>, ApiError> {
     let root_address = SessionAddress::root(&root.session_id);
-    let members = state
-        .store
-        .tree_sessions(&root_address)
-        .await
-        .map_err(store_error)?;
+    let members = state.store.tree_sessions(&root_address).await?;
     let mut parents = HashMap::new();
     let mut sessions = vec![(root_address.clone(), root.clone())];
     for member in members {
@@ -38,10 +33,10 @@ async fn tree_states(
             root_session_id: root.session_id.clone(),
             session_id: member,
         };
-        if let Some((parent, _call)) = state.store.parent_of(&address).await.map_err(store_error)? {
+        if let Some((parent, _call)) = state.store.parent_of(&address).await? {
             parents.insert(address.session_id.clone(), parent.session_id);
         }
-        if let Some(session) = state.store.session(&address).await.map_err(store_error)? {
+        if let Some(session) = state.store.session(&address).await? {
             sessions.push((address, session));
         }
     }
@@ -92,12 +87,8 @@ pub(super) async fn resume_tree(
     let now = now_ms();
     let mut open = Vec::new();
     for (address, _, _) in &suspended {
-        let answers = state.store.answers(address).await.map_err(store_error)?;
-        let pending = state
-            .store
-            .pending_calls(address)
-            .await
-            .map_err(store_error)?;
+        let answers = state.store.answers(address).await?;
+        let pending = state.store.pending_calls(address).await?;
         open.extend(
             pending
                 .into_iter()
@@ -155,8 +146,7 @@ pub(super) async fn resume_tree(
                     ..ResumeEntry::default()
                 },
             )
-            .await
-            .map_err(store_error)?;
+            .await?;
         // A session still awaiting its children is resumed by the last of them to end.
         let Claim::Claimed { step_count } = claim else {
             continue;
@@ -196,11 +186,7 @@ pub(super) async fn stop_descendants(
         if depth == 0 || session.status.is_terminal() {
             continue;
         }
-        let stopped = state
-            .store
-            .stop_run(&address, kind)
-            .await
-            .map_err(store_error)?;
+        let stopped = state.store.stop_run(&address, kind).await?;
         if let baton_core::store::Stopped::Stopped {
             workflow_id: Some(workflow_id),
             ..
@@ -229,7 +215,7 @@ pub(super) async fn report_ended_children(
     )
     .await
     .map_err(|error| match error {
-        baton_activities::ReportError::Store(error) => store_error(error),
+        baton_activities::ReportError::Store(error) => ApiError::from(error),
         baton_activities::ReportError::Typed { code, message } => ApiError::new(code, message),
     })?;
     let baton_activities::io::ParentNext::Resume { run, workflow_id } = next else {
