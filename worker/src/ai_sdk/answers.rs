@@ -15,9 +15,10 @@ use crate::{
     state::AppState,
 };
 use baton_core::{
-    ApiError, ErrorCode,
+    ApiError, ErrorCode, Refusal,
     api::Resume,
     message::{ToolError, ToolOutcome, codes},
+    refusal::NotStored,
     session::{ApprovalDecision, Continuation},
     store::{PendingCall, SessionAddress},
     submit::{SubmitAnswer, SubmitRequest, SubmitStatus},
@@ -45,6 +46,17 @@ impl Rejection {
             Self::StaleRun => "stale_run",
             Self::RunStopped => "run_stopped",
             Self::MalformedApprovalId => "malformed_approval_id",
+        }
+    }
+
+    /// The cause of the 409 when no answer was stored and this rejection came first (none for a
+    /// malformed approval id: that request is answered 400).
+    fn not_stored(self) -> Option<NotStored> {
+        match self {
+            Self::UnknownToolCall => Some(NotStored::UnknownToolCall),
+            Self::StaleRun => Some(NotStored::StaleRun),
+            Self::RunStopped => Some(NotStored::RunStopped),
+            Self::MalformedApprovalId => None,
         }
     }
 }
@@ -197,7 +209,7 @@ async fn submit_one(
     match checked_submit(state, principal, &bytes).await {
         Ok(answer) => Outcome::Stored(answer),
         Err(error) if error.code == ErrorCode::UnknownToolCall => Outcome::Rejected {
-            cause: if error.details.get("reason") == Some(&json!("run_stopped")) {
+            cause: if error.refusal() == Some(Refusal::RunStopped) {
                 Rejection::RunStopped
             } else {
                 Rejection::UnknownToolCall
@@ -264,8 +276,10 @@ async fn decide(
             "an answer for a call the server still awaits was not stored; re-read the \
              snapshot and answer these calls again",
         )
-        .with("cause", "answer_not_stored")
-        .with("toolCallIds", json!(not_stored));
+        .with(Refusal::AnswersNotStored {
+            cause: NotStored::AnswerNotStored,
+            tool_call_ids: not_stored.into_iter().cloned().collect(),
+        });
         error.retryable = false;
         return Err(error);
     }
@@ -342,26 +356,32 @@ fn all_rejected(outcomes: &[(String, Outcome)]) -> ApiError {
         Outcome::Rejected { cause, .. } => Some((id, *cause)),
         _ => None,
     });
-    match first {
-        Some((id, Rejection::MalformedApprovalId)) => ApiError::new(
+    let Some((id, rejection)) = first else {
+        return ApiError::new(ErrorCode::Internal, "no answer was submitted");
+    };
+    match rejection.not_stored() {
+        None => ApiError::new(
             ErrorCode::ValidationError,
             format!("the approval id of tool call {id} is not one this server issued"),
         )
-        .with("toolCallId", id.as_str()),
-        Some((id, cause)) => {
+        .with(Refusal::ToolCall {
+            tool_call_id: id.clone(),
+        }),
+        Some(cause) => {
             let mut error = ApiError::new(
                 ErrorCode::StateNotResumable,
                 format!(
                     "no answer of this request was stored (tool call {id}: {})",
-                    cause.as_str()
+                    rejection.as_str()
                 ),
             )
-            .with("cause", cause.as_str())
-            .with("toolCallIds", json!([id]));
+            .with(Refusal::AnswersNotStored {
+                cause,
+                tool_call_ids: vec![id.clone()],
+            });
             error.retryable = false;
             error
         }
-        None => ApiError::new(ErrorCode::Internal, "no answer was submitted"),
     }
 }
 

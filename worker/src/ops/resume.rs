@@ -13,7 +13,7 @@ use super::{
 use crate::state::AppState;
 use baton_activities::io::{RunInput, RunShape};
 use baton_core::{
-    Agent, ApiError, ErrorCode, Message,
+    Agent, ApiError, ErrorCode, Message, Refusal,
     api::{Resume, ResumeResponse},
     ids,
     store::{Claim, NewRun, ResumeEntry, SessionAddress, Status},
@@ -124,7 +124,9 @@ pub async fn resume_session(
                     tool_call_ids.join(", ")
                 ),
             )
-            .with("awaitedToolCallIds", tool_call_ids));
+            .with(Refusal::CallsAwaited {
+                awaited_tool_call_ids: tool_call_ids,
+            }));
         }
         Claim::NotResumable { status } => {
             return Err(ApiError::new(

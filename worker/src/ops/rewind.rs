@@ -9,7 +9,7 @@ use super::{
 use crate::state::AppState;
 use baton_activities::io::{RunInput, RunShape};
 use baton_core::{
-    Agent, ApiError, ErrorCode,
+    Agent, ApiError, ErrorCode, Refusal,
     api::ResumeResponse,
     store::{self, PendingKind, ResumeEntry, Rewound, SessionAddress, SessionState, Status},
 };
@@ -51,10 +51,10 @@ pub(super) async fn rewind_session(
         .await?
         .ok_or_else(not_found)?;
     if entry.message.is_some() && !entry.abandon_pending && !checkpoint.pending.is_empty() {
-        let awaited: Vec<&str> = checkpoint
+        let awaited: Vec<String> = checkpoint
             .pending
             .iter()
-            .map(|c| c.tool_call_id.as_str())
+            .map(|c| c.tool_call_id.clone())
             .collect();
         return Err(ApiError::new(
             ErrorCode::StateNotResumable,
@@ -64,7 +64,9 @@ pub(super) async fn rewind_session(
                 awaited.join(", ")
             ),
         )
-        .with("awaitedToolCallIds", awaited));
+        .with(Refusal::CallsAwaited {
+            awaited_tool_call_ids: awaited,
+        }));
     }
     let rewound = state
         .store

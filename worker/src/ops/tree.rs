@@ -9,7 +9,7 @@ use super::{
 };
 use crate::state::AppState;
 use baton_core::{
-    ApiError, ErrorCode,
+    ApiError, ErrorCode, Refusal,
     api::ResumeResponse,
     ids,
     store::{
@@ -110,7 +110,9 @@ pub(super) async fn resume_tree(
                 open.join(", ")
             ),
         )
-        .with("awaitedToolCallIds", open));
+        .with(Refusal::CallsAwaited {
+            awaited_tool_call_ids: open,
+        }));
     }
     if let Some(message) = &entry.message {
         state

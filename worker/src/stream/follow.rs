@@ -5,7 +5,7 @@
 
 use crate::{ops::existing_session, state::AppState};
 use baton_core::{
-    ApiError, ErrorCode,
+    ApiError, ErrorCode, Refusal,
     chunk::{ChunkKind, StreamChunk},
     store::SessionAddress,
 };
@@ -147,7 +147,9 @@ impl Follow {
                     self.after
                 ),
             )
-            .with("oldestRetainedSequence", floor));
+            .with(Refusal::Truncated {
+                oldest_retained_sequence: floor,
+            }));
         }
         Ok(chunks)
     }
