@@ -65,6 +65,10 @@ pub enum ErrorCode {
     ValidationPayloadTooLarge,
     /// The session cannot be resumed now (calls still awaited, or nothing to continue).
     StateNotResumable,
+    /// A chat request's answer for a call was not stored (`cause` says why, `toolCallIds`
+    /// which): not retryable as sent, since the answers that were stored are in; re-read the
+    /// snapshot and answer those calls again.
+    StateAnswerNotStored,
     /// A run of the session is executing.
     StateAlreadyRunning,
     /// The run was aborted.
@@ -148,6 +152,7 @@ impl ErrorCode {
             Self::InvalidResult => (400, G::InvalidArgument, false),
             Self::ValidationPayloadTooLarge => (413, G::InvalidArgument, false),
             Self::StateNotResumable => (409, G::FailedPrecondition, true),
+            Self::StateAnswerNotStored => (409, G::FailedPrecondition, false),
             Self::StateAlreadyRunning => (409, G::FailedPrecondition, false),
             Self::FrameworkCancelled => (409, G::Aborted, false),
             Self::CheckpointNotFound => (404, G::NotFound, false),

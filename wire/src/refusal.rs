@@ -24,7 +24,7 @@ pub enum Refusal {
     /// "limitDepth"}`.
     #[serde(with = "json_too_deep")]
     JsonTooDeep { limit_depth: u64 },
-    /// `state_not_resumable` on the chat route, a request's answers not stored: `{"cause",
+    /// `state_answer_not_stored`, a chat request's answers not stored: `{"cause",
     /// "toolCallIds"}`.
     AnswersNotStored {
         cause: NotStored,
@@ -73,7 +73,7 @@ pub enum Payload {
     RequestBody,
 }
 
-/// Why a chat request's answers were not stored (`cause` of the chat route's 409).
+/// Why a chat request's answers were not stored (`cause` of `state_answer_not_stored`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[derive(strum::IntoStaticStr, strum::EnumString, strum::EnumIter)]

@@ -2,8 +2,9 @@
 //! operation, so the body checks, the rate limit and the metrics are the same as
 //! `/submit-tool-result`'s), then one of three answers: **A** the continuation is streamed (this
 //! request completed a batch and resumed the run), **B** a closed step (the rest of the batch is
-//! answered elsewhere, or another entry took the continuation), **C** 409 `answer_not_stored`
-//! (an answer for a call the server still awaits was not stored while a sibling's was).
+//! answered elsewhere, or another entry took the continuation), **C** 409
+//! `state_answer_not_stored` with `cause: answer_not_stored` (an answer for a call the server
+//! still awaits was not stored while a sibling's was).
 
 use super::{
     request::{PartState, ToolPart},
@@ -271,17 +272,15 @@ async fn decide(
         .map(|(id, _)| id)
         .collect();
     if !not_stored.is_empty() {
-        let mut error = ApiError::new(
-            ErrorCode::StateNotResumable,
+        return Err(ApiError::new(
+            ErrorCode::StateAnswerNotStored,
             "an answer for a call the server still awaits was not stored; re-read the \
              snapshot and answer these calls again",
         )
         .with(Refusal::AnswersNotStored {
             cause: NotStored::AnswerNotStored,
             tool_call_ids: not_stored.into_iter().cloned().collect(),
-        });
-        error.retryable = false;
-        return Err(error);
+        }));
     }
     let continues = stored.iter().any(|(_, answer)| {
         matches!(
@@ -367,21 +366,17 @@ fn all_rejected(outcomes: &[(String, Outcome)]) -> ApiError {
         .with(Refusal::ToolCall {
             tool_call_id: id.clone(),
         }),
-        Some(cause) => {
-            let mut error = ApiError::new(
-                ErrorCode::StateNotResumable,
-                format!(
-                    "no answer of this request was stored (tool call {id}: {})",
-                    rejection.as_str()
-                ),
-            )
-            .with(Refusal::AnswersNotStored {
-                cause,
-                tool_call_ids: vec![id.clone()],
-            });
-            error.retryable = false;
-            error
-        }
+        Some(cause) => ApiError::new(
+            ErrorCode::StateAnswerNotStored,
+            format!(
+                "no answer of this request was stored (tool call {id}: {})",
+                rejection.as_str()
+            ),
+        )
+        .with(Refusal::AnswersNotStored {
+            cause,
+            tool_call_ids: vec![id.clone()],
+        }),
     }
 }
 
