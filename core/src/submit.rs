@@ -6,7 +6,8 @@ use crate::{
     AgentRegistry, ApiError, ErrorCode,
     message::ToolOutcome,
     observe::{self, CallIds, ClientCallEvent},
-    store::{self, Answer, PendingKind, Store, StoredAnswer, SubmitAttempt, SubmitOutcome, now_ms},
+    refusal::{Payload, Refusal},
+    store::{Answer, PendingKind, Store, StoredAnswer, SubmitAttempt, SubmitOutcome, now_ms},
 };
 
 pub use baton_wire::submit::{
@@ -79,11 +80,10 @@ pub async fn submit_tool_result(
         // A rate-limited submit never reached the call.
         Err(error) if error.code == ErrorCode::RateLimited => {}
         Err(error) => {
-            let reason = error
-                .details
-                .get("reason")
-                .and_then(|reason| reason.as_str())
-                .unwrap_or(error.code.as_str());
+            let reason = match error.refusal() {
+                Some(Refusal::RunStopped) => "run_stopped",
+                _ => error.code.as_str(),
+            };
             observe::client_call(ClientCallEvent::Refused, ids, Some(reason), None);
         }
     }
@@ -168,7 +168,7 @@ async fn store_submitted(
         let size = serde_json::to_vec(payload).map_or(usize::MAX, |bytes| bytes.len());
         if size > limits.max_result_bytes {
             return Err(payload_too_large(
-                "tool_result",
+                Payload::ToolResult,
                 limits.max_result_bytes,
                 size,
             ));
@@ -202,18 +202,10 @@ async fn store_submitted(
             submits_per_minute,
             refused_by_schema: &refused_by_schema,
         })
-        .await
-        .map_err(store_unavailable)?;
+        .await?;
     seen.owner_id = Some(submitted.owner_session_id);
     seen.tool = submitted.tool_name;
     seen.run_id = submitted.run_id;
-    let with_details = |error: ApiError, detail: &str| {
-        if verbose {
-            error.with("details", detail)
-        } else {
-            error
-        }
-    };
     match submitted.outcome {
         SubmitOutcome::Accepted(continuation) => Ok(SubmitAnswer {
             status: SubmitStatus::Accepted,
@@ -228,15 +220,14 @@ async fn store_submitted(
             ErrorCode::UnknownToolCall,
             format!("no pending tool call {tool_call_id} in session {session_id}"),
         )
-        .with("status", "unknown_tool_call")),
+        .with(Refusal::NoPendingCall)),
         SubmitOutcome::RunStopped => Err(ApiError::new(
             ErrorCode::UnknownToolCall,
             format!(
                 "tool call {tool_call_id} belongs to a stopped run; send a new message to go on"
             ),
         )
-        .with("status", "unknown_tool_call")
-        .with("reason", "run_stopped")),
+        .with(Refusal::RunStopped)),
         SubmitOutcome::UnknownApproval => Err(ApiError::new(
             ErrorCode::UnknownToolCall,
             format!(
@@ -244,12 +235,12 @@ async fn store_submitted(
                 approval_id.as_deref().unwrap_or_default()
             ),
         )
-        .with("status", "unknown_tool_call")),
+        .with(Refusal::NoPendingCall)),
         SubmitOutcome::AwaitsSubAgent => Err(ApiError::new(
             ErrorCode::UnknownToolCall,
             format!("tool call {tool_call_id} awaits a sub-agent, not a client"),
         )
-        .with("status", "unknown_tool_call")),
+        .with(Refusal::NoPendingCall)),
         SubmitOutcome::WrongKind(kind) => {
             let expected = match kind {
                 PendingKind::Client => "client-tool-result",
@@ -265,17 +256,17 @@ async fn store_submitted(
                 .iter()
                 .find(|refusal| refusal.agent_type == agent_type && refusal.tool_name == seen.tool)
                 .map_or("", |refusal| refusal.detail.as_str());
+            let mismatch = Refusal::SchemaMismatch {
+                tool_name: seen.tool.clone(),
+                tool_call_id,
+                details: verbose.then(|| detail.to_owned()),
+            };
             let error = if is_approval {
                 ApiError::new(ErrorCode::ValidationError, INVALID_ARGUMENTS_MESSAGE)
             } else {
                 ApiError::new(ErrorCode::InvalidResult, INVALID_RESULT_MESSAGE)
             };
-            Err(with_details(
-                error
-                    .with("toolName", seen.tool.clone())
-                    .with("toolCallId", tool_call_id.as_str()),
-                detail,
-            ))
+            Err(error.with(mismatch))
         }
     }
 }
@@ -291,26 +282,24 @@ fn rate_limited(submits_per_minute: Option<u32>, wait: std::time::Duration) -> A
             submits_per_minute.unwrap_or_default()
         ),
     )
-    .with("retryAfter", retry_after)
+    .with(Refusal::RetryAfter { retry_after })
 }
 
 /// The typed refusal of an answer or body over the limit.
-pub fn payload_too_large(cause: &str, limit: usize, size: usize) -> ApiError {
+pub fn payload_too_large(cause: Payload, limit: usize, size: usize) -> ApiError {
+    let name: &'static str = cause.into();
     ApiError::new(
         ErrorCode::ValidationPayloadTooLarge,
         format!(
             "the {} is {size} bytes; the limit is {limit}",
-            cause.replace('_', " ")
+            name.replace('_', " ")
         ),
     )
-    .with("cause", cause)
-    .with("limitBytes", limit)
-    .with("sizeBytes", size)
-}
-
-fn store_unavailable(error: store::Error) -> ApiError {
-    tracing::error!(%error, "submit: store failed");
-    ApiError::new(ErrorCode::StoreUnavailable, "the store is unavailable")
+    .with(Refusal::PayloadTooLarge {
+        cause,
+        limit_bytes: limit as u64,
+        size_bytes: size as u64,
+    })
 }
 
 #[cfg(test)]
@@ -319,7 +308,7 @@ mod tests {
 
     #[test]
     fn limits() {
-        let too_large = payload_too_large("tool_result", 10, 12);
+        let too_large = payload_too_large(Payload::ToolResult, 10, 12);
         assert_eq!(too_large.code.presentation().http_status, 413);
         assert_eq!(too_large.details["cause"], "tool_result");
         assert_eq!(SubmitLimits::default().request_body_cap(), 4 << 20);

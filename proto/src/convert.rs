@@ -485,7 +485,7 @@ impl TryFrom<v1::Chunk> for StreamChunk {
 mod tests {
     use super::*;
     use baton_wire::{
-        ChunkKind, ErrorCode,
+        ChunkKind, ErrorCode, Refusal,
         api::ResumeMode,
         chunk::ChunkHeader,
         session::{Status, StopKind},
@@ -494,8 +494,11 @@ mod tests {
 
     #[test]
     fn api_errors_travel_in_status_metadata() {
-        let error = ApiError::new(ErrorCode::StateNotResumable, "calls still awaited")
-            .with("awaitedToolCallIds", vec!["call_1_1"]);
+        let error = ApiError::new(ErrorCode::StateNotResumable, "calls still awaited").with(
+            Refusal::CallsAwaited {
+                awaited_tool_call_ids: vec!["call_1_1".into()],
+            },
+        );
         let status = status_from_api_error(&error);
         assert_eq!(status.code(), tonic::Code::FailedPrecondition);
         assert_eq!(status.message(), "calls still awaited");

@@ -1,6 +1,7 @@
 //! Stable error codes and the one table that maps each code to an HTTP status, a gRPC status and
 //! whether a client may retry.
 
+use crate::refusal::Refusal;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -64,6 +65,10 @@ pub enum ErrorCode {
     ValidationPayloadTooLarge,
     /// The session cannot be resumed now (calls still awaited, or nothing to continue).
     StateNotResumable,
+    /// A chat request's answer for a call was not stored (`cause` says why, `toolCallIds`
+    /// which): not retryable as sent, since the answers that were stored are in; re-read the
+    /// snapshot and answer those calls again.
+    StateAnswerNotStored,
     /// A run of the session is executing.
     StateAlreadyRunning,
     /// The run was aborted.
@@ -147,6 +152,7 @@ impl ErrorCode {
             Self::InvalidResult => (400, G::InvalidArgument, false),
             Self::ValidationPayloadTooLarge => (413, G::InvalidArgument, false),
             Self::StateNotResumable => (409, G::FailedPrecondition, true),
+            Self::StateAnswerNotStored => (409, G::FailedPrecondition, false),
             Self::StateAlreadyRunning => (409, G::FailedPrecondition, false),
             Self::FrameworkCancelled => (409, G::Aborted, false),
             Self::CheckpointNotFound => (404, G::NotFound, false),
@@ -178,8 +184,10 @@ impl fmt::Display for ErrorCode {
     }
 }
 
-/// An error as a client sees it: a code, a message meant for people, whether to retry, and the
-/// code's own fields (e.g. `limitBytes` of `validation_payload_too_large`).
+/// An error as a client sees it: a code, a message meant for people, whether to retry (the code
+/// table's answer, never set by hand), and the code's own fields (e.g. `limitBytes` of
+/// `validation_payload_too_large`): a [`Refusal`], kept as its JSON so that the body reads and
+/// writes as sent (`refusal` gives the typed form).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
 #[error("{code}: {error}")]
 pub struct ApiError {
@@ -201,10 +209,15 @@ impl ApiError {
         }
     }
 
-    /// Adds a field of the code's own, e.g. `with("limitBytes", 1024)`.
-    pub fn with(mut self, field: &str, value: impl Into<serde_json::Value>) -> Self {
-        self.details.insert(field.to_owned(), value.into());
+    /// Adds the refusal's own fields, e.g. `with(Refusal::RetryAfter { retry_after: 3 })`.
+    pub fn with(mut self, refusal: Refusal) -> Self {
+        self.details.extend(refusal.into_fields());
         self
+    }
+
+    /// The refusal the details are, if they have one of its shapes.
+    pub fn refusal(&self) -> Option<Refusal> {
+        Refusal::from_fields(&self.details)
     }
 }
 
@@ -227,16 +240,26 @@ mod tests {
         let api = ApiError::new(ErrorCode::StoreUnavailable, "redis down");
         assert!(api.retryable);
         assert_eq!(ErrorCode::InvalidResult.as_str(), "INVALID_RESULT");
-        let detailed = ApiError::new(ErrorCode::ValidationPayloadTooLarge, "too big")
-            .with("cause", "tool_result")
-            .with("limitBytes", 10);
-        let json = serde_json::to_value(&detailed).unwrap();
+        let detailed = ApiError::new(ErrorCode::ValidationPayloadTooLarge, "too big").with(
+            Refusal::PayloadTooLarge {
+                cause: crate::refusal::Payload::ToolResult,
+                limit_bytes: 10,
+                size_bytes: 12,
+            },
+        );
+        let json = serde_json::to_string(&detailed).unwrap();
         assert_eq!(
             json,
-            serde_json::json!({"error": "too big", "code": "validation_payload_too_large",
-                "retryable": false, "cause": "tool_result", "limitBytes": 10})
+            r#"{"error":"too big","code":"validation_payload_too_large","retryable":false,"cause":"tool_result","limitBytes":10,"sizeBytes":12}"#
         );
-        assert_eq!(serde_json::from_value::<ApiError>(json).unwrap(), detailed);
+        let back = serde_json::from_str::<ApiError>(&json).unwrap();
+        assert_eq!(back, detailed);
+        assert_eq!(back.refusal(), detailed.refusal());
+        assert!(matches!(
+            back.refusal(),
+            Some(Refusal::PayloadTooLarge { size_bytes: 12, .. })
+        ));
+        assert_eq!(api.refusal(), None);
     }
 
     #[test]

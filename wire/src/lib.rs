@@ -10,6 +10,7 @@ pub mod chunk;
 pub mod error;
 pub mod ids;
 pub mod message;
+pub mod refusal;
 pub mod session;
 pub mod sse;
 pub mod submit;
@@ -18,6 +19,7 @@ pub mod usage;
 pub use chunk::{ChunkKind, StreamChunk};
 pub use error::{ApiError, ErrorCode};
 pub use message::{Message, ToolCall, ToolError, ToolOutcome};
+pub use refusal::Refusal;
 pub use session::{SessionState, Status};
 pub use usage::{Usage, UsageRollup};
 
@@ -50,5 +52,7 @@ mod tests {
         one_string_table::<crate::chunk::EndStatus>();
         one_string_table::<crate::api::ResumeMode>();
         one_string_table::<crate::submit::SubmitStatus>();
+        one_string_table::<crate::refusal::Payload>();
+        one_string_table::<crate::refusal::NotStored>();
     }
 }

@@ -6,7 +6,7 @@
 //! such answer is refused with one fixed message that never reveals what was expected.
 
 use crate::{
-    ApiError, ErrorCode,
+    ApiError, ErrorCode, Refusal,
     ids::{is_valid_session_id, root_of},
     message::{ToolError, ToolOutcome, codes},
     session::{ApprovalDecision, Continuation},
@@ -89,7 +89,9 @@ impl SubmitRequest {
         serde_json::from_slice(body).map_err(|error| {
             let refusal = ApiError::new(ErrorCode::ValidationError, INVALID_SUBMIT_MESSAGE);
             if verbose {
-                refusal.with("details", error.to_string())
+                refusal.with(Refusal::Detail {
+                    details: error.to_string(),
+                })
             } else {
                 refusal
             }

@@ -7,7 +7,7 @@
 //! submit answers), `resume.rs` and `rewind.rs` (claim a session for a new run), `stop.rs`,
 //! `stream.rs` (read and follow the chunks) and `usage.rs` (usage, snapshot).
 //! `scripts.rs` holds the scripts with the keys each declares, `replies.rs` their decoded
-//! replies.
+//! replies, `error.rs` the store's error and its one conversion into the client's.
 
 pub use baton_wire::{
     session::{
@@ -19,6 +19,7 @@ pub use baton_wire::{
 mod connection;
 mod custom_state;
 mod deadline_index;
+mod error;
 mod keys;
 mod release;
 mod replies;
@@ -37,6 +38,7 @@ mod types;
 mod usage;
 
 pub use deadline_index::IndexedDeadline;
+pub use error::Error;
 pub use resume::{Claim, ClaimedRun, DrainedCall, NewRunId, NextRun, ResumeEntry, RunClaim};
 pub use rewind::{Rewind, Rewound};
 pub use session::NewSession;
@@ -56,23 +58,6 @@ use connection::{Connection, Endpoint};
 use keys::Key;
 use serde::{Deserialize, Serialize};
 use std::time::{SystemTime, UNIX_EPOCH};
-
-/// Why a store operation failed.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error("redis: {0}")]
-    Redis(#[from] redis::RedisError),
-    #[error("session {0} already exists")]
-    SessionExists(String),
-    #[error("session {0} not found")]
-    SessionNotFound(String),
-    /// The run is not the session's current run, or it has ended.
-    #[error("run {run_id} may not write: {reason}")]
-    RunRefused { run_id: String, reason: String },
-    /// Stored data does not have the shape Baton writes; a bug or a foreign writer.
-    #[error("corrupt data at {key}: {reason}")]
-    Corrupt { key: String, reason: String },
-}
 
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> u64 {

@@ -4,10 +4,11 @@
 
 use baton_client::{Client, Error, GrpcClient, HttpClient};
 use baton_core::{
-    ApiError, ChunkKind, ErrorCode, StreamChunk,
+    ApiError, ChunkKind, ErrorCode, Refusal, StreamChunk,
     api::{ResumeMode, ResumeRequest, StopResponse},
     chunk::EndStatus,
     message::ToolOutcome,
+    refusal::Payload,
     store::{Continuation, Status},
     submit::{INVALID_SUBMIT_MESSAGE, SubmitAnswer, SubmitStatus},
 };
@@ -250,9 +251,11 @@ async fn refusals_map_to_the_same_typed_error_on_both_transports() {
         ErrorCode::ValidationPayloadTooLarge,
         format!("the tool result is {oversized_size} bytes; the limit is {SUBMIT_LIMIT_BYTES}"),
     )
-    .with("cause", "tool_result")
-    .with("limitBytes", SUBMIT_LIMIT_BYTES)
-    .with("sizeBytes", oversized_size);
+    .with(Refusal::PayloadTooLarge {
+        cause: Payload::ToolResult,
+        limit_bytes: SUBMIT_LIMIT_BYTES as u64,
+        size_bytes: oversized_size as u64,
+    });
     let body_cap = 4 * SUBMIT_LIMIT_BYTES;
     let huge = json!({"sessionId": session_id, "toolCallId": "call_1_1",
         "result": "x".repeat(body_cap)});
@@ -261,9 +264,11 @@ async fn refusals_map_to_the_same_typed_error_on_both_transports() {
         ErrorCode::ValidationPayloadTooLarge,
         format!("the request body is {huge_size} bytes; the limit is {body_cap}"),
     )
-    .with("cause", "request_body")
-    .with("limitBytes", body_cap)
-    .with("sizeBytes", huge_size);
+    .with(Refusal::PayloadTooLarge {
+        cause: Payload::RequestBody,
+        limit_bytes: body_cap as u64,
+        size_bytes: huge_size as u64,
+    });
     let mut nested = json!("bottom");
     for _ in 0..MAX_JSON_DEPTH {
         nested = json!([nested]);
@@ -273,8 +278,9 @@ async fn refusals_map_to_the_same_typed_error_on_both_transports() {
         ErrorCode::ValidationError,
         format!("the body nests JSON deeper than {MAX_JSON_DEPTH} levels"),
     )
-    .with("cause", "json_depth")
-    .with("limitDepth", MAX_JSON_DEPTH);
+    .with(Refusal::JsonTooDeep {
+        limit_depth: MAX_JSON_DEPTH as u64,
+    });
     let mut unknown_calls = Vec::new();
     for (name, client) in clients(&harness) {
         let refused = api_error(client.status("nosuchsession").await.unwrap_err());
@@ -491,7 +497,9 @@ async fn a_trimmed_stream_answers_truncated_on_both_transports() {
         "the stream no longer holds the chunks after 0; read the snapshot and follow from its \
          streamSequence",
     )
-    .with("oldestRetainedSequence", floor);
+    .with(Refusal::Truncated {
+        oldest_retained_sequence: floor,
+    });
     for (name, client) in clients(&harness) {
         let mut follow = client.follow(session_id, 0);
         let refused = api_error(follow.next().await.unwrap().unwrap_err());

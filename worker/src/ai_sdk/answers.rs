@@ -2,8 +2,9 @@
 //! operation, so the body checks, the rate limit and the metrics are the same as
 //! `/submit-tool-result`'s), then one of three answers: **A** the continuation is streamed (this
 //! request completed a batch and resumed the run), **B** a closed step (the rest of the batch is
-//! answered elsewhere, or another entry took the continuation), **C** 409 `answer_not_stored`
-//! (an answer for a call the server still awaits was not stored while a sibling's was).
+//! answered elsewhere, or another entry took the continuation), **C** 409
+//! `state_answer_not_stored` with `cause: answer_not_stored` (an answer for a call the server
+//! still awaits was not stored while a sibling's was).
 
 use super::{
     request::{PartState, ToolPart},
@@ -15,9 +16,10 @@ use crate::{
     state::AppState,
 };
 use baton_core::{
-    ApiError, ErrorCode,
+    ApiError, ErrorCode, Refusal,
     api::Resume,
     message::{ToolError, ToolOutcome, codes},
+    refusal::NotStored,
     session::{ApprovalDecision, Continuation},
     store::{PendingCall, SessionAddress},
     submit::{SubmitAnswer, SubmitRequest, SubmitStatus},
@@ -45,6 +47,17 @@ impl Rejection {
             Self::StaleRun => "stale_run",
             Self::RunStopped => "run_stopped",
             Self::MalformedApprovalId => "malformed_approval_id",
+        }
+    }
+
+    /// The cause of the 409 when no answer was stored and this rejection came first (none for a
+    /// malformed approval id: that request is answered 400).
+    fn not_stored(self) -> Option<NotStored> {
+        match self {
+            Self::UnknownToolCall => Some(NotStored::UnknownToolCall),
+            Self::StaleRun => Some(NotStored::StaleRun),
+            Self::RunStopped => Some(NotStored::RunStopped),
+            Self::MalformedApprovalId => None,
         }
     }
 }
@@ -197,7 +210,7 @@ async fn submit_one(
     match checked_submit(state, principal, &bytes).await {
         Ok(answer) => Outcome::Stored(answer),
         Err(error) if error.code == ErrorCode::UnknownToolCall => Outcome::Rejected {
-            cause: if error.details.get("reason") == Some(&json!("run_stopped")) {
+            cause: if error.refusal() == Some(Refusal::RunStopped) {
                 Rejection::RunStopped
             } else {
                 Rejection::UnknownToolCall
@@ -259,15 +272,15 @@ async fn decide(
         .map(|(id, _)| id)
         .collect();
     if !not_stored.is_empty() {
-        let mut error = ApiError::new(
-            ErrorCode::StateNotResumable,
+        return Err(ApiError::new(
+            ErrorCode::StateAnswerNotStored,
             "an answer for a call the server still awaits was not stored; re-read the \
              snapshot and answer these calls again",
         )
-        .with("cause", "answer_not_stored")
-        .with("toolCallIds", json!(not_stored));
-        error.retryable = false;
-        return Err(error);
+        .with(Refusal::AnswersNotStored {
+            cause: NotStored::AnswerNotStored,
+            tool_call_ids: not_stored.into_iter().cloned().collect(),
+        }));
     }
     let continues = stored.iter().any(|(_, answer)| {
         matches!(
@@ -342,26 +355,28 @@ fn all_rejected(outcomes: &[(String, Outcome)]) -> ApiError {
         Outcome::Rejected { cause, .. } => Some((id, *cause)),
         _ => None,
     });
-    match first {
-        Some((id, Rejection::MalformedApprovalId)) => ApiError::new(
+    let Some((id, rejection)) = first else {
+        return ApiError::new(ErrorCode::Internal, "no answer was submitted");
+    };
+    match rejection.not_stored() {
+        None => ApiError::new(
             ErrorCode::ValidationError,
             format!("the approval id of tool call {id} is not one this server issued"),
         )
-        .with("toolCallId", id.as_str()),
-        Some((id, cause)) => {
-            let mut error = ApiError::new(
-                ErrorCode::StateNotResumable,
-                format!(
-                    "no answer of this request was stored (tool call {id}: {})",
-                    cause.as_str()
-                ),
-            )
-            .with("cause", cause.as_str())
-            .with("toolCallIds", json!([id]));
-            error.retryable = false;
-            error
-        }
-        None => ApiError::new(ErrorCode::Internal, "no answer was submitted"),
+        .with(Refusal::ToolCall {
+            tool_call_id: id.clone(),
+        }),
+        Some(cause) => ApiError::new(
+            ErrorCode::StateAnswerNotStored,
+            format!(
+                "no answer of this request was stored (tool call {id}: {})",
+                rejection.as_str()
+            ),
+        )
+        .with(Refusal::AnswersNotStored {
+            cause,
+            tool_call_ids: vec![id.clone()],
+        }),
     }
 }
 
@@ -390,11 +405,7 @@ pub(super) async fn pending_by_id(
     state: &AppState,
     address: &SessionAddress,
 ) -> Result<HashMap<String, PendingCall>, ApiError> {
-    let calls = state
-        .store
-        .pending_calls(address)
-        .await
-        .map_err(crate::ops::store_error)?;
+    let calls = state.store.pending_calls(address).await?;
     Ok(calls
         .into_iter()
         .map(|(call, _run)| (call.tool_call_id.clone(), call))

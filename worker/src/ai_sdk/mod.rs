@@ -23,7 +23,7 @@ pub use ui::{DataPart, FinishReason, UiChunk, UiFrame};
 
 use crate::{
     auth::Principal,
-    ops::{checked_address, no_session, store_error},
+    ops::{checked_address, no_session},
     state::AppState,
 };
 use baton_core::{
@@ -61,7 +61,7 @@ pub async fn chat_post(
     principal.may_act_on(&body.id)?;
     let address = checked_address(&body.id)?;
     let trailing = body.trailing()?;
-    let session = state.store.session(&address).await.map_err(store_error)?;
+    let session = state.store.session(&address).await?;
     let chat_id = body.id.clone();
     let (start, trailing_calls) = match (body.trigger, trailing) {
         (Trigger::RegenerateMessage, _) => (
@@ -113,8 +113,7 @@ pub async fn chat_post(
     let session = state
         .store
         .session(&address)
-        .await
-        .map_err(store_error)?
+        .await?
         .ok_or_else(|| no_session(&chat_id))?;
     Ok(ChatReply::Stream {
         mapper: Box::new(UiStreamMapper::new(
@@ -142,16 +141,16 @@ pub async fn chat_reattach(
 ) -> Result<Option<ChatReply>, ApiError> {
     principal.may_act_on(chat_id)?;
     let address = checked_address(chat_id)?;
-    let Some(session) = state.store.session(&address).await.map_err(store_error)? else {
+    let Some(session) = state.store.session(&address).await? else {
         return Ok(None);
     };
     if session.status != Status::Active {
         return Ok(None);
     }
-    let Some(snapshot) = state.store.snapshot(&address).await.map_err(store_error)? else {
+    let Some(snapshot) = state.store.snapshot(&address).await? else {
         return Ok(None);
     };
-    let log = state.store.messages(&address).await.map_err(store_error)?;
+    let log = state.store.messages(&address).await?;
     let turn = turn::user_turns(&log);
     let pinned = &snapshot.messages;
     // The calls the client's trailing message holds: those of the turn's assistant messages in
@@ -210,23 +209,17 @@ pub async fn chat_snapshot(
     let session = state
         .store
         .session(&address)
-        .await
-        .map_err(store_error)?
+        .await?
         .ok_or_else(|| no_session(chat_id))?;
     let agent = agent_of(state, &session)?;
     let snapshot = state
         .store
         .snapshot(&address)
-        .await
-        .map_err(store_error)?
+        .await?
         .ok_or_else(|| no_session(chat_id))?;
     let pending = answers::pending_by_id(state, &address).await?;
-    let stored = state.store.answers(&address).await.map_err(store_error)?;
-    let checkpoints = state
-        .store
-        .checkpoints(&address)
-        .await
-        .map_err(store_error)?;
+    let stored = state.store.answers(&address).await?;
+    let checkpoints = state.store.checkpoints(&address).await?;
     let approval_ids = checkpoints
         .iter()
         .flat_map(|c| c.pending.iter())

@@ -5,9 +5,7 @@
 use super::snapshot::assistant_message_id;
 use crate::{
     auth::Principal,
-    ops::{
-        already_running, checked_address, no_session, resume_session, start_session, store_error,
-    },
+    ops::{already_running, checked_address, no_session, resume_session, start_session},
     state::AppState,
 };
 use baton_core::{
@@ -67,7 +65,7 @@ pub(super) async fn user_turn(
         return Err(already_running());
     }
     let address = checked_address(chat_id)?;
-    let log = state.store.messages(&address).await.map_err(store_error)?;
+    let log = state.store.messages(&address).await?;
     let resume = Resume::WithMessage {
         message: text,
         abandon_pending: true,
@@ -94,7 +92,7 @@ pub(super) async fn regenerate(
         return Err(already_running());
     }
     let address = checked_address(chat_id)?;
-    let log = state.store.messages(&address).await.map_err(store_error)?;
+    let log = state.store.messages(&address).await?;
     let nothing = || {
         ApiError::new(
             ErrorCode::StateNotResumable,
@@ -110,11 +108,7 @@ pub(super) async fn regenerate(
             _ => None,
         })
         .ok_or_else(nothing)?;
-    let checkpoints = state
-        .store
-        .checkpoints(&address)
-        .await
-        .map_err(store_error)?;
+    let checkpoints = state.store.checkpoints(&address).await?;
     let through = index as u64 + 1;
     let resume = checkpoints
         .iter()

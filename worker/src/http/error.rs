@@ -5,7 +5,7 @@ use axum::{
     http::{StatusCode, header::RETRY_AFTER},
     response::{IntoResponse, Response},
 };
-use baton_core::{ApiError, ErrorCode};
+use baton_core::{ApiError, ErrorCode, Refusal};
 
 /// Why an HTTP request was refused. Every variant answers an [`ApiError`] body.
 #[derive(Debug)]
@@ -37,7 +37,7 @@ impl IntoResponse for HttpError {
                     ErrorCode::ValidationError,
                     "the request needs a Content-Length header",
                 )
-                .with("cause", "length_required"),
+                .with(Refusal::LengthRequired),
             ),
         };
         if status.is_server_error() {
@@ -45,10 +45,13 @@ impl IntoResponse for HttpError {
         } else {
             tracing::debug!(code = %error.code, error = %error.error, "request refused");
         }
-        let retry_after = error.details.get("retryAfter").map(|v| v.to_string());
+        let retry_after = match error.refusal() {
+            Some(Refusal::RetryAfter { retry_after }) => Some(retry_after),
+            _ => None,
+        };
         let mut response = (status, Json(error)).into_response();
-        if let Some(value) = retry_after.and_then(|v| v.parse().ok()) {
-            response.headers_mut().insert(RETRY_AFTER, value);
+        if let Some(seconds) = retry_after {
+            response.headers_mut().insert(RETRY_AFTER, seconds.into());
         }
         response
     }
@@ -73,7 +76,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_rate_limit_carries_retry_after() {
-        let refused = ApiError::new(ErrorCode::RateLimited, "slow down").with("retryAfter", 7);
+        let refused = ApiError::new(ErrorCode::RateLimited, "slow down")
+            .with(Refusal::RetryAfter { retry_after: 7 });
         let response = HttpError::from(refused).into_response();
         assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
         assert_eq!(response.headers()[RETRY_AFTER], "7");

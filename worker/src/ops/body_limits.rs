@@ -2,7 +2,7 @@
 //! `cause: request_body`) and its JSON nesting (400, `cause: json_depth`). HTTP applies them
 //! while it reads the body (`crate::http::body`), gRPC to the JSON text a submit carries.
 
-use baton_core::{ApiError, ErrorCode, submit::payload_too_large};
+use baton_core::{ApiError, ErrorCode, Refusal, refusal::Payload, submit::payload_too_large};
 
 /// Deepest JSON nesting a request body may have.
 pub const MAX_JSON_DEPTH: usize = 64;
@@ -17,7 +17,7 @@ pub fn checked_body_size(size: usize, cap: usize) -> Result<(), ApiError> {
 
 /// The refusal (413, `cause: request_body`) of a body of `size` bytes over `cap`.
 pub fn body_too_large(size: usize, cap: usize) -> ApiError {
-    payload_too_large("request_body", cap, size)
+    payload_too_large(Payload::RequestBody, cap, size)
 }
 
 /// Refuses (400, `cause: json_depth`) a JSON text nesting deeper than [`MAX_JSON_DEPTH`].
@@ -27,8 +27,9 @@ pub fn checked_json_depth(bytes: &[u8]) -> Result<(), ApiError> {
             ErrorCode::ValidationError,
             format!("the body nests JSON deeper than {MAX_JSON_DEPTH} levels"),
         )
-        .with("cause", "json_depth")
-        .with("limitDepth", MAX_JSON_DEPTH));
+        .with(Refusal::JsonTooDeep {
+            limit_depth: MAX_JSON_DEPTH as u64,
+        }));
     }
     Ok(())
 }

@@ -21,35 +21,7 @@ pub use start::{MAX_MESSAGE_BYTES, checked_start, start_session};
 pub use stop::stop_session;
 pub use submit::{checked_submit, submit_and_continue};
 
-use baton_core::{
-    ApiError, ErrorCode, ids,
-    store::{self, SessionAddress},
-};
-
-/// A store failure as the client sees it; internals are logged, not shown.
-pub(crate) fn store_error(error: store::Error) -> ApiError {
-    match error {
-        store::Error::Redis(ref e) => {
-            tracing::error!(%e, "redis failed");
-            ApiError::new(ErrorCode::StoreUnavailable, "the store is unavailable")
-        }
-        store::Error::SessionExists(id) => ApiError::new(
-            ErrorCode::SessionAlreadyExists,
-            format!("session {id} already exists"),
-        ),
-        store::Error::SessionNotFound(id) => {
-            ApiError::new(ErrorCode::SessionNotFound, format!("no session {id}"))
-        }
-        store::Error::RunRefused { reason, .. } => ApiError::new(ErrorCode::RunNotActive, reason),
-        store::Error::Corrupt { .. } => {
-            tracing::error!(%error, "corrupt store data");
-            ApiError::new(
-                ErrorCode::FrameworkInternalError,
-                "a stored row could not be read",
-            )
-        }
-    }
-}
+use baton_core::{ApiError, ErrorCode, ids, store::SessionAddress};
 
 /// The address of a top-level session, if the id is well-formed.
 pub(crate) fn checked_address(session_id: &str) -> Result<SessionAddress, ApiError> {

@@ -1,6 +1,6 @@
 //! The reads: a session's state (with `isExecuting` from Temporal), its snapshot and its usage.
 
-use super::{checked_address, no_session, store_error, temporal::is_executing};
+use super::{checked_address, no_session, temporal::is_executing};
 use crate::state::AppState;
 use baton_core::{
     ApiError,
@@ -17,8 +17,7 @@ pub async fn existing_session(
     state
         .store
         .session(&checked_address(session_id)?)
-        .await
-        .map_err(store_error)?
+        .await?
         .ok_or_else(|| no_session(session_id))
 }
 
@@ -35,7 +34,7 @@ pub async fn session_snapshot(
     session_id: &str,
 ) -> Result<SnapshotResponse, ApiError> {
     let address = checked_address(session_id)?;
-    let snapshot = state.store.snapshot(&address).await.map_err(store_error)?;
+    let snapshot = state.store.snapshot(&address).await?;
     snapshot.ok_or_else(|| no_session(session_id))
 }
 
@@ -45,8 +44,7 @@ pub async fn session_usage(state: &AppState, session_id: &str) -> Result<UsageRe
     let rollup = state
         .store
         .usage_rollup(&address)
-        .await
-        .map_err(store_error)?
+        .await?
         .ok_or_else(|| no_session(session_id))?;
     Ok(UsageResponse {
         session_id: session_id.to_owned(),

@@ -7,14 +7,13 @@ use super::{
     reads::existing_session,
     rewind::{RewindRequest, rewind_session},
     start::checked_message,
-    store_error,
     temporal::start_run_workflow,
     tree,
 };
 use crate::state::AppState;
 use baton_activities::io::RunInput;
 use baton_core::{
-    ApiError, ErrorCode, Message,
+    ApiError, ErrorCode, Message, Refusal,
     api::{Resume, ResumeResponse},
     store::{Claim, NewRunId, ResumeEntry, RunClaim, SessionAddress, Status},
 };
@@ -84,8 +83,7 @@ pub async fn resume_session(
             },
             &entry,
         )
-        .await
-        .map_err(store_error)?;
+        .await?;
     let claimed = match claim {
         Claim::Claimed(claimed) => claimed,
         Claim::SessionNotFound => return Err(no_session(session_id)),
@@ -98,7 +96,9 @@ pub async fn resume_session(
                     tool_call_ids.join(", ")
                 ),
             )
-            .with("awaitedToolCallIds", tool_call_ids));
+            .with(Refusal::CallsAwaited {
+                awaited_tool_call_ids: tool_call_ids,
+            }));
         }
         Claim::NotResumable { status } => {
             return Err(ApiError::new(

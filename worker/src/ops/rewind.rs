@@ -4,13 +4,13 @@
 //! ended meanwhile or the deadline workflow.
 
 use super::{
-    already_running, no_session, store_error,
+    already_running, no_session,
     temporal::{start_deadline_workflow, start_run_workflow},
 };
 use crate::state::AppState;
 use baton_activities::io::{ParentNext, RunInput};
 use baton_core::{
-    Agent, ApiError, ErrorCode,
+    Agent, ApiError, ErrorCode, Refusal,
     api::ResumeResponse,
     store::{
         self, ClaimedRun, NewRunId, NextRun, PendingKind, ResumeEntry, Rewound, SessionAddress,
@@ -51,14 +51,13 @@ pub(super) async fn rewind_session(
     let checkpoint = state
         .store
         .checkpoint(&address, checkpoint_id)
-        .await
-        .map_err(store_error)?
+        .await?
         .ok_or_else(not_found)?;
     if entry.message.is_some() && !entry.abandon_pending && !checkpoint.pending.is_empty() {
-        let awaited: Vec<&str> = checkpoint
+        let awaited: Vec<String> = checkpoint
             .pending
             .iter()
-            .map(|c| c.tool_call_id.as_str())
+            .map(|c| c.tool_call_id.clone())
             .collect();
         return Err(ApiError::new(
             ErrorCode::StateNotResumable,
@@ -68,7 +67,9 @@ pub(super) async fn rewind_session(
                 awaited.join(", ")
             ),
         )
-        .with("awaitedToolCallIds", awaited));
+        .with(Refusal::CallsAwaited {
+            awaited_tool_call_ids: awaited,
+        }));
     }
     let rewound = state
         .store
@@ -81,8 +82,7 @@ pub(super) async fn rewind_session(
                 abandon_pending: entry.abandon_pending,
             },
         )
-        .await
-        .map_err(store_error)?;
+        .await?;
     // The rewound run has the input of a claimed run: it continues after the checkpoint's
     // steps (and so does the suspended one whose deadline workflow starts).
     let input = |run: &ClaimedRun| {
@@ -170,7 +170,7 @@ async fn report_ended_children(
     )
     .await
     .map_err(|error| match error {
-        baton_activities::ReportError::Store(error) => store_error(error),
+        baton_activities::ReportError::Store(error) => ApiError::from(error),
         baton_activities::ReportError::Typed { code, message } => ApiError::new(code, message),
     })?;
     let ParentNext::Resume { run, workflow_id } = next else {

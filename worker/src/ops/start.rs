@@ -2,7 +2,7 @@
 //! and its workflow.
 
 use super::{
-    checked_address, store_error,
+    checked_address,
     temporal::{start_run_workflow, workflow_exists},
 };
 use crate::state::AppState;
@@ -100,8 +100,7 @@ pub async fn start_session(
             },
             custom_state.as_ref(),
         )
-        .await
-        .map_err(store_error)?;
+        .await?;
 
     let input = RunInput::first(
         address,

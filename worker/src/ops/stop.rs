@@ -2,8 +2,7 @@
 //! says which).
 
 use super::{
-    no_session, reads::existing_session, store_error, temporal::cancel_run_workflow,
-    tree::stop_descendants,
+    no_session, reads::existing_session, temporal::cancel_run_workflow, tree::stop_descendants,
 };
 use crate::state::AppState;
 use baton_core::{
@@ -25,12 +24,7 @@ pub async fn stop_session(
         root_session_id: session.root_session_id.clone(),
         session_id: session.session_id.clone(),
     };
-    let (run_id, workflow_id, closed_calls) = match state
-        .store
-        .stop_run(&address, kind)
-        .await
-        .map_err(store_error)?
-    {
+    let (run_id, workflow_id, closed_calls) = match state.store.stop_run(&address, kind).await? {
         Stopped::Stopped {
             run_id,
             workflow_id,
@@ -67,8 +61,7 @@ pub async fn stop_session(
     let status = state
         .store
         .session(&address)
-        .await
-        .map_err(store_error)?
+        .await?
         .map_or(Status::Failed, |s| s.status);
     Ok(StopResponse {
         session_id: session.session_id,

@@ -3,13 +3,13 @@
 //! continues when its children's results are in), and a stop that stops every session of it.
 
 use super::{
-    already_running, store_error,
+    already_running,
     temporal::{cancel_run_workflow, start_run_workflow},
 };
 use crate::state::AppState;
 use baton_activities::io::RunInput;
 use baton_core::{
-    ApiError, ErrorCode,
+    ApiError, ErrorCode, Refusal,
     api::ResumeResponse,
     store::{
         Claim, NewRunId, PendingKind, ResumeEntry, RunClaim, SessionAddress, SessionState, Status,
@@ -24,11 +24,7 @@ async fn tree_states(
     root: &SessionState,
 ) -> Result<Vec<(SessionAddress, SessionState, usize)>, ApiError> {
     let root_address = SessionAddress::root(&root.session_id);
-    let members = state
-        .store
-        .tree_sessions(&root_address)
-        .await
-        .map_err(store_error)?;
+    let members = state.store.tree_sessions(&root_address).await?;
     let mut parents = HashMap::new();
     let mut sessions = vec![(root_address.clone(), root.clone())];
     for member in members {
@@ -36,10 +32,10 @@ async fn tree_states(
             root_session_id: root.session_id.clone(),
             session_id: member,
         };
-        if let Some((parent, _call)) = state.store.parent_of(&address).await.map_err(store_error)? {
+        if let Some((parent, _call)) = state.store.parent_of(&address).await? {
             parents.insert(address.session_id.clone(), parent.session_id);
         }
-        if let Some(session) = state.store.session(&address).await.map_err(store_error)? {
+        if let Some(session) = state.store.session(&address).await? {
             sessions.push((address, session));
         }
     }
@@ -90,12 +86,8 @@ pub(super) async fn resume_tree(
     let now = now_ms();
     let mut open = Vec::new();
     for (address, _, _) in &suspended {
-        let answers = state.store.answers(address).await.map_err(store_error)?;
-        let pending = state
-            .store
-            .pending_calls(address)
-            .await
-            .map_err(store_error)?;
+        let answers = state.store.answers(address).await?;
+        let pending = state.store.pending_calls(address).await?;
         open.extend(
             pending
                 .into_iter()
@@ -117,7 +109,9 @@ pub(super) async fn resume_tree(
                 open.join(", ")
             ),
         )
-        .with("awaitedToolCallIds", open));
+        .with(Refusal::CallsAwaited {
+            awaited_tool_call_ids: open,
+        }));
     }
     if let Some(message) = &entry.message {
         state
@@ -150,8 +144,7 @@ pub(super) async fn resume_tree(
                     ..ResumeEntry::default()
                 },
             )
-            .await
-            .map_err(store_error)?;
+            .await?;
         // A session still awaiting its children is resumed by the last of them to end.
         let Claim::Claimed(claimed) = claim else {
             continue;
@@ -191,11 +184,7 @@ pub(super) async fn stop_descendants(
         if depth == 0 || session.status.is_terminal() {
             continue;
         }
-        let stopped = state
-            .store
-            .stop_run(&address, kind)
-            .await
-            .map_err(store_error)?;
+        let stopped = state.store.stop_run(&address, kind).await?;
         if let baton_core::store::Stopped::Stopped {
             workflow_id: Some(workflow_id),
             ..

@@ -3,12 +3,9 @@
 //! yields chunks or one typed error (`TRUNCATED`, `store_unavailable`) that each transport
 //! frames its own way.
 
-use crate::{
-    ops::{existing_session, store_error},
-    state::AppState,
-};
+use crate::{ops::existing_session, state::AppState};
 use baton_core::{
-    ApiError, ErrorCode,
+    ApiError, ErrorCode, Refusal,
     chunk::{ChunkKind, StreamChunk},
     store::SessionAddress,
 };
@@ -48,11 +45,7 @@ impl Follow {
             root_session_id: session.root_session_id.clone(),
             session_id: session_id.to_owned(),
         };
-        let feed = state
-            .streams
-            .subscribe(&state.store, &address)
-            .await
-            .map_err(store_error)?;
+        let feed = state.streams.subscribe(&state.store, &address).await?;
         Ok(Self {
             state,
             address,
@@ -154,7 +147,9 @@ impl Follow {
                     self.after
                 ),
             )
-            .with("oldestRetainedSequence", floor));
+            .with(Refusal::Truncated {
+                oldest_retained_sequence: floor,
+            }));
         }
         Ok(chunks)
     }

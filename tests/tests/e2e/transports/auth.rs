@@ -135,7 +135,7 @@ async fn submits_over_both_transports_count_against_one_rate_limit() {
         ErrorCode::RateLimited,
         "more than 2 submits a minute on this session",
     )
-    .with("retryAfter", 30);
+    .with(Refusal::RetryAfter { retry_after: 30 });
     for (name, client) in clients(&harness) {
         let refused = api_error(
             client

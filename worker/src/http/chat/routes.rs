@@ -64,10 +64,10 @@ pub(super) async fn snapshot(
 
 /// One line per refused chat request, with its cause (a lost race is a warning).
 fn log_refusal(chat_id: &str, error: &ApiError) {
-    let cause = error
-        .details
-        .get("cause")
-        .and_then(|c| c.as_str())
+    let refusal = error.refusal();
+    let cause = refusal
+        .as_ref()
+        .and_then(|refusal| refusal.cause())
         .unwrap_or(error.code.as_str());
     if error.code.presentation().http_status >= 500 {
         tracing::error!(chat_id, code = %error.code, cause, error = %error.error, "chat request failed");

@@ -1,0 +1,100 @@
+//! Why a store operation failed, and the one conversion of that failure into the error a client
+//! sees: internals (Redis's message, the corrupt key) are logged here and never shown.
+
+use crate::{ApiError, ErrorCode};
+
+/// Why a store operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("redis: {0}")]
+    Redis(#[from] redis::RedisError),
+    #[error("session {0} already exists")]
+    SessionExists(String),
+    #[error("session {0} not found")]
+    SessionNotFound(String),
+    /// The run is not the session's current run, or it has ended.
+    #[error("run {run_id} may not write: {reason}")]
+    RunRefused { run_id: String, reason: String },
+    /// Stored data does not have the shape Baton writes; a bug or a foreign writer.
+    #[error("corrupt data at {key}: {reason}")]
+    Corrupt { key: String, reason: String },
+}
+
+/// A store failure as the client sees it: Redis down is `store_unavailable` (retryable), a row
+/// Baton cannot read is `framework_internal_error` (not retryable: a repeat reads the same row).
+impl From<Error> for ApiError {
+    fn from(error: Error) -> Self {
+        match error {
+            Error::Redis(ref e) => {
+                tracing::error!(%e, "redis failed");
+                ApiError::new(ErrorCode::StoreUnavailable, "the store is unavailable")
+            }
+            Error::SessionExists(id) => ApiError::new(
+                ErrorCode::SessionAlreadyExists,
+                format!("session {id} already exists"),
+            ),
+            Error::SessionNotFound(id) => {
+                ApiError::new(ErrorCode::SessionNotFound, format!("no session {id}"))
+            }
+            Error::RunRefused { reason, .. } => ApiError::new(ErrorCode::RunNotActive, reason),
+            Error::Corrupt { .. } => {
+                tracing::error!(%error, "corrupt store data");
+                ApiError::new(
+                    ErrorCode::FrameworkInternalError,
+                    "a stored row could not be read",
+                )
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_store_error_is_its_code_and_shows_no_internals() {
+        let redis = redis::RedisError::from((redis::ErrorKind::IoError, "secret host down"));
+        let cases = [
+            (
+                Error::Redis(redis),
+                ErrorCode::StoreUnavailable,
+                "the store is unavailable",
+            ),
+            (
+                Error::SessionExists("s1".into()),
+                ErrorCode::SessionAlreadyExists,
+                "session s1 already exists",
+            ),
+            (
+                Error::SessionNotFound("s1".into()),
+                ErrorCode::SessionNotFound,
+                "no session s1",
+            ),
+            (
+                Error::RunRefused {
+                    run_id: "r1".into(),
+                    reason: "run_superseded".into(),
+                },
+                ErrorCode::RunNotActive,
+                "run_superseded",
+            ),
+            (
+                Error::Corrupt {
+                    key: "baton:{s1}:s1:pending".into(),
+                    reason: "not json".into(),
+                },
+                ErrorCode::FrameworkInternalError,
+                "a stored row could not be read",
+            ),
+        ];
+        for (error, code, message) in cases {
+            let api = ApiError::from(error);
+            assert_eq!((api.code, api.error.as_str()), (code, message));
+            assert_eq!(api.retryable, code.presentation().retryable, "{code}");
+            assert!(api.details.is_empty(), "{code}");
+        }
+        assert!(ErrorCode::StoreUnavailable.presentation().retryable);
+        assert!(!ErrorCode::FrameworkInternalError.presentation().retryable);
+    }
+}
