@@ -65,10 +65,6 @@ pub enum ErrorCode {
     ValidationPayloadTooLarge,
     /// The session cannot be resumed now (calls still awaited, or nothing to continue).
     StateNotResumable,
-    /// A chat request's answer for a call was not stored (`cause` says why, `toolCallIds`
-    /// which): not retryable as sent, since the answers that were stored are in; re-read the
-    /// snapshot and answer those calls again.
-    StateAnswerNotStored,
     /// A run of the session is executing.
     StateAlreadyRunning,
     /// The run was aborted.
@@ -152,7 +148,6 @@ impl ErrorCode {
             Self::InvalidResult => (400, G::InvalidArgument, false),
             Self::ValidationPayloadTooLarge => (413, G::InvalidArgument, false),
             Self::StateNotResumable => (409, G::FailedPrecondition, true),
-            Self::StateAnswerNotStored => (409, G::FailedPrecondition, false),
             Self::StateAlreadyRunning => (409, G::FailedPrecondition, false),
             Self::FrameworkCancelled => (409, G::Aborted, false),
             Self::CheckpointNotFound => (404, G::NotFound, false),
@@ -209,8 +204,11 @@ impl ApiError {
         }
     }
 
-    /// Adds the refusal's own fields, e.g. `with(Refusal::RetryAfter { retry_after: 3 })`.
+    /// Adds the refusal's own fields, e.g. `with(Refusal::RetryAfter { retry_after: 3 })`. A
+    /// final refusal ([`Refusal::is_final`]) makes the error not retryable: with the code table,
+    /// the one place `retryable` is decided.
     pub fn with(mut self, refusal: Refusal) -> Self {
+        self.retryable &= !refusal.is_final();
         self.details.extend(refusal.into_fields());
         self
     }
@@ -260,6 +258,41 @@ mod tests {
             Some(Refusal::PayloadTooLarge { size_bytes: 12, .. })
         ));
         assert_eq!(api.refusal(), None);
+    }
+
+    #[test]
+    fn only_a_final_refusal_narrows_the_tables_retryable() {
+        use crate::refusal::NotStored;
+        let awaited = ApiError::new(ErrorCode::StateNotResumable, "calls still awaited").with(
+            Refusal::CallsAwaited {
+                awaited_tool_call_ids: vec!["c1".into()],
+            },
+        );
+        assert!(
+            awaited.retryable,
+            "a partial batch is retried once answered"
+        );
+        let not_stored = ApiError::new(ErrorCode::StateNotResumable, "not stored").with(
+            Refusal::AnswersNotStored {
+                cause: NotStored::AnswerNotStored,
+                tool_call_ids: vec!["c2".into()],
+            },
+        );
+        assert!(
+            !not_stored.retryable,
+            "its stored answers are in: never repeated as sent"
+        );
+        assert_eq!(not_stored.code, ErrorCode::StateNotResumable);
+        let json = serde_json::to_string(&not_stored).unwrap();
+        assert_eq!(
+            json,
+            r#"{"error":"not stored","code":"state_not_resumable","retryable":false,"cause":"answer_not_stored","toolCallIds":["c2"]}"#
+        );
+        // A final refusal never makes a non-retryable code retryable.
+        let refused = ApiError::new(ErrorCode::ValidationError, "x").with(Refusal::ToolCall {
+            tool_call_id: "c3".into(),
+        });
+        assert!(!refused.retryable);
     }
 
     #[test]

@@ -24,8 +24,9 @@ pub enum Refusal {
     /// "limitDepth"}`.
     #[serde(with = "json_too_deep")]
     JsonTooDeep { limit_depth: u64 },
-    /// `state_answer_not_stored`, a chat request's answers not stored: `{"cause",
-    /// "toolCallIds"}`.
+    /// `state_not_resumable` on the chat route, a request's answers not stored: `{"cause",
+    /// "toolCallIds"}`. Final (see [`Refusal::is_final`]): the request is never repeated as
+    /// sent, since the answers it stored are in.
     AnswersNotStored {
         cause: NotStored,
         tool_call_ids: Vec<String>,
@@ -73,7 +74,7 @@ pub enum Payload {
     RequestBody,
 }
 
-/// Why a chat request's answers were not stored (`cause` of `state_answer_not_stored`).
+/// Why a chat request's answers were not stored (`cause` of the chat route's 409).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[derive(strum::IntoStaticStr, strum::EnumString, strum::EnumIter)]
@@ -90,6 +91,15 @@ pub enum NotStored {
 }
 
 impl Refusal {
+    /// Whether no repeat of the request can succeed, whatever its code's row in the table says:
+    /// such a refusal makes its error not retryable ([`crate::ApiError::with`]). It can only
+    /// narrow the table's answer, never make an error retryable. Today only the chat route's
+    /// answers not stored are final: its code, `state_not_resumable`, is what the chat contract
+    /// answers and is retryable on `/resume` (a batch still partial).
+    pub fn is_final(&self) -> bool {
+        matches!(self, Self::AnswersNotStored { .. })
+    }
+
     /// The `cause` field, for the variants that have one (what a log line names).
     pub fn cause(&self) -> Option<&'static str> {
         match self {

@@ -221,7 +221,7 @@ async fn an_answer_not_stored_beside_a_stored_one_is_409_and_the_snapshot_recove
         // The message that started the chat, then the one auto-send, refused.
         assert_eq!(refused["ownPosts"], 2, "{s}");
         let body: Value = serde_json::from_str(refused["error"].as_str().unwrap()).unwrap();
-        assert_eq!(body["code"], "state_answer_not_stored");
+        assert_eq!(body["code"], "state_not_resumable");
         assert_eq!(body["cause"], "answer_not_stored");
         assert_eq!(body["retryable"], false);
         assert_eq!(body["toolCallIds"], json!(["call_1_2"]));

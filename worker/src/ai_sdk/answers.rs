@@ -3,7 +3,7 @@
 //! `/submit-tool-result`'s), then one of three answers: **A** the continuation is streamed (this
 //! request completed a batch and resumed the run), **B** a closed step (the rest of the batch is
 //! answered elsewhere, or another entry took the continuation), **C** 409
-//! `state_answer_not_stored` with `cause: answer_not_stored` (an answer for a call the server
+//! `state_not_resumable` with `cause: answer_not_stored`, final (an answer for a call the server
 //! still awaits was not stored while a sibling's was).
 
 use super::{
@@ -273,7 +273,7 @@ async fn decide(
         .collect();
     if !not_stored.is_empty() {
         return Err(ApiError::new(
-            ErrorCode::StateAnswerNotStored,
+            ErrorCode::StateNotResumable,
             "an answer for a call the server still awaits was not stored; re-read the \
              snapshot and answer these calls again",
         )
@@ -367,7 +367,7 @@ fn all_rejected(outcomes: &[(String, Outcome)]) -> ApiError {
             tool_call_id: id.clone(),
         }),
         Some(cause) => ApiError::new(
-            ErrorCode::StateAnswerNotStored,
+            ErrorCode::StateNotResumable,
             format!(
                 "no answer of this request was stored (tool call {id}: {})",
                 rejection.as_str()

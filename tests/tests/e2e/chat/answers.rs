@@ -115,7 +115,7 @@ async fn answers_all_rejected_are_409_with_their_cause_and_a_malformed_approval_
     ] {
         let (status, body) = answer(&harness, chat, json!([approval(call, id)])).await;
         assert_eq!(status, 409, "{body}");
-        assert_eq!(body["code"], "state_answer_not_stored");
+        assert_eq!(body["code"], "state_not_resumable");
         assert_eq!(body["cause"], cause, "{body}");
         assert_eq!(body["retryable"], false);
     }
@@ -322,7 +322,7 @@ async fn a_transient_failure_beside_a_stored_answer_is_409_and_alone_keeps_its_r
     ]);
     let (status, body) = answer(&harness, chat, both).await;
     assert_eq!(status, 409, "{body}");
-    assert_eq!(body["code"], "state_answer_not_stored");
+    assert_eq!(body["code"], "state_not_resumable");
     assert_eq!(body["cause"], "answer_not_stored");
     assert_eq!(body["toolCallIds"], json!(["call_1_2"]));
     assert_eq!(body["retryable"], false);
