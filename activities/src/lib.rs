@@ -168,10 +168,6 @@ impl AgentActivities {
         Ok(self.claim_lapsed_batch(&input).await?)
     }
 
-    /// Commits the final step and completes the run: an answer without tool calls (its text is
-    /// the output), or a step that called a tool that ends the run (the first such call that
-    /// succeeded gives the output). When every such call failed, the step is committed without
-    /// completing and `false` says the run goes on: the model sees the errors.
     /// A local activity: arranges a suspended run's deadline: its deadline workflow started,
     /// delayed until its wake time, or (further away than the horizon) an entry in the deadline
     /// index.
@@ -186,6 +182,10 @@ impl AgentActivities {
             .await?)
     }
 
+    /// Commits the final step and completes the run: an answer without tool calls (its text is
+    /// the output), or a step that called a tool that ends the run (the first such call that
+    /// succeeded gives the output). When every such call failed, the step is committed without
+    /// completing and `false` says the run goes on: the model sees the errors.
     #[activity]
     pub async fn complete_run(
         self: Arc<Self>,

@@ -1,13 +1,19 @@
-//! The Redis store. Every state transition is one Lua script (atomic, one round trip); reads are
-//! plain commands. All keys of a session tree carry the root session's hash tag, so each script
-//! touches one Redis Cluster slot: `<prefix>:{<root>}:<session>:<what>` (see `keys.rs`).
+//! The Redis store. Every state transition of a session is one Lua script (atomic, one round
+//! trip); reads are plain commands. All keys of a session tree carry the root session's hash tag,
+//! so each script touches one Redis Cluster slot: `<prefix>:{<root>}:<session>:<what>` (see
+//! `keys.rs`). The one write outside a script is the deadline index (`deadline_index.rs`), a
+//! sorted set per prefix outside every session's slot, written with plain `ZADD`/`ZREM` beside
+//! the scripts and checked against the session by whoever reads a member.
 //!
 //! The operations are grouped by what they do: `session.rs` (create and read a session),
-//! `step.rs` (stage and commit a step, fail a run), `suspension.rs` (suspend on pending calls,
-//! submit answers), `resume.rs` and `rewind.rs` (claim a session for a new run), `stop.rs`,
-//! `stream.rs` (read and follow the chunks) and `usage.rs` (usage, snapshot).
-//! `scripts.rs` holds the scripts with the keys each declares, `replies.rs` their decoded
-//! replies, `error.rs` the store's error and its one conversion into the client's.
+//! `step.rs` (stage and commit a step, fail a run), `tool_start.rs` (at-most-once start markers),
+//! `suspension.rs` (suspend on pending calls, submit answers), `resume.rs` (the one claim of a
+//! session for a new run, and the drain), `release.rs` (undo a claim whose run never started),
+//! `rewind.rs`, `stop.rs`, `tree.rs` (child sessions, reports to a parent), `custom_state.rs`,
+//! `stream.rs` (read and follow the chunks), `usage.rs` (usage, snapshot), `sweep.rs` (what the
+//! zombie sweep scans) and `deadline_index.rs`. `scripts.rs` holds the scripts with the keys each
+//! declares, `replies.rs` their decoded replies, `error.rs` the store's error and its one
+//! conversion into the client's.
 
 pub use baton_wire::{
     session::{

@@ -1,4 +1,5 @@
-//! The campaign's one table: a row per scenario, printed as Markdown (the README holds it).
+//! The campaign's one table: a row per scenario, printed as Markdown (`docs/reliability.md` keeps
+//! every run's; the README, the newest).
 
 use crate::invariants::Findings;
 
