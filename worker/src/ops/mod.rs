@@ -5,6 +5,7 @@
 //! waits on a run.
 
 mod body_limits;
+mod new_run;
 mod reads;
 mod resume;
 mod rewind;

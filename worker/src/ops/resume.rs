@@ -3,19 +3,19 @@
 //! new run's workflow.
 
 use super::{
-    already_running, no_session,
+    already_running,
+    new_run::claim_and_start,
+    no_session,
     reads::existing_session,
     rewind::{RewindRequest, rewind_session},
     start::checked_message,
-    temporal::start_run_workflow,
     tree,
 };
 use crate::state::AppState;
-use baton_activities::io::RunInput;
 use baton_core::{
     ApiError, ErrorCode, Message, Refusal,
     api::{Resume, ResumeResponse},
-    store::{Claim, NewRunId, ResumeEntry, RunClaim, SessionAddress, Status},
+    store::{Claim, ResumeEntry, SessionAddress, Status},
 };
 
 /// Resumes a suspended session: claims it for a new run in one script (refusing a running
@@ -72,18 +72,7 @@ pub async fn resume_session(
         };
         return rewind_session(state, rewind).await;
     }
-    let claim = state
-        .store
-        .claim_new_run(
-            &address,
-            RunClaim {
-                agent_type: agent.name(),
-                stream_id: &session.stream_id,
-                run_id: NewRunId::Minted,
-            },
-            &entry,
-        )
-        .await?;
+    let claim = claim_and_start(state, &address, agent, &session.stream_id, &entry).await?;
     let claimed = match claim {
         Claim::Claimed(claimed) => claimed,
         Claim::SessionNotFound => return Err(no_session(session_id)),
@@ -107,15 +96,7 @@ pub async fn resume_session(
             ));
         }
     };
-    let input = RunInput::resumed(
-        address,
-        agent,
-        &claimed,
-        &session.stream_id,
-        state.policy.clone(),
-    );
     let workflow_id = claimed.workflow_id;
-    start_run_workflow(state, &workflow_id, input).await?;
     tracing::info!(session_id = %session.session_id, %workflow_id, "session resumed");
     Ok(ResumeResponse {
         session_id: session.session_id,

@@ -2,18 +2,13 @@
 //! batch rule across the tree and resumes its deepest ready sessions first (each parent then
 //! continues when its children's results are in), and a stop that stops every session of it.
 
-use super::{
-    already_running,
-    temporal::{cancel_run_workflow, start_run_workflow},
-};
+use super::{already_running, new_run::claim_and_start, temporal::cancel_run_workflow};
 use crate::state::AppState;
-use baton_activities::io::RunInput;
 use baton_core::{
     ApiError, ErrorCode, Refusal,
     api::ResumeResponse,
     store::{
-        Claim, NewRunId, PendingKind, ResumeEntry, RunClaim, SessionAddress, SessionState, Status,
-        StopKind, now_ms,
+        Claim, PendingKind, ResumeEntry, SessionAddress, SessionState, Status, StopKind, now_ms,
     },
 };
 use std::collections::HashMap;
@@ -130,34 +125,16 @@ pub(super) async fn resume_tree(
         let Some(agent) = state.registry.get(&session.agent_type) else {
             continue;
         };
-        let claim = state
-            .store
-            .claim_new_run(
-                &address,
-                RunClaim {
-                    agent_type: agent.name(),
-                    stream_id: &session.stream_id,
-                    run_id: NewRunId::Minted,
-                },
-                &ResumeEntry {
-                    expected_run_id: Some(session.run_id.clone()),
-                    ..ResumeEntry::default()
-                },
-            )
-            .await?;
+        let entry = ResumeEntry {
+            expected_run_id: Some(session.run_id.clone()),
+            ..ResumeEntry::default()
+        };
+        let claim = claim_and_start(state, &address, agent, &session.stream_id, &entry).await?;
         // A session still awaiting its children is resumed by the last of them to end.
         let Claim::Claimed(claimed) = claim else {
             continue;
         };
-        let input = RunInput::resumed(
-            address.clone(),
-            agent,
-            &claimed,
-            &session.stream_id,
-            state.policy.clone(),
-        );
         let workflow_id = claimed.workflow_id;
-        start_run_workflow(state, &workflow_id, input).await?;
         tracing::info!(session_id = %address.session_id, %workflow_id, "tree session resumed");
         first_resumed.get_or_insert((claimed.run_id, workflow_id));
     }
