@@ -7,8 +7,10 @@ source scripts/services.sh
 
 say() { printf '[demo] %s\n' "$*" >&2; }
 
-# Cargo prints one line per crate it compiles, so a first build shows its progress.
-if [ -x target/debug/batond ] && [ -x target/debug/baton ]; then
+# Cargo prints one line per crate it compiles, so a first build shows its progress. The binaries
+# are where cargo puts them (CARGO_TARGET_DIR, else target/).
+bin=${CARGO_TARGET_DIR:-target}/debug
+if [ -x "$bin/batond" ] && [ -x "$bin/baton" ]; then
   say "building batond and baton (debug; only what changed)"
 else
   say "building batond and baton (debug; the first build compiles ~400 crates: several minutes on 2 cores)"
@@ -22,7 +24,7 @@ fi
 listen=${BATON_LISTEN:-127.0.0.1:8080}
 export BATON_LISTEN=$listen
 say "starting batond dev (server and worker in one process) on $listen; its log: $log_dir/batond.log"
-./target/debug/batond dev --allow-unauthenticated >"$log_dir/batond.log" 2>&1 &
+"$bin"/batond dev --allow-unauthenticated >"$log_dir/batond.log" 2>&1 &
 batond_pid=$!
 trap 'kill $batond_pid 2>/dev/null; wait $batond_pid 2>/dev/null || true' EXIT
 for _ in $(seq 100); do
@@ -33,7 +35,7 @@ done
 say "batond is up; running the demo agent (scripted model, calculator and clock tools)"
 say "the chat page (useChat's protocol, the demo_hitl agent): http://$listen/chat?agent=demo_hitl"
 
-./target/debug/baton --server "http://$listen" run --agent demo \
+"$bin"/baton --server "http://$listen" run --agent demo \
   "What is 6 times 7, and what time is it?"
 
 # Runs AGENT on PROMPT, its questions answered from the terminal, or, when stdin is not one (a
@@ -41,10 +43,10 @@ say "the chat page (useChat's protocol, the demo_hitl agent): http://$listen/cha
 run_answering() {
   local agent=$1 prompt=$2 answers=$3
   if [ -t 0 ]; then
-    ./target/debug/baton --server "http://$listen" run --agent "$agent" --answer "$prompt"
+    "$bin"/baton --server "http://$listen" run --agent "$agent" --answer "$prompt"
   else
     printf '%s' "$answers" |
-      ./target/debug/baton --server "http://$listen" run --agent "$agent" --answer "$prompt"
+      "$bin"/baton --server "http://$listen" run --agent "$agent" --answer "$prompt"
   fi
 }
 
