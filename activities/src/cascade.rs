@@ -196,3 +196,14 @@ pub enum ReportError {
     #[error("{message}")]
     Typed { code: ErrorCode, message: String },
 }
+
+/// A report's failure as a client of the operation that made it sees it: a store error by the
+/// store's one conversion, a typed one with its code.
+impl From<ReportError> for baton_core::ApiError {
+    fn from(error: ReportError) -> Self {
+        match error {
+            ReportError::Store(error) => error.into(),
+            ReportError::Typed { code, message } => Self::new(code, message),
+        }
+    }
+}

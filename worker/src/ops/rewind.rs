@@ -168,11 +168,7 @@ async fn report_ended_children(
         parent,
         &state.policy,
     )
-    .await
-    .map_err(|error| match error {
-        baton_activities::ReportError::Store(error) => ApiError::from(error),
-        baton_activities::ReportError::Typed { code, message } => ApiError::new(code, message),
-    })?;
+    .await?;
     let ParentNext::Resume { run, workflow_id } = next else {
         return Ok(None);
     };
