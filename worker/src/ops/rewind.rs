@@ -13,8 +13,8 @@ use baton_core::{
     Agent, ApiError, ErrorCode, Refusal,
     api::ResumeResponse,
     store::{
-        self, ClaimedRun, NewRunId, NextRun, PendingKind, ResumeEntry, Rewound, SessionAddress,
-        SessionState, Status,
+        self, ClaimedRun, NewRunId, NextRun, ResumeEntry, Rewound, SessionAddress, SessionState,
+        Status,
     },
 };
 
@@ -114,9 +114,7 @@ pub(super) async fn rewind_session(
         } => {
             // A sub-agent call given back whose child has ended since is answered by that end
             // (no workflow of the child will report it again).
-            if pending
-                .iter()
-                .any(|call| matches!(call.kind, PendingKind::SubAgent(_)))
+            if pending.iter().any(|call| call.kind.is_sub_agent())
                 && let Some((run_id, workflow_id)) = report_ended_children(state, &address).await?
             {
                 tracing::info!(%session_id, checkpoint_id, %workflow_id, "session rewound; its ended children answered it");

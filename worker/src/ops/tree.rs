@@ -7,9 +7,7 @@ use crate::state::AppState;
 use baton_core::{
     ApiError, ErrorCode, Refusal,
     api::ResumeResponse,
-    store::{
-        Claim, PendingKind, ResumeEntry, SessionAddress, SessionState, Status, StopKind, now_ms,
-    },
+    store::{Claim, ResumeEntry, SessionAddress, SessionState, Status, StopKind, now_ms},
 };
 use std::collections::HashMap;
 
@@ -88,7 +86,7 @@ pub(super) async fn resume_tree(
                 .into_iter()
                 .map(|(call, _run)| call)
                 .filter(|call| {
-                    !matches!(call.kind, PendingKind::SubAgent(_))
+                    !call.kind.is_sub_agent()
                         && !answers.contains_key(&call.tool_call_id)
                         && call.deadline_at > now
                 })
