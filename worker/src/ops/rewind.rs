@@ -5,10 +5,10 @@
 
 use super::{
     already_running, no_session,
-    temporal::{start_deadline_workflow, start_run_workflow},
+    temporal::{start_deadline_workflow, start_parent_of_ended_children, start_run_workflow},
 };
 use crate::state::AppState;
-use baton_activities::io::{ParentNext, RunInput};
+use baton_activities::io::RunInput;
 use baton_core::{
     Agent, ApiError, ErrorCode, Refusal,
     api::ResumeResponse,
@@ -115,7 +115,15 @@ pub(super) async fn rewind_session(
             // A sub-agent call given back whose child has ended since is answered by that end
             // (no workflow of the child will report it again).
             if pending.iter().any(|call| call.kind.is_sub_agent())
-                && let Some((run_id, workflow_id)) = report_ended_children(state, &address).await?
+                && let Some((run_id, workflow_id)) = start_parent_of_ended_children(
+                    &state.temporal,
+                    &state.store,
+                    &state.registry,
+                    &state.task_queue,
+                    &state.policy,
+                    &address,
+                )
+                .await?
             {
                 tracing::info!(%session_id, checkpoint_id, %workflow_id, "session rewound; its ended children answered it");
                 return Ok(ResumeResponse {
@@ -150,28 +158,4 @@ pub(super) async fn rewind_session(
             ),
         )),
     }
-}
-
-/// Reports the children of `parent` that ended while it awaited them (a rewind gave it back a
-/// sub-agent call whose child has already ended): the child's outcome answers the call, and
-/// when that completes the parent's batch, the parent's resumed run starts. Returns that run's
-/// (run id, workflow id).
-async fn report_ended_children(
-    state: &AppState,
-    parent: &SessionAddress,
-) -> Result<Option<(String, String)>, ApiError> {
-    let next = baton_activities::report_ended_children(
-        &state.store,
-        &state.registry,
-        parent,
-        &state.policy,
-    )
-    .await?;
-    let ParentNext::Resume { run, workflow_id } = next else {
-        return Ok(None);
-    };
-    let run_id = run.run_id.clone();
-    start_run_workflow(state, &workflow_id, *run).await?;
-    tracing::info!(session_id = %parent.session_id, %workflow_id, "an ended child's answer resumes its parent");
-    Ok(Some((run_id, workflow_id)))
 }

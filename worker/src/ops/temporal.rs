@@ -1,11 +1,14 @@
-//! What the operations ask of Temporal: starting a run's workflow or a suspended run's deadline
-//! workflow, and whether a workflow exists or runs. Every workflow the server starts uses
+//! What the operations ask of Temporal: starting a run's workflow (also a parent's that its ended
+//! children's reports resume) or a suspended run's deadline workflow, and whether a workflow
+//! exists or runs. Every workflow the server starts uses
 //! [`start_options`].
 
 use crate::state::AppState;
-use baton_activities::io::{DeadlineStart, RunInput};
+use baton_activities::io::{ActivityPolicy, DeadlineStart, ParentNext, RunInput};
 use baton_core::{
-    ApiError, ErrorCode, Store, chunk::RunError, store::RunRef, store::SessionState, store::Status,
+    AgentRegistry, ApiError, ErrorCode, Store,
+    chunk::RunError,
+    store::{RunRef, SessionAddress, SessionState, Status},
 };
 use baton_workflows::AgentRunWorkflow;
 use temporalio_client::{
@@ -96,6 +99,28 @@ pub(crate) async fn start_stored_run(
         run_error.code,
         format!("{}: {error}", run_error.message),
     ))
+}
+
+/// Reports the children of `parent` that ended while it awaited them (the idempotent report a
+/// child's workflow makes, `baton_activities::report_ended_children`) and, when that completes
+/// the parent's batch, starts the parent's resumed run as [`start_stored_run`] does. Answers that
+/// run's (run id, workflow id). For whoever acts outside the children's workflows: a rewind that
+/// gave a parent its sub-agent calls back, the zombie sweep that failed a child.
+pub(crate) async fn start_parent_of_ended_children(
+    temporal: &Client,
+    store: &Store,
+    registry: &AgentRegistry,
+    task_queue: &str,
+    policy: &ActivityPolicy,
+    parent: &SessionAddress,
+) -> Result<Option<(String, String)>, ApiError> {
+    let next = baton_activities::report_ended_children(store, registry, parent, policy).await?;
+    let ParentNext::Resume { run, workflow_id } = next else {
+        return Ok(None);
+    };
+    let run_id = run.run_id.clone();
+    start_stored_run(temporal, store, task_queue, &workflow_id, *run).await?;
+    Ok(Some((run_id, workflow_id)))
 }
 
 /// Starts the deadline workflow of a run that suspended without a workflow of its own (a rewind

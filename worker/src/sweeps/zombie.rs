@@ -7,7 +7,6 @@
 //! which resumes the parent when it completes the parent's batch.
 
 use super::{Cascade, repeat_until};
-use baton_activities::io::ParentNext;
 use baton_core::{
     ErrorCode,
     chunk::RunError,
@@ -117,28 +116,23 @@ async fn report_to_parent(store: &Store, temporal: &Client, cascade: &Cascade, r
             return;
         }
     };
-    let next =
-        baton_activities::report_ended_children(store, &cascade.registry, &parent, &cascade.policy)
-            .await;
-    let (run, workflow_id) = match next {
-        Ok(ParentNext::Resume { run, workflow_id }) => (run, workflow_id),
-        Ok(ParentNext::Nothing) => return,
-        Err(error) => {
-            tracing::warn!(%session_id, %error, "the sweep cannot report the failed child to its parent");
-            return;
-        }
-    };
-    if let Err(error) = crate::ops::temporal::start_stored_run(
+    match crate::ops::temporal::start_parent_of_ended_children(
         temporal,
         store,
+        &cascade.registry,
         &cascade.task_queue,
-        &workflow_id,
-        *run,
+        &cascade.policy,
+        &parent,
     )
     .await
     {
-        tracing::warn!(parent = %parent.session_id, error = %error.error, "the parent's resumed run could not start");
-        return;
+        Ok(Some((_run_id, workflow_id))) => {
+            tracing::info!(parent = %parent.session_id, %workflow_id, "a failed child's end resumes its parent");
+        }
+        Ok(None) => {}
+        Err(error) => {
+            tracing::warn!(%session_id, parent = %parent.session_id, error = %error.error,
+                "the sweep could not report the failed child to its parent, or start the parent's resumed run");
+        }
     }
-    tracing::info!(parent = %parent.session_id, %workflow_id, "a failed child's end resumes its parent");
 }
