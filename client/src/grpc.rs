@@ -111,12 +111,7 @@ fn failed(status: tonic::Status) -> Error {
 #[async_trait]
 impl Client for GrpcClient {
     async fn start(&self, agent: &str, message: &str) -> Result<StartResponse, Error> {
-        let request = StartRequest {
-            agent: agent.to_owned(),
-            message: message.to_owned(),
-            session_id: None,
-            state: None,
-        };
+        let request = StartRequest::new(agent, message);
         let answer = self
             .service()
             .start(self.request(v1::StartRequest::from(request)))

@@ -80,12 +80,7 @@ impl HttpClient {
 #[async_trait]
 impl Client for HttpClient {
     async fn start(&self, agent: &str, message: &str) -> Result<StartResponse, Error> {
-        let request = StartRequest {
-            agent: agent.to_owned(),
-            message: message.to_owned(),
-            session_id: None,
-            state: None,
-        };
+        let request = StartRequest::new(agent, message);
         self.post("start", &request).await
     }
 

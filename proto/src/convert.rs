@@ -31,6 +31,8 @@ pub enum Error {
     MessageJson(#[source] serde_json::Error),
     #[error("the initial state's JSON is malformed")]
     StateJson(#[source] serde_json::Error),
+    #[error("the metadata's JSON is not a JSON object")]
+    MetadataJson(#[source] serde_json::Error),
     #[error("the chunk's JSON is malformed")]
     ChunkJson(#[source] serde_json::Error),
     #[error("the chunk says sequence {wire} but its JSON says {json}")]
@@ -84,6 +86,11 @@ impl From<StartRequest> for v1::StartRequest {
             state_json: request
                 .state
                 .map(|state| serde_json::to_string(&state).expect("a JSON value serializes")),
+            user_id: request.user_id,
+            tags: request.tags,
+            metadata_json: request
+                .metadata
+                .map(|map| serde_json::to_string(&map).expect("a JSON object serializes")),
         }
     }
 }
@@ -99,6 +106,12 @@ impl TryFrom<v1::StartRequest> for StartRequest {
             state: request
                 .state_json
                 .map(|json| serde_json::from_str(&json).map_err(Error::StateJson))
+                .transpose()?,
+            user_id: request.user_id,
+            tags: request.tags,
+            metadata: request
+                .metadata_json
+                .map(|json| serde_json::from_str(&json).map_err(Error::MetadataJson))
                 .transpose()?,
         })
     }

@@ -1,6 +1,6 @@
 //! Request and answer bodies of the HTTP API, shared by the server and the client crate.
 
-use crate::{ApiError, ErrorCode};
+use crate::{ApiError, ErrorCode, meta::SessionMeta};
 use serde::{Deserialize, Serialize};
 
 /// Body of `POST /start`.
@@ -19,6 +19,40 @@ pub struct StartRequest {
     /// fields override the agent's defaults; the result must match the schema.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<serde_json::Value>,
+    /// The end user the session is for (see [`SessionMeta`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_id: Option<String>,
+    /// Short labels to search by.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    /// A small JSON object of the caller's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+impl StartRequest {
+    /// A start of `agent` with `message` and nothing else.
+    pub fn new(agent: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            agent: agent.into(),
+            message: message.into(),
+            session_id: None,
+            state: None,
+            user_id: None,
+            tags: Vec::new(),
+            metadata: None,
+        }
+    }
+
+    /// The session metadata this start carries (its fields stay flat on the wire, as the
+    /// body refuses unknown fields and serde cannot flatten with that).
+    pub fn meta(&self) -> SessionMeta {
+        SessionMeta {
+            user_id: self.user_id.clone(),
+            tags: self.tags.clone(),
+            metadata: self.metadata.clone(),
+        }
+    }
 }
 
 /// Answer of `POST /start`.

@@ -106,6 +106,7 @@ async fn a_start_seeds_the_state_over_its_defaults_and_a_refused_state_writes_no
             message: "go".into(),
             session_id: None,
             state_json: Some(r#"{"count": -1}"#.into()),
+            ..Default::default()
         })
         .await
         .unwrap_err();
@@ -128,6 +129,7 @@ async fn a_start_seeds_the_state_over_its_defaults_and_a_refused_state_writes_no
             message: "go".into(),
             session_id: None,
             state_json: Some(r#"{"notes": ["kept"], "count": 1}"#.into()),
+            ..Default::default()
         })
         .await
         .unwrap()

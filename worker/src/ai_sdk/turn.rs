@@ -49,10 +49,8 @@ pub(super) async fn user_turn(
         start_session(
             state,
             StartRequest {
-                agent,
-                message: text,
                 session_id: Some(chat_id.to_owned()),
-                state: None,
+                ..StartRequest::new(agent, text)
             },
         )
         .await?;

@@ -52,6 +52,7 @@ pub async fn start_session(
             ),
         )
     })?;
+    request.meta().check()?;
     let user_message = checked_message(request.message)?;
     let custom_state = seeded_state(agent, request.state.as_ref())?;
 

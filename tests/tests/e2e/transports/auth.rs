@@ -169,7 +169,7 @@ async fn raw_start(harness: &Harness, chosen: &str) -> Result<v1::StartResponse,
         agent: "chatter".into(),
         message: "hi".into(),
         session_id: Some(chosen.into()),
-        state_json: None,
+        ..Default::default()
     };
     service
         .start(request)
