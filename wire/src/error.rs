@@ -91,6 +91,20 @@ pub enum ErrorCode {
     FrameworkInternalError,
     /// Anything else; details are logged, never shown.
     Internal,
+    /// The producer mount (`{base}/{agentType}/…`): no such session, an agent type the mount
+    /// does not serve, or a session of another type than the route names.
+    #[serde(rename = "NOT_FOUND")]
+    #[strum(serialize = "NOT_FOUND")]
+    NotFound,
+    /// The producer mount's `start` for a session that exists (running, suspended or ended):
+    /// attach to it by its `streamId`, which the body carries; no second run was started.
+    #[serde(rename = "ALREADY_RUNNING")]
+    #[strum(serialize = "ALREADY_RUNNING")]
+    AlreadyRunning,
+    /// The producer mount cannot serve this read (a mount without usage).
+    #[serde(rename = "FEATURE_UNAVAILABLE")]
+    #[strum(serialize = "FEATURE_UNAVAILABLE")]
+    FeatureUnavailable,
 }
 
 /// The gRPC status codes Baton uses, numbered as in `google.rpc.Code`.
@@ -159,6 +173,9 @@ impl ErrorCode {
             Self::RunLost => (500, G::Aborted, false),
             Self::FrameworkInternalError => (500, G::Internal, false),
             Self::Internal => (500, G::Internal, false),
+            Self::NotFound => (404, G::NotFound, false),
+            Self::AlreadyRunning => (409, G::AlreadyExists, false),
+            Self::FeatureUnavailable => (404, G::NotFound, false),
         };
         Presentation {
             http_status,

@@ -12,6 +12,7 @@ pub mod ids;
 pub mod message;
 pub mod meta;
 pub mod refusal;
+pub mod remote;
 pub mod session;
 pub mod sse;
 pub mod submit;
@@ -56,5 +57,6 @@ mod tests {
         one_string_table::<crate::submit::SubmitStatus>();
         one_string_table::<crate::refusal::Payload>();
         one_string_table::<crate::refusal::NotStored>();
+        one_string_table::<crate::remote::Status>();
     }
 }

@@ -53,6 +53,9 @@ pub enum Refusal {
     RetryAfter { retry_after: u64 },
     /// `TRUNCATED`: `{"oldestRetainedSequence"}`, the stream's floor.
     Truncated { oldest_retained_sequence: u64 },
+    /// `ALREADY_RUNNING` (the producer mount's start): `{"streamId"}`, the existing session's
+    /// stream, to attach to.
+    AlreadyRunning { stream_id: String },
     /// `unknown_tool_call`, the call's run was stopped: `{"status": "unknown_tool_call",
     /// "reason": "run_stopped"}`.
     #[serde(with = "run_stopped")]
@@ -245,6 +248,12 @@ mod tests {
                     oldest_retained_sequence: 41,
                 },
                 r#"{"oldestRetainedSequence":41}"#,
+            ),
+            (
+                Refusal::AlreadyRunning {
+                    stream_id: "st1".into(),
+                },
+                r#"{"streamId":"st1"}"#,
             ),
             (Refusal::NoPendingCall, r#"{"status":"unknown_tool_call"}"#),
             (

@@ -10,6 +10,7 @@ pub mod demo;
 pub mod grpc;
 pub mod http;
 pub mod metrics;
+pub mod mount;
 pub mod ops;
 pub mod runner;
 pub mod state;

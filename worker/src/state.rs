@@ -48,6 +48,9 @@ pub struct ServerOptions {
     /// operation records it in each session it creates (the one place retention is set), so the
     /// store in [`AppState`] needs no setting of its own.
     pub stream_max_chunks: u64,
+    /// The producer mounts of the remote-agent protocol (by default one raw mount of every
+    /// agent type under [`crate::mount::DEFAULT_BASE_PATH`]); empty serves none.
+    pub mounts: Vec<crate::mount::Mount>,
 }
 
 impl Default for ServerOptions {
@@ -60,6 +63,7 @@ impl Default for ServerOptions {
             submits_per_minute: Some(DEFAULT_SUBMITS_PER_MINUTE),
             stream_max_chunks: DEFAULT_STREAM_MAX_CHUNKS,
             allow_client_session_ids: false,
+            mounts: vec![crate::mount::Mount::new(crate::mount::DEFAULT_BASE_PATH)],
         }
     }
 }

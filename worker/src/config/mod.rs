@@ -7,6 +7,7 @@ mod activities;
 mod auth;
 mod limits;
 mod model;
+mod mount;
 mod observe;
 mod redis;
 mod server;
@@ -41,6 +42,8 @@ pub(crate) struct Cli {
     #[command(flatten)]
     pub(crate) model: model::ModelArgs,
     #[command(flatten)]
+    pub(crate) mount: mount::MountArgs,
+    #[command(flatten)]
     pub(crate) observe: observe::ObserveArgs,
 }
 
@@ -66,6 +69,7 @@ impl Cli {
             submits_per_minute: self.limits.submits_per_minute(),
             allow_client_session_ids: self.server.allow_client_session_ids,
             stream_max_chunks: self.limits.stream_max_chunks,
+            mounts: self.mount.mounts()?,
         })
     }
 }
@@ -93,6 +97,34 @@ mod tests {
         assert_eq!(options.stream_max_chunks, defaults.stream_max_chunks);
         assert!(!options.verbose_errors && !options.resume_on_submit);
         assert!(!options.allow_client_session_ids);
+        assert_eq!(options.mounts.len(), 1);
+        assert_eq!(options.mounts[0].base_path(), "/agents");
+        assert!(!options.mounts[0].is_projected());
+        let narrowed = Cli::try_parse_from([
+            "batond",
+            "dev",
+            "--allow-unauthenticated",
+            "--mount-base-path",
+            "/internal/agents",
+            "--mount-agents",
+            "planner,researcher",
+            "--mount-state-fields",
+            "phase",
+        ])
+        .unwrap();
+        let mounts = narrowed.server_options().unwrap().mounts;
+        assert_eq!(mounts[0].base_path(), "/internal/agents");
+        assert!(mounts[0].is_projected());
+        let none = Cli::try_parse_from(["batond", "dev", "--allow-unauthenticated", "--no-mount"]);
+        assert!(none.unwrap().server_options().unwrap().mounts.is_empty());
+        let bad = Cli::try_parse_from([
+            "batond",
+            "dev",
+            "--allow-unauthenticated",
+            "--mount-base-path",
+            "agents/",
+        ]);
+        assert!(bad.unwrap().server_options().is_err());
         let no_auth = Cli::try_parse_from(["batond", "server"]).unwrap();
         assert!(no_auth.server_options().is_err());
     }

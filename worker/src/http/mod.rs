@@ -12,6 +12,7 @@ mod routes;
 mod sse;
 
 pub use error::HttpError;
+pub(crate) use extract::{SessionQuery, json_body, query};
 
 use crate::{auth::Auth, state::AppState};
 use axum::{
@@ -45,6 +46,7 @@ pub async fn serve(
         ),
         Auth::Builtin(_) | Auth::Custom(_) => {}
     }
+    crate::mount::check_mounts(&state.options.mounts).map_err(std::io::Error::other)?;
     let listener = listener.tap_io(|stream| {
         if let Err(error) = stream.set_nodelay(true) {
             tracing::debug!(%error, "TCP_NODELAY could not be set");
@@ -70,6 +72,7 @@ pub fn router(state: AppState) -> Router {
         .route("/metrics", get(metrics::metrics))
         .route_layer(from_fn_with_state(state.clone(), authenticate))
         .merge(chat::router(state.clone()))
+        .merge(crate::mount::routers(&state))
         .route("/healthz", get(|| async { "ok" }))
         .route_layer(from_fn_with_state(state.clone(), metrics::measure))
         .with_state(state)

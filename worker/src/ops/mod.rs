@@ -4,6 +4,7 @@
 //! and encode the answer. Every operation answers from Redis or by starting a workflow; none
 //! waits on a run.
 
+mod attach;
 mod body_limits;
 mod new_run;
 mod reads;
@@ -15,6 +16,7 @@ mod submit;
 pub(crate) mod temporal;
 mod tree;
 
+pub use attach::start_or_attach;
 pub use body_limits::{MAX_JSON_DEPTH, body_too_large, checked_body_size, checked_json_depth};
 pub use reads::{existing_session, session_snapshot, session_status, session_usage};
 pub use resume::resume_session;

@@ -1,0 +1,229 @@
+//! The producer mount: the remote-agent protocol's eight routes,
+//! `{base}/{agentType}/(start|resume|sse|status|snapshot|usage|interrupt|abort)`, over the
+//! operations (`crate::ops`), so that a consumer in another service (another Baton, or any
+//! service speaking the protocol) can run this server's agents as its sub-agents.
+//!
+//! A [`Mount`] says where the routes live, which agent types they serve and at what fidelity
+//! (a state projection and a usage projection). Its answers are the protocol's shapes
+//! (`baton_core::remote`) and its refusals one envelope, [`error::MountError`]. The server's
+//! auth gates every route, fail-closed. One file per concern: `error.rs` (the envelope),
+//! `guard.rs` (auth, the agent type and session checks, bodies), `start.rs`, `control.rs`
+//! (resume, interrupt, abort), `reads.rs` (status, snapshot, usage), `sse.rs` (the stream,
+//! projected) and `projection.rs` (what a projected mount changes).
+
+mod control;
+mod error;
+mod guard;
+mod projection;
+mod reads;
+mod sse;
+mod start;
+
+pub use projection::{StateProjection, UsageProjection};
+
+use crate::state::AppState;
+use axum::{
+    Router,
+    middleware::from_fn_with_state,
+    routing::{get, post},
+};
+use baton_core::store::StopKind;
+use std::{collections::BTreeSet, fmt, sync::Arc};
+
+/// The base path of the mount `batond` serves unless configured otherwise.
+pub const DEFAULT_BASE_PATH: &str = "/agents";
+
+/// One mount of the protocol's routes: its base path, the agent types it serves (all of the
+/// server's unless narrowed) and its fidelity. Built with the required base path first:
+/// `Mount::new("/agents").allow(["planner"]).keep_state_fields(["phase"])`.
+#[derive(Clone)]
+pub struct Mount {
+    base_path: String,
+    agents: Option<BTreeSet<String>>,
+    state_projection: Option<StateProjection>,
+    usage_projection: Option<UsageProjection>,
+    serves_usage: bool,
+}
+
+impl Mount {
+    /// A raw mount under `base_path` (e.g. `/agents`) of every agent type the server serves.
+    pub fn new(base_path: impl Into<String>) -> Self {
+        Self {
+            base_path: base_path.into(),
+            agents: None,
+            state_projection: None,
+            usage_projection: None,
+            serves_usage: true,
+        }
+    }
+
+    /// Serves only these agent types (a sub-agent's type too, if consumers read its sessions);
+    /// any other is `NOT_FOUND`.
+    pub fn allow<I, S>(mut self, agents: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.agents = Some(agents.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Makes this a projected mount: `snapshot` and the `end` chunk give `project(state)`, and
+    /// the stream carries no `state_patch` chunk (they would show the raw state).
+    pub fn project_state(
+        mut self,
+        project: impl Fn(&serde_json::Value) -> serde_json::Value + Send + Sync + 'static,
+    ) -> Self {
+        self.state_projection = Some(Arc::new(project));
+        self
+    }
+
+    /// A projected mount that keeps these top-level fields of the state and drops the rest:
+    /// the projection a configuration file or flag can name.
+    pub fn keep_state_fields<I, S>(self, fields: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let fields: BTreeSet<String> = fields.into_iter().map(Into::into).collect();
+        self.project_state(move |state| projection::kept_fields(state, &fields))
+    }
+
+    /// `usage` and the `end` chunk's `usage` give `project(rollup)` instead of the rollup. It
+    /// does not make the mount projected: `state_patch` chunks still pass.
+    pub fn project_usage(
+        mut self,
+        project: impl Fn(&baton_core::usage::UsageRollup) -> serde_json::Value + Send + Sync + 'static,
+    ) -> Self {
+        self.usage_projection = Some(Arc::new(project));
+        self
+    }
+
+    /// A mount that does not serve usage: `usage` answers `FEATURE_UNAVAILABLE` and consumers
+    /// skip their usage fold.
+    pub fn without_usage(mut self) -> Self {
+        self.serves_usage = false;
+        self
+    }
+
+    pub fn base_path(&self) -> &str {
+        &self.base_path
+    }
+
+    /// Whether the mount suppresses `state_patch` chunks.
+    pub fn is_projected(&self) -> bool {
+        self.state_projection.is_some()
+    }
+
+    /// Whether the mount serves `agent_type` (its allowlist; the registry is checked apart).
+    fn allows(&self, agent_type: &str) -> bool {
+        self.agents
+            .as_ref()
+            .is_none_or(|agents| agents.contains(agent_type))
+    }
+
+    /// Refuses a base path the router cannot serve: it starts with `/`, does not end with one,
+    /// and its segments are plain names.
+    pub fn check(&self) -> Result<(), String> {
+        let path = &self.base_path;
+        let plain = |segment: &str| {
+            !segment.is_empty()
+                && segment
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+        };
+        match path.strip_prefix('/') {
+            Some(rest) if rest.split('/').all(plain) => Ok(()),
+            _ => Err(format!(
+                "mount base path {path:?} must be /name or /name/name…, without a trailing /"
+            )),
+        }
+    }
+}
+
+impl fmt::Debug for Mount {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Mount")
+            .field("base_path", &self.base_path)
+            .field("agents", &self.agents)
+            .field("projected", &self.is_projected())
+            .field("usage_projected", &self.usage_projection.is_some())
+            .field("serves_usage", &self.serves_usage)
+            .finish()
+    }
+}
+
+/// What a mount's handlers share: the server's state and the mount.
+#[derive(Clone)]
+pub(crate) struct MountState {
+    pub(crate) app: AppState,
+    pub(crate) mount: Arc<Mount>,
+}
+
+/// The routes of every mount of the server's options, each behind the server's auth.
+pub(crate) fn routers(state: &AppState) -> Router<AppState> {
+    state
+        .options
+        .mounts
+        .iter()
+        .fold(Router::new(), |router, mount| {
+            router.merge(mount_router(state, mount))
+        })
+}
+
+fn mount_router(state: &AppState, mount: &Mount) -> Router<AppState> {
+    let shared = MountState {
+        app: state.clone(),
+        mount: Arc::new(mount.clone()),
+    };
+    let route = |action: &str| format!("{}/{{agent_type}}/{action}", mount.base_path);
+    Router::new()
+        .route(&route("start"), post(start::start))
+        .route(&route("resume"), post(control::resume))
+        .route(&route("interrupt"), control::stop(StopKind::Interrupt))
+        .route(&route("abort"), control::stop(StopKind::Abort))
+        .route(&route("status"), get(reads::status))
+        .route(&route("snapshot"), get(reads::snapshot))
+        .route(&route("usage"), get(reads::usage))
+        .route(&route("sse"), get(sse::sse))
+        .route_layer(from_fn_with_state(shared.clone(), guard::authenticate))
+        .with_state(shared)
+}
+
+/// Refuses mounts the router cannot serve together: a bad base path, or two on one path.
+pub fn check_mounts(mounts: &[Mount]) -> Result<(), String> {
+    let mut seen = BTreeSet::new();
+    for mount in mounts {
+        mount.check()?;
+        if !seen.insert(mount.base_path.as_str()) {
+            return Err(format!("two mounts on {:?}", mount.base_path));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base_paths_are_checked_and_allowlists_narrow() {
+        assert!(Mount::new("/agents").check().is_ok());
+        assert!(Mount::new("/internal/agents").check().is_ok());
+        for bad in ["", "/", "agents", "/agents/", "/a//b", "/{x}", "/a b"] {
+            assert!(Mount::new(bad).check().is_err(), "{bad:?}");
+        }
+        let twice = [Mount::new("/agents"), Mount::new("/agents")];
+        assert!(check_mounts(&twice).is_err());
+        let narrowed = Mount::new("/agents").allow(["planner"]);
+        assert!(narrowed.allows("planner") && !narrowed.allows("other"));
+        assert!(Mount::new("/agents").allows("anything"));
+        assert!(!Mount::new("/a").is_projected());
+        assert!(Mount::new("/a").keep_state_fields(["x"]).is_projected());
+        assert!(
+            !Mount::new("/a")
+                .project_usage(|_| serde_json::json!({}))
+                .is_projected()
+        );
+    }
+}

@@ -1,0 +1,172 @@
+//! `GET {base}/{agentType}/sse?sessionId=&fromSequence=`: the session's stream after the cursor
+//! (exclusive), at the mount's fidelity, each chunk with its own sequence as the SSE `id:`. The
+//! stream ends with the turn's `end`: the run's `end` chunk, or, when the session suspends for
+//! people, an `end` with status `paused` after its `suspended` chunk (carrying that chunk's
+//! sequence, so a reconnect from it gets the same `end` again while the session waits). A
+//! cursor below the retention floor is a last `error` event with the `TRUNCATED` envelope.
+
+use super::{MountState, error::MountError, guard::MountQuery};
+use crate::{auth::Principal, http::SessionQuery, metrics::FollowerGuard, stream::Follow};
+use axum::{
+    Extension,
+    extract::{Path, State},
+    response::sse::{Event, KeepAlive, Sse},
+};
+use baton_core::{
+    ApiError, ChunkKind, StreamChunk,
+    remote::Status,
+    store::{SessionAddress, Status as Baton},
+};
+use futures::{Stream, StreamExt, stream};
+use serde_json::{Value, json};
+use std::convert::Infallible;
+
+pub(super) async fn sse(
+    State(state): State<MountState>,
+    Extension(principal): Extension<Principal>,
+    Path(agent_type): Path<String>,
+    MountQuery(query): MountQuery<SessionQuery>,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, MountError> {
+    principal.may_act_on(&query.session_id)?;
+    let session = state.session(&agent_type, &query.session_id).await?;
+    let counted = FollowerGuard::new(&state.app.metrics.followers);
+    let follow = Follow::open(state.app.clone(), &query.session_id, query.from_sequence).await?;
+    let followed = MountFollow {
+        address: SessionAddress {
+            root_session_id: session.root_session_id,
+            session_id: session.session_id,
+        },
+        state,
+        follow,
+        position: query.from_sequence,
+        watch_pause: session.status == Baton::SuspendedClientTool,
+        done: false,
+    };
+    let events = stream::unfold((counted, followed), |(counted, mut followed)| async move {
+        let events = followed.next_events().await?;
+        Some((
+            stream::iter(events.into_iter().map(Ok)),
+            (counted, followed),
+        ))
+    })
+    .flatten();
+    Ok(Sse::new(events).keep_alive(KeepAlive::default()))
+}
+
+/// One follower of a session through a mount.
+struct MountFollow {
+    state: MountState,
+    address: SessionAddress,
+    follow: Follow,
+    /// The sequence of the last chunk read (shown or suppressed).
+    position: u64,
+    /// The session is (or has just been) suspended: look for the paused end after each read.
+    watch_pause: bool,
+    done: bool,
+}
+
+impl MountFollow {
+    /// The next events; `None` once the stream is over.
+    async fn next_events(&mut self) -> Option<Vec<Event>> {
+        if self.done {
+            return None;
+        }
+        if self.watch_pause
+            && let Some(end) = self.paused_end().await
+        {
+            self.done = true;
+            return Some(vec![end]);
+        }
+        let chunks = match self.follow.next_chunks().await? {
+            Ok(chunks) => chunks,
+            Err(error) => {
+                self.done = true;
+                return Some(vec![error_event(error)]);
+            }
+        };
+        let mut events: Vec<Event> = chunks.iter().filter_map(|c| self.event(c)).collect();
+        if let Some(last) = chunks.last() {
+            self.position = last.sequence;
+        }
+        if chunks
+            .iter()
+            .any(|c| matches!(c.kind, ChunkKind::Suspended { .. }))
+        {
+            self.watch_pause = true;
+        }
+        if self.watch_pause
+            && let Some(end) = self.paused_end().await
+        {
+            self.done = true;
+            events.push(end);
+        }
+        Some(events)
+    }
+
+    /// A chunk as the mount shows it, as an event with its sequence as the `id:`.
+    fn event(&self, chunk: &StreamChunk) -> Option<Event> {
+        let shown = self.state.mount.shown_chunk(chunk)?;
+        Some(
+            Event::default()
+                .id(chunk.sequence.to_string())
+                .data(shown.to_string()),
+        )
+    }
+
+    /// The `paused` end, when the session is suspended and the follower has read all of its
+    /// stream; `None` otherwise (a failed read is logged and looked at again after the next).
+    async fn paused_end(&mut self) -> Option<Event> {
+        let store = &self.state.app.store;
+        let read = async {
+            let Some(session) = store.session(&self.address).await? else {
+                return Ok(None);
+            };
+            if session.status != Baton::SuspendedClientTool || session.last_sequence > self.position
+            {
+                return Ok(None);
+            }
+            let rollup = store.usage_rollup(&self.address).await?.unwrap_or_default();
+            let custom_state = store.custom_state(&self.address).await?;
+            Ok::<_, baton_core::store::Error>(Some((session, rollup, custom_state)))
+        };
+        let (session, rollup, custom_state) = match read.await {
+            Ok(found) => found?,
+            Err(error) => {
+                tracing::warn!(%error, "reading a suspended session for its paused end failed");
+                return None;
+            }
+        };
+        let mut end = json!({
+            "sequence": session.last_sequence,
+            "streamId": session.stream_id,
+            "sessionId": session.session_id,
+            "agentId": session.session_id,
+            "runId": session.run_id,
+            "timestamp": now_ms(),
+            "type": "end",
+            "status": Status::Paused,
+            "usage": self.state.mount.shown_usage(&rollup),
+        });
+        if let (Some(state), Some(fields)) = (custom_state, end.as_object_mut()) {
+            fields.insert("state".into(), self.state.mount.shown_state(state));
+        }
+        Some(
+            Event::default()
+                .id(session.last_sequence.to_string())
+                .data(end.to_string()),
+        )
+    }
+}
+
+/// A typed error as the stream's last event, named `error`: the mount's envelope.
+fn error_event(error: ApiError) -> Event {
+    let error = MountError::from(error);
+    let body: Value = serde_json::to_value(error.body()).unwrap_or(Value::Null);
+    Event::default().event("error").data(body.to_string())
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}

@@ -1,0 +1,90 @@
+//! The producer mount's start: a session of the caller's choosing, started once. A start for a
+//! session that exists, whatever its status, answers `ALREADY_RUNNING` with its `streamId` and
+//! starts nothing, so a consumer's retried start attaches to the session its first attempt made.
+
+use super::{no_session, start::start_session};
+use crate::state::AppState;
+use baton_core::{
+    ApiError, ErrorCode, Refusal,
+    api::StartRequest,
+    remote,
+    store::{SessionAddress, SessionState},
+};
+
+/// Starts `agent_type`'s session `request.session_id`, or refuses `ALREADY_RUNNING` (with the
+/// session's `streamId`) when it exists; `NOT_FOUND` when it exists as another agent type's. The
+/// request is checked first: a refused start writes nothing. The caller is an authenticated
+/// service principal: the public `/start`'s policy on chosen ids does not apply here.
+pub async fn start_or_attach(
+    state: &AppState,
+    agent_type: &str,
+    request: &remote::StartRequest,
+) -> Result<remote::StartResponse, ApiError> {
+    let message = request.first_message()?;
+    let address = SessionAddress::root(&request.session_id);
+    if let Some(existing) = existing(state, &address, &request.session_id).await? {
+        return Err(attach(&existing, agent_type));
+    }
+    let start = StartRequest {
+        session_id: Some(request.session_id.clone()),
+        state: request.state.clone(),
+        user_id: request.user_id.clone(),
+        tags: request.tags.clone(),
+        metadata: request.metadata.clone(),
+        ..StartRequest::new(agent_type, message)
+    };
+    match start_session(state, start).await {
+        Ok(started) => Ok(remote::StartResponse {
+            session_id: started.session_id,
+            stream_id: started.stream_id,
+            run_id: started.run_id,
+        }),
+        // Another start of the same id won the create script between the read and the write.
+        Err(error) if error.code == ErrorCode::SessionAlreadyExists => {
+            match existing(state, &address, &request.session_id).await? {
+                Some(existing) => Err(attach(&existing, agent_type)),
+                None => Err(error),
+            }
+        }
+        Err(error) => Err(error),
+    }
+}
+
+/// The session, if the id is well-formed (a root's) and it exists.
+async fn existing(
+    state: &AppState,
+    address: &SessionAddress,
+    session_id: &str,
+) -> Result<Option<SessionState>, ApiError> {
+    if !baton_core::ids::is_valid_name(session_id) {
+        return Err(ApiError::new(
+            ErrorCode::ValidationError,
+            "sessionId must be 1 to 64 characters of letters, digits, - and _ (no __)",
+        ));
+    }
+    Ok(state.store.session(address).await?)
+}
+
+/// The refusal of a start whose session exists: attach by its stream, or `NOT_FOUND` when the
+/// route's agent type is not the session's.
+fn attach(existing: &SessionState, agent_type: &str) -> ApiError {
+    if existing.agent_type != agent_type {
+        let mut missing = no_session(&existing.session_id);
+        missing.error = format!(
+            "no session {} of agent type {agent_type:?}",
+            existing.session_id
+        );
+        return missing;
+    }
+    ApiError::new(
+        ErrorCode::AlreadyRunning,
+        format!(
+            "session {} exists ({}); attach to its stream",
+            existing.session_id,
+            existing.status.as_str()
+        ),
+    )
+    .with(Refusal::AlreadyRunning {
+        stream_id: existing.stream_id.clone(),
+    })
+}
