@@ -81,6 +81,11 @@ pub fn test_worker_settings(task_queue: &str) -> WorkerSettings {
         heartbeat_every: Duration::from_millis(300),
         sticky_timeout: Duration::from_secs(1),
         graceful_shutdown: Duration::from_secs(1),
+        callbacks: Some(baton_worker::sweeps::CallbackSweep {
+            every: Duration::from_millis(200),
+            retry_after: Duration::from_millis(200),
+            timeout: Duration::from_secs(5),
+        }),
         ..WorkerSettings::new(task_queue)
     }
 }

@@ -78,14 +78,48 @@ impl StartRequest {
 }
 
 /// A callback a start asks for: the producer POSTs a [`CallbackBody`] to `url` each time a
-/// turn of the session ends, with `Authorization: Bearer <token>` and the body's HMAC-SHA256
-/// under `token` in [`CALLBACK_SIGNATURE_HEADER`]; retried until a 2xx.
+/// turn of the session ends, signed with the body's HMAC-SHA256 under `token` in
+/// [`CALLBACK_SIGNATURE_HEADER`] (the token itself is never sent); retried until a 2xx, and
+/// possibly delivered more than once (the body's `sequence` names the turn).
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Callback {
     pub url: String,
     /// A per-call secret of the consumer's; never logged or shown.
     pub token: String,
+}
+
+/// Longest callback URL, in bytes.
+pub const MAX_CALLBACK_URL_BYTES: usize = 2048;
+/// Shortest and longest callback token, in bytes.
+pub const CALLBACK_TOKEN_BYTES: std::ops::RangeInclusive<usize> = 16..=256;
+
+impl Callback {
+    /// Refuses a callback a producer cannot call or sign with as a `validation_error` (the
+    /// token is never echoed): an `http(s)://` URL of at most [`MAX_CALLBACK_URL_BYTES`] without
+    /// spaces or control characters, and a token of [`CALLBACK_TOKEN_BYTES`].
+    pub fn check(&self) -> Result<(), ApiError> {
+        let refuse = |message: String| Err(ApiError::new(ErrorCode::ValidationError, message));
+        let web = self.url.starts_with("http://") || self.url.starts_with("https://");
+        let clean = !self
+            .url
+            .chars()
+            .any(|c| c.is_control() || c.is_whitespace());
+        if !web || !clean || self.url.len() > MAX_CALLBACK_URL_BYTES {
+            return refuse(format!(
+                "callback.url must be an http:// or https:// URL of at most \
+                 {MAX_CALLBACK_URL_BYTES} bytes"
+            ));
+        }
+        if !CALLBACK_TOKEN_BYTES.contains(&self.token.len()) {
+            return refuse(format!(
+                "callback.token must be {} to {} bytes",
+                CALLBACK_TOKEN_BYTES.start(),
+                CALLBACK_TOKEN_BYTES.end()
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl std::fmt::Debug for Callback {
@@ -314,5 +348,18 @@ mod tests {
             token: "secret".into(),
         };
         assert!(!format!("{callback:?}").contains("secret"));
+        assert!(callback.check().is_err(), "a short token");
+        let good = Callback {
+            url: "https://consumer.example/callbacks/1".into(),
+            token: "t".repeat(16),
+        };
+        assert!(good.check().is_ok());
+        for url in ["ftp://x", "http://a b", "", "javascript:x"] {
+            let bad = Callback {
+                url: url.into(),
+                ..good.clone()
+            };
+            assert!(bad.check().is_err(), "{url}");
+        }
     }
 }

@@ -41,6 +41,9 @@ pub struct WorkerSettings {
     /// only an entry in the deadline index, which this worker sweeps every quarter of it (see
     /// [`crate::sweeps`]); `None`: every suspended run starts its deadline workflow.
     pub deadline_horizon: Option<Duration>,
+    /// The producer mount's callback sweep (see [`crate::sweeps`]); `None`: no sweep, and
+    /// callbacks wait for a worker that has one.
+    pub callbacks: Option<crate::sweeps::CallbackSweep>,
 }
 
 /// The default of [`WorkerSettings::zombie_grace`]: far above any write-to-start gap, and
@@ -58,6 +61,7 @@ impl WorkerSettings {
             zombie_grace: Some(DEFAULT_ZOMBIE_GRACE),
             policy: ActivityPolicy::default(),
             deadline_horizon: Some(DEFAULT_DEADLINE_HORIZON),
+            callbacks: Some(crate::sweeps::CallbackSweep::default()),
         }
     }
 }
@@ -113,6 +117,13 @@ pub async fn run_worker(
             shutdown.clone(),
         ))
     });
+    let callback_sweep = settings.callbacks.clone().map(|sweep| {
+        tokio::spawn(crate::sweeps::sweep_callbacks(
+            store.clone(),
+            sweep,
+            shutdown.clone(),
+        ))
+    });
     let runtime = Runtime::from_current_tokio(Default::default())?;
     let options = WorkerOptions::new(settings.task_queue.clone())
         .max_cached_workflows(settings.max_cached_workflows)
@@ -136,7 +147,10 @@ pub async fn run_worker(
     tracing::info!(task_queue = %settings.task_queue, "Temporal worker running");
     let outcome = worker.run().await;
     watcher.abort();
-    for sweep in [sweep, deadline_sweep].into_iter().flatten() {
+    for sweep in [sweep, deadline_sweep, callback_sweep]
+        .into_iter()
+        .flatten()
+    {
         sweep.abort();
     }
     outcome.context("the Temporal worker stopped with an error")

@@ -121,6 +121,12 @@ pub(crate) fn deadline_index_key(prefix: &str) -> String {
     format!("{prefix}:deadlineIndex")
 }
 
+/// The callback index of every session under `prefix` (a sorted set; see `callback.rs`):
+/// outside the sessions' slots, so no script touches it.
+pub(crate) fn callback_index_key(prefix: &str) -> String {
+    format!("{prefix}:callbackIndex")
+}
+
 /// The field of a stream entry that holds the chunk's JSON: all of it, or (beside
 /// [`CHUNK_HEADER_FIELD`]) the part after its header.
 pub(crate) const CHUNK_FIELD: &str = "c";

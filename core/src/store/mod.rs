@@ -22,6 +22,7 @@ pub use baton_wire::{
     usage::UsageRecord,
 };
 
+mod callback;
 mod connection;
 mod custom_state;
 mod deadline_index;
@@ -43,6 +44,7 @@ mod tree;
 mod types;
 mod usage;
 
+pub use callback::RegisteredCallback;
 pub use deadline_index::IndexedDeadline;
 pub use error::Error;
 pub use resume::{Claim, ClaimedRun, DrainedCall, NewRunId, NextRun, ResumeEntry, RunClaim};

@@ -170,10 +170,16 @@ pub(super) static REPORT_TO_PARENT: StoreScript = store_script!(
 );
 
 pub(super) static QUEUE_MESSAGE: StoreScript = store_script!("queue_message", [State, Stream]);
+pub(super) static REGISTER_CALLBACK: StoreScript =
+    store_script!("register_callback", [State, Stream]);
+pub(super) static CALLBACK_DELIVERED: StoreScript =
+    store_script!("callback_delivered", [State, Stream]);
 
 /// Every script, for the tests that read their text.
 #[cfg(test)]
-static ALL: [&StoreScript; 19] = [
+static ALL: [&StoreScript; 21] = [
+    &REGISTER_CALLBACK,
+    &CALLBACK_DELIVERED,
     &STAGE_STATE_PATCH,
     &QUEUE_MESSAGE,
     &START_CHILD,

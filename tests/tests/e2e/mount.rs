@@ -5,6 +5,7 @@
 //! nothing, and auth on every route. Fidelity (projections, snapshots, truncation) is in
 //! `mount/fidelity.rs`.
 
+mod callback;
 mod fidelity;
 
 use baton_client::Client as _;

@@ -32,6 +32,7 @@ pub(super) async fn resume(
     let session_id = request.session_id.clone();
     let resume = request.checked()?;
     let resumed = ops::resume_session(&state.app, &session_id, resume).await?;
+    ops::reindex_callback(&state.app, &session_id).await?;
     Ok(Json(ResumeResponse {
         session_id: resumed.session_id,
         run_id: resumed.run_id,

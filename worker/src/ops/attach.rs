@@ -1,6 +1,8 @@
 //! The producer mount's start: a session of the caller's choosing, started once. A start for a
 //! session that exists, whatever its status, answers `ALREADY_RUNNING` with its `streamId` and
 //! starts nothing, so a consumer's retried start attaches to the session its first attempt made.
+//! A start's callback is registered on the session either way (a retry that lost the first
+//! answer still gets its callback), and the worker's callback sweep delivers it.
 
 use super::{no_session, start::start_session};
 use crate::state::AppState;
@@ -21,9 +23,12 @@ pub async fn start_or_attach(
     request: &remote::StartRequest,
 ) -> Result<remote::StartResponse, ApiError> {
     let message = request.first_message()?;
+    if let Some(callback) = &request.callback {
+        callback.check()?;
+    }
     let address = SessionAddress::root(&request.session_id);
     if let Some(existing) = existing(state, &address, &request.session_id).await? {
-        return Err(attach(&existing, agent_type));
+        return Err(attached(state, &existing, agent_type, request).await);
     }
     let start = StartRequest {
         session_id: Some(request.session_id.clone()),
@@ -34,20 +39,67 @@ pub async fn start_or_attach(
         ..StartRequest::new(agent_type, message)
     };
     match start_session(state, start).await {
-        Ok(started) => Ok(remote::StartResponse {
-            session_id: started.session_id,
-            stream_id: started.stream_id,
-            run_id: started.run_id,
-        }),
+        Ok(started) => {
+            register_callback(state, &address, request).await?;
+            Ok(remote::StartResponse {
+                session_id: started.session_id,
+                stream_id: started.stream_id,
+                run_id: started.run_id,
+            })
+        }
         // Another start of the same id won the create script between the read and the write.
         Err(error) if error.code == ErrorCode::SessionAlreadyExists => {
             match existing(state, &address, &request.session_id).await? {
-                Some(existing) => Err(attach(&existing, agent_type)),
+                Some(existing) => Err(attached(state, &existing, agent_type, request).await),
                 None => Err(error),
             }
         }
         Err(error) => Err(error),
     }
+}
+
+/// The refusal of a start whose session exists, its callback registered first when the session
+/// is of the route's type.
+async fn attached(
+    state: &AppState,
+    existing: &SessionState,
+    agent_type: &str,
+    request: &remote::StartRequest,
+) -> ApiError {
+    let refusal = attach(existing, agent_type);
+    if refusal.code != ErrorCode::AlreadyRunning {
+        return refusal;
+    }
+    let address = SessionAddress::root(&existing.session_id);
+    match register_callback(state, &address, request).await {
+        Ok(()) => refusal,
+        Err(error) => error,
+    }
+}
+
+/// Registers the start's callback, if it has one.
+async fn register_callback(
+    state: &AppState,
+    address: &SessionAddress,
+    request: &remote::StartRequest,
+) -> Result<(), ApiError> {
+    if let Some(callback) = &request.callback {
+        state
+            .store
+            .register_callback(address, &callback.url, &callback.token)
+            .await?;
+    }
+    Ok(())
+}
+
+/// Puts a session whose callback is registered back in the callback index (a mount's resume
+/// starts a new turn, whose end is called back too).
+pub async fn reindex_callback(state: &AppState, session_id: &str) -> Result<(), ApiError> {
+    let address = SessionAddress::root(session_id);
+    if state.store.callback(&address).await?.is_some() {
+        state.store.index_callback(&address, 0).await?;
+    }
+    Ok(())
 }
 
 /// The session, if the id is well-formed (a root's) and it exists.

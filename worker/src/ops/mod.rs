@@ -16,7 +16,7 @@ mod submit;
 pub(crate) mod temporal;
 mod tree;
 
-pub use attach::start_or_attach;
+pub use attach::{reindex_callback, start_or_attach};
 pub use body_limits::{MAX_JSON_DEPTH, body_too_large, checked_body_size, checked_json_depth};
 pub use reads::{existing_session, session_snapshot, session_status, session_usage};
 pub use resume::resume_session;

@@ -1,10 +1,13 @@
 //! A worker's sweeps, each a loop of idempotent passes that every worker runs on its own: the
 //! zombie sweep (`zombie.rs`: sessions left `active` by a run whose workflow is gone) and the
-//! deadline sweep (`deadline.rs`: far deadlines whose workflow is due to start).
+//! deadline sweep (`deadline.rs`: far deadlines whose workflow is due to start) and the callback
+//! sweep (`callback.rs`: the producer mount's callbacks of ended turns).
 
+mod callback;
 mod deadline;
 mod zombie;
 
+pub use callback::{CallbackSweep, signature, sweep_callbacks, sweep_callbacks_once};
 pub use deadline::{DeadlineSweep, sweep_deadlines, sweep_deadlines_once};
 pub use zombie::{sweep_once, sweep_zombies};
 

@@ -1,0 +1,129 @@
+//! A session's callback (the producer mount's): where to POST when a turn of the session ends,
+//! and the last turn delivered, kept in the session's state hash (so they expire with it) and
+//! written by one script each; and the callback index, the sessions a worker's callback sweep
+//! looks at.
+//!
+//! The index is one sorted set per prefix (`<prefix>:callbackIndex`), scored by when to look
+//! next, outside every session's slot: like the deadline index it is written by plain commands
+//! next to the scripts, never inside one, and it is a hint, never the truth: the sweep reads the
+//! session before it acts and drops a member whose session or callback is gone.
+
+use super::{
+    Error, SessionAddress, Store,
+    keys::{self, Key},
+    scripts::{CALLBACK_DELIVERED, REGISTER_CALLBACK},
+};
+use redis::AsyncCommands;
+
+/// A session's callback, as registered, and the turn last delivered.
+#[derive(Clone, PartialEq, Eq)]
+pub struct RegisteredCallback {
+    pub url: String,
+    pub token: String,
+    /// The sequence of the last turn end delivered (0: none yet).
+    pub delivered: u64,
+}
+
+impl std::fmt::Debug for RegisteredCallback {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RegisteredCallback")
+            .field("url", &self.url)
+            .field("token", &"[token]")
+            .field("delivered", &self.delivered)
+            .finish()
+    }
+}
+
+/// The state hash fields of a callback.
+const URL: &str = "callbackUrl";
+const TOKEN: &str = "callbackToken";
+const DELIVERED: &str = "callbackDelivered";
+
+impl Store {
+    fn callback_index_key(&self) -> String {
+        keys::callback_index_key(&self.prefix)
+    }
+
+    /// Registers the session's callback (one script; a repeat replaces it) and indexes the
+    /// session for the sweep; `false` if there is no such session (nothing written).
+    pub async fn register_callback(
+        &self,
+        address: &SessionAddress,
+        url: &str,
+        token: &str,
+    ) -> Result<bool, Error> {
+        let registered: i64 = REGISTER_CALLBACK
+            .on(self, address)
+            .arg(url)
+            .arg(token)
+            .run(self)
+            .await?;
+        if registered == 1 {
+            self.index_callback(address, 0).await?;
+        }
+        Ok(registered == 1)
+    }
+
+    /// The session's callback, if it has one.
+    pub async fn callback(
+        &self,
+        address: &SessionAddress,
+    ) -> Result<Option<RegisteredCallback>, Error> {
+        let (url, token, delivered): (Option<String>, Option<String>, Option<u64>) = self
+            .conn()
+            .hget(self.key(address, Key::State), &[URL, TOKEN, DELIVERED])
+            .await?;
+        Ok(url.zip(token).map(|(url, token)| RegisteredCallback {
+            url,
+            token,
+            delivered: delivered.unwrap_or(0),
+        }))
+    }
+
+    /// Records the turn ending at `sequence` delivered (the mark only rises); `false` when it
+    /// was already (or the session is gone).
+    pub async fn callback_delivered(
+        &self,
+        address: &SessionAddress,
+        sequence: u64,
+    ) -> Result<bool, Error> {
+        let raised: i64 = CALLBACK_DELIVERED
+            .on(self, address)
+            .arg(sequence)
+            .run(self)
+            .await?;
+        Ok(raised == 1)
+    }
+
+    /// Indexes a root session for the callback sweep, due at `due_at` (ms since the epoch; 0:
+    /// now). Idempotent; a later call moves the time.
+    pub async fn index_callback(&self, address: &SessionAddress, due_at: u64) -> Result<(), Error> {
+        let _: () = self
+            .conn()
+            .zadd(self.callback_index_key(), &address.session_id, due_at)
+            .await?;
+        Ok(())
+    }
+
+    /// Takes a session out of the callback index.
+    pub async fn unindex_callback(&self, address: &SessionAddress) -> Result<(), Error> {
+        let _: () = self
+            .conn()
+            .zrem(self.callback_index_key(), &address.session_id)
+            .await?;
+        Ok(())
+    }
+
+    /// Up to `limit` indexed root sessions due at or before `until` (ms since the epoch).
+    pub async fn due_callbacks(
+        &self,
+        until: u64,
+        limit: usize,
+    ) -> Result<Vec<SessionAddress>, Error> {
+        let members: Vec<String> = self
+            .conn()
+            .zrangebyscore_limit(self.callback_index_key(), 0, until, 0, limit as isize)
+            .await?;
+        Ok(members.iter().map(SessionAddress::root).collect())
+    }
+}

@@ -1,0 +1,174 @@
+//! The producer's side of the callback: a start through the mount names a URL and a per-call
+//! token, and each time a turn of the session ends (paused for a person, or ended) the worker's
+//! sweep POSTs the turn to it, signed; a refused POST is tried again, and a worker killed before
+//! the turn ends takes nothing with it (the callback is in Redis; any worker delivers it).
+
+use super::{MountClient, chosen_id};
+use axum::{Router, body::Bytes, extract::State, http::HeaderMap, http::StatusCode, routing::post};
+use baton_client::Client as _;
+use baton_core::{message::ToolOutcome, remote::CallbackBody};
+use baton_tests::{Harness, WAIT_LIMIT, WorkerProcess, agents};
+use serde_json::json;
+use std::sync::{
+    Arc,
+    atomic::{AtomicUsize, Ordering},
+};
+use tokio::sync::mpsc;
+
+const TOKEN: &str = "consumer-call-token-0001";
+
+/// One POST the receiver got: its signature header and its body.
+struct Received {
+    signature: String,
+    body: Vec<u8>,
+}
+
+/// A local HTTP receiver of callbacks that refuses (503) its first `refusals` POSTs.
+struct Receiver {
+    url: String,
+    calls: mpsc::UnboundedReceiver<Received>,
+    attempts: Arc<AtomicUsize>,
+}
+
+impl Receiver {
+    async fn start(refusals: usize) -> Self {
+        let (sender, calls) = mpsc::unbounded_channel();
+        let attempts = Arc::new(AtomicUsize::new(0));
+        let counted = attempts.clone();
+        let app = Router::new()
+            .route(
+                "/callback",
+                post(
+                    move |State(sender): State<mpsc::UnboundedSender<Received>>,
+                          headers: HeaderMap,
+                          body: Bytes| {
+                        let counted = counted.clone();
+                        async move {
+                            if counted.fetch_add(1, Ordering::SeqCst) < refusals {
+                                return StatusCode::SERVICE_UNAVAILABLE;
+                            }
+                            let signature = headers
+                                .get("x-baton-signature")
+                                .and_then(|v| v.to_str().ok())
+                                .unwrap_or_default()
+                                .to_owned();
+                            let _ = sender.send(Received {
+                                signature,
+                                body: body.to_vec(),
+                            });
+                            StatusCode::NO_CONTENT
+                        }
+                    },
+                ),
+            )
+            .with_state(sender);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/callback", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        Self {
+            url,
+            calls,
+            attempts,
+        }
+    }
+
+    /// The next delivered callback, its signature checked against the token.
+    async fn next(&mut self) -> CallbackBody {
+        let received = tokio::time::timeout(WAIT_LIMIT, self.calls.recv())
+            .await
+            .expect("the callback arrives in time")
+            .expect("the receiver runs");
+        assert_eq!(
+            received.signature,
+            baton_worker::sweeps::signature(TOKEN, &received.body)
+        );
+        serde_json::from_slice(&received.body).unwrap()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_turn_end_is_called_back_signed_and_a_refused_post_is_tried_again() {
+    let harness = Harness::start(agents::registry()).await;
+    let mount = MountClient::new(&harness, "/agents", None);
+    let mut receiver = Receiver::start(1).await;
+    let session = chosen_id("cb");
+    let callback = json!({"url": receiver.url, "token": TOKEN});
+    let body = json!({"sessionId": session, "message": "go", "callback": callback});
+    let (status, started) = mount.post("asker_only", "start", body).await;
+    assert_eq!(status, reqwest::StatusCode::OK, "{started}");
+
+    // The turn pauses for the person: called back (after one refused attempt) as paused.
+    let paused = receiver.next().await;
+    assert!(receiver.attempts.load(Ordering::SeqCst) >= 2);
+    assert_eq!(paused.session_id, session);
+    assert_eq!(paused.agent_type, "asker_only");
+    assert_eq!(paused.stream_id, started["streamId"]);
+    assert_eq!(paused.status, baton_core::remote::Status::Paused);
+    let state = harness.client.status(&session).await.unwrap();
+    assert_eq!(paused.sequence, state.last_sequence);
+    assert_eq!(paused.run_id, state.run_id);
+
+    // The person answers and the consumer resumes: the next turn's end is called back too.
+    let call = state.suspension.unwrap().tool_call_ids[0].clone();
+    let answer = ToolOutcome::Result(json!({"answer": "Ada"}));
+    harness
+        .client
+        .submit(&session, &call, &answer)
+        .await
+        .unwrap();
+    let (status, _) = mount
+        .post(
+            "asker_only",
+            "resume",
+            json!({"sessionId": session, "mode": "continue"}),
+        )
+        .await;
+    assert_eq!(status, reqwest::StatusCode::OK);
+    let completed = receiver.next().await;
+    assert_eq!(completed.status, baton_core::remote::Status::Completed);
+    assert_eq!(
+        completed.output.as_deref(),
+        Some(r#"Hello {"answer":"Ada"}"#)
+    );
+    assert!(completed.sequence > paused.sequence);
+    assert_ne!(completed.run_id, paused.run_id);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_callback_is_refused_before_anything_is_written() {
+    let harness = Harness::start(agents::registry()).await;
+    let mount = MountClient::new(&harness, "/agents", None);
+    for callback in [
+        json!({"url": "ftp://consumer/cb", "token": TOKEN}),
+        json!({"url": "http://consumer/cb", "token": "short"}),
+        json!({"url": "http://consumer/cb"}),
+    ] {
+        let body = json!({"sessionId": chosen_id("bad"), "message": "go", "callback": callback});
+        let (status, refused) = mount.post("two_steps", "start", body).await;
+        assert_eq!(status, reqwest::StatusCode::BAD_REQUEST);
+        assert_eq!(refused["code"], "validation_error");
+        assert!(!refused["error"].as_str().unwrap().contains(TOKEN));
+    }
+    harness.assert_nothing_written().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_killed_before_the_turn_ends_loses_no_callback() {
+    let executable = env!("CARGO_BIN_EXE_baton-test-worker");
+    let harness = Harness::server_only(agents::registry()).await;
+    let worker = WorkerProcess::spawn(executable, &harness, true);
+    let mount = MountClient::new(&harness, "/agents", None);
+    let mut receiver = Receiver::start(0).await;
+    let session = chosen_id("cbkill");
+    let callback = json!({"url": receiver.url, "token": TOKEN});
+    let body = json!({"sessionId": session, "message": "go", "callback": callback});
+    let (status, _) = mount.post("holder", "start", body).await;
+    assert_eq!(status, reqwest::StatusCode::OK);
+    // The worker holds in the run's tool; it is killed and another one finishes the run.
+    let _replacement = worker.replace_when_holding(executable, &harness).await;
+    let ended = receiver.next().await;
+    assert_eq!(ended.session_id, session);
+    assert_eq!(ended.status, baton_core::remote::Status::Completed);
+    let state = harness.client.status(&session).await.unwrap();
+    assert_eq!(ended.sequence, state.last_sequence);
+}
