@@ -97,6 +97,7 @@ async fn run() -> anyhow::Result<()> {
                     zombie_grace: cli.temporal.zombie_grace(),
                     deadline_horizon: cli.temporal.deadline_horizon(),
                     policy: cli.activities.policy(),
+                    callbacks: cli.mount.callback_sweep(),
                     ..WorkerSettings::new(cli.temporal.task_queue.clone())
                 },
                 store,

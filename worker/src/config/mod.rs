@@ -115,8 +115,18 @@ mod tests {
         let mounts = narrowed.server_options().unwrap().mounts;
         assert_eq!(mounts[0].base_path(), "/internal/agents");
         assert!(mounts[0].is_projected());
-        let none = Cli::try_parse_from(["batond", "dev", "--allow-unauthenticated", "--no-mount"]);
-        assert!(none.unwrap().server_options().unwrap().mounts.is_empty());
+        assert!(narrowed.mount.callback_sweep().is_some());
+        let none = Cli::try_parse_from([
+            "batond",
+            "dev",
+            "--allow-unauthenticated",
+            "--no-mount",
+            "--callback-every-ms",
+            "0",
+        ]);
+        let none = none.unwrap();
+        assert!(none.server_options().unwrap().mounts.is_empty());
+        assert!(none.mount.callback_sweep().is_none());
         let bad = Cli::try_parse_from([
             "batond",
             "dev",

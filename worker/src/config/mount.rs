@@ -1,8 +1,13 @@
 //! Flags of the mount group: the producer mount of the remote-agent protocol, which `batond
-//! server` and `dev` serve by default for every agent type under `/agents`.
+//! server` and `dev` serve by default for every agent type under `/agents`, and the worker's
+//! sweep that delivers its callbacks.
 
-use baton_worker::mount::{DEFAULT_BASE_PATH, Mount};
+use baton_worker::{
+    mount::{DEFAULT_BASE_PATH, Mount},
+    sweeps::CallbackSweep,
+};
 use clap::Args;
+use std::time::Duration;
 
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Producer mount")]
@@ -29,6 +34,23 @@ pub(crate) struct MountArgs {
     /// Answer the mount's `usage` with FEATURE_UNAVAILABLE.
     #[arg(long, env = "BATON_MOUNT_NO_USAGE", global = true)]
     pub(crate) mount_no_usage: bool,
+    /// How often the worker delivers the mount's turn-end callbacks, in ms (worker and dev);
+    /// 0: this worker delivers none.
+    #[arg(
+        long,
+        env = "BATON_CALLBACK_EVERY_MS",
+        default_value_t = CallbackSweep::default().every.as_millis() as u64,
+        global = true
+    )]
+    pub(crate) callback_every_ms: u64,
+    /// How long after a refused or failed callback POST it is tried again, in ms.
+    #[arg(
+        long,
+        env = "BATON_CALLBACK_RETRY_MS",
+        default_value_t = CallbackSweep::default().retry_after.as_millis() as u64,
+        global = true
+    )]
+    pub(crate) callback_retry_ms: u64,
 }
 
 impl MountArgs {
@@ -49,5 +71,14 @@ impl MountArgs {
         }
         mount.check().map_err(anyhow::Error::msg)?;
         Ok(vec![mount])
+    }
+
+    /// The worker's callback sweep; `None` when its period is 0.
+    pub(crate) fn callback_sweep(&self) -> Option<CallbackSweep> {
+        (self.callback_every_ms > 0).then(|| CallbackSweep {
+            every: Duration::from_millis(self.callback_every_ms),
+            retry_after: Duration::from_millis(self.callback_retry_ms),
+            ..CallbackSweep::default()
+        })
     }
 }
