@@ -13,6 +13,23 @@ use toml::Spanned;
 pub(super) struct File {
     #[serde(default)]
     pub(super) agent: Vec<AgentEntry>,
+    #[serde(default)]
+    pub(super) mount: Vec<MountEntry>,
+}
+
+/// A producer mount the server serves beside its flag's (see `super::MountConfig`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct MountEntry {
+    pub(super) base_path: String,
+    pub(super) agents: Option<Vec<String>>,
+    pub(super) state_fields: Option<Vec<String>>,
+    #[serde(default = "yes")]
+    pub(super) usage: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 #[derive(Debug, Deserialize)]

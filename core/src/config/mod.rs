@@ -49,6 +49,12 @@
 //! [agent.state]                         # optional: the sessions' custom state
 //! schema = { type = "object", properties = { topic = { type = "string" } } }
 //! defaults = { topic = "" }             # must match the schema; a start may override fields
+//!
+//! [[mount]]                             # optional: a producer mount beside the server's own
+//! base_path = "/public/agents"
+//! agents = ["greeter"]                  # optional; default every agent type served
+//! state_fields = ["topic"]              # optional: a projected mount keeping these fields
+//! usage = false                         # optional; default true (false: FEATURE_UNAVAILABLE)
 //! ```
 //!
 //! A sub-agent's type may be declared in the file or in Rust; unknown types and cycles are
@@ -91,14 +97,47 @@ pub fn agents_from_toml_with(
     catalogue: &ToolCatalogue,
     models: &dyn ModelBuilder,
 ) -> Result<Vec<Agent>, ConfigError> {
-    let file: File = toml::from_str(text).map_err(|e| ConfigError {
-        line: e.span().map_or(1, |span| line_of(text, span.start)),
-        reason: e.message().to_owned(),
-    })?;
+    let file = parsed(text)?;
     file.agent
         .into_iter()
         .map(|entry| build::build_agent(text, entry, catalogue, models))
         .collect()
+}
+
+/// A producer mount declared in an agents file (`[[mount]]`): plain data, which the server
+/// builds into its mount.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MountConfig {
+    pub base_path: String,
+    /// The agent types it serves; `None`: all.
+    pub agents: Option<Vec<String>>,
+    /// The state fields a projected mount keeps; `None`: a raw mount.
+    pub state_fields: Option<Vec<String>>,
+    /// Whether `usage` is served.
+    pub serves_usage: bool,
+}
+
+/// The producer mounts an agents file declares (its `[[mount]]` tables), in order.
+pub fn mounts_from_toml(text: &str) -> Result<Vec<MountConfig>, ConfigError> {
+    let file = parsed(text)?;
+    Ok(file
+        .mount
+        .into_iter()
+        .map(|entry| MountConfig {
+            base_path: entry.base_path,
+            agents: entry.agents,
+            state_fields: entry.state_fields,
+            serves_usage: entry.usage,
+        })
+        .collect())
+}
+
+/// The file's TOML in its serde types, or the parser's complaint with its line.
+fn parsed(text: &str) -> Result<File, ConfigError> {
+    toml::from_str(text).map_err(|e| ConfigError {
+        line: e.span().map_or(1, |span| line_of(text, span.start)),
+        reason: e.message().to_owned(),
+    })
 }
 
 fn line_of(text: &str, offset: usize) -> usize {

@@ -296,3 +296,33 @@ fn provider_models_are_described_and_built_by_the_caller() {
     .unwrap_err();
     assert!(typo.reason.contains("unknown field `max_token`"), "{typo}");
 }
+
+#[test]
+fn mounts_are_read_beside_the_agents_and_checked_for_their_fields() {
+    let text = r#"
+[[mount]]
+base_path = "/public/agents"
+agents = ["greeter"]
+state_fields = ["topic"]
+usage = false
+
+[[mount]]
+base_path = "/internal/agents"
+"#;
+    let mounts = super::mounts_from_toml(text).unwrap();
+    assert_eq!(mounts.len(), 2);
+    assert_eq!(mounts[0].base_path, "/public/agents");
+    assert_eq!(
+        mounts[0].agents.as_deref(),
+        Some(&["greeter".to_owned()][..])
+    );
+    assert_eq!(
+        mounts[0].state_fields.as_deref(),
+        Some(&["topic".to_owned()][..])
+    );
+    assert!(!mounts[0].serves_usage);
+    assert!(mounts[1].serves_usage && mounts[1].agents.is_none());
+    let unknown = super::mounts_from_toml("[[mount]]\nbase_path = \"/a\"\nfields = []\n");
+    assert_eq!(unknown.unwrap_err().line, 3);
+    assert!(agents_from_toml(text, &catalogue()).unwrap().is_empty());
+}

@@ -69,7 +69,7 @@ impl Cli {
             submits_per_minute: self.limits.submits_per_minute(),
             allow_client_session_ids: self.server.allow_client_session_ids,
             stream_max_chunks: self.limits.stream_max_chunks,
-            mounts: self.mount.mounts()?,
+            mounts: self.mount.mounts(self.model.declared_mounts()?)?,
         })
     }
 }
@@ -137,6 +137,33 @@ mod tests {
         assert!(bad.unwrap().server_options().is_err());
         let no_auth = Cli::try_parse_from(["batond", "server"]).unwrap();
         assert!(no_auth.server_options().is_err());
+    }
+
+    #[test]
+    fn an_agents_file_adds_its_mounts_beside_the_flags() {
+        let path = std::env::temp_dir().join(format!("baton-mounts-{}.toml", std::process::id()));
+        let declared = "[[mount]]\nbase_path = \"/public/agents\"\nstate_fields = [\"phase\"]\n";
+        std::fs::write(&path, declared).unwrap();
+        let file = path.to_str().unwrap();
+        let cli =
+            Cli::try_parse_from(["batond", "dev", "--allow-unauthenticated", "--agents", file])
+                .unwrap();
+        let mounts = cli.server_options().unwrap().mounts;
+        assert_eq!(mounts.len(), 2);
+        assert_eq!(mounts[1].base_path(), "/public/agents");
+        assert!(mounts[1].is_projected() && !mounts[0].is_projected());
+        let twice = Cli::try_parse_from([
+            "batond",
+            "dev",
+            "--allow-unauthenticated",
+            "--agents",
+            file,
+            "--mount-base-path",
+            "/public/agents",
+        ])
+        .unwrap();
+        assert!(twice.server_options().is_err());
+        std::fs::remove_file(&path).unwrap();
     }
 
     #[test]

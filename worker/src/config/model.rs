@@ -3,7 +3,9 @@
 use anyhow::Context;
 use baton_core::{
     AgentRegistry, Model,
-    config::{ModelBuilder, ModelConfig, Provider, agents_from_toml_with},
+    config::{
+        ModelBuilder, ModelConfig, MountConfig, Provider, agents_from_toml_with, mounts_from_toml,
+    },
 };
 use baton_models::ProviderModels;
 use baton_worker::demo;
@@ -67,6 +69,16 @@ impl ModelArgs {
             agents.extend(declared);
         }
         AgentRegistry::new(agents).map_err(|e| anyhow::anyhow!("agents: {e}"))
+    }
+
+    /// The producer mounts the agents file declares (none without a file).
+    pub(crate) fn declared_mounts(&self) -> anyhow::Result<Vec<MountConfig>> {
+        let Some(path) = &self.agents else {
+            return Ok(Vec::new());
+        };
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read the agents file {}", path.display()))?;
+        mounts_from_toml(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
     }
 
     /// The `--model` configuration, with the conventional key variable of a hosted API.

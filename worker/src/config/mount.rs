@@ -2,8 +2,9 @@
 //! server` and `dev` serve by default for every agent type under `/agents`, and the worker's
 //! sweep that delivers its callbacks.
 
+use baton_core::config::MountConfig;
 use baton_worker::{
-    mount::{DEFAULT_BASE_PATH, Mount},
+    mount::{DEFAULT_BASE_PATH, Mount, check_mounts},
     sweeps::CallbackSweep,
 };
 use clap::Args;
@@ -54,8 +55,16 @@ pub(crate) struct MountArgs {
 }
 
 impl MountArgs {
-    /// The mounts the flags ask for; a base path the router cannot serve is refused.
-    pub(crate) fn mounts(&self) -> anyhow::Result<Vec<Mount>> {
+    /// The mounts the flags ask for, then those of the agents file (`[[mount]]`); a base path
+    /// the router cannot serve, or two mounts on one, is refused.
+    pub(crate) fn mounts(&self, declared: Vec<MountConfig>) -> anyhow::Result<Vec<Mount>> {
+        let mut mounts = self.flag_mount()?;
+        mounts.extend(declared.into_iter().map(declared_mount));
+        check_mounts(&mounts).map_err(anyhow::Error::msg)?;
+        Ok(mounts)
+    }
+
+    fn flag_mount(&self) -> anyhow::Result<Vec<Mount>> {
         if self.no_mount {
             return Ok(Vec::new());
         }
@@ -81,4 +90,19 @@ impl MountArgs {
             ..CallbackSweep::default()
         })
     }
+}
+
+/// A mount the agents file declares.
+fn declared_mount(config: MountConfig) -> Mount {
+    let mut mount = Mount::new(config.base_path);
+    if let Some(agents) = config.agents {
+        mount = mount.allow(agents);
+    }
+    if let Some(fields) = config.state_fields {
+        mount = mount.keep_state_fields(fields);
+    }
+    if !config.serves_usage {
+        mount = mount.without_usage();
+    }
+    mount
 }

@@ -133,6 +133,10 @@ impl Mount {
                     .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
         };
         match path.strip_prefix('/') {
+            // The chat routes (`/chat/{id}/…`) have the shape of a mount's.
+            Some(rest) if rest == "chat" || rest.starts_with("chat/") => Err(format!(
+                "mount base path {path:?} is taken by the chat routes"
+            )),
             Some(rest) if rest.split('/').all(plain) => Ok(()),
             _ => Err(format!(
                 "mount base path {path:?} must be /name or /name/name…, without a trailing /"
@@ -210,7 +214,9 @@ mod tests {
     fn base_paths_are_checked_and_allowlists_narrow() {
         assert!(Mount::new("/agents").check().is_ok());
         assert!(Mount::new("/internal/agents").check().is_ok());
-        for bad in ["", "/", "agents", "/agents/", "/a//b", "/{x}", "/a b"] {
+        for bad in [
+            "", "/", "agents", "/agents/", "/a//b", "/{x}", "/a b", "/chat",
+        ] {
             assert!(Mount::new(bad).check().is_err(), "{bad:?}");
         }
         let twice = [Mount::new("/agents"), Mount::new("/agents")];
