@@ -62,6 +62,27 @@ run_answering demo_hitl "Ask me something while you add 40 and 2." $'"blue"\ny\n
 echo
 run_answering demo_tree "Plan a short trip for me." $'"Lisbon"\n'
 
+# The producer mount: another service runs this server's agents as its remote sub-agents over
+# HTTP (docs/mount.md). Here curl plays that service: a start of a session id of its choosing,
+# the stream to the turn's end (paused: the agent waits for a person), a retried start that
+# attaches (409 ALREADY_RUNNING with the session's streamId, no second run), and the status.
+echo
+mount="http://$listen/agents/demo_hitl"
+remote_session="remote-demo-$$"
+say "the producer mount: POST $mount/start with the caller's own session id"
+curl -fsS -H 'content-type: application/json' \
+  -d "{\"sessionId\":\"$remote_session\",\"message\":\"Ask me something while you add 40 and 2.\"}" \
+  "$mount/start"
+echo
+say "its stream, to the turn's end (the last two events: suspended, then end with status paused)"
+curl -fsS -N "$mount/sse?sessionId=$remote_session" | grep '^data:' | tail -n 2
+say "the same start again attaches instead of starting a second run"
+curl -sS -H 'content-type: application/json' \
+  -d "{\"sessionId\":\"$remote_session\",\"message\":\"again\"}" "$mount/start"
+echo
+curl -fsS "$mount/status?sessionId=$remote_session"
+echo
+
 # The chat page talks to the demo_hitl agent in a browser; batond serves it until this script ends.
 echo
 say "the chat page: http://$listen/chat?agent=demo_hitl"

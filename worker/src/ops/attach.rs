@@ -133,7 +133,7 @@ fn attach(existing: &SessionState, agent_type: &str) -> ApiError {
         format!(
             "session {} exists ({}); attach to its stream",
             existing.session_id,
-            existing.status.as_str()
+            <&str>::from(remote::Status::of(existing.status))
         ),
     )
     .with(Refusal::AlreadyRunning {

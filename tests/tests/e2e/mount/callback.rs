@@ -156,7 +156,7 @@ async fn a_bad_callback_is_refused_before_anything_is_written() {
 async fn a_worker_killed_before_the_turn_ends_loses_no_callback() {
     let executable = env!("CARGO_BIN_EXE_baton-test-worker");
     let harness = Harness::server_only(agents::registry()).await;
-    let worker = WorkerProcess::spawn(executable, &harness, true);
+    let mut worker = WorkerProcess::spawn(executable, &harness, true);
     let mount = MountClient::new(&harness, "/agents", None);
     let mut receiver = Receiver::start(0).await;
     let session = chosen_id("cbkill");
@@ -164,8 +164,16 @@ async fn a_worker_killed_before_the_turn_ends_loses_no_callback() {
     let body = json!({"sessionId": session, "message": "go", "callback": callback});
     let (status, _) = mount.post("holder", "start", body).await;
     assert_eq!(status, reqwest::StatusCode::OK);
-    // The worker holds in the run's tool; it is killed and another one finishes the run.
-    let _replacement = worker.replace_when_holding(executable, &harness).await;
+    // The worker holds in the run's tool: the session runs, and Temporal says it executes.
+    let holding = tokio::time::timeout(WAIT_LIMIT, worker.holding()).await;
+    assert!(holding.expect("the worker holds in time"));
+    let (_, status) = mount.get("holder", "status", &session).await;
+    assert_eq!(status["status"], "running");
+    assert_eq!(status["isExecuting"], true);
+    assert_eq!(status["awaitingClientTool"], false);
+    // It is killed and another one finishes the run.
+    drop(worker);
+    let _replacement = WorkerProcess::spawn(executable, &harness, false);
     let ended = receiver.next().await;
     assert_eq!(ended.session_id, session);
     assert_eq!(ended.status, baton_core::remote::Status::Completed);
