@@ -83,6 +83,7 @@ pub fn test_worker_settings(task_queue: &str) -> WorkerSettings {
         graceful_shutdown: Duration::from_secs(1),
         callbacks: Some(baton_worker::sweeps::CallbackSweep {
             every: Duration::from_millis(200),
+            idle_every: Duration::from_millis(200),
             retry_after: Duration::from_millis(200),
             timeout: Duration::from_secs(5),
         }),

@@ -127,3 +127,59 @@ impl Store {
         Ok(members.iter().map(SessionAddress::root).collect())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{new_session, store};
+    use super::*;
+
+    #[tokio::test]
+    async fn a_callback_is_registered_on_a_session_only_and_its_mark_only_rises() {
+        let store = store().await;
+        let address = SessionAddress::root("s1");
+        assert!(
+            !store
+                .register_callback(&address, "http://c/1", "t")
+                .await
+                .unwrap()
+        );
+        assert_eq!(store.callback(&address).await.unwrap(), None);
+        assert!(store.due_callbacks(u64::MAX, 10).await.unwrap().is_empty());
+
+        new_session(&store, &address).await;
+        assert!(
+            store
+                .register_callback(&address, "http://c/1", "t1")
+                .await
+                .unwrap()
+        );
+        assert_eq!(
+            store.due_callbacks(0, 10).await.unwrap(),
+            vec![address.clone()]
+        );
+        assert!(store.callback_delivered(&address, 5).await.unwrap());
+        assert!(!store.callback_delivered(&address, 3).await.unwrap());
+        assert!(!store.callback_delivered(&address, 5).await.unwrap());
+        // A repeat replaces the URL and token and keeps the mark.
+        assert!(
+            store
+                .register_callback(&address, "http://c/2", "t2")
+                .await
+                .unwrap()
+        );
+        let callback = store.callback(&address).await.unwrap().unwrap();
+        assert_eq!(
+            (callback.url.as_str(), callback.delivered),
+            ("http://c/2", 5)
+        );
+        assert!(!format!("{callback:?}").contains("t2"));
+        // The session still reads as before: the fields are the callback's own.
+        assert_eq!(store.session(&address).await.unwrap().unwrap().run_id, "r1");
+
+        store.index_callback(&address, 1_000).await.unwrap();
+        assert!(store.due_callbacks(999, 10).await.unwrap().is_empty());
+        assert_eq!(store.due_callbacks(1_000, 10).await.unwrap().len(), 1);
+        store.unindex_callback(&address).await.unwrap();
+        assert!(store.due_callbacks(u64::MAX, 10).await.unwrap().is_empty());
+    }
+}

@@ -10,7 +10,7 @@
 use super::repeat_until;
 use baton_core::{
     remote::{CALLBACK_SIGNATURE_HEADER, CallbackBody, Status},
-    store::{RegisteredCallback, SessionState, Store},
+    store::{RegisteredCallback, SessionAddress, SessionState, Store},
 };
 use ring::hmac;
 use std::time::Duration;
@@ -21,6 +21,9 @@ use tokio_util::sync::CancellationToken;
 pub struct CallbackSweep {
     /// How often a pass runs, and how soon a running session is looked at again.
     pub every: Duration,
+    /// How soon a paused session whose turn was delivered is looked at again (a resume through
+    /// the mount looks at once; one through the public API is noticed by then).
+    pub idle_every: Duration,
     /// How long after a failed POST it is tried again.
     pub retry_after: Duration,
     /// How long one POST may take.
@@ -31,14 +34,18 @@ impl Default for CallbackSweep {
     fn default() -> Self {
         Self {
             every: Duration::from_secs(1),
+            idle_every: Duration::from_secs(30),
             retry_after: Duration::from_secs(5),
             timeout: Duration::from_secs(10),
         }
     }
 }
 
-/// Most sessions one pass looks at.
-const PASS_LIMIT: usize = 256;
+/// Most sessions read from the index at once; a pass reads batches until none is due.
+const BATCH: usize = 256;
+
+/// Most POSTs one pass has in flight: a slow consumer does not hold up the others.
+const IN_FLIGHT: usize = 16;
 
 /// Sweeps every `sweep.every` until `shutdown`.
 pub async fn sweep_callbacks(store: Store, sweep: CallbackSweep, shutdown: CancellationToken) {
@@ -55,59 +62,83 @@ pub async fn sweep_callbacks(store: Store, sweep: CallbackSweep, shutdown: Cance
     .await;
 }
 
-/// One pass: the turns delivered.
+/// One pass: every due session looked at (each is moved to its next time, so a batch is not
+/// read twice); answers how many turns were delivered.
 pub async fn sweep_callbacks_once(
     store: &Store,
     http: &reqwest::Client,
     sweep: &CallbackSweep,
 ) -> Result<usize, baton_core::store::Error> {
+    use futures::{StreamExt, TryStreamExt};
     let now = now_ms();
     let mut delivered = 0;
-    for address in store.due_callbacks(now, PASS_LIMIT).await? {
-        let (Some(session), Some(callback)) = (
-            store.session(&address).await?,
-            store.callback(&address).await?,
-        ) else {
-            store.unindex_callback(&address).await?;
-            continue;
-        };
-        let status = Status::of(session.status);
-        let later = |after: Duration| now + u64::try_from(after.as_millis()).unwrap_or(u64::MAX);
-        if !status.ends_a_turn() || session.last_sequence <= callback.delivered {
-            if status.ends_a_turn() && status != Status::Paused {
-                // Ended and delivered: a mount's resume indexes it again.
-                store.unindex_callback(&address).await?;
-            } else {
-                store.index_callback(&address, later(sweep.every)).await?;
-            }
-            continue;
-        }
-        match post(http, &session, &callback, status).await {
-            Ok(()) => {
-                store
-                    .callback_delivered(&address, session.last_sequence)
-                    .await?;
-                delivered += 1;
-                if status == Status::Paused {
-                    store.index_callback(&address, later(sweep.every)).await?;
-                } else {
-                    store.unindex_callback(&address).await?;
-                }
-            }
-            Err(error) => {
-                tracing::warn!(
-                    session_id = %address.session_id,
-                    url = %callback.url,
-                    %error,
-                    "a callback was not delivered; it is tried again"
-                );
-                store
-                    .index_callback(&address, later(sweep.retry_after))
-                    .await?;
-            }
+    loop {
+        let due = store.due_callbacks(now, BATCH).await?;
+        let full = due.len() == BATCH;
+        let outcomes: Vec<bool> = futures::stream::iter(due)
+            .map(|address| look_at(store, http, sweep, address, now))
+            .buffer_unordered(IN_FLIGHT)
+            .try_collect()
+            .await?;
+        delivered += outcomes.into_iter().filter(|sent| *sent).count();
+        if !full {
+            return Ok(delivered);
         }
     }
-    Ok(delivered)
+}
+
+/// Looks at one indexed session: delivers its ended turn if it has one not yet delivered, and
+/// moves it to its next time (or out of the index); `true` when a turn was delivered.
+async fn look_at(
+    store: &Store,
+    http: &reqwest::Client,
+    sweep: &CallbackSweep,
+    address: SessionAddress,
+    now: u64,
+) -> Result<bool, baton_core::store::Error> {
+    // At least a millisecond on, so the pass (due up to `now`) does not read the session again.
+    let later = |after: Duration| {
+        now.saturating_add(u64::try_from(after.as_millis()).unwrap_or(u64::MAX).max(1))
+    };
+    let (Some(session), Some(callback)) = (
+        store.session(&address).await?,
+        store.callback(&address).await?,
+    ) else {
+        store.unindex_callback(&address).await?;
+        return Ok(false);
+    };
+    let status = Status::of(session.status);
+    let undelivered = status.ends_a_turn() && session.last_sequence > callback.delivered;
+    if undelivered {
+        if let Err(error) = post(http, &session, &callback, status).await {
+            tracing::warn!(
+                session_id = %address.session_id,
+                url = %callback.url,
+                %error,
+                "a callback was not delivered; it is tried again"
+            );
+            store
+                .index_callback(&address, later(sweep.retry_after))
+                .await?;
+            return Ok(false);
+        }
+        store
+            .callback_delivered(&address, session.last_sequence)
+            .await?;
+    }
+    match status {
+        // The turn runs: look again soon.
+        Status::Running => store.index_callback(&address, later(sweep.every)).await?,
+        // Waiting for a person: its next turn starts with a resume.
+        Status::Paused => {
+            store
+                .index_callback(&address, later(sweep.idle_every))
+                .await?
+        }
+        // Ended and delivered: a resume through the mount indexes it again.
+        _ => store.unindex_callback(&address).await?,
+    }
+    Ok(undelivered)
 }
 
 /// POSTs the turn's body, signed; any answer but a 2xx is a failure.
