@@ -163,6 +163,15 @@ async fn a_chosen_session_starts_once_streams_to_its_end_and_then_attaches() {
         assert_eq!(frame.data["streamId"], stream_id);
     }
 
+    // Attaching at the end's own position gets the end again, not an empty stream.
+    let last = end.id.unwrap();
+    let again = mount.frames("two_steps", &session, last).await;
+    assert_eq!(again.len(), 1);
+    assert_eq!(again[0].id, Some(last));
+    for field in ["type", "status", "output", "sequence", "streamId", "usage"] {
+        assert_eq!(again[0].data[field], end.data[field], "{field}");
+    }
+
     let (status, answer) = mount.get("two_steps", "status", &session).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(answer["status"], "completed");

@@ -3,7 +3,10 @@
 //! stream ends with the turn's `end`: the run's `end` chunk, or, when the session suspends for
 //! people, an `end` with status `paused` after its `suspended` chunk (carrying that chunk's
 //! sequence, so a reconnect from it gets the same `end` again while the session waits). A
-//! cursor below the retention floor is a last `error` event with the `TRUNCATED` envelope.
+//! follower that attaches at or after the last chunk of a session whose turn has ended (paused,
+//! or ended) gets that turn's `end` at once, rebuilt from the session, rather than an empty
+//! stream. A cursor below the retention floor is a last `error` event with the `TRUNCATED`
+//! envelope.
 
 use super::{MountState, error::MountError, guard::MountQuery};
 use crate::{auth::Principal, http::SessionQuery, metrics::FollowerGuard, stream::Follow};
@@ -40,6 +43,7 @@ pub(super) async fn sse(
         follow,
         position: query.from_sequence,
         watch_pause: session.status == Baton::SuspendedClientTool,
+        at_open: Status::of(session.status).ends_a_turn(),
         done: false,
     };
     let events = stream::unfold((counted, followed), |(counted, mut followed)| async move {
@@ -62,6 +66,9 @@ struct MountFollow {
     position: u64,
     /// The session is (or has just been) suspended: look for the paused end after each read.
     watch_pause: bool,
+    /// The session's turn had ended when the follower attached: look for its end before the
+    /// first read (a follower past the last chunk would get nothing else).
+    at_open: bool,
     done: bool,
 }
 
@@ -71,8 +78,9 @@ impl MountFollow {
         if self.done {
             return None;
         }
-        if self.watch_pause
-            && let Some(end) = self.paused_end().await
+        let look = std::mem::take(&mut self.at_open);
+        if (look || self.watch_pause)
+            && let Some(end) = self.turn_end(!look).await
         {
             self.done = true;
             return Some(vec![end]);
@@ -95,7 +103,7 @@ impl MountFollow {
             self.watch_pause = true;
         }
         if self.watch_pause
-            && let Some(end) = self.paused_end().await
+            && let Some(end) = self.turn_end(true).await
         {
             self.done = true;
             events.push(end);
@@ -113,16 +121,23 @@ impl MountFollow {
         )
     }
 
-    /// The `paused` end, when the session is suspended and the follower has read all of its
-    /// stream; `None` otherwise (a failed read is logged and looked at again after the next).
-    async fn paused_end(&mut self) -> Option<Event> {
+    /// The end of the session's ended turn (only a paused one with `paused_only`), when the
+    /// follower has read all of its stream, rebuilt from the session: its status, output and
+    /// error, its state and rollup as the mount shows them, the last chunk's sequence. `None`
+    /// otherwise (a failed read is logged, and looked at again after the next read).
+    async fn turn_end(&self, paused_only: bool) -> Option<Event> {
         let store = &self.state.app.store;
         let read = async {
             let Some(session) = store.session(&self.address).await? else {
                 return Ok(None);
             };
-            if session.status != Baton::SuspendedClientTool || session.last_sequence > self.position
-            {
+            let status = Status::of(session.status);
+            let ended = if paused_only {
+                status == Status::Paused
+            } else {
+                status.ends_a_turn()
+            };
+            if !ended || session.last_sequence > self.position {
                 return Ok(None);
             }
             let rollup = store.usage_rollup(&self.address).await?.unwrap_or_default();
@@ -132,7 +147,7 @@ impl MountFollow {
         let (session, rollup, custom_state) = match read.await {
             Ok(found) => found?,
             Err(error) => {
-                tracing::warn!(%error, "reading a suspended session for its paused end failed");
+                tracing::warn!(%error, "reading a session for its turn's end failed");
                 return None;
             }
         };
@@ -144,11 +159,19 @@ impl MountFollow {
             "runId": session.run_id,
             "timestamp": now_ms(),
             "type": "end",
-            "status": Status::Paused,
+            "status": Status::of(session.status),
             "usage": self.state.mount.shown_usage(&rollup),
         });
-        if let (Some(state), Some(fields)) = (custom_state, end.as_object_mut()) {
-            fields.insert("state".into(), self.state.mount.shown_state(state));
+        if let Some(fields) = end.as_object_mut() {
+            if let Some(state) = custom_state {
+                fields.insert("state".into(), self.state.mount.shown_state(state));
+            }
+            if let Some(output) = session.output {
+                fields.insert("output".into(), Value::String(output));
+            }
+            if let Some(error) = session.error.and_then(|e| serde_json::to_value(e).ok()) {
+                fields.insert("error".into(), error);
+            }
         }
         Some(
             Event::default()
