@@ -180,3 +180,26 @@ async fn a_worker_killed_before_the_turn_ends_loses_no_callback() {
     let state = harness.client.status(&session).await.unwrap();
     assert_eq!(ended.sequence, state.last_sequence);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ended_session_resumed_through_the_mount_is_called_back_again() {
+    let harness = Harness::start(agents::registry()).await;
+    let mount = MountClient::new(&harness, "/agents", None);
+    let mut receiver = Receiver::start(0).await;
+    let session = chosen_id("cbagain");
+    let callback = json!({"url": receiver.url, "token": TOKEN});
+    let body = json!({"sessionId": session, "message": "hi", "callback": callback});
+    let (status, _) = mount.post("chatter", "start", body).await;
+    assert_eq!(status, reqwest::StatusCode::OK);
+    let first = receiver.next().await;
+    assert_eq!(first.status, baton_core::remote::Status::Completed);
+
+    // Delivered and ended, the session left the index; the next turn puts it back.
+    let resume = json!({"sessionId": session, "mode": "with_message", "message": "again"});
+    let (status, resumed) = mount.post("chatter", "resume", resume).await;
+    assert_eq!(status, reqwest::StatusCode::OK, "{resumed}");
+    let second = receiver.next().await;
+    assert_eq!(second.status, baton_core::remote::Status::Completed);
+    assert!(second.sequence > first.sequence);
+    assert_eq!(second.run_id, resumed["runId"]);
+}
