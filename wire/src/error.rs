@@ -91,6 +91,11 @@ pub enum ErrorCode {
     FrameworkInternalError,
     /// Anything else; details are logged, never shown.
     Internal,
+    /// The HTTP API has no route at that path (gRPC answers an unknown method itself).
+    RouteNotFound,
+    /// The path is a route of the HTTP API, but not with that method (the `Allow` header lists
+    /// the methods it has).
+    MethodNotAllowed,
 }
 
 /// The gRPC status codes Baton uses, numbered as in `google.rpc.Code`.
@@ -105,6 +110,7 @@ pub enum GrpcCode {
     FailedPrecondition = 9,
     Aborted = 10,
     OutOfRange = 11,
+    Unimplemented = 12,
     Internal = 13,
     Unavailable = 14,
     Unauthenticated = 16,
@@ -159,6 +165,8 @@ impl ErrorCode {
             Self::RunLost => (500, G::Aborted, false),
             Self::FrameworkInternalError => (500, G::Internal, false),
             Self::Internal => (500, G::Internal, false),
+            Self::RouteNotFound => (404, G::NotFound, false),
+            Self::MethodNotAllowed => (405, G::Unimplemented, false),
         };
         Presentation {
             http_status,

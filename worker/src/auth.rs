@@ -161,12 +161,15 @@ impl BuiltinAuth {
     }
 }
 
+/// The credential of `Authorization: Bearer <credential>`; the scheme is case-insensitive
+/// (RFC 7235), so `bearer` and `BEARER` are the same.
 fn bearer(headers: &HeaderMap) -> Result<&str, ApiError> {
     headers
         .get(AUTHORIZATION)
         .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.strip_prefix("Bearer "))
-        .map(str::trim)
+        .and_then(|value| value.trim_start().split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, credential)| credential.trim())
         .filter(|credential| !credential.is_empty())
         .ok_or_else(|| unauthorized("missing bearer credentials"))
 }
@@ -207,6 +210,34 @@ mod tests {
         assert!(other_secret.verify(&token, 1_000).is_err());
         assert!(auth.verify("v1.s1.2000", 1_000).is_err());
         assert!(auth.verify("", 1_000).is_err());
+    }
+
+    #[test]
+    fn the_bearer_scheme_is_case_insensitive() {
+        let auth = auth();
+        for header in [
+            "Bearer op-key",
+            "bearer op-key",
+            "BEARER  op-key ",
+            "BeArEr op-key",
+        ] {
+            let mut headers = HeaderMap::new();
+            headers.insert(AUTHORIZATION, header.parse().unwrap());
+            assert_eq!(
+                auth.principal(bearer(&headers).unwrap()).unwrap(),
+                Principal::Operator,
+                "{header:?}"
+            );
+        }
+        for header in ["Basic op-key", "Bearer", "Bearer ", "Beareropkey", "op-key"] {
+            let mut headers = HeaderMap::new();
+            headers.insert(AUTHORIZATION, header.parse().unwrap());
+            assert_eq!(
+                bearer(&headers).unwrap_err().code,
+                ErrorCode::Unauthorized,
+                "{header:?}"
+            );
+        }
     }
 
     #[test]

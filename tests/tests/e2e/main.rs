@@ -18,6 +18,7 @@ mod local_model_step;
 mod log_cache;
 mod observe;
 mod providers;
+mod refusals;
 mod replay;
 mod resume;
 mod rewind;

@@ -1,13 +1,15 @@
 //! The HTTP API: an axum adapter over the operations (`crate::ops`). The router and the server
 //! are here; the handlers in `routes.rs` and `sse.rs`, the body guards in `body.rs`, the
-//! extractors in `extract.rs`, the one error response in `error.rs`, the request metrics in
-//! `metrics.rs` and the chat routes for the AI SDK's `useChat` in `chat/`.
+//! extractors in `extract.rs`, the one error response in `error.rs` (and `refusals.rs`, which
+//! gives every other refusal that body), the request metrics in `metrics.rs` and the chat routes
+//! for the AI SDK's `useChat` in `chat/`.
 
 mod body;
 mod chat;
 mod error;
 mod extract;
 mod metrics;
+mod refusals;
 mod routes;
 mod sse;
 
@@ -56,6 +58,9 @@ pub async fn serve(
 }
 
 /// The HTTP API. Every route but `/healthz` authenticates first (401 before anything is read).
+/// Every refusal, on every route and on no route (404, 405), is the one error body: the
+/// outermost layer ([`refusals::typed_refusals`]) types whatever is not, so a route added here or
+/// merged in later needs nothing of its own.
 pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/start", post(routes::start))
@@ -72,6 +77,7 @@ pub fn router(state: AppState) -> Router {
         .merge(chat::router(state.clone()))
         .route("/healthz", get(|| async { "ok" }))
         .route_layer(from_fn_with_state(state.clone(), metrics::measure))
+        .layer(from_fn_with_state(state.clone(), refusals::typed_refusals))
         .with_state(state)
 }
 
