@@ -79,12 +79,13 @@ pub fn client_call(
     tracing::info!(
         target: CLIENT_CALL_TARGET,
         event = event.name(),
-        // Ids a submit named are the request's: bounded like every request-taken field.
+        // Ids a submit named are the request's: bounded like every request-taken field. The
+        // tool is the agent's own (a checked name), and the metrics read it as a string.
         session_id = %bounded(ids.session_id),
         root_session_id = %bounded(ids.root_session_id),
         run_id = %bounded(ids.run_id),
         tool_call_id = %bounded(ids.tool_call_id),
-        tool = %bounded(ids.tool),
+        tool = ids.tool,
         reason,
         wait_ms,
         "{}",

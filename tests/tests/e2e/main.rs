@@ -16,6 +16,7 @@ mod finish;
 mod inspect;
 mod local_model_step;
 mod log_cache;
+mod log_fields;
 mod observe;
 mod providers;
 mod refusals;
