@@ -102,6 +102,10 @@ impl Auth {
     }
 }
 
+/// The shortest token secret `batond` accepts: an HMAC-SHA256 key of fewer bytes than its
+/// output is weaker than the tokens it signs.
+pub const MIN_TOKEN_SECRET_BYTES: usize = 32;
+
 /// How long a session token is valid unless configured otherwise.
 pub const DEFAULT_TOKEN_TTL: Duration = Duration::from_secs(3600);
 

@@ -12,6 +12,7 @@ mod redis;
 mod server;
 mod temporal;
 
+pub(crate) use auth::secrets_on_the_command_line;
 pub(crate) use observe::LogFormat;
 
 use baton_worker::ServerOptions;
@@ -95,6 +96,52 @@ mod tests {
         assert!(!options.allow_client_session_ids);
         let no_auth = Cli::try_parse_from(["batond", "server"]).unwrap();
         assert!(no_auth.server_options().is_err());
+    }
+
+    #[test]
+    fn weak_secrets_are_refused_and_flags_are_named() {
+        let refused = |arguments: &[&str]| {
+            let cli = Cli::try_parse_from(arguments).unwrap();
+            cli.server_options().unwrap_err().to_string()
+        };
+        let short = refused(&["batond", "server", "--api-key", "k", "--token-secret", "a"]);
+        assert!(short.contains("at least 32"), "{short}");
+        let almost = "s".repeat(31);
+        assert!(
+            refused(&[
+                "batond",
+                "server",
+                "--api-key",
+                "k",
+                "--token-secret",
+                &almost
+            ])
+            .contains("31 bytes")
+        );
+        for keys in ["", "a,,b", " "] {
+            let empty = refused(&["batond", "server", "--api-key", keys]);
+            assert!(empty.contains("empty"), "{keys:?}: {empty}");
+        }
+        let strong = "s".repeat(32);
+        let arguments = [
+            "batond",
+            "server",
+            "--api-key",
+            "k",
+            "--token-secret",
+            &strong,
+        ];
+        let cli = Cli::try_parse_from(arguments).unwrap();
+        assert!(cli.server_options().is_ok());
+        let matches = Cli::command().try_get_matches_from(arguments).unwrap();
+        assert_eq!(
+            secrets_on_the_command_line(&matches),
+            ["--api-key", "--token-secret"]
+        );
+        let matches = Cli::command()
+            .try_get_matches_from(["batond", "server", "--allow-unauthenticated"])
+            .unwrap();
+        assert!(secrets_on_the_command_line(&matches).is_empty());
     }
 
     #[test]
