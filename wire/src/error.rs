@@ -96,6 +96,9 @@ pub enum ErrorCode {
     /// The path is a route of the HTTP API, but not with that method (the `Allow` header lists
     /// the methods it has).
     MethodNotAllowed,
+    /// The server holds as many connections as it is configured to (`--max-connections`); this
+    /// one is answered and closed. Another server, or this one a moment later, takes it.
+    ServerBusy,
 }
 
 /// The gRPC status codes Baton uses, numbered as in `google.rpc.Code`.
@@ -167,6 +170,7 @@ impl ErrorCode {
             Self::Internal => (500, G::Internal, false),
             Self::RouteNotFound => (404, G::NotFound, false),
             Self::MethodNotAllowed => (405, G::Unimplemented, false),
+            Self::ServerBusy => (503, G::Unavailable, true),
         };
         Presentation {
             http_status,

@@ -13,7 +13,7 @@ use crate::{
         stop_session,
     },
     state::AppState,
-    stream::Follow,
+    stream::{Credential, Follow},
 };
 use baton_core::{
     ApiError, ErrorCode,
@@ -257,12 +257,24 @@ impl baton_server::Baton for GrpcService {
         request: Request<v1::SubscribeRequest>,
     ) -> Result<Response<ChunkStream>, Status> {
         let principal = self.principal(&request).await?;
+        let credential = Credential::of(&request.metadata().clone().into_headers());
         let request = request.into_inner();
         principal.may_act_on(&request.session_id).map_err(refused)?;
+        let permit = self
+            .state
+            .streams
+            .followers
+            .admit(
+                self.state.options.follower_caps,
+                &request.session_id,
+                &credential,
+            )
+            .map_err(refused)?;
         let follow = Follow::open(
             self.state.clone(),
             &request.session_id,
             request.from_sequence,
+            permit,
         )
         .await
         .map_err(refused)?;

@@ -67,6 +67,8 @@ impl Cli {
             submits_per_minute: self.limits.submits_per_minute(),
             allow_client_session_ids: self.server.allow_client_session_ids,
             stream_max_chunks: self.limits.stream_max_chunks,
+            follower_caps: self.limits.follower_caps(),
+            connection_limits: self.limits.connection_limits()?,
         })
     }
 }
@@ -92,6 +94,8 @@ mod tests {
         assert_eq!(options.submit_limits, defaults.submit_limits);
         assert_eq!(options.submits_per_minute, defaults.submits_per_minute);
         assert_eq!(options.stream_max_chunks, defaults.stream_max_chunks);
+        assert_eq!(options.follower_caps, defaults.follower_caps);
+        assert_eq!(options.connection_limits, defaults.connection_limits);
         assert!(!options.verbose_errors && !options.resume_on_submit);
         assert!(!options.allow_client_session_ids);
         let no_auth = Cli::try_parse_from(["batond", "server"]).unwrap();

@@ -11,6 +11,7 @@ mod extract;
 mod metrics;
 mod refusals;
 mod routes;
+mod serve;
 mod sse;
 
 pub use error::HttpError;
@@ -25,15 +26,14 @@ use axum::{
 };
 use baton_core::store::StopKind;
 
-/// Serves the API on `listener` until `shutdown` resolves, then drains open requests. Small
-/// writes (SSE events) go out at once: Nagle's algorithm would hold them for the peer's delayed
-/// ACK (~40 ms).
+/// Serves the API on `listener` until `shutdown` resolves, then drains open requests, under the
+/// server's connection limits (`serve.rs`: a connection cap answered 503 `server_busy`, a
+/// deadline for a request's headers).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: AppState,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    use axum::serve::ListenerExt;
     match state.options.auth {
         Auth::Unset => {
             return Err(std::io::Error::other(
@@ -47,14 +47,8 @@ pub async fn serve(
         ),
         Auth::Builtin(_) | Auth::Custom(_) => {}
     }
-    let listener = listener.tap_io(|stream| {
-        if let Err(error) = stream.set_nodelay(true) {
-            tracing::debug!(%error, "TCP_NODELAY could not be set");
-        }
-    });
-    axum::serve(listener, router(state))
-        .with_graceful_shutdown(shutdown)
-        .await
+    let limits = state.options.connection_limits;
+    serve::serve_connections(listener, router(state), limits, shutdown).await
 }
 
 /// The HTTP API. Every route but `/healthz` authenticates first (401 before anything is read).
@@ -85,7 +79,9 @@ pub fn router(state: AppState) -> Router {
 async fn authenticate(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
     match state.options.auth.authenticate(request.headers()).await {
         Ok(principal) => {
+            let credential = crate::stream::Credential::of(request.headers());
             request.extensions_mut().insert(principal);
+            request.extensions_mut().insert(credential);
             next.run(request).await
         }
         Err(error) => HttpError::from(error).into_response(),
