@@ -3,6 +3,7 @@
 
 mod cluster;
 mod duplicates;
+mod exhaustion;
 mod generated;
 mod redis_freeze;
 mod redis_kill;
@@ -38,6 +39,7 @@ fn all() -> Vec<(&'static str, Scenario)> {
         ("redis-cluster", |c| Box::pin(cluster::run(c))),
         ("generated-requests", |c| Box::pin(generated::run(c))),
         ("temporal-restart", |c| Box::pin(temporal_restart::run(c))),
+        ("slow-loris-followers", |c| Box::pin(exhaustion::run(c))),
         ("soak", |c| Box::pin(soak::run(c))),
     ]
 }
