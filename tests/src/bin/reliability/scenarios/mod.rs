@@ -9,6 +9,7 @@ mod redis_freeze;
 mod redis_kill;
 mod soak;
 mod temporal_restart;
+mod tree_kill;
 mod two_servers;
 mod worker_kill;
 
@@ -27,6 +28,7 @@ type Scenario = for<'a> fn(&'a Campaign) -> futures::future::BoxFuture<'a, anyho
 fn all() -> Vec<(&'static str, Scenario)> {
     vec![
         ("worker-kill", |c| Box::pin(worker_kill::run(c))),
+        ("tree-worker-kill", |c| Box::pin(tree_kill::run(c))),
         ("duplicate-submits", |c| Box::pin(duplicates::run(c))),
         ("two-servers", |c| Box::pin(two_servers::run(c))),
         ("redis-kill-always", |c| {
