@@ -26,10 +26,16 @@ pub struct FollowerCaps {
 pub struct Credential(Option<String>);
 
 impl Credential {
-    /// The credential of a request's `Authorization` header.
+    /// The credential of a request's `Authorization` header: its scheme in lower case and its
+    /// credential trimmed, so that `bearer  x` is the same credential as `Bearer x`.
     pub fn of(headers: &axum::http::HeaderMap) -> Self {
         let digest = headers
             .get(axum::http::header::AUTHORIZATION)
+            .map(|value| {
+                let value = String::from_utf8_lossy(value.as_bytes());
+                let (scheme, credential) = value.trim().split_once(' ').unwrap_or(("", &value));
+                format!("{} {}", scheme.to_ascii_lowercase(), credential.trim())
+            })
             .map(|value| ring::digest::digest(&ring::digest::SHA256, value.as_bytes()));
         Self(digest.map(|digest| {
             digest.as_ref()[..16]
@@ -140,10 +146,14 @@ mod tests {
     use super::*;
 
     fn credential(bearer: &str) -> Credential {
+        header_credential(&format!("Bearer {bearer}"))
+    }
+
+    fn header_credential(authorization: &str) -> Credential {
         let mut headers = axum::http::HeaderMap::new();
         headers.insert(
             axum::http::header::AUTHORIZATION,
-            format!("Bearer {bearer}").parse().unwrap(),
+            authorization.parse().unwrap(),
         );
         Credential::of(&headers)
     }
@@ -188,6 +198,9 @@ mod tests {
         drop(held);
         assert_eq!(followers.of_session("s4"), 0);
         assert_ne!(credential("a"), credential("b"));
-        assert_eq!(credential("a"), credential("a"));
+        // The scheme's case and the spaces around the credential make no other credential.
+        for same in ["bearer a", "BEARER  a ", " Bearer a"] {
+            assert_eq!(header_credential(same), credential("a"), "{same:?}");
+        }
     }
 }
