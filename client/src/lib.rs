@@ -5,6 +5,7 @@
 
 mod grpc;
 mod http;
+pub mod render;
 
 /// The request, answer and chunk types the client speaks, for callers that build bodies.
 pub use baton_wire as wire;

@@ -3,17 +3,20 @@
 //! gRPC.
 
 use anyhow::Context;
-use baton_client::{Client, GrpcClient, HttpClient};
+use baton_client::{
+    Client, GrpcClient, HttpClient,
+    render::{Printer, field, json as json_line, json_pretty},
+};
 use baton_wire::{
-    ChunkKind, StreamChunk,
+    ChunkKind,
     chunk::EndStatus,
     message::{ToolError, ToolOutcome},
     session::ApprovalDecision,
 };
 use clap::{Parser, Subcommand};
 use futures::StreamExt;
+use std::collections::HashMap;
 use std::process::ExitCode;
-use std::{collections::HashMap, io::Write};
 
 #[derive(Debug, Parser)]
 #[command(name = "baton", version, about = "Talk to a Baton server")]
@@ -122,7 +125,8 @@ async fn main() -> ExitCode {
     match run(cli).await {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("baton: {error:#}");
+            // The message may carry what the server said: escaped like all it sends.
+            eprintln!("baton: {}", field(&format!("{error:#}")));
             ExitCode::FAILURE
         }
     }
@@ -152,7 +156,11 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 .await
                 .context("starting the session")?;
             if !cli.json {
-                println!("session {} (agent {agent})", started.session_id);
+                println!(
+                    "session {} (agent {})",
+                    field(&started.session_id),
+                    field(&agent)
+                );
             }
             follow(client, &started.session_id, 0, cli.json, answer).await
         }
@@ -176,7 +184,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 (None, None) => anyhow::bail!("give --result or --error"),
             };
             let answer = client.submit(&session_id, &tool_call_id, &outcome).await?;
-            println!("{}", serde_json::to_string(&answer)?);
+            println!("{}", json_line(&answer)?);
             Ok(ExitCode::SUCCESS)
         }
         Command::Resume {
@@ -201,10 +209,15 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             };
             if !cli.json {
                 match &resumed.workflow_id {
-                    Some(workflow_id) => {
-                        println!("resumed as run {} ({workflow_id})", resumed.run_id)
-                    }
-                    None => println!("resumed as run {}, which awaits answers", resumed.run_id),
+                    Some(workflow_id) => println!(
+                        "resumed as run {} ({})",
+                        field(&resumed.run_id),
+                        field(workflow_id)
+                    ),
+                    None => println!(
+                        "resumed as run {}, which awaits answers",
+                        field(&resumed.run_id)
+                    ),
                 }
             }
             follow(client, &session_id, before, cli.json, false).await
@@ -226,7 +239,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let answer = client
                 .submit_approval(&session_id, &tool_call_id, &approval_id, &decision)
                 .await?;
-            println!("{}", serde_json::to_string(&answer)?);
+            println!("{}", json_line(&answer)?);
             Ok(ExitCode::SUCCESS)
         }
         Command::Deny {
@@ -243,17 +256,17 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let answer = client
                 .submit_approval(&session_id, &tool_call_id, &approval_id, &decision)
                 .await?;
-            println!("{}", serde_json::to_string(&answer)?);
+            println!("{}", json_line(&answer)?);
             Ok(ExitCode::SUCCESS)
         }
         Command::Interrupt { session_id } => {
             let stopped = client.stop(&session_id, false).await?;
-            println!("{}", serde_json::to_string(&stopped)?);
+            println!("{}", json_line(&stopped)?);
             Ok(ExitCode::SUCCESS)
         }
         Command::Abort { session_id } => {
             let stopped = client.stop(&session_id, true).await?;
-            println!("{}", serde_json::to_string(&stopped)?);
+            println!("{}", json_line(&stopped)?);
             Ok(ExitCode::SUCCESS)
         }
         Command::Status { session_id } => print_json(&client.status(&session_id).await?),
@@ -264,7 +277,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 
 /// Prints an answer as indented JSON.
 fn print_json(answer: &impl serde::Serialize) -> anyhow::Result<ExitCode> {
-    println!("{}", serde_json::to_string_pretty(answer)?);
+    println!("{}", json_pretty(answer)?);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -313,8 +326,11 @@ async fn follow_quietly(
     while let Some(chunk) = chunks.next().await {
         let chunk = chunk.context("following the session's stream")?;
         match print {
-            Some(true) => println!("{}", serde_json::to_string(&chunk)?),
-            Some(false) => printer.print(&chunk),
+            Some(true) => println!("{}", json_line(&chunk)?),
+            Some(false) => {
+                // A closed terminal or pipe ends nothing: the follow goes on to the run's end.
+                let _ = printer.print(&mut std::io::stdout().lock(), &chunk);
+            }
             None => {}
         }
         match chunk.kind {
@@ -398,7 +414,7 @@ async fn follow(
                 for id in &leaves {
                     let (tool, input) = seen.calls.get(id).cloned().unwrap_or_default();
                     if let Some(approval_id) = seen.approvals.get(id) {
-                        eprint!("? approve {tool} {input} [y/N] > ");
+                        eprint!("? approve {} {} [y/N] > ", field(&tool), json_line(&input)?);
                         let line = read_line().await?;
                         let approved = matches!(line.trim(), "y" | "Y" | "yes");
                         let decision = ApprovalDecision {
@@ -411,7 +427,7 @@ async fn follow(
                             .await?;
                         continue;
                     }
-                    eprint!("? {tool} {input} > ");
+                    eprint!("? {} {} > ", field(&tool), json_line(&input)?);
                     let line = read_line().await?;
                     let result =
                         serde_json::from_str(&line).unwrap_or(serde_json::Value::String(line));
@@ -420,7 +436,7 @@ async fn follow(
                 }
                 let resumed = client.resume(session_id).await?;
                 if !json {
-                    println!("resumed as run {}", resumed.run_id);
+                    println!("resumed as run {}", field(&resumed.run_id));
                 }
                 from = after;
             }
@@ -436,108 +452,4 @@ async fn read_line() -> anyhow::Result<String> {
         Ok(line.trim_end_matches(['\r', '\n']).to_owned())
     })
     .await?
-}
-
-/// Renders chunks as readable lines; text deltas are printed as they arrive.
-#[derive(Default)]
-struct Printer {
-    in_text: bool,
-}
-
-impl Printer {
-    fn print(&mut self, chunk: &StreamChunk) {
-        let mut out = std::io::stdout().lock();
-        if self.in_text && !matches!(chunk.kind, ChunkKind::TextDelta { .. }) {
-            let _ = writeln!(out);
-            self.in_text = false;
-        }
-        let _ = match &chunk.kind {
-            ChunkKind::RunStart { agent_type } => {
-                writeln!(out, "▶ run {} of {agent_type}", chunk.header.run_id)
-            }
-            ChunkKind::StepStart { step } => writeln!(out, "── step {step}"),
-            ChunkKind::TextDelta { delta, .. } => {
-                self.in_text = true;
-                write!(out, "{delta}")
-            }
-            ChunkKind::ToolStart {
-                tool_name, input, ..
-            } => writeln!(out, "  → {tool_name} {input}"),
-            ChunkKind::ToolEnd {
-                tool_name,
-                result,
-                error,
-                ..
-            } => match (result, error) {
-                (_, Some(error)) => {
-                    writeln!(out, "  ✗ {tool_name}: {} ({})", error.message, error.code)
-                }
-                (Some(result), None) => writeln!(out, "  ← {tool_name} = {result}"),
-                (None, None) => writeln!(out, "  ← {tool_name}"),
-            },
-            ChunkKind::StepEnd { .. } => Ok(()),
-            ChunkKind::StepDiscarded { .. } => writeln!(out, "  (retrying the step)"),
-            ChunkKind::ToolApprovalRequest {
-                tool_name,
-                input,
-                approval_id,
-                ..
-            } => writeln!(
-                out,
-                "  ? approve {tool_name} {input} (approval {approval_id})"
-            ),
-            ChunkKind::Suspended { tool_call_ids, .. } => writeln!(
-                out,
-                "⏸ suspended, waiting for the answers to {}",
-                tool_call_ids.join(", ")
-            ),
-            ChunkKind::Rewind {
-                checkpoint_id,
-                stream_sequence,
-            } => writeln!(
-                out,
-                "↺ rewound to checkpoint {checkpoint_id} (stream position {stream_sequence})"
-            ),
-            ChunkKind::SubagentStart {
-                sub_session_id,
-                agent_type,
-                ..
-            } => writeln!(out, "  ⤷ sub-agent {agent_type} ({sub_session_id})"),
-            ChunkKind::SubagentEnd {
-                sub_session_id,
-                status,
-                ..
-            } => writeln!(
-                out,
-                "  ⤶ sub-agent {sub_session_id} {}",
-                <&str>::from(status)
-            ),
-            ChunkKind::StatePatch { patch, .. } => writeln!(out, "  ≔ state {patch}"),
-            ChunkKind::End {
-                status,
-                output,
-                error,
-                usage,
-                state,
-            } => match status {
-                EndStatus::Interrupted => writeln!(out, "■ interrupted"),
-                EndStatus::Completed => writeln!(
-                    out,
-                    "✓ completed: {} ({} tokens in, {} out){}",
-                    output.as_deref().unwrap_or(""),
-                    usage.tokens.input_tokens,
-                    usage.tokens.output_tokens,
-                    state
-                        .as_ref()
-                        .map(|state| format!("\n  state: {state}"))
-                        .unwrap_or_default()
-                ),
-                EndStatus::Failed => match error {
-                    Some(error) => writeln!(out, "✗ failed: {} ({})", error.message, error.code),
-                    None => writeln!(out, "✗ failed"),
-                },
-            },
-        };
-        let _ = out.flush();
-    }
 }

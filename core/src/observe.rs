@@ -2,6 +2,8 @@
 //! faults from them, the server's metrics count them (`baton-worker`'s event layer), and the
 //! fault campaign asserts on them. Never rename one; add new ones instead.
 
+use crate::escape::bounded;
+
 /// The target of every client-call event, so a subscriber can select them.
 pub const CLIENT_CALL_TARGET: &str = "baton::client_call";
 
@@ -77,10 +79,12 @@ pub fn client_call(
     tracing::info!(
         target: CLIENT_CALL_TARGET,
         event = event.name(),
-        session_id = ids.session_id,
-        root_session_id = ids.root_session_id,
-        run_id = ids.run_id,
-        tool_call_id = ids.tool_call_id,
+        // Ids a submit named are the request's: bounded like every request-taken field. The
+        // tool is the agent's own (a checked name), and the metrics read it as a string.
+        session_id = %bounded(ids.session_id),
+        root_session_id = %bounded(ids.root_session_id),
+        run_id = %bounded(ids.run_id),
+        tool_call_id = %bounded(ids.tool_call_id),
         tool = ids.tool,
         reason,
         wait_ms,

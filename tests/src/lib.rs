@@ -203,6 +203,21 @@ pub fn open_options() -> ServerOptions {
     }
 }
 
+/// Server options with built-in auth: `key` is the one operator key, session tokens last ten
+/// minutes.
+pub fn keyed_options(key: &str) -> ServerOptions {
+    ServerOptions {
+        auth: baton_worker::auth::Auth::Builtin(std::sync::Arc::new(
+            baton_worker::auth::BuiltinAuth::new(
+                vec![key.to_owned()],
+                b"a test secret of thirty-two bytes",
+                Duration::from_secs(600),
+            ),
+        )),
+        ..Default::default()
+    }
+}
+
 impl Harness {
     /// Server and in-process worker.
     pub async fn start(registry: AgentRegistry) -> Self {

@@ -105,6 +105,14 @@ pub enum ErrorCode {
     #[serde(rename = "FEATURE_UNAVAILABLE")]
     #[strum(serialize = "FEATURE_UNAVAILABLE")]
     FeatureUnavailable,
+    /// The HTTP API has no route at that path (gRPC answers an unknown method itself).
+    RouteNotFound,
+    /// The path is a route of the HTTP API, but not with that method (the `Allow` header lists
+    /// the methods it has).
+    MethodNotAllowed,
+    /// The server holds as many connections as it is configured to (`--max-connections`); this
+    /// one is answered and closed. Another server, or this one a moment later, takes it.
+    ServerBusy,
 }
 
 /// The gRPC status codes Baton uses, numbered as in `google.rpc.Code`.
@@ -119,6 +127,7 @@ pub enum GrpcCode {
     FailedPrecondition = 9,
     Aborted = 10,
     OutOfRange = 11,
+    Unimplemented = 12,
     Internal = 13,
     Unavailable = 14,
     Unauthenticated = 16,
@@ -176,6 +185,9 @@ impl ErrorCode {
             Self::NotFound => (404, G::NotFound, false),
             Self::AlreadyRunning => (409, G::AlreadyExists, false),
             Self::FeatureUnavailable => (404, G::NotFound, false),
+            Self::RouteNotFound => (404, G::NotFound, false),
+            Self::MethodNotAllowed => (405, G::Unimplemented, false),
+            Self::ServerBusy => (503, G::Unavailable, true),
         };
         Presentation {
             http_status,

@@ -102,6 +102,10 @@ impl Auth {
     }
 }
 
+/// The shortest token secret `batond` accepts: an HMAC-SHA256 key of fewer bytes than its
+/// output is weaker than the tokens it signs.
+pub const MIN_TOKEN_SECRET_BYTES: usize = 32;
+
 /// How long a session token is valid unless configured otherwise.
 pub const DEFAULT_TOKEN_TTL: Duration = Duration::from_secs(3600);
 
@@ -161,12 +165,15 @@ impl BuiltinAuth {
     }
 }
 
+/// The credential of `Authorization: Bearer <credential>`; the scheme is case-insensitive
+/// (RFC 7235), so `bearer` and `BEARER` are the same.
 fn bearer(headers: &HeaderMap) -> Result<&str, ApiError> {
     headers
         .get(AUTHORIZATION)
         .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.strip_prefix("Bearer "))
-        .map(str::trim)
+        .and_then(|value| value.trim_start().split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, credential)| credential.trim())
         .filter(|credential| !credential.is_empty())
         .ok_or_else(|| unauthorized("missing bearer credentials"))
 }
@@ -207,6 +214,34 @@ mod tests {
         assert!(other_secret.verify(&token, 1_000).is_err());
         assert!(auth.verify("v1.s1.2000", 1_000).is_err());
         assert!(auth.verify("", 1_000).is_err());
+    }
+
+    #[test]
+    fn the_bearer_scheme_is_case_insensitive() {
+        let auth = auth();
+        for header in [
+            "Bearer op-key",
+            "bearer op-key",
+            "BEARER  op-key ",
+            "BeArEr op-key",
+        ] {
+            let mut headers = HeaderMap::new();
+            headers.insert(AUTHORIZATION, header.parse().unwrap());
+            assert_eq!(
+                auth.principal(bearer(&headers).unwrap()).unwrap(),
+                Principal::Operator,
+                "{header:?}"
+            );
+        }
+        for header in ["Basic op-key", "Bearer", "Bearer ", "Beareropkey", "op-key"] {
+            let mut headers = HeaderMap::new();
+            headers.insert(AUTHORIZATION, header.parse().unwrap());
+            assert_eq!(
+                bearer(&headers).unwrap_err().code,
+                ErrorCode::Unauthorized,
+                "{header:?}"
+            );
+        }
     }
 
     #[test]

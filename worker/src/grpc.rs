@@ -9,14 +9,16 @@ use crate::{
     metrics::grpc::GrpcMetricsLayer,
     ops::{
         MAX_MESSAGE_BYTES, checked_body_size, checked_json_depth, checked_start, checked_submit,
-        resume_session, session_snapshot, session_status, session_usage, stop_session,
+        refused_with_reason, resume_session, session_snapshot, session_status, session_usage,
+        stop_session,
     },
     state::AppState,
-    stream::Follow,
+    stream::{Credential, Follow},
 };
 use baton_core::{
     ApiError, ErrorCode,
     api::{ResumeRequest, StartRequest},
+    escape::bounded,
     store::StopKind,
 };
 use baton_proto::{
@@ -125,16 +127,24 @@ impl GrpcService {
 /// A refusal as a gRPC status (see [`status_from_api_error`]).
 fn refused(error: ApiError) -> Status {
     if error.code.presentation().http_status >= 500 {
-        tracing::error!(code = %error.code, error = %error.error, "gRPC request failed");
+        tracing::error!(code = %error.code, error = %bounded(&error.error), "gRPC request failed");
     } else {
-        tracing::debug!(code = %error.code, error = %error.error, "gRPC request refused");
+        tracing::debug!(code = %error.code, error = %bounded(&error.error), "gRPC request refused");
     }
     status_from_api_error(&error)
 }
 
-/// A request field the API does not have, refused as the HTTP API refuses a bad JSON body.
-fn malformed(error: baton_proto::convert::Error) -> Status {
-    refused(ApiError::new(ErrorCode::ValidationError, error.to_string()))
+/// A request field the API does not have, refused as the HTTP API refuses a bad JSON body: a
+/// fixed message, the field only in verbose answers.
+fn malformed(verbose: bool) -> impl Fn(baton_proto::convert::Error) -> Status {
+    move |error| {
+        refused(refused_with_reason(
+            ErrorCode::ValidationError,
+            "the request is not a valid request for this method",
+            error,
+            verbose,
+        ))
+    }
 }
 
 type ChunkStream = Pin<Box<dyn Stream<Item = Result<v1::Chunk, Status>> + Send>>;
@@ -149,7 +159,8 @@ impl baton_server::Baton for GrpcService {
             .await?
             .must_be_operator()
             .map_err(refused)?;
-        let request = StartRequest::try_from(request.into_inner()).map_err(malformed)?;
+        let request = StartRequest::try_from(request.into_inner())
+            .map_err(malformed(self.state.options.verbose_errors))?;
         let started = checked_start(&self.state, request).await.map_err(refused)?;
         Ok(Response::new(started.into()))
     }
@@ -159,7 +170,8 @@ impl baton_server::Baton for GrpcService {
         request: Request<v1::ResumeRequest>,
     ) -> Result<Response<v1::ResumeResponse>, Status> {
         let principal = self.principal(&request).await?;
-        let request = ResumeRequest::try_from(request.into_inner()).map_err(malformed)?;
+        let request = ResumeRequest::try_from(request.into_inner())
+            .map_err(malformed(self.state.options.verbose_errors))?;
         principal.may_act_on(&request.session_id).map_err(refused)?;
         let session_id = request.session_id.clone();
         let resume = request.checked().map_err(refused)?;
@@ -245,12 +257,24 @@ impl baton_server::Baton for GrpcService {
         request: Request<v1::SubscribeRequest>,
     ) -> Result<Response<ChunkStream>, Status> {
         let principal = self.principal(&request).await?;
+        let credential = Credential::of(&request.metadata().clone().into_headers());
         let request = request.into_inner();
         principal.may_act_on(&request.session_id).map_err(refused)?;
+        let permit = self
+            .state
+            .streams
+            .followers
+            .admit(
+                self.state.options.follower_caps,
+                &request.session_id,
+                &credential,
+            )
+            .map_err(refused)?;
         let follow = Follow::open(
             self.state.clone(),
             &request.session_id,
             request.from_sequence,
+            permit,
         )
         .await
         .map_err(refused)?;

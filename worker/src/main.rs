@@ -10,7 +10,7 @@ use baton_worker::{
     metrics::{Metrics, serve_metrics},
     run_worker, serve, serve_grpc,
 };
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 use config::{Cli, LogFormat, Role};
 use tokio_util::sync::CancellationToken;
 
@@ -26,9 +26,17 @@ async fn main() -> std::process::ExitCode {
 }
 
 async fn run() -> anyhow::Result<()> {
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches)?;
     let metrics = Metrics::default();
     init_logging(cli.observe.log_format, &metrics);
+    for flag in config::secrets_on_the_command_line(&matches) {
+        tracing::warn!(
+            flag,
+            "a secret given as a flag shows in `ps` to every user of this machine: set its \
+             BATON_* variable instead"
+        );
+    }
     let shutdown = CancellationToken::new();
     tokio::spawn(stop_on_signal(shutdown.clone()));
 

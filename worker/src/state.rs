@@ -1,9 +1,10 @@
 //! What every operation shares: the server's handles ([`AppState`]) and how it treats requests
 //! ([`ServerOptions`]), with the defaults `batond`'s flags take theirs from.
 
-use crate::auth::Auth;
+use crate::{auth::Auth, stream::FollowerCaps};
 use baton_activities::io::ActivityPolicy;
 use baton_core::{AgentRegistry, Store, submit::SubmitLimits};
+use std::time::Duration;
 use temporalio_client::Client;
 
 /// How many chunks a session's stream keeps by default.
@@ -11,6 +12,19 @@ pub const DEFAULT_STREAM_MAX_CHUNKS: u64 = 100_000;
 
 /// The default submit rate limit per session.
 pub const DEFAULT_SUBMITS_PER_MINUTE: u32 = 60;
+
+/// Open streams of one session a server serves by default (tabs, devices, a monitor).
+pub const DEFAULT_MAX_FOLLOWERS_PER_SESSION: usize = 32;
+
+/// Open streams of one credential a server serves by default, over all its sessions.
+pub const DEFAULT_MAX_FOLLOWERS_PER_CREDENTIAL: usize = 256;
+
+/// Connections the HTTP server holds by default; below the usual `ulimit -n` of 1024, so the
+/// server answers `server_busy` before it runs out of descriptors.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
+
+/// How long a connection may take to send a request's headers by default (slow-loris).
+pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What every handler shares. Cheap to clone.
 #[derive(Clone)]
@@ -51,6 +65,28 @@ pub struct ServerOptions {
     /// The producer mounts of the remote-agent protocol (by default one raw mount of every
     /// agent type under [`crate::mount::DEFAULT_BASE_PATH`]); empty serves none.
     pub mounts: Vec<crate::mount::Mount>,
+    /// Open streams per session and per credential on this server.
+    pub follower_caps: FollowerCaps,
+    /// The HTTP server's connection cap and header deadline.
+    pub connection_limits: ConnectionLimits,
+}
+
+/// What the HTTP server lets connections hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionLimits {
+    /// Open connections; past it a connection is answered 503 `server_busy` and closed.
+    pub max_connections: usize,
+    /// How long a connection may take to send a request's headers before it is closed.
+    pub header_read_timeout: Duration,
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> Self {
+        Self {
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+        }
+    }
 }
 
 impl Default for ServerOptions {
@@ -64,6 +100,11 @@ impl Default for ServerOptions {
             stream_max_chunks: DEFAULT_STREAM_MAX_CHUNKS,
             allow_client_session_ids: false,
             mounts: vec![crate::mount::Mount::new(crate::mount::DEFAULT_BASE_PATH)],
+            follower_caps: FollowerCaps {
+                per_session: DEFAULT_MAX_FOLLOWERS_PER_SESSION,
+                per_credential: DEFAULT_MAX_FOLLOWERS_PER_CREDENTIAL,
+            },
+            connection_limits: ConnectionLimits::default(),
         }
     }
 }

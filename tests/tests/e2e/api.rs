@@ -31,7 +31,7 @@ async fn refusals_are_typed_and_write_nothing() {
             start(r#"{"agent":"nope","message":"hi"}"#),
             StatusCode::NOT_FOUND,
             ErrorCode::UnknownAgentType,
-            "nope",
+            "unknown agent type",
         ),
         (
             start(r#"{"agent":"two_steps","message":" "}"#),
@@ -43,7 +43,7 @@ async fn refusals_are_typed_and_write_nothing() {
             start(r#"{"agent":"two_steps"}"#),
             StatusCode::BAD_REQUEST,
             ErrorCode::ValidationError,
-            "message",
+            "not a valid request",
         ),
         (
             start(r#"{"agent":"two_steps","message":"hi","sessionId":"mine"}"#),
@@ -120,7 +120,7 @@ async fn refusals_are_typed_and_write_nothing() {
             get("/sse?sessionId=x&fromSequence=-1"),
             StatusCode::BAD_REQUEST,
             ErrorCode::ValidationError,
-            "fromSequence",
+            "query string",
         ),
     ];
     for (request, status, code, mentions) in cases {

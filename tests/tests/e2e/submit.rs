@@ -155,6 +155,7 @@ async fn bodies_are_bounded_before_they_are_read() {
 
     let cap = SUBMIT_LIMIT_BYTES * 4;
     let oversized = Request::post("/submit-tool-result")
+        .header(header::CONTENT_TYPE, "application/json")
         .header(header::CONTENT_LENGTH, cap + 1)
         .body(Body::from(vec![b' '; cap + 1]))
         .unwrap();
@@ -171,6 +172,7 @@ async fn bodies_are_bounded_before_they_are_read() {
     assert_eq!(error.details["sizeBytes"], cap + 1);
 
     let malformed = Request::post("/submit-tool-result")
+        .header(header::CONTENT_TYPE, "application/json")
         .header(header::CONTENT_LENGTH, 9)
         .body(Body::from("{\"bad\": 1"))
         .unwrap();

@@ -18,6 +18,7 @@ use crate::{
 use baton_core::{
     ApiError, ErrorCode, Refusal,
     api::Resume,
+    escape::bounded,
     message::{ToolError, ToolOutcome, codes},
     refusal::NotStored,
     session::{ApprovalDecision, Continuation},
@@ -122,7 +123,7 @@ pub(super) async fn submit_answers(
         if let Some(cause) = failure_cause(&outcome) {
             tracing::warn!(
                 session_id,
-                tool_call_id = %part.tool_call_id,
+                tool_call_id = %bounded(&part.tool_call_id),
                 cause,
                 "chat answer not stored"
             );

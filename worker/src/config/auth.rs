@@ -1,23 +1,28 @@
-//! Flags of the auth group: operator keys, session tokens, or explicitly none.
+//! Flags of the auth group: operator keys, session tokens, or explicitly none. Secrets are
+//! checked before the server serves: no empty key, no token secret under 32 bytes. The
+//! variables are the recommended way to give them (a flag shows in `ps`).
 
-use baton_worker::auth::{Auth, BuiltinAuth, DEFAULT_TOKEN_TTL};
-use clap::Args;
+use baton_worker::auth::{Auth, BuiltinAuth, DEFAULT_TOKEN_TTL, MIN_TOKEN_SECRET_BYTES};
+use clap::{ArgMatches, Args, parser::ValueSource};
 use std::{sync::Arc, time::Duration};
 
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Auth")]
 pub(crate) struct AuthArgs {
     /// An operator API key (bearer); repeat for several. Enables built-in auth: `/start` then
-    /// answers a session token bound to the new session.
+    /// answers a session token bound to the new session. Prefer BATON_API_KEYS: a flag shows in
+    /// `ps`.
     #[arg(
         long = "api-key",
         env = "BATON_API_KEYS",
         value_delimiter = ',',
-        global = true
+        global = true,
+        hide_env_values = true
     )]
     pub(crate) api_keys: Vec<String>,
-    /// Secret that signs session tokens (servers sharing it accept each other's tokens). Without
-    /// it a random one is made, and tokens hold on this process only.
+    /// Secret that signs session tokens (servers sharing it accept each other's tokens), at
+    /// least 32 bytes (`openssl rand -base64 32`). Without it a random one is made, and tokens
+    /// hold on this process only. Prefer BATON_TOKEN_SECRET: a flag shows in `ps`.
     #[arg(
         long,
         env = "BATON_TOKEN_SECRET",
@@ -50,7 +55,18 @@ impl AuthArgs {
                  BATON_API_KEYS) or pass --allow-unauthenticated"
             );
         }
+        if self.api_keys.iter().any(|key| key.trim().is_empty()) {
+            anyhow::bail!(
+                "an operator key is empty (--api-key '' or an empty item in BATON_API_KEYS): \
+                 refusing a key anyone can send"
+            );
+        }
         let secret = match &self.token_secret {
+            Some(secret) if secret.len() < MIN_TOKEN_SECRET_BYTES => anyhow::bail!(
+                "the token secret is {} bytes; it must be at least {MIN_TOKEN_SECRET_BYTES} \
+                 (make one with `openssl rand -base64 32`)",
+                secret.len()
+            ),
             Some(secret) => secret.as_bytes().to_vec(),
             None => {
                 tracing::warn!("no --token-secret: session tokens hold on this process only");
@@ -66,4 +82,17 @@ impl AuthArgs {
             Duration::from_secs(self.token_ttl_secs),
         ))))
     }
+}
+
+/// The secret flags given on the command line rather than in their variables, which `ps` shows
+/// to every user of the machine: `batond` warns about each.
+pub(crate) fn secrets_on_the_command_line(matches: &ArgMatches) -> Vec<&'static str> {
+    [
+        ("api_keys", "--api-key"),
+        ("token_secret", "--token-secret"),
+    ]
+    .into_iter()
+    .filter(|(id, _)| matches.value_source(id) == Some(ValueSource::CommandLine))
+    .map(|(_, flag)| flag)
+    .collect()
 }

@@ -1,9 +1,18 @@
-//! Flags of the limits group: how large a submit may be, how often a session may submit, and
-//! how much of a stream is kept.
+//! Flags of the limits group: how large a submit may be, how often a session may submit, how
+//! much of a stream is kept, and how many streams and connections the server holds (see
+//! docs/hardening.md for the reverse-proxy settings to pair them with).
 
 use baton_core::submit::SubmitLimits;
-use baton_worker::state::{DEFAULT_STREAM_MAX_CHUNKS, DEFAULT_SUBMITS_PER_MINUTE};
+use baton_worker::{
+    state::{
+        ConnectionLimits, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
+        DEFAULT_MAX_FOLLOWERS_PER_CREDENTIAL, DEFAULT_MAX_FOLLOWERS_PER_SESSION,
+        DEFAULT_STREAM_MAX_CHUNKS, DEFAULT_SUBMITS_PER_MINUTE,
+    },
+    stream::FollowerCaps,
+};
 use clap::Args;
+use std::time::Duration;
 
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Limits")]
@@ -34,6 +43,41 @@ pub(crate) struct LimitArgs {
         global = true
     )]
     pub(crate) stream_max_chunks: u64,
+    /// Open streams (`/sse`, gRPC Subscribe, chat streams) of one session on this server; past
+    /// it a follower is refused 429 rate_limited. 0 is no cap.
+    #[arg(
+        long,
+        env = "BATON_MAX_FOLLOWERS_PER_SESSION",
+        default_value_t = DEFAULT_MAX_FOLLOWERS_PER_SESSION,
+        global = true
+    )]
+    pub(crate) max_followers_per_session: usize,
+    /// Open streams of one credential (bearer value) on this server, over all sessions; past it
+    /// a follower is refused 429 rate_limited. 0 is no cap.
+    #[arg(
+        long,
+        env = "BATON_MAX_FOLLOWERS_PER_CREDENTIAL",
+        default_value_t = DEFAULT_MAX_FOLLOWERS_PER_CREDENTIAL,
+        global = true
+    )]
+    pub(crate) max_followers_per_credential: usize,
+    /// Open HTTP connections; past it a connection is answered 503 server_busy and closed. Keep
+    /// it under the process's file-descriptor limit (`ulimit -n`).
+    #[arg(
+        long,
+        env = "BATON_MAX_CONNECTIONS",
+        default_value_t = DEFAULT_MAX_CONNECTIONS,
+        global = true
+    )]
+    pub(crate) max_connections: usize,
+    /// Seconds a connection may take to send a request's headers before it is closed.
+    #[arg(
+        long,
+        env = "BATON_HEADER_READ_TIMEOUT_SECS",
+        default_value_t = DEFAULT_HEADER_READ_TIMEOUT.as_secs(),
+        global = true
+    )]
+    pub(crate) header_read_timeout_secs: u64,
 }
 
 impl LimitArgs {
@@ -41,6 +85,25 @@ impl LimitArgs {
         SubmitLimits {
             max_result_bytes: self.max_result_bytes,
         }
+    }
+
+    pub(crate) fn follower_caps(&self) -> FollowerCaps {
+        FollowerCaps {
+            per_session: self.max_followers_per_session,
+            per_credential: self.max_followers_per_credential,
+        }
+    }
+
+    /// A connection cap of 0 would serve nothing: it is refused.
+    pub(crate) fn connection_limits(&self) -> anyhow::Result<ConnectionLimits> {
+        anyhow::ensure!(
+            self.max_connections > 0 && self.header_read_timeout_secs > 0,
+            "--max-connections and --header-read-timeout-secs must be at least 1"
+        );
+        Ok(ConnectionLimits {
+            max_connections: self.max_connections,
+            header_read_timeout: Duration::from_secs(self.header_read_timeout_secs),
+        })
     }
 
     /// The rate limit; 0 is none.

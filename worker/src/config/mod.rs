@@ -13,6 +13,7 @@ mod redis;
 mod server;
 mod temporal;
 
+pub(crate) use auth::secrets_on_the_command_line;
 pub(crate) use observe::LogFormat;
 
 use baton_worker::ServerOptions;
@@ -70,6 +71,8 @@ impl Cli {
             allow_client_session_ids: self.server.allow_client_session_ids,
             stream_max_chunks: self.limits.stream_max_chunks,
             mounts: self.mount.mounts(self.model.declared_mounts()?)?,
+            follower_caps: self.limits.follower_caps(),
+            connection_limits: self.limits.connection_limits()?,
         })
     }
 }
@@ -95,6 +98,8 @@ mod tests {
         assert_eq!(options.submit_limits, defaults.submit_limits);
         assert_eq!(options.submits_per_minute, defaults.submits_per_minute);
         assert_eq!(options.stream_max_chunks, defaults.stream_max_chunks);
+        assert_eq!(options.follower_caps, defaults.follower_caps);
+        assert_eq!(options.connection_limits, defaults.connection_limits);
         assert!(!options.verbose_errors && !options.resume_on_submit);
         assert!(!options.allow_client_session_ids);
         assert_eq!(options.mounts.len(), 1);
@@ -164,6 +169,52 @@ mod tests {
         .unwrap();
         assert!(twice.server_options().is_err());
         std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn weak_secrets_are_refused_and_flags_are_named() {
+        let refused = |arguments: &[&str]| {
+            let cli = Cli::try_parse_from(arguments).unwrap();
+            cli.server_options().unwrap_err().to_string()
+        };
+        let short = refused(&["batond", "server", "--api-key", "k", "--token-secret", "a"]);
+        assert!(short.contains("at least 32"), "{short}");
+        let almost = "s".repeat(31);
+        assert!(
+            refused(&[
+                "batond",
+                "server",
+                "--api-key",
+                "k",
+                "--token-secret",
+                &almost
+            ])
+            .contains("31 bytes")
+        );
+        for keys in ["", "a,,b", " "] {
+            let empty = refused(&["batond", "server", "--api-key", keys]);
+            assert!(empty.contains("empty"), "{keys:?}: {empty}");
+        }
+        let strong = "s".repeat(32);
+        let arguments = [
+            "batond",
+            "server",
+            "--api-key",
+            "k",
+            "--token-secret",
+            &strong,
+        ];
+        let cli = Cli::try_parse_from(arguments).unwrap();
+        assert!(cli.server_options().is_ok());
+        let matches = Cli::command().try_get_matches_from(arguments).unwrap();
+        assert_eq!(
+            secrets_on_the_command_line(&matches),
+            ["--api-key", "--token-secret"]
+        );
+        let matches = Cli::command()
+            .try_get_matches_from(["batond", "server", "--allow-unauthenticated"])
+            .unwrap();
+        assert!(secrets_on_the_command_line(&matches).is_empty());
     }
 
     #[test]

@@ -2,10 +2,16 @@
 
 use axum::{
     Json,
-    http::{StatusCode, header::RETRY_AFTER},
+    http::{
+        HeaderValue, StatusCode,
+        header::{RETRY_AFTER, WWW_AUTHENTICATE},
+    },
     response::{IntoResponse, Response},
 };
-use baton_core::{ApiError, ErrorCode, Refusal};
+use baton_core::{ApiError, ErrorCode, Refusal, escape::bounded};
+
+/// The challenge of every 401 (RFC 6750): the API takes bearer credentials.
+const BEARER_CHALLENGE: &str = "Bearer realm=\"baton\"";
 
 /// Why an HTTP request was refused. Every variant answers an [`ApiError`] body.
 #[derive(Debug)]
@@ -41,17 +47,23 @@ impl IntoResponse for HttpError {
             ),
         };
         if status.is_server_error() {
-            tracing::error!(code = %error.code, error = %error.error, "request failed");
+            tracing::error!(code = %error.code, error = %bounded(&error.error), "request failed");
         } else {
-            tracing::debug!(code = %error.code, error = %error.error, "request refused");
+            tracing::debug!(code = %error.code, error = %bounded(&error.error), "request refused");
         }
         let retry_after = match error.refusal() {
             Some(Refusal::RetryAfter { retry_after }) => Some(retry_after),
             _ => None,
         };
+        let unauthorized = error.code == ErrorCode::Unauthorized;
         let mut response = (status, Json(error)).into_response();
         if let Some(seconds) = retry_after {
             response.headers_mut().insert(RETRY_AFTER, seconds.into());
+        }
+        if unauthorized {
+            response
+                .headers_mut()
+                .insert(WWW_AUTHENTICATE, HeaderValue::from_static(BEARER_CHALLENGE));
         }
         response
     }

@@ -1,12 +1,13 @@
 //! The extractors of the HTTP API: a JSON body and a query string whose rejections are typed
-//! `validation_error` answers rather than axum's plain-text ones.
+//! `validation_error` answers rather than axum's plain-text ones, with the parser's reason only
+//! in verbose answers. The producer mount reads its bodies and queries with the same functions.
 
-use super::{body::bounded_body, error::HttpError};
-use crate::state::AppState;
+use super::{body, error::HttpError};
+use crate::{ops::refused_with_reason, state::AppState};
 use axum::{
     body::Body,
     extract::{FromRequest, FromRequestParts, Query, Request},
-    http::{HeaderMap, header::CONTENT_TYPE, request::Parts},
+    http::{HeaderMap, request::Parts},
 };
 use baton_core::{ApiError, ErrorCode};
 use serde::{Deserialize, de::DeserializeOwned};
@@ -18,38 +19,33 @@ pub(super) struct ApiJson<T>(pub(super) T);
 impl<T: DeserializeOwned> FromRequest<AppState> for ApiJson<T> {
     type Rejection = HttpError;
 
-    /// The body guards of [`bounded_body`] (the same cap as submits), then the JSON.
+    /// The body guards of [`body::json_body`] (the same cap as submits), then the JSON.
     async fn from_request(request: Request, state: &AppState) -> Result<Self, HttpError> {
         let (parts, body) = request.into_parts();
         let cap = state.options.submit_limits.request_body_cap();
-        Ok(Self(json_body(&parts.headers, body, cap).await?))
+        Ok(Self(
+            json_body(&parts.headers, body, cap, state.options.verbose_errors).await?,
+        ))
     }
 }
 
-/// A JSON body (`Content-Type: application/json`) under the guards of [`bounded_body`], decoded
-/// into `T`: every refusal a typed `validation_error` (or 411/413 from the guards). The JSON
-/// routes and the producer mount read their bodies with it.
+/// A JSON body (`Content-Type: application/json`) under the guards of [`body::json_body`],
+/// decoded into `T`: every refusal a typed `validation_error` (or 411/413 from the guards), the
+/// parser's reason only when `verbose`. The JSON routes and the producer mount read their
+/// bodies with it.
 pub(crate) async fn json_body<T: DeserializeOwned>(
     headers: &HeaderMap,
     body: Body,
     cap: usize,
+    verbose: bool,
 ) -> Result<T, HttpError> {
-    let json = headers
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/json"));
-    if !json {
-        return Err(ApiError::new(
-            ErrorCode::ValidationError,
-            "expected a body with Content-Type: application/json",
-        )
-        .into());
-    }
-    let bytes = bounded_body(headers, body, cap).await?;
+    let bytes = body::json_body(headers, body, cap).await?;
     serde_json::from_slice(&bytes).map_err(|error| {
-        ApiError::new(
+        refused_with_reason(
             ErrorCode::ValidationError,
-            format!("the body is not the expected JSON: {error}"),
+            "the body is not a valid request for this route",
+            error,
+            verbose,
         )
         .into()
     })
@@ -58,19 +54,25 @@ pub(crate) async fn json_body<T: DeserializeOwned>(
 /// A query string whose rejection is a typed `validation_error`.
 pub(super) struct ApiQuery<T>(pub(super) T);
 
-impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
+impl<T: DeserializeOwned> FromRequestParts<AppState> for ApiQuery<T> {
     type Rejection = HttpError;
 
-    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, HttpError> {
-        Ok(Self(query(parts)?))
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, HttpError> {
+        Ok(Self(query(parts, state.options.verbose_errors)?))
     }
 }
 
-/// The request's query string decoded into `T`, or a typed `validation_error`: the JSON
-/// routes' and the producer mount's.
-pub(crate) fn query<T: DeserializeOwned>(parts: &Parts) -> Result<T, ApiError> {
-    let Query(value) = Query::<T>::try_from_uri(&parts.uri)
-        .map_err(|rejection| ApiError::new(ErrorCode::ValidationError, rejection.body_text()))?;
+/// The request's query string decoded into `T`, or a typed `validation_error` (the parser's
+/// reason only when `verbose`): the JSON routes' and the producer mount's.
+pub(crate) fn query<T: DeserializeOwned>(parts: &Parts, verbose: bool) -> Result<T, ApiError> {
+    let Query(value) = Query::<T>::try_from_uri(&parts.uri).map_err(|rejection| {
+        refused_with_reason(
+            ErrorCode::ValidationError,
+            "the query string is not valid for this route (it takes sessionId)",
+            rejection.body_text(),
+            verbose,
+        )
+    })?;
     Ok(value)
 }
 

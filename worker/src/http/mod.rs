@@ -1,14 +1,17 @@
 //! The HTTP API: an axum adapter over the operations (`crate::ops`). The router and the server
 //! are here; the handlers in `routes.rs` and `sse.rs`, the body guards in `body.rs`, the
-//! extractors in `extract.rs`, the one error response in `error.rs`, the request metrics in
-//! `metrics.rs` and the chat routes for the AI SDK's `useChat` in `chat/`.
+//! extractors in `extract.rs`, the one error response in `error.rs` (and `refusals.rs`, which
+//! gives every other refusal that body), the request metrics in `metrics.rs` and the chat routes
+//! for the AI SDK's `useChat` in `chat/`.
 
 mod body;
 mod chat;
 mod error;
 mod extract;
 mod metrics;
+mod refusals;
 mod routes;
+mod serve;
 mod sse;
 
 pub use error::HttpError;
@@ -24,15 +27,14 @@ use axum::{
 };
 use baton_core::store::StopKind;
 
-/// Serves the API on `listener` until `shutdown` resolves, then drains open requests. Small
-/// writes (SSE events) go out at once: Nagle's algorithm would hold them for the peer's delayed
-/// ACK (~40 ms).
+/// Serves the API on `listener` until `shutdown` resolves, then drains open requests, under the
+/// server's connection limits (`serve.rs`: a connection cap answered 503 `server_busy`, a
+/// deadline for a request's headers).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: AppState,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    use axum::serve::ListenerExt;
     match state.options.auth {
         Auth::Unset => {
             return Err(std::io::Error::other(
@@ -47,17 +49,14 @@ pub async fn serve(
         Auth::Builtin(_) | Auth::Custom(_) => {}
     }
     crate::mount::check_mounts(&state.options.mounts).map_err(std::io::Error::other)?;
-    let listener = listener.tap_io(|stream| {
-        if let Err(error) = stream.set_nodelay(true) {
-            tracing::debug!(%error, "TCP_NODELAY could not be set");
-        }
-    });
-    axum::serve(listener, router(state))
-        .with_graceful_shutdown(shutdown)
-        .await
+    let limits = state.options.connection_limits;
+    serve::serve_connections(listener, router(state), limits, shutdown).await
 }
 
 /// The HTTP API. Every route but `/healthz` authenticates first (401 before anything is read).
+/// Every refusal, on every route and on no route (404, 405), is the one error body: the
+/// outermost layer ([`refusals::typed_refusals`]) types whatever is not, so a route added here or
+/// merged in later needs nothing of its own.
 pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/start", post(routes::start))
@@ -75,6 +74,7 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::mount::routers(&state))
         .route("/healthz", get(|| async { "ok" }))
         .route_layer(from_fn_with_state(state.clone(), metrics::measure))
+        .layer(from_fn_with_state(state.clone(), refusals::typed_refusals))
         .with_state(state)
 }
 
@@ -82,7 +82,9 @@ pub fn router(state: AppState) -> Router {
 async fn authenticate(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
     match state.options.auth.authenticate(request.headers()).await {
         Ok(principal) => {
+            let credential = crate::stream::Credential::of(request.headers());
             request.extensions_mut().insert(principal);
+            request.extensions_mut().insert(credential);
             next.run(request).await
         }
         Err(error) => HttpError::from(error).into_response(),

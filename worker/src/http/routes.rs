@@ -2,7 +2,7 @@
 //! answers its JSON. `/sse` is in `sse.rs`, `/metrics` in `metrics.rs`.
 
 use super::{
-    body::bounded_body,
+    body::json_body,
     error::HttpError,
     extract::{ApiJson, ApiQuery, SessionQuery},
 };
@@ -60,8 +60,8 @@ pub(super) fn stop(kind: StopKind) -> MethodRouter<AppState> {
     )
 }
 
-/// `POST /submit-tool-result`: the body is bounded before it is read (411 without a length when
-/// chunked, 413 over the guard), then parsed and stored (see `baton_core::submit`).
+/// `POST /submit-tool-result`: the body is JSON and bounded before it is read (411 without a
+/// length when chunked, 413 over the guard), then parsed and stored (see `baton_core::submit`).
 pub(super) async fn submit(
     State(state): State<AppState>,
     Extension(principal): Extension<Principal>,
@@ -69,7 +69,7 @@ pub(super) async fn submit(
     body: Body,
 ) -> Result<Json<SubmitAnswer>, HttpError> {
     let cap = state.options.submit_limits.request_body_cap();
-    let bytes = bounded_body(&headers, body, cap).await?;
+    let bytes = json_body(&headers, body, cap).await?;
     Ok(Json(ops::checked_submit(&state, &principal, &bytes).await?))
 }
 

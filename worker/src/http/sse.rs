@@ -5,7 +5,12 @@ use super::{
     error::HttpError,
     extract::{ApiQuery, SessionQuery},
 };
-use crate::{auth::Principal, metrics::FollowerGuard, state::AppState, stream::Follow};
+use crate::{
+    auth::Principal,
+    metrics::FollowerGuard,
+    state::AppState,
+    stream::{Credential, Follow},
+};
 use axum::{
     Extension,
     extract::State,
@@ -18,11 +23,17 @@ use std::convert::Infallible;
 pub(super) async fn sse(
     State(state): State<AppState>,
     Extension(principal): Extension<Principal>,
+    Extension(credential): Extension<Credential>,
     ApiQuery(query): ApiQuery<SessionQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, HttpError> {
     principal.may_act_on(&query.session_id)?;
+    let permit = state.streams.followers.admit(
+        state.options.follower_caps,
+        &query.session_id,
+        &credential,
+    )?;
     let counted = FollowerGuard::new(&state.metrics.followers);
-    let follow = Follow::open(state, &query.session_id, query.from_sequence).await?;
+    let follow = Follow::open(state, &query.session_id, query.from_sequence, permit).await?;
     let events = stream::unfold((counted, follow), |(counted, mut follow)| async move {
         let events = match follow.next_chunks().await? {
             Ok(chunks) => chunks.iter().map(|chunk| Ok(chunk_event(chunk))).collect(),

@@ -26,7 +26,9 @@ pub(super) async fn authenticate(
 ) -> Response {
     match state.app.options.auth.authenticate(request.headers()).await {
         Ok(principal) => {
+            let credential = crate::stream::Credential::of(request.headers());
             request.extensions_mut().insert(principal);
+            request.extensions_mut().insert(credential);
             next.run(request).await
         }
         Err(error) => MountError::from(error).into_response(),
@@ -76,17 +78,19 @@ pub(super) async fn json_body<T: DeserializeOwned>(
     headers: &HeaderMap,
     body: Body,
 ) -> Result<T, MountError> {
-    let cap = state.app.options.submit_limits.request_body_cap();
-    Ok(crate::http::json_body(headers, body, cap).await?)
+    let options = &state.app.options;
+    let cap = options.submit_limits.request_body_cap();
+    Ok(crate::http::json_body(headers, body, cap, options.verbose_errors).await?)
 }
 
 /// A query string whose rejection is the mount's `validation_error` envelope.
 pub(super) struct MountQuery<T>(pub(super) T);
 
-impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for MountQuery<T> {
+impl<T: DeserializeOwned> FromRequestParts<MountState> for MountQuery<T> {
     type Rejection = MountError;
 
-    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, MountError> {
-        Ok(Self(crate::http::query(parts)?))
+    async fn from_request_parts(parts: &mut Parts, state: &MountState) -> Result<Self, MountError> {
+        let verbose = state.app.options.verbose_errors;
+        Ok(Self(crate::http::query(parts, verbose)?))
     }
 }

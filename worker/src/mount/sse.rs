@@ -27,13 +27,25 @@ use std::convert::Infallible;
 pub(super) async fn sse(
     State(state): State<MountState>,
     Extension(principal): Extension<Principal>,
+    Extension(credential): Extension<crate::stream::Credential>,
     Path(agent_type): Path<String>,
     MountQuery(query): MountQuery<SessionQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, MountError> {
     principal.may_act_on(&query.session_id)?;
     let session = state.session(&agent_type, &query.session_id).await?;
+    let permit = state.app.streams.followers.admit(
+        state.app.options.follower_caps,
+        &query.session_id,
+        &credential,
+    )?;
     let counted = FollowerGuard::new(&state.app.metrics.followers);
-    let follow = Follow::open(state.app.clone(), &query.session_id, query.from_sequence).await?;
+    let follow = Follow::open(
+        state.app.clone(),
+        &query.session_id,
+        query.from_sequence,
+        permit,
+    )
+    .await?;
     let followed = MountFollow {
         address: SessionAddress {
             root_session_id: session.root_session_id,

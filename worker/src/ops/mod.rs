@@ -24,7 +24,27 @@ pub use start::{MAX_MESSAGE_BYTES, checked_start, start_session};
 pub use stop::stop_session;
 pub use submit::{checked_submit, submit_and_continue};
 
-use baton_core::{ApiError, ErrorCode, ids, store::SessionAddress};
+use baton_core::{ApiError, ErrorCode, Refusal, escape::bounded, ids, store::SessionAddress};
+
+/// A refusal with a fixed `message`, and the decoder's `reason` (a field name, a position, an
+/// echoed value) in `details` only when the server runs with `--verbose-errors`, bounded even
+/// then: without it, an answer never tells a caller what the parser expected or echoes what it
+/// sent.
+pub fn refused_with_reason(
+    code: ErrorCode,
+    message: &str,
+    reason: impl std::fmt::Display,
+    verbose: bool,
+) -> ApiError {
+    let refusal = ApiError::new(code, message);
+    if verbose {
+        refusal.with(Refusal::Detail {
+            details: bounded(&reason.to_string()).to_string(),
+        })
+    } else {
+        refusal
+    }
+}
 
 /// The address of a top-level session, if the id is well-formed.
 pub(crate) fn checked_address(session_id: &str) -> Result<SessionAddress, ApiError> {

@@ -8,8 +8,9 @@ use super::{
 use crate::state::AppState;
 use baton_activities::io::RunInput;
 use baton_core::{
-    ApiError, ErrorCode, Message,
+    ApiError, ErrorCode, Message, Refusal,
     api::{StartRequest, StartResponse},
+    escape::bounded,
     ids,
     store::{NewSession, SessionAddress},
 };
@@ -42,15 +43,20 @@ pub async fn start_session(
     request: StartRequest,
 ) -> Result<StartResponse, ApiError> {
     let agent = state.registry.get(&request.agent).ok_or_else(|| {
+        // The name and the server's list only in verbose answers: a caller is not told which
+        // agents exist, nor sees its own 10,000 characters again.
+        let refused = ApiError::new(ErrorCode::UnknownAgentType, "unknown agent type");
+        if !state.options.verbose_errors {
+            return refused;
+        }
         let known: Vec<&str> = state.registry.agent_types().collect();
-        ApiError::new(
-            ErrorCode::UnknownAgentType,
-            format!(
-                "unknown agent type {:?}; this server has: {}",
-                request.agent,
-                known.join(", ")
+        refused.with(Refusal::Detail {
+            details: format!(
+                "this server has: {}; not \"{}\"",
+                known.join(", "),
+                bounded(&request.agent)
             ),
-        )
+        })
     })?;
     request.meta().check()?;
     let user_message = checked_message(request.message)?;

@@ -7,6 +7,7 @@ use crate::{auth::Principal, state::AppState};
 use baton_core::{
     ApiError, ErrorCode,
     api::Resume,
+    escape::bounded,
     store::Continuation,
     submit::{SubmitAnswer, SubmitRequest, submit_tool_result},
 };
@@ -61,7 +62,7 @@ pub async fn submit_and_continue(
         },
         Err(error) if error.code == ErrorCode::StateAlreadyRunning => Continuation::Consumed,
         Err(error) => {
-            tracing::warn!(%session_id, code = %error.code, error = %error.error,
+            tracing::warn!(%session_id, code = %error.code, error = %bounded(&error.error),
                 "the answer is stored but the session could not be resumed: the caller resumes");
             Continuation::CallerResumes
         }

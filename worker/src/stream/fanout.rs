@@ -27,6 +27,8 @@ const FEED_POLL_MS: usize = 5_000;
 #[derive(Clone, Default)]
 pub struct StreamHub {
     feeds: Arc<Mutex<HashMap<SessionAddress, broadcast::Sender<Batch>>>>,
+    /// The followers of this server, counted against the follower caps.
+    pub followers: super::Followers,
 }
 
 impl std::fmt::Debug for StreamHub {

@@ -3,6 +3,7 @@
 //! yields chunks or one typed error (`TRUNCATED`, `store_unavailable`) that each transport
 //! frames its own way.
 
+use super::FollowerPermit;
 use crate::{ops::existing_session, state::AppState};
 use baton_core::{
     ApiError, ErrorCode, Refusal,
@@ -29,6 +30,8 @@ pub struct Follow {
     /// (it follows the current run to its end).
     run_at_open: String,
     sequence_at_open: u64,
+    /// Its place under the follower caps, freed when the follower is dropped.
+    _permit: FollowerPermit,
 }
 
 /// Most chunks read from Redis at once when a follower catches up.
@@ -36,8 +39,15 @@ const CATCH_UP_BATCH: usize = 512;
 
 impl Follow {
     /// Follows a session after sequence `after` (exclusive): `session_not_found` for an unknown
-    /// session. A follower that has seen everything of an ended session ends at once.
-    pub async fn open(state: AppState, session_id: &str, after: u64) -> Result<Self, ApiError> {
+    /// session. A follower that has seen everything of an ended session ends at once. `permit`
+    /// is its admission under the follower caps ([`crate::stream::Followers::admit`]), taken by
+    /// the caller before anything it does is written.
+    pub async fn open(
+        state: AppState,
+        session_id: &str,
+        after: u64,
+        permit: FollowerPermit,
+    ) -> Result<Self, ApiError> {
         let session = existing_session(&state, session_id).await?;
         let finished = session.status.is_terminal() && session.last_sequence <= after;
         // A child session's keys are in its root's slot.
@@ -55,6 +65,7 @@ impl Follow {
             finished,
             run_at_open: session.run_id,
             sequence_at_open: session.last_sequence,
+            _permit: permit,
         })
     }
 

@@ -131,7 +131,8 @@ async fn report_to_parent(store: &Store, temporal: &Client, cascade: &Cascade, r
         }
         Ok(None) => {}
         Err(error) => {
-            tracing::warn!(%session_id, parent = %parent.session_id, error = %error.error,
+            tracing::warn!(%session_id, parent = %parent.session_id,
+                error = %baton_core::escape::bounded(&error.error),
                 "the sweep could not report the failed child to its parent, or start the parent's resumed run");
         }
     }

@@ -120,8 +120,18 @@ async fn main() -> anyhow::Result<()> {
     let registry = AgentRegistry::new(agents)?;
     // The submit rate limit stays on (its token bucket is part of a submit's cost) but high
     // enough never to refuse the benchmark's submits.
+    // The fan-out measures `BENCH_FOLLOWERS` followers of one session: no follower cap, and
+    // room for that many connections (`ulimit -n` permitting).
     let options = baton_worker::ServerOptions {
         submits_per_minute: Some(1_000_000),
+        follower_caps: baton_worker::stream::FollowerCaps {
+            per_session: 0,
+            per_credential: 0,
+        },
+        connection_limits: baton_worker::state::ConnectionLimits {
+            max_connections: 100_000,
+            ..Default::default()
+        },
         ..baton_tests::open_options()
     };
     let harness = Harness::server_only_with(registry.clone(), options.clone()).await;

@@ -14,6 +14,13 @@ pub const BATCH: &str = "batch";
 pub const BATCH_CALLS: usize = 5;
 /// Answers at once: what generated `/start` requests may create.
 pub const CHATTER: &str = "chatter";
+/// A tree's root: one step calls its two children ([`TREE_CHILDREN`]) and a slow server tool,
+/// the next answers.
+pub const TREE_PARENT: &str = "tree_parent";
+/// A tree's children, with their call id prefixes (a call id names one call in the whole tree):
+/// each runs a slow server tool and a client call in one step (so it suspends, and its parent
+/// with it), then answers.
+pub const TREE_CHILDREN: [(&str, &str); 2] = [("tree_left", "tl"), ("tree_right", "tr")];
 
 #[derive(Debug, Deserialize, JsonSchema)]
 struct AddInput {
@@ -58,10 +65,6 @@ fn mixed() -> anyhow::Result<Agent> {
             ("upper", json!({"text": "baton"})),
         ])
         .answer("done: {{result:ask_user}}");
-    let slow_add = tool("slow_add", "Adds slowly.", |i: AddInput| async move {
-        tokio::time::sleep(SLOW_TOOL).await;
-        i.a.checked_add(i.b).ok_or("overflow")
-    });
     let upper = tool("upper", "Upper-cases text.", |i: TextInput| async move {
         Ok::<_, String>(i.text.to_uppercase())
     })
@@ -73,7 +76,7 @@ fn mixed() -> anyhow::Result<Agent> {
     Ok(Agent::builder(MIXED)
         .system_prompt("campaign agent")
         .model(model)
-        .tool(slow_add)
+        .tool(slow_add())
         .tool(upper)
         .tool(transfer)
         .client_tool(ask_user())
@@ -99,11 +102,61 @@ fn chatter() -> anyhow::Result<Agent> {
     Ok(Agent::builder(CHATTER).model(model).build()?)
 }
 
+fn slow_add() -> impl baton_core::ServerTool + 'static {
+    tool("slow_add", "Adds slowly.", |i: AddInput| async move {
+        tokio::time::sleep(SLOW_TOOL).await;
+        i.a.checked_add(i.b).ok_or("overflow")
+    })
+}
+
+fn tree_parent() -> anyhow::Result<Agent> {
+    let model = ScriptedModel::default()
+        .call_id_prefix("tp")
+        .call_all(&[
+            ("subagent__tree_left", json!({"message": "left"})),
+            ("subagent__tree_right", json!({"message": "right"})),
+            ("slow_add", json!({"a": 5, "b": 6})),
+        ])
+        .answer("children said {{result:subagent__tree_left}}, {{result:subagent__tree_right}}");
+    let mut parent = Agent::builder(TREE_PARENT)
+        .model(model)
+        .tool(slow_add())
+        .max_steps(5);
+    for (child, _) in TREE_CHILDREN {
+        parent = parent.sub_agent(child, "Asks the user, then answers.");
+    }
+    Ok(parent.build()?)
+}
+
+fn tree_child(name: &str, call_id_prefix: &str) -> anyhow::Result<Agent> {
+    let model = ScriptedModel::default()
+        .call_id_prefix(call_id_prefix)
+        .call_all(&[
+            ("slow_add", json!({"a": 1, "b": 1})),
+            ("ask_user", json!({"question": "Which way?"})),
+        ])
+        .answer("child heard {{result:ask_user}}");
+    Ok(Agent::builder(name)
+        .model(model)
+        .tool(slow_add())
+        .client_tool(ask_user())
+        .max_steps(5)
+        .build()?)
+}
+
 /// Every agent of the campaign.
 pub fn registry() -> AgentRegistry {
-    let agents = [mixed(), batch(), chatter()]
-        .into_iter()
-        .collect::<anyhow::Result<Vec<_>>>()
-        .expect("the campaign's agents are well-formed");
+    let [(left, l), (right, r)] = TREE_CHILDREN;
+    let agents = [
+        mixed(),
+        batch(),
+        chatter(),
+        tree_parent(),
+        tree_child(left, l),
+        tree_child(right, r),
+    ]
+    .into_iter()
+    .collect::<anyhow::Result<Vec<_>>>()
+    .expect("the campaign's agents are well-formed");
     AgentRegistry::new(agents).expect("the campaign's agent names are distinct")
 }

@@ -119,6 +119,18 @@ async fn settle(
     }
 }
 
+/// A connection to one node and a store over it, once no session under `prefix` is `active`.
+async fn settled_node(
+    node: &str,
+    prefix: &str,
+) -> anyhow::Result<(redis::aio::MultiplexedConnection, Store)> {
+    let client = redis::Client::open(node)?;
+    let mut connection = client.get_multiplexed_async_connection().await?;
+    let store = Store::connect(node, prefix.to_owned()).await?;
+    settle(&mut connection, prefix).await?;
+    Ok((connection, store))
+}
+
 /// Checks every session under `prefix` and every answer in `accepted`. `nodes` are the Redis
 /// servers holding the keys: one, or each master of a cluster (a session's keys are all in one
 /// slot, so on one node, which plain commands can read).
@@ -133,10 +145,7 @@ pub async fn check(
     };
     let mut logs: HashMap<String, Vec<Message>> = HashMap::new();
     for node in nodes {
-        let client = redis::Client::open(node.as_str())?;
-        let mut connection = client.get_multiplexed_async_connection().await?;
-        let store = Store::connect(node, prefix.to_owned()).await?;
-        settle(&mut connection, prefix).await?;
+        let (mut connection, store) = settled_node(node, prefix).await?;
         for keys in sessions(&mut connection, prefix).await? {
             findings.sessions += 1;
             let log = check_session(&mut connection, &store, &keys, &mut findings).await?;
@@ -329,9 +338,10 @@ fn check_stream(
             seen.retain(|_, (_, seen_run, seen_step)| !(*seen_run == run && *seen_step == step));
             continue;
         }
+        // A root's stream carries its children's chunks too: a step is its session's (`agentId`).
         let identity = match kind {
             "run_start" | "end" => format!("{kind} {}", chunk["runId"]),
-            "step_end" | "suspended" => format!("{kind} {step}"),
+            "step_end" | "suspended" => format!("{kind} {} {step}", chunk["agentId"]),
             "step_start" if !discarded.contains(&(chunk["runId"].to_string(), step)) => {
                 format!("{kind} {} {step}", chunk["runId"])
             }
@@ -348,4 +358,71 @@ fn check_stream(
             seen.insert(identity, (*sequence, chunk["runId"].to_string(), step));
         }
     }
+}
+
+/// The tree invariants over every session under `prefix`, one line per fault: on a parent's
+/// stream each sub-agent call starts one child (one `subagent_start` per call, naming one child
+/// session), every child session is started by exactly one such chunk, and an ended parent has
+/// closed every `subagent_start` with its `subagent_end`.
+pub async fn tree_faults(nodes: &[String], prefix: &str) -> anyhow::Result<Vec<String>> {
+    let mut faults = Vec::new();
+    let mut children = HashSet::new();
+    let mut started: HashMap<String, usize> = HashMap::new();
+    for node in nodes {
+        let (mut connection, store) = settled_node(node, prefix).await?;
+        for keys in sessions(&mut connection, prefix).await? {
+            let session = &keys.session;
+            if session.contains(baton_core::ids::CHILD_SESSION_SEPARATOR) {
+                children.insert(session.clone());
+            }
+            let status: Option<String> = redis::cmd("HGET")
+                .arg(keys.key("state"))
+                .arg("status")
+                .query_async(&mut connection)
+                .await?;
+            let ended = matches!(
+                status.as_deref(),
+                Some("completed" | "failed" | "interrupted")
+            );
+            let mut opened: HashMap<String, Vec<String>> = HashMap::new();
+            let mut closed: HashSet<String> = HashSet::new();
+            for (_, chunk) in stream(&store, session).await? {
+                let call = chunk["toolCallId"].as_str().unwrap_or_default().to_owned();
+                match chunk["type"].as_str() {
+                    Some("subagent_start") => {
+                        let child = chunk["subSessionId"].as_str().unwrap_or_default();
+                        *started.entry(child.to_owned()).or_default() += 1;
+                        opened.entry(call).or_default().push(child.to_owned());
+                    }
+                    Some("subagent_end") => {
+                        closed.insert(call);
+                    }
+                    _ => {}
+                }
+            }
+            for (call, starts) in &opened {
+                if starts.len() != 1 {
+                    faults.push(format!(
+                        "{session}/{call}: {} subagent_start chunks ({})",
+                        starts.len(),
+                        starts.join(", ")
+                    ));
+                }
+                if ended && !closed.contains(call) {
+                    faults.push(format!(
+                        "{session}/{call}: the parent ended with its subagent_start unclosed"
+                    ));
+                }
+            }
+        }
+    }
+    for child in &children {
+        let count = started.get(child).copied().unwrap_or(0);
+        if count != 1 {
+            faults.push(format!(
+                "child {child}: started by {count} subagent_start chunks"
+            ));
+        }
+    }
+    Ok(faults)
 }

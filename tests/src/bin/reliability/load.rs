@@ -345,7 +345,7 @@ impl<'a> Driver<'a> {
     }
 
     /// Calls `call` until it succeeds or fails for good.
-    async fn retrying<T, F, Fut>(&self, began: Instant, call: F) -> anyhow::Result<T>
+    pub async fn retrying<T, F, Fut>(&self, began: Instant, call: F) -> anyhow::Result<T>
     where
         F: Fn() -> Fut,
         Fut: Future<Output = Result<T, baton_client::Error>>,

@@ -1,12 +1,14 @@
 //! The handlers of the chat routes: each authenticates (the layer did), decodes, calls its
 //! operation in `crate::ai_sdk` and answers.
 
-use super::{super::body::bounded_body, stream::respond};
+use super::{super::body::json_body, stream::respond};
 use crate::{
     ai_sdk::{self, ChatBody, ChatSnapshot, MAX_CHAT_REQUEST_BYTES},
     auth::Principal,
     http::HttpError,
+    ops::refused_with_reason,
     state::AppState,
+    stream::{Credential, FollowerPermit},
 };
 use axum::{
     Extension, Json,
@@ -15,40 +17,60 @@ use axum::{
     http::{HeaderMap, StatusCode},
     response::{IntoResponse, Response},
 };
-use baton_core::{ApiError, ErrorCode};
+use baton_core::{ApiError, ErrorCode, escape::bounded};
 
 /// `POST /chat`: the body of `useChat`'s transport, answered as a UI message stream (or a typed
 /// error).
 pub(super) async fn post(
     State(state): State<AppState>,
     Extension(principal): Extension<Principal>,
+    Extension(credential): Extension<Credential>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, HttpError> {
-    let bytes = bounded_body(&headers, body, MAX_CHAT_REQUEST_BYTES).await?;
+    let bytes = json_body(&headers, body, MAX_CHAT_REQUEST_BYTES).await?;
     let body: ChatBody = serde_json::from_slice(&bytes).map_err(|error| {
-        ApiError::new(
+        refused_with_reason(
             ErrorCode::ValidationError,
-            format!("the body is not a useChat request: {error}"),
+            "the body is not a useChat request",
+            error,
+            state.options.verbose_errors,
         )
     })?;
     let chat_id = body.id.clone();
+    // The answer is a stream: admitted under the follower caps before anything is written.
+    let permit =
+        admit(&state, &chat_id, &credential).inspect_err(|error| log_refusal(&chat_id, error))?;
     let reply = ai_sdk::chat_post(&state, &principal, body)
         .await
         .inspect_err(|error| log_refusal(&chat_id, error))?;
-    Ok(respond(state, reply).await?)
+    Ok(respond(state, reply, permit).await?)
 }
 
 /// `GET /chat/{id}/stream`: the running turn, or 204 when no run works.
 pub(super) async fn reattach(
     State(state): State<AppState>,
     Extension(principal): Extension<Principal>,
+    Extension(credential): Extension<Credential>,
     Path(chat_id): Path<String>,
 ) -> Result<Response, HttpError> {
+    let permit = admit(&state, &chat_id, &credential)?;
     match ai_sdk::chat_reattach(&state, &principal, &chat_id).await? {
         None => Ok(StatusCode::NO_CONTENT.into_response()),
-        Some(reply) => Ok(respond(state, reply).await?),
+        Some(reply) => Ok(respond(state, reply, permit).await?),
     }
+}
+
+/// A chat stream's place under the follower caps (429 `rate_limited` past them).
+fn admit(
+    state: &AppState,
+    chat_id: &str,
+    credential: &Credential,
+) -> Result<FollowerPermit, ApiError> {
+    state
+        .streams
+        .followers
+        .admit(state.options.follower_caps, chat_id, credential)
 }
 
 /// `GET /chat/{id}/snapshot`: the session's UI messages.
@@ -62,16 +84,19 @@ pub(super) async fn snapshot(
     ))
 }
 
-/// One line per refused chat request, with its cause (a lost race is a warning).
+/// One line per refused chat request, with its cause (a lost race is a warning). The chat id
+/// and the message are the request's, so they are logged bounded.
 fn log_refusal(chat_id: &str, error: &ApiError) {
+    let chat_id = bounded(chat_id);
+    let message = bounded(&error.error);
     let refusal = error.refusal();
     let cause = refusal
         .as_ref()
         .and_then(|refusal| refusal.cause())
         .unwrap_or(error.code.as_str());
     if error.code.presentation().http_status >= 500 {
-        tracing::error!(chat_id, code = %error.code, cause, error = %error.error, "chat request failed");
+        tracing::error!(%chat_id, code = %error.code, cause, error = %message, "chat request failed");
     } else {
-        tracing::warn!(chat_id, code = %error.code, cause, error = %error.error, "chat request refused");
+        tracing::warn!(%chat_id, code = %error.code, cause, error = %message, "chat request refused");
     }
 }

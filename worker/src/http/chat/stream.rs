@@ -5,7 +5,7 @@ use crate::{
     ai_sdk::{ChatReply, UiFrame},
     metrics::FollowerGuard,
     state::AppState,
-    stream::Follow,
+    stream::{Follow, FollowerPermit},
 };
 use axum::{
     http::{HeaderName, HeaderValue},
@@ -23,7 +23,12 @@ const UI_STREAM_HEADER: &str = "x-vercel-ai-ui-message-stream";
 
 /// The SSE answer of a chat reply. A streamed reply follows the session from its position
 /// until the mapper says the run suspended or ended; a stream error becomes an `error` chunk.
-pub(super) async fn respond(state: AppState, reply: ChatReply) -> Result<Response, ApiError> {
+/// `permit` is the follower's place under the caps, taken before the request wrote anything.
+pub(super) async fn respond(
+    state: AppState,
+    reply: ChatReply,
+    permit: FollowerPermit,
+) -> Result<Response, ApiError> {
     let events = match reply {
         ChatReply::Closed(frames) => stream::iter(frames.into_iter().map(frame_event)).boxed(),
         ChatReply::Stream {
@@ -33,7 +38,7 @@ pub(super) async fn respond(state: AppState, reply: ChatReply) -> Result<Respons
             mapper,
         } => {
             let counted = FollowerGuard::new(&state.metrics.followers);
-            let follow = Follow::open(state, &session_id, after).await?;
+            let follow = Follow::open(state, &session_id, after, permit).await?;
             let rest = stream::unfold(Some((counted, follow, mapper)), |progress| async move {
                 let (counted, mut follow, mut mapper) = progress?;
                 let frames = match follow.next_chunks().await {

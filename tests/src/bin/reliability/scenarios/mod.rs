@@ -3,11 +3,13 @@
 
 mod cluster;
 mod duplicates;
+mod exhaustion;
 mod generated;
 mod redis_freeze;
 mod redis_kill;
 mod soak;
 mod temporal_restart;
+mod tree_kill;
 mod two_servers;
 mod worker_kill;
 
@@ -26,6 +28,7 @@ type Scenario = for<'a> fn(&'a Campaign) -> futures::future::BoxFuture<'a, anyho
 fn all() -> Vec<(&'static str, Scenario)> {
     vec![
         ("worker-kill", |c| Box::pin(worker_kill::run(c))),
+        ("tree-worker-kill", |c| Box::pin(tree_kill::run(c))),
         ("duplicate-submits", |c| Box::pin(duplicates::run(c))),
         ("two-servers", |c| Box::pin(two_servers::run(c))),
         ("redis-kill-always", |c| {
@@ -38,6 +41,7 @@ fn all() -> Vec<(&'static str, Scenario)> {
         ("redis-cluster", |c| Box::pin(cluster::run(c))),
         ("generated-requests", |c| Box::pin(generated::run(c))),
         ("temporal-restart", |c| Box::pin(temporal_restart::run(c))),
+        ("slow-loris-followers", |c| Box::pin(exhaustion::run(c))),
         ("soak", |c| Box::pin(soak::run(c))),
     ]
 }

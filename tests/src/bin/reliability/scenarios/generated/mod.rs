@@ -1,7 +1,9 @@
 //! Generated HTTP requests (a seeded generator over methods, paths, headers and bodies, most of
-//! them near-valid mutations of real requests) against a server holding a few real sessions:
-//! no answer may be a 5xx, no key may be written outside the sessions the requests could touch
-//! (the pre-made ones and those their own `/start`s created), and the server's memory stays flat.
+//! them near-valid mutations of real requests: the API's routes, the chat routes, a tree's child
+//! ids, the operator's routes) against a server holding a few real sessions: no answer may be a
+//! 5xx, every 4xx is the one error body, no key may be written outside the sessions the requests
+//! could touch (the pre-made ones and those their own `/start`s and chats created), and the
+//! server's memory stays flat.
 
 mod requests;
 
@@ -73,6 +75,7 @@ pub async fn run(campaign: &Campaign) -> anyhow::Result<Row> {
         .build()?;
     let created = Mutex::new(HashSet::new());
     let server_errors = Mutex::new(Vec::new());
+    let untyped = Mutex::new(Vec::new());
     let hung = AtomicU64::new(0);
     let closed = AtomicU64::new(0);
     let hung_examples = Mutex::new(Vec::new());
@@ -82,11 +85,23 @@ pub async fn run(campaign: &Campaign) -> anyhow::Result<Row> {
     let requests = (0..total).map(|_| request(&mut rng, &known));
     futures::stream::iter(requests)
         .for_each_concurrent(32, |request| {
-            let (http, base, created, server_errors, hung, sent, early_rss, hung_examples, closed) = (
+            let (
+                http,
+                base,
+                created,
+                server_errors,
+                untyped,
+                hung,
+                sent,
+                early_rss,
+                hung_examples,
+                closed,
+            ) = (
                 &http,
                 &base,
                 &created,
                 &server_errors,
+                &untyped,
                 &hung,
                 &sent,
                 &early_rss,
@@ -94,32 +109,64 @@ pub async fn run(campaign: &Campaign) -> anyhow::Result<Row> {
                 &closed,
             );
             async move {
-                let mut builder = http.request(request.method.clone(), format!("{base}{}", request.path));
+                let mut builder =
+                    http.request(request.method.clone(), format!("{base}{}", request.path));
                 for (name, value) in &request.headers {
                     builder = builder.header(name, value);
                 }
-                let is_sse = request.path.starts_with("/sse");
+                // The streams: `/sse`, and the chat routes' answers.
+                let is_sse = request.path.starts_with("/sse")
+                    || (request.path.starts_with("/chat")
+                        && (request.method == reqwest::Method::POST
+                            || request.path.ends_with("/stream")));
                 if let Some(body) = request.body.clone() {
                     builder = builder.body(body);
                 }
                 let outcome = tokio::time::timeout(Duration::from_secs(20), async {
                     let response = builder.send().await?;
                     let status = response.status().as_u16();
-                    // A stream is judged by its status; the body is left unread.
-                    let body = if is_sse { Default::default() } else { response.bytes().await? };
+                    // A stream is judged by its status; its body is left unread (a refusal's is
+                    // read).
+                    let body = if is_sse && status < 400 {
+                        Default::default()
+                    } else {
+                        response.bytes().await?
+                    };
                     Ok::<_, reqwest::Error>((status, body))
                 })
                 .await;
                 match outcome {
                     Ok(Ok((status, body))) => {
                         if status >= 500 {
-                            let sent = request.body.as_deref().map(|b| String::from_utf8_lossy(&b[..b.len().min(120)]).into_owned()).unwrap_or_default();
+                            let sent = request
+                                .body
+                                .as_deref()
+                                .map(|b| {
+                                    String::from_utf8_lossy(&b[..b.len().min(120)]).into_owned()
+                                })
+                                .unwrap_or_default();
                             lock(server_errors).push(format!(
                                 "{} {} → {status} {} (body sent: {sent})",
                                 request.method,
                                 &request.path[..request.path.len().min(80)],
                                 String::from_utf8_lossy(&body[..body.len().min(200)])
                             ));
+                        }
+                        if (400..500).contains(&status)
+                            && request.method != reqwest::Method::HEAD
+                            && serde_json::from_slice::<baton_core::ApiError>(&body).is_err()
+                        {
+                            lock(untyped).push(format!(
+                                "{} {} → {status} {:?}",
+                                request.method,
+                                &request.path[..request.path.len().min(80)],
+                                String::from_utf8_lossy(&body[..body.len().min(120)])
+                            ));
+                        }
+                        if status == 200
+                            && let Some(chat_id) = &request.chat_id
+                        {
+                            lock(created).insert(chat_id.clone());
                         }
                         if status == 200
                             && let Ok(answer) = serde_json::from_slice::<Value>(&body)
@@ -136,8 +183,16 @@ pub async fn run(campaign: &Campaign) -> anyhow::Result<Row> {
                     Err(_) => {
                         let why = "no answer in 20 s";
                         hung.fetch_add(1, Ordering::Relaxed);
-                        let headers: Vec<String> = request.headers.iter().map(|(n, v)| format!("{n}: {v}")).collect();
-                        let sent = request.body.as_deref().map(|b| String::from_utf8_lossy(&b[..b.len().min(120)]).into_owned()).unwrap_or_default();
+                        let headers: Vec<String> = request
+                            .headers
+                            .iter()
+                            .map(|(n, v)| format!("{n}: {v}"))
+                            .collect();
+                        let sent = request
+                            .body
+                            .as_deref()
+                            .map(|b| String::from_utf8_lossy(&b[..b.len().min(120)]).into_owned())
+                            .unwrap_or_default();
                         lock(hung_examples).push(format!(
                             "{why}: {} {} [{}] (body sent: {sent})",
                             request.method,
@@ -214,6 +269,15 @@ pub async fn run(campaign: &Campaign) -> anyhow::Result<Row> {
             "{} keys outside the allowed sessions, e.g. {:?}",
             outside.len(),
             outside.first()
+        ),
+    );
+    let untyped = lock(&untyped).clone();
+    row.require(
+        untyped.is_empty(),
+        format!(
+            "{} refusals without the error body, e.g. {}",
+            untyped.len(),
+            untyped.first().map(String::as_str).unwrap_or("")
         ),
     );
     let hung = hung.load(Ordering::Relaxed);

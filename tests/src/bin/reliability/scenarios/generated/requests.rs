@@ -16,6 +16,8 @@ pub struct Request {
     pub path: String,
     pub headers: Vec<(String, String)>,
     pub body: Option<Vec<u8>>,
+    /// The session a chat request names: a `POST /chat` answered 200 may have created it.
+    pub chat_id: Option<String>,
 }
 
 const ROUTES: &[(&str, &str)] = &[
@@ -30,6 +32,17 @@ const ROUTES: &[(&str, &str)] = &[
     ("GET", "/usage"),
     ("GET", "/metrics"),
     ("GET", "/healthz"),
+    // The chat routes; `{id}` is a session id (a root's or a child's).
+    ("POST", "/chat"),
+    ("GET", "/chat/{id}/stream"),
+    ("GET", "/chat/{id}/snapshot"),
+    ("GET", "/chat"),
+    // The operator's routes (sessions search, pending calls, fork, the console): typed 404s
+    // until a server has them, then exercised like the rest.
+    ("GET", "/sessions"),
+    ("GET", "/pending"),
+    ("POST", "/fork"),
+    ("GET", "/console"),
 ];
 
 fn text(rng: &mut Rng) -> String {
@@ -77,6 +90,13 @@ fn session_id(rng: &mut Rng, known: &Known) -> Value {
         4 => json!(format!("{:032x}", rng.next_u64())),
         5 => json!(rng.pick(&["", "*", "../x", "{a}", "a:b", "x}y{z", "\u{0}"])),
         6 => json!("s".repeat(rng.between(100, 5000) as usize)),
+        // A child of a tree (`<root>.<32 hex>`), real root or not: the tree's addressing.
+        7 if rng.chance(1, 2) => json!(format!(
+            "{}.{:016x}{:016x}",
+            rng.pick(&known.sessions),
+            rng.next_u64(),
+            rng.next_u64()
+        )),
         _ => noise(rng, 3),
     }
 }
@@ -137,6 +157,7 @@ fn body(rng: &mut Rng, path: &str, known: &Known) -> Vec<u8> {
                 }
             }
         }
+        "/chat" => chat_body(rng, known, &mut object),
         "/resume" => {
             object.insert("sessionId".into(), session_id(rng, known));
             object.insert(
@@ -189,6 +210,39 @@ fn body(rng: &mut Rng, path: &str, known: &Known) -> Vec<u8> {
         3 => serde_json::to_vec(&noise(rng, 0)).unwrap_or_default(),
         _ => valid,
     }
+}
+
+/// A `useChat` request: a trigger, an agent, and messages whose parts are text or answers to the
+/// known calls (outputs, approval responses), mutated like every body.
+fn chat_body(rng: &mut Rng, known: &Known, object: &mut serde_json::Map<String, Value>) {
+    object.insert("id".into(), session_id(rng, known));
+    object.insert(
+        "trigger".into(),
+        json!(rng.pick(&["submit-message", "regenerate-message", "x"])),
+    );
+    if rng.chance(3, 4) {
+        object.insert(
+            "agent".into(),
+            json!(rng.pick(&[agents::CHATTER, agents::MIXED, "nope"])),
+        );
+    }
+    let part = |rng: &mut Rng| match rng.below(4) {
+        0 => json!({"type": "text", "text": text(rng)}),
+        1 => json!({"type": "tool-ask_user", "toolCallId": rng.pick(&known.calls),
+            "state": "output-available", "input": noise(rng, 2), "output": noise(rng, 1)}),
+        2 => json!({"type": "tool-transfer", "toolCallId": rng.pick(&known.calls),
+            "state": "approval-responded", "input": {},
+            "approval": {"id": rng.pick(&known.approvals), "approved": rng.chance(1, 2)}}),
+        _ => noise(rng, 2),
+    };
+    let messages: Vec<Value> = (0..rng.below(4))
+        .map(|i| {
+            let parts: Vec<Value> = (0..rng.between(1, 3)).map(|_| part(rng)).collect();
+            json!({"id": format!("m{i}"), "role": rng.pick(&["user", "assistant", "system"]),
+                "parts": parts})
+        })
+        .collect();
+    object.insert("messages".into(), json!(messages));
 }
 
 fn query(rng: &mut Rng, known: &Known) -> String {
@@ -285,16 +339,29 @@ pub fn request(rng: &mut Rng, known: &Known) -> Request {
         ));
     }
     let route = path.split('?').next().unwrap_or("").to_owned();
-    let path = if method == "GET" && ROUTES.iter().any(|(_, p)| *p == route) {
+    let path = if route.contains("{id}") {
+        let id = match session_id(rng, known) {
+            Value::String(s) => s,
+            other => other.to_string(),
+        };
+        route.replace("{id}", &url_encode(&id))
+    } else if method == "GET" && ROUTES.iter().any(|(_, p)| *p == route) {
         format!("{path}?{}", query(rng, known))
     } else {
         path
     };
     let body = (method != "GET" || rng.chance(1, 20)).then(|| body(rng, &route, known));
+    // A chat request's id, if its body has one: the session a 200 may have created.
+    let chat_id = (route == "/chat")
+        .then_some(body.as_deref())
+        .flatten()
+        .and_then(|body| serde_json::from_slice::<Value>(body).ok())
+        .and_then(|body| body["id"].as_str().map(str::to_owned));
     Request {
         method: reqwest::Method::from_bytes(method.as_bytes()).unwrap_or(reqwest::Method::GET),
         path,
         headers,
         body,
+        chat_id,
     }
 }
