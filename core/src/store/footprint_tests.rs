@@ -182,7 +182,8 @@ async fn chunk_headers_are_stored_once_per_run_and_put_back_on_read() {
     assert_eq!(chunk_headers(&store, &child).await.len(), 1);
 
     // Read back, the chunks are the ones written: the root's stream carries the child's chunks
-    // with the child's ids.
+    // with the child's session and agent ids and the root's stream id (a chunk names the stream
+    // it is on, so a reader that re-snapshots on a new stream id does not on every copy).
     let read = |store: Store, address: SessionAddress| async move {
         store.chunks_after(&address, 0, 100).await.unwrap()
     };
@@ -193,10 +194,10 @@ async fn chunk_headers_are_stored_once_per_run_and_put_back_on_read() {
         [
             ("st1", "s1", "s1", "r1"),
             ("st1", "s1", "s1", "r1"),
-            ("stc", "s1.child", "s1.child", "rc1"),
+            ("st1", "s1.child", "s1.child", "rc1"),
             ("st1", "s1", "s1", "r1"),
-            ("stc", "s1.child", "s1.child", "rc1"),
-            ("stc", "s1.child", "s1.child", "rc1"),
+            ("st1", "s1.child", "s1.child", "rc1"),
+            ("st1", "s1.child", "s1.child", "rc1"),
         ]
     );
     assert_eq!(
@@ -228,11 +229,20 @@ async fn chunk_headers_are_stored_once_per_run_and_put_back_on_read() {
             .iter()
             .all(|c| header_of(c) == ("stc", "s1.child", "s1.child", "rc1"))
     );
-    // The chunks the root's stream copies are the child's, byte for byte but the sequence.
+    // The chunks the root's stream copies are the child's but the sequence and the stream id.
     let copies = [&from_root[2], &from_root[4], &from_root[5]];
     for (copy, own) in copies.into_iter().zip(&from_child) {
-        assert_eq!((&copy.header, &copy.kind), (&own.header, &own.kind));
+        let mut header = own.header.clone();
+        header.stream_id = "st1".into();
+        assert_eq!((&copy.header, &copy.kind), (&header, &own.kind));
     }
+    // Every header is still kept in the short form: the copies' as the child's suffix and key.
+    assert!(
+        root_headers
+            .values()
+            .all(|stored| stored == "r1" || stored.starts_with("^.child:")),
+        "{root_headers:?}"
+    );
 
     // A server that has not read these headers yet (another process) reads the same chunks, and
     // a blocking follower does too.
@@ -268,6 +278,51 @@ async fn a_chunk_written_before_headers_were_stored_once_is_read_as_it_is() {
     let chunks = store.chunks_after(&root, 1, 10).await.unwrap();
     assert_eq!(chunks.len(), 1);
     assert_eq!(serde_json::to_string(&chunks[0]).unwrap(), whole);
+}
+
+#[tokio::test]
+async fn a_copy_stored_as_earlier_versions_did_is_read_with_the_childs_stream_id() {
+    let store = store().await;
+    let root = SessionAddress::root("s1");
+    new_session(&store, &root).await;
+    let child = start_child(&store, &root).await;
+    let child_key = chunk_headers(&store, &child)
+        .await
+        .into_keys()
+        .next()
+        .unwrap();
+    let child_key = child_key.trim_start_matches("chunkHeader:").to_owned();
+    // A copy as earlier versions stored its header: `.<suffix>:<key>`, naming the child's stream.
+    let () = store
+        .conn()
+        .hset(
+            store.key(&root, Key::State),
+            "chunkHeader:77",
+            format!(".child:{child_key}"),
+        )
+        .await
+        .unwrap();
+    let () = store
+        .conn()
+        .xadd(
+            store.key(&root, Key::Stream),
+            "90-0",
+            &[
+                (
+                    CHUNK_FIELD,
+                    r#""timestamp":5,"type":"step_start","step":1}"#,
+                ),
+                (CHUNK_HEADER_FIELD, "77"),
+            ],
+        )
+        .await
+        .unwrap();
+    let chunks = store.chunks_after(&root, 89, 10).await.unwrap();
+    assert_eq!(chunks.len(), 1);
+    assert_eq!(
+        header_of(&chunks[0]),
+        ("stc", "s1.child", "s1.child", "rc1")
+    );
 }
 
 #[tokio::test]

@@ -24,8 +24,11 @@ end
 -- (hash-max-listpack-value, 64 bytes by default):
 -- * the run id alone, for a chunk of the session itself on its own stream (the stream id is the
 --   state's streamId, the session id is in the key, the agent id is the session's);
--- * '.<suffix>:<key>', for a chunk of a session below the root copied to the root's stream, where
---   the session is '<root>.<suffix>' and its own state holds the run id under that key;
+-- * '^.<suffix>:<key>', for a chunk of a session below the root copied to the root's stream
+--   (which carries the root's streamId: a chunk on a stream names that stream), where the
+--   session is '<root>.<suffix>' and its own state holds the run id under that key;
+-- * '.<suffix>:<key>', the same as earlier versions wrote it, when a copy kept the child's
+--   streamId (read back as written);
 -- * the whole header, else (and in hashes written by earlier versions, under 8 hex digits).
 -- The key is taken from the header's SHA-1, and the next ones in turn when a field holds another
 -- header already (a few at most). The sequence is the entry's id. A reader puts the chunk back
@@ -56,8 +59,9 @@ local function stored_chunk_header(state, origin, header, ids)
   local prefix = session .. '.'
   if origin.key and string.sub(ids.session, 1, #prefix) == prefix
       and ids.session == session_of(origin.state)
+      and ids.stream == redis.call('HGET', state, 'streamId')
       and redis.call('HGET', origin.state, 'chunkHeader:' .. origin.key) == ids.run then
-    return string.sub(ids.session, #session + 1) .. ':' .. origin.key
+    return '^' .. string.sub(ids.session, #session + 1) .. ':' .. origin.key
   end
   return header
 end
@@ -123,10 +127,18 @@ end
 -- They are also the chunks after which a session goes quiet (see compact_stream).
 local own_stream_only = { ['end'] = true, suspended = true }
 
+-- A chunk body (see emit_on) with its streamId replaced by `stream_id`.
+local function with_stream_id(body, stream_id)
+  local rest = string.match(body, '^"streamId":"[^"]*",(.*)$')
+  if not rest or not stream_id then return body end
+  return '"streamId":"' .. stream_id .. '",' .. rest
+end
+
 -- Appends a chunk to the stream of the session whose state hash is `state` (another session of
 -- the tree, for the scripts that span two) and, for a session below the root, a copy to the
--- root's stream under the root's next sequence (the chunk keeps its agentId, so a follower of
--- the root can tell the sessions apart). Returns the session's own sequence.
+-- root's stream under the root's next sequence and with the root's streamId (a reader
+-- re-snapshots when a stream's id changes); the copy keeps its sessionId and agentId, so a
+-- follower of the root can tell the sessions apart. Returns the session's own sequence.
 local function emit_on(state, stream, body, max)
   local seq, header_key = append_chunk(state, nil, stream, body, max)
   -- The body starts with the header (ids without quotes inside), then the type tag.
@@ -135,7 +147,9 @@ local function emit_on(state, stream, body, max)
   if own_stream_only[kind] then
     compact_stream(stream)
   elseif state ~= root_state_key then
-    append_chunk(root_state_key, {state = state, key = header_key}, root_stream_key, body, nil)
+    local root_stream_id = redis.call('HGET', root_state_key, 'streamId')
+    append_chunk(root_state_key, {state = state, key = header_key}, root_stream_key,
+      with_stream_id(body, root_stream_id), nil)
   end
   return seq
 end
