@@ -109,6 +109,24 @@ pub fn fan_out() -> Agent {
         .unwrap()
 }
 
+/// `asking_fan_out`: asks the user (a client tool of its own) and calls `child_approver` at
+/// once, so the tree's batch is the root's question and the child's approval.
+pub fn asking_fan_out() -> Agent {
+    let model = ScriptedModel::default()
+        .call_id_prefix("q")
+        .call_all(&[
+            ("ask_user", json!({"question": "Which account?"})),
+            ("subagent__child_approver", json!({"message": "pay"})),
+        ])
+        .answer("{{result:ask_user}} | {{result:subagent__child_approver}}");
+    Agent::builder("asking_fan_out")
+        .model(model)
+        .client_tool(ask_user())
+        .sub_agent("child_approver", "Pays after approval.")
+        .build()
+        .unwrap()
+}
+
 /// `middle`: delegates to `child_asker` and answers with its output.
 pub fn middle() -> Agent {
     let model = ScriptedModel::default()
@@ -187,6 +205,7 @@ pub fn all() -> Vec<Agent> {
         child_asker(),
         child_approver(),
         fan_out(),
+        asking_fan_out(),
         middle(),
         top(),
         delegating_holder(),

@@ -210,15 +210,40 @@ impl StoreScript {
         child: &SessionAddress,
         parent: &SessionAddress,
     ) -> Invocation<'_> {
+        self.invocation(store, child, parent, &[])
+    }
+
+    /// An invocation on `address`'s keys that also passes `more_keys` (keys of other sessions
+    /// of the same tree, so of the same slot) after the declared ones, for a script that reads
+    /// across its tree (it says how it takes them).
+    pub(super) fn on_with_keys(
+        &self,
+        store: &Store,
+        address: &SessionAddress,
+        more_keys: &[String],
+    ) -> Invocation<'_> {
+        self.invocation(store, address, address, more_keys)
+    }
+
+    fn invocation(
+        &self,
+        store: &Store,
+        child: &SessionAddress,
+        parent: &SessionAddress,
+        more_keys: &[String],
+    ) -> Invocation<'_> {
         let script: &redis::Script = &self.script;
         let mut command = redis::cmd("EVALSHA");
-        // The declared keys, then the prelude's last two: the tree root's state and stream (see
-        // `emit_on`).
-        command.arg(script.get_hash()).arg(self.keys.len() + 2);
+        // The declared keys, any more, then the prelude's last two: the tree root's state and
+        // stream (see `emit_on`).
+        command
+            .arg(script.get_hash())
+            .arg(self.keys.len() + more_keys.len() + 2);
         for key in self.keys {
             let address = if key.on_parent() { parent } else { child };
             command.arg(store.key(address, *key));
         }
+        command.arg(more_keys);
         let root = SessionAddress::root(&child.root_session_id);
         command.arg(store.key(&root, Key::State));
         command.arg(store.key(&root, Key::Stream));

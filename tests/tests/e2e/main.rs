@@ -32,4 +32,5 @@ mod suspension;
 mod sweep;
 mod transports;
 mod tree;
+mod tree_batch;
 mod tree_repair;
