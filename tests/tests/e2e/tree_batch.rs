@@ -5,7 +5,7 @@
 use crate::subagents::assert_completed;
 use baton_client::Client as _;
 use baton_core::{
-    ErrorCode,
+    ErrorCode, StreamChunk,
     message::ToolOutcome,
     store::{ApprovalDecision, Continuation, SessionAddress, Status},
     subagent,
@@ -54,6 +54,23 @@ async fn answer(harness: &Harness, root_id: &str, call: &str, answer: &str) -> S
         .unwrap()
 }
 
+/// Follows the root `root_id` from the end of `suspended` (resuming it first if `resume`) and
+/// asserts that the tree completes with `output`.
+async fn completes(
+    harness: &Harness,
+    root_id: &str,
+    suspended: &[StreamChunk],
+    resume: bool,
+    output: &str,
+) {
+    if resume {
+        harness.client.resume(root_id).await.unwrap();
+    }
+    let before = suspended.last().unwrap().sequence;
+    let rest = harness.chunks_after_until_end(root_id, before).await;
+    assert_completed(&rest, output);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_the_answer_completing_a_trees_batch_answers_caller_resumes() {
     let harness = Harness::start(agents::registry()).await;
@@ -83,15 +100,14 @@ async fn only_the_answer_completing_a_trees_batch_answers_caller_resumes() {
     // The tree's last call completes the batch.
     let last = approve(&harness, &started.session_id, &approver, "cg_1_1").await;
     assert_eq!(last.continuation, Continuation::CallerResumes);
-    let before = chunks.last().unwrap().sequence;
-    harness.client.resume(&started.session_id).await.unwrap();
-    let rest = harness
-        .chunks_after_until_end(&started.session_id, before)
-        .await;
-    assert_completed(
-        &rest,
+    completes(
+        &harness,
+        &started.session_id,
+        &chunks,
+        true,
         r#"child heard {"answer":"blue"} | child transfer: sent 5 to bob"#,
-    );
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -109,15 +125,14 @@ async fn a_roots_own_call_and_a_childs_make_one_batch_whichever_is_answered_firs
     // answered, so it does not hold the batch open.
     let last = answer(&harness, &started.session_id, "q_1_1", "savings").await;
     assert_eq!(last.continuation, Continuation::CallerResumes);
-    let before = chunks.last().unwrap().sequence;
-    harness.client.resume(&started.session_id).await.unwrap();
-    let rest = harness
-        .chunks_after_until_end(&started.session_id, before)
-        .await;
-    assert_completed(
-        &rest,
+    completes(
+        &harness,
+        &started.session_id,
+        &chunks,
+        true,
         r#"{"answer":"savings"} | child transfer: sent 5 to bob"#,
-    );
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -152,12 +167,12 @@ async fn a_server_resuming_on_submit_resumes_a_tree_only_on_its_batchs_last_answ
         matches!(last.continuation, Continuation::NewRun { .. }),
         "{last:?}"
     );
-    let before = chunks.last().unwrap().sequence;
-    let rest = harness
-        .chunks_after_until_end(&started.session_id, before)
-        .await;
-    assert_completed(
-        &rest,
+    completes(
+        &harness,
+        &started.session_id,
+        &chunks,
+        false,
         r#"child heard {"answer":"green"} | child transfer: sent 5 to bob"#,
-    );
+    )
+    .await;
 }
