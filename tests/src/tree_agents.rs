@@ -127,6 +127,23 @@ pub fn asking_fan_out() -> Agent {
         .unwrap()
 }
 
+/// `twin_askers`: calls `child_asker` twice at once, so two children on the same script ask
+/// under the same model id.
+pub fn twin_askers() -> Agent {
+    let model = ScriptedModel::default()
+        .call_id_prefix("tw")
+        .call_all(&[
+            ("subagent__child_asker", json!({"message": "ask one"})),
+            ("subagent__child_asker", json!({"message": "ask two"})),
+        ])
+        .answer("twins done");
+    Agent::builder("twin_askers")
+        .model(model)
+        .sub_agent("child_asker", "Asks the user.")
+        .build()
+        .unwrap()
+}
+
 /// `middle`: delegates to `child_asker` and answers with its output.
 pub fn middle() -> Agent {
     let model = ScriptedModel::default()
@@ -206,6 +223,7 @@ pub fn all() -> Vec<Agent> {
         child_approver(),
         fan_out(),
         asking_fan_out(),
+        twin_askers(),
         middle(),
         top(),
         delegating_holder(),

@@ -72,7 +72,7 @@ async fn a_suspended_sessions_state_keeps_the_compact_encoding_and_its_chunks_re
     store
         .stage_turn(
             step,
-            &turn(&run_id, 1, "asking", vec![call(call_id, "ask")]),
+            &mut turn(&run_id, 1, "asking", vec![call(call_id, "ask")]),
         )
         .await
         .unwrap();

@@ -19,6 +19,7 @@ pub(super) fn call(id: &str, name: &str) -> ToolCall {
         id: id.to_owned(),
         name: name.to_owned(),
         arguments: json!({"question": "?"}),
+        provider_id: None,
     }
 }
 
@@ -42,7 +43,7 @@ pub(super) fn pending(id: &str, step: u32) -> PendingCall {
 async fn suspend_on(store: &Store, address: &SessionAddress, run_id: &str, step: u32, id: &str) {
     let at = at(address, run_id, step);
     store
-        .stage_turn(at, &turn(run_id, step, "asking", vec![call(id, "ask")]))
+        .stage_turn(at, &mut turn(run_id, step, "asking", vec![call(id, "ask")]))
         .await
         .unwrap();
     store
@@ -88,7 +89,7 @@ pub(super) async fn chunk_headers(
 }
 
 /// Starts child `s1.child` (run `rc1` on stream `stc`) from step 1 of the root's run r1.
-async fn start_child(store: &Store, root: &SessionAddress) -> SessionAddress {
+pub(super) async fn start_child(store: &Store, root: &SessionAddress) -> SessionAddress {
     let child = SessionAddress {
         root_session_id: root.root_session_id.clone(),
         session_id: "s1.child".into(),
@@ -112,7 +113,7 @@ async fn start_child(store: &Store, root: &SessionAddress) -> SessionAddress {
 }
 
 /// Step 1 of the child's run rc1.
-fn child_step(child: &SessionAddress) -> StepRef<'_> {
+pub(super) fn child_step(child: &SessionAddress) -> StepRef<'_> {
     StepRef {
         address: child,
         stream_id: "stc",
@@ -397,7 +398,7 @@ async fn a_rate_limited_submit_writes_nothing_and_leaves_the_bucket_as_it_was() 
     store
         .stage_turn(
             at,
-            &turn("r1", 1, "", vec![call("c1", "ask"), call("c2", "ask")]),
+            &mut turn("r1", 1, "", vec![call("c1", "ask"), call("c2", "ask")]),
         )
         .await
         .unwrap();
@@ -485,7 +486,10 @@ async fn a_submit_to_a_childs_call_is_answered_on_the_child_and_takes_one_token_
     let child = start_child(&store, &root).await;
     let child_step = child_step(&child);
     store
-        .stage_turn(child_step, &turn("rc1", 1, "", vec![call("cc1", "ask")]))
+        .stage_turn(
+            child_step,
+            &mut turn("rc1", 1, "", vec![call("cc1", "ask")]),
+        )
         .await
         .unwrap();
     store

@@ -40,7 +40,8 @@ pub(super) static CREATE_SESSION: StoreScript =
     store_script!("create_session", [State, Stream, Messages, Checkpoints]);
 pub(super) static EMIT_MODEL_CHUNKS: StoreScript =
     store_script!("emit_model_chunks", [State, Stream, Staged]);
-pub(super) static STAGE_TURN: StoreScript = store_script!("stage_turn", [State, Stream, Staged]);
+pub(super) static STAGE_TURN: StoreScript =
+    store_script!("stage_turn", [State, Stream, Staged, CallIds]);
 pub(super) static STAGE_TOOL_RESULT: StoreScript =
     store_script!("stage_tool_result", [State, Stream, Staged]);
 pub(super) static RELEASE_CLAIM: StoreScript = store_script!("release_claim", [State, Stream]);

@@ -33,4 +33,5 @@ mod sweep;
 mod transports;
 mod tree;
 mod tree_batch;
+mod tree_ids;
 mod tree_repair;
