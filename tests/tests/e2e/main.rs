@@ -35,3 +35,4 @@ mod tree;
 mod tree_batch;
 mod tree_ids;
 mod tree_repair;
+mod tree_stop;

@@ -6,6 +6,7 @@ use crate::subagents::assert_completed;
 use baton_client::Client as _;
 use baton_core::{
     ErrorCode, StreamChunk,
+    api::StartResponse,
     message::ToolOutcome,
     store::{ApprovalDecision, Continuation, SessionAddress, Status},
     subagent,
@@ -22,7 +23,7 @@ async fn approval_id(harness: &Harness, owner: &SessionAddress, call: &str) -> S
 }
 
 /// Approves `call` (pending on `owner`) through the root `root_id`.
-async fn approve(
+pub(crate) async fn approve(
     harness: &Harness,
     root_id: &str,
     owner: &SessionAddress,
@@ -54,9 +55,49 @@ async fn answer(harness: &Harness, root_id: &str, call: &str, answer: &str) -> S
         .unwrap()
 }
 
+/// A `fan_out` tree suspended on its two children's calls (`ca_1_1`, and the approval
+/// `cg_1_1`): the start, the asking and the approving child, the root's chunks so far.
+pub(crate) async fn suspended_fan_out(
+    harness: &Harness,
+) -> (
+    StartResponse,
+    SessionAddress,
+    SessionAddress,
+    Vec<StreamChunk>,
+) {
+    let started = harness.client.start("fan_out", "go").await.unwrap();
+    let root = SessionAddress::root(&started.session_id);
+    let asker = subagent::child_address(&root, "p_1_1");
+    let approver = subagent::child_address(&root, "p_1_2");
+    let chunks = harness.chunks_until_suspended(&started.session_id).await;
+    (started, asker, approver, chunks)
+}
+
+/// With `cg_1_1` the last call of the `fan_out` tree's batch: a resume is refused naming it, its
+/// approval answers `caller_resumes`, and a resume completes the tree with `output`.
+pub(crate) async fn approve_last_and_complete(
+    harness: &Harness,
+    root_id: &str,
+    approver: &SessionAddress,
+    suspended: &[StreamChunk],
+    output: &str,
+) {
+    refused_awaiting(harness, root_id, &["cg_1_1"]).await;
+    let last = approve(harness, root_id, approver, "cg_1_1").await;
+    assert_eq!(last.continuation, Continuation::CallerResumes);
+    completes(harness, root_id, suspended, true, output).await;
+}
+
+/// Asserts that a resume of the root `root_id` is refused, naming these calls as awaited.
+pub(crate) async fn refused_awaiting(harness: &Harness, root_id: &str, awaited: &[&str]) {
+    let early = api_error(harness.client.resume(root_id).await.unwrap_err());
+    assert_eq!(early.code, ErrorCode::StateNotResumable);
+    assert_eq!(early.details["awaitedToolCallIds"], json!(awaited));
+}
+
 /// Follows the root `root_id` from the end of `suspended` (resuming it first if `resume`) and
 /// asserts that the tree completes with `output`.
-async fn completes(
+pub(crate) async fn completes(
     harness: &Harness,
     root_id: &str,
     suspended: &[StreamChunk],
@@ -74,10 +115,7 @@ async fn completes(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_the_answer_completing_a_trees_batch_answers_caller_resumes() {
     let harness = Harness::start(agents::registry()).await;
-    let started = harness.client.start("fan_out", "go").await.unwrap();
-    let root = SessionAddress::root(&started.session_id);
-    let approver = subagent::child_address(&root, "p_1_2");
-    let chunks = harness.chunks_until_suspended(&started.session_id).await;
+    let (started, _asker, approver, chunks) = suspended_fan_out(&harness).await;
 
     // The first child's only call is answered: its own batch is complete, the tree's is not.
     let first = answer(&harness, &started.session_id, "ca_1_1", "blue").await;
@@ -86,25 +124,13 @@ async fn only_the_answer_completing_a_trees_batch_answers_caller_resumes() {
     let again = answer(&harness, &started.session_id, "ca_1_1", "red").await;
     assert_eq!(again.status, SubmitStatus::AlreadyCompleted);
     assert_eq!(again.continuation, Continuation::AwaitingBatch);
-    // And the resume that answer would have invited is refused, naming the other child's call.
-    let early = api_error(
-        harness
-            .client
-            .resume(&started.session_id)
-            .await
-            .unwrap_err(),
-    );
-    assert_eq!(early.code, ErrorCode::StateNotResumable);
-    assert_eq!(early.details["awaitedToolCallIds"], json!(["cg_1_1"]));
-
-    // The tree's last call completes the batch.
-    let last = approve(&harness, &started.session_id, &approver, "cg_1_1").await;
-    assert_eq!(last.continuation, Continuation::CallerResumes);
-    completes(
+    // The resume that answer would have invited is refused, naming the other child's call,
+    // which completes the batch.
+    approve_last_and_complete(
         &harness,
         &started.session_id,
+        &approver,
         &chunks,
-        true,
         r#"child heard {"answer":"blue"} | child transfer: sent 5 to bob"#,
     )
     .await;

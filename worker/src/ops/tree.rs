@@ -11,11 +11,12 @@ use baton_core::{
 };
 use std::collections::HashMap;
 
-/// The sessions of the tree rooted at `root` (the root first), each with its depth.
-async fn tree_states(
+/// The sessions of the tree rooted at `root` (the root first), each with its ancestors
+/// (nearest first; none for the root).
+async fn tree_members(
     state: &AppState,
     root: &SessionState,
-) -> Result<Vec<(SessionAddress, SessionState, usize)>, ApiError> {
+) -> Result<Vec<(SessionAddress, SessionState, Vec<String>)>, ApiError> {
     let root_address = SessionAddress::root(&root.session_id);
     let members = state.store.tree_sessions(&root_address).await?;
     let mut parents = HashMap::new();
@@ -32,21 +33,36 @@ async fn tree_states(
             sessions.push((address, session));
         }
     }
-    let depth = |id: &str| {
-        let mut depth = 0;
+    let ancestors = |id: &str| {
+        let mut ancestors: Vec<String> = Vec::new();
         let mut current = parents.get(id);
-        while let Some(parent) = current {
-            depth += 1;
+        // A parent map with a cycle would be corrupt data; the tree's depth bounds the walk.
+        while let Some(parent) = current
+            && ancestors.len() <= parents.len()
+        {
+            ancestors.push(parent.clone());
             current = parents.get(parent.as_str());
         }
-        depth
+        ancestors
     };
     Ok(sessions
         .into_iter()
         .map(|(address, session)| {
-            let depth = depth(&address.session_id);
-            (address, session, depth)
+            let ancestors = ancestors(&address.session_id);
+            (address, session, ancestors)
         })
+        .collect())
+}
+
+/// The sessions of the tree rooted at `root` (the root first), each with its depth.
+async fn tree_states(
+    state: &AppState,
+    root: &SessionState,
+) -> Result<Vec<(SessionAddress, SessionState, usize)>, ApiError> {
+    Ok(tree_members(state, root)
+        .await?
+        .into_iter()
+        .map(|(address, session, ancestors)| (address, session, ancestors.len()))
         .collect())
 }
 
@@ -73,7 +89,7 @@ pub(super) async fn resume_tree(
         return Ok(None);
     }
     if entry.abandon_pending {
-        stop_descendants(state, root, StopKind::Interrupt).await?;
+        stop_descendants(state, root, &root.session_id, StopKind::Interrupt).await?;
         return Ok(None);
     }
     let now = now_ms();
@@ -147,16 +163,18 @@ pub(super) async fn resume_tree(
     }))
 }
 
-/// Stops every session of the tree below `root` that has not ended (after the root's own stop):
-/// a stop record on each one's run, then cancellation of its workflow. A late submit to any of
-/// their calls then answers `run_stopped`.
+/// Stops every session below `top` (a session of the tree rooted at `root`, or the root itself)
+/// that has not ended, after `top`'s own stop: a stop record on each one's run, then
+/// cancellation of its workflow. A late submit to any of their calls then answers
+/// `run_stopped`.
 pub(super) async fn stop_descendants(
     state: &AppState,
     root: &SessionState,
+    top: &str,
     kind: StopKind,
 ) -> Result<(), ApiError> {
-    for (address, session, depth) in tree_states(state, root).await? {
-        if depth == 0 || session.status.is_terminal() {
+    for (address, session, ancestors) in tree_members(state, root).await? {
+        if !ancestors.iter().any(|ancestor| ancestor == top) || session.status.is_terminal() {
             continue;
         }
         let stopped = state.store.stop_run(&address, kind).await?;

@@ -1,0 +1,95 @@
+//! Stopping a session below the root: the child's subtree stops, its parent's sub-agent call is
+//! answered `sub_agent_interrupted` (interrupt or abort alike), and the parent goes on, by
+//! itself when that completes its batch. Nothing is left that only an operator could clear.
+
+use crate::{
+    subagents::assert_completed,
+    tree_batch::{approve_last_and_complete, suspended_fan_out},
+};
+use baton_client::Client as _;
+use baton_core::{
+    ErrorCode,
+    api::StartResponse,
+    message::ToolOutcome,
+    store::{SessionAddress, Status},
+    subagent,
+};
+use baton_tests::{Harness, WAIT_LIMIT, agents, api_error};
+use serde_json::json;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupted_child_answers_its_parent_which_goes_on_by_itself() {
+    stop_the_only_child(false, Status::Interrupted).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_aborted_child_answers_its_parent_as_an_interrupted_one() {
+    stop_the_only_child(true, Status::Failed).await;
+}
+
+/// A `top` tree suspended on its grandchild's question (`ca_1_1`): the start, `middle` and the
+/// grandchild.
+pub(crate) async fn suspended_top(
+    harness: &Harness,
+) -> (StartResponse, SessionAddress, SessionAddress) {
+    let started = harness.client.start("top", "go").await.unwrap();
+    let root = SessionAddress::root(&started.session_id);
+    let middle = subagent::child_address(&root, "t_1_1");
+    let grandchild = subagent::child_address(&middle, "m_1_1");
+    harness.chunks_until_suspended(&started.session_id).await;
+    (started, middle, grandchild)
+}
+
+/// `top` → `middle` → `child_asker`, suspended on the grandchild's question: stopping `middle`
+/// stops the grandchild too, and the root completes with the sub-agent call's error.
+async fn stop_the_only_child(abort: bool, status: Status) {
+    let harness = Harness::start(agents::registry()).await;
+    let (started, middle, grandchild) = suspended_top(&harness).await;
+
+    let stopped = harness
+        .client
+        .stop(&middle.session_id, abort)
+        .await
+        .unwrap();
+    assert_eq!(stopped.status, status);
+    let chunks = harness
+        .chunks_until_end(&started.session_id, WAIT_LIMIT)
+        .await;
+    assert_completed(&chunks, "top got error sub_agent_interrupted");
+    for address in [&middle, &grandchild] {
+        let state = harness.client.status(&address.session_id).await.unwrap();
+        assert_eq!(state.status, status, "{address:?}");
+    }
+    // The grandchild's question is closed: a late answer is refused as a stopped run's.
+    let late = harness
+        .client
+        .submit(
+            &started.session_id,
+            "ca_1_1",
+            &ToolOutcome::Result(json!({"answer": "late"})),
+        )
+        .await
+        .unwrap_err();
+    let late = api_error(late);
+    assert_eq!(late.code, ErrorCode::UnknownToolCall);
+    assert_eq!(late.details["reason"], "run_stopped");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_child_leaves_its_siblings_questions_as_the_trees_batch() {
+    let harness = Harness::start(agents::registry()).await;
+    let (started, asker, approver, chunks) = suspended_fan_out(&harness).await;
+
+    harness.client.stop(&asker.session_id, false).await.unwrap();
+    // The root still waits for the other child's approval, the only call left of the batch.
+    let state = harness.client.status(&started.session_id).await.unwrap();
+    assert_eq!(state.status, Status::SuspendedClientTool);
+    approve_last_and_complete(
+        &harness,
+        &started.session_id,
+        &approver,
+        &chunks,
+        "error sub_agent_interrupted | child transfer: sent 5 to bob",
+    )
+    .await;
+}
