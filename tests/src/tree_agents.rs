@@ -2,7 +2,7 @@
 //! answer, fail, or ask a person (a client tool or an approval). Each scripted agent has its own
 //! tool call id prefix, since a call id names one call in the whole tree.
 
-use crate::agents::{add, ask_user, transfer};
+use crate::agents::{AddInput, add, ask_user, transfer};
 use baton_core::{Agent, ScriptedModel};
 use serde_json::json;
 
@@ -144,6 +144,42 @@ pub fn twin_askers() -> Agent {
         .unwrap()
 }
 
+/// How many steps a `busy_child` takes before it answers.
+pub const BUSY_STEPS: usize = 2000;
+
+/// `busy_child`: adds one inline, step after step, [`BUSY_STEPS`] times, then answers: a child
+/// that is always moving.
+pub fn busy_child() -> Agent {
+    let mut model = ScriptedModel::default().call_id_prefix("bc");
+    for i in 0..BUSY_STEPS {
+        model = model.call("tick", json!({"a": i, "b": 1}));
+    }
+    let tick = baton_core::tool::tool("tick", "Adds two integers.", |i: AddInput| async move {
+        i.a.checked_add(i.b).ok_or("overflow")
+    })
+    .inline();
+    Agent::builder("busy_child")
+        .model(model.answer("done ticking"))
+        .tool(tick)
+        .max_steps(BUSY_STEPS as u32 + 1)
+        .build()
+        .unwrap()
+}
+
+/// `busy_parent`: runs four `busy_child`ren at once.
+pub fn busy_parent() -> Agent {
+    let call = ("subagent__busy_child", json!({"message": "tick"}));
+    let model = ScriptedModel::default()
+        .call_id_prefix("bp")
+        .call_all(&[call.clone(), call.clone(), call.clone(), call])
+        .answer("all ticked");
+    Agent::builder("busy_parent")
+        .model(model)
+        .sub_agent("busy_child", "Ticks.")
+        .build()
+        .unwrap()
+}
+
 /// `middle`: delegates to `child_asker` and answers with its output.
 pub fn middle() -> Agent {
     let model = ScriptedModel::default()
@@ -224,6 +260,8 @@ pub fn all() -> Vec<Agent> {
         fan_out(),
         asking_fan_out(),
         twin_askers(),
+        busy_child(),
+        busy_parent(),
         middle(),
         top(),
         delegating_holder(),

@@ -176,12 +176,23 @@ local function keep_keys(keys)
   for _, key in ipairs(keys) do redis.call('PERSIST', key) end
 end
 
+-- Whether the tree's root has been stopped (an interrupt or abort ended it): the stop is durable
+-- on the root and every write of a session below it is fenced on it, so a session below a
+-- stopped root writes nothing more (its own stop, which the root's stop makes next, is not
+-- fenced). A next turn of the root makes it active again, and its new children write.
+local function tree_stopped()
+  if state_key == root_state_key then return false end
+  local root = redis.call('HMGET', root_state_key, 'status', 'stop')
+  return root[2] ~= false and is_ended(root[1])
+end
+
 -- Returns nil when the run may write, or the reason it may not.
 local function run_guard(run_id)
   local fields = redis.call('HMGET', state_key, 'status', 'runId')
   if not fields[1] then return 'session_not_found' end
   if fields[2] ~= run_id then return 'run_superseded' end
   if fields[1] ~= 'active' then return 'run_not_active' end
+  if tree_stopped() then return 'run_not_active' end
   return nil
 end
 

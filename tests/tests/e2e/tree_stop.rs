@@ -8,14 +8,17 @@ use crate::{
 };
 use baton_client::Client as _;
 use baton_core::{
-    ErrorCode,
+    ChunkKind, ErrorCode,
     api::StartResponse,
+    chunk::EndStatus,
     message::ToolOutcome,
     store::{SessionAddress, Status},
     subagent,
 };
-use baton_tests::{Harness, WAIT_LIMIT, agents, api_error};
+use baton_tests::{Harness, WAIT_LIMIT, agents, api_error, tree_agents::BUSY_STEPS};
+use futures::StreamExt;
 use serde_json::json;
+use std::collections::HashMap;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_interrupted_child_answers_its_parent_which_goes_on_by_itself() {
@@ -92,4 +95,72 @@ async fn a_stopped_child_leaves_its_siblings_questions_as_the_trees_batch() {
         "error sub_agent_interrupted | child transfer: sent 5 to bob",
     )
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_root_interrupt_answered_200_has_stopped_every_busy_child_for_good() {
+    let harness = Harness::start(agents::registry()).await;
+    // Many trees of four children that never stop stepping, stopped mid-flight, repeatedly: a
+    // child moving on between the tree's read and its own stop is the race this is about.
+    for _round in 0..3 {
+        futures::future::join_all((0..6).map(|_| stop_a_busy_tree(&harness))).await;
+    }
+}
+
+/// Starts a `busy_parent` tree, interrupts its root once every child has committed two steps,
+/// and asserts that at the 200 every session is interrupted, and stays so with no step more once
+/// every workflow of the tree has ended.
+async fn stop_a_busy_tree(harness: &Harness) {
+    let started = harness.client.start("busy_parent", "go").await.unwrap();
+    let root = SessionAddress::root(&started.session_id);
+    let children: Vec<SessionAddress> = (1..=4)
+        .map(|i| subagent::child_address(&root, &format!("bp_1_{i}")))
+        .collect();
+    let mut follow = harness.client.follow(&started.session_id, 0);
+    let mut stepped: HashMap<String, u32> = HashMap::new();
+    while stepped.values().filter(|step| **step >= 2).count() < children.len() {
+        let chunk = follow.next().await.expect("the tree runs").unwrap();
+        if let ChunkKind::StepEnd { step } = chunk.kind {
+            stepped.insert(chunk.header.agent_id, step);
+        }
+    }
+    drop(follow);
+
+    harness.interrupt(&started.session_id).await;
+    let mut steps_at_stop = Vec::new();
+    for child in &children {
+        let state = harness.client.status(&child.session_id).await.unwrap();
+        assert_eq!(state.status, Status::Interrupted, "{child:?} at the 200");
+        assert!(state.step_count < BUSY_STEPS as u32, "{child:?}");
+        steps_at_stop.push(state.step_count);
+    }
+    // Every workflow of the tree ends (cancelled, or refused at its next write)...
+    let _ = harness.run_result(&started.workflow_id).await;
+    for child in &children {
+        let _ = harness
+            .run_result(&format!("agent__busy_child__{}", child.session_id))
+            .await;
+    }
+    // ... and nothing moved since the 200: each child's stream ends with its interrupted end.
+    for (child, steps) in children.iter().zip(steps_at_stop) {
+        let state = harness.client.status(&child.session_id).await.unwrap();
+        assert_eq!(
+            (state.status, state.step_count),
+            (Status::Interrupted, steps),
+            "{child:?}"
+        );
+        let chunks = harness
+            .chunks_until_end(&child.session_id, WAIT_LIMIT)
+            .await;
+        assert!(
+            matches!(
+                chunks.last().map(|chunk| &chunk.kind),
+                Some(ChunkKind::End {
+                    status: EndStatus::Interrupted,
+                    ..
+                })
+            ),
+            "{child:?}"
+        );
+    }
 }

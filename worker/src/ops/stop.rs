@@ -57,6 +57,11 @@ pub async fn stop_session(
         } => (run_id, workflow_id, closed_calls),
         Stopped::SessionNotFound => return Err(no_session(session_id)),
         Stopped::NotRunning { status } => {
+            // A root stopped already: its tree's stop is made again (nothing to do once every
+            // session below it has ended), so a stop cut short completes on a repeat.
+            if session.session_id == session.root_session_id && session.stop.is_some() {
+                stop_descendants(state, &session, &session.session_id, kind).await?;
+            }
             return Err(ApiError::new(
                 ErrorCode::RunNotActive,
                 format!("the session is {status}; no run to stop"),

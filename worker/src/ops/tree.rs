@@ -167,16 +167,44 @@ pub(super) async fn resume_tree(
 /// that has not ended, after `top`'s own stop: a stop record on each one's run, then
 /// cancellation of its workflow. A late submit to any of their calls then answers
 /// `run_stopped`.
+///
+/// Below a stopped root every write is fenced on the root's stop (`tree_stopped` in the
+/// prelude), so a busy session cannot move on between this read and its stop: each pass reads
+/// the tree again, until every session below `top` has ended (a session started or claimed
+/// between two passes is stopped by the next).
 pub(super) async fn stop_descendants(
     state: &AppState,
     root: &SessionState,
     top: &str,
     kind: StopKind,
 ) -> Result<(), ApiError> {
+    for _ in 0..STOP_PASSES {
+        if stop_descendants_once(state, root, top, kind).await? == 0 {
+            return Ok(());
+        }
+    }
+    tracing::warn!(root = %root.session_id, top, ?kind,
+        "sessions of the tree kept moving while it was stopped; their writes are fenced");
+    Ok(())
+}
+
+/// How many times a stop reads the tree again: once, and once more for each session that moved
+/// between the read and its stop (fenced, a session moves at most by a claim).
+const STOP_PASSES: usize = 4;
+
+/// One pass of [`stop_descendants`]: the number of sessions it found still running.
+async fn stop_descendants_once(
+    state: &AppState,
+    root: &SessionState,
+    top: &str,
+    kind: StopKind,
+) -> Result<usize, ApiError> {
+    let mut running = 0;
     for (address, session, ancestors) in tree_members(state, root).await? {
         if !ancestors.iter().any(|ancestor| ancestor == top) || session.status.is_terminal() {
             continue;
         }
+        running += 1;
         let stopped = state.store.stop_run(&address, kind).await?;
         if let baton_core::store::Stopped::Stopped {
             workflow_id: Some(workflow_id),
@@ -187,5 +215,5 @@ pub(super) async fn stop_descendants(
         }
         tracing::info!(session_id = %address.session_id, ?kind, "tree session stopped");
     }
-    Ok(())
+    Ok(running)
 }
