@@ -195,8 +195,8 @@ async fn chunk_headers_are_stored_once_per_run_and_put_back_on_read() {
         [
             ("st1", "s1", "s1", "r1"),
             ("st1", "s1", "s1", "r1"),
-            ("st1", "s1.child", "s1.child", "rc1"),
             ("st1", "s1", "s1", "r1"),
+            ("st1", "s1.child", "s1.child", "rc1"),
             ("st1", "s1.child", "s1.child", "rc1"),
             ("st1", "s1.child", "s1.child", "rc1"),
         ]
@@ -210,8 +210,9 @@ async fn chunk_headers_are_stored_once_per_run_and_put_back_on_read() {
         [
             "run_start",
             "step_start",
-            "run_start",
+            // The parent announces the child before anything of it.
             "subagent_start",
+            "run_start",
             "step_start",
             "text_delta"
         ]
@@ -231,7 +232,7 @@ async fn chunk_headers_are_stored_once_per_run_and_put_back_on_read() {
             .all(|c| header_of(c) == ("stc", "s1.child", "s1.child", "rc1"))
     );
     // The chunks the root's stream copies are the child's but the sequence and the stream id.
-    let copies = [&from_root[2], &from_root[4], &from_root[5]];
+    let copies = [&from_root[3], &from_root[4], &from_root[5]];
     for (copy, own) in copies.into_iter().zip(&from_child) {
         let mut header = own.header.clone();
         header.stream_id = "st1".into();

@@ -49,9 +49,11 @@ redis.call('HSET', state_key,
 if workflow_id ~= '' then redis.call('HSET', state_key, 'workflowId', workflow_id) end
 if custom_state ~= '' then redis.call('HSET', state_key, 'customState', custom_state) end
 for i = first_message, #ARGV do redis.call('RPUSH', messages_key, ARGV[i]) end
+-- The parent's subagent_start first: on the root's stream it comes before anything of the child
+-- (its run_start), so a reader demultiplexing by agentId knows the child before its chunks.
+emit_on(parent_state_key, parent_stream_key, subagent_start_body)
 local seq = emit(run_start_body)
 push_checkpoint(checkpoints_key, redis.call('LLEN', messages_key), 0, seq, '')
 redis.call('SADD', tree_key, child_session_id)
 redis.call('HSET', parent_children_key, tool_call_id, child_session_id)
-emit_on(parent_state_key, parent_stream_key, subagent_start_body)
 return {'created', run_id, stream_id}

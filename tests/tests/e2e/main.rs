@@ -34,5 +34,6 @@ mod transports;
 mod tree;
 mod tree_batch;
 mod tree_ids;
+mod tree_lifecycle;
 mod tree_repair;
 mod tree_stop;
