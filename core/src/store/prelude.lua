@@ -171,6 +171,17 @@ local function expire_ended(retention_ms_text, keys)
   for _, key in ipairs(keys) do redis.call('PEXPIRE', key, retention_ms) end
 end
 
+-- The keys an ended session leaves (see expire_ended): `keys`, its children map and, for the
+-- root (whose end is the tree's), the tree's keys kept on the root (`root_keys`: its members,
+-- the calls' owners, the drained calls' markers, the tree's call ids).
+local function session_keys(keys, children_key, root_keys)
+  keys[#keys + 1] = children_key
+  if state_key == root_state_key then
+    for _, key in ipairs(root_keys) do keys[#keys + 1] = key end
+  end
+  return keys
+end
+
 -- A new run of an ended session keeps its keys again (see expire_ended).
 local function keep_keys(keys)
   for _, key in ipairs(keys) do redis.call('PERSIST', key) end

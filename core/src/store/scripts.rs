@@ -21,10 +21,13 @@ pub(super) struct StoreScript {
 
 macro_rules! store_script {
     ($name:literal, [$($key:ident),+ $(,)?]) => {
+        store_script!($name, &[$(Key::$key),+])
+    };
+    ($name:literal, $keys:expr) => {
         StoreScript {
             name: $name,
             source: include_str!(concat!($name, ".lua")),
-            keys: &[$(Key::$key),+],
+            keys: $keys,
             script: LazyLock::new(|| {
                 redis::Script::new(concat!(
                     include_str!("prelude.lua"),
@@ -49,14 +52,23 @@ pub(super) static MARK_TOOL_STARTED: StoreScript =
     store_script!("mark_tool_started", [State, Stream, Staged]);
 pub(super) static STAGE_STATE_PATCH: StoreScript =
     store_script!("stage_state_patch", [State, Stream, Staged]);
-pub(super) static COMMIT_STEP: StoreScript = store_script!(
-    "commit_step",
-    [State, Stream, Staged, Messages, Checkpoints, Usage]
-);
-pub(super) static FAIL_RUN: StoreScript = store_script!(
-    "fail_run",
-    [State, Stream, Staged, Messages, Checkpoints, Usage]
-);
+/// The keys of the two scripts that end a run by a step or a failure: the step's, and those its
+/// end gives the retention (see `session_keys` in the prelude).
+const ENDING_RUN_KEYS: &[Key] = &[
+    Key::State,
+    Key::Stream,
+    Key::Staged,
+    Key::Messages,
+    Key::Checkpoints,
+    Key::Usage,
+    Key::Children,
+    Key::Tree,
+    Key::Ownership,
+    Key::Completed,
+    Key::CallIds,
+];
+pub(super) static COMMIT_STEP: StoreScript = store_script!("commit_step", ENDING_RUN_KEYS);
+pub(super) static FAIL_RUN: StoreScript = store_script!("fail_run", ENDING_RUN_KEYS);
 pub(super) static COMMIT_SUSPENDED_STEP: StoreScript = store_script!(
     "commit_suspended_step",
     [
@@ -94,6 +106,11 @@ pub(super) static CLAIM_RESUME: StoreScript = store_script!(
         Messages,
         Checkpoints,
         Usage,
+        Children,
+        Tree,
+        Ownership,
+        Completed,
+        CallIds,
     ]
 );
 pub(super) static APPLY_ANSWERS: StoreScript = store_script!(
@@ -124,6 +141,10 @@ pub(super) static STOP_RUN: StoreScript = store_script!(
         OpenDeadlines,
         Checkpoints,
         Usage,
+        Children,
+        Tree,
+        Completed,
+        CallIds,
     ]
 );
 pub(super) static REWIND: StoreScript = store_script!(
@@ -140,6 +161,9 @@ pub(super) static REWIND: StoreScript = store_script!(
         Ownership,
         Completed,
         Usage,
+        Children,
+        Tree,
+        CallIds,
     ]
 );
 pub(super) static SNAPSHOT: StoreScript =

@@ -50,6 +50,14 @@ impl Store {
             };
             match self.stop_run_as_read(address, kind, &state).await? {
                 StopReply::Stopped { run_id, closed } => {
+                    // A stopped suspension leaves the deadline index, as a drained one does (best
+                    // effort: a member left behind costs the deadline sweep one look).
+                    if state.status == super::Status::SuspendedClientTool
+                        && let Err(error) = self.unindex_deadlines(address, &[&run_id]).await
+                    {
+                        tracing::warn!(session = %address.session_id, %error,
+                            "the deadline index keeps a stopped run");
+                    }
                     let workflow_id = state.workflow_id;
                     return Ok(Stopped::Stopped {
                         run_id,

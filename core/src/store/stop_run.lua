@@ -18,6 +18,10 @@ local ownership_key = KEYS[8]
 local open_deadlines_key = KEYS[9]
 local checkpoints_key = KEYS[10]
 local usage_key = KEYS[11]
+local children_key = KEYS[12]
+local tree_key = KEYS[13]
+local completed_key = KEYS[14]
+local call_ids_key = KEYS[15]
 local kind = ARGV[1] -- 'interrupt' | 'abort'
 local now = ARGV[2]
 local stop_json = ARGV[3]
@@ -73,5 +77,6 @@ else
   redis.call('HSET', state_key, 'status', 'interrupted')
 end
 emit(with_custom_state(state_key, end_body))
-expire_ended(retention_ms, {state_key, stream_key, messages_key, checkpoints_key, usage_key})
+expire_ended(retention_ms, session_keys({state_key, stream_key, messages_key, checkpoints_key,
+  usage_key}, children_key, {tree_key, ownership_key, completed_key, call_ids_key}))
 return reply

@@ -36,4 +36,5 @@ mod tree_batch;
 mod tree_ids;
 mod tree_lifecycle;
 mod tree_repair;
+mod tree_retention;
 mod tree_stop;
