@@ -134,19 +134,32 @@ local function with_stream_id(body, stream_id)
   return '"streamId":"' .. stream_id .. '",' .. rest
 end
 
+-- The field of the root's state that marks a session below it closed on the root's stream: its
+-- subagent_end is there, and nothing more of it is copied after it (see emit_on). A stop closes
+-- the open sessions below the one it stops before that one's end (stop_run.lua).
+local function closed_field(session_id)
+  return 'closed:' .. string.sub(session_id, #session_of(root_state_key) + 1)
+end
+
 -- Appends a chunk to the stream of the session whose state hash is `state` (another session of
 -- the tree, for the scripts that span two) and, for a session below the root, a copy to the
 -- root's stream under the root's next sequence and with the root's streamId (a reader
--- re-snapshots when a stream's id changes); the copy keeps its sessionId and agentId, so a
--- follower of the root can tell the sessions apart. Returns the session's own sequence.
+-- re-snapshots when a stream's id changes), until its subagent_end closes it there; the copy
+-- keeps its sessionId and agentId, so a follower of the root can tell the sessions apart.
+-- Returns the session's own sequence.
 local function emit_on(state, stream, body, max)
   local seq, header_key = append_chunk(state, nil, stream, body, max)
   -- The body starts with the header (ids without quotes inside), then the type tag.
   local kind = string.match(body, '^"streamId":"[^"]*","sessionId":"[^"]*","agentId":"[^"]*",'
     .. '"runId":"[^"]*","timestamp":%d+,"type":"([%w_]+)"')
+  if kind == 'subagent_end' then
+    local child = string.match(body, '"subSessionId":"([^"]*)"')
+    if child then redis.call('HSET', root_state_key, closed_field(child), '1') end
+  end
   if own_stream_only[kind] then
     compact_stream(stream)
-  elseif state ~= root_state_key then
+  elseif state ~= root_state_key
+      and redis.call('HEXISTS', root_state_key, closed_field(session_of(state))) == 0 then
     local root_stream_id = redis.call('HGET', root_state_key, 'streamId')
     append_chunk(root_state_key, {state = state, key = header_key}, root_stream_key,
       with_stream_id(body, root_stream_id), nil)

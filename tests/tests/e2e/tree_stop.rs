@@ -5,6 +5,7 @@
 use crate::{
     subagents::assert_completed,
     tree_batch::{approve_last_and_complete, suspended_fan_out},
+    tree_lifecycle::assert_children_announced_and_closed,
 };
 use baton_client::Client as _;
 use baton_core::{
@@ -59,6 +60,7 @@ async fn stop_the_only_child(abort: bool, status: Status) {
         .chunks_until_end(&started.session_id, WAIT_LIMIT)
         .await;
     assert_completed(&chunks, "top got error sub_agent_interrupted");
+    assert_eq!(assert_children_announced_and_closed(&chunks), 2);
     for address in [&middle, &grandchild] {
         let state = harness.client.status(&address.session_id).await.unwrap();
         assert_eq!(state.status, status, "{address:?}");
@@ -141,6 +143,13 @@ async fn stop_a_busy_tree(harness: &Harness) {
             .run_result(&format!("agent__busy_child__{}", child.session_id))
             .await;
     }
+    // The root's stream closes every child before the root's end, and nothing follows it.
+    let on_root = harness.store.chunks_after(&root, 0, 100_000).await.unwrap();
+    assert_eq!(
+        assert_children_announced_and_closed(&on_root),
+        children.len()
+    );
+    assert_eq!(on_root.last().map(|chunk| chunk.kind.name()), Some("end"));
     // ... and nothing moved since the 200: each child's stream ends with its interrupted end.
     for (child, steps) in children.iter().zip(steps_at_stop) {
         let state = harness.client.status(&child.session_id).await.unwrap();
