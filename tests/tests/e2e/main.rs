@@ -11,6 +11,7 @@ mod at_most_once;
 mod auth;
 mod chat;
 mod config;
+mod config_state;
 mod deadline_index;
 mod finish;
 mod inspect;
