@@ -173,3 +173,24 @@ async fn stop_a_busy_tree(harness: &Harness) {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resume_takes_the_end_of_a_child_stopped_without_telling_its_parent() {
+    let harness = Harness::start(agents::registry()).await;
+    let (started, middle, _grandchild) = suspended_top(&harness).await;
+    // A child stopped as an earlier version did, its parent never told: the root waits on it.
+    harness
+        .store
+        .stop_run(&middle, baton_core::store::StopKind::Interrupt)
+        .await
+        .unwrap();
+    let state = harness.client.status(&started.session_id).await.unwrap();
+    assert_eq!(state.status, Status::SuspendedClientTool);
+
+    // A resume of the root reports the child's end and the root goes on.
+    harness.client.resume(&started.session_id).await.unwrap();
+    let chunks = harness
+        .chunks_until_end(&started.session_id, WAIT_LIMIT)
+        .await;
+    assert_completed(&chunks, "top got error sub_agent_interrupted");
+}

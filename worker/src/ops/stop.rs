@@ -4,7 +4,7 @@
 use super::{
     no_session,
     reads::existing_session,
-    temporal::{cancel_run_workflow, start_parent_of_ended_children},
+    temporal::{cancel_run_workflow, resume_parent_of_ended_children},
     tree::stop_descendants,
 };
 use crate::state::AppState;
@@ -21,15 +21,7 @@ async fn answer_parent(state: &AppState, child: &SessionAddress) -> Result<(), A
     let Some((parent, _call)) = state.store.parent_of(child).await? else {
         return Ok(());
     };
-    let resumed = start_parent_of_ended_children(
-        &state.temporal,
-        &state.store,
-        &state.registry,
-        &state.task_queue,
-        &state.policy,
-        &parent,
-    )
-    .await?;
+    let resumed = resume_parent_of_ended_children(state, &parent).await?;
     if let Some((run_id, workflow_id)) = resumed {
         tracing::info!(session_id = %parent.session_id, %run_id, %workflow_id,
             "the stopped child's end resumes its parent");

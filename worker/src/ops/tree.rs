@@ -2,7 +2,11 @@
 //! batch rule across the tree and resumes its deepest ready sessions first (each parent then
 //! continues when its children's results are in), and a stop that stops every session of it.
 
-use super::{already_running, new_run::claim_and_start, temporal::cancel_run_workflow};
+use super::{
+    already_running,
+    new_run::claim_and_start,
+    temporal::{cancel_run_workflow, resume_parent_of_ended_children},
+};
 use crate::state::AppState;
 use baton_core::{
     ApiError, ErrorCode, Refusal,
@@ -85,6 +89,12 @@ pub(super) async fn resume_tree(
         .into_iter()
         .filter(|(_, session, _)| session.status == Status::SuspendedClientTool)
         .collect();
+    if entry.message.is_none()
+        && !entry.abandon_pending
+        && let Some(resumed) = report_unreported_ends(state, root, &suspended).await?
+    {
+        return Ok(Some(resumed));
+    }
     if !suspended.iter().any(|(_, _, depth)| *depth > 0) {
         return Ok(None);
     }
@@ -92,6 +102,7 @@ pub(super) async fn resume_tree(
         stop_descendants(state, root, &root.session_id, StopKind::Interrupt).await?;
         return Ok(None);
     }
+
     let now = now_ms();
     let mut open = Vec::new();
     for (address, _, _) in &suspended {
@@ -161,6 +172,48 @@ pub(super) async fn resume_tree(
         workflow_id: Some(workflow_id),
         status: Status::Active,
     }))
+}
+
+/// Reports the end of any child a suspended session of the tree awaits but whose end never
+/// reached it (a child stopped or failed by a version that did not report it, its workflow gone):
+/// the same idempotent report a child's workflow makes, so a tree is never left waiting on a
+/// call nobody can answer. When that resumes a session, its run is the resume's answer.
+async fn report_unreported_ends(
+    state: &AppState,
+    root: &SessionState,
+    suspended: &[(SessionAddress, SessionState, usize)],
+) -> Result<Option<ResumeResponse>, ApiError> {
+    for (address, _, _) in suspended {
+        let children = state.store.children(address).await?;
+        let mut awaits_an_ended_child = false;
+        for (call, _run) in state.store.pending_calls(address).await? {
+            let Some(child) = children.get(&call.tool_call_id) else {
+                continue;
+            };
+            let child = SessionAddress {
+                root_session_id: root.session_id.clone(),
+                session_id: child.clone(),
+            };
+            let ended = state.store.session(&child).await?;
+            awaits_an_ended_child |=
+                call.kind.is_sub_agent() && ended.is_some_and(|child| child.status.is_terminal());
+        }
+        if !awaits_an_ended_child {
+            continue;
+        }
+        let resumed = resume_parent_of_ended_children(state, address).await?;
+        if let Some((run_id, workflow_id)) = resumed {
+            tracing::info!(session_id = %address.session_id, %workflow_id,
+                "an ended child's unreported end resumes its parent");
+            return Ok(Some(ResumeResponse {
+                session_id: root.session_id.clone(),
+                run_id,
+                workflow_id: Some(workflow_id),
+                status: Status::Active,
+            }));
+        }
+    }
+    Ok(None)
 }
 
 /// Stops every session below `top` (a session of the tree rooted at `root`, or the root itself)
