@@ -168,7 +168,7 @@ impl AgentActivities {
         // The next step of this run, on this worker, reads only what is appended after this.
         self.logs.keep(input.run_ref(), messages);
 
-        let staged = StagedTurn {
+        let mut staged = StagedTurn {
             message: Message::assistant(turn.text, turn.tool_calls),
             usage: UsageRecord {
                 run_id: input.run_id.clone(),
@@ -177,7 +177,7 @@ impl AgentActivities {
                 usage: turn.usage,
             },
         };
-        let written = self.store.stage_turn(input.step_ref(), &staged).await?;
+        let written = self.store.stage_turn(input.step_ref(), &mut staged).await?;
         match written {
             Written::New => Ok(Some(staged)),
             // A concurrent attempt staged first: its turn is the step's turn.

@@ -266,6 +266,7 @@ pub(crate) mod tests {
                 id: format!("c{index}"),
                 name: (*name).to_owned(),
                 arguments: json!({"n": index}),
+                provider_id: None,
             })
             .collect()
     }

@@ -139,6 +139,7 @@ impl Model for ScriptedModel {
                 ),
                 name: call.name.clone(),
                 arguments: call.arguments.clone(),
+                provider_id: None,
             })
             .collect();
         let input_tokens = request

@@ -12,7 +12,7 @@
 
 use crate::{
     ApiKey, Settings,
-    conversation::{PartialCall, bad_event, check_tool_results, tool_result_text},
+    conversation::{PartialCall, bad_event, provider_messages, tool_result_text},
     http::StreamState,
     http::{self, ProviderError},
     sse,
@@ -72,10 +72,10 @@ impl WireFormat for Messages {
     }
 
     fn request_body(settings: &Settings, request: ModelRequest<'_>) -> Result<Value, Error> {
-        check_tool_results(request.messages)?;
+        let messages = provider_messages(request.messages)?;
         let mut system = Vec::new();
         let mut turns: Vec<(&str, Vec<Value>)> = Vec::new();
-        for message in request.messages {
+        for message in messages.iter() {
             let (role, blocks) = match message {
                 Message::System { content } => {
                     system.push(content.as_str());

@@ -3,15 +3,15 @@
 //! argument pieces.
 
 use baton_core::{
-    message::{Message, ToolCall, ToolOutcome},
+    message::{Message, ToolCall, ToolOutcome, ToolResult},
     model::{Error, ErrorKind},
 };
 use serde_json::Value;
-use std::collections::HashMap;
+use std::{borrow::Cow, collections::HashMap};
 
 /// Refuses a log in which a tool call lacks its result, has two, or a result answers no call
 /// before it: both APIs refuse such a request, and saying why here is clearer than their 400.
-pub(crate) fn check_tool_results(messages: &[Message]) -> Result<(), Error> {
+fn check_tool_results(messages: &[Message]) -> Result<(), Error> {
     let mut open: HashMap<&str, &str> = HashMap::new();
     for message in messages {
         match message {
@@ -42,6 +42,51 @@ pub(crate) fn check_tool_results(messages: &[Message]) -> Result<(), Error> {
         Some(id) => Err(unanswered(id)),
         None => Ok(()),
     }
+}
+
+/// The log as the provider knows it, after [`check_tool_results`]: a call Baton renamed (its
+/// model id repeated one of the session tree's) goes back under the provider's own id, and so
+/// does its result. Borrowed as it is when no call was renamed.
+pub(crate) fn provider_messages(messages: &[Message]) -> Result<Cow<'_, [Message]>, Error> {
+    check_tool_results(messages)?;
+    let renamed: HashMap<&str, &str> = messages
+        .iter()
+        .flat_map(|message| match message {
+            Message::Assistant { tool_calls, .. } => tool_calls.as_slice(),
+            _ => &[],
+        })
+        .filter_map(|call| Some((call.id.as_str(), call.provider_id.as_deref()?)))
+        .collect();
+    if renamed.is_empty() {
+        return Ok(Cow::Borrowed(messages));
+    }
+    let provider_id = |id: &str| renamed.get(id).map_or(id, |provider| provider).to_owned();
+    Ok(Cow::Owned(
+        messages
+            .iter()
+            .map(|message| match message {
+                Message::Assistant {
+                    content,
+                    tool_calls,
+                } => Message::Assistant {
+                    content: content.clone(),
+                    tool_calls: tool_calls
+                        .iter()
+                        .map(|call| ToolCall {
+                            id: provider_id(&call.id),
+                            provider_id: None,
+                            ..call.clone()
+                        })
+                        .collect(),
+                },
+                Message::Tool(result) => Message::Tool(ToolResult {
+                    tool_call_id: provider_id(&result.tool_call_id),
+                    ..result.clone()
+                }),
+                other => other.clone(),
+            })
+            .collect(),
+    ))
 }
 
 fn unanswered(id: &str) -> Error {
@@ -101,6 +146,7 @@ impl PartialCall {
             id: self.id,
             name: self.name,
             arguments,
+            provider_id: None,
         })
     }
 }
@@ -128,6 +174,7 @@ mod tests {
             id: id.into(),
             name: "add".into(),
             arguments: json!({}),
+            provider_id: None,
         }
     }
 

@@ -8,7 +8,7 @@
 
 use crate::{
     ApiKey, Settings,
-    conversation::{PartialCall, bad_event, check_tool_results, tool_result_text},
+    conversation::{PartialCall, bad_event, provider_messages, tool_result_text},
     http::StreamState,
     http::{self, ProviderError},
     sse,
@@ -52,10 +52,10 @@ impl WireFormat for ChatCompletions {
     }
 
     fn request_body(settings: &Settings, request: ModelRequest<'_>) -> Result<Value, Error> {
-        check_tool_results(request.messages)?;
+        let messages = provider_messages(request.messages)?;
         let mut body = json!({
             "model": settings.model,
-            "messages": request.messages.iter().map(message).collect::<Vec<_>>(),
+            "messages": messages.iter().map(message).collect::<Vec<_>>(),
             "stream": true,
             "stream_options": {"include_usage": true},
         });

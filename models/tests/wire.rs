@@ -39,6 +39,7 @@ fn call(id: &str, name: &str, arguments: Value) -> ToolCall {
         id: id.into(),
         name: name.into(),
         arguments,
+        provider_id: None,
     }
 }
 

@@ -397,6 +397,12 @@ impl Harness {
         before
     }
 
+    /// Interrupts the session's run and asserts that the stop answers `interrupted`.
+    pub async fn interrupt(&self, session_id: &str) {
+        let stopped = self.client.stop(session_id, false).await.unwrap();
+        assert_eq!(stopped.status, baton_core::store::Status::Interrupted);
+    }
+
     /// The message log of a top-level session.
     pub async fn messages(&self, session_id: &str) -> Vec<Message> {
         self.store

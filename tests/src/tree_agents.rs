@@ -2,7 +2,7 @@
 //! answer, fail, or ask a person (a client tool or an approval). Each scripted agent has its own
 //! tool call id prefix, since a call id names one call in the whole tree.
 
-use crate::agents::{add, ask_user, transfer};
+use crate::agents::{AddInput, add, ask_user, transfer};
 use baton_core::{Agent, ScriptedModel};
 use serde_json::json;
 
@@ -109,6 +109,77 @@ pub fn fan_out() -> Agent {
         .unwrap()
 }
 
+/// `asking_fan_out`: asks the user (a client tool of its own) and calls `child_approver` at
+/// once, so the tree's batch is the root's question and the child's approval.
+pub fn asking_fan_out() -> Agent {
+    let model = ScriptedModel::default()
+        .call_id_prefix("q")
+        .call_all(&[
+            ("ask_user", json!({"question": "Which account?"})),
+            ("subagent__child_approver", json!({"message": "pay"})),
+        ])
+        .answer("{{result:ask_user}} | {{result:subagent__child_approver}}");
+    Agent::builder("asking_fan_out")
+        .model(model)
+        .client_tool(ask_user())
+        .sub_agent("child_approver", "Pays after approval.")
+        .build()
+        .unwrap()
+}
+
+/// `twin_askers`: calls `child_asker` twice at once, so two children on the same script ask
+/// under the same model id.
+pub fn twin_askers() -> Agent {
+    let model = ScriptedModel::default()
+        .call_id_prefix("tw")
+        .call_all(&[
+            ("subagent__child_asker", json!({"message": "ask one"})),
+            ("subagent__child_asker", json!({"message": "ask two"})),
+        ])
+        .answer("twins done");
+    Agent::builder("twin_askers")
+        .model(model)
+        .sub_agent("child_asker", "Asks the user.")
+        .build()
+        .unwrap()
+}
+
+/// How many steps a `busy_child` takes before it answers.
+pub const BUSY_STEPS: usize = 2000;
+
+/// `busy_child`: adds one inline, step after step, [`BUSY_STEPS`] times, then answers: a child
+/// that is always moving.
+pub fn busy_child() -> Agent {
+    let mut model = ScriptedModel::default().call_id_prefix("bc");
+    for i in 0..BUSY_STEPS {
+        model = model.call("tick", json!({"a": i, "b": 1}));
+    }
+    let tick = baton_core::tool::tool("tick", "Adds two integers.", |i: AddInput| async move {
+        i.a.checked_add(i.b).ok_or("overflow")
+    })
+    .inline();
+    Agent::builder("busy_child")
+        .model(model.answer("done ticking"))
+        .tool(tick)
+        .max_steps(BUSY_STEPS as u32 + 1)
+        .build()
+        .unwrap()
+}
+
+/// `busy_parent`: runs four `busy_child`ren at once.
+pub fn busy_parent() -> Agent {
+    let call = ("subagent__busy_child", json!({"message": "tick"}));
+    let model = ScriptedModel::default()
+        .call_id_prefix("bp")
+        .call_all(&[call.clone(), call.clone(), call.clone(), call])
+        .answer("all ticked");
+    Agent::builder("busy_parent")
+        .model(model)
+        .sub_agent("busy_child", "Ticks.")
+        .build()
+        .unwrap()
+}
+
 /// `middle`: delegates to `child_asker` and answers with its output.
 pub fn middle() -> Agent {
     let model = ScriptedModel::default()
@@ -187,6 +258,10 @@ pub fn all() -> Vec<Agent> {
         child_asker(),
         child_approver(),
         fan_out(),
+        asking_fan_out(),
+        twin_askers(),
+        busy_child(),
+        busy_parent(),
         middle(),
         top(),
         delegating_holder(),

@@ -28,10 +28,22 @@ pub enum Message {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolCall {
-    /// Unique within the session.
+    /// Unique within the session tree: the model's id, or Baton's own when the model's would
+    /// repeat one the tree has (see `providerId`).
     pub id: String,
     pub name: String,
     pub arguments: Value,
+    /// The model's own id, when Baton gave the call another (`id`): what goes back to the
+    /// provider, on the call and on its result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_id: Option<String>,
+}
+
+impl ToolCall {
+    /// The id the model's provider knows the call by.
+    pub fn provider_call_id(&self) -> &str {
+        self.provider_id.as_deref().unwrap_or(&self.id)
+    }
 }
 
 /// The answer to one tool call: a result or an error, never both.
@@ -138,6 +150,7 @@ mod tests {
             id: "c1".into(),
             name: "add".into(),
             arguments: json!({"a": 1}),
+            provider_id: None,
         };
         let assistant = Message::assistant("", vec![call.clone()]);
         assert_eq!(

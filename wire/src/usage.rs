@@ -157,6 +157,7 @@ mod tests {
             id: id.into(),
             name: name.into(),
             arguments: json!({}),
+            provider_id: None,
         };
         let messages = [
             Message::user("go"),

@@ -234,6 +234,7 @@ mod tests {
             id: "c".into(),
             name: name.into(),
             arguments,
+            provider_id: None,
         };
         assert_eq!(route(&agent, &call("deploy", json!({}))), Route::Awaited);
         // A sub-agent call takes the transport its sub-agent declares.

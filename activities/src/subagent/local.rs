@@ -263,6 +263,22 @@ pub(crate) fn child_outcome(
             };
             (EndStatus::Completed, outcome)
         }
+        // An aborted child (failed, framework_cancelled) was stopped as an interrupted one was:
+        // its parent hears the same.
+        Status::Failed
+            if state
+                .error
+                .as_ref()
+                .is_some_and(|error| error.code == ErrorCode::FrameworkCancelled) =>
+        {
+            (
+                EndStatus::Failed,
+                ToolOutcome::Error(ToolError::new(
+                    codes::SUB_AGENT_INTERRUPTED,
+                    "the sub-agent was aborted before it answered",
+                )),
+            )
+        }
         Status::Failed => {
             let error = state.error.clone().map_or_else(
                 || ToolError::new(codes::TOOL_FAILED, "the sub-agent failed"),

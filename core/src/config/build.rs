@@ -5,8 +5,12 @@
 use super::{
     ConfigError, ModelBuilder, Provider, ToolCatalogue,
     catalogue::Catalogued,
-    file::{AgentEntry, ClientToolEntry, ModelEntry, ProviderEntry, StateEntry, SubAgentEntry},
+    file::{
+        AgentEntry, ClientToolEntry, FoldEntry, ModelEntry, ProviderEntry, StateEntry,
+        StateToolEntry, SubAgentEntry,
+    },
     line_of,
+    state_tool::{Fold, StateTool, with_folds},
 };
 use crate::{
     Agent, Model, ScriptedModel,
@@ -38,11 +42,13 @@ pub(super) fn build_agent(
         client_tool,
         sub_agent,
         state,
+        state_tool,
         ..
     } = entry;
-    let builder = builder
-        .system_prompt(system_prompt)
-        .model(model_of(at, model, models)?);
+    let builder =
+        builder
+            .system_prompt(system_prompt)
+            .model(model_of(at, name.get_ref(), model, models)?);
     let tool_names = ServerToolNames {
         tools: &tools,
         approval_required: &approval_required,
@@ -51,10 +57,12 @@ pub(super) fn build_agent(
     check_tool_references(at, tool_names, &client_tool)?;
     let builder = with_catalogue_tools(at, builder, tool_names, catalogue)?;
     let builder = with_client_tools(at, builder, client_tool)?;
+    let state_schema = state.as_ref().map(|state| state.get_ref().schema.clone());
     let builder = match state {
         Some(state) => builder.state_schema(state_of(at, name.get_ref(), state)?),
         None => builder,
     };
+    let builder = with_state_tools(at, builder, state_tool, state_schema.as_ref())?;
     let builder = with_sub_agents(at, builder, sub_agent)?;
     builder
         .build()
@@ -89,9 +97,11 @@ impl At<'_> {
     }
 }
 
-/// The entry's model: a script, or a provider's model made by the caller's builder.
+/// The entry's model: a script (its call ids `<agent>_<turn>_<position>`, unique per agent), or
+/// a provider's model made by the caller's builder.
 fn model_of(
     at: At<'_>,
+    agent_name: &str,
     model: Spanned<ModelEntry>,
     models: &dyn ModelBuilder,
 ) -> Result<Arc<dyn Model>, ConfigError> {
@@ -102,7 +112,9 @@ fn model_of(
             .map_err(|reason| at.error(model_line, reason))
     };
     Ok(match model.into_inner() {
-        ModelEntry::Scripted { turns } => Arc::new(ScriptedModel::new(turns)),
+        ModelEntry::Scripted { turns } => {
+            Arc::new(ScriptedModel::new(turns).call_id_prefix(agent_name))
+        }
         ModelEntry::OpenAi(fields) => provider_model(Provider::OpenAi, fields)?,
         ModelEntry::Anthropic(fields) => provider_model(Provider::Anthropic, fields)?,
     })
@@ -231,15 +243,59 @@ fn state_of(
         .map_err(|e| at.error(line, format!("agent {agent_name:?}: {e}")))
 }
 
+/// The entry's state tools, each field they set declared by its state.
+fn with_state_tools(
+    at: At<'_>,
+    mut builder: AgentBuilder,
+    state_tools: Vec<StateToolEntry>,
+    state_schema: Option<&serde_json::Value>,
+) -> Result<AgentBuilder, ConfigError> {
+    for entry in state_tools {
+        let line = entry.name.span().start;
+        let schema = state_schema.ok_or_else(|| {
+            at.error(
+                line,
+                format!(
+                    "state_tool {:?}: the agent declares no state",
+                    entry.name.get_ref()
+                ),
+            )
+        })?;
+        let tool = StateTool::new(
+            entry.name.get_ref(),
+            &entry.description,
+            &entry.fields,
+            schema,
+        )
+        .map_err(|reason| at.error(line, reason))?;
+        builder = builder.tool(tool);
+    }
+    Ok(builder)
+}
+
 /// The entry's sub-agents, their schemas checked; each remembers its line, for the registry's
-/// errors.
+/// errors. Their folds become the agent's `after_sub_agent` hook.
 fn with_sub_agents(
     at: At<'_>,
     mut builder: AgentBuilder,
     sub_agents: Vec<SubAgentEntry>,
 ) -> Result<AgentBuilder, ConfigError> {
+    let mut folds = Vec::new();
     for sub in sub_agents {
         let line = sub.agent_type.span().start;
+        for fold in sub.fold {
+            let fold_line = fold.span().start;
+            let FoldEntry { into, from } = fold.into_inner();
+            let fold = Fold {
+                agent_type: sub.agent_type.get_ref().clone(),
+                into,
+                from,
+            };
+            folds.push(
+                fold.checked()
+                    .map_err(|reason| at.error(fold_line, reason))?,
+            );
+        }
         let schema_error = |e: SchemaError| at.error(line, e.to_string());
         let mut sub_agent = SubAgent::new(sub.agent_type.get_ref(), &sub.description)
             .at_line(line_of(at.text, line))
@@ -252,5 +308,5 @@ fn with_sub_agents(
         }
         builder = builder.sub_agent_with(sub_agent);
     }
-    Ok(builder)
+    Ok(with_folds(builder, folds))
 }

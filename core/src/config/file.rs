@@ -54,6 +54,29 @@ pub(super) struct AgentEntry {
     #[serde(default)]
     pub(super) sub_agent: Vec<SubAgentEntry>,
     pub(super) state: Option<Spanned<StateEntry>>,
+    #[serde(default)]
+    pub(super) state_tool: Vec<StateToolEntry>,
+}
+
+/// A tool that sets declared fields of the agent's custom state from its input.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct StateToolEntry {
+    pub(super) name: Spanned<String>,
+    #[serde(default)]
+    pub(super) description: String,
+    /// Top-level fields of the state (its schema's `properties`) the tool sets.
+    pub(super) fields: Vec<String>,
+}
+
+/// What a completed call of a sub-agent copies into the parent's state.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FoldEntry {
+    /// A JSON Pointer into the parent's state.
+    pub(super) into: String,
+    /// `output`, or a JSON Pointer into the child's state.
+    pub(super) from: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -126,4 +149,7 @@ pub(super) struct SubAgentEntry {
     pub(super) output_schema: Option<Value>,
     #[serde(default)]
     pub(super) transport: SubAgentTransport,
+    /// What a completed call copies into the parent's state, in order.
+    #[serde(default)]
+    pub(super) fold: Vec<Spanned<FoldEntry>>,
 }

@@ -68,6 +68,7 @@ mod build;
 mod catalogue;
 mod file;
 mod model;
+mod state_tool;
 #[cfg(test)]
 mod tests;
 

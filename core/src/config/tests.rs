@@ -207,15 +207,20 @@ fn a_bad_file_is_refused_with_its_line_and_reason() {
             "not in tools",
         ),
     ];
+    assert_refused(&cases);
+    assert!(agents_from_toml("", &catalogue()).unwrap().is_empty());
+}
+
+/// Asserts that each file is refused at its line, for a reason saying that.
+fn assert_refused(cases: &[(String, usize, &str)]) {
     for (text, line, reason) in cases {
-        let error = agents_from_toml(&text, &catalogue()).unwrap_err();
-        assert_eq!(error.line, line, "{error}");
+        let error = agents_from_toml(text, &catalogue()).unwrap_err();
+        assert_eq!(error.line, *line, "{error}");
         assert!(
             error.to_string().contains(reason),
             "{error} should say {reason:?}"
         );
     }
-    assert!(agents_from_toml("", &catalogue()).unwrap().is_empty());
 }
 
 /// Records what it was asked to build and answers with a scripted model named after it.
@@ -325,4 +330,61 @@ base_path = "/internal/agents"
     let unknown = super::mounts_from_toml("[[mount]]\nbase_path = \"/a\"\nfields = []\n");
     assert_eq!(unknown.unwrap_err().line, 3);
     assert!(agents_from_toml(text, &catalogue()).unwrap().is_empty());
+}
+
+#[test]
+fn state_tools_and_folds_are_refused_with_their_line_when_they_name_no_declared_state() {
+    let with = |state: &str, extra: &str| {
+        format!(
+            r#"
+[[agent]]
+name = "keeper"
+[agent.model]
+kind = "scripted"
+turns = [{{ text = "ok" }}]
+{state}
+{extra}
+[[agent]]
+name = "helper"
+[agent.model]
+kind = "scripted"
+turns = [{{ text = "ok" }}]
+"#
+        )
+    };
+    let state = "[agent.state]\nschema = { type = \"object\", properties = { city = { type = \"string\" } } }";
+    let tool =
+        |fields: &str| format!("[[agent.state_tool]]\nname = \"remember\"\nfields = {fields}");
+    let fold = |fold: &str| format!("[[agent.sub_agent]]\ntype = \"helper\"\nfold = [{fold}]");
+    let cases = [
+        (with("", &tool(r#"["city"]"#)), 9, "declares no state"),
+        (with(state, &tool(r#"["town"]"#)), 10, "does not declare"),
+        (with(state, &tool("[]")), 10, "sets no field"),
+        (
+            with(state, &fold(r#"{ into = "city", from = "output" }"#)),
+            11,
+            "not a JSON Pointer",
+        ),
+        (
+            with(state, &fold(r#"{ into = "/city", from = "text" }"#)),
+            11,
+            "\"output\" or a JSON Pointer",
+        ),
+        (
+            with("", &fold(r#"{ into = "/city", from = "output" }"#)),
+            3,
+            "declares no state",
+        ),
+    ];
+    assert_refused(&cases);
+    let good = with(
+        state,
+        &format!(
+            "{}\n{}",
+            tool(r#"["city"]"#),
+            fold(r#"{ into = "/city", from = "output" }"#)
+        ),
+    );
+    let agents = agents_from_toml(&good, &catalogue()).unwrap();
+    assert!(agents[0].has_after_sub_agent());
 }

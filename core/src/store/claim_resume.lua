@@ -10,6 +10,11 @@ local open_deadlines_key = KEYS[4]
 local messages_key = KEYS[5]
 local checkpoints_key = KEYS[6]
 local usage_key = KEYS[7]
+local children_key = KEYS[8]
+local tree_key = KEYS[9]
+local ownership_key = KEYS[10]
+local completed_key = KEYS[11]
+local call_ids_key = KEYS[12]
 local new_run_id = ARGV[1]
 local now = ARGV[2]
 local run_start_body = ARGV[3]
@@ -46,6 +51,7 @@ redis.call('HSET', state_key, 'status', 'active', 'runId', new_run_id, 'updatedA
 redis.call('HDEL', state_key, 'output', 'error')
 if with_message then redis.call('HSET', state_key, 'resumeMessage', user_message_json) end
 if abandon then redis.call('HSET', state_key, 'abandon', '1') end
-keep_keys({state_key, stream_key, messages_key, checkpoints_key, usage_key})
+keep_keys(session_keys({state_key, stream_key, messages_key, checkpoints_key, usage_key},
+  children_key, {tree_key, ownership_key, completed_key, call_ids_key}))
 emit(run_start_body)
 return {'ok', tonumber(fields[2])}

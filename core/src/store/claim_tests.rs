@@ -16,7 +16,7 @@ async fn suspend(store: &Store, address: &SessionAddress, lapsed: &[&str], open:
         .map(|id| call(id, "ask"))
         .collect();
     store
-        .stage_turn(step, &turn("r1", 1, "asking", calls))
+        .stage_turn(step, &mut turn("r1", 1, "asking", calls))
         .await
         .unwrap();
     let pending: Vec<PendingCall> = lapsed
@@ -167,7 +167,7 @@ async fn a_continue_claim_of_an_ended_session_is_not_resumable_and_a_new_turn_is
     new_session(&store, &address).await;
     let step = at(&address, "r1", 1);
     store
-        .stage_turn(step, &turn("r1", 1, "done", vec![]))
+        .stage_turn(step, &mut turn("r1", 1, "done", vec![]))
         .await
         .unwrap();
     let completion = Completion {

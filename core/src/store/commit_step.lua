@@ -4,6 +4,11 @@ local staged_key = KEYS[3]
 local messages_key = KEYS[4]
 local checkpoints_key = KEYS[5]
 local usage_key = KEYS[6]
+local children_key = KEYS[7]
+local tree_key = KEYS[8]
+local ownership_key = KEYS[9]
+local completed_key = KEYS[10]
+local call_ids_key = KEYS[11]
 local run_id = ARGV[1]
 local step = ARGV[2]
 local now = ARGV[3]
@@ -34,7 +39,8 @@ if refusal then return refusal end
 if final then
   redis.call('HSET', state_key, 'status', 'completed', 'output', output)
   seq = emit(with_custom_state(state_key, end_body))
-  expire_ended(retention_ms, {state_key, stream_key, staged_key, messages_key, checkpoints_key,
-    usage_key})
+  expire_ended(retention_ms, session_keys({state_key, stream_key, staged_key, messages_key,
+    checkpoints_key, usage_key}, children_key,
+    {tree_key, ownership_key, completed_key, call_ids_key}))
 end
 return {'ok', seq}

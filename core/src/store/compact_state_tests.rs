@@ -72,7 +72,7 @@ async fn a_suspended_sessions_state_keeps_the_compact_encoding_and_its_chunks_re
     store
         .stage_turn(
             step,
-            &turn(&run_id, 1, "asking", vec![call(call_id, "ask")]),
+            &mut turn(&run_id, 1, "asking", vec![call(call_id, "ask")]),
         )
         .await
         .unwrap();
@@ -168,16 +168,16 @@ async fn a_childs_chunks_on_the_roots_stream_name_the_child_and_read_back() {
         session_id: format!("{}.{}", root.session_id, ids::new_run_id()),
     };
     let (child_stream_id, child_run_id) = (ids::new_run_id(), ids::new_run_id());
-    // Another header holds, on the root, the key the child's header takes first: the root's copy
-    // takes the next one.
-    let child_header = format!(
-        r#""streamId":"{child_stream_id}","sessionId":"{0}","agentId":"{0}","runId":"{child_run_id}","#,
+    // Another header holds, on the root, the key the header of the child's copies (on the root's
+    // stream) takes first: the root's copy takes the next one.
+    let copy_header = format!(
+        r#""streamId":"{stream_id}","sessionId":"{0}","agentId":"{0}","runId":"{child_run_id}","#,
         child.session_id
     );
     let sha1: String = redis::cmd("EVAL")
         .arg("return redis.sha1hex(ARGV[1])")
         .arg(0)
-        .arg(&child_header)
+        .arg(&copy_header)
         .query_async(&mut store.conn())
         .await
         .unwrap();
@@ -221,8 +221,9 @@ async fn a_childs_chunks_on_the_roots_stream_name_the_child_and_read_back() {
         .await
         .unwrap();
 
-    // The root keeps its run's header as the run id and the child's as the child's suffix with
-    // the key of the child's header; the child keeps its own as its run id.
+    // The root keeps its run's header as the run id and the child's copies (on the root's
+    // stream id) as `^`, the child's suffix and the key of the child's header; the child keeps
+    // its own as its run id.
     let child_headers = chunk_headers(&store, &child).await;
     let child_key = child_headers
         .keys()
@@ -234,11 +235,15 @@ async fn a_childs_chunks_on_the_roots_stream_name_the_child_and_read_back() {
         [child_run_id.as_str()]
     );
     let suffix = &child.session_id[root.session_id.len()..];
-    let mut root_headers: Vec<String> = chunk_headers(&store, &root).await.into_values().collect();
+    let root_fields = chunk_headers(&store, &root).await;
+    assert_eq!(
+        root_fields.get(&format!("chunkHeader:{}", first_key + 1)),
+        Some(&format!("^{suffix}:{child_key}"))
+    );
+    let mut root_headers: Vec<String> = root_fields.into_values().collect();
     root_headers.sort();
-    assert_eq!(child_key, first_key.to_string());
     let mut expected = vec![
-        format!("{suffix}:{child_key}"),
+        format!("^{suffix}:{child_key}"),
         run_id.clone(),
         "another-run".to_owned(),
     ];
@@ -266,8 +271,21 @@ async fn a_childs_chunks_on_the_roots_stream_name_the_child_and_read_back() {
         .collect();
     assert_eq!(copies.len(), from_child.len());
     for (copy, own) in copies.into_iter().zip(&from_child) {
-        assert_eq!((&copy.header, &copy.kind), (&own.header, &own.kind));
-        assert_eq!(copy.header.stream_id, child_stream_id);
+        assert_eq!(copy.kind, own.kind);
+        assert_eq!(own.header.stream_id, child_stream_id);
+        assert_eq!(copy.header.stream_id, stream_id);
+        assert_eq!(
+            (
+                &copy.header.session_id,
+                &copy.header.agent_id,
+                &copy.header.run_id
+            ),
+            (
+                &own.header.session_id,
+                &own.header.agent_id,
+                &own.header.run_id
+            )
+        );
         assert_eq!(copy.header.agent_id, child.session_id);
     }
 }

@@ -13,6 +13,7 @@ fn call(id: &str, name: &str) -> ToolCall {
         id: id.to_owned(),
         name: name.to_owned(),
         arguments: json!({}),
+        provider_id: None,
     }
 }
 
@@ -31,7 +32,7 @@ async fn a_start_marker_is_written_once_and_goes_with_the_commit() {
     let call = call("c1", "pay");
     let step = at(&address, "r1", 1);
     store
-        .stage_turn(step, &turn("r1", 1, "", vec![call.clone()]))
+        .stage_turn(step, &mut turn("r1", 1, "", vec![call.clone()]))
         .await
         .unwrap();
 
@@ -71,7 +72,7 @@ async fn a_start_marker_is_written_once_and_goes_with_the_commit() {
 async fn suspend_on_one_call(store: &Store, address: &SessionAddress, kind: PendingKind) {
     let step = at(address, "r1", 1);
     store
-        .stage_turn(step, &turn("r1", 1, "", vec![call("c1", "pay")]))
+        .stage_turn(step, &mut turn("r1", 1, "", vec![call("c1", "pay")]))
         .await
         .unwrap();
     let pending = PendingCall {
@@ -149,7 +150,7 @@ async fn an_ended_session_expires_after_its_retention_and_a_new_turn_keeps_it() 
     new_session(&store, &address).await;
     assert_eq!(ttl(&store, &address, Key::State).await, -1);
     store
-        .stage_turn(at(&address, "r1", 1), &turn("r1", 1, "done", vec![]))
+        .stage_turn(at(&address, "r1", 1), &mut turn("r1", 1, "done", vec![]))
         .await
         .unwrap();
     let completion = Completion {

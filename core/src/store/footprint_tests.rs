@@ -19,6 +19,7 @@ pub(super) fn call(id: &str, name: &str) -> ToolCall {
         id: id.to_owned(),
         name: name.to_owned(),
         arguments: json!({"question": "?"}),
+        provider_id: None,
     }
 }
 
@@ -42,7 +43,7 @@ pub(super) fn pending(id: &str, step: u32) -> PendingCall {
 async fn suspend_on(store: &Store, address: &SessionAddress, run_id: &str, step: u32, id: &str) {
     let at = at(address, run_id, step);
     store
-        .stage_turn(at, &turn(run_id, step, "asking", vec![call(id, "ask")]))
+        .stage_turn(at, &mut turn(run_id, step, "asking", vec![call(id, "ask")]))
         .await
         .unwrap();
     store
@@ -88,7 +89,7 @@ pub(super) async fn chunk_headers(
 }
 
 /// Starts child `s1.child` (run `rc1` on stream `stc`) from step 1 of the root's run r1.
-async fn start_child(store: &Store, root: &SessionAddress) -> SessionAddress {
+pub(super) async fn start_child(store: &Store, root: &SessionAddress) -> SessionAddress {
     let child = SessionAddress {
         root_session_id: root.root_session_id.clone(),
         session_id: "s1.child".into(),
@@ -112,7 +113,7 @@ async fn start_child(store: &Store, root: &SessionAddress) -> SessionAddress {
 }
 
 /// Step 1 of the child's run rc1.
-fn child_step(child: &SessionAddress) -> StepRef<'_> {
+pub(super) fn child_step(child: &SessionAddress) -> StepRef<'_> {
     StepRef {
         address: child,
         stream_id: "stc",
@@ -182,7 +183,8 @@ async fn chunk_headers_are_stored_once_per_run_and_put_back_on_read() {
     assert_eq!(chunk_headers(&store, &child).await.len(), 1);
 
     // Read back, the chunks are the ones written: the root's stream carries the child's chunks
-    // with the child's ids.
+    // with the child's session and agent ids and the root's stream id (a chunk names the stream
+    // it is on, so a reader that re-snapshots on a new stream id does not on every copy).
     let read = |store: Store, address: SessionAddress| async move {
         store.chunks_after(&address, 0, 100).await.unwrap()
     };
@@ -193,10 +195,10 @@ async fn chunk_headers_are_stored_once_per_run_and_put_back_on_read() {
         [
             ("st1", "s1", "s1", "r1"),
             ("st1", "s1", "s1", "r1"),
-            ("stc", "s1.child", "s1.child", "rc1"),
             ("st1", "s1", "s1", "r1"),
-            ("stc", "s1.child", "s1.child", "rc1"),
-            ("stc", "s1.child", "s1.child", "rc1"),
+            ("st1", "s1.child", "s1.child", "rc1"),
+            ("st1", "s1.child", "s1.child", "rc1"),
+            ("st1", "s1.child", "s1.child", "rc1"),
         ]
     );
     assert_eq!(
@@ -208,8 +210,9 @@ async fn chunk_headers_are_stored_once_per_run_and_put_back_on_read() {
         [
             "run_start",
             "step_start",
-            "run_start",
+            // The parent announces the child before anything of it.
             "subagent_start",
+            "run_start",
             "step_start",
             "text_delta"
         ]
@@ -228,11 +231,20 @@ async fn chunk_headers_are_stored_once_per_run_and_put_back_on_read() {
             .iter()
             .all(|c| header_of(c) == ("stc", "s1.child", "s1.child", "rc1"))
     );
-    // The chunks the root's stream copies are the child's, byte for byte but the sequence.
-    let copies = [&from_root[2], &from_root[4], &from_root[5]];
+    // The chunks the root's stream copies are the child's but the sequence and the stream id.
+    let copies = [&from_root[3], &from_root[4], &from_root[5]];
     for (copy, own) in copies.into_iter().zip(&from_child) {
-        assert_eq!((&copy.header, &copy.kind), (&own.header, &own.kind));
+        let mut header = own.header.clone();
+        header.stream_id = "st1".into();
+        assert_eq!((&copy.header, &copy.kind), (&header, &own.kind));
     }
+    // Every header is still kept in the short form: the copies' as the child's suffix and key.
+    assert!(
+        root_headers
+            .values()
+            .all(|stored| stored == "r1" || stored.starts_with("^.child:")),
+        "{root_headers:?}"
+    );
 
     // A server that has not read these headers yet (another process) reads the same chunks, and
     // a blocking follower does too.
@@ -268,6 +280,51 @@ async fn a_chunk_written_before_headers_were_stored_once_is_read_as_it_is() {
     let chunks = store.chunks_after(&root, 1, 10).await.unwrap();
     assert_eq!(chunks.len(), 1);
     assert_eq!(serde_json::to_string(&chunks[0]).unwrap(), whole);
+}
+
+#[tokio::test]
+async fn a_copy_stored_as_earlier_versions_did_is_read_with_the_childs_stream_id() {
+    let store = store().await;
+    let root = SessionAddress::root("s1");
+    new_session(&store, &root).await;
+    let child = start_child(&store, &root).await;
+    let child_key = chunk_headers(&store, &child)
+        .await
+        .into_keys()
+        .next()
+        .unwrap();
+    let child_key = child_key.trim_start_matches("chunkHeader:").to_owned();
+    // A copy as earlier versions stored its header: `.<suffix>:<key>`, naming the child's stream.
+    let () = store
+        .conn()
+        .hset(
+            store.key(&root, Key::State),
+            "chunkHeader:77",
+            format!(".child:{child_key}"),
+        )
+        .await
+        .unwrap();
+    let () = store
+        .conn()
+        .xadd(
+            store.key(&root, Key::Stream),
+            "90-0",
+            &[
+                (
+                    CHUNK_FIELD,
+                    r#""timestamp":5,"type":"step_start","step":1}"#,
+                ),
+                (CHUNK_HEADER_FIELD, "77"),
+            ],
+        )
+        .await
+        .unwrap();
+    let chunks = store.chunks_after(&root, 89, 10).await.unwrap();
+    assert_eq!(chunks.len(), 1);
+    assert_eq!(
+        header_of(&chunks[0]),
+        ("stc", "s1.child", "s1.child", "rc1")
+    );
 }
 
 #[tokio::test]
@@ -342,7 +399,7 @@ async fn a_rate_limited_submit_writes_nothing_and_leaves_the_bucket_as_it_was() 
     store
         .stage_turn(
             at,
-            &turn("r1", 1, "", vec![call("c1", "ask"), call("c2", "ask")]),
+            &mut turn("r1", 1, "", vec![call("c1", "ask"), call("c2", "ask")]),
         )
         .await
         .unwrap();
@@ -430,7 +487,10 @@ async fn a_submit_to_a_childs_call_is_answered_on_the_child_and_takes_one_token_
     let child = start_child(&store, &root).await;
     let child_step = child_step(&child);
     store
-        .stage_turn(child_step, &turn("rc1", 1, "", vec![call("cc1", "ask")]))
+        .stage_turn(
+            child_step,
+            &mut turn("rc1", 1, "", vec![call("cc1", "ask")]),
+        )
         .await
         .unwrap();
     store

@@ -36,6 +36,10 @@ pub(crate) enum Key {
     Children,
     /// Set on the root session: every descendant session of the tree.
     Tree,
+    /// Hash on the root session: every tool call id the tree's sessions staged → `<step>` for
+    /// the root's, `<step><suffix>` for a call of the session `<root><suffix>` (see
+    /// `stage_turn.lua`).
+    CallIds,
     /// The parent's state hash, for the scripts that span a child and its parent.
     ParentState,
     /// The parent's stream.
@@ -72,6 +76,7 @@ impl Key {
             Self::ParentAnswers => "answers",
             Self::ParentOpenDeadlines => "openDeadlines",
             Self::Tree => "tree",
+            Self::CallIds => "callIds",
             Self::ParentState => "state",
             Self::ParentStream => "stream",
         }
@@ -95,7 +100,7 @@ impl Key {
     fn on_root(self) -> bool {
         matches!(
             self,
-            Self::Ownership | Self::Completed | Self::Tree | Self::SubmitBucket
+            Self::Ownership | Self::Completed | Self::Tree | Self::SubmitBucket | Self::CallIds
         )
     }
 

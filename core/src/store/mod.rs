@@ -34,6 +34,7 @@ mod resume;
 mod rewind;
 mod scripts;
 mod session;
+mod stage_turn;
 mod step;
 mod stop;
 mod stream;
@@ -205,6 +206,8 @@ fn flag(set: bool) -> &'static str {
     if set { "1" } else { "0" }
 }
 
+#[cfg(test)]
+mod call_id_tests;
 #[cfg(test)]
 mod claim_tests;
 #[cfg(test)]

@@ -15,9 +15,13 @@ async fn one_call_staged(store: &Store, address: &SessionAddress) -> ToolCall {
         id: "c1".into(),
         name: "add".into(),
         arguments: json!({"a": 1}),
+        provider_id: None,
     };
     store
-        .stage_turn(at(address, "r1", 1), &turn("r1", 1, "", vec![call.clone()]))
+        .stage_turn(
+            at(address, "r1", 1),
+            &mut turn("r1", 1, "", vec![call.clone()]),
+        )
         .await
         .unwrap();
     call

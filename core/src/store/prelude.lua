@@ -24,8 +24,11 @@ end
 -- (hash-max-listpack-value, 64 bytes by default):
 -- * the run id alone, for a chunk of the session itself on its own stream (the stream id is the
 --   state's streamId, the session id is in the key, the agent id is the session's);
--- * '.<suffix>:<key>', for a chunk of a session below the root copied to the root's stream, where
---   the session is '<root>.<suffix>' and its own state holds the run id under that key;
+-- * '^.<suffix>:<key>', for a chunk of a session below the root copied to the root's stream
+--   (which carries the root's streamId: a chunk on a stream names that stream), where the
+--   session is '<root>.<suffix>' and its own state holds the run id under that key;
+-- * '.<suffix>:<key>', the same as earlier versions wrote it, when a copy kept the child's
+--   streamId (read back as written);
 -- * the whole header, else (and in hashes written by earlier versions, under 8 hex digits).
 -- The key is taken from the header's SHA-1, and the next ones in turn when a field holds another
 -- header already (a few at most). The sequence is the entry's id. A reader puts the chunk back
@@ -56,8 +59,9 @@ local function stored_chunk_header(state, origin, header, ids)
   local prefix = session .. '.'
   if origin.key and string.sub(ids.session, 1, #prefix) == prefix
       and ids.session == session_of(origin.state)
+      and ids.stream == redis.call('HGET', state, 'streamId')
       and redis.call('HGET', origin.state, 'chunkHeader:' .. origin.key) == ids.run then
-    return string.sub(ids.session, #session + 1) .. ':' .. origin.key
+    return '^' .. string.sub(ids.session, #session + 1) .. ':' .. origin.key
   end
   return header
 end
@@ -123,19 +127,42 @@ end
 -- They are also the chunks after which a session goes quiet (see compact_stream).
 local own_stream_only = { ['end'] = true, suspended = true }
 
+-- A chunk body (see emit_on) with its streamId replaced by `stream_id`.
+local function with_stream_id(body, stream_id)
+  local rest = string.match(body, '^"streamId":"[^"]*",(.*)$')
+  if not rest or not stream_id then return body end
+  return '"streamId":"' .. stream_id .. '",' .. rest
+end
+
+-- The field of the root's state that marks a session below it closed on the root's stream: its
+-- subagent_end is there, and nothing more of it is copied after it (see emit_on). A stop closes
+-- the open sessions below the one it stops before that one's end (stop_run.lua).
+local function closed_field(session_id)
+  return 'closed:' .. string.sub(session_id, #session_of(root_state_key) + 1)
+end
+
 -- Appends a chunk to the stream of the session whose state hash is `state` (another session of
 -- the tree, for the scripts that span two) and, for a session below the root, a copy to the
--- root's stream under the root's next sequence (the chunk keeps its agentId, so a follower of
--- the root can tell the sessions apart). Returns the session's own sequence.
+-- root's stream under the root's next sequence and with the root's streamId (a reader
+-- re-snapshots when a stream's id changes), until its subagent_end closes it there; the copy
+-- keeps its sessionId and agentId, so a follower of the root can tell the sessions apart.
+-- Returns the session's own sequence.
 local function emit_on(state, stream, body, max)
   local seq, header_key = append_chunk(state, nil, stream, body, max)
   -- The body starts with the header (ids without quotes inside), then the type tag.
   local kind = string.match(body, '^"streamId":"[^"]*","sessionId":"[^"]*","agentId":"[^"]*",'
     .. '"runId":"[^"]*","timestamp":%d+,"type":"([%w_]+)"')
+  if kind == 'subagent_end' then
+    local child = string.match(body, '"subSessionId":"([^"]*)"')
+    if child then redis.call('HSET', root_state_key, closed_field(child), '1') end
+  end
   if own_stream_only[kind] then
     compact_stream(stream)
-  elseif state ~= root_state_key then
-    append_chunk(root_state_key, {state = state, key = header_key}, root_stream_key, body, nil)
+  elseif state ~= root_state_key
+      and redis.call('HEXISTS', root_state_key, closed_field(session_of(state))) == 0 then
+    local root_stream_id = redis.call('HGET', root_state_key, 'streamId')
+    append_chunk(root_state_key, {state = state, key = header_key}, root_stream_key,
+      with_stream_id(body, root_stream_id), nil)
   end
   return seq
 end
@@ -157,9 +184,30 @@ local function expire_ended(retention_ms_text, keys)
   for _, key in ipairs(keys) do redis.call('PEXPIRE', key, retention_ms) end
 end
 
+-- The keys an ended session leaves (see expire_ended): `keys`, its children map and, for the
+-- root (whose end is the tree's), the tree's keys kept on the root (`root_keys`: its members,
+-- the calls' owners, the drained calls' markers, the tree's call ids).
+local function session_keys(keys, children_key, root_keys)
+  keys[#keys + 1] = children_key
+  if state_key == root_state_key then
+    for _, key in ipairs(root_keys) do keys[#keys + 1] = key end
+  end
+  return keys
+end
+
 -- A new run of an ended session keeps its keys again (see expire_ended).
 local function keep_keys(keys)
   for _, key in ipairs(keys) do redis.call('PERSIST', key) end
+end
+
+-- Whether the tree's root has been stopped (an interrupt or abort ended it): the stop is durable
+-- on the root and every write of a session below it is fenced on it, so a session below a
+-- stopped root writes nothing more (its own stop, which the root's stop makes next, is not
+-- fenced). A next turn of the root makes it active again, and its new children write.
+local function tree_stopped()
+  if state_key == root_state_key then return false end
+  local root = redis.call('HMGET', root_state_key, 'status', 'stop')
+  return root[2] ~= false and is_ended(root[1])
 end
 
 -- Returns nil when the run may write, or the reason it may not.
@@ -168,6 +216,7 @@ local function run_guard(run_id)
   if not fields[1] then return 'session_not_found' end
   if fields[2] ~= run_id then return 'run_superseded' end
   if fields[1] ~= 'active' then return 'run_not_active' end
+  if tree_stopped() then return 'run_not_active' end
   return nil
 end
 

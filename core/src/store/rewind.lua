@@ -18,6 +18,9 @@ local open_deadlines_key = KEYS[8]
 local ownership_key = KEYS[9]
 local completed_key = KEYS[10]
 local usage_key = KEYS[11]
+local children_key = KEYS[12]
+local tree_key = KEYS[13]
+local call_ids_key = KEYS[14]
 local new_run_id = ARGV[1]
 local now = ARGV[2]
 local checkpoint_id = ARGV[3]
@@ -72,7 +75,8 @@ redis.call('HSET', state_key, 'runId', new_run_id, 'stepCount', checkpoint.stepC
 if custom_state ~= '' then redis.call('HSET', state_key, 'customState', custom_state) end
 emit(rewind_body)
 -- The new checkpoint sits at run_start, before the chunks of the restored suspension.
-keep_keys({state_key, stream_key, messages_key, checkpoints_key, usage_key})
+keep_keys(session_keys({state_key, stream_key, messages_key, checkpoints_key, usage_key},
+  children_key, {tree_key, ownership_key, completed_key, call_ids_key}))
 local seq = emit(run_start_body)
 
 local pending_keys = {

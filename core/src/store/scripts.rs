@@ -21,10 +21,13 @@ pub(super) struct StoreScript {
 
 macro_rules! store_script {
     ($name:literal, [$($key:ident),+ $(,)?]) => {
+        store_script!($name, &[$(Key::$key),+])
+    };
+    ($name:literal, $keys:expr) => {
         StoreScript {
             name: $name,
             source: include_str!(concat!($name, ".lua")),
-            keys: &[$(Key::$key),+],
+            keys: $keys,
             script: LazyLock::new(|| {
                 redis::Script::new(concat!(
                     include_str!("prelude.lua"),
@@ -40,7 +43,8 @@ pub(super) static CREATE_SESSION: StoreScript =
     store_script!("create_session", [State, Stream, Messages, Checkpoints]);
 pub(super) static EMIT_MODEL_CHUNKS: StoreScript =
     store_script!("emit_model_chunks", [State, Stream, Staged]);
-pub(super) static STAGE_TURN: StoreScript = store_script!("stage_turn", [State, Stream, Staged]);
+pub(super) static STAGE_TURN: StoreScript =
+    store_script!("stage_turn", [State, Stream, Staged, CallIds]);
 pub(super) static STAGE_TOOL_RESULT: StoreScript =
     store_script!("stage_tool_result", [State, Stream, Staged]);
 pub(super) static RELEASE_CLAIM: StoreScript = store_script!("release_claim", [State, Stream]);
@@ -48,14 +52,23 @@ pub(super) static MARK_TOOL_STARTED: StoreScript =
     store_script!("mark_tool_started", [State, Stream, Staged]);
 pub(super) static STAGE_STATE_PATCH: StoreScript =
     store_script!("stage_state_patch", [State, Stream, Staged]);
-pub(super) static COMMIT_STEP: StoreScript = store_script!(
-    "commit_step",
-    [State, Stream, Staged, Messages, Checkpoints, Usage]
-);
-pub(super) static FAIL_RUN: StoreScript = store_script!(
-    "fail_run",
-    [State, Stream, Staged, Messages, Checkpoints, Usage]
-);
+/// The keys of the two scripts that end a run by a step or a failure: the step's, and those its
+/// end gives the retention (see `session_keys` in the prelude).
+const ENDING_RUN_KEYS: &[Key] = &[
+    Key::State,
+    Key::Stream,
+    Key::Staged,
+    Key::Messages,
+    Key::Checkpoints,
+    Key::Usage,
+    Key::Children,
+    Key::Tree,
+    Key::Ownership,
+    Key::Completed,
+    Key::CallIds,
+];
+pub(super) static COMMIT_STEP: StoreScript = store_script!("commit_step", ENDING_RUN_KEYS);
+pub(super) static FAIL_RUN: StoreScript = store_script!("fail_run", ENDING_RUN_KEYS);
 pub(super) static COMMIT_SUSPENDED_STEP: StoreScript = store_script!(
     "commit_suspended_step",
     [
@@ -93,6 +106,11 @@ pub(super) static CLAIM_RESUME: StoreScript = store_script!(
         Messages,
         Checkpoints,
         Usage,
+        Children,
+        Tree,
+        Ownership,
+        Completed,
+        CallIds,
     ]
 );
 pub(super) static APPLY_ANSWERS: StoreScript = store_script!(
@@ -123,6 +141,10 @@ pub(super) static STOP_RUN: StoreScript = store_script!(
         OpenDeadlines,
         Checkpoints,
         Usage,
+        Children,
+        Tree,
+        Completed,
+        CallIds,
     ]
 );
 pub(super) static REWIND: StoreScript = store_script!(
@@ -139,6 +161,9 @@ pub(super) static REWIND: StoreScript = store_script!(
         Ownership,
         Completed,
         Usage,
+        Children,
+        Tree,
+        CallIds,
     ]
 );
 pub(super) static SNAPSHOT: StoreScript =
@@ -216,15 +241,40 @@ impl StoreScript {
         child: &SessionAddress,
         parent: &SessionAddress,
     ) -> Invocation<'_> {
+        self.invocation(store, child, parent, &[])
+    }
+
+    /// An invocation on `address`'s keys that also passes `more_keys` (keys of other sessions
+    /// of the same tree, so of the same slot) after the declared ones, for a script that reads
+    /// across its tree (it says how it takes them).
+    pub(super) fn on_with_keys(
+        &self,
+        store: &Store,
+        address: &SessionAddress,
+        more_keys: &[String],
+    ) -> Invocation<'_> {
+        self.invocation(store, address, address, more_keys)
+    }
+
+    fn invocation(
+        &self,
+        store: &Store,
+        child: &SessionAddress,
+        parent: &SessionAddress,
+        more_keys: &[String],
+    ) -> Invocation<'_> {
         let script: &redis::Script = &self.script;
         let mut command = redis::cmd("EVALSHA");
-        // The declared keys, then the prelude's last two: the tree root's state and stream (see
-        // `emit_on`).
-        command.arg(script.get_hash()).arg(self.keys.len() + 2);
+        // The declared keys, any more, then the prelude's last two: the tree root's state and
+        // stream (see `emit_on`).
+        command
+            .arg(script.get_hash())
+            .arg(self.keys.len() + more_keys.len() + 2);
         for key in self.keys {
             let address = if key.on_parent() { parent } else { child };
             command.arg(store.key(address, *key));
         }
+        command.arg(more_keys);
         let root = SessionAddress::root(&child.root_session_id);
         command.arg(store.key(&root, Key::State));
         command.arg(store.key(&root, Key::Stream));

@@ -1,5 +1,6 @@
 -- Starts the child session of a sub-agent call, once. Guarded by the parent's run and step (a
--- superseded, stopped or committed parent step starts nothing), it writes the child's state (with
+-- superseded, stopped or committed parent step starts nothing, nor a parent whose tree's root
+-- was stopped), it writes the child's state (with
 -- its parent and the call), initial log, run_start chunk and checkpoint 0, records the child in
 -- the tree and in the parent's children, and writes subagent_start on the parent's stream. A
 -- child that exists (a retried start) is left as it is and its run is named.
@@ -33,6 +34,11 @@ if not parent[1] then return {'session_not_found'} end
 if parent[2] ~= parent_run_id then return {'run_superseded'} end
 if parent[1] ~= 'active' then return {'run_not_active'} end
 if tonumber(parent[3]) >= tonumber(parent_step) then return {'already_committed'} end
+-- A parent below a stopped root starts no child (see tree_stopped).
+if parent_state_key ~= root_state_key then
+  local root = redis.call('HMGET', root_state_key, 'status', 'stop')
+  if root[2] and is_ended(root[1]) then return {'run_not_active'} end
+end
 
 redis.call('HSET', state_key,
   'agentType', agent_type, 'runId', run_id, 'streamId', stream_id,
@@ -43,9 +49,11 @@ redis.call('HSET', state_key,
 if workflow_id ~= '' then redis.call('HSET', state_key, 'workflowId', workflow_id) end
 if custom_state ~= '' then redis.call('HSET', state_key, 'customState', custom_state) end
 for i = first_message, #ARGV do redis.call('RPUSH', messages_key, ARGV[i]) end
+-- The parent's subagent_start first: on the root's stream it comes before anything of the child
+-- (its run_start), so a reader demultiplexing by agentId knows the child before its chunks.
+emit_on(parent_state_key, parent_stream_key, subagent_start_body)
 local seq = emit(run_start_body)
 push_checkpoint(checkpoints_key, redis.call('LLEN', messages_key), 0, seq, '')
 redis.call('SADD', tree_key, child_session_id)
 redis.call('HSET', parent_children_key, tool_call_id, child_session_id)
-emit_on(parent_state_key, parent_stream_key, subagent_start_body)
 return {'created', run_id, stream_id}

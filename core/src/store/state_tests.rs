@@ -17,6 +17,7 @@ fn call(id: &str) -> ToolCall {
         id: id.into(),
         name: "note".into(),
         arguments: json!({}),
+        provider_id: None,
     }
 }
 
@@ -54,7 +55,7 @@ async fn staged_patches_are_applied_once_in_call_order_by_the_commit() {
     let step = at(&address, "r1", 1);
     let calls = vec![call("c1"), call("c2"), call("c3")];
     store
-        .stage_turn(step, &turn("r1", 1, "", calls.clone()))
+        .stage_turn(step, &mut turn("r1", 1, "", calls.clone()))
         .await
         .unwrap();
     let first = patch(json!([{"op": "add", "path": "/notes/-", "value": "a"}]));
@@ -141,7 +142,7 @@ async fn a_session_without_custom_state_has_none_anywhere() {
     super::tests::new_session(&store, &address).await;
     let step = at(&address, "r1", 1);
     store
-        .stage_turn(step, &turn("r1", 1, "hi", vec![]))
+        .stage_turn(step, &mut turn("r1", 1, "hi", vec![]))
         .await
         .unwrap();
     store

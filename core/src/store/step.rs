@@ -8,14 +8,12 @@ use super::{
     keys::{Key, staged_field, state_field},
     now_ms,
     replies::{EmitReply, Refusal, WriteReply},
-    scripts::{
-        COMMIT_STEP, EMIT_MODEL_CHUNKS, FAIL_RUN, Invocation, STAGE_TOOL_RESULT, STAGE_TURN,
-    },
+    scripts::{COMMIT_STEP, EMIT_MODEL_CHUNKS, FAIL_RUN, Invocation, STAGE_TOOL_RESULT},
     to_json,
 };
 use crate::{
     chunk::{ChunkKind, EndStatus, RunError, encode_unsequenced},
-    message::{Message, ToolCall, ToolResult},
+    message::{Message, ToolResult},
     usage::UsageRollup,
 };
 use json_patch::Patch;
@@ -104,36 +102,6 @@ impl Store {
             EmitReply::AlreadyCommitted => Ok(0),
             EmitReply::Refused(refusal) => Err(refusal.into_error(step.run_id)),
         }
-    }
-
-    /// Stages the assistant turn of a step and writes a `tool_start` chunk per tool call.
-    pub async fn stage_turn(&self, step: StepRef<'_>, turn: &StagedTurn) -> Result<Written, Error> {
-        let header = self.header(step.run());
-        let calls: &[ToolCall] = match &turn.message {
-            Message::Assistant { tool_calls, .. } => tool_calls,
-            _ => &[],
-        };
-        let call_ids: Vec<&str> = calls.iter().map(|c| c.id.as_str()).collect();
-        let mut invocation = STAGE_TURN.on(self, step.address);
-        invocation
-            .arg(step.run_id)
-            .arg(step.step)
-            .arg(to_json(&turn.message))
-            .arg(to_json(&call_ids))
-            .arg(to_json(&turn.usage));
-        for call in calls {
-            invocation.arg(encode_unsequenced(
-                &header,
-                &ChunkKind::ToolStart {
-                    step: step.step,
-                    tool_call_id: call.id.clone(),
-                    tool_name: call.name.clone(),
-                    input: call.arguments.clone(),
-                },
-            ));
-        }
-        let reply: WriteReply = invocation.run(self).await?;
-        self.step_written(step, reply)
     }
 
     /// How far a step has come, in one round trip.

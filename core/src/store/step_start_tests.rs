@@ -98,7 +98,7 @@ async fn a_committed_step_takes_no_first_chunk() {
     new_session(&store, &address).await;
     let step = at(&address, "r1", 1);
     store
-        .stage_turn(step, &super::tests::turn("r1", 1, "done", vec![]))
+        .stage_turn(step, &mut super::tests::turn("r1", 1, "done", vec![]))
         .await
         .unwrap();
     store.commit_step(step, None).await.unwrap();

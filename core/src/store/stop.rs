@@ -34,7 +34,84 @@ pub enum Stopped {
     },
 }
 
+/// The `subagent_end` a stop writes for a session below the one it stops, not closed yet: how
+/// it ended, if it has (its parent had not taken its result yet), else how the stop ends it.
+fn closing_end(
+    kind: StopKind,
+    child: &str,
+    tool_call_id: &str,
+    state: Option<&SessionState>,
+) -> ChunkKind {
+    let (status, output, error) = match state.map(|state| (state.status, state)) {
+        Some((super::Status::Completed, state)) => {
+            (EndStatus::Completed, state.output.clone(), None)
+        }
+        Some((super::Status::Failed, state))
+            if state
+                .error
+                .as_ref()
+                .is_some_and(|e| e.code != ErrorCode::FrameworkCancelled) =>
+        {
+            let error = state
+                .error
+                .clone()
+                .map(|e| ToolError::new(e.code.as_str(), e.message));
+            (EndStatus::Failed, None, error)
+        }
+        _ => (
+            match kind {
+                StopKind::Interrupt => EndStatus::Interrupted,
+                StopKind::Abort => EndStatus::Failed,
+            },
+            None,
+            Some(ToolError::new(
+                codes::SUB_AGENT_INTERRUPTED,
+                "the sub-agent was stopped before it answered",
+            )),
+        ),
+    };
+    ChunkKind::SubagentEnd {
+        sub_session_id: child.to_owned(),
+        tool_call_id: tool_call_id.to_owned(),
+        status,
+        output,
+        error,
+    }
+}
+
 impl Store {
+    /// Every session below `address` in its tree, parents before their children, each with the
+    /// call of its parent that started it and its state: none for a session that started no
+    /// child (the common case costs one read).
+    async fn sessions_below(
+        &self,
+        address: &SessionAddress,
+    ) -> Result<Vec<(SessionAddress, String, Option<SessionState>)>, Error> {
+        let children = self.children(address).await?;
+        if children.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut below = Vec::new();
+        let mut parents = vec![(address.clone(), children)];
+        while let Some((_parent, children)) = parents.pop() {
+            let mut calls: Vec<_> = children.into_iter().collect();
+            calls.sort();
+            for (call, child_id) in calls {
+                let child = SessionAddress {
+                    root_session_id: address.root_session_id.clone(),
+                    session_id: child_id,
+                };
+                let state = self.session(&child).await?;
+                let grandchildren = self.children(&child).await?;
+                if !grandchildren.is_empty() {
+                    parents.push((child.clone(), grandchildren));
+                }
+                below.push((child, call, state));
+            }
+        }
+        Ok(below)
+    }
+
     /// Records a durable stop on the session's current run and ends it (see `stop_run.lua`).
     /// The stop record and the `end` chunk name the run read from the state; if another run
     /// took the session before the script ran, nothing is written and the stop is made again
@@ -50,6 +127,14 @@ impl Store {
             };
             match self.stop_run_as_read(address, kind, &state).await? {
                 StopReply::Stopped { run_id, closed } => {
+                    // A stopped suspension leaves the deadline index, as a drained one does (best
+                    // effort: a member left behind costs the deadline sweep one look).
+                    if state.status == super::Status::SuspendedClientTool
+                        && let Err(error) = self.unindex_deadlines(address, &[&run_id]).await
+                    {
+                        tracing::warn!(session = %address.session_id, %error,
+                            "the deadline index keeps a stopped run");
+                    }
                     let workflow_id = state.workflow_id;
                     return Ok(Stopped::Stopped {
                         run_id,
@@ -130,6 +215,16 @@ impl Store {
                     step: state.step_count + 1,
                 },
             ));
+        // The sessions below this one, for the script to close those still open on the root's
+        // stream (a subagent_end each, before this one's end), deepest first.
+        let below = self.sessions_below(address).await?;
+        invocation.arg(below.len());
+        for (child, call, child_state) in below.iter().rev() {
+            invocation.arg(&child.session_id).arg(encode_unsequenced(
+                &header,
+                &closing_end(kind, &child.session_id, call, child_state.as_ref()),
+            ));
+        }
         // A suspended run's awaited calls are closed by the stop, as not executed.
         // In call order, as a drain would write them.
         let mut pending: std::collections::HashMap<String, _> = self

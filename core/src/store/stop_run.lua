@@ -18,6 +18,10 @@ local ownership_key = KEYS[8]
 local open_deadlines_key = KEYS[9]
 local checkpoints_key = KEYS[10]
 local usage_key = KEYS[11]
+local children_key = KEYS[12]
+local tree_key = KEYS[13]
+local completed_key = KEYS[14]
+local call_ids_key = KEYS[15]
 local kind = ARGV[1] -- 'interrupt' | 'abort'
 local now = ARGV[2]
 local stop_json = ARGV[3]
@@ -28,7 +32,9 @@ local expected_status = ARGV[7]
 local retention_ms = ARGV[8]
 local expected_step_count = ARGV[9]
 local discarded_body = ARGV[10] -- step_discarded for step expected_step_count + 1
-local first_call = 11 -- then per awaited call: id, tool name, tool message, tool_end chunk body
+local closing = tonumber(ARGV[11]) -- how many sessions below this one to close, then per
+-- session: its id and its subagent_end chunk body, deepest first
+local first_call = 12 -- after those, per awaited call: id, tool name, tool message, tool_end body
 
 local fields = redis.call('HMGET', state_key, 'status', 'runId', 'stepCount')
 if not fields[1] then return {'session_not_found'} end
@@ -46,7 +52,8 @@ if redis.call('HEXISTS', staged_key, staged_field('emitted', expected_run_id, ne
 end
 local reply = {'ok', fields[2]}
 local closed = {}
-for i = first_call, #ARGV, 4 do
+local calls_from = first_call + 2 * closing
+for i = calls_from, #ARGV, 4 do
   local id = ARGV[i]
   redis.call('RPUSH', messages_key, ARGV[i + 2])
   emit(ARGV[i + 3])
@@ -62,6 +69,12 @@ for i = first_call, #ARGV, 4 do
   reply[#reply + 1] = id
   reply[#reply + 1] = ARGV[i + 1]
 end
+-- The sessions below this one not closed yet on the root's stream are closed there before this
+-- one's end (a session the stop does not reach yet stops next, and nothing more of it is
+-- copied), so a reader demultiplexing the root's stream holds no open child.
+for i = first_call, calls_from - 1, 2 do
+  if redis.call('HEXISTS', root_state_key, closed_field(ARGV[i])) == 0 then emit(ARGV[i + 1]) end
+end
 redis.call('DEL', staged_key)
 redis.call('HDEL', state_key, 'suspension', 'suspendedRunId')
 redis.call('HSET', state_key, 'stop', stop_json, 'updatedAt', now)
@@ -73,5 +86,6 @@ else
   redis.call('HSET', state_key, 'status', 'interrupted')
 end
 emit(with_custom_state(state_key, end_body))
-expire_ended(retention_ms, {state_key, stream_key, messages_key, checkpoints_key, usage_key})
+expire_ended(retention_ms, session_keys({state_key, stream_key, messages_key, checkpoints_key,
+  usage_key}, children_key, {tree_key, ownership_key, completed_key, call_ids_key}))
 return reply

@@ -4,8 +4,9 @@
 //! session, agent and run ids): the rest of the chunk from its timestamp on in field `c`, and in
 //! field `h` the key of the header, which the state hash of the stream's session keeps once as
 //! `chunkHeader:<h>` (see `chunk_entry_fields` in `prelude.lua`) in its shortest form: the run id
-//! of the session's own chunk, `.<suffix>:<key>` for a descendant's chunk on the root's stream,
-//! or the whole header. The sequence is the entry id. Reading puts the chunk's JSON back together
+//! of the session's own chunk, `^.<suffix>:<key>` for a descendant's chunk copied to the root's
+//! stream (with the root's stream id; `.<suffix>:<key>` as earlier versions wrote it, with the
+//! descendant's), or the whole header. The sequence is the entry id. Reading puts the chunk's JSON back together
 //! byte for byte. An entry without `h` holds the whole chunk in `c`. Headers never change once
 //! written, so each server keeps the ones it has read.
 
@@ -170,7 +171,15 @@ impl Store {
                         own_header(stream_id, &address.session_id, run_id)
                     }
                     StoredHeader::Below { suffix, key } => {
-                        self.header_below(address, suffix, key).await?
+                        self.header_below(address, suffix, key, None).await?
+                    }
+                    StoredHeader::Copy { suffix, key } => {
+                        let stream_id = stream_id.as_deref().ok_or_else(|| Error::Corrupt {
+                            key: state_key.clone(),
+                            reason: "no streamId".into(),
+                        })?;
+                        self.header_below(address, suffix, key, Some(stream_id))
+                            .await?
                     }
                     StoredHeader::Unknown => {
                         return Err(Error::Corrupt {
@@ -190,14 +199,16 @@ impl Store {
 }
 
 impl Store {
-    /// The header a root's stream names as `.<suffix>:<key>`: that of a chunk of the session
-    /// `<root>.<suffix>` (copied to the root's stream), kept under `key` in that session's state
-    /// hash.
+    /// The header a root's stream names as `^.<suffix>:<key>` or `.<suffix>:<key>`: that of a
+    /// chunk of the session `<root>.<suffix>` copied to the root's stream, whose run id is kept
+    /// under `key` in that session's state hash; with `root_stream_id` (the `^` form) the copy
+    /// names the root's stream, else (as earlier versions wrote it) the session's own.
     async fn header_below(
         &self,
         root: &SessionAddress,
         suffix: &str,
         header_key: &str,
+        root_stream_id: Option<&str>,
     ) -> Result<String, Error> {
         let below = SessionAddress {
             root_session_id: root.root_session_id.clone(),
@@ -215,10 +226,14 @@ impl Store {
             reason,
         };
         match (stream_id, stored.as_deref().map(StoredHeader::of)) {
-            (_, Some(StoredHeader::Whole(header))) => Ok(header.to_owned()),
-            (Some(stream_id), Some(StoredHeader::Run(run_id))) => {
-                Ok(own_header(&stream_id, &below.session_id, run_id))
+            (_, Some(StoredHeader::Whole(header))) if root_stream_id.is_none() => {
+                Ok(header.to_owned())
             }
+            (Some(stream_id), Some(StoredHeader::Run(run_id))) => Ok(own_header(
+                root_stream_id.unwrap_or(&stream_id),
+                &below.session_id,
+                run_id,
+            )),
             _ => Err(corrupt(format!(
                 "no chunk header {header_key} for the root's copies"
             ))),
@@ -236,7 +251,9 @@ enum StoredHeader<'a> {
     /// `.<suffix>:<key>`: a chunk of the session `<root>.<suffix>` copied to the root's stream,
     /// whose header that session's state keeps under `key`.
     Below { suffix: &'a str, key: &'a str },
-    /// A `.` form without its key: not written by any version.
+    /// `^.<suffix>:<key>`: as `Below`, the copy naming the root's stream.
+    Copy { suffix: &'a str, key: &'a str },
+    /// A `.` or `^` form without its key: not written by any version.
     Unknown,
 }
 
@@ -244,6 +261,13 @@ impl<'a> StoredHeader<'a> {
     fn of(stored: &'a str) -> Self {
         if stored.starts_with('"') {
             StoredHeader::Whole(stored)
+        } else if let Some(copy) = stored.strip_prefix('^') {
+            match copy.rsplit_once(':') {
+                Some((suffix, key)) if suffix.starts_with('.') => {
+                    StoredHeader::Copy { suffix, key }
+                }
+                _ => StoredHeader::Unknown,
+            }
         } else if stored.starts_with('.') {
             match stored.rsplit_once(':') {
                 Some((suffix, key)) => StoredHeader::Below { suffix, key },

@@ -19,6 +19,11 @@ local bucket_capacity = tonumber(ARGV[7]) -- 0: no rate limit (or a token alread
 local bucket_rate = tonumber(ARGV[8]) -- refill per ms
 local first_refused_tool = 9 -- then pairs (agentType, toolName) whose schema refuses the answer
 local now = tonumber(now_text)
+-- After the declared keys, and before the root's two (see the prelude), pairs (openDeadlines,
+-- children) of every session of the tree, the root's included, when the tree has more than the
+-- root; none for a session alone.
+local tree_keys_from = 9
+local tree_keys_to = #KEYS - 2
 
 -- Takes one token from the root's bucket (tokens and the time they were counted), refilled
 -- continuously up to its capacity; the bucket expires once full again. Returns nil when taken,
@@ -34,12 +39,30 @@ local function take_token()
   return nil
 end
 
--- 'caller_resumes' once every pending call is answered or past its deadline: the unanswered
--- calls are the members of openDeadlines, scored by deadline, so this is O(log n) whatever the
--- size of the batch.
+-- The calls of a session still neither answered nor past their deadline, not counting its
+-- sub-agent calls (a suspended child's calls are counted on the child): the members of its
+-- openDeadlines, scored by deadline, less those of its children's calls.
+local function open_calls(deadlines_key, children_key)
+  local open = redis.call('ZCOUNT', deadlines_key, '(' .. now_text, '+inf')
+  if open == 0 or not children_key then return open end
+  for _, call_id in ipairs(redis.call('HKEYS', children_key)) do
+    local deadline = redis.call('ZSCORE', deadlines_key, call_id)
+    if deadline and tonumber(deadline) > now then open = open - 1 end
+  end
+  return open
+end
+
+-- 'caller_resumes' once every pending call of the tree is answered or past its deadline (the
+-- batch rule holds across a tree: a resume of the root continues the whole tree only then), so
+-- exactly one answer, the last, completes the batch. A session alone counts its own calls in
+-- O(log n) whatever the size of the batch; a tree, each session's.
 local function batch_continuation()
-  if redis.call('ZCOUNT', open_deadlines_key, '(' .. now_text, '+inf') > 0 then
-    return 'awaiting_batch'
+  if tree_keys_to < tree_keys_from then
+    if open_calls(open_deadlines_key, nil) > 0 then return 'awaiting_batch' end
+    return 'caller_resumes'
+  end
+  for index = tree_keys_from, tree_keys_to, 2 do
+    if open_calls(KEYS[index], KEYS[index + 1]) > 0 then return 'awaiting_batch' end
   end
   return 'caller_resumes'
 end

@@ -218,10 +218,16 @@ impl Store {
     /// schema verdicts the caller passes) and stores it, first answer wins. A call owned by a
     /// session below the root takes a second invocation on that session's keys, which takes no
     /// second token.
+    ///
+    /// The continuation is the tree's: `awaiting_batch` while a call of any session of the tree
+    /// is neither answered nor past its deadline, so the script reads every session's open calls
+    /// (the members are read first; a session that joins the tree in between was started by a
+    /// run that is active, so the tree is not suspended on it yet).
     pub async fn submit_answer(&self, attempt: &SubmitAttempt<'_>) -> Result<Submitted, Error> {
         let root = SessionAddress::root(attempt.root_session_id);
+        let tree_keys = self.tree_open_call_keys(&root).await?;
         let first = self
-            .submit_answer_on(&root, attempt, attempt.submits_per_minute)
+            .submit_answer_on(&root, attempt, attempt.submits_per_minute, &tree_keys)
             .await?;
         let SubmitOutcome::OwnedBy(owner_session_id) = first.outcome else {
             return Ok(first);
@@ -230,7 +236,9 @@ impl Store {
             root_session_id: attempt.root_session_id.to_owned(),
             session_id: owner_session_id,
         };
-        let mut second = self.submit_answer_on(&owner, attempt, None).await?;
+        let mut second = self
+            .submit_answer_on(&owner, attempt, None, &tree_keys)
+            .await?;
         // The call moved to yet another session between the two: it is not this one's to answer.
         if matches!(second.outcome, SubmitOutcome::OwnedBy(_)) {
             second.outcome = SubmitOutcome::UnknownToolCall;
@@ -238,18 +246,42 @@ impl Store {
         Ok(second)
     }
 
+    /// The keys `submit_answer.lua` reads a tree's open calls from: (openDeadlines, children) of
+    /// the root and of every session below it; none for a root alone.
+    async fn tree_open_call_keys(&self, root: &SessionAddress) -> Result<Vec<String>, Error> {
+        let members = self.tree_sessions(root).await?;
+        if members.is_empty() {
+            return Ok(Vec::new());
+        }
+        let sessions = std::iter::once(root.clone()).chain(members.into_iter().map(|session_id| {
+            SessionAddress {
+                root_session_id: root.root_session_id.clone(),
+                session_id,
+            }
+        }));
+        Ok(sessions
+            .flat_map(|address| {
+                [
+                    self.key(&address, Key::OpenDeadlines),
+                    self.key(&address, Key::Children),
+                ]
+            })
+            .collect())
+    }
+
     async fn submit_answer_on(
         &self,
         owner: &SessionAddress,
         attempt: &SubmitAttempt<'_>,
         submits_per_minute: Option<u32>,
+        tree_keys: &[String],
     ) -> Result<Submitted, Error> {
         let kind = match attempt.answer.answer {
             Answer::Outcome { .. } => PendingKind::Client,
             Answer::Approval(_) => PendingKind::Approval,
         };
         let per_minute = submits_per_minute.unwrap_or(0);
-        let mut invocation = SUBMIT_ANSWER.on(self, owner);
+        let mut invocation = SUBMIT_ANSWER.on_with_keys(self, owner, tree_keys);
         invocation
             .arg(attempt.tool_call_id)
             .arg(to_json(attempt.answer))

@@ -123,18 +123,19 @@ async fn a_step_goes_from_staged_to_committed_once() {
         id: "c1".into(),
         name: "add".into(),
         arguments: json!({"a": 1}),
+        provider_id: None,
     };
-    let staged = turn("r1", 1, "hm", vec![call.clone()]);
+    let mut staged = turn("r1", 1, "hm", vec![call.clone()]);
     assert_eq!(
         store
-            .stage_turn(at(&address, "r1", 1), &staged)
+            .stage_turn(at(&address, "r1", 1), &mut staged)
             .await
             .unwrap(),
         Written::New
     );
     assert_eq!(
         store
-            .stage_turn(at(&address, "r1", 1), &staged)
+            .stage_turn(at(&address, "r1", 1), &mut staged)
             .await
             .unwrap(),
         Written::AlreadyDone
@@ -246,7 +247,7 @@ async fn a_step_goes_from_staged_to_committed_once() {
     );
     assert_eq!(
         store
-            .stage_turn(at(&address, "r1", 1), &staged)
+            .stage_turn(at(&address, "r1", 1), &mut staged)
             .await
             .unwrap(),
         Written::AlreadyDone
@@ -281,7 +282,10 @@ async fn completion_and_failure_are_terminal_and_guarded() {
 
     // Another run may not write into this session.
     let intruder = store
-        .stage_turn(at(&address, "r-other", 1), &turn("r-other", 1, "x", vec![]))
+        .stage_turn(
+            at(&address, "r-other", 1),
+            &mut turn("r-other", 1, "x", vec![]),
+        )
         .await;
     assert!(
         matches!(&intruder, Err(Error::RunRefused { reason, .. }) if reason == "run_superseded"),
@@ -289,7 +293,7 @@ async fn completion_and_failure_are_terminal_and_guarded() {
     );
 
     store
-        .stage_turn(at(&address, "r1", 1), &turn("r1", 1, "done", vec![]))
+        .stage_turn(at(&address, "r1", 1), &mut turn("r1", 1, "done", vec![]))
         .await
         .unwrap();
     let completion = || {
@@ -421,15 +425,17 @@ async fn a_suspended_step_commits_server_results_and_records_pending_calls() {
         id: "c1".into(),
         name: "add".into(),
         arguments: json!({"a": 1}),
+        provider_id: None,
     };
     let client_call = ToolCall {
         id: "c2".into(),
         name: "ask".into(),
         arguments: json!({"q": "?"}),
+        provider_id: None,
     };
-    let staged = turn("r1", 1, "", vec![server_call.clone(), client_call.clone()]);
+    let mut staged = turn("r1", 1, "", vec![server_call.clone(), client_call.clone()]);
     store
-        .stage_turn(at(&address, "r1", 1), &staged)
+        .stage_turn(at(&address, "r1", 1), &mut staged)
         .await
         .unwrap();
     let result = tool_result(&server_call, ToolOutcome::Result(json!(2)));
@@ -625,7 +631,7 @@ async fn the_log_after_the_messages_a_reader_holds_is_what_was_appended_since() 
 
     let step = at(&address, "r1", 1);
     store
-        .stage_turn(step, &turn("r1", 1, "hello", vec![]))
+        .stage_turn(step, &mut turn("r1", 1, "hello", vec![]))
         .await
         .unwrap();
     store.commit_step(step, None).await.unwrap();

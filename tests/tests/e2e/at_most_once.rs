@@ -32,6 +32,7 @@ async fn a_worker_killed_in_an_at_most_once_tool_does_not_run_it_again() {
         id: "call_1_1".into(),
         name: "hold".into(),
         arguments: json!({}),
+        provider_id: None,
     };
     let messages = harness.messages(&started.session_id).await;
     assert_eq!(messages.len(), 4, "{messages:?}");

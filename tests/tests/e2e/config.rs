@@ -41,21 +41,25 @@ async fn an_agent_from_toml_suspends_on_its_client_tool_and_finishes() {
     let _limit = Duration::from_secs(60);
     let chunks = harness.chunks_until_suspended(&session).await;
     assert!(
-        matches!(&chunks.last().unwrap().kind, ChunkKind::Suspended { tool_call_ids, .. } if tool_call_ids == &["call_1_1"])
+        matches!(&chunks.last().unwrap().kind, ChunkKind::Suspended { tool_call_ids, .. } if tool_call_ids == &["form_filler_1_1"])
     );
 
     let bad = harness
         .client
         .submit(
             &session,
-            "call_1_1",
+            "form_filler_1_1",
             &ToolOutcome::Result(json!({"name": "Ada"})),
         )
         .await;
     assert!(bad.is_err(), "the output schema from the file applies");
     let answer = harness
         .client
-        .submit(&session, "call_1_1", &ToolOutcome::Result(json!("Ada")))
+        .submit(
+            &session,
+            "form_filler_1_1",
+            &ToolOutcome::Result(json!("Ada")),
+        )
         .await
         .unwrap();
     assert_eq!(answer.continuation, Continuation::CallerResumes);

@@ -11,6 +11,7 @@ use baton_client::Client as _;
 use baton_core::{
     ChunkKind,
     message::{ToolOutcome, codes},
+    store::SessionAddress,
 };
 use baton_tests::{Harness, WorkerThread, agents, test_worker_settings, tool_outcomes};
 use baton_worker::sweeps::{DeadlineSweep, sweep_deadlines_once};
@@ -61,9 +62,20 @@ async fn the_member_of_a_session_that_moved_on_is_dropped_without_a_workflow() {
     let session = started.session_id.clone();
     assert_eq!(harness.store.indexed_deadlines().await.unwrap(), 1);
 
-    // An interrupt ends the suspension without a drain: the member stays until the sweep finds
-    // the session no longer suspended on that run.
+    // An interrupt ends the suspension without a drain and takes its member out of the index.
+    // A member left behind (by an earlier version's stop, or a stop whose removal failed) stays
+    // until the sweep finds the session no longer suspended on that run.
     harness.client.stop(&session, false).await.unwrap();
+    assert_eq!(harness.store.indexed_deadlines().await.unwrap(), 0);
+    harness
+        .store
+        .index_deadline(
+            &SessionAddress::root(&session),
+            &started.run_id,
+            baton_core::store::now_ms(),
+        )
+        .await
+        .unwrap();
     let swept = sweep_deadlines_now(&harness, Duration::from_secs(7200)).await;
     assert_eq!(
         swept,

@@ -30,11 +30,13 @@ async fn finished(agent: &str) {
             id: "call_1_1".into(),
             name: "add".into(),
             arguments: json!({"a": 2, "b": 2}),
+            provider_id: None,
         },
         ToolCall {
             id: "call_1_2".into(),
             name: "report".into(),
             arguments: json!({"text": "all good"}),
+            provider_id: None,
         },
     ];
     // One model call: the log ends with the tools' results, and the step's other tool ran too.

@@ -27,6 +27,7 @@ async fn a_snapshot_is_pinned_to_the_newest_checkpoint_until_the_session_ends() 
         id: "call_1_1".into(),
         name: "ask_user".into(),
         arguments: json!({"question": "Name?"}),
+        provider_id: None,
     };
 
     let suspended = harness.client.snapshot(&session).await.unwrap();

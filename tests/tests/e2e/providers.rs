@@ -163,6 +163,7 @@ fn call(id: &str, name: &str, arguments: Value) -> ToolCall {
         id: id.into(),
         name: name.into(),
         arguments,
+        provider_id: None,
     }
 }
 
@@ -268,6 +269,63 @@ async fn an_openai_agent_calls_tools_then_answers() {
             Some(format!("Bearer {KEY}").as_str())
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_provider_repeating_its_call_ids_gets_them_back_and_the_log_has_batons_own() {
+    // A server that answers the same ids every request (the recorded exchange, twice).
+    let run = run(
+        Provider::OpenAi,
+        vec![
+            streamed("openai_tool_calls.sse"),
+            streamed("openai_tool_calls.sse"),
+            streamed("openai_text.sse"),
+        ],
+    )
+    .await;
+    let (status, output, ..) = end(&run.chunks);
+    assert_eq!((status, output), (&EndStatus::Completed, Some(ANSWER)));
+    let (calculator_id, clock_id) = (
+        "call_Qm3nV8sLk2TzR1yWc5Hx0Ad9",
+        "call_Zp4eJ7uBn1XsK0qLt8Wm6Fc2",
+    );
+    // The second turn's calls are Baton's own in the log and on the stream, the model's kept.
+    let Message::Assistant { tool_calls, .. } = &run.messages[5] else {
+        panic!("{:?}", run.messages[5]);
+    };
+    let ids: Vec<(&str, Option<&str>)> = tool_calls
+        .iter()
+        .map(|call| (call.id.as_str(), call.provider_id.as_deref()))
+        .collect();
+    assert_eq!(ids[0].1, Some(calculator_id));
+    assert_eq!(ids[1].1, Some(clock_id));
+    assert!(ids.iter().all(|(id, _)| id.starts_with("bt_")), "{ids:?}");
+    let announced: Vec<&str> = run
+        .chunks
+        .iter()
+        .filter_map(|chunk| match &chunk.kind {
+            ChunkKind::ToolStart { tool_call_id, .. } => Some(tool_call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(announced, [calculator_id, clock_id, ids[0].0, ids[1].0]);
+    // The provider is sent its own ids back, on both turns' calls and results.
+    let sent = run.requests[2].json();
+    let mut sent_ids: Vec<&str> = Vec::new();
+    for message in sent["messages"].as_array().unwrap() {
+        if let Some(calls) = message["tool_calls"].as_array() {
+            sent_ids.extend(calls.iter().map(|call| call["id"].as_str().unwrap()));
+        }
+        sent_ids.extend(message["tool_call_id"].as_str());
+    }
+    assert_eq!(
+        sent_ids,
+        [calculator_id, clock_id, calculator_id, clock_id]
+            .into_iter()
+            .cycle()
+            .take(8)
+            .collect::<Vec<_>>()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

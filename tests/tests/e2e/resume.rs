@@ -64,11 +64,13 @@ async fn submit_then_resume_drains_the_answer_and_finishes_the_turn() {
         id: "call_1_1".into(),
         name: "add".into(),
         arguments: json!({"a": 1, "b": 2}),
+        provider_id: None,
     };
     let ask = ToolCall {
         id: "call_1_2".into(),
         name: "ask_user".into(),
         arguments: json!({"question": "Proceed?"}),
+        provider_id: None,
     };
     assert_eq!(
         harness.store.messages(&address).await.unwrap(),

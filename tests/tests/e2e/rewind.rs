@@ -214,6 +214,7 @@ async fn a_rewind_to_a_suspended_step_awaits_its_calls_again_without_a_model_cal
         id: "call_1_1".into(),
         name: "ask_user".into(),
         arguments: json!({"question": "Name?"}),
+        provider_id: None,
     };
     assert_eq!(
         harness.messages(&session).await,

@@ -89,6 +89,7 @@ fn call(id: &str, name: &str, arguments: serde_json::Value) -> ToolCall {
         id: id.into(),
         name: name.into(),
         arguments,
+        provider_id: None,
     }
 }
 

@@ -206,12 +206,7 @@ async fn an_interrupt_mid_step_discards_the_streamed_step_before_the_end() {
     }
     drop(follower);
 
-    let stopped = harness
-        .client
-        .stop(&started.session_id, false)
-        .await
-        .unwrap();
-    assert_eq!(stopped.status, Status::Interrupted);
+    harness.interrupt(&started.session_id).await;
     let chunks = harness.chunks_until_end(&started.session_id, LIMIT).await;
     let position = |wanted: fn(&ChunkKind) -> bool| chunks.iter().position(|c| wanted(&c.kind));
     let tool_start = position(|k| matches!(k, ChunkKind::ToolStart { step: 1, .. }));

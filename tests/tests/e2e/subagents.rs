@@ -259,13 +259,22 @@ async fn a_worker_killed_during_a_childs_step_duplicates_no_child_message_or_chu
         ]
     );
     // The root's stream carries the child's chunks too, once each and in order, under the
-    // root's sequence (the child's `end` stays on its own stream).
-    let without_sequence = |chunk: &StreamChunk| (chunk.header.clone(), chunk.kind.clone());
+    // root's sequence and stream id (the child's `end` stays on its own stream).
+    let on_root = |chunk: &StreamChunk| {
+        let mut header = chunk.header.clone();
+        header.stream_id = started.stream_id.clone();
+        (header, chunk.kind.clone())
+    };
     assert_eq!(
-        copied.iter().map(without_sequence).collect::<Vec<_>>(),
+        copied.iter().map(on_root).collect::<Vec<_>>(),
         child_chunks[..child_chunks.len() - 1]
             .iter()
-            .map(without_sequence)
+            .map(on_root)
             .collect::<Vec<_>>()
+    );
+    assert!(
+        copied
+            .iter()
+            .all(|chunk| chunk.header.stream_id == started.stream_id)
     );
 }

@@ -91,11 +91,13 @@ async fn a_step_with_a_client_call_suspends_after_its_server_tools_and_no_workfl
         id: "call_1_1".into(),
         name: "add".into(),
         arguments: json!({"a": 1, "b": 2}),
+        provider_id: None,
     };
     let ask = ToolCall {
         id: "call_1_2".into(),
         name: "ask_user".into(),
         arguments: json!({"question": "Proceed?"}),
+        provider_id: None,
     };
     assert_eq!(
         harness.store.messages(&address).await.unwrap(),

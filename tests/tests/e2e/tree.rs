@@ -271,11 +271,8 @@ async fn an_abort_of_the_root_fails_the_whole_tree_and_late_submits_answer_run_s
 /// the grandchild's call answers `run_stopped`.
 async fn stop_suspended_tree(kind: StopKind, status: Status) {
     let harness = Harness::start(agents::registry()).await;
-    let started = harness.client.start("top", "go").await.unwrap();
+    let (started, middle, grandchild) = crate::tree_stop::suspended_top(&harness).await;
     let root = SessionAddress::root(&started.session_id);
-    let middle = subagent::child_address(&root, "t_1_1");
-    let grandchild = subagent::child_address(&middle, "m_1_1");
-    harness.chunks_until_suspended(&started.session_id).await;
 
     harness
         .client

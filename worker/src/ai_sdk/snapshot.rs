@@ -179,6 +179,7 @@ mod tests {
             id: id.into(),
             name: name.into(),
             arguments: json!({}),
+            provider_id: None,
         }
     }
 

@@ -5,7 +5,7 @@
 
 use super::{
     already_running, no_session,
-    temporal::{start_deadline_workflow, start_parent_of_ended_children, start_run_workflow},
+    temporal::{resume_parent_of_ended_children, start_deadline_workflow, start_run_workflow},
 };
 use crate::state::AppState;
 use baton_activities::io::RunInput;
@@ -115,15 +115,8 @@ pub(super) async fn rewind_session(
             // A sub-agent call given back whose child has ended since is answered by that end
             // (no workflow of the child will report it again).
             if pending.iter().any(|call| call.kind.is_sub_agent())
-                && let Some((run_id, workflow_id)) = start_parent_of_ended_children(
-                    &state.temporal,
-                    &state.store,
-                    &state.registry,
-                    &state.task_queue,
-                    &state.policy,
-                    &address,
-                )
-                .await?
+                && let Some((run_id, workflow_id)) =
+                    resume_parent_of_ended_children(state, &address).await?
             {
                 tracing::info!(%session_id, checkpoint_id, %workflow_id, "session rewound; its ended children answered it");
                 return Ok(ResumeResponse {

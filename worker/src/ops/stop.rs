@@ -2,7 +2,10 @@
 //! says which).
 
 use super::{
-    no_session, reads::existing_session, temporal::cancel_run_workflow, tree::stop_descendants,
+    no_session,
+    reads::existing_session,
+    temporal::{cancel_run_workflow, resume_parent_of_ended_children},
+    tree::stop_descendants,
 };
 use crate::state::AppState;
 use baton_core::{
@@ -11,6 +14,20 @@ use baton_core::{
     observe::{self, CallIds, ClientCallEvent},
     store::{SessionAddress, Status, StopKind, Stopped},
 };
+
+/// Reports a stopped child's end to its parent when the parent is suspended on it, resuming the
+/// parent when that completes its batch (see `start_parent_of_ended_children`).
+async fn answer_parent(state: &AppState, child: &SessionAddress) -> Result<(), ApiError> {
+    let Some((parent, _call)) = state.store.parent_of(child).await? else {
+        return Ok(());
+    };
+    let resumed = resume_parent_of_ended_children(state, &parent).await?;
+    if let Some((run_id, workflow_id)) = resumed {
+        tracing::info!(session_id = %parent.session_id, %run_id, %workflow_id,
+            "the stopped child's end resumes its parent");
+    }
+    Ok(())
+}
 
 /// Stops the session's current run: a durable stop record first (one script, which also ends the
 /// run in Redis), then Temporal cancellation of its workflow if one is still running.
@@ -32,6 +49,11 @@ pub async fn stop_session(
         } => (run_id, workflow_id, closed_calls),
         Stopped::SessionNotFound => return Err(no_session(session_id)),
         Stopped::NotRunning { status } => {
+            // A root stopped already: its tree's stop is made again (nothing to do once every
+            // session below it has ended), so a stop cut short completes on a repeat.
+            if session.session_id == session.root_session_id && session.stop.is_some() {
+                stop_descendants(state, &session, &session.session_id, kind).await?;
+            }
             return Err(ApiError::new(
                 ErrorCode::RunNotActive,
                 format!("the session is {status}; no run to stop"),
@@ -43,9 +65,18 @@ pub async fn stop_session(
     if let Some(workflow_id) = &workflow_id {
         cancel_run_workflow(state, workflow_id).await;
     }
-    // A stop on the root stops the whole tree.
-    if session.session_id == session.root_session_id {
-        stop_descendants(state, &session, kind).await?;
+    // A stop stops the session's subtree: on the root, the whole tree.
+    let root = if session.session_id == session.root_session_id {
+        session.clone()
+    } else {
+        existing_session(state, &session.root_session_id).await?
+    };
+    stop_descendants(state, &root, &session.session_id, kind).await?;
+    // A child's stop is its end for its parent: the sub-agent call is answered
+    // `sub_agent_interrupted` (a parent running awaits the child's workflow, whose cancellation
+    // gives it the same), and a parent suspended on it goes on when that completes its batch.
+    if session.session_id != session.root_session_id {
+        answer_parent(state, &address).await?;
     }
     tracing::info!(%session_id, %run_id, ?kind, "run stopped");
     for (tool_call_id, tool) in &closed_calls {

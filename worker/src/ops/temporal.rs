@@ -123,6 +123,23 @@ pub(crate) async fn start_parent_of_ended_children(
     Ok(Some((run_id, workflow_id)))
 }
 
+/// [`start_parent_of_ended_children`] with the server's own Temporal client, store, registry,
+/// task queue and run policy: for the operations (a rewind, a child's stop, a tree's resume).
+pub(super) async fn resume_parent_of_ended_children(
+    state: &AppState,
+    parent: &SessionAddress,
+) -> Result<Option<(String, String)>, ApiError> {
+    start_parent_of_ended_children(
+        &state.temporal,
+        &state.store,
+        &state.registry,
+        &state.task_queue,
+        &state.policy,
+        parent,
+    )
+    .await
+}
+
 /// Starts the deadline workflow of a run that suspended without a workflow of its own (a rewind
 /// to a suspension); id and input are the ones the run's workflow gives its own (see
 /// [`DeadlineStart`]). The suspension is already durable, so a failure here is reported but

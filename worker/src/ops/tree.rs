@@ -2,7 +2,11 @@
 //! batch rule across the tree and resumes its deepest ready sessions first (each parent then
 //! continues when its children's results are in), and a stop that stops every session of it.
 
-use super::{already_running, new_run::claim_and_start, temporal::cancel_run_workflow};
+use super::{
+    already_running,
+    new_run::claim_and_start,
+    temporal::{cancel_run_workflow, resume_parent_of_ended_children},
+};
 use crate::state::AppState;
 use baton_core::{
     ApiError, ErrorCode, Refusal,
@@ -11,11 +15,12 @@ use baton_core::{
 };
 use std::collections::HashMap;
 
-/// The sessions of the tree rooted at `root` (the root first), each with its depth.
-async fn tree_states(
+/// The sessions of the tree rooted at `root` (the root first), each with its ancestors
+/// (nearest first; none for the root).
+async fn tree_members(
     state: &AppState,
     root: &SessionState,
-) -> Result<Vec<(SessionAddress, SessionState, usize)>, ApiError> {
+) -> Result<Vec<(SessionAddress, SessionState, Vec<String>)>, ApiError> {
     let root_address = SessionAddress::root(&root.session_id);
     let members = state.store.tree_sessions(&root_address).await?;
     let mut parents = HashMap::new();
@@ -32,21 +37,36 @@ async fn tree_states(
             sessions.push((address, session));
         }
     }
-    let depth = |id: &str| {
-        let mut depth = 0;
+    let ancestors = |id: &str| {
+        let mut ancestors: Vec<String> = Vec::new();
         let mut current = parents.get(id);
-        while let Some(parent) = current {
-            depth += 1;
+        // A parent map with a cycle would be corrupt data; the tree's depth bounds the walk.
+        while let Some(parent) = current
+            && ancestors.len() <= parents.len()
+        {
+            ancestors.push(parent.clone());
             current = parents.get(parent.as_str());
         }
-        depth
+        ancestors
     };
     Ok(sessions
         .into_iter()
         .map(|(address, session)| {
-            let depth = depth(&address.session_id);
-            (address, session, depth)
+            let ancestors = ancestors(&address.session_id);
+            (address, session, ancestors)
         })
+        .collect())
+}
+
+/// The sessions of the tree rooted at `root` (the root first), each with its depth.
+async fn tree_states(
+    state: &AppState,
+    root: &SessionState,
+) -> Result<Vec<(SessionAddress, SessionState, usize)>, ApiError> {
+    Ok(tree_members(state, root)
+        .await?
+        .into_iter()
+        .map(|(address, session, ancestors)| (address, session, ancestors.len()))
         .collect())
 }
 
@@ -69,13 +89,20 @@ pub(super) async fn resume_tree(
         .into_iter()
         .filter(|(_, session, _)| session.status == Status::SuspendedClientTool)
         .collect();
+    if entry.message.is_none()
+        && !entry.abandon_pending
+        && let Some(resumed) = report_unreported_ends(state, root, &suspended).await?
+    {
+        return Ok(Some(resumed));
+    }
     if !suspended.iter().any(|(_, _, depth)| *depth > 0) {
         return Ok(None);
     }
     if entry.abandon_pending {
-        stop_descendants(state, root, StopKind::Interrupt).await?;
+        stop_descendants(state, root, &root.session_id, StopKind::Interrupt).await?;
         return Ok(None);
     }
+
     let now = now_ms();
     let mut open = Vec::new();
     for (address, _, _) in &suspended {
@@ -147,18 +174,90 @@ pub(super) async fn resume_tree(
     }))
 }
 
-/// Stops every session of the tree below `root` that has not ended (after the root's own stop):
-/// a stop record on each one's run, then cancellation of its workflow. A late submit to any of
-/// their calls then answers `run_stopped`.
+/// Reports the end of any child a suspended session of the tree awaits but whose end never
+/// reached it (a child stopped or failed by a version that did not report it, its workflow gone):
+/// the same idempotent report a child's workflow makes, so a tree is never left waiting on a
+/// call nobody can answer. When that resumes a session, its run is the resume's answer.
+async fn report_unreported_ends(
+    state: &AppState,
+    root: &SessionState,
+    suspended: &[(SessionAddress, SessionState, usize)],
+) -> Result<Option<ResumeResponse>, ApiError> {
+    for (address, _, _) in suspended {
+        let children = state.store.children(address).await?;
+        let mut awaits_an_ended_child = false;
+        for (call, _run) in state.store.pending_calls(address).await? {
+            let Some(child) = children.get(&call.tool_call_id) else {
+                continue;
+            };
+            let child = SessionAddress {
+                root_session_id: root.session_id.clone(),
+                session_id: child.clone(),
+            };
+            let ended = state.store.session(&child).await?;
+            awaits_an_ended_child |=
+                call.kind.is_sub_agent() && ended.is_some_and(|child| child.status.is_terminal());
+        }
+        if !awaits_an_ended_child {
+            continue;
+        }
+        let resumed = resume_parent_of_ended_children(state, address).await?;
+        if let Some((run_id, workflow_id)) = resumed {
+            tracing::info!(session_id = %address.session_id, %workflow_id,
+                "an ended child's unreported end resumes its parent");
+            return Ok(Some(ResumeResponse {
+                session_id: root.session_id.clone(),
+                run_id,
+                workflow_id: Some(workflow_id),
+                status: Status::Active,
+            }));
+        }
+    }
+    Ok(None)
+}
+
+/// Stops every session below `top` (a session of the tree rooted at `root`, or the root itself)
+/// that has not ended, after `top`'s own stop: a stop record on each one's run, then
+/// cancellation of its workflow. A late submit to any of their calls then answers
+/// `run_stopped`.
+///
+/// Below a stopped root every write is fenced on the root's stop (`tree_stopped` in the
+/// prelude), so a busy session cannot move on between this read and its stop: each pass reads
+/// the tree again, until every session below `top` has ended (a session started or claimed
+/// between two passes is stopped by the next).
 pub(super) async fn stop_descendants(
     state: &AppState,
     root: &SessionState,
+    top: &str,
     kind: StopKind,
 ) -> Result<(), ApiError> {
-    for (address, session, depth) in tree_states(state, root).await? {
-        if depth == 0 || session.status.is_terminal() {
+    for _ in 0..STOP_PASSES {
+        if stop_descendants_once(state, root, top, kind).await? == 0 {
+            return Ok(());
+        }
+    }
+    tracing::warn!(root = %root.session_id, top, ?kind,
+        "sessions of the tree kept moving while it was stopped; their writes are fenced");
+    Ok(())
+}
+
+/// How many times a stop reads the tree again: once, and once more for each session that moved
+/// between the read and its stop (fenced, a session moves at most by a claim).
+const STOP_PASSES: usize = 4;
+
+/// One pass of [`stop_descendants`]: the number of sessions it found still running.
+async fn stop_descendants_once(
+    state: &AppState,
+    root: &SessionState,
+    top: &str,
+    kind: StopKind,
+) -> Result<usize, ApiError> {
+    let mut running = 0;
+    for (address, session, ancestors) in tree_members(state, root).await? {
+        if !ancestors.iter().any(|ancestor| ancestor == top) || session.status.is_terminal() {
             continue;
         }
+        running += 1;
         let stopped = state.store.stop_run(&address, kind).await?;
         if let baton_core::store::Stopped::Stopped {
             workflow_id: Some(workflow_id),
@@ -169,5 +268,5 @@ pub(super) async fn stop_descendants(
         }
         tracing::info!(session_id = %address.session_id, ?kind, "tree session stopped");
     }
-    Ok(())
+    Ok(running)
 }
