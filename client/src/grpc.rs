@@ -110,8 +110,7 @@ fn failed(status: tonic::Status) -> Error {
 
 #[async_trait]
 impl Client for GrpcClient {
-    async fn start(&self, agent: &str, message: &str) -> Result<StartResponse, Error> {
-        let request = StartRequest::new(agent, message);
+    async fn start_request(&self, request: StartRequest) -> Result<StartResponse, Error> {
         let answer = self
             .service()
             .start(self.request(v1::StartRequest::from(request)))

@@ -79,8 +79,7 @@ impl HttpClient {
 
 #[async_trait]
 impl Client for HttpClient {
-    async fn start(&self, agent: &str, message: &str) -> Result<StartResponse, Error> {
-        let request = StartRequest::new(agent, message);
+    async fn start_request(&self, request: StartRequest) -> Result<StartResponse, Error> {
         self.post("start", &request).await
     }
 

@@ -15,8 +15,8 @@ use async_trait::async_trait;
 use baton_wire::{
     ApiError, StreamChunk,
     api::{
-        Resume, ResumeRequest, ResumeResponse, SnapshotResponse, StartResponse, StopResponse,
-        UsageResponse,
+        Resume, ResumeRequest, ResumeResponse, SnapshotResponse, StartRequest, StartResponse,
+        StopResponse, UsageResponse,
     },
     chunk::ChunkKind,
     message::ToolOutcome,
@@ -85,8 +85,14 @@ pub type ChunkStream = BoxStream<'static, Result<StreamChunk, Error>>;
 /// their request bodies once, here, for both transports.
 #[async_trait]
 pub trait Client: Send + Sync {
+    /// Starts a session as `request` says (agent, first message, and optionally the session's
+    /// id, custom state, `userId`, `tags` and `metadata`).
+    async fn start_request(&self, request: StartRequest) -> Result<StartResponse, Error>;
+
     /// Starts a session of `agent` with a first user message.
-    async fn start(&self, agent: &str, message: &str) -> Result<StartResponse, Error>;
+    async fn start(&self, agent: &str, message: &str) -> Result<StartResponse, Error> {
+        self.start_request(StartRequest::new(agent, message)).await
+    }
 
     /// The session's state, with `isExecuting` from Temporal's view of its run.
     async fn status(&self, session_id: &str) -> Result<SessionState, Error>;
@@ -326,7 +332,7 @@ mod tests {
 
     #[async_trait]
     impl Client for Scripted {
-        async fn start(&self, _: &str, _: &str) -> Result<StartResponse, Error> {
+        async fn start_request(&self, _: StartRequest) -> Result<StartResponse, Error> {
             unimplemented!("not used by follow")
         }
         async fn status(&self, _: &str) -> Result<SessionState, Error> {

@@ -3,6 +3,7 @@
 //! use it know the wire types; conversions are checked once, in [`convert`].
 
 pub mod convert;
+mod meta;
 
 #[allow(unreachable_pub, missing_docs, clippy::all)]
 pub mod v1 {

@@ -70,6 +70,9 @@ pub struct SessionState {
     /// an `active` session whose workflow is not executing is stuck).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub is_executing: Option<bool>,
+    /// The session's `userId`, `tags` and `metadata`, flat beside the other fields.
+    #[serde(flatten)]
+    pub meta: crate::meta::SessionMeta,
 }
 
 /// What a suspended run waits for.

@@ -17,6 +17,7 @@ mod inspect;
 mod local_model_step;
 mod log_cache;
 mod observe;
+mod operator;
 mod providers;
 mod replay;
 mod resume;
