@@ -13,6 +13,7 @@ use baton_wire::{
         ResumeRequest, ResumeResponse, SnapshotResponse, StartRequest, StartResponse, StopResponse,
         UsageResponse,
     },
+    search::{PendingPage, SessionSearch, SessionsPage},
     session::SessionState,
     submit::SubmitAnswer,
 };
@@ -150,6 +151,26 @@ impl Client for GrpcClient {
         let answer = self
             .service()
             .usage(self.request(request))
+            .await
+            .map_err(failed)?;
+        Ok(answer.into_inner().try_into()?)
+    }
+
+    async fn sessions(&self, search: &SessionSearch) -> Result<SessionsPage, Error> {
+        let request = v1::SearchRequest::from(search.clone());
+        let answer = self
+            .service()
+            .list_sessions(self.request(request))
+            .await
+            .map_err(failed)?;
+        Ok(answer.into_inner().try_into()?)
+    }
+
+    async fn pending(&self, search: &SessionSearch) -> Result<PendingPage, Error> {
+        let request = v1::SearchRequest::from(search.clone());
+        let answer = self
+            .service()
+            .list_pending(self.request(request))
             .await
             .map_err(failed)?;
         Ok(answer.into_inner().try_into()?)

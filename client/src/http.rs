@@ -8,6 +8,7 @@ use baton_wire::{
         ResumeRequest, ResumeResponse, SessionRequest, SnapshotResponse, StartRequest,
         StartResponse, StopResponse, UsageResponse,
     },
+    search::{PendingPage, SessionSearch, SessionsPage},
     session::SessionState,
     sse,
     submit::SubmitAnswer,
@@ -62,6 +63,20 @@ impl HttpClient {
         decode(response).await
     }
 
+    async fn get_search<T: serde::de::DeserializeOwned>(
+        &self,
+        route: &str,
+        search: &SessionSearch,
+    ) -> Result<T, Error> {
+        let response = self
+            .http
+            .get(format!("{}/{route}", self.base))
+            .query(&search.to_query_pairs())
+            .send()
+            .await?;
+        decode(response).await
+    }
+
     async fn post<T: serde::de::DeserializeOwned>(
         &self,
         route: &str,
@@ -93,6 +108,14 @@ impl Client for HttpClient {
 
     async fn usage(&self, session_id: &str) -> Result<UsageResponse, Error> {
         self.get_session("usage", session_id).await
+    }
+
+    async fn sessions(&self, search: &SessionSearch) -> Result<SessionsPage, Error> {
+        self.get_search("sessions", search).await
+    }
+
+    async fn pending(&self, search: &SessionSearch) -> Result<PendingPage, Error> {
+        self.get_search("pending", search).await
     }
 
     async fn submit_body(&self, body: &serde_json::Value) -> Result<SubmitAnswer, Error> {

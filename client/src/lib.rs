@@ -20,6 +20,7 @@ use baton_wire::{
     },
     chunk::ChunkKind,
     message::ToolOutcome,
+    search::{PendingPage, SessionSearch, SessionsPage},
     session::{ApprovalDecision, SessionState},
     submit::{SubmitAnswer, SubmitRequest},
 };
@@ -102,6 +103,12 @@ pub trait Client: Send + Sync {
 
     /// What the session has spent so far.
     async fn usage(&self, session_id: &str) -> Result<UsageResponse, Error>;
+
+    /// A page of sessions matching `search`, newest activity first (`GET /sessions`).
+    async fn sessions(&self, search: &SessionSearch) -> Result<SessionsPage, Error>;
+
+    /// A page of the calls waiting on a person (`GET /pending`).
+    async fn pending(&self, search: &SessionSearch) -> Result<PendingPage, Error>;
 
     /// Sends a `/submit-tool-result` body as it is (any JSON, so that refusals can be tried);
     /// [`Client::submit_request`] sends a typed one.
@@ -337,6 +344,12 @@ mod tests {
         }
         async fn status(&self, _: &str) -> Result<SessionState, Error> {
             Err(Error::StreamClosed)
+        }
+        async fn sessions(&self, _: &SessionSearch) -> Result<SessionsPage, Error> {
+            unimplemented!("not used by follow")
+        }
+        async fn pending(&self, _: &SessionSearch) -> Result<PendingPage, Error> {
+            unimplemented!("not used by follow")
         }
         async fn snapshot(&self, _: &str) -> Result<SnapshotResponse, Error> {
             unimplemented!("not used by follow")

@@ -16,7 +16,7 @@ pub mod submit;
 pub mod tool;
 
 /// The wire types, at the paths the rest of Baton has always used.
-pub use baton_wire::{api, chunk, error, ids, message, meta, refusal, session, usage};
+pub use baton_wire::{api, chunk, error, ids, message, meta, refusal, search, session, usage};
 
 pub use agent::{Agent, AgentRegistry};
 pub use chunk::{ChunkKind, StreamChunk};

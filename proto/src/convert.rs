@@ -283,6 +283,7 @@ impl From<SessionState> for v1::SessionStatus {
             abandon_pending: state.abandon_pending,
             is_executing: state.is_executing,
             meta: Some(state.meta.into()),
+            pending: state.pending.into_iter().map(Into::into).collect(),
         }
     }
 }
@@ -337,6 +338,11 @@ impl TryFrom<v1::SessionStatus> for SessionState {
                 .map(TryInto::try_into)
                 .transpose()?
                 .unwrap_or_default(),
+            pending: state
+                .pending
+                .into_iter()
+                .map(TryInto::try_into)
+                .collect::<Result<_, _>>()?,
         })
     }
 }

@@ -64,6 +64,20 @@ fn answers_convert_both_ways_and_refuse_unknown_values() {
             tags: vec!["a".into(), "b".into()],
             metadata: serde_json::json!({"plan": "pro"}).as_object().cloned(),
         },
+        pending: vec![baton_wire::search::PendingDetail {
+            session_id: "s".into(),
+            owner_session_id: "s.child".into(),
+            tool_call_id: "call_2_1".into(),
+            tool_name: "transfer".into(),
+            input: serde_json::json!({"to": "bob"}),
+            kind: baton_wire::search::PersonCallKind::Approval,
+            approval_id: Some("r::call_2_1".into()),
+            deadline_at: 9,
+            awaited_since: 3,
+            age_ms: 4,
+            agent_type: "child".into(),
+            user_id: Some("u".into()),
+        }],
     };
     let wire = v1::SessionStatus::from(state.clone());
     assert_eq!(wire.status, "failed");

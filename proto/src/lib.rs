@@ -4,6 +4,7 @@
 
 pub mod convert;
 mod meta;
+mod search;
 
 #[allow(unreachable_pub, missing_docs, clippy::all)]
 pub mod v1 {

@@ -12,6 +12,7 @@ pub mod ids;
 pub mod message;
 pub mod meta;
 pub mod refusal;
+pub mod search;
 pub mod session;
 pub mod sse;
 pub mod submit;

@@ -40,6 +40,17 @@ impl Principal {
         }
     }
 
+    /// The sessions this principal sees in a search: all of them for an operator, its own tree
+    /// for a session token.
+    pub fn search_scope(&self) -> crate::ops::SearchScope {
+        match self {
+            Self::Operator => crate::ops::SearchScope::All,
+            Self::Session { root_session_id } => crate::ops::SearchScope::Tree {
+                root_session_id: root_session_id.clone(),
+            },
+        }
+    }
+
     /// Refuses (403 `forbidden`) what only operators may do, e.g. start sessions.
     pub fn must_be_operator(&self) -> Result<(), ApiError> {
         match self {

@@ -9,7 +9,8 @@ use crate::{
     metrics::grpc::GrpcMetricsLayer,
     ops::{
         MAX_MESSAGE_BYTES, checked_body_size, checked_json_depth, checked_start, checked_submit,
-        resume_session, session_snapshot, session_status, session_usage, stop_session,
+        list_pending, list_sessions, resume_session, session_snapshot, session_status,
+        session_usage, stop_session,
     },
     state::AppState,
     stream::Follow,
@@ -17,6 +18,7 @@ use crate::{
 use baton_core::{
     ApiError, ErrorCode,
     api::{ResumeRequest, StartRequest},
+    search::SessionSearch,
     store::StopKind,
 };
 use baton_proto::{
@@ -233,6 +235,30 @@ impl baton_server::Baton for GrpcService {
             .await
             .map_err(refused)?;
         Ok(Response::new(usage.into()))
+    }
+
+    async fn list_sessions(
+        &self,
+        request: Request<v1::SearchRequest>,
+    ) -> Result<Response<v1::ListSessionsResponse>, Status> {
+        let principal = self.principal(&request).await?;
+        let search = SessionSearch::try_from(request.into_inner()).map_err(malformed)?;
+        let page = list_sessions(&self.state, &principal.search_scope(), &search)
+            .await
+            .map_err(refused)?;
+        Ok(Response::new(page.into()))
+    }
+
+    async fn list_pending(
+        &self,
+        request: Request<v1::SearchRequest>,
+    ) -> Result<Response<v1::ListPendingResponse>, Status> {
+        let principal = self.principal(&request).await?;
+        let search = SessionSearch::try_from(request.into_inner()).map_err(malformed)?;
+        let page = list_pending(&self.state, &principal.search_scope(), &search)
+            .await
+            .map_err(refused)?;
+        Ok(Response::new(page.into()))
     }
 
     type SubscribeStream = ChunkStream;

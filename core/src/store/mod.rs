@@ -27,11 +27,13 @@ mod custom_state;
 mod deadline_index;
 mod error;
 mod keys;
+mod person_calls;
 mod release;
 mod replies;
 mod resume;
 mod rewind;
 mod scripts;
+mod search_index;
 mod session;
 mod step;
 mod stop;
@@ -45,8 +47,13 @@ mod usage;
 
 pub use deadline_index::IndexedDeadline;
 pub use error::Error;
+pub use person_calls::PersonCall;
 pub use resume::{Claim, ClaimedRun, DrainedCall, NewRunId, NextRun, ResumeEntry, RunClaim};
 pub use rewind::{Rewind, Rewound};
+pub use search_index::{
+    INDEX_SHARDS, IndexPage, IndexPosition, IndexQuery, IndexScope, IndexTerm,
+    MAX_INDEXED_METADATA, MAX_METADATA_TERM_BYTES, REPAIR_AFTER_MS, metadata_value_text,
+};
 pub use session::NewSession;
 pub use step::{Completion, StagedTurn, StepProgress};
 pub use stop::Stopped;
@@ -213,6 +220,8 @@ mod fault_tests;
 mod footprint_tests;
 #[cfg(test)]
 mod pipelined_tests;
+#[cfg(test)]
+mod search_tests;
 #[cfg(test)]
 mod state_tests;
 #[cfg(test)]

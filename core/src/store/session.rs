@@ -60,6 +60,22 @@ impl Store {
         custom_state: Option<&serde_json::Value>,
         meta: &SessionMeta,
     ) -> Result<u64, Error> {
+        let index_address = new.address.clone();
+        self.mark_for_index(&index_address).await?;
+        let result = self
+            .create_session_with_unindexed(new, custom_state, meta)
+            .await;
+        self.reindex_after_change(&index_address).await;
+        result
+    }
+
+    /// [`Self::create_session_with`] before the search index follows it.
+    async fn create_session_with_unindexed(
+        &self,
+        new: NewSession<'_>,
+        custom_state: Option<&serde_json::Value>,
+        meta: &SessionMeta,
+    ) -> Result<u64, Error> {
         let body = encode_unsequenced(
             &self.header(RunRef {
                 address: new.address,
@@ -165,6 +181,7 @@ impl Store {
             stop: json_field(&fields, &key, state_field::STOP)?,
             is_executing: None,
             meta: json_field(&fields, &key, state_field::META)?.unwrap_or_default(),
+            pending: Vec::new(),
         }))
     }
 

@@ -117,6 +117,19 @@ impl Store {
         step: StepRef<'_>,
         pending: &[PendingCall],
     ) -> Result<Written, Error> {
+        let index_address = step.address.clone();
+        self.mark_for_index(&index_address).await?;
+        let result = self.commit_suspended_step_unindexed(step, pending).await;
+        self.reindex_after_change(&index_address).await;
+        result
+    }
+
+    /// [`Self::commit_suspended_step`] before the search index follows it.
+    async fn commit_suspended_step_unindexed(
+        &self,
+        step: StepRef<'_>,
+        pending: &[PendingCall],
+    ) -> Result<Written, Error> {
         let header = self.header(step.run());
         let tool_call_ids: Vec<String> = pending.iter().map(|p| p.tool_call_id.clone()).collect();
         let suspension = StoredSuspension::new(step.step, tool_call_ids.clone());
@@ -219,6 +232,18 @@ impl Store {
     /// session below the root takes a second invocation on that session's keys, which takes no
     /// second token.
     pub async fn submit_answer(&self, attempt: &SubmitAttempt<'_>) -> Result<Submitted, Error> {
+        let index_address = SessionAddress::root(attempt.root_session_id);
+        self.mark_for_index(&index_address).await?;
+        let result = self.submit_answer_unindexed(attempt).await;
+        self.reindex_after_change(&index_address).await;
+        result
+    }
+
+    /// [`Self::submit_answer`] before the search index follows it.
+    async fn submit_answer_unindexed(
+        &self,
+        attempt: &SubmitAttempt<'_>,
+    ) -> Result<Submitted, Error> {
         let root = SessionAddress::root(attempt.root_session_id);
         let first = self
             .submit_answer_on(&root, attempt, attempt.submits_per_minute)

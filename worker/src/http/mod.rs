@@ -9,6 +9,7 @@ mod error;
 mod extract;
 mod metrics;
 mod routes;
+mod sessions;
 mod sse;
 
 pub use error::HttpError;
@@ -67,6 +68,8 @@ pub fn router(state: AppState) -> Router {
         .route("/abort", routes::stop(StopKind::Abort))
         .route("/snapshot", get(routes::snapshot))
         .route("/usage", get(routes::usage))
+        .route("/sessions", get(sessions::sessions))
+        .route("/pending", get(sessions::pending))
         .route("/metrics", get(metrics::metrics))
         .route_layer(from_fn_with_state(state.clone(), authenticate))
         .merge(chat::router(state.clone()))

@@ -2,6 +2,7 @@
 //! inbox of calls waiting on a person.
 
 mod meta;
+mod search;
 
 use baton_core::api::StartRequest;
 use serde_json::json;
