@@ -2,6 +2,7 @@
 //! inbox of calls waiting on a person.
 
 mod meta;
+mod pending;
 mod search;
 
 use baton_core::api::StartRequest;
@@ -15,4 +16,25 @@ pub(super) fn start_for(agent: &str, user: &str, tags: &[&str], plan: &str) -> S
         metadata: json!({"plan": plan}).as_object().cloned(),
         ..StartRequest::new(agent, "go")
     }
+}
+
+/// Follows a root's stream until the root itself suspends (a tree's stream carries its children's
+/// suspensions first), then waits for the search index to follow.
+pub(super) async fn root_suspended(harness: &baton_tests::Harness, session_id: &str) {
+    use baton_client::Client as _;
+    use futures::StreamExt as _;
+    let mut follow = harness.client.follow(session_id, 0);
+    let suspended = async {
+        while let Some(chunk) = follow.next().await {
+            let chunk = chunk.expect("stream chunk");
+            let own = chunk.header.agent_id == session_id;
+            if own && matches!(chunk.kind, baton_core::ChunkKind::Suspended { .. }) {
+                return;
+            }
+        }
+    };
+    tokio::time::timeout(baton_tests::WAIT_LIMIT, suspended)
+        .await
+        .expect("the root suspends");
+    harness.index_settled().await;
 }

@@ -41,9 +41,10 @@ async fn started(harness: &Harness) -> Sessions {
         .await
         .unwrap()
         .session_id;
-    harness.chunks_until_suspended(&tree).await;
+    super::root_suspended(harness, &tree).await;
     let plain = client.start("two_steps", "go").await.unwrap().session_id;
     harness.chunks_until_end(&plain, WAIT_LIMIT).await;
+    harness.index_settled().await;
     Sessions {
         asker,
         done_for_u1,
@@ -225,6 +226,7 @@ async fn a_session_token_sees_only_its_own_tree() {
             }
         }
     }
+    harness.index_settled().await;
 
     let all = operator.sessions(&SessionSearch::default()).await.unwrap();
     assert_eq!(all.sessions.len(), 2);
