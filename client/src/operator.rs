@@ -138,7 +138,7 @@ pub(crate) async fn pending(
             } else {
                 format!(" (child {})", call.owner_session_id)
             },
-            age(call.age_ms),
+            age(call.age_ms.unwrap_or_default()),
         );
     }
     print_next(page.next_cursor.as_deref());

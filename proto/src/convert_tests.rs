@@ -74,7 +74,7 @@ fn answers_convert_both_ways_and_refuse_unknown_values() {
             approval_id: Some("r::call_2_1".into()),
             deadline_at: 9,
             awaited_since: 3,
-            age_ms: 4,
+            age_ms: Some(4),
             agent_type: "child".into(),
             user_id: Some("u".into()),
         }],

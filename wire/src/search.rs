@@ -61,9 +61,13 @@ pub struct PendingDetail {
     pub approval_id: Option<String>,
     /// Milliseconds since the epoch; past it the call lapses.
     pub deadline_at: u64,
-    /// Since when the call waits (ms since the epoch), and for how long (ms) when it was read.
+    /// Since when the call waits (ms since the epoch).
     pub awaited_since: u64,
-    pub age_ms: u64,
+    /// For how long it had waited when `/pending` read it (ms). `/status` leaves it out, so
+    /// that reading an unchanged session twice answers the same (its age is now minus
+    /// `awaitedSince`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub age_ms: Option<u64>,
     /// The agent of the owning session.
     pub agent_type: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -62,17 +62,17 @@ pub async fn list_pending(
             let root = row.summary.session_id.clone();
             row.calls
                 .into_iter()
-                .map(move |call| pending_detail(&root, call, now))
+                .map(move |call| pending_detail(&root, call, Some(now)))
         })
         .collect::<Result<_, _>>()?;
     Ok(PendingPage { calls, next_cursor })
 }
 
-/// One call waiting on a person, as `/pending` and `/status` show it.
+/// One call waiting on a person, as `/pending` (with its age at `now`) and `/status` show it.
 pub(crate) fn pending_detail(
     root_session_id: &str,
     waiting: PersonCall,
-    now: u64,
+    now: Option<u64>,
 ) -> Result<PendingDetail, ApiError> {
     let PersonCall {
         owner,
@@ -94,7 +94,7 @@ pub(crate) fn pending_detail(
         approval_id: call.approval_id,
         deadline_at: call.deadline_at,
         awaited_since: call.awaited_since,
-        age_ms: now.saturating_sub(call.awaited_since),
+        age_ms: now.map(|now| now.saturating_sub(call.awaited_since)),
         agent_type,
         user_id,
     })

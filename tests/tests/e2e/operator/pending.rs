@@ -37,7 +37,7 @@ async fn the_inbox_lists_every_call_waiting_on_a_person_and_an_answer_takes_it_o
         .unwrap();
     let ageless = |page: &PendingPage| -> Vec<PendingDetail> {
         let mut calls = page.calls.clone();
-        calls.iter_mut().for_each(|call| call.age_ms = 0);
+        calls.iter_mut().for_each(|call| call.age_ms = None);
         calls
     };
     let by_grpc = harness
@@ -66,6 +66,7 @@ async fn the_inbox_lists_every_call_waiting_on_a_person_and_an_answer_takes_it_o
         ("asker_only", Some("u-1"))
     );
     assert!(own.deadline_at > own.awaited_since && own.awaited_since > 0);
+    assert!(own.age_ms.is_some());
     let in_tree: Vec<_> = inbox
         .calls
         .iter()
@@ -111,6 +112,8 @@ async fn the_inbox_lists_every_call_waiting_on_a_person_and_an_answer_takes_it_o
     on_root.sort();
     listed.sort();
     assert_eq!(on_root, listed);
+    // The status is the same on every read of an unchanged session: no age in it.
+    assert!(root_status.pending.iter().all(|call| call.age_ms.is_none()));
     let child_status = harness
         .client
         .status(&approval.owner_session_id)
