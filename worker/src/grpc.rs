@@ -5,6 +5,7 @@
 //! table.
 
 use crate::{
+    audit,
     auth::{Auth, Principal},
     metrics::grpc::GrpcMetricsLayer,
     ops::{
@@ -116,16 +117,20 @@ impl GrpcService {
         request: Request<v1::SessionRequest>,
         kind: StopKind,
     ) -> Result<Response<v1::StopResponse>, Status> {
-        let session_id = self.session_of(request).await?;
-        let stopped = stop_session(&self.state, &session_id, kind)
-            .await
-            .map_err(refused)?;
-        Ok(Response::new(stopped.into()))
+        let principal = self.principal(&request).await?;
+        let session_id = request.into_inner().session_id;
+        principal.may_act_on(&session_id).map_err(refused)?;
+        let stopped = stop_session(&self.state, &session_id, kind).await;
+        audit::action(&principal, kind.as_str(), &session_id, &stopped);
+        Ok(Response::new(stopped.map_err(refused)?.into()))
     }
 }
 
 /// A refusal as a gRPC status (see [`status_from_api_error`]).
 fn refused(error: ApiError) -> Status {
+    if audit::is_audited_refusal(error.code) {
+        audit::refusal("grpc", error.code, None);
+    }
     if error.code.presentation().http_status >= 500 {
         tracing::error!(code = %error.code, error = %error.error, "gRPC request failed");
     } else {
@@ -147,13 +152,12 @@ impl baton_server::Baton for GrpcService {
         &self,
         request: Request<v1::StartRequest>,
     ) -> Result<Response<v1::StartResponse>, Status> {
-        self.principal(&request)
-            .await?
-            .must_be_operator()
-            .map_err(refused)?;
+        let principal = self.principal(&request).await?;
+        principal.must_be_operator().map_err(refused)?;
         let request = StartRequest::try_from(request.into_inner()).map_err(malformed)?;
-        let started = checked_start(&self.state, request).await.map_err(refused)?;
-        Ok(Response::new(started.into()))
+        let started = checked_start(&self.state, request).await;
+        audit::started(&principal, &started);
+        Ok(Response::new(started.map_err(refused)?.into()))
     }
 
     async fn resume(
@@ -165,10 +169,10 @@ impl baton_server::Baton for GrpcService {
         principal.may_act_on(&request.session_id).map_err(refused)?;
         let session_id = request.session_id.clone();
         let resume = request.checked().map_err(refused)?;
-        let resumed = resume_session(&self.state, &session_id, resume)
-            .await
-            .map_err(refused)?;
-        Ok(Response::new(resumed.into()))
+        let action = audit::audit_name_of(&resume);
+        let resumed = resume_session(&self.state, &session_id, resume).await;
+        audit::action(&principal, action, &session_id, &resumed);
+        Ok(Response::new(resumed.map_err(refused)?.into()))
     }
 
     /// The body is the HTTP route's JSON, bounded by the same cap and depth, parsed by the same

@@ -1,6 +1,6 @@
 //! Flags of the auth group: operator keys, session tokens, or explicitly none.
 
-use baton_worker::auth::{Auth, BuiltinAuth, DEFAULT_TOKEN_TTL};
+use baton_worker::auth::{Auth, BuiltinAuth, DEFAULT_TOKEN_TTL, UNNAMED_OPERATOR};
 use clap::Args;
 use std::{sync::Arc, time::Duration};
 
@@ -16,6 +16,17 @@ pub(crate) struct AuthArgs {
         global = true
     )]
     pub(crate) api_keys: Vec<String>,
+    /// An operator API key with the name the audit log gives its holder: `NAME=KEY` (the name
+    /// holds no `=`); repeat for several. Keys given by --api-key are named `operator`.
+    #[arg(
+        long = "named-api-key",
+        env = "BATON_NAMED_API_KEYS",
+        value_delimiter = ',',
+        value_parser = named_key,
+        global = true,
+        hide_env_values = true
+    )]
+    pub(crate) named_api_keys: Vec<(String, String)>,
     /// Secret that signs session tokens (servers sharing it accept each other's tokens). Without
     /// it a random one is made, and tokens hold on this process only.
     #[arg(
@@ -41,7 +52,7 @@ pub(crate) struct AuthArgs {
 impl AuthArgs {
     /// The server's auth from the flags; none given is refused (fail-closed).
     pub(crate) fn auth(&self) -> anyhow::Result<Auth> {
-        if self.api_keys.is_empty() {
+        if self.api_keys.is_empty() && self.named_api_keys.is_empty() {
             if self.allow_unauthenticated {
                 return Ok(Auth::AllowUnauthenticated);
             }
@@ -60,10 +71,26 @@ impl AuthArgs {
                 secret
             }
         };
-        Ok(Auth::Builtin(Arc::new(BuiltinAuth::new(
-            self.api_keys.clone(),
+        let keys = self
+            .api_keys
+            .iter()
+            .map(|key| (UNNAMED_OPERATOR.to_owned(), key.clone()))
+            .chain(self.named_api_keys.iter().cloned())
+            .collect();
+        Ok(Auth::Builtin(Arc::new(BuiltinAuth::with_named_keys(
+            keys,
             &secret,
             Duration::from_secs(self.token_ttl_secs),
         ))))
+    }
+}
+
+/// A `NAME=KEY` of --named-api-key.
+fn named_key(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((name, key)) if !name.is_empty() && !key.is_empty() => {
+            Ok((name.to_owned(), key.to_owned()))
+        }
+        _ => Err("expected NAME=KEY".to_owned()),
     }
 }

@@ -14,7 +14,7 @@ mod sse;
 
 pub use error::HttpError;
 
-use crate::{auth::Auth, state::AppState};
+use crate::{audit, auth::Auth, state::AppState};
 use axum::{
     Router,
     extract::{Request, State},
@@ -22,6 +22,7 @@ use axum::{
     response::{IntoResponse, Response},
     routing::{get, post},
 };
+use baton_core::ErrorCode;
 use baton_core::store::StopKind;
 
 /// Serves the API on `listener` until `shutdown` resolves, then drains open requests. Small
@@ -79,12 +80,23 @@ pub fn router(state: AppState) -> Router {
 }
 
 /// Puts the request's [`Principal`](crate::auth::Principal) in its extensions, or answers 401.
+/// A refusal (401, or a handler's 403) goes to the audit log with its route.
 async fn authenticate(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
+    let route = request.uri().path().to_owned();
     match state.options.auth.authenticate(request.headers()).await {
         Ok(principal) => {
-            request.extensions_mut().insert(principal);
-            next.run(request).await
+            request.extensions_mut().insert(principal.clone());
+            let response = next.run(request).await;
+            if response.status() == axum::http::StatusCode::FORBIDDEN {
+                audit::refusal(&route, ErrorCode::Forbidden, Some(&principal));
+            }
+            response
         }
-        Err(error) => HttpError::from(error).into_response(),
+        Err(error) => {
+            if audit::is_audited_refusal(error.code) {
+                audit::refusal(&route, error.code, None);
+            }
+            HttpError::from(error).into_response()
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! The operator's view (issue 24): a session's metadata, the search index and `/sessions`, the
 //! inbox of calls waiting on a person.
 
+mod audit;
 mod meta;
 mod pending;
 mod search;
