@@ -13,6 +13,7 @@ use baton_wire::{
         ResumeRequest, ResumeResponse, SnapshotResponse, StartRequest, StartResponse, StopResponse,
         UsageResponse,
     },
+    fork::{ForkRequest, ForkResponse},
     search::{PendingPage, SessionSearch, SessionsPage},
     session::SessionState,
     submit::SubmitAnswer,
@@ -171,6 +172,15 @@ impl Client for GrpcClient {
         let answer = self
             .service()
             .list_pending(self.request(request))
+            .await
+            .map_err(failed)?;
+        Ok(answer.into_inner().try_into()?)
+    }
+
+    async fn fork(&self, request: &ForkRequest) -> Result<ForkResponse, Error> {
+        let answer = self
+            .service()
+            .fork(self.request(v1::ForkRequest::from(request.clone())))
             .await
             .map_err(failed)?;
         Ok(answer.into_inner().try_into()?)

@@ -8,6 +8,7 @@ use baton_wire::{
         ResumeRequest, ResumeResponse, SessionRequest, SnapshotResponse, StartRequest,
         StartResponse, StopResponse, UsageResponse,
     },
+    fork::{ForkRequest, ForkResponse},
     search::{PendingPage, SessionSearch, SessionsPage},
     session::SessionState,
     sse,
@@ -116,6 +117,10 @@ impl Client for HttpClient {
 
     async fn pending(&self, search: &SessionSearch) -> Result<PendingPage, Error> {
         self.get_search("pending", search).await
+    }
+
+    async fn fork(&self, request: &ForkRequest) -> Result<ForkResponse, Error> {
+        self.post("fork", request).await
     }
 
     async fn submit_body(&self, body: &serde_json::Value) -> Result<SubmitAnswer, Error> {

@@ -19,6 +19,7 @@ use baton_wire::{
         StopResponse, UsageResponse,
     },
     chunk::ChunkKind,
+    fork::{ForkRequest, ForkResponse},
     message::ToolOutcome,
     search::{PendingPage, SessionSearch, SessionsPage},
     session::{ApprovalDecision, SessionState},
@@ -109,6 +110,9 @@ pub trait Client: Send + Sync {
 
     /// A page of the calls waiting on a person (`GET /pending`).
     async fn pending(&self, search: &SessionSearch) -> Result<PendingPage, Error>;
+
+    /// Copies a session up to a checkpoint into a new session (`POST /fork`).
+    async fn fork(&self, request: &ForkRequest) -> Result<ForkResponse, Error>;
 
     /// Sends a `/submit-tool-result` body as it is (any JSON, so that refusals can be tried);
     /// [`Client::submit_request`] sends a typed one.
@@ -349,6 +353,9 @@ mod tests {
             unimplemented!("not used by follow")
         }
         async fn pending(&self, _: &SessionSearch) -> Result<PendingPage, Error> {
+            unimplemented!("not used by follow")
+        }
+        async fn fork(&self, _: &ForkRequest) -> Result<ForkResponse, Error> {
             unimplemented!("not used by follow")
         }
         async fn snapshot(&self, _: &str) -> Result<SnapshotResponse, Error> {

@@ -16,7 +16,9 @@ pub mod submit;
 pub mod tool;
 
 /// The wire types, at the paths the rest of Baton has always used.
-pub use baton_wire::{api, chunk, error, ids, message, meta, refusal, search, session, usage};
+pub use baton_wire::{
+    api, chunk, error, fork, ids, message, meta, refusal, search, session, usage,
+};
 
 pub use agent::{Agent, AgentRegistry};
 pub use chunk::{ChunkKind, StreamChunk};

@@ -1,5 +1,5 @@
-//! Conversions of the searches across sessions (`ListSessions`, `ListPending`) to and from their
-//! wire messages.
+//! Conversions of the operator's calls (`ListSessions`, `ListPending`, `Fork`) to and from
+//! their wire messages.
 
 use crate::{convert::Error, v1};
 use baton_wire::search::{
@@ -192,3 +192,49 @@ macro_rules! page_conversions {
 
 page_conversions!(SessionsPage, v1::ListSessionsResponse, sessions);
 page_conversions!(PendingPage, v1::ListPendingResponse, calls);
+
+impl From<baton_wire::fork::ForkRequest> for v1::ForkRequest {
+    fn from(request: baton_wire::fork::ForkRequest) -> Self {
+        Self {
+            session_id: request.session_id,
+            checkpoint: request.checkpoint,
+        }
+    }
+}
+
+impl From<v1::ForkRequest> for baton_wire::fork::ForkRequest {
+    fn from(request: v1::ForkRequest) -> Self {
+        Self {
+            session_id: request.session_id,
+            checkpoint: request.checkpoint,
+        }
+    }
+}
+
+impl From<baton_wire::fork::ForkResponse> for v1::ForkResponse {
+    fn from(fork: baton_wire::fork::ForkResponse) -> Self {
+        Self {
+            session_id: fork.session_id,
+            stream_id: fork.stream_id,
+            status: fork.status.as_str().to_owned(),
+            forked_from: fork.forked_from,
+            checkpoint: fork.checkpoint,
+            token: fork.token,
+        }
+    }
+}
+
+impl TryFrom<v1::ForkResponse> for baton_wire::fork::ForkResponse {
+    type Error = Error;
+
+    fn try_from(fork: v1::ForkResponse) -> Result<Self, Error> {
+        Ok(Self {
+            session_id: fork.session_id,
+            stream_id: fork.stream_id,
+            status: parsed("status", fork.status)?,
+            forked_from: fork.forked_from,
+            checkpoint: fork.checkpoint,
+            token: fork.token,
+        })
+    }
+}

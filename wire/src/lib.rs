@@ -8,6 +8,7 @@
 pub mod api;
 pub mod chunk;
 pub mod error;
+pub mod fork;
 pub mod ids;
 pub mod message;
 pub mod meta;

@@ -38,10 +38,15 @@ pub fn action<T>(
 /// Logs a start and, when it answered a session token, the token's mint.
 pub fn started(principal: &Principal, started: &Result<baton_core::api::StartResponse, ApiError>) {
     if let Ok(answer) = started {
-        action(principal, "start", &answer.session_id, started);
-        if answer.token.is_some() {
-            action(principal, "token_mint", &answer.session_id, started);
-        }
+        new_session(principal, &answer.session_id, answer.token.is_some());
+    }
+}
+
+/// Logs a new session (a start or a fork) and, when `minted`, the mint of its token.
+pub fn new_session(principal: &Principal, session_id: &str, minted: bool) {
+    action(principal, "start", session_id, &Ok::<(), ApiError>(()));
+    if minted {
+        action(principal, "token_mint", session_id, &Ok::<(), ApiError>(()));
     }
 }
 

@@ -10,8 +10,8 @@ use crate::{
     metrics::grpc::GrpcMetricsLayer,
     ops::{
         MAX_MESSAGE_BYTES, checked_body_size, checked_json_depth, checked_start, checked_submit,
-        list_pending, list_sessions, resume_session, session_snapshot, session_status,
-        session_usage, stop_session,
+        fork_session, list_pending, list_sessions, resume_session, session_snapshot,
+        session_status, session_usage, stop_session,
     },
     state::AppState,
     stream::Follow,
@@ -263,6 +263,20 @@ impl baton_server::Baton for GrpcService {
             .await
             .map_err(refused)?;
         Ok(Response::new(page.into()))
+    }
+
+    async fn fork(
+        &self,
+        request: Request<v1::ForkRequest>,
+    ) -> Result<Response<v1::ForkResponse>, Status> {
+        let principal = self.principal(&request).await?;
+        principal.must_be_operator().map_err(refused)?;
+        let request = baton_core::fork::ForkRequest::from(request.into_inner());
+        let forked = fork_session(&self.state, &request).await;
+        audit::action(&principal, "fork", &request.session_id, &forked);
+        let fork = forked.map_err(refused)?;
+        audit::new_session(&principal, &fork.session_id, fork.token.is_some());
+        Ok(Response::new(fork.into()))
     }
 
     type SubscribeStream = ChunkStream;

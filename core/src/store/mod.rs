@@ -26,6 +26,7 @@ mod connection;
 mod custom_state;
 mod deadline_index;
 mod error;
+mod fork;
 mod keys;
 mod person_calls;
 mod release;
@@ -47,6 +48,7 @@ mod usage;
 
 pub use deadline_index::IndexedDeadline;
 pub use error::Error;
+pub use fork::NewFork;
 pub use person_calls::PersonCall;
 pub use resume::{Claim, ClaimedRun, DrainedCall, NewRunId, NextRun, ResumeEntry, RunClaim};
 pub use rewind::{Rewind, Rewound};

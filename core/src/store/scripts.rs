@@ -170,10 +170,13 @@ pub(super) static REPORT_TO_PARENT: StoreScript = store_script!(
 );
 
 pub(super) static QUEUE_MESSAGE: StoreScript = store_script!("queue_message", [State, Stream]);
+pub(super) static CREATE_FORK: StoreScript =
+    store_script!("create_fork", [State, Stream, Messages, Checkpoints]);
 
 /// Every script, for the tests that read their text.
 #[cfg(test)]
-static ALL: [&StoreScript; 19] = [
+static ALL: [&StoreScript; 20] = [
+    &CREATE_FORK,
     &STAGE_STATE_PATCH,
     &QUEUE_MESSAGE,
     &START_CHILD,

@@ -7,6 +7,7 @@ mod body;
 mod chat;
 mod error;
 mod extract;
+mod fork;
 mod metrics;
 mod routes;
 mod sessions;
@@ -71,6 +72,7 @@ pub fn router(state: AppState) -> Router {
         .route("/usage", get(routes::usage))
         .route("/sessions", get(sessions::sessions))
         .route("/pending", get(sessions::pending))
+        .route("/fork", post(fork::fork))
         .route("/metrics", get(metrics::metrics))
         .route_layer(from_fn_with_state(state.clone(), authenticate))
         .merge(chat::router(state.clone()))

@@ -5,6 +5,7 @@
 //! waits on a run.
 
 mod body_limits;
+mod fork;
 mod new_run;
 mod reads;
 mod resume;
@@ -17,6 +18,7 @@ pub(crate) mod temporal;
 mod tree;
 
 pub use body_limits::{MAX_JSON_DEPTH, body_too_large, checked_body_size, checked_json_depth};
+pub use fork::fork_session;
 pub use reads::{existing_session, session_snapshot, session_status, session_usage};
 pub use resume::resume_session;
 pub use search::{SearchScope, list_pending, list_sessions};
