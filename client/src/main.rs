@@ -122,6 +122,9 @@ enum Command {
         #[command(flatten)]
         filters: operator::Filters,
     },
+    /// Copy a session up to a checkpoint into a new session (the original is untouched); print
+    /// the fork as JSON.
+    Fork { session_id: String, checkpoint: u32 },
     /// Stop the session's current run; the session becomes interrupted.
     Interrupt { session_id: String },
     /// Stop the session's current run; the session fails with framework_cancelled.
@@ -299,6 +302,16 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 .await?;
             println!("{}", serde_json::to_string(&answer)?);
             Ok(ExitCode::SUCCESS)
+        }
+        Command::Fork {
+            session_id,
+            checkpoint,
+        } => {
+            let request = baton_wire::fork::ForkRequest {
+                session_id,
+                checkpoint,
+            };
+            print_json(&client.fork(&request).await?)
         }
         Command::Sessions { filters } => {
             operator::sessions(client, filters, cli.json).await?;
