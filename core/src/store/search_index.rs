@@ -392,6 +392,33 @@ impl Store {
         Ok(repaired)
     }
 
+    /// Writes index entries (roots, no sessions behind them) in one pipeline: each a session id,
+    /// its score and its terms. For the benchmark, which measures a page over a large index
+    /// without the sessions' own keys; a search drops such hits when it reads them back, so
+    /// measure [`Self::search_index`] with it.
+    pub async fn seed_index(&self, entries: &[(String, u64, Vec<IndexTerm>)]) -> Result<(), Error> {
+        let mut pipe = redis::pipe();
+        for (session_id, score, terms) in entries {
+            let shard = shard_of(session_id);
+            let keys: Vec<String> = terms
+                .iter()
+                .map(|term| format!("{}:{}", IndexScope::Roots.name(), term.text()))
+                .collect();
+            for key in &keys {
+                pipe.zadd(self.index_key(shard, key), session_id, *score)
+                    .ignore();
+            }
+            let record = super::to_json(&Record {
+                v: (1, *score),
+                k: keys,
+            });
+            pipe.hset(self.index_key(shard, "records"), session_id, record)
+                .ignore();
+        }
+        let () = pipe.query_async(&mut self.conn()).await?;
+        Ok(())
+    }
+
     /// The sessions marked for the repair sweep (tests and metrics).
     pub async fn index_marks(&self) -> Result<u64, Error> {
         let mut marks = 0;
