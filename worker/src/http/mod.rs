@@ -5,6 +5,7 @@
 
 mod body;
 mod chat;
+mod console;
 mod error;
 mod extract;
 mod fork;
@@ -77,6 +78,7 @@ pub fn router(state: AppState) -> Router {
         .route_layer(from_fn_with_state(state.clone(), authenticate))
         .merge(chat::router(state.clone()))
         .route("/healthz", get(|| async { "ok" }))
+        .route("/console", get(console::page))
         .route_layer(from_fn_with_state(state.clone(), metrics::measure))
         .with_state(state)
 }

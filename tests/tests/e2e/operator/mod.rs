@@ -2,6 +2,7 @@
 //! inbox of calls waiting on a person.
 
 mod audit;
+mod console;
 mod fork;
 mod meta;
 mod pending;
