@@ -192,11 +192,16 @@ impl Store {
     }
 
     /// Rewrites the index entry of a session (and of its root, whose `awaiting` term covers the
-    /// tree) from its state, after a change; an error is logged, the mark left for the sweep.
+    /// tree) from its state, after a change, in a task of its own: the change's caller does not
+    /// wait for it. An error is logged and the mark left for the sweep.
     pub(super) async fn reindex_after_change(&self, address: &SessionAddress) {
-        if let Err(error) = self.reindex(address).await {
-            tracing::warn!(session_id = %address.session_id, %error, "search index not updated");
-        }
+        let store = self.clone();
+        let address = address.clone();
+        tokio::spawn(async move {
+            if let Err(error) = store.reindex(&address).await {
+                tracing::warn!(session_id = %address.session_id, %error, "search index not updated");
+            }
+        });
     }
 
     /// Rewrites the index entries of a session and, for a child, of its root.

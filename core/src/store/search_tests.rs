@@ -66,6 +66,18 @@ async fn index_keys(store: &Store) -> Vec<String> {
     keys
 }
 
+/// Waits until the index has followed every change (each marks its session until its entry is
+/// written, in a task of its own).
+async fn settled(store: &Store) {
+    for _ in 0..1000 {
+        if store.index_marks().await.unwrap() == 0 {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+    }
+    panic!("the index did not follow");
+}
+
 fn failure() -> RunError {
     RunError {
         code: ErrorCode::RunLost,
@@ -87,6 +99,7 @@ async fn pages_follow_the_newest_activity_and_hold_every_hit_once() {
         tokio::time::sleep(std::time::Duration::from_millis(2)).await;
     }
     create(&store, "other", "u2", &["even"]).await;
+    settled(&store).await;
     // Newest first: the last created leads.
     let all = ids(&store, &query(IndexTerm::User("u1".into()), vec![], 100)).await;
     let newest_first: Vec<String> = created.iter().rev().cloned().collect();
@@ -147,6 +160,7 @@ async fn pages_follow_the_newest_activity_and_hold_every_hit_once() {
         .fail_run(run(&address, "r1"), &failure(), Default::default())
         .await
         .unwrap();
+    settled(&store).await;
     let failed = ids(
         &store,
         &query(IndexTerm::Status(Status::Failed), vec![], 100),
@@ -168,6 +182,7 @@ async fn the_sweep_rewrites_an_entry_lost_in_a_crash_and_leaves_a_change_in_flig
     let store = store().await;
     let lost = create(&store, "lost", "u1", &[]).await;
     let in_flight = create(&store, "in-flight", "u1", &[]).await;
+    settled(&store).await;
     // A crash between a change and its entry: the mark is old, the state changed, the entry not.
     let mut conn = store.conn();
     for (address, marked_at) in [(&lost, 1), (&in_flight, super::now_ms())] {
@@ -204,6 +219,7 @@ async fn an_ended_session_s_entry_leaves_with_its_retention_and_is_small() {
         .await
         .with_session_retention(std::time::Duration::from_millis(50));
     let address = create(&store, "ending", "u1", &["a", "b"]).await;
+    settled(&store).await;
     let records = store.index_key(super::search_index::shard_of("ending"), "records");
     let record: String = store.conn().hget(&records, "ending").await.unwrap();
     assert!(record.len() < 512, "{record}");
@@ -211,6 +227,7 @@ async fn an_ended_session_s_entry_leaves_with_its_retention_and_is_small() {
         .fail_run(run(&address, "r1"), &failure(), Default::default())
         .await
         .unwrap();
+    settled(&store).await;
     assert_eq!(
         ids(&store, &query(IndexTerm::All, vec![], 10)).await,
         ["ending"]

@@ -232,10 +232,12 @@ impl Store {
     /// session below the root takes a second invocation on that session's keys, which takes no
     /// second token.
     pub async fn submit_answer(&self, attempt: &SubmitAttempt<'_>) -> Result<Submitted, Error> {
-        let index_address = SessionAddress::root(attempt.root_session_id);
-        self.mark_for_index(&index_address).await?;
+        // No mark first: a submit changes no status, only which calls wait on a person, and a
+        // search reads that back from the session (a stale `awaiting` entry is dropped and
+        // rewritten then), so the submit stays one round trip.
         let result = self.submit_answer_unindexed(attempt).await;
-        self.reindex_after_change(&index_address).await;
+        self.reindex_after_change(&SessionAddress::root(attempt.root_session_id))
+            .await;
         result
     }
 
