@@ -37,6 +37,7 @@ def main():
         expect(page.get_by_test_id("stream")).to_contain_text("completed")
         page.screenshot(path=SCREENSHOT, full_page=True)
         summary = {
+            "temporalLink": page.get_by_test_id("temporal-link").get_attribute("href"),
             "keyInUrl": KEY in page.url,
             "keyStored": page.evaluate("sessionStorage.getItem('batonOperatorKey')") == KEY,
         }

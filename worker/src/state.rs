@@ -48,6 +48,8 @@ pub struct ServerOptions {
     /// operation records it in each session it creates (the one place retention is set), so the
     /// store in [`AppState`] needs no setting of its own.
     pub stream_max_chunks: u64,
+    /// The Temporal UI up to the namespace, for the console's links to workflows.
+    pub temporal_ui_url: Option<String>,
 }
 
 impl Default for ServerOptions {
@@ -60,6 +62,7 @@ impl Default for ServerOptions {
             submits_per_minute: Some(DEFAULT_SUBMITS_PER_MINUTE),
             stream_max_chunks: DEFAULT_STREAM_MAX_CHUNKS,
             allow_client_session_ids: false,
+            temporal_ui_url: None,
         }
     }
 }

@@ -66,6 +66,7 @@ impl Cli {
             submits_per_minute: self.limits.submits_per_minute(),
             allow_client_session_ids: self.server.allow_client_session_ids,
             stream_max_chunks: self.limits.stream_max_chunks,
+            temporal_ui_url: self.server.temporal_ui_url.clone(),
         })
     }
 }

@@ -22,7 +22,7 @@ async fn an_operator_answers_a_waiting_call_from_the_inbox_and_sees_the_session_
             b"test secret",
             Duration::from_secs(600),
         ))),
-        // The console answers, then resumes when the batch is complete.
+        temporal_ui_url: Some("http://temporal.example/namespaces/default".into()),
         ..Default::default()
     };
     let harness = Harness::start_with(agents::registry(), options).await;
@@ -62,6 +62,13 @@ async fn an_operator_answers_a_waiting_call_from_the_inbox_and_sees_the_session_
     let summary: Value = serde_json::from_str(stdout.trim()).unwrap();
     assert_eq!(summary["keyInUrl"], false, "{summary}");
     assert_eq!(summary["keyStored"], true, "{summary}");
+    let link = summary["temporalLink"].as_str().unwrap_or_default();
+    assert!(
+        link.starts_with(
+            "http://temporal.example/namespaces/default/workflows/agent__asker_only__"
+        ),
+        "{summary}"
+    );
     assert!(std::fs::metadata(&screenshot).is_ok_and(|m| m.len() > 0));
     let state = {
         use baton_client::Client as _;
