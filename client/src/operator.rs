@@ -42,6 +42,9 @@ pub(crate) struct Filters {
     /// Child sessions too.
     #[arg(long)]
     include_children: bool,
+    /// Only this tree: the root, then its sessions.
+    #[arg(long)]
+    root: Option<String>,
 }
 
 fn key_value(text: &str) -> Result<(String, String), String> {
@@ -71,6 +74,7 @@ impl Filters {
             limit: self.limit,
             cursor: self.cursor,
             include_children: self.include_children,
+            root: self.root,
         })
     }
 }

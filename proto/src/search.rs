@@ -32,6 +32,7 @@ impl From<SessionSearch> for v1::SearchRequest {
             limit: search.limit as u32,
             cursor: search.cursor,
             include_children: search.include_children,
+            root: search.root,
         }
     }
 }
@@ -64,6 +65,7 @@ impl TryFrom<v1::SearchRequest> for SessionSearch {
             },
             cursor: request.cursor,
             include_children: request.include_children,
+            root: request.root,
         })
     }
 }

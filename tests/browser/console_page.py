@@ -35,6 +35,7 @@ def main():
         page.goto(f"{BASE}/console#/session/{SESSION}")
         expect(page.get_by_test_id("status")).to_have_attribute("data-state", "completed")
         expect(page.get_by_test_id("stream")).to_contain_text("completed")
+        expect(page.get_by_test_id("tree")).to_contain_text(SESSION)
         page.screenshot(path=SCREENSHOT, full_page=True)
         summary = {
             "temporalLink": page.get_by_test_id("temporal-link").get_attribute("href"),

@@ -108,6 +108,9 @@ pub struct SessionSearch {
     pub cursor: Option<String>,
     /// Children too (each row names its root); roots only otherwise.
     pub include_children: bool,
+    /// `root=<sessionId>`: only that tree, the root first, then its sessions in id order (children
+    /// included, no paging: a tree is small).
+    pub root: Option<String>,
 }
 
 impl Default for SessionSearch {
@@ -124,6 +127,7 @@ impl Default for SessionSearch {
             limit: DEFAULT_PAGE_LIMIT,
             cursor: None,
             include_children: false,
+            root: None,
         }
     }
 }
@@ -164,6 +168,7 @@ impl SessionSearch {
                         .ok_or_else(|| refuse(format!("limit must be 1 to {MAX_PAGE_LIMIT}")))?;
                 }
                 "cursor" => search.cursor = Some(value),
+                "root" => search.root = Some(value),
                 "includeChildren" => {
                     search.include_children = value
                         .parse()
@@ -213,6 +218,9 @@ impl SessionSearch {
         if self.include_children {
             push("includeChildren", "true".to_owned());
         }
+        if let Some(root) = &self.root {
+            push("root", root.clone());
+        }
         pairs
     }
 }
@@ -235,6 +243,7 @@ mod tests {
             limit: 7,
             cursor: Some("c".into()),
             include_children: true,
+            root: Some("r".into()),
         };
         let again = SessionSearch::from_query_pairs(search.to_query_pairs()).unwrap();
         assert_eq!(again, search);

@@ -111,6 +111,16 @@ async fn search_rows(
     scope: &SearchScope,
     search: &SessionSearch,
 ) -> Result<(Vec<Row>, Option<String>), ApiError> {
+    if let Some(root) = &search.root {
+        if let SearchScope::Tree { root_session_id } = scope
+            && root_session_id != root
+        {
+            return Ok((Vec::new(), None));
+        }
+        return tree_rows(state, root, search)
+            .await
+            .map(|rows| (rows, None));
+    }
     if let SearchScope::Tree { root_session_id } = scope {
         // A session token sees one tree: no index needed, and no next page.
         let row = checked_row(state, &SessionAddress::root(root_session_id), search).await?;
@@ -149,6 +159,38 @@ async fn search_rows(
         rows.into_iter().flatten().collect(),
         page.next.as_ref().map(encode_cursor),
     ))
+}
+
+/// The rows of one tree that match the search: the root, then its sessions in id order (a child
+/// id extends its parent's, so a parent comes before its children).
+async fn tree_rows(
+    state: &AppState,
+    root: &str,
+    search: &SessionSearch,
+) -> Result<Vec<Row>, ApiError> {
+    let address = super::checked_address(root)?;
+    if !address.is_root() {
+        return Err(ApiError::new(
+            ErrorCode::ValidationError,
+            "root must name a root session, not a sub-agent's",
+        ));
+    }
+    let search = SessionSearch {
+        include_children: true,
+        ..search.clone()
+    };
+    let mut rows: Vec<Row> = checked_row(state, &address, &search)
+        .await?
+        .into_iter()
+        .collect();
+    for child in state.store.tree_sessions(&address).await? {
+        let child = SessionAddress {
+            root_session_id: root.to_owned(),
+            session_id: child,
+        };
+        rows.extend(checked_row(state, &child, &search).await?);
+    }
+    Ok(rows)
 }
 
 /// The session's row if it exists and matches the search (read from the session itself).

@@ -138,6 +138,22 @@ async fn every_filter_finds_its_sessions_on_both_transports_newest_first() {
             .iter()
             .all(|row| row.root_session_id == s.tree)
     );
+    // One tree, the root first (the console's outline).
+    let outline = harness
+        .client
+        .sessions(&search(&[("root", &s.tree)]))
+        .await
+        .unwrap();
+    assert_eq!(outline.sessions.len(), 3);
+    assert_eq!(outline.sessions[0].session_id, s.tree);
+    assert_eq!(
+        outline,
+        harness
+            .grpc_client
+            .sessions(&search(&[("root", &s.tree)]))
+            .await
+            .unwrap()
+    );
     let waiting_children = search(&[("awaiting", "person"), ("includeChildren", "true")]);
     let page = harness.client.sessions(&waiting_children).await.unwrap();
     assert_eq!(page.sessions.len(), 4, "{page:?}");
