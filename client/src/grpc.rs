@@ -13,6 +13,8 @@ use baton_wire::{
         ResumeRequest, ResumeResponse, SnapshotResponse, StartRequest, StartResponse, StopResponse,
         UsageResponse,
     },
+    fork::{ForkRequest, ForkResponse},
+    search::{PendingPage, SessionSearch, SessionsPage},
     session::SessionState,
     submit::SubmitAnswer,
 };
@@ -110,8 +112,7 @@ fn failed(status: tonic::Status) -> Error {
 
 #[async_trait]
 impl Client for GrpcClient {
-    async fn start(&self, agent: &str, message: &str) -> Result<StartResponse, Error> {
-        let request = StartRequest::new(agent, message);
+    async fn start_request(&self, request: StartRequest) -> Result<StartResponse, Error> {
         let answer = self
             .service()
             .start(self.request(v1::StartRequest::from(request)))
@@ -151,6 +152,35 @@ impl Client for GrpcClient {
         let answer = self
             .service()
             .usage(self.request(request))
+            .await
+            .map_err(failed)?;
+        Ok(answer.into_inner().try_into()?)
+    }
+
+    async fn sessions(&self, search: &SessionSearch) -> Result<SessionsPage, Error> {
+        let request = v1::SearchRequest::from(search.clone());
+        let answer = self
+            .service()
+            .list_sessions(self.request(request))
+            .await
+            .map_err(failed)?;
+        Ok(answer.into_inner().try_into()?)
+    }
+
+    async fn pending(&self, search: &SessionSearch) -> Result<PendingPage, Error> {
+        let request = v1::SearchRequest::from(search.clone());
+        let answer = self
+            .service()
+            .list_pending(self.request(request))
+            .await
+            .map_err(failed)?;
+        Ok(answer.into_inner().try_into()?)
+    }
+
+    async fn fork(&self, request: &ForkRequest) -> Result<ForkResponse, Error> {
+        let answer = self
+            .service()
+            .fork(self.request(v1::ForkRequest::from(request.clone())))
             .await
             .map_err(failed)?;
         Ok(answer.into_inner().try_into()?)

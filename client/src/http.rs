@@ -8,6 +8,8 @@ use baton_wire::{
         ResumeRequest, ResumeResponse, SessionRequest, SnapshotResponse, StartRequest,
         StartResponse, StopResponse, UsageResponse,
     },
+    fork::{ForkRequest, ForkResponse},
+    search::{PendingPage, SessionSearch, SessionsPage},
     session::SessionState,
     sse,
     submit::SubmitAnswer,
@@ -62,6 +64,20 @@ impl HttpClient {
         decode(response).await
     }
 
+    async fn get_search<T: serde::de::DeserializeOwned>(
+        &self,
+        route: &str,
+        search: &SessionSearch,
+    ) -> Result<T, Error> {
+        let response = self
+            .http
+            .get(format!("{}/{route}", self.base))
+            .query(&search.to_query_pairs())
+            .send()
+            .await?;
+        decode(response).await
+    }
+
     async fn post<T: serde::de::DeserializeOwned>(
         &self,
         route: &str,
@@ -79,8 +95,7 @@ impl HttpClient {
 
 #[async_trait]
 impl Client for HttpClient {
-    async fn start(&self, agent: &str, message: &str) -> Result<StartResponse, Error> {
-        let request = StartRequest::new(agent, message);
+    async fn start_request(&self, request: StartRequest) -> Result<StartResponse, Error> {
         self.post("start", &request).await
     }
 
@@ -94,6 +109,18 @@ impl Client for HttpClient {
 
     async fn usage(&self, session_id: &str) -> Result<UsageResponse, Error> {
         self.get_session("usage", session_id).await
+    }
+
+    async fn sessions(&self, search: &SessionSearch) -> Result<SessionsPage, Error> {
+        self.get_search("sessions", search).await
+    }
+
+    async fn pending(&self, search: &SessionSearch) -> Result<PendingPage, Error> {
+        self.get_search("pending", search).await
+    }
+
+    async fn fork(&self, request: &ForkRequest) -> Result<ForkResponse, Error> {
+        self.post("fork", request).await
     }
 
     async fn submit_body(&self, body: &serde_json::Value) -> Result<SubmitAnswer, Error> {

@@ -16,11 +16,13 @@ use async_trait::async_trait;
 use baton_wire::{
     ApiError, StreamChunk,
     api::{
-        Resume, ResumeRequest, ResumeResponse, SnapshotResponse, StartResponse, StopResponse,
-        UsageResponse,
+        Resume, ResumeRequest, ResumeResponse, SnapshotResponse, StartRequest, StartResponse,
+        StopResponse, UsageResponse,
     },
     chunk::ChunkKind,
+    fork::{ForkRequest, ForkResponse},
     message::ToolOutcome,
+    search::{PendingPage, SessionSearch, SessionsPage},
     session::{ApprovalDecision, SessionState},
     submit::{SubmitAnswer, SubmitRequest},
 };
@@ -86,8 +88,14 @@ pub type ChunkStream = BoxStream<'static, Result<StreamChunk, Error>>;
 /// their request bodies once, here, for both transports.
 #[async_trait]
 pub trait Client: Send + Sync {
+    /// Starts a session as `request` says (agent, first message, and optionally the session's
+    /// id, custom state, `userId`, `tags` and `metadata`).
+    async fn start_request(&self, request: StartRequest) -> Result<StartResponse, Error>;
+
     /// Starts a session of `agent` with a first user message.
-    async fn start(&self, agent: &str, message: &str) -> Result<StartResponse, Error>;
+    async fn start(&self, agent: &str, message: &str) -> Result<StartResponse, Error> {
+        self.start_request(StartRequest::new(agent, message)).await
+    }
 
     /// The session's state, with `isExecuting` from Temporal's view of its run.
     async fn status(&self, session_id: &str) -> Result<SessionState, Error>;
@@ -97,6 +105,15 @@ pub trait Client: Send + Sync {
 
     /// What the session has spent so far.
     async fn usage(&self, session_id: &str) -> Result<UsageResponse, Error>;
+
+    /// A page of sessions matching `search`, newest activity first (`GET /sessions`).
+    async fn sessions(&self, search: &SessionSearch) -> Result<SessionsPage, Error>;
+
+    /// A page of the calls waiting on a person (`GET /pending`).
+    async fn pending(&self, search: &SessionSearch) -> Result<PendingPage, Error>;
+
+    /// Copies a session up to a checkpoint into a new session (`POST /fork`).
+    async fn fork(&self, request: &ForkRequest) -> Result<ForkResponse, Error>;
 
     /// Sends a `/submit-tool-result` body as it is (any JSON, so that refusals can be tried);
     /// [`Client::submit_request`] sends a typed one.
@@ -327,11 +344,20 @@ mod tests {
 
     #[async_trait]
     impl Client for Scripted {
-        async fn start(&self, _: &str, _: &str) -> Result<StartResponse, Error> {
+        async fn start_request(&self, _: StartRequest) -> Result<StartResponse, Error> {
             unimplemented!("not used by follow")
         }
         async fn status(&self, _: &str) -> Result<SessionState, Error> {
             Err(Error::StreamClosed)
+        }
+        async fn sessions(&self, _: &SessionSearch) -> Result<SessionsPage, Error> {
+            unimplemented!("not used by follow")
+        }
+        async fn pending(&self, _: &SessionSearch) -> Result<PendingPage, Error> {
+            unimplemented!("not used by follow")
+        }
+        async fn fork(&self, _: &ForkRequest) -> Result<ForkResponse, Error> {
+            unimplemented!("not used by follow")
         }
         async fn snapshot(&self, _: &str) -> Result<SnapshotResponse, Error> {
             unimplemented!("not used by follow")

@@ -2,6 +2,8 @@
 //! command goes through the `Client` trait, over HTTP or (with `--grpc` or a `grpc://` server)
 //! gRPC.
 
+mod operator;
+
 use anyhow::Context;
 use baton_client::{
     Client, GrpcClient, HttpClient,
@@ -80,23 +82,52 @@ enum Command {
         #[arg(long)]
         error: Option<String>,
     },
-    /// Approve an approval-gated call (the approvalId comes with its tool_approval_request).
+    /// Approve an approval-gated call: by its call id alone (found in `baton pending`), or by
+    /// session, call and approval id (the approvalId comes with its tool_approval_request).
     Approve {
-        session_id: String,
-        tool_call_id: String,
-        approval_id: String,
+        /// The call id, or with the next two arguments the session id.
+        first: String,
+        tool_call_id: Option<String>,
+        #[arg(requires = "tool_call_id")]
+        approval_id: Option<String>,
         /// Run the call with these arguments (JSON) instead of the model's.
         #[arg(long)]
         arguments: Option<String>,
     },
-    /// Deny an approval-gated call; the model sees the denial with the reason.
+    /// Deny an approval-gated call (by call id alone, or session, call and approval id); the
+    /// model sees the denial with the reason.
     Deny {
-        session_id: String,
-        tool_call_id: String,
-        approval_id: String,
+        /// The call id, or with the next two arguments the session id.
+        first: String,
+        tool_call_id: Option<String>,
+        #[arg(requires = "tool_call_id")]
+        approval_id: Option<String>,
         #[arg(long)]
         reason: Option<String>,
     },
+    /// Answer a client call waiting on a person by its call id (from `baton pending`): a JSON
+    /// result (or else text), or a failure message.
+    Answer {
+        tool_call_id: String,
+        /// The result: JSON, or else text.
+        #[arg(conflicts_with = "error", required_unless_present = "error")]
+        result: Option<String>,
+        #[arg(long)]
+        error: Option<String>,
+    },
+    /// List sessions, newest activity first (one page; --json for the page as JSON).
+    Sessions {
+        #[command(flatten)]
+        filters: operator::Filters,
+    },
+    /// List the calls waiting on a person across sessions (one page).
+    Pending {
+        #[command(flatten)]
+        filters: operator::Filters,
+    },
+    /// Copy a session up to a checkpoint into a new session (the original is untouched); print
+    /// the fork as JSON.
+    Fork { session_id: String, checkpoint: u32 },
     /// Stop the session's current run; the session becomes interrupted.
     Interrupt { session_id: String },
     /// Stop the session's current run; the session fails with framework_cancelled.
@@ -223,11 +254,13 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             follow(client, &session_id, before, cli.json, false).await
         }
         Command::Approve {
-            session_id,
+            first,
             tool_call_id,
             approval_id,
             arguments,
         } => {
+            let (session_id, tool_call_id, approval_id) =
+                approval_target(client, first, tool_call_id, approval_id).await?;
             let arguments = arguments
                 .map(|a| serde_json::from_str(&a).context("--arguments must be JSON"))
                 .transpose()?;
@@ -243,11 +276,13 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Deny {
-            session_id,
+            first,
             tool_call_id,
             approval_id,
             reason,
         } => {
+            let (session_id, tool_call_id, approval_id) =
+                approval_target(client, first, tool_call_id, approval_id).await?;
             let decision = ApprovalDecision {
                 approved: false,
                 reason,
@@ -257,6 +292,46 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 .submit_approval(&session_id, &tool_call_id, &approval_id, &decision)
                 .await?;
             println!("{}", json_line(&answer)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Answer {
+            tool_call_id,
+            result,
+            error,
+        } => {
+            let call = operator::find_pending(client, &tool_call_id).await?;
+            let outcome = match (result, error) {
+                (Some(result), _) => ToolOutcome::Result(
+                    serde_json::from_str(&result).unwrap_or(serde_json::Value::String(result)),
+                ),
+                (None, Some(message)) => ToolOutcome::Error(ToolError::new(
+                    baton_wire::submit::CLIENT_TOOL_ERROR,
+                    message,
+                )),
+                (None, None) => anyhow::bail!("give a result or --error"),
+            };
+            let answer = client
+                .submit(&call.session_id, &tool_call_id, &outcome)
+                .await?;
+            println!("{}", serde_json::to_string(&answer)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Fork {
+            session_id,
+            checkpoint,
+        } => {
+            let request = baton_wire::fork::ForkRequest {
+                session_id,
+                checkpoint,
+            };
+            print_json(&client.fork(&request).await?)
+        }
+        Command::Sessions { filters } => {
+            operator::sessions(client, filters, cli.json).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Pending { filters } => {
+            operator::pending(client, filters, cli.json).await?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Interrupt { session_id } => {
@@ -272,6 +347,27 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Status { session_id } => print_json(&client.status(&session_id).await?),
         Command::Snapshot { session_id } => print_json(&client.snapshot(&session_id).await?),
         Command::Usage { session_id } => print_json(&client.usage(&session_id).await?),
+    }
+}
+
+/// The session, call and approval id an `approve` or `deny` names: all three given, or the call
+/// id alone, looked up in the inbox.
+async fn approval_target(
+    client: &dyn Client,
+    first: String,
+    tool_call_id: Option<String>,
+    approval_id: Option<String>,
+) -> anyhow::Result<(String, String, String)> {
+    match (tool_call_id, approval_id) {
+        (Some(tool_call_id), Some(approval_id)) => Ok((first, tool_call_id, approval_id)),
+        (Some(_), None) => anyhow::bail!("give the approval id after the call id"),
+        (None, _) => {
+            let call = operator::find_pending(client, &first).await?;
+            let approval_id = call
+                .approval_id
+                .with_context(|| format!("call {first} is not an approval"))?;
+            Ok((call.session_id, first, approval_id))
+        }
     }
 }
 

@@ -16,12 +16,15 @@ pub mod submit;
 pub mod tool;
 
 /// The wire types, at the paths the rest of Baton has always used.
-pub use baton_wire::{api, chunk, error, escape, ids, message, refusal, remote, session, usage};
+pub use baton_wire::{
+    api, chunk, error, escape, fork, ids, message, meta, refusal, remote, search, session, usage,
+};
 
 pub use agent::{Agent, AgentRegistry};
 pub use chunk::{ChunkKind, StreamChunk};
 pub use error::{ApiError, ErrorCode};
 pub use message::{Message, ToolCall, ToolError};
+pub use meta::SessionMeta;
 pub use model::{Model, ModelRequest, ModelTurn, Usage};
 pub use refusal::Refusal;
 pub use scripted::ScriptedModel;

@@ -3,6 +3,8 @@
 //! use it know the wire types; conversions are checked once, in [`convert`].
 
 pub mod convert;
+mod meta;
+mod search;
 
 #[allow(unreachable_pub, missing_docs, clippy::all)]
 pub mod v1 {

@@ -1,5 +1,6 @@
-//! Captures the client-call log events (`baton_core::observe`) that this test process emits,
-//! so end-to-end tests can check what operators would see. Tests run in parallel in one process:
+//! Captures the client-call log events (`baton_core::observe`) and the audit events
+//! (`baton_worker::audit`) that this test process emits, so end-to-end tests can check what
+//! operators would see. Tests run in parallel in one process:
 //! each reads back the events of its own sessions only.
 
 use baton_core::observe::CLIENT_CALL_TARGET;
@@ -26,8 +27,20 @@ pub fn capture() {
     });
 }
 
-/// The captured events about session `session_id`, in order, as `(event, fields)`.
+/// The field naming the target a captured event was logged under.
+const TARGET_FIELD: &str = "_target";
+
+/// The captured client-call events about session `session_id`, in order.
 pub fn of_session(session_id: &str) -> Vec<CapturedEvent> {
+    of_target(CLIENT_CALL_TARGET, session_id)
+}
+
+/// The captured audit events about session `session_id`, in order.
+pub fn audit_of_session(session_id: &str) -> Vec<CapturedEvent> {
+    of_target(baton_worker::audit::AUDIT_TARGET, session_id)
+}
+
+fn of_target(target: &str, session_id: &str) -> Vec<CapturedEvent> {
     let Some(events) = EVENTS.get() else {
         return Vec::new();
     };
@@ -37,6 +50,7 @@ pub fn of_session(session_id: &str) -> Vec<CapturedEvent> {
     events
         .iter()
         .filter(|fields| fields.get("session_id").map(String::as_str) == Some(session_id))
+        .filter(|fields| fields.get(TARGET_FIELD).map(String::as_str) == Some(target))
         .cloned()
         .collect()
 }
@@ -53,11 +67,13 @@ struct CaptureLayer;
 
 impl<S: Subscriber> Layer<S> for CaptureLayer {
     fn on_event(&self, event: &Event<'_>, _context: Context<'_, S>) {
-        if event.metadata().target() != CLIENT_CALL_TARGET {
+        let target = event.metadata().target();
+        if target != CLIENT_CALL_TARGET && target != baton_worker::audit::AUDIT_TARGET {
             return;
         }
         let mut fields = Fields::default();
         event.record(&mut fields);
+        fields.0.insert(TARGET_FIELD.to_owned(), target.to_owned());
         if let Some(events) = EVENTS.get() {
             events
                 .lock()

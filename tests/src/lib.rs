@@ -339,6 +339,20 @@ impl Harness {
             .await
     }
 
+    /// Waits until the search index has followed every change made so far: a change marks its
+    /// session before its script and the index write after it clears the mark, so no mark left
+    /// means every entry is written (the chunk of a change comes a moment before its entry).
+    pub async fn index_settled(&self) {
+        let settled = async {
+            while self.store.index_marks().await.unwrap() > 0 {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        };
+        tokio::time::timeout(WAIT_LIMIT, settled)
+            .await
+            .expect("the search index follows every change");
+    }
+
     /// Starts a session of `agent` and waits until its run suspends; returns the session id.
     pub async fn suspended_session(&self, agent: &str) -> String {
         let started = self.client.start(agent, "go").await.unwrap();

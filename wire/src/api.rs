@@ -271,6 +271,9 @@ pub struct SnapshotResponse {
     pub step_count: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoint_id: Option<u32>,
+    /// The session's `userId`, `tags` and `metadata`, flat beside the other fields.
+    #[serde(flatten)]
+    pub meta: crate::meta::SessionMeta,
 }
 
 /// Answer of `GET /usage`.

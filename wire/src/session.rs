@@ -70,6 +70,14 @@ pub struct SessionState {
     /// an `active` session whose workflow is not executing is stuck).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub is_executing: Option<bool>,
+    /// The session's `userId`, `tags` and `metadata`, flat beside the other fields.
+    #[serde(flatten)]
+    pub meta: crate::meta::SessionMeta,
+    /// The calls waiting on a person, each with its tool, input, kind, approval id, deadline,
+    /// age and owning session: the session's own, and for a root those of its whole tree (set
+    /// by `/status`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending: Vec<crate::search::PendingDetail>,
 }
 
 /// What a suspended run waits for.

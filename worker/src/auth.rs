@@ -16,18 +16,37 @@ use std::{fmt, sync::Arc, time::Duration};
 /// Who a request comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Principal {
-    /// An operator (API key) or an unauthenticated server: any session, any operation.
-    Operator,
+    /// An operator (API key) or an unauthenticated server: any session, any operation. The
+    /// name is the key's configured one (`--named-api-key`), as the audit log names it.
+    Operator { name: String },
     /// The holder of a session token: only that session's tree.
     Session { root_session_id: String },
 }
 
+/// The name of an operator key given without one, and of every caller of an open server.
+pub const UNNAMED_OPERATOR: &str = "operator";
+
 impl Principal {
+    /// An operator without a configured name.
+    pub fn operator() -> Self {
+        Self::Operator {
+            name: UNNAMED_OPERATOR.to_owned(),
+        }
+    }
+
+    /// Who this is in the audit log: the operator key's name, or `session:<root>`.
+    pub fn name(&self) -> String {
+        match self {
+            Self::Operator { name } => name.clone(),
+            Self::Session { root_session_id } => format!("session:{root_session_id}"),
+        }
+    }
+
     /// Refuses (403 `session_mismatch`) a session token used on another session. A token of a
     /// root is good for the sub-agent sessions of its tree too, whose ids start with the root's.
     pub fn may_act_on(&self, session_id: &str) -> Result<(), ApiError> {
         match self {
-            Self::Operator => Ok(()),
+            Self::Operator { .. } => Ok(()),
             Self::Session { root_session_id }
                 if root_session_id == baton_core::ids::root_of(session_id) =>
             {
@@ -40,10 +59,21 @@ impl Principal {
         }
     }
 
+    /// The sessions this principal sees in a search: all of them for an operator, its own tree
+    /// for a session token.
+    pub fn search_scope(&self) -> crate::ops::SearchScope {
+        match self {
+            Self::Operator { .. } => crate::ops::SearchScope::All,
+            Self::Session { root_session_id } => crate::ops::SearchScope::Tree {
+                root_session_id: root_session_id.clone(),
+            },
+        }
+    }
+
     /// Refuses (403 `forbidden`) what only operators may do, e.g. start sessions.
     pub fn must_be_operator(&self) -> Result<(), ApiError> {
         match self {
-            Self::Operator => Ok(()),
+            Self::Operator { .. } => Ok(()),
             Self::Session { .. } => Err(ApiError::new(
                 ErrorCode::Forbidden,
                 "a session token cannot do this; use an operator key",
@@ -87,7 +117,9 @@ impl Auth {
     pub async fn authenticate(&self, headers: &HeaderMap) -> Result<Principal, ApiError> {
         match self {
             Self::Unset => Err(unauthorized("the server has no auth configuration")),
-            Self::AllowUnauthenticated => Ok(Principal::Operator),
+            Self::AllowUnauthenticated => Ok(Principal::Operator {
+                name: "unauthenticated".to_owned(),
+            }),
             Self::Builtin(builtin) => builtin.principal(bearer(headers)?),
             Self::Custom(custom) => custom.authenticate(headers).await,
         }
@@ -111,14 +143,29 @@ pub const DEFAULT_TOKEN_TTL: Duration = Duration::from_secs(3600);
 
 /// Operator keys and HMAC session tokens.
 pub struct BuiltinAuth {
-    api_keys: Vec<String>,
+    /// Each key with the name the audit log gives its holder.
+    api_keys: Vec<(String, String)>,
     signing_key: hmac::Key,
     token_ttl: Duration,
 }
 
 impl BuiltinAuth {
-    /// `secret` signs session tokens; servers that share it accept each other's tokens.
+    /// `secret` signs session tokens; servers that share it accept each other's tokens. Each key's
+    /// holder is named [`UNNAMED_OPERATOR`] in the audit log.
     pub fn new(api_keys: Vec<String>, secret: &[u8], token_ttl: Duration) -> Self {
+        let named = api_keys
+            .into_iter()
+            .map(|key| (UNNAMED_OPERATOR.to_owned(), key))
+            .collect();
+        Self::with_named_keys(named, secret, token_ttl)
+    }
+
+    /// Like [`Self::new`], with `(name, key)` pairs: the audit log names a key's holder by it.
+    pub fn with_named_keys(
+        api_keys: Vec<(String, String)>,
+        secret: &[u8],
+        token_ttl: Duration,
+    ) -> Self {
         Self {
             api_keys,
             signing_key: hmac::Key::new(hmac::HMAC_SHA256, secret),
@@ -135,12 +182,12 @@ impl BuiltinAuth {
 
     fn principal(&self, credential: &str) -> Result<Principal, ApiError> {
         // Keys are compared in constant time (ring's verify of equal-length tags).
-        let key_matches = self.api_keys.iter().any(|key| {
-            let probe = hmac::sign(&self.signing_key, credential.as_bytes());
+        let probe = hmac::sign(&self.signing_key, credential.as_bytes());
+        let matching = self.api_keys.iter().find(|(_, key)| {
             hmac::verify(&self.signing_key, key.as_bytes(), probe.as_ref()).is_ok()
         });
-        if key_matches {
-            return Ok(Principal::Operator);
+        if let Some((name, _)) = matching {
+            return Ok(Principal::Operator { name: name.clone() });
         }
         self.verify(credential, now_secs())
             .map(|root_session_id| Principal::Session { root_session_id })
@@ -229,7 +276,7 @@ mod tests {
             headers.insert(AUTHORIZATION, header.parse().unwrap());
             assert_eq!(
                 auth.principal(bearer(&headers).unwrap()).unwrap(),
-                Principal::Operator,
+                Principal::operator(),
                 "{header:?}"
             );
         }
@@ -247,7 +294,20 @@ mod tests {
     #[test]
     fn keys_make_operators_and_tokens_make_session_holders() {
         let auth = auth();
-        assert_eq!(auth.principal("op-key").unwrap(), Principal::Operator);
+        assert_eq!(auth.principal("op-key").unwrap(), Principal::operator());
+        let named = BuiltinAuth::with_named_keys(
+            vec![("alice".into(), "k1".into()), ("bob".into(), "k2".into())],
+            b"secret",
+            Duration::from_secs(60),
+        );
+        assert_eq!(named.principal("k2").unwrap().name(), "bob");
+        assert_eq!(
+            named
+                .principal(&named.issue("s1", now_secs()))
+                .unwrap()
+                .name(),
+            "session:s1"
+        );
         assert!(auth.principal("op-kex").is_err());
         let token = auth.issue("s1", now_secs());
         let holder = auth.principal(&token).unwrap();

@@ -5,12 +5,13 @@
 //! table.
 
 use crate::{
+    audit,
     auth::{Auth, Principal},
     metrics::grpc::GrpcMetricsLayer,
     ops::{
         MAX_MESSAGE_BYTES, checked_body_size, checked_json_depth, checked_start, checked_submit,
-        refused_with_reason, resume_session, session_snapshot, session_status, session_usage,
-        stop_session,
+        fork_session, list_pending, list_sessions, refused_with_reason, resume_session,
+        session_snapshot, session_status, session_usage, stop_session,
     },
     state::AppState,
     stream::{Credential, Follow},
@@ -19,6 +20,7 @@ use baton_core::{
     ApiError, ErrorCode,
     api::{ResumeRequest, StartRequest},
     escape::bounded,
+    search::SessionSearch,
     store::StopKind,
 };
 use baton_proto::{
@@ -116,16 +118,20 @@ impl GrpcService {
         request: Request<v1::SessionRequest>,
         kind: StopKind,
     ) -> Result<Response<v1::StopResponse>, Status> {
-        let session_id = self.session_of(request).await?;
-        let stopped = stop_session(&self.state, &session_id, kind)
-            .await
-            .map_err(refused)?;
-        Ok(Response::new(stopped.into()))
+        let principal = self.principal(&request).await?;
+        let session_id = request.into_inner().session_id;
+        principal.may_act_on(&session_id).map_err(refused)?;
+        let stopped = stop_session(&self.state, &session_id, kind).await;
+        audit::action(&principal, kind.as_str(), &session_id, &stopped);
+        Ok(Response::new(stopped.map_err(refused)?.into()))
     }
 }
 
 /// A refusal as a gRPC status (see [`status_from_api_error`]).
 fn refused(error: ApiError) -> Status {
+    if audit::is_audited_refusal(error.code) {
+        audit::refusal("grpc", error.code, None);
+    }
     if error.code.presentation().http_status >= 500 {
         tracing::error!(code = %error.code, error = %bounded(&error.error), "gRPC request failed");
     } else {
@@ -155,14 +161,13 @@ impl baton_server::Baton for GrpcService {
         &self,
         request: Request<v1::StartRequest>,
     ) -> Result<Response<v1::StartResponse>, Status> {
-        self.principal(&request)
-            .await?
-            .must_be_operator()
-            .map_err(refused)?;
+        let principal = self.principal(&request).await?;
+        principal.must_be_operator().map_err(refused)?;
         let request = StartRequest::try_from(request.into_inner())
             .map_err(malformed(self.state.options.verbose_errors))?;
-        let started = checked_start(&self.state, request).await.map_err(refused)?;
-        Ok(Response::new(started.into()))
+        let started = checked_start(&self.state, request).await;
+        audit::started(&principal, &started);
+        Ok(Response::new(started.map_err(refused)?.into()))
     }
 
     async fn resume(
@@ -175,10 +180,10 @@ impl baton_server::Baton for GrpcService {
         principal.may_act_on(&request.session_id).map_err(refused)?;
         let session_id = request.session_id.clone();
         let resume = request.checked().map_err(refused)?;
-        let resumed = resume_session(&self.state, &session_id, resume)
-            .await
-            .map_err(refused)?;
-        Ok(Response::new(resumed.into()))
+        let action = audit::audit_name_of(&resume);
+        let resumed = resume_session(&self.state, &session_id, resume).await;
+        audit::action(&principal, action, &session_id, &resumed);
+        Ok(Response::new(resumed.map_err(refused)?.into()))
     }
 
     /// The body is the HTTP route's JSON, bounded by the same cap and depth, parsed by the same
@@ -245,6 +250,46 @@ impl baton_server::Baton for GrpcService {
             .await
             .map_err(refused)?;
         Ok(Response::new(usage.into()))
+    }
+
+    async fn list_sessions(
+        &self,
+        request: Request<v1::SearchRequest>,
+    ) -> Result<Response<v1::ListSessionsResponse>, Status> {
+        let principal = self.principal(&request).await?;
+        let search = SessionSearch::try_from(request.into_inner())
+            .map_err(malformed(self.state.options.verbose_errors))?;
+        let page = list_sessions(&self.state, &principal.search_scope(), &search)
+            .await
+            .map_err(refused)?;
+        Ok(Response::new(page.into()))
+    }
+
+    async fn list_pending(
+        &self,
+        request: Request<v1::SearchRequest>,
+    ) -> Result<Response<v1::ListPendingResponse>, Status> {
+        let principal = self.principal(&request).await?;
+        let search = SessionSearch::try_from(request.into_inner())
+            .map_err(malformed(self.state.options.verbose_errors))?;
+        let page = list_pending(&self.state, &principal.search_scope(), &search)
+            .await
+            .map_err(refused)?;
+        Ok(Response::new(page.into()))
+    }
+
+    async fn fork(
+        &self,
+        request: Request<v1::ForkRequest>,
+    ) -> Result<Response<v1::ForkResponse>, Status> {
+        let principal = self.principal(&request).await?;
+        principal.must_be_operator().map_err(refused)?;
+        let request = baton_core::fork::ForkRequest::from(request.into_inner());
+        let forked = fork_session(&self.state, &request).await;
+        audit::action(&principal, "fork", &request.session_id, &forked);
+        let fork = forked.map_err(refused)?;
+        audit::new_session(&principal, &fork.session_id, fork.token.is_some());
+        Ok(Response::new(fork.into()))
     }
 
     type SubscribeStream = ChunkStream;

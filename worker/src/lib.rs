@@ -5,6 +5,7 @@
 //! nothing here does.
 
 pub mod ai_sdk;
+pub mod audit;
 pub mod auth;
 pub mod demo;
 pub mod grpc;

@@ -108,6 +108,7 @@ pub async fn run_worker(
             shutdown.clone(),
         ))
     });
+    let index_sweep = tokio::spawn(crate::sweeps::sweep_index(store.clone(), shutdown.clone()));
     let deadline_sweep = settings.deadline_horizon.map(|horizon| {
         tokio::spawn(crate::sweeps::sweep_deadlines(
             store.clone(),
@@ -147,7 +148,7 @@ pub async fn run_worker(
     tracing::info!(task_queue = %settings.task_queue, "Temporal worker running");
     let outcome = worker.run().await;
     watcher.abort();
-    for sweep in [sweep, deadline_sweep, callback_sweep]
+    for sweep in [sweep, deadline_sweep, callback_sweep, Some(index_sweep)]
         .into_iter()
         .flatten()
     {

@@ -69,6 +69,8 @@ pub struct ServerOptions {
     pub follower_caps: FollowerCaps,
     /// The HTTP server's connection cap and header deadline.
     pub connection_limits: ConnectionLimits,
+    /// The Temporal UI up to the namespace, for the console's links to workflows.
+    pub temporal_ui_url: Option<String>,
 }
 
 /// What the HTTP server lets connections hold.
@@ -105,6 +107,7 @@ impl Default for ServerOptions {
                 per_credential: DEFAULT_MAX_FOLLOWERS_PER_CREDENTIAL,
             },
             connection_limits: ConnectionLimits::default(),
+            temporal_ui_url: None,
         }
     }
 }

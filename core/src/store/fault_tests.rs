@@ -209,6 +209,8 @@ async fn a_start_that_reaches_redis_after_its_deadline_writes_nothing() {
         .arg("agent__agent__late-start")
         .arg(0)
         .arg(past_deadline_ms)
+        .arg("")
+        .arg("")
         .run(&store)
         .await
         .unwrap();

@@ -168,6 +168,8 @@ pub(crate) mod state_field {
     pub(crate) const ABORTS: &str = "aborts";
     /// The session's custom state (JSON text), for an agent that declares one.
     pub(crate) const CUSTOM_STATE: &str = "customState";
+    /// The session's userId, tags and metadata (JSON text, `SessionMeta`), when it has any.
+    pub(crate) const META: &str = "meta";
 }
 
 /// The fields of the `staged` hash, each scoped by run and step: `<name>:<runId>:<step>`, and

@@ -27,12 +27,15 @@ mod connection;
 mod custom_state;
 mod deadline_index;
 mod error;
+mod fork;
 mod keys;
+mod person_calls;
 mod release;
 mod replies;
 mod resume;
 mod rewind;
 mod scripts;
+mod search_index;
 mod session;
 mod stage_turn;
 mod step;
@@ -48,8 +51,14 @@ mod usage;
 pub use callback::RegisteredCallback;
 pub use deadline_index::IndexedDeadline;
 pub use error::Error;
+pub use fork::NewFork;
+pub use person_calls::PersonCall;
 pub use resume::{Claim, ClaimedRun, DrainedCall, NewRunId, NextRun, ResumeEntry, RunClaim};
 pub use rewind::{Rewind, Rewound};
+pub use search_index::{
+    INDEX_SHARDS, IndexPage, IndexPosition, IndexQuery, IndexScope, IndexTerm,
+    MAX_INDEXED_METADATA, MAX_METADATA_TERM_BYTES, REPAIR_AFTER_MS, metadata_value_text,
+};
 pub use session::NewSession;
 pub use step::{Completion, StagedTurn, StepProgress};
 pub use stop::Stopped;
@@ -218,6 +227,8 @@ mod fault_tests;
 mod footprint_tests;
 #[cfg(test)]
 mod pipelined_tests;
+#[cfg(test)]
+mod search_tests;
 #[cfg(test)]
 mod state_tests;
 #[cfg(test)]

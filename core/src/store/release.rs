@@ -9,6 +9,15 @@ impl Store {
     /// (the run started after all, or it was not a suspension's claim). The `suspended` chunk
     /// names the suspended run and its awaited calls again.
     pub async fn release_claim(&self, claimed: RunRef<'_>) -> Result<bool, Error> {
+        let index_address = claimed.address.clone();
+        self.mark_for_index(&index_address).await?;
+        let result = self.release_claim_unindexed(claimed).await;
+        self.reindex_after_change(&index_address).await;
+        result
+    }
+
+    /// [`Self::release_claim`] before the search index follows it.
+    async fn release_claim_unindexed(&self, claimed: RunRef<'_>) -> Result<bool, Error> {
         let Some(state) = self.session(claimed.address).await? else {
             return Err(Error::SessionNotFound(claimed.address.session_id.clone()));
         };

@@ -138,6 +138,20 @@ impl Store {
         claim: RunClaim<'_>,
         entry: &ResumeEntry,
     ) -> Result<Claim, Error> {
+        let index_address = address.clone();
+        self.mark_for_index(&index_address).await?;
+        let result = self.claim_new_run_unindexed(address, claim, entry).await;
+        self.reindex_after_change(&index_address).await;
+        result
+    }
+
+    /// [`Self::claim_new_run`] before the search index follows it.
+    async fn claim_new_run_unindexed(
+        &self,
+        address: &SessionAddress,
+        claim: RunClaim<'_>,
+        entry: &ResumeEntry,
+    ) -> Result<Claim, Error> {
         let derived = matches!(claim.run_id, NewRunId::Derived(_));
         let next = NextRun::new(claim.agent_type, &address.session_id, claim.run_id);
         let reply = self

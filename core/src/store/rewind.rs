@@ -56,6 +56,19 @@ impl Store {
         address: &SessionAddress,
         rewind: Rewind<'_>,
     ) -> Result<Rewound, Error> {
+        let index_address = address.clone();
+        self.mark_for_index(&index_address).await?;
+        let result = self.rewind_unindexed(address, rewind).await;
+        self.reindex_after_change(&index_address).await;
+        result
+    }
+
+    /// [`Self::rewind`] before the search index follows it.
+    async fn rewind_unindexed(
+        &self,
+        address: &SessionAddress,
+        rewind: Rewind<'_>,
+    ) -> Result<Rewound, Error> {
         let checkpoint = rewind.checkpoint;
         let now = now_ms();
         let header = self.header(RunRef {

@@ -195,6 +195,8 @@ pub(super) static REPORT_TO_PARENT: StoreScript = store_script!(
 );
 
 pub(super) static QUEUE_MESSAGE: StoreScript = store_script!("queue_message", [State, Stream]);
+pub(super) static CREATE_FORK: StoreScript =
+    store_script!("create_fork", [State, Stream, Messages, Checkpoints]);
 pub(super) static REGISTER_CALLBACK: StoreScript =
     store_script!("register_callback", [State, Stream]);
 pub(super) static CALLBACK_DELIVERED: StoreScript =
@@ -202,7 +204,8 @@ pub(super) static CALLBACK_DELIVERED: StoreScript =
 
 /// Every script, for the tests that read their text.
 #[cfg(test)]
-static ALL: [&StoreScript; 21] = [
+static ALL: [&StoreScript; 22] = [
+    &CREATE_FORK,
     &REGISTER_CALLBACK,
     &CALLBACK_DELIVERED,
     &STAGE_STATE_PATCH,

@@ -13,6 +13,7 @@ use crate::{
     chunk::{ChunkKind, encode_unsequenced},
     ids,
     message::Message,
+    meta::SessionMeta,
 };
 use redis::AsyncCommands;
 use std::collections::HashMap;
@@ -47,6 +48,34 @@ impl Store {
         new: NewSession<'_>,
         custom_state: Option<&serde_json::Value>,
     ) -> Result<u64, Error> {
+        self.create_session_with(new, custom_state, &SessionMeta::default())
+            .await
+    }
+
+    /// Like [`Self::create_session_with_state`], with the session's metadata (already checked
+    /// against its caps), kept in the state hash (`meta`) and inherited by its children.
+    pub async fn create_session_with(
+        &self,
+        new: NewSession<'_>,
+        custom_state: Option<&serde_json::Value>,
+        meta: &SessionMeta,
+    ) -> Result<u64, Error> {
+        let index_address = new.address.clone();
+        self.mark_for_index(&index_address).await?;
+        let result = self
+            .create_session_with_unindexed(new, custom_state, meta)
+            .await;
+        self.reindex_after_change(&index_address).await;
+        result
+    }
+
+    /// [`Self::create_session_with`] before the search index follows it.
+    async fn create_session_with_unindexed(
+        &self,
+        new: NewSession<'_>,
+        custom_state: Option<&serde_json::Value>,
+        meta: &SessionMeta,
+    ) -> Result<u64, Error> {
         let body = encode_unsequenced(
             &self.header(RunRef {
                 address: new.address,
@@ -71,7 +100,12 @@ impl Store {
             ))
             .arg(new.max_chunks)
             .arg(self.write_deadline_ms())
-            .arg(custom_state.map(to_json).unwrap_or_default());
+            .arg(custom_state.map(to_json).unwrap_or_default())
+            .arg(if meta.is_empty() {
+                String::new()
+            } else {
+                to_json(meta)
+            });
         for message in new.messages {
             invocation.arg(to_json(message));
         }
@@ -146,7 +180,20 @@ impl Store {
             workflow_id: Some(workflow_id),
             stop: json_field(&fields, &key, state_field::STOP)?,
             is_executing: None,
+            meta: json_field(&fields, &key, state_field::META)?.unwrap_or_default(),
+            pending: Vec::new(),
         }))
+    }
+
+    /// The session's userId, tags and metadata (empty for an unknown session): written once, at
+    /// its creation, so a read beside another needs no script to agree with it.
+    pub async fn session_meta(&self, address: &SessionAddress) -> Result<SessionMeta, Error> {
+        let key = self.key(address, Key::State);
+        let text: Option<String> = self.conn().hget(&key, state_field::META).await?;
+        Ok(text
+            .map(|text| from_json(&key, &text))
+            .transpose()?
+            .unwrap_or_default())
     }
 
     /// Whether `run` still holds its session and is running (status `active`): one `HMGET`, for

@@ -29,7 +29,8 @@ if redis.call('EXISTS', state_key) == 1 then
   local fields = redis.call('HMGET', state_key, 'runId', 'streamId')
   return {'exists', fields[1], fields[2]}
 end
-local parent = redis.call('HMGET', parent_state_key, 'status', 'runId', 'stepCount', 'maxChunks')
+local parent = redis.call('HMGET', parent_state_key, 'status', 'runId', 'stepCount', 'maxChunks',
+  'meta')
 if not parent[1] then return {'session_not_found'} end
 if parent[2] ~= parent_run_id then return {'run_superseded'} end
 if parent[1] ~= 'active' then return {'run_not_active'} end
@@ -48,6 +49,8 @@ redis.call('HSET', state_key,
   'parentToolCallId', tool_call_id)
 if workflow_id ~= '' then redis.call('HSET', state_key, 'workflowId', workflow_id) end
 if custom_state ~= '' then redis.call('HSET', state_key, 'customState', custom_state) end
+-- A child inherits its parent's userId, tags and metadata.
+if parent[5] then redis.call('HSET', state_key, 'meta', parent[5]) end
 for i = first_message, #ARGV do redis.call('RPUSH', messages_key, ARGV[i]) end
 -- The parent's subagent_start first: on the root's stream it comes before anything of the child
 -- (its run_start), so a reader demultiplexing by agentId knows the child before its chunks.

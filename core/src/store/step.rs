@@ -289,6 +289,22 @@ impl Store {
         step: StepRef<'_>,
         completion: Option<Completion>,
     ) -> Result<Written, Error> {
+        if completion.is_none() {
+            return self.commit_step_unindexed(step, completion).await;
+        }
+        let index_address = step.address.clone();
+        self.mark_for_index(&index_address).await?;
+        let result = self.commit_step_unindexed(step, completion).await;
+        self.reindex_after_change(&index_address).await;
+        result
+    }
+
+    /// [`Self::commit_step`] before the search index follows it.
+    async fn commit_step_unindexed(
+        &self,
+        step: StepRef<'_>,
+        completion: Option<Completion>,
+    ) -> Result<Written, Error> {
         let header = self.header(step.run());
         let end = completion.map(|completion| {
             let end = encode_unsequenced(
@@ -368,6 +384,20 @@ impl Store {
     /// Fails the run with a typed error and writes the `end` chunk. A run that already ended (or
     /// was superseded) is left alone and `AlreadyDone` is returned.
     pub async fn fail_run(
+        &self,
+        run: RunRef<'_>,
+        error: &RunError,
+        usage: UsageRollup,
+    ) -> Result<Written, Error> {
+        let index_address = run.address.clone();
+        self.mark_for_index(&index_address).await?;
+        let result = self.fail_run_unindexed(run, error, usage).await;
+        self.reindex_after_change(&index_address).await;
+        result
+    }
+
+    /// [`Self::fail_run`] before the search index follows it.
+    async fn fail_run_unindexed(
         &self,
         run: RunRef<'_>,
         error: &RunError,

@@ -121,6 +121,19 @@ impl Store {
         address: &SessionAddress,
         kind: StopKind,
     ) -> Result<Stopped, Error> {
+        let index_address = address.clone();
+        self.mark_for_index(&index_address).await?;
+        let result = self.stop_run_unindexed(address, kind).await;
+        self.reindex_after_change(&index_address).await;
+        result
+    }
+
+    /// [`Self::stop_run`] before the search index follows it.
+    async fn stop_run_unindexed(
+        &self,
+        address: &SessionAddress,
+        kind: StopKind,
+    ) -> Result<Stopped, Error> {
         for _ in 0..STOP_ATTEMPTS {
             let Some(state) = self.session(address).await? else {
                 return Ok(Stopped::SessionNotFound);

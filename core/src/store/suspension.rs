@@ -117,6 +117,19 @@ impl Store {
         step: StepRef<'_>,
         pending: &[PendingCall],
     ) -> Result<Written, Error> {
+        let index_address = step.address.clone();
+        self.mark_for_index(&index_address).await?;
+        let result = self.commit_suspended_step_unindexed(step, pending).await;
+        self.reindex_after_change(&index_address).await;
+        result
+    }
+
+    /// [`Self::commit_suspended_step`] before the search index follows it.
+    async fn commit_suspended_step_unindexed(
+        &self,
+        step: StepRef<'_>,
+        pending: &[PendingCall],
+    ) -> Result<Written, Error> {
         let header = self.header(step.run());
         let tool_call_ids: Vec<String> = pending.iter().map(|p| p.tool_call_id.clone()).collect();
         let suspension = StoredSuspension::new(step.step, tool_call_ids.clone());
@@ -224,6 +237,20 @@ impl Store {
     /// (the members are read first; a session that joins the tree in between was started by a
     /// run that is active, so the tree is not suspended on it yet).
     pub async fn submit_answer(&self, attempt: &SubmitAttempt<'_>) -> Result<Submitted, Error> {
+        // No mark first: a submit changes no status, only which calls wait on a person, and a
+        // search reads that back from the session (a stale `awaiting` entry is dropped and
+        // rewritten then), so the submit stays one round trip.
+        let result = self.submit_answer_unindexed(attempt).await;
+        self.reindex_after_change(&SessionAddress::root(attempt.root_session_id))
+            .await;
+        result
+    }
+
+    /// [`Self::submit_answer`] before the search index follows it.
+    async fn submit_answer_unindexed(
+        &self,
+        attempt: &SubmitAttempt<'_>,
+    ) -> Result<Submitted, Error> {
         let root = SessionAddress::root(attempt.root_session_id);
         let tree_keys = self.tree_open_call_keys(&root).await?;
         let first = self

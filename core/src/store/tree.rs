@@ -116,6 +116,15 @@ impl Store {
     /// names its run. The parent's run must still hold its session and the step must not be
     /// committed; `subagent_start` goes on the parent's stream in the same script.
     pub async fn start_child(&self, new: NewChild<'_>) -> Result<ChildRun, Error> {
+        let index_address = new.child.clone();
+        self.mark_for_index(&index_address).await?;
+        let result = self.start_child_unindexed(new).await;
+        self.reindex_after_change(&index_address).await;
+        result
+    }
+
+    /// [`Self::start_child`] before the search index follows it.
+    async fn start_child_unindexed(&self, new: NewChild<'_>) -> Result<ChildRun, Error> {
         let child_header = ChunkHeader {
             stream_id: new.stream_id.to_owned(),
             session_id: new.child.session_id.clone(),

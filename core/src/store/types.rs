@@ -22,6 +22,11 @@ impl SessionAddress {
             session_id,
         }
     }
+
+    /// Whether the session is the root of its tree.
+    pub fn is_root(&self) -> bool {
+        self.session_id == self.root_session_id
+    }
 }
 
 /// One run of a session, as the chunks it writes name it.

@@ -148,6 +148,7 @@ impl Store {
             oldest_retained_sequence,
             step_count: pinned.map_or(fields.step_count, |c| c.step_count),
             checkpoint_id: checkpoint.map(|c| c.id),
+            meta: self.session_meta(address).await?,
         }))
     }
 }

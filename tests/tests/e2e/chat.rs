@@ -6,7 +6,7 @@
 
 mod answers;
 mod auth;
-mod browser;
+pub(crate) mod browser;
 
 use baton_core::{
     Agent, AgentRegistry, ScriptedModel,

@@ -21,6 +21,7 @@ mod log_cache;
 mod log_fields;
 mod mount;
 mod observe;
+mod operator;
 mod providers;
 mod refusals;
 mod replay;

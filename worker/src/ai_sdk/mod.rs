@@ -69,8 +69,10 @@ pub async fn chat_post(
             HashSet::new(),
         ),
         (Trigger::SubmitMessage, Trailing::User { text }) => {
-            let start =
-                turn::user_turn(state, principal, &chat_id, body.agent, text, session).await?;
+            let start = turn::user_turn(
+                state, principal, &chat_id, body.agent, body.meta, text, session,
+            )
+            .await?;
             (start, HashSet::new())
         }
         (

@@ -21,6 +21,10 @@ pub struct ChatBody {
     /// The agent type, needed by the message that starts the chat.
     #[serde(default)]
     pub agent: Option<String>,
+    /// The `userId`, `tags` and `metadata` of the session the chat's first message starts
+    /// (ignored on later messages: a session's metadata is fixed at its start).
+    #[serde(flatten)]
+    pub meta: baton_core::SessionMeta,
 }
 
 /// What the client asks for.

@@ -9,7 +9,7 @@ use crate::{
     state::AppState,
 };
 use baton_core::{
-    ApiError, ErrorCode, Message,
+    ApiError, ErrorCode, Message, SessionMeta,
     api::{Resume, StartRequest},
     session::{SessionState, Status},
 };
@@ -35,6 +35,7 @@ pub(super) async fn user_turn(
     principal: &Principal,
     chat_id: &str,
     agent: Option<String>,
+    meta: SessionMeta,
     text: String,
     session: Option<SessionState>,
 ) -> Result<TurnStart, ApiError> {
@@ -50,6 +51,9 @@ pub(super) async fn user_turn(
             state,
             StartRequest {
                 session_id: Some(chat_id.to_owned()),
+                user_id: meta.user_id,
+                tags: meta.tags,
+                metadata: meta.metadata,
                 ..StartRequest::new(agent, text)
             },
         )

@@ -2,7 +2,9 @@
 //! checked before the server serves: no empty key, no token secret under 32 bytes. The
 //! variables are the recommended way to give them (a flag shows in `ps`).
 
-use baton_worker::auth::{Auth, BuiltinAuth, DEFAULT_TOKEN_TTL, MIN_TOKEN_SECRET_BYTES};
+use baton_worker::auth::{
+    Auth, BuiltinAuth, DEFAULT_TOKEN_TTL, MIN_TOKEN_SECRET_BYTES, UNNAMED_OPERATOR,
+};
 use clap::{ArgMatches, Args, parser::ValueSource};
 use std::{sync::Arc, time::Duration};
 
@@ -20,6 +22,17 @@ pub(crate) struct AuthArgs {
         hide_env_values = true
     )]
     pub(crate) api_keys: Vec<String>,
+    /// An operator API key with the name the audit log gives its holder: `NAME=KEY` (the name
+    /// holds no `=`); repeat for several. Keys given by --api-key are named `operator`.
+    #[arg(
+        long = "named-api-key",
+        env = "BATON_NAMED_API_KEYS",
+        value_delimiter = ',',
+        value_parser = named_key,
+        global = true,
+        hide_env_values = true
+    )]
+    pub(crate) named_api_keys: Vec<(String, String)>,
     /// Secret that signs session tokens (servers sharing it accept each other's tokens), at
     /// least 32 bytes (`openssl rand -base64 32`). Without it a random one is made, and tokens
     /// hold on this process only. Prefer BATON_TOKEN_SECRET: a flag shows in `ps`.
@@ -46,7 +59,7 @@ pub(crate) struct AuthArgs {
 impl AuthArgs {
     /// The server's auth from the flags; none given is refused (fail-closed).
     pub(crate) fn auth(&self) -> anyhow::Result<Auth> {
-        if self.api_keys.is_empty() {
+        if self.api_keys.is_empty() && self.named_api_keys.is_empty() {
             if self.allow_unauthenticated {
                 return Ok(Auth::AllowUnauthenticated);
             }
@@ -76,8 +89,14 @@ impl AuthArgs {
                 secret
             }
         };
-        Ok(Auth::Builtin(Arc::new(BuiltinAuth::new(
-            self.api_keys.clone(),
+        let keys = self
+            .api_keys
+            .iter()
+            .map(|key| (UNNAMED_OPERATOR.to_owned(), key.clone()))
+            .chain(self.named_api_keys.iter().cloned())
+            .collect();
+        Ok(Auth::Builtin(Arc::new(BuiltinAuth::with_named_keys(
+            keys,
             &secret,
             Duration::from_secs(self.token_ttl_secs),
         ))))
@@ -89,10 +108,21 @@ impl AuthArgs {
 pub(crate) fn secrets_on_the_command_line(matches: &ArgMatches) -> Vec<&'static str> {
     [
         ("api_keys", "--api-key"),
+        ("named_api_keys", "--named-api-key"),
         ("token_secret", "--token-secret"),
     ]
     .into_iter()
     .filter(|(id, _)| matches.value_source(id) == Some(ValueSource::CommandLine))
     .map(|(_, flag)| flag)
     .collect()
+}
+
+/// A `NAME=KEY` of --named-api-key.
+fn named_key(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((name, key)) if !name.is_empty() && !key.is_empty() => {
+            Ok((name.to_owned(), key.to_owned()))
+        }
+        _ => Err("expected NAME=KEY".to_owned()),
+    }
 }

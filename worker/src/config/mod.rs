@@ -73,6 +73,7 @@ impl Cli {
             mounts: self.mount.mounts(self.model.declared_mounts()?)?,
             follower_caps: self.limits.follower_caps(),
             connection_limits: self.limits.connection_limits()?,
+            temporal_ui_url: self.server.temporal_ui_url.clone(),
         })
     }
 }

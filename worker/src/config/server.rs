@@ -28,4 +28,8 @@ pub(crate) struct ServerArgs {
     /// Let operators name the sessions they start (`sessionId` in `/start`).
     #[arg(long, env = "BATON_ALLOW_CLIENT_SESSION_IDS", global = true)]
     pub(crate) allow_client_session_ids: bool,
+    /// The Temporal UI's address up to the namespace (e.g.
+    /// `http://127.0.0.1:8233/namespaces/default`): the console links each workflow id there.
+    #[arg(long, env = "BATON_TEMPORAL_UI_URL", global = true)]
+    pub(crate) temporal_ui_url: Option<String>,
 }

@@ -6,18 +6,21 @@
 
 mod body;
 mod chat;
+mod console;
 mod error;
 mod extract;
+mod fork;
 mod metrics;
 mod refusals;
 mod routes;
 mod serve;
+mod sessions;
 mod sse;
 
 pub use error::HttpError;
 pub(crate) use extract::{SessionQuery, json_body, query};
 
-use crate::{auth::Auth, state::AppState};
+use crate::{audit, auth::Auth, state::AppState};
 use axum::{
     Router,
     extract::{Request, State},
@@ -25,6 +28,7 @@ use axum::{
     response::{IntoResponse, Response},
     routing::{get, post},
 };
+use baton_core::ErrorCode;
 use baton_core::store::StopKind;
 
 /// Serves the API on `listener` until `shutdown` resolves, then drains open requests, under the
@@ -68,25 +72,40 @@ pub fn router(state: AppState) -> Router {
         .route("/abort", routes::stop(StopKind::Abort))
         .route("/snapshot", get(routes::snapshot))
         .route("/usage", get(routes::usage))
+        .route("/sessions", get(sessions::sessions))
+        .route("/pending", get(sessions::pending))
+        .route("/fork", post(fork::fork))
         .route("/metrics", get(metrics::metrics))
         .route_layer(from_fn_with_state(state.clone(), authenticate))
         .merge(chat::router(state.clone()))
         .merge(crate::mount::routers(&state))
         .route("/healthz", get(|| async { "ok" }))
+        .route("/console", get(console::page))
         .route_layer(from_fn_with_state(state.clone(), metrics::measure))
         .layer(from_fn_with_state(state.clone(), refusals::typed_refusals))
         .with_state(state)
 }
 
 /// Puts the request's [`Principal`](crate::auth::Principal) in its extensions, or answers 401.
+/// A refusal (401, or a handler's 403) goes to the audit log with its route.
 async fn authenticate(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
+    let route = request.uri().path().to_owned();
     match state.options.auth.authenticate(request.headers()).await {
         Ok(principal) => {
             let credential = crate::stream::Credential::of(request.headers());
-            request.extensions_mut().insert(principal);
+            request.extensions_mut().insert(principal.clone());
             request.extensions_mut().insert(credential);
-            next.run(request).await
+            let response = next.run(request).await;
+            if response.status() == axum::http::StatusCode::FORBIDDEN {
+                audit::refusal(&route, ErrorCode::Forbidden, Some(&principal));
+            }
+            response
         }
-        Err(error) => HttpError::from(error).into_response(),
+        Err(error) => {
+            if audit::is_audited_refusal(error.code) {
+                audit::refusal(&route, error.code, None);
+            }
+            HttpError::from(error).into_response()
+        }
     }
 }

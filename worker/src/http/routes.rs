@@ -6,7 +6,12 @@ use super::{
     error::HttpError,
     extract::{ApiJson, ApiQuery, SessionQuery},
 };
-use crate::{auth::Principal, ops, state::AppState};
+use crate::{
+    audit::{self, audit_name_of},
+    auth::Principal,
+    ops,
+    state::AppState,
+};
 use axum::{
     Extension, Json,
     body::Body,
@@ -30,7 +35,9 @@ pub(super) async fn start(
     ApiJson(request): ApiJson<StartRequest>,
 ) -> Result<Json<StartResponse>, HttpError> {
     principal.must_be_operator()?;
-    Ok(Json(ops::checked_start(&state, request).await?))
+    let started = ops::checked_start(&state, request).await;
+    audit::started(&principal, &started);
+    Ok(Json(started?))
 }
 
 /// `POST /resume`.
@@ -42,9 +49,10 @@ pub(super) async fn resume(
     principal.may_act_on(&request.session_id)?;
     let session_id = request.session_id.clone();
     let resume = request.checked()?;
-    Ok(Json(
-        ops::resume_session(&state, &session_id, resume).await?,
-    ))
+    let action = audit_name_of(&resume);
+    let resumed = ops::resume_session(&state, &session_id, resume).await;
+    audit::action(&principal, action, &session_id, &resumed);
+    Ok(Json(resumed?))
 }
 
 /// `POST /interrupt` and `POST /abort`: one handler, the route says which stop.
@@ -54,8 +62,9 @@ pub(super) fn stop(kind: StopKind) -> MethodRouter<AppState> {
               Extension(principal): Extension<Principal>,
               ApiJson(request): ApiJson<SessionRequest>| async move {
             principal.may_act_on(&request.session_id)?;
-            let stopped = ops::stop_session(&state, &request.session_id, kind).await?;
-            Ok::<_, HttpError>(Json::<StopResponse>(stopped))
+            let stopped = ops::stop_session(&state, &request.session_id, kind).await;
+            audit::action(&principal, kind.as_str(), &request.session_id, &stopped);
+            Ok::<_, HttpError>(Json::<StopResponse>(stopped?))
         },
     )
 }

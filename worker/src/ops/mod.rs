@@ -6,10 +6,12 @@
 
 mod attach;
 mod body_limits;
+mod fork;
 mod new_run;
 mod reads;
 mod resume;
 mod rewind;
+mod search;
 mod start;
 mod stop;
 mod submit;
@@ -18,8 +20,10 @@ mod tree;
 
 pub use attach::{reindex_callback, start_or_attach};
 pub use body_limits::{MAX_JSON_DEPTH, body_too_large, checked_body_size, checked_json_depth};
+pub use fork::fork_session;
 pub use reads::{existing_session, session_snapshot, session_status, session_usage};
 pub use resume::resume_session;
+pub use search::{SearchScope, list_pending, list_sessions};
 pub use start::{MAX_MESSAGE_BYTES, checked_start, start_session};
 pub use stop::stop_session;
 pub use submit::{checked_submit, submit_and_continue};

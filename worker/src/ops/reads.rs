@@ -25,6 +25,14 @@ pub async fn existing_session(
 pub async fn session_status(state: &AppState, session_id: &str) -> Result<SessionState, ApiError> {
     let mut session = existing_session(state, session_id).await?;
     session.is_executing = Some(is_executing(state, &session).await?);
+    let address = checked_address(session_id)?;
+    session.pending = state
+        .store
+        .person_calls(&address, address.is_root())
+        .await?
+        .into_iter()
+        .map(|call| super::search::pending_detail(&address.root_session_id, call, None))
+        .collect::<Result<_, _>>()?;
     Ok(session)
 }
 

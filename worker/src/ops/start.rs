@@ -58,7 +58,8 @@ pub async fn start_session(
             ),
         })
     })?;
-    request.meta().check()?;
+    let meta = request.meta();
+    meta.check()?;
     let user_message = checked_message(request.message)?;
     let custom_state = seeded_state(agent, request.state.as_ref())?;
 
@@ -95,7 +96,7 @@ pub async fn start_session(
     // The one place the server's stream retention reaches Redis: the session records it.
     state
         .store
-        .create_session_with_state(
+        .create_session_with(
             NewSession {
                 address: &address,
                 agent_type: agent.name(),
@@ -106,6 +107,7 @@ pub async fn start_session(
                 max_chunks: state.options.stream_max_chunks,
             },
             custom_state.as_ref(),
+            &meta,
         )
         .await?;
 

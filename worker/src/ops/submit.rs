@@ -20,12 +20,17 @@ pub async fn checked_submit(
     principal: &Principal,
     bytes: &[u8],
 ) -> Result<SubmitAnswer, ApiError> {
+    let mut session_id = None;
     let answer = async {
         let request = SubmitRequest::from_json(bytes, state.options.verbose_errors)?;
+        session_id = Some(request.session_id().to_owned());
         principal.may_act_on(request.session_id())?;
         submit_and_continue(state, request).await
     }
     .await;
+    if let Some(session_id) = &session_id {
+        crate::audit::action(principal, "answer", session_id, &answer);
+    }
     let label = match &answer {
         Ok(answer) => answer.status.as_str(),
         Err(error) => error.code.as_str(),

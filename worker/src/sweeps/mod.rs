@@ -1,14 +1,17 @@
 //! A worker's sweeps, each a loop of idempotent passes that every worker runs on its own: the
 //! zombie sweep (`zombie.rs`: sessions left `active` by a run whose workflow is gone) and the
-//! deadline sweep (`deadline.rs`: far deadlines whose workflow is due to start) and the callback
-//! sweep (`callback.rs`: the producer mount's callbacks of ended turns).
+//! deadline sweep (`deadline.rs`: far deadlines whose workflow is due to start), the callback
+//! sweep (`callback.rs`: the producer mount's callbacks of ended turns) and the search index's
+//! repair sweep (`index.rs`).
 
 mod callback;
 mod deadline;
+mod index;
 mod zombie;
 
 pub use callback::{CallbackSweep, signature, sweep_callbacks, sweep_callbacks_once};
 pub use deadline::{DeadlineSweep, sweep_deadlines, sweep_deadlines_once};
+pub use index::{INDEX_SWEEP_EVERY, sweep_index, sweep_index_once};
 pub use zombie::{sweep_once, sweep_zombies};
 
 use baton_activities::io::ActivityPolicy;

@@ -1,12 +1,14 @@
 //! Baton's benchmark: per-step framework overhead of an agent run with the scripted model, beside
 //! the bare Temporal round trip of one empty activity measured in the same process and run;
 //! human-in-the-loop figures; sessions per second with 20 concurrent sessions; Temporal history
-//! bytes per step; SSE fan-out; Redis bytes per key of a suspended session. One module per section.
+//! bytes per step; SSE fan-out; Redis bytes per key of a suspended session; the first page of a
+//! filtered search by indexed sessions. One module per section.
 //!
 //! Run it in release against the dev server started with the fast transfer-queue setting:
 //! `source scripts/services.sh && cargo run --release -p baton-tests --bin bench`.
 //! `--only <section>[,<section>…]` (or `BENCH_ONLY`) runs some sections: `steps`, `submit`,
-//! `hitl`, `tree`, `throughput`, `fanout`, `footprint`. `BENCH_STEPS` (default 200) sets the steps measured per
+//! `hitl`, `tree`, `throughput`, `fanout`, `footprint`, `search` (`BENCH_SEARCH_SIZES`, default
+//! `1000,100000`, the index sizes). `BENCH_STEPS` (default 200) sets the steps measured per
 //! configuration, `BENCH_FOLLOWERS` (default 1000) the SSE followers of the fan-out measurement.
 
 #![allow(unreachable_pub)]
@@ -16,6 +18,7 @@ mod fanout;
 mod footprint;
 mod hitl;
 mod phases;
+mod search;
 mod steps;
 mod submit;
 mod throughput;
@@ -31,7 +34,7 @@ use std::{
 type Marks = Arc<Mutex<Vec<Instant>>>;
 
 /// The sections, in the order they run.
-const SECTIONS: [&str; 7] = [
+const SECTIONS: [&str; 8] = [
     "steps",
     "submit",
     "hitl",
@@ -39,6 +42,7 @@ const SECTIONS: [&str; 7] = [
     "throughput",
     "fanout",
     "footprint",
+    "search",
 ];
 
 fn gaps_ms(marks: &[Instant]) -> Vec<f64> {
@@ -183,6 +187,9 @@ async fn main() -> anyhow::Result<()> {
     }
     if wants("footprint") {
         footprint::print_footprint(&harness).await?;
+    }
+    if wants("search") {
+        search::print_search().await?;
     }
     std::process::exit(0);
 }

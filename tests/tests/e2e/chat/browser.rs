@@ -9,7 +9,7 @@ use serde_json::Value;
 use std::path::PathBuf;
 
 /// Where the screenshot goes: the build's target directory.
-fn artifacts_dir() -> PathBuf {
+pub(crate) fn artifacts_dir() -> PathBuf {
     let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
         || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"),
         PathBuf::from,
@@ -23,7 +23,7 @@ fn artifacts_dir() -> PathBuf {
 /// else the virtual environment `scripts/services.sh` makes (`BATON_VENV`, or `baton/venv` under
 /// the user's cache directory), so `cargo test --workspace` run directly finds it too. Without
 /// either, the test says which command installs it.
-fn playwright_python() -> PathBuf {
+pub(crate) fn playwright_python() -> PathBuf {
     let var = |name| std::env::var_os(name).filter(|value| !value.is_empty());
     if let Some(python) = var("BATON_TEST_PYTHON") {
         return PathBuf::from(python);

@@ -1,0 +1,467 @@
+//! The search index: which sessions hold a status, an agent, a user, a tag, a metadata entry, or
+//! a call waiting on a person, newest activity first, for `GET /sessions` and `GET /pending`.
+//!
+//! It lives in [`INDEX_SHARDS`] shards outside every session's slot (`<prefix>:index:{idx-<n>}:…`,
+//! a session's shard from its id), so no session script writes it, and a Redis Cluster spreads
+//! it: per shard a sorted set per term and scope (`root:tag:vip`, scored by the session's
+//! `updatedAt`), a hash of each session's record (the terms it is in) and two sorted sets of
+//! sessions to look at again (`dirty`: marked before a change, cleared by the entry written after
+//! it; `expiry`: an ended session's end of retention). Every entry is computed from the session's
+//! state and written by one idempotent script per shard (`index_write.lua`), so the index is a
+//! hint, never the truth: a reader checks each hit against the session, and the repair sweep
+//! ([`Store::repair_index`]) rewrites the marked entries, reading only those.
+
+use super::{Error, SessionAddress, SessionState, Status, Store, now_ms};
+use crate::{ids, meta::SessionMeta};
+use redis::AsyncCommands;
+use serde::{Deserialize, Serialize};
+use std::sync::LazyLock;
+
+/// The number of index shards: each a hash tag of its own, so a cluster spreads them.
+pub const INDEX_SHARDS: u32 = 16;
+/// At most this many metadata entries of a session are indexed (its first scalar ones, in key
+/// order), each `key=value` at most [`MAX_METADATA_TERM_BYTES`]: a session's entry stays small.
+pub const MAX_INDEXED_METADATA: usize = 8;
+/// The longest indexed metadata `key=value`, in bytes.
+pub const MAX_METADATA_TERM_BYTES: usize = 128;
+/// A dirty mark older than this (ms) is the repair sweep's: the write after it did not come.
+pub const REPAIR_AFTER_MS: u64 = 30_000;
+
+static INDEX_WRITE: LazyLock<redis::Script> =
+    LazyLock::new(|| redis::Script::new(include_str!("index_write.lua")));
+static INDEX_PAGE: LazyLock<redis::Script> =
+    LazyLock::new(|| redis::Script::new(include_str!("index_page.lua")));
+
+/// What the index narrows a search by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IndexTerm {
+    /// Every session.
+    All,
+    Status(Status),
+    Agent(String),
+    User(String),
+    Tag(String),
+    /// A metadata entry: its key and the value's text (see [`metadata_value_text`]).
+    Metadata(String, String),
+    /// A call waiting on a person: anywhere in the tree for a root, in the session for a child.
+    Awaiting,
+}
+
+impl IndexTerm {
+    fn text(&self) -> String {
+        match self {
+            Self::All => "all".to_owned(),
+            Self::Status(status) => format!("status:{}", status.as_str()),
+            Self::Agent(agent) => format!("agent:{agent}"),
+            Self::User(user) => format!("user:{user}"),
+            Self::Tag(tag) => format!("tag:{tag}"),
+            Self::Metadata(key, value) => format!("meta:{key}={value}"),
+            Self::Awaiting => "awaiting".to_owned(),
+        }
+    }
+}
+
+/// The text a metadata value is indexed and filtered by: a string as it is, a number or a boolean
+/// as its JSON; `None` (not indexed) for null, arrays and objects.
+pub fn metadata_value_text(value: &serde_json::Value) -> Option<String> {
+    match value {
+        serde_json::Value::String(text) => Some(text.clone()),
+        serde_json::Value::Number(_) | serde_json::Value::Bool(_) => Some(value.to_string()),
+        _ => None,
+    }
+}
+
+/// Root sessions, or the sessions below them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IndexScope {
+    Roots,
+    Children,
+}
+
+impl IndexScope {
+    fn of(address: &SessionAddress) -> Self {
+        if address.is_root() {
+            Self::Roots
+        } else {
+            Self::Children
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Roots => "root",
+            Self::Children => "child",
+        }
+    }
+}
+
+/// A place in the index's order (newest activity first, then session id, descending).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct IndexPosition {
+    pub score: u64,
+    pub session_id: String,
+}
+
+/// A search of the index: one term's sets drive it, every other term must be held too.
+#[derive(Debug, Clone)]
+pub struct IndexQuery {
+    pub drive: IndexTerm,
+    pub required: Vec<IndexTerm>,
+    pub scopes: Vec<IndexScope>,
+    /// Continue below this position (exclusive).
+    pub after: Option<IndexPosition>,
+    /// Activity at or before / at or after these times (ms since the epoch).
+    pub updated_before: Option<u64>,
+    pub updated_after: Option<u64>,
+    pub limit: usize,
+}
+
+/// The hits of a search, in order, and where the next page starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexPage {
+    pub hits: Vec<IndexPosition>,
+    pub next: Option<IndexPosition>,
+}
+
+/// A session's stored record: the version of the state it was computed from and its terms.
+#[derive(Debug, Serialize, Deserialize)]
+struct Record {
+    /// `lastSequence` and `updatedAt` of the state.
+    v: (u64, u64),
+    /// The term keys' last parts (`<scope>:<term>`).
+    k: Vec<String>,
+}
+
+/// The shard a session's entry lives in (FNV-1a of its id).
+pub(super) fn shard_of(session_id: &str) -> u32 {
+    let hash = session_id.bytes().fold(0x811c_9dc5_u32, |hash, byte| {
+        (hash ^ u32::from(byte)).wrapping_mul(0x0100_0193)
+    });
+    hash % INDEX_SHARDS
+}
+
+/// The address of a session the index names by its id.
+fn address_of(session_id: &str) -> SessionAddress {
+    SessionAddress {
+        root_session_id: ids::root_of(session_id).to_owned(),
+        session_id: session_id.to_owned(),
+    }
+}
+
+/// The terms a session is in, from its state and whether it waits on a person.
+fn terms_of(state: &SessionState, awaiting: bool) -> Vec<IndexTerm> {
+    let SessionMeta {
+        user_id,
+        tags,
+        metadata,
+    } = &state.meta;
+    let mut terms = vec![
+        IndexTerm::All,
+        IndexTerm::Status(state.status),
+        IndexTerm::Agent(state.agent_type.clone()),
+    ];
+    terms.extend(user_id.iter().cloned().map(IndexTerm::User));
+    terms.extend(tags.iter().cloned().map(IndexTerm::Tag));
+    let entries = metadata.iter().flatten().filter_map(|(key, value)| {
+        let text = metadata_value_text(value)?;
+        (key.len() + text.len() < MAX_METADATA_TERM_BYTES)
+            .then(|| IndexTerm::Metadata(key.clone(), text))
+    });
+    terms.extend(entries.take(MAX_INDEXED_METADATA));
+    if awaiting {
+        terms.push(IndexTerm::Awaiting);
+    }
+    terms.dedup();
+    terms
+}
+
+impl Store {
+    pub(super) fn index_key(&self, shard: u32, name: &str) -> String {
+        format!("{}:index:{{idx-{shard}}}:{name}", self.prefix)
+    }
+
+    /// Marks a session for the repair sweep before a change the index follows: the entry written
+    /// after the change clears it; a crash in between leaves it for [`Self::repair_index`].
+    pub(super) async fn mark_for_index(&self, address: &SessionAddress) -> Result<(), Error> {
+        let dirty = self.index_key(shard_of(&address.session_id), "dirty");
+        let () = self
+            .conn()
+            .zadd(dirty, &address.session_id, now_ms())
+            .await?;
+        Ok(())
+    }
+
+    /// Rewrites the index entry of a session (and of its root, whose `awaiting` term covers the
+    /// tree) from its state, after a change, in a task of its own: the change's caller does not
+    /// wait for it. An error is logged and the mark left for the sweep.
+    pub(super) async fn reindex_after_change(&self, address: &SessionAddress) {
+        let store = self.clone();
+        let address = address.clone();
+        tokio::spawn(async move {
+            if let Err(error) = store.reindex(&address).await {
+                tracing::warn!(session_id = %address.session_id, %error, "search index not updated");
+            }
+        });
+    }
+
+    /// Rewrites the index entries of a session and, for a child, of its root.
+    pub async fn reindex(&self, address: &SessionAddress) -> Result<(), Error> {
+        self.reindex_one(address).await?;
+        if !address.is_root() {
+            self.reindex_one(&SessionAddress::root(&address.root_session_id))
+                .await?;
+        }
+        Ok(())
+    }
+
+    async fn reindex_one(&self, address: &SessionAddress) -> Result<(), Error> {
+        let read_at = now_ms();
+        let entry = match self.session(address).await? {
+            None => None,
+            Some(state) => {
+                let awaiting = state.status == Status::SuspendedClientTool
+                    && !self.person_calls(address, true).await?.is_empty();
+                Some(state_entry(&state, awaiting, self.session_retention_ms))
+            }
+        };
+        let shard = shard_of(&address.session_id);
+        let records = self.index_key(shard, "records");
+        // A write between our read of the record and the script's makes it answer `moved`.
+        for _ in 0..4 {
+            let current: Option<String> = self.conn().hget(&records, &address.session_id).await?;
+            let old_terms = match &current {
+                Some(text) => super::from_json::<Record>(&records, text)?.k,
+                None => Vec::new(),
+            };
+            let mut invocation = INDEX_WRITE.prepare_invoke();
+            invocation
+                .key(&records)
+                .key(self.index_key(shard, "dirty"))
+                .key(self.index_key(shard, "expiry"));
+            for term in &old_terms {
+                invocation.key(self.index_key(shard, term));
+            }
+            let (record, score, expire_at, version) = match &entry {
+                Some(entry) => {
+                    for term in &entry.record.k {
+                        invocation.key(self.index_key(shard, term));
+                    }
+                    let expire_at = entry.expire_at.map(|at| at.to_string());
+                    (
+                        super::to_json(&entry.record),
+                        entry.score,
+                        expire_at.unwrap_or_default(),
+                        entry.record.v,
+                    )
+                }
+                None => (String::new(), 0, String::new(), (0, 0)),
+            };
+            invocation
+                .arg(&address.session_id)
+                .arg(current.unwrap_or_default())
+                .arg(record)
+                .arg(version.0)
+                .arg(version.1)
+                .arg(score)
+                .arg(expire_at)
+                .arg(old_terms.len())
+                .arg(read_at);
+            let reply: String = invocation.invoke_async(&mut self.conn()).await?;
+            if reply != "moved" {
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+
+    /// One page of the index: each shard's hits below the position, merged; a shard that stopped
+    /// early (its page full, or its read budget spent) bounds the page, so no hit is skipped.
+    pub async fn search_index(&self, query: &IndexQuery) -> Result<IndexPage, Error> {
+        let limit = query.limit.max(1);
+        let budget = (limit * 10).max(200);
+        let (max_score, after_id) = match (&query.after, query.updated_before) {
+            (Some(after), before) => (
+                after.score.min(before.unwrap_or(u64::MAX)).to_string(),
+                if before.is_some_and(|before| before < after.score) {
+                    String::new()
+                } else {
+                    after.session_id.clone()
+                },
+            ),
+            (None, Some(before)) => (before.to_string(), String::new()),
+            (None, None) => ("+inf".to_owned(), String::new()),
+        };
+        let min_score = query
+            .updated_after
+            .map_or_else(|| "-inf".to_owned(), |after| after.to_string());
+        let mut shard_pages = Vec::new();
+        for scope in &query.scopes {
+            let required: Vec<String> = query
+                .required
+                .iter()
+                .map(|term| format!("{}:{}", scope.name(), term.text()))
+                .collect();
+            let drive = format!("{}:{}", scope.name(), query.drive.text());
+            for shard in 0..INDEX_SHARDS {
+                let mut invocation = INDEX_PAGE.prepare_invoke();
+                invocation
+                    .key(self.index_key(shard, &drive))
+                    .key(self.index_key(shard, "records"))
+                    .arg(&max_score)
+                    .arg(&after_id)
+                    .arg(&min_score)
+                    .arg(limit)
+                    .arg(budget);
+                for term in &required {
+                    invocation.arg(term);
+                }
+                let mut connection = self.conn();
+                shard_pages.push(async move {
+                    let reply: Vec<String> = invocation.invoke_async(&mut connection).await?;
+                    Ok::<_, Error>(reply)
+                });
+            }
+        }
+        let replies = futures::future::try_join_all(shard_pages).await?;
+        let mut hits = Vec::new();
+        let mut bound: Option<IndexPosition> = None;
+        for reply in replies {
+            let mut fields = reply.into_iter();
+            let (Some(exhausted), Some(score), Some(id)) =
+                (fields.next(), fields.next(), fields.next())
+            else {
+                continue;
+            };
+            if exhausted != "1" {
+                let frontier = IndexPosition {
+                    score: parse_score(&score),
+                    session_id: id,
+                };
+                bound = Some(bound.map_or(frontier.clone(), |bound| bound.max(frontier)));
+            }
+            while let (Some(id), Some(score)) = (fields.next(), fields.next()) {
+                hits.push(IndexPosition {
+                    score: parse_score(&score),
+                    session_id: id,
+                });
+            }
+        }
+        hits.sort_by(|a, b| b.cmp(a));
+        hits.dedup();
+        if let Some(bound) = &bound {
+            hits.retain(|hit| hit >= bound);
+        }
+        hits.truncate(limit);
+        let next = if hits.len() == limit {
+            hits.last().cloned()
+        } else {
+            bound
+        };
+        Ok(IndexPage { hits, next })
+    }
+
+    /// The repair sweep's pass: rewrites the entries of sessions marked longer than `older_than`
+    /// ms ago (a crash between a change and its entry) and of ended sessions past their
+    /// retention (dropped once their keys are gone), at most `max_per_shard` of each per shard.
+    /// Reads only those members, never the keyspace. Answers how many it rewrote.
+    pub async fn repair_index(
+        &self,
+        older_than_ms: u64,
+        max_per_shard: usize,
+    ) -> Result<u64, Error> {
+        let now = now_ms();
+        let mut repaired = 0;
+        for shard in 0..INDEX_SHARDS {
+            let (marked, expired): (Vec<String>, Vec<String>) = redis::pipe()
+                .zrangebyscore_limit(
+                    self.index_key(shard, "dirty"),
+                    "-inf",
+                    now.saturating_sub(older_than_ms),
+                    0,
+                    max_per_shard as isize,
+                )
+                .zrangebyscore_limit(
+                    self.index_key(shard, "expiry"),
+                    "-inf",
+                    now,
+                    0,
+                    max_per_shard as isize,
+                )
+                .query_async(&mut self.conn())
+                .await?;
+            for session_id in marked.iter().chain(&expired) {
+                self.reindex_one(&address_of(session_id)).await?;
+                repaired += 1;
+            }
+        }
+        Ok(repaired)
+    }
+
+    /// Writes index entries (roots, no sessions behind them) in one pipeline: each a session id,
+    /// its score and its terms. For the benchmark, which measures a page over a large index
+    /// without the sessions' own keys; a search drops such hits when it reads them back, so
+    /// measure [`Self::search_index`] with it.
+    pub async fn seed_index(&self, entries: &[(String, u64, Vec<IndexTerm>)]) -> Result<(), Error> {
+        let mut pipe = redis::pipe();
+        for (session_id, score, terms) in entries {
+            let shard = shard_of(session_id);
+            let keys: Vec<String> = terms
+                .iter()
+                .map(|term| format!("{}:{}", IndexScope::Roots.name(), term.text()))
+                .collect();
+            for key in &keys {
+                pipe.zadd(self.index_key(shard, key), session_id, *score)
+                    .ignore();
+            }
+            let record = super::to_json(&Record {
+                v: (1, *score),
+                k: keys,
+            });
+            pipe.hset(self.index_key(shard, "records"), session_id, record)
+                .ignore();
+        }
+        let () = pipe.query_async(&mut self.conn()).await?;
+        Ok(())
+    }
+
+    /// The sessions marked for the repair sweep (tests and metrics).
+    pub async fn index_marks(&self) -> Result<u64, Error> {
+        let mut marks = 0;
+        for shard in 0..INDEX_SHARDS {
+            let count: u64 = self.conn().zcard(self.index_key(shard, "dirty")).await?;
+            marks += count;
+        }
+        Ok(marks)
+    }
+}
+
+/// A session's index entry: its record, score and end of retention.
+struct Entry {
+    record: Record,
+    score: u64,
+    expire_at: Option<u64>,
+}
+
+fn state_entry(state: &SessionState, awaiting: bool, retention_ms: u64) -> Entry {
+    let scope = IndexScope::of(&SessionAddress {
+        root_session_id: state.root_session_id.clone(),
+        session_id: state.session_id.clone(),
+    });
+    let k = terms_of(state, awaiting)
+        .iter()
+        .map(|term| format!("{}:{}", scope.name(), term.text()))
+        .collect();
+    Entry {
+        record: Record {
+            v: (state.last_sequence, state.updated_at),
+            k,
+        },
+        score: state.updated_at,
+        expire_at: (state.status.is_terminal() && retention_ms > 0)
+            .then(|| state.updated_at + retention_ms),
+    }
+}
+
+fn parse_score(text: &str) -> u64 {
+    text.parse::<f64>().map_or(0, |score| score as u64)
+}
