@@ -8,14 +8,43 @@ use baton_tests::{Harness, WAIT_LIMIT, agents, redis_url};
 use serde_json::json;
 
 /// Asserts that every key under the harness's prefix expires, within the retention (the
-/// prefix's deadline index, which is no session's, holds nothing of them: it is gone).
+/// prefix's deadline index, which is no session's, holds nothing of them: it is gone). The
+/// search index's shard keys are shared by every session of the prefix and have no TTL of their
+/// own: there, every entry is due to leave within the retention (the `expiry` sets the index's
+/// sweep reads).
 async fn every_key_expires(harness: &Harness) {
     let client = redis::Client::open(redis_url()).unwrap();
     let mut connection = client.get_multiplexed_async_connection().await.unwrap();
+    harness.index_settled().await;
     let keys = harness.keys().await;
     assert!(keys.iter().any(|key| key.ends_with(":tree")), "{keys:?}");
     let retention = DEFAULT_SESSION_RETENTION.as_millis() as i64;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let mut leaving = 0;
     for key in keys {
+        if key.contains(":index:{idx-") {
+            if key.ends_with(":expiry") {
+                let due: Vec<(String, i64)> = redis::cmd("ZRANGE")
+                    .arg(&key)
+                    .arg(0)
+                    .arg(-1)
+                    .arg("WITHSCORES")
+                    .query_async(&mut connection)
+                    .await
+                    .unwrap();
+                for (session, at) in due {
+                    assert!(
+                        at > now && at <= now + retention,
+                        "{session} leaves at {at}"
+                    );
+                    leaving += 1;
+                }
+            }
+            continue;
+        }
         let left: i64 = redis::cmd("PTTL")
             .arg(&key)
             .query_async(&mut connection)
@@ -23,6 +52,10 @@ async fn every_key_expires(harness: &Harness) {
             .unwrap();
         assert!(left > 0 && left <= retention, "{key}: {left} ms left");
     }
+    assert!(
+        leaving > 0,
+        "no index entry of the ended tree is due to leave"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
