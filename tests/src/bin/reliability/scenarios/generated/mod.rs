@@ -155,6 +155,9 @@ pub async fn run(campaign: &Campaign) -> anyhow::Result<Row> {
                         if (400..500).contains(&status)
                             && request.method != reqwest::Method::HEAD
                             && serde_json::from_slice::<baton_core::ApiError>(&body).is_err()
+                            && !(request.path.starts_with("/agents/")
+                                && serde_json::from_slice::<baton_core::remote::ErrorBody>(&body)
+                                    .is_ok())
                         {
                             lock(untyped).push(format!(
                                 "{} {} → {status} {:?}",
@@ -225,9 +228,35 @@ pub async fn run(campaign: &Campaign) -> anyhow::Result<Row> {
         .arg(-1)
         .query_async(&mut connection)
         .await?;
+    // The search index's shards and the callback index are shared by every session of the
+    // prefix: their keys are allowed, and every session they name must be.
+    let search_index = format!("{}:index:", fleet.config.prefix);
+    let callback_index = format!("{}:callbackIndex", fleet.config.prefix);
+    let mut named = Vec::new();
+    for key in keys.iter().filter(|key| key.starts_with(&search_index)) {
+        if key.ends_with(":records") {
+            let sessions: Vec<String> = redis::cmd("HKEYS")
+                .arg(key)
+                .query_async(&mut connection)
+                .await?;
+            named.extend(sessions.into_iter().map(|session| (key.clone(), session)));
+        }
+    }
+    let called: Vec<String> = redis::cmd("ZRANGE")
+        .arg(&callback_index)
+        .arg(0)
+        .arg(-1)
+        .query_async(&mut connection)
+        .await?;
+    named.extend(
+        called
+            .into_iter()
+            .map(|session| (callback_index.clone(), session)),
+    );
     let outside: Vec<String> = keys
         .iter()
         .filter(|key| **key != deadline_index)
+        .filter(|key| !key.starts_with(&search_index) && **key != callback_index)
         .filter(|key| {
             let root = key
                 .strip_prefix(&format!("{}:{{", fleet.config.prefix))
@@ -245,6 +274,15 @@ pub async fn run(campaign: &Campaign) -> anyhow::Result<Row> {
                         .is_some_and(|root| allowed.contains(root))
                 })
                 .map(|member| format!("{deadline_index} member {member}")),
+        )
+        .chain(
+            named
+                .into_iter()
+                .filter(|(_, session)| {
+                    let root = session.split('.').next().unwrap_or_default();
+                    !allowed.contains(root)
+                })
+                .map(|(key, session)| format!("{key} names {session}")),
         )
         .collect();
     fleet.check(&tally, &mut row).await?;

@@ -43,7 +43,20 @@ const ROUTES: &[(&str, &str)] = &[
     ("GET", "/pending"),
     ("POST", "/fork"),
     ("GET", "/console"),
+    // The producer mount of the remote-agent protocol; `{agent}` is an agent type (served or
+    // not). Its refusals are the protocol's envelope `{code, error}`.
+    ("POST", "/agents/{agent}/start"),
+    ("POST", "/agents/{agent}/resume"),
+    ("POST", "/agents/{agent}/interrupt"),
+    ("POST", "/agents/{agent}/abort"),
+    ("GET", "/agents/{agent}/status"),
+    ("GET", "/agents/{agent}/snapshot"),
+    ("GET", "/agents/{agent}/usage"),
+    ("GET", "/agents/{agent}/sse"),
 ];
+
+/// The mount's start, whose caller names the session it creates.
+const MOUNT_START: &str = "/agents/{agent}/start";
 
 fn text(rng: &mut Rng) -> String {
     match rng.below(9) {
@@ -158,6 +171,16 @@ fn body(rng: &mut Rng, path: &str, known: &Known) -> Vec<u8> {
             }
         }
         "/chat" => chat_body(rng, known, &mut object),
+        MOUNT_START => {
+            object.insert("sessionId".into(), session_id(rng, known));
+            object.insert("message".into(), json!(text(rng)));
+            if rng.chance(1, 4) {
+                object.insert("userId".into(), noise(rng, 2));
+            }
+            if rng.chance(1, 4) {
+                object.insert("tags".into(), noise(rng, 2));
+            }
+        }
         "/resume" => {
             object.insert("sessionId".into(), session_id(rng, known));
             object.insert(
@@ -350,13 +373,20 @@ pub fn request(rng: &mut Rng, known: &Known) -> Request {
     } else {
         path
     };
+    let agent = *rng.pick(&[agents::CHATTER, agents::MIXED, "nope"]);
+    let path = path.replace("{agent}", agent);
     let body = (method != "GET" || rng.chance(1, 20)).then(|| body(rng, &route, known));
-    // A chat request's id, if its body has one: the session a 200 may have created.
-    let chat_id = (route == "/chat")
-        .then_some(body.as_deref())
-        .flatten()
-        .and_then(|body| serde_json::from_slice::<Value>(body).ok())
-        .and_then(|body| body["id"].as_str().map(str::to_owned));
+    // A chat request's id, or a mount start's session id, if its body has one: the session a
+    // 200 may have created.
+    let id_field = match route.as_str() {
+        "/chat" => Some("id"),
+        MOUNT_START => Some("sessionId"),
+        _ => None,
+    };
+    let chat_id = id_field.zip(body.as_deref()).and_then(|(field, body)| {
+        let body = serde_json::from_slice::<Value>(body).ok()?;
+        body[field].as_str().map(str::to_owned)
+    });
     Request {
         method: reqwest::Method::from_bytes(method.as_bytes()).unwrap_or(reqwest::Method::GET),
         path,
