@@ -282,6 +282,9 @@ mod tests {
         assert_eq!(message_bytes(&Message::user("abcd")), small + 4);
         let value = serde_json::json!({"ab": ["cd", 1, null]});
         let slot = std::mem::size_of::<Value>();
-        assert_eq!(value_bytes(&value), slot + 2 + slot + slot + 2 + slot + slot);
+        assert_eq!(
+            value_bytes(&value),
+            slot + 2 + slot + slot + 2 + slot + slot
+        );
     }
 }
