@@ -14,6 +14,7 @@ mod config;
 mod deadline_index;
 mod finish;
 mod inspect;
+mod loader;
 mod local_model_step;
 mod log_cache;
 mod mount;
