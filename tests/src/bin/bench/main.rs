@@ -6,7 +6,8 @@
 //! Run it in release against the dev server started with the fast transfer-queue setting:
 //! `source scripts/services.sh && cargo run --release -p baton-tests --bin bench`.
 //! `--only <section>[,<section>…]` (or `BENCH_ONLY`) runs some sections: `steps`, `submit`,
-//! `hitl`, `tree`, `throughput`, `fanout`, `footprint`. `BENCH_STEPS` (default 200) sets the steps measured per
+//! `hitl`, `tree`, `throughput`, `fanout`, `footprint`, and the process sections `rounds`,
+//! `soak` and `million` (real `batond` processes and a Redis of their own, see `procs.rs`). `BENCH_STEPS` (default 200) sets the steps measured per
 //! configuration, `BENCH_FOLLOWERS` (default 1000) the SSE followers of the fan-out measurement.
 
 #![allow(unreachable_pub)]
@@ -15,7 +16,12 @@ mod bare;
 mod fanout;
 mod footprint;
 mod hitl;
+mod million;
 mod phases;
+mod procs;
+mod remote;
+mod rounds;
+mod soak;
 mod steps;
 mod submit;
 mod throughput;
@@ -31,7 +37,7 @@ use std::{
 type Marks = Arc<Mutex<Vec<Instant>>>;
 
 /// The sections, in the order they run.
-const SECTIONS: [&str; 7] = [
+const SECTIONS: [&str; 10] = [
     "steps",
     "submit",
     "hitl",
@@ -39,7 +45,14 @@ const SECTIONS: [&str; 7] = [
     "throughput",
     "fanout",
     "footprint",
+    "rounds",
+    "soak",
+    "million",
 ];
+
+/// The sections that run real `batond` processes against a Redis of their own (`procs.rs`);
+/// they need no in-process server and run first.
+const PROCESS_SECTIONS: [&str; 3] = ["rounds", "soak", "million"];
 
 fn gaps_ms(marks: &[Instant]) -> Vec<f64> {
     marks
@@ -76,7 +89,8 @@ fn worker_settings(task_queue: &str) -> baton_worker::WorkerSettings {
     settings
 }
 
-/// The sections asked for: `--only a,b` on the command line, else `BENCH_ONLY`, else all.
+/// The sections asked for: `--only a,b` on the command line, else `BENCH_ONLY`, else all but
+/// the process sections (which take minutes and are asked for by name).
 fn selected_sections() -> anyhow::Result<Vec<String>> {
     let mut arguments = std::env::args().skip(1);
     let mut only = std::env::var("BENCH_ONLY").ok();
@@ -87,7 +101,11 @@ fn selected_sections() -> anyhow::Result<Vec<String>> {
         }
     }
     let Some(only) = only else {
-        return Ok(SECTIONS.iter().map(|s| (*s).to_owned()).collect());
+        return Ok(SECTIONS
+            .iter()
+            .filter(|s| !PROCESS_SECTIONS.contains(s))
+            .map(|s| (*s).to_owned())
+            .collect());
     };
     let chosen: Vec<String> = only.split(',').map(|s| s.trim().to_owned()).collect();
     if let Some(unknown) = chosen.iter().find(|s| !SECTIONS.contains(&s.as_str())) {
@@ -100,6 +118,21 @@ fn selected_sections() -> anyhow::Result<Vec<String>> {
 async fn main() -> anyhow::Result<()> {
     let sections = selected_sections()?;
     let wants = |section: &str| sections.iter().any(|s| s == section);
+    if wants("rounds") {
+        rounds::print_rounds().await?;
+    }
+    if wants("soak") {
+        soak::print_soak().await?;
+    }
+    if wants("million") {
+        million::print_million().await?;
+    }
+    if sections
+        .iter()
+        .all(|s| PROCESS_SECTIONS.contains(&s.as_str()))
+    {
+        std::process::exit(0);
+    }
     let steps: u32 = std::env::var("BENCH_STEPS")
         .ok()
         .and_then(|s| s.parse().ok())
