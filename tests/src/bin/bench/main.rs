@@ -148,6 +148,7 @@ async fn main() -> anyhow::Result<()> {
         baton_tests::agents::asker_deadline("bench_ask", Duration::from_secs(3600)),
         hitl::hitl_agent(hitl::rounds_in_all(), &hitl_marks),
         tree::two_level_root(&hitl_marks),
+        tree::three_level_root(&hitl_marks),
     ];
     agents.extend(tree::agents());
     let registry = AgentRegistry::new(agents)?;
