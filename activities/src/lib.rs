@@ -18,6 +18,7 @@ mod deadline_start;
 mod failure;
 mod heartbeat;
 mod log_cache;
+pub use log_cache::LogCacheBounds;
 mod model_step;
 mod plan;
 mod resume;
@@ -70,6 +71,12 @@ impl AgentActivities {
     /// with the same horizon.
     pub fn deadline_horizon(mut self, horizon: Option<Duration>) -> Self {
         self.deadline_horizon = horizon;
+        self
+    }
+
+    /// Builder: how much the worker's log cache holds (default [`LogCacheBounds::default`]).
+    pub fn log_cache(mut self, bounds: LogCacheBounds) -> Self {
+        self.logs = log_cache::LogCache::new(bounds);
         self
     }
 

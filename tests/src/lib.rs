@@ -8,6 +8,8 @@
 pub mod agents;
 pub mod events;
 pub mod histories;
+pub mod loader;
+pub mod procs;
 pub mod state_agents;
 pub mod tree_agents;
 

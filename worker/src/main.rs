@@ -106,6 +106,7 @@ async fn run() -> anyhow::Result<()> {
                     deadline_horizon: cli.temporal.deadline_horizon(),
                     policy: cli.activities.policy(),
                     callbacks: cli.mount.callback_sweep(),
+                    log_cache: cli.memory.log_cache(),
                     ..WorkerSettings::new(cli.temporal.task_queue.clone())
                 },
                 store,

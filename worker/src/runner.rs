@@ -1,7 +1,9 @@
 //! Connecting to Temporal and running the Temporal worker that executes agent runs.
 
 use anyhow::Context;
-use baton_activities::{AgentActivities, DEFAULT_DEADLINE_HORIZON, io::ActivityPolicy};
+use baton_activities::{
+    AgentActivities, DEFAULT_DEADLINE_HORIZON, LogCacheBounds, io::ActivityPolicy,
+};
 use baton_core::{AgentRegistry, Store};
 use baton_workflows::{AgentRunWorkflow, DeadlineWorkflow};
 use std::time::Duration;
@@ -44,6 +46,8 @@ pub struct WorkerSettings {
     /// The producer mount's callback sweep (see [`crate::sweeps`]); `None`: no sweep, and
     /// callbacks wait for a worker that has one.
     pub callbacks: Option<crate::sweeps::CallbackSweep>,
+    /// How much the log cache of the worker's model steps holds, in runs and in bytes.
+    pub log_cache: LogCacheBounds,
 }
 
 /// The default of [`WorkerSettings::zombie_grace`]: far above any write-to-start gap, and
@@ -62,6 +66,7 @@ impl WorkerSettings {
             policy: ActivityPolicy::default(),
             deadline_horizon: Some(DEFAULT_DEADLINE_HORIZON),
             callbacks: Some(crate::sweeps::CallbackSweep::default()),
+            log_cache: LogCacheBounds::default(),
         }
     }
 }
@@ -133,7 +138,8 @@ pub async fn run_worker(
         .register_activities(
             AgentActivities::new(store, registry, settings.heartbeat_every)
                 .starting_deadlines_with(client.clone())
-                .deadline_horizon(settings.deadline_horizon),
+                .deadline_horizon(settings.deadline_horizon)
+                .log_cache(settings.log_cache),
         )
         .register_workflow::<AgentRunWorkflow>()?
         .register_workflow::<DeadlineWorkflow>()?

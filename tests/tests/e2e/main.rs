@@ -16,6 +16,7 @@ mod deadline_index;
 mod finish;
 mod inspect;
 mod limits;
+mod loader;
 mod local_model_step;
 mod log_cache;
 mod log_fields;

@@ -6,6 +6,7 @@
 mod activities;
 mod auth;
 mod limits;
+mod memory;
 mod model;
 mod mount;
 mod observe;
@@ -40,6 +41,8 @@ pub(crate) struct Cli {
     pub(crate) auth: auth::AuthArgs,
     #[command(flatten)]
     pub(crate) limits: limits::LimitArgs,
+    #[command(flatten)]
+    pub(crate) memory: memory::MemoryArgs,
     #[command(flatten)]
     pub(crate) model: model::ModelArgs,
     #[command(flatten)]
@@ -94,6 +97,10 @@ mod tests {
         let cli = Cli::try_parse_from(["batond", "dev", "--allow-unauthenticated"]).unwrap();
         assert_eq!(cli.role, Role::Dev);
         assert_eq!(cli.activities.policy(), ActivityPolicy::default());
+        assert_eq!(
+            cli.memory.log_cache(),
+            baton_activities::LogCacheBounds::default()
+        );
         let options = cli.server_options().unwrap();
         let defaults = ServerOptions::default();
         assert_eq!(options.submit_limits, defaults.submit_limits);
@@ -239,8 +246,14 @@ mod tests {
             "1500",
             "--task-queue",
             "q",
+            "--log-cache-runs",
+            "8",
+            "--log-cache-mib",
+            "3",
         ])
         .unwrap();
+        let bounds = cli.memory.log_cache();
+        assert_eq!((bounds.runs, bounds.bytes), (8, 3 << 20));
         assert_eq!(cli.auth.api_keys, ["a", "b"]);
         assert_eq!(cli.temporal.task_queue, "q");
         let policy = cli.activities.policy();

@@ -24,7 +24,7 @@ pub use fork::fork_session;
 pub use reads::{existing_session, session_snapshot, session_status, session_usage};
 pub use resume::resume_session;
 pub use search::{SearchScope, list_pending, list_sessions};
-pub use start::{MAX_MESSAGE_BYTES, checked_start, start_session};
+pub use start::{MAX_MESSAGE_BYTES, checked_start, first_log, start_session};
 pub use stop::stop_session;
 pub use submit::{checked_submit, submit_and_continue};
 

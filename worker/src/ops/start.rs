@@ -88,11 +88,7 @@ pub async fn start_session(
             format!("session {session_id} was used before (its workflow {workflow_id} exists)"),
         ));
     }
-    let mut messages = Vec::with_capacity(2);
-    if !agent.system_prompt().is_empty() {
-        messages.push(Message::system(agent.system_prompt()));
-    }
-    messages.push(Message::user(user_message));
+    let messages = first_log(agent, &user_message);
     // The one place the server's stream retention reaches Redis: the session records it.
     state
         .store
@@ -128,6 +124,17 @@ pub async fn start_session(
         stream_id,
         token: None,
     })
+}
+
+/// The log a session of `agent` starts with: its system prompt (if any), then the user's
+/// message.
+pub fn first_log(agent: &baton_core::Agent, user_message: &str) -> Vec<Message> {
+    let mut messages = Vec::with_capacity(2);
+    if !agent.system_prompt().is_empty() {
+        messages.push(Message::system(agent.system_prompt()));
+    }
+    messages.push(Message::user(user_message));
+    messages
 }
 
 /// The custom state a session of `agent` starts with: its defaults overridden by the request's

@@ -8,7 +8,9 @@
 //! `source scripts/services.sh && cargo run --release -p baton-tests --bin bench`.
 //! `--only <section>[,<section>…]` (or `BENCH_ONLY`) runs some sections: `steps`, `submit`,
 //! `hitl`, `tree`, `throughput`, `fanout`, `footprint`, `search` (`BENCH_SEARCH_SIZES`, default
-//! `1000,100000`, the index sizes). `BENCH_STEPS` (default 200) sets the steps measured per
+//! `1000,100000`, the index sizes), and the process sections `rounds`, `soak` and `million`
+//! (real `batond` processes and a Redis of their own, see `procs.rs`). `BENCH_STEPS` (default
+//! 200) sets the steps measured per
 //! configuration, `BENCH_FOLLOWERS` (default 1000) the SSE followers of the fan-out measurement.
 
 #![allow(unreachable_pub)]
@@ -17,8 +19,13 @@ mod bare;
 mod fanout;
 mod footprint;
 mod hitl;
+mod million;
 mod phases;
+mod procs;
+mod remote;
+mod rounds;
 mod search;
+mod soak;
 mod steps;
 mod submit;
 mod throughput;
@@ -34,7 +41,7 @@ use std::{
 type Marks = Arc<Mutex<Vec<Instant>>>;
 
 /// The sections, in the order they run.
-const SECTIONS: [&str; 8] = [
+const SECTIONS: [&str; 11] = [
     "steps",
     "submit",
     "hitl",
@@ -43,7 +50,14 @@ const SECTIONS: [&str; 8] = [
     "fanout",
     "footprint",
     "search",
+    "rounds",
+    "soak",
+    "million",
 ];
+
+/// The sections that run real `batond` processes against a Redis of their own (`procs.rs`);
+/// they need no in-process server and run first.
+const PROCESS_SECTIONS: [&str; 3] = ["rounds", "soak", "million"];
 
 fn gaps_ms(marks: &[Instant]) -> Vec<f64> {
     marks
@@ -80,7 +94,8 @@ fn worker_settings(task_queue: &str) -> baton_worker::WorkerSettings {
     settings
 }
 
-/// The sections asked for: `--only a,b` on the command line, else `BENCH_ONLY`, else all.
+/// The sections asked for: `--only a,b` on the command line, else `BENCH_ONLY`, else all but
+/// the process sections (which take minutes and are asked for by name).
 fn selected_sections() -> anyhow::Result<Vec<String>> {
     let mut arguments = std::env::args().skip(1);
     let mut only = std::env::var("BENCH_ONLY").ok();
@@ -91,7 +106,11 @@ fn selected_sections() -> anyhow::Result<Vec<String>> {
         }
     }
     let Some(only) = only else {
-        return Ok(SECTIONS.iter().map(|s| (*s).to_owned()).collect());
+        return Ok(SECTIONS
+            .iter()
+            .filter(|s| !PROCESS_SECTIONS.contains(s))
+            .map(|s| (*s).to_owned())
+            .collect());
     };
     let chosen: Vec<String> = only.split(',').map(|s| s.trim().to_owned()).collect();
     if let Some(unknown) = chosen.iter().find(|s| !SECTIONS.contains(&s.as_str())) {
@@ -104,6 +123,21 @@ fn selected_sections() -> anyhow::Result<Vec<String>> {
 async fn main() -> anyhow::Result<()> {
     let sections = selected_sections()?;
     let wants = |section: &str| sections.iter().any(|s| s == section);
+    if wants("rounds") {
+        rounds::print_rounds().await?;
+    }
+    if wants("soak") {
+        soak::print_soak().await?;
+    }
+    if wants("million") {
+        million::print_million().await?;
+    }
+    if sections
+        .iter()
+        .all(|s| PROCESS_SECTIONS.contains(&s.as_str()))
+    {
+        std::process::exit(0);
+    }
     let steps: u32 = std::env::var("BENCH_STEPS")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -119,6 +153,7 @@ async fn main() -> anyhow::Result<()> {
         baton_tests::agents::asker_deadline("bench_ask", Duration::from_secs(3600)),
         hitl::hitl_agent(hitl::rounds_in_all(), &hitl_marks),
         tree::two_level_root(&hitl_marks),
+        tree::three_level_root(&hitl_marks),
     ];
     agents.extend(tree::agents());
     let registry = AgentRegistry::new(agents)?;

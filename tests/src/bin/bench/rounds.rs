@@ -1,0 +1,276 @@
+//! Human-in-the-loop rounds at higher concurrency with real processes: one `batond server` and
+//! one or two `batond worker`s against the benchmark's own Redis and the Temporal dev server.
+//! Rounds per second at 20, 100 and 500 sessions at once (`BENCH_ROUNDS_CONCURRENCY`), with one
+//! and with two workers, and the CPU each process spent per round, read from `/proc`; then
+//! rounds through the chat route (an answer POSTed to `/chat`, the next step streamed back)
+//! beside the plain API, 20 sessions at once.
+
+use crate::{
+    procs::{self, Batond, CpuMeter},
+    remote, summary,
+};
+use baton_client::HttpClient;
+use baton_core::message::ToolOutcome;
+use futures::{StreamExt, TryStreamExt};
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+const AGENT: &str = "scale_ask";
+
+/// Rounds per configuration in all (`BENCH_ROUNDS_TOTAL`, default 2000), spread over its
+/// sessions, at least 3 each.
+fn rounds_per_session(sessions: usize) -> usize {
+    let total: usize = std::env::var("BENCH_ROUNDS_TOTAL")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2000);
+    (total / sessions).max(3)
+}
+
+fn concurrencies() -> Vec<usize> {
+    std::env::var("BENCH_ROUNDS_CONCURRENCY")
+        .ok()
+        .map(|s| s.split(',').filter_map(|n| n.trim().parse().ok()).collect())
+        .unwrap_or_else(|| vec![20, 100, 500])
+}
+
+/// The most rounds any configuration runs per session, plus room: the agent's script length.
+const MOST_ROUNDS: usize = 120;
+
+/// One configuration's figures.
+struct Figures {
+    rounds: usize,
+    seconds: f64,
+    to_step: Vec<f64>,
+    cpu: Vec<(String, f64)>,
+}
+
+impl Figures {
+    fn print(&self, label: &str) {
+        let (p50, p99, _) = summary(self.to_step.clone());
+        let total: f64 = self.cpu.iter().map(|(_, s)| s).sum::<f64>() * 1000.0 / self.rounds as f64;
+        let cpu = if self.cpu.is_empty() {
+            "–".to_owned()
+        } else {
+            let each: Vec<String> = self
+                .cpu
+                .iter()
+                .map(|(name, seconds)| {
+                    format!("{name} {:.2}", seconds * 1000.0 / self.rounds as f64)
+                })
+                .collect();
+            format!("{} (all {total:.2})", each.join(", "))
+        };
+        println!(
+            "| {label} | {:.1} | {p50:.1} | {p99:.1} | {cpu} |",
+            self.rounds as f64 / self.seconds,
+        );
+    }
+}
+
+/// Starts `count` sessions (50 at a time) and follows each to its first suspension.
+async fn suspended_sessions(
+    client: &HttpClient,
+    count: usize,
+) -> anyhow::Result<Vec<(String, u64)>> {
+    futures::stream::iter(0..count)
+        .map(|_| async {
+            let (session, pause) = remote::started(client, AGENT).await?;
+            anyhow::Ok((session, pause.last_sequence))
+        })
+        .buffer_unordered(50)
+        .try_collect()
+        .await
+}
+
+/// Each session answers `rounds` rounds over the plain API, all sessions at once.
+async fn api_rounds(
+    client: &HttpClient,
+    sessions: Vec<(String, u64)>,
+    rounds: usize,
+    meter: &[(&str, Option<u32>)],
+) -> anyhow::Result<Figures> {
+    let answer = ToolOutcome::Result(json!({"answer": "ok"}));
+    let cpu = CpuMeter::start(meter);
+    let began = Instant::now();
+    let outcomes = futures::future::join_all(sessions.into_iter().map(|(session, mut after)| {
+        let answer = answer.clone();
+        async move {
+            let mut to_step = Vec::with_capacity(rounds);
+            for turn in 1..=rounds {
+                let call = remote::call_of_turn(turn);
+                let (pause, step) = remote::round(client, &session, &call, &answer, after).await?;
+                anyhow::ensure!(!pause.ended, "{session} ended at round {turn}");
+                after = pause.last_sequence;
+                to_step.extend(step.map(|d| d.as_secs_f64() * 1000.0));
+            }
+            anyhow::Ok(to_step)
+        }
+    }))
+    .await;
+    let seconds = began.elapsed().as_secs_f64();
+    let cpu = cpu.used();
+    let mut to_step = Vec::new();
+    let mut done = 0;
+    for outcome in outcomes {
+        let latencies = outcome?;
+        done += rounds;
+        to_step.extend(latencies);
+    }
+    Ok(Figures {
+        rounds: done,
+        seconds,
+        to_step,
+        cpu,
+    })
+}
+
+/// POSTs a `useChat` body and reads its SSE answer to `[DONE]`; returns when the first
+/// `start-step` frame arrived, and whether the answer ended the turn with a new client call.
+async fn chat_post(
+    http: &reqwest::Client,
+    base: &str,
+    body: &Value,
+) -> anyhow::Result<(Option<Instant>, bool)> {
+    let response = http.post(format!("{base}/chat")).json(body).send().await?;
+    anyhow::ensure!(
+        response.status().is_success(),
+        "chat answered {}",
+        response.status()
+    );
+    let mut bytes = response.bytes_stream();
+    let mut text = String::new();
+    let mut first_step = None;
+    let mut asked = false;
+    while let Some(piece) = bytes.next().await {
+        text.push_str(&String::from_utf8_lossy(&piece?));
+        while let Some(end) = text.find("\n\n") {
+            let frame: String = text.drain(..end + 2).collect();
+            let Some(data) = frame.trim().strip_prefix("data: ") else {
+                continue;
+            };
+            if data == "[DONE]" {
+                return Ok((first_step, asked));
+            }
+            let chunk: Value = serde_json::from_str(data)?;
+            match chunk["type"].as_str() {
+                Some("start-step") if first_step.is_none() => first_step = Some(Instant::now()),
+                Some("tool-input-available") => asked = true,
+                _ => {}
+            }
+        }
+    }
+    anyhow::bail!("the chat answer ended without [DONE]")
+}
+
+/// Each of `sessions` chats answers `rounds` rounds through `/chat`, all at once.
+async fn chat_rounds(base: &str, sessions: usize, rounds: usize) -> anyhow::Result<Figures> {
+    let http = reqwest::Client::new();
+    let chats: Vec<String> = (0..sessions)
+        .map(|_| uuid::Uuid::new_v4().simple().to_string())
+        .collect();
+    futures::stream::iter(chats.iter())
+        .map(|chat| {
+            let body = json!({"id": chat, "trigger": "submit-message", "agent": AGENT,
+                "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "go"}]}]});
+            let http = &http;
+            async move { chat_post(http, base, &body).await }
+        })
+        .buffer_unordered(50)
+        .try_collect::<Vec<_>>()
+        .await?;
+    let began = Instant::now();
+    let outcomes = futures::future::join_all(chats.iter().map(|chat| {
+        let http = &http;
+        async move {
+            let mut to_step = Vec::with_capacity(rounds);
+            for turn in 1..=rounds {
+                let part = json!({"type": "tool-ask", "toolCallId": remote::call_of_turn(turn),
+                    "state": "output-available", "input": {}, "output": {"answer": "ok"}});
+                let message = format!("a{turn}");
+                let body = json!({"id": chat, "trigger": "submit-message", "messageId": message,
+                    "messages": [{"id": message, "role": "assistant",
+                                  "parts": [{"type": "step-start"}, part]}]});
+                let asked = Instant::now();
+                let (first_step, again) = chat_post(http, base, &body).await?;
+                anyhow::ensure!(again, "chat {chat} did not ask again at round {turn}");
+                to_step.extend(first_step.map(|at| (at - asked).as_secs_f64() * 1000.0));
+            }
+            anyhow::Ok(to_step)
+        }
+    }))
+    .await;
+    let seconds = began.elapsed().as_secs_f64();
+    let mut to_step = Vec::new();
+    for outcome in outcomes {
+        to_step.extend(outcome?);
+    }
+    Ok(Figures {
+        rounds: sessions * rounds,
+        seconds,
+        to_step,
+        cpu: Vec::new(),
+    })
+}
+
+pub async fn print_rounds() -> anyhow::Result<()> {
+    let redis = procs::own_redis(false).await?;
+    let agents = procs::agents_file("rounds", &remote::asking_agent(AGENT, MOST_ROUNDS, ""))?;
+    let prefix = format!("bench{}", std::process::id());
+    let task_queue = format!("bench-rounds-{}", std::process::id());
+    let flags = procs::common_flags(&redis.url(), &prefix, &task_queue, &agents);
+    let server = Batond::server("rounds-server", &flags).await?;
+    let client = HttpClient::new(server.base_url());
+    let temporal = procs::temporal_pid();
+    println!("\n## HITL rounds with real processes (batond server + batond worker ×1/×2)\n");
+    println!(
+        "Each round: submit → resume → the resumed step → the next suspension, over HTTP; the \
+         Temporal dev server shared, Redis the benchmark's own (port {}).\n",
+        redis.port
+    );
+    println!(
+        "| configuration | rounds/s | answer → next step p50 ms | p99 ms | CPU ms per round: process |"
+    );
+    println!("|---|---:|---:|---:|---|");
+    let mut workers: Vec<Batond> = Vec::new();
+    for count in [1, 2] {
+        while workers.len() < count {
+            workers.push(Batond::worker(
+                &format!("rounds-worker-{}", workers.len()),
+                &flags,
+            )?);
+        }
+        // The workers poll before the first session starts.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        for sessions in concurrencies() {
+            let rounds = rounds_per_session(sessions).min(MOST_ROUNDS - 1);
+            let started = suspended_sessions(&client, sessions).await?;
+            let mut meter = vec![
+                ("temporal", temporal),
+                ("server", server.pid()),
+                ("redis", redis.pid()),
+            ];
+            let names = ["worker 1", "worker 2"];
+            for (name, worker) in names.iter().zip(&workers) {
+                meter.push((name, worker.pid()));
+            }
+            let figures = api_rounds(&client, started, rounds, &meter).await?;
+            let workers = if count == 1 { "1 worker" } else { "2 workers" };
+            figures.print(&format!("{sessions} sessions, {workers}, API"));
+        }
+    }
+    let rounds = rounds_per_session(20).min(MOST_ROUNDS - 1);
+    let started = suspended_sessions(&client, 20).await?;
+    let api = api_rounds(&client, started, rounds, &[]).await?;
+    let chat = chat_rounds(&server.base_url(), 20, rounds).await?;
+    api.print("20 sessions, 2 workers, API (beside the chat row)");
+    chat.print("20 sessions, 2 workers, `/chat`");
+    println!(
+        "\nchat ÷ API rounds/s: {:.2}× (target ≥ 0.8×)",
+        (chat.rounds as f64 / chat.seconds) / (api.rounds as f64 / api.seconds)
+    );
+    drop(workers);
+    drop(server);
+    procs::remove_redis(redis);
+    Ok(())
+}

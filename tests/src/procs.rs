@@ -1,0 +1,230 @@
+//! Processes a benchmark or a fault campaign starts besides the shared test services: a
+//! `redis-server` of its own (its own port and directory), and what `/proc` says of a process.
+//! Used by the `reliability` and `bench` binaries.
+
+use anyhow::{Context, bail};
+use std::{
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+/// A free TCP port on loopback (the listener is dropped; a race with another process is
+/// unlikely on a test machine and would fail the start loudly).
+pub fn free_port() -> anyhow::Result<u16> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    Ok(listener.local_addr()?.port())
+}
+
+/// Sends a signal by name (`STOP`, `CONT`) with the system's `kill`, so no `unsafe` is needed.
+fn signal(pid: u32, name: &str) -> anyhow::Result<()> {
+    let status = Command::new("kill")
+        .arg(format!("-{name}"))
+        .arg(pid.to_string())
+        .status()?;
+    anyhow::ensure!(status.success(), "kill -{name} {pid} failed");
+    Ok(())
+}
+
+/// The clock ticks per second of `/proc/<pid>/stat`'s times.
+fn ticks_per_second() -> f64 {
+    Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|out| String::from_utf8(out.stdout).ok())
+        .and_then(|text| text.trim().parse().ok())
+        .unwrap_or(100.0)
+}
+
+/// The CPU seconds (user + system) a process has used, from `/proc/<pid>/stat`.
+pub fn cpu_seconds(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The fields after the command name (which may hold spaces) start at field 3.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let user: f64 = fields.get(11)?.parse().ok()?;
+    let system: f64 = fields.get(12)?.parse().ok()?;
+    Some((user + system) / ticks_per_second())
+}
+
+/// The resident set size of a process in KiB, from `/proc`.
+pub fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+pub fn log_file(dir: &Path, name: &str) -> anyhow::Result<std::fs::File> {
+    std::fs::File::options()
+        .create(true)
+        .append(true)
+        .open(dir.join(format!("{name}.log")))
+        .with_context(|| format!("cannot open the log of {name}"))
+}
+
+/// SIGKILLs a child (if it runs) and reaps it.
+pub fn kill_child(child: &mut Option<Child>) {
+    if let Some(mut child) = child.take() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
+
+/// A `redis-server` of the campaign's own, on a port of its own, with its data in `dir`.
+pub struct RedisServer {
+    pub port: u16,
+    dir: PathBuf,
+    extra: Vec<String>,
+    child: Option<Child>,
+}
+
+impl RedisServer {
+    /// Starts Redis with `extra` arguments (e.g. `--appendonly yes --appendfsync always`); without
+    /// any it keeps nothing on disk, as the tests' Redis.
+    pub async fn start(dir: &Path, extra: &[&str]) -> anyhow::Result<Self> {
+        let port = free_port()?;
+        let dir = dir.join(format!("redis-{port}"));
+        std::fs::create_dir_all(&dir)?;
+        let mut server = Self {
+            port,
+            dir,
+            extra: extra.iter().map(|s| (*s).to_owned()).collect(),
+            child: None,
+        };
+        server.spawn().await?;
+        Ok(server)
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    async fn spawn(&mut self) -> anyhow::Result<()> {
+        self.launch()?;
+        wait_for_redis(&self.url(), Duration::from_secs(20)).await
+    }
+
+    fn launch(&mut self) -> anyhow::Result<()> {
+        let mut command = Command::new("redis-server");
+        command
+            .arg("--port")
+            .arg(self.port.to_string())
+            .arg("--bind")
+            .arg("127.0.0.1")
+            .arg("--dir")
+            .arg(&self.dir)
+            .arg("--save")
+            .arg("");
+        if self.extra.is_empty() {
+            command.arg("--appendonly").arg("no");
+        }
+        command
+            .args(&self.extra)
+            .stdout(log_file(&self.dir, "redis")?)
+            .stderr(Stdio::null());
+        self.child = Some(command.spawn().context("redis-server must be installed")?);
+        Ok(())
+    }
+
+    /// SIGKILL: Redis loses what it had not written to its append-only file.
+    pub fn kill(&mut self) {
+        kill_child(&mut self.child);
+    }
+
+    /// Starts it again on the same port and data directory (it reloads its append-only file).
+    pub async fn restart(&mut self) -> anyhow::Result<()> {
+        self.kill();
+        self.spawn().await
+    }
+
+    /// Like [`Self::restart`], without waiting for it to answer: a caller times that itself.
+    pub fn kill_and_launch(&mut self) -> anyhow::Result<()> {
+        self.kill();
+        self.launch()
+    }
+
+    /// Freezes the process (SIGSTOP): connections stay open but nothing answers, as with a
+    /// network partition.
+    pub fn freeze(&self) -> anyhow::Result<()> {
+        signal(self.pid().context("redis is not running")?, "STOP")
+    }
+
+    pub fn thaw(&self) -> anyhow::Result<()> {
+        signal(self.pid().context("redis is not running")?, "CONT")
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        // RELIABILITY_KEEP_REDIS leaves the campaign's Redis servers running, to look into a
+        // failed invariant (their ports are in the process logs' directory).
+        if std::env::var_os("RELIABILITY_KEEP_REDIS").is_some() {
+            if let Some(child) = self.child.take() {
+                eprintln!(
+                    "reliability: Redis kept on port {} (pid {})",
+                    self.port,
+                    child.id()
+                );
+            }
+            return;
+        }
+        if let Some(pid) = self.pid() {
+            let _ = signal(pid, "CONT");
+        }
+        kill_child(&mut self.child);
+    }
+}
+
+pub async fn wait_for_redis(url: &str, limit: Duration) -> anyhow::Result<()> {
+    let began = Instant::now();
+    loop {
+        let ping = async {
+            let client = redis::Client::open(url)?;
+            let mut connection = client.get_multiplexed_async_connection().await?;
+            redis::cmd("PING")
+                .query_async::<String>(&mut connection)
+                .await
+        };
+        match tokio::time::timeout(Duration::from_secs(1), ping).await {
+            Ok(Ok(_)) => return Ok(()),
+            _ if began.elapsed() > limit => bail!("Redis at {url} did not come up"),
+            _ => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    }
+}
+
+/// Waits until the Baton server at `base_url` answers `/healthz`, failing early if `child` (the
+/// process serving it, named `what`) exits first.
+pub async fn wait_healthy(
+    base_url: &str,
+    child: &mut Option<Child>,
+    what: &str,
+    limit: Duration,
+) -> anyhow::Result<()> {
+    let began = Instant::now();
+    let http = reqwest::Client::new();
+    let url = format!("{base_url}/healthz");
+    loop {
+        if let Ok(response) = http.get(&url).send().await
+            && response.status().is_success()
+        {
+            return Ok(());
+        }
+        if let Some(child) = child.as_mut()
+            && let Ok(Some(status)) = child.try_wait()
+        {
+            bail!("the {what} exited at start: {status}");
+        }
+        if began.elapsed() > limit {
+            bail!("the {what} did not come up");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
