@@ -108,13 +108,19 @@ impl AgentActivities {
             parent_status,
             parent_run_id,
             open_calls,
+            suspended_run_id,
         } = report
         else {
             return Ok(ParentNext::Nothing);
         };
         // Derived from the suspended run, so that a retried report claims the same run; a
-        // retry after the claim finds the session held by it, and the claim answers that run.
-        let run_id = subagent::parent_resume_run_id(&parent.session_id, &parent_run_id);
+        // retry after the claim finds the session held by it (its suspended run set aside until
+        // the drain), and the claim answers that run, which the workflow then starts.
+        let suspended = match (parent_status, &suspended_run_id) {
+            (Status::Active, Some(suspended)) => suspended,
+            _ => &parent_run_id,
+        };
+        let run_id = subagent::parent_resume_run_id(&parent.session_id, suspended);
         let already_claimed = parent_status == Status::Active && parent_run_id == run_id;
         if open_calls > 0 || !(parent_status == Status::SuspendedClientTool || already_claimed) {
             return Ok(ParentNext::Nothing);

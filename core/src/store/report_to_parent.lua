@@ -2,7 +2,8 @@
 -- as a submitted one would be, the call leaves the parent's open calls, and subagent_end goes on
 -- the parent's stream. Only a parent suspended on the call is answered here: a parent whose run
 -- still waits for the child's workflow stages the result itself. Replies with the parent's
--- status and run and how many of its calls are still open, so the caller can resume it.
+-- status and run, how many of its calls are still open, and the suspended run a claim set aside
+-- (empty if none), so the caller can resume it.
 local parent_state_key = KEYS[3]
 local parent_stream_key = KEYS[4]
 local parent_pending_key = KEYS[5]
@@ -18,6 +19,8 @@ if redis.call('HSETNX', parent_answers_key, tool_call_id, answer_json) == 1 then
   redis.call('ZREM', parent_open_deadlines_key, tool_call_id)
   emit_on(parent_state_key, parent_stream_key, subagent_end_body)
 end
-local parent = redis.call('HMGET', parent_state_key, 'status', 'runId')
+local parent = redis.call('HMGET', parent_state_key, 'status', 'runId', 'suspendedRunId')
 local open = redis.call('ZCOUNT', parent_open_deadlines_key, '(' .. now, '+inf')
-return {'answered', parent[1], parent[2], open}
+-- The suspended run (kept aside by a claim until the new run's drain) lets a retried report
+-- find the run an earlier attempt claimed.
+return {'answered', parent[1], parent[2], open, parent[3] or ''}

@@ -64,6 +64,9 @@ pub enum ParentReport {
         parent_run_id: String,
         /// The parent's calls still neither answered nor past their deadline.
         open_calls: u64,
+        /// The run a claim set aside (the parent was suspended on it) until its new run drains:
+        /// with it a retried report finds the run an earlier attempt claimed.
+        suspended_run_id: Option<String>,
     },
 }
 
@@ -78,6 +81,7 @@ impl FromRedisValue for ParentReport {
                     parent_status: Status::parse(&status).ok_or_else(|| reply.unexpected())?,
                     parent_run_id: reply.value(1)?,
                     open_calls: reply.value(2)?,
+                    suspended_run_id: Some(reply.value::<String>(3)?).filter(|id| !id.is_empty()),
                 })
             }
             _ => Err(reply.unexpected()),
