@@ -13,7 +13,8 @@ use baton_core::{
 use baton_workflows::AgentRunWorkflow;
 use temporalio_client::{
     Client, WorkflowDescribeOptions, WorkflowExecutionStatus, WorkflowIdReusePolicy,
-    WorkflowStartOptions, errors::WorkflowInteractionError,
+    WorkflowStartOptions,
+    errors::{WorkflowInteractionError, WorkflowStartError},
 };
 
 /// The options of a workflow the server starts: on the server's task queue, and never a second
@@ -28,7 +29,8 @@ fn start_options(task_queue: &str, workflow_id: &str) -> WorkflowStartOptions {
         .build()
 }
 
-/// Starts the workflow of a run that Redis already holds. If Temporal refuses, a resume's claim
+/// Starts the workflow of a run that Redis already holds; one of that id started already counts
+/// as started (a run's workflow id names that run alone). If Temporal refuses, a resume's claim
 /// of a suspended session is released (the session waits for its calls again and can be resumed
 /// later); any other run is recorded as failed (`temporal_unavailable`) so status and stream say
 /// why nothing runs.
@@ -62,11 +64,15 @@ pub(crate) async fn start_stored_run(
         input.stream_id.clone(),
         input.run_id.clone(),
     );
-    let Err(error) = temporal
+    let error = match temporal
         .start_workflow(AgentRunWorkflow::run, input, options)
         .await
-    else {
-        return Ok(());
+    {
+        // Its id names this one run: whoever started it first (the child's own report to its
+        // parent racing a stop's or a sweep's) started the run wanted here. Releasing or failing
+        // the claim now would take the running run's session from under it.
+        Ok(_) | Err(WorkflowStartError::AlreadyStarted { .. }) => return Ok(()),
+        Err(error) => error,
     };
     let session_id = &address.session_id;
     tracing::error!(%session_id, %error, "starting the run's workflow failed");
