@@ -112,6 +112,21 @@ async function snapshot(id) {
   return (await response.json()).messages;
 }
 
+async function snapshotOf(id) {
+  const response = await fetch(`${base}/chat/${id}/snapshot`, {
+    headers: { Authorization: 'Bearer test' },
+  });
+  return response.json();
+}
+
+async function stopOnServer(id) {
+  const response = await fetch(`${base}/chat/${id}/stop`, {
+    method: 'POST',
+    headers: { Authorization: 'Bearer test' },
+  });
+  return response.json();
+}
+
 function summary(instance, extra = {}) {
   const message = last(instance);
   return {
@@ -253,6 +268,31 @@ const scenarios = {
     await c.regenerate();
     await settled(c);
     return summary(c, { before });
+  },
+
+  // The app's stop button: useChat's stop() aborts the response, and the same click tells the
+  // server (POST /chat/{id}/stop), which interrupts the run.
+  async stop() {
+    const id = newId();
+    const c = chat({ id, agent: 'napper' });
+    const sending = c.sendMessage({ text: 'nap' });
+    while (!(c.status === 'streaming' && toolParts(last(c)).length > 0)) await sleep(20);
+    const runningBeforeStop = (await snapshotOf(id)).status;
+    const [stopAnswer] = await Promise.all([stopOnServer(id), c.stop()]);
+    await sending;
+    await settled(c);
+    const afterStop = await snapshotOf(id);
+    const stopped = summary(c);
+    // The next turn: if it naps again, stop it too, as the app's button would.
+    let done = false;
+    const next = c.sendMessage({ text: 'awake?' }).then(() => (done = true));
+    const napping = () =>
+      c.status === 'streaming' && last(c).role === 'assistant' && toolParts(last(c)).length > 0;
+    while (!done && !napping()) await sleep(20);
+    if (!done) await Promise.all([stopOnServer(id), c.stop()]);
+    await next;
+    await settled(c);
+    return summary(c, { runningBeforeStop, stopAnswer, afterStop, stopped });
   },
 
   async next_turn() {

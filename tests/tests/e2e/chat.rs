@@ -7,6 +7,7 @@
 mod answers;
 mod auth;
 pub(crate) mod browser;
+mod tokens;
 
 use baton_core::{
     Agent, AgentRegistry, ScriptedModel,
@@ -48,6 +49,31 @@ fn mixed() -> Agent {
         .unwrap()
 }
 
+/// Set when a test is done with the `napper` agents' naps: they return.
+static NAPS_RELEASED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// `napper`: step 1 calls `nap`, a server tool that runs until the tests release it (at most a
+/// minute), so a turn is still running when the client stops it; step 2 answers.
+fn napper() -> Agent {
+    let nap = tool("nap", "Naps until released.", |_: agents::NoInput| async {
+        for _ in 0..600 {
+            if NAPS_RELEASED.load(std::sync::atomic::Ordering::Relaxed) {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        Ok::<_, String>("rested")
+    });
+    let model = ScriptedModel::default()
+        .call("nap", json!({}))
+        .answer("after the nap: {{input}}");
+    Agent::builder("napper")
+        .model(model)
+        .tool(nap)
+        .build()
+        .unwrap()
+}
+
 /// The agents the chat tests talk to.
 pub(crate) fn chat_registry() -> AgentRegistry {
     AgentRegistry::new([
@@ -56,6 +82,7 @@ pub(crate) fn chat_registry() -> AgentRegistry {
         agents::asker_twice(),
         agents::guarded(),
         mixed(),
+        napper(),
         baton_worker::demo::demo_hitl_agent(),
     ])
     .unwrap()
@@ -252,4 +279,22 @@ async fn regenerate_rewinds_and_a_next_turn_abandons_open_calls() {
         assert_eq!(s["messageCount"], 4, "{s}");
     })
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_reaches_the_server_and_the_session_is_interrupted_not_running() {
+    let harness = Harness::start(chat_registry()).await;
+    for release in AI_RELEASES {
+        let s = drive(&harness, release, "stop").await;
+        assert_eq!(s["runningBeforeStop"], "active", "{s}");
+        assert_eq!(s["stopAnswer"]["status"], "interrupted", "{s}");
+        assert_eq!(s["afterStop"]["status"], "interrupted", "{s}");
+        assert_eq!(s["afterStop"]["streaming"], false, "{s}");
+        // Stopped: the chat is ready for the next message, which starts a new turn.
+        assert_eq!(s["stopped"]["status"], "ready", "{s}");
+        assert_eq!(s["stopped"]["ownPosts"], 1, "{s}");
+        assert_eq!(s["ownPosts"], 2, "{s}");
+        assert_eq!(s["status"], "ready", "{s}");
+    }
+    NAPS_RELEASED.store(true, std::sync::atomic::Ordering::Relaxed);
 }

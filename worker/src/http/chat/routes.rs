@@ -17,7 +17,7 @@ use axum::{
     http::{HeaderMap, StatusCode},
     response::{IntoResponse, Response},
 };
-use baton_core::{ApiError, ErrorCode, escape::bounded};
+use baton_core::{ApiError, ErrorCode, api::StopResponse, escape::bounded};
 
 /// `POST /chat`: the body of `useChat`'s transport, answered as a UI message stream (or a typed
 /// error).
@@ -82,6 +82,19 @@ pub(super) async fn snapshot(
     Ok(Json(
         ai_sdk::chat_snapshot(&state, &principal, &chat_id).await?,
     ))
+}
+
+/// `POST /chat/{id}/stop`: the chat's `stop()` interrupts its run (the same authorization as
+/// the chat's other routes; a token holder's own stop revokes nothing). 409 `run_not_active`
+/// when no run works.
+pub(super) async fn stop(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path(chat_id): Path<String>,
+) -> Result<Json<StopResponse>, HttpError> {
+    let stopped = ai_sdk::chat_stop(&state, &principal, &chat_id).await;
+    crate::audit::action(&principal, "interrupt", &chat_id, &stopped);
+    Ok(Json(stopped?))
 }
 
 /// One line per refused chat request, with its cause (a lost race is a warning). The chat id
