@@ -54,7 +54,8 @@ const last = () => messages[messages.length - 1];
 const shouldSend = () => last()?.role === 'assistant' && (completeWithToolCalls(last()) || completeWithApprovals(last()));
 /** Whether a part asks the person for something: an answer or an approval. */
 const asksPerson = (p) => isTool(p) && !p.providerExecuted && (p.state === 'input-available' || p.state === 'approval-requested');
-const widgetOpen = () => last()?.role === 'assistant' && last().parts.some(asksPerson);
+// A stopped run's calls were closed by the stop: nothing is open any more.
+const widgetOpen = () => status !== 'stopped' && last()?.role === 'assistant' && last().parts.some(asksPerson);
 const busy = () => status === 'submitted' || status === 'streaming';
 
 /** A refusal's sentence, from the error body `{code, error}` or the status. */
@@ -165,10 +166,13 @@ async function consume(body) {
   }
 }
 
-function settle(part, answer) {
+/** Settles a part; the send that follows is the person's, or (`byPage`: a call the page cannot
+ * render, settled by itself) one of the capped automatic ones. */
+function settle(part, answer, byPage = false) {
   Object.assign(part, answer);
   render();
-  if (!busy() && shouldSend()) personSends('submit-message');
+  if (busy() || !shouldSend()) return;
+  if (byPage) resend(); else personSends('submit-message');
 }
 const addToolOutput = (part, output) => settle(part, { state: 'output-available', output });
 const addToolError = (part, errorText) => settle(part, { state: 'output-error', errorText });
@@ -198,6 +202,7 @@ async function stop() {
   if (!answer.ok && answer.status !== 409) { status = 'error'; error = await refusal(answer); }
   else status = 'stopped';
   render();
+  refreshChats();
 }
 
 // ---- rendering -------------------------------------------------------------------------------
@@ -276,8 +281,10 @@ const askingAgentOf = (message, part) => {
 const humanName = (name) => name.replaceAll('_', ' ').replace(/^./, (c) => c.toUpperCase());
 const pretty = (value) => (typeof value === 'string' ? value : JSON.stringify(value, null, 2));
 
-/** What a part's state means, in a sentence. */
-function stateSentence(part) {
+/** What a part's state means, in a sentence (`stopped`: its run was stopped). */
+function stateSentence(part, stopped) {
+  const open = part.state === 'input-streaming' || part.state === 'input-available';
+  if (stopped && open) return 'Stopped';
   switch (part.state) {
     case 'input-streaming': return 'Preparing…';
     case 'input-available': return part.providerExecuted ? 'Working on it…' : 'Waiting for your answer';
@@ -331,7 +338,8 @@ function widget(message, part) {
   // While the response streams, the hint (or the approval request of a gated call) may still
   // come; once it has ended, a call without a hint is one this page cannot render.
   if (busy()) return el('span', {}, '…');
-  queueMicrotask(() => part.state === 'input-available' && addToolError(part, `this page cannot render the tool ${name}`));
+  queueMicrotask(() => part.state === 'input-available' &&
+    settle(part, { state: 'output-error', errorText: `this page cannot render the tool ${name}` }, true));
   return el('span', {}, 'This page cannot show this tool.');
 }
 
@@ -342,11 +350,11 @@ function card(message, part) {
     el('div', { class: 'head' },
       el('span', { class: 'title' }, humanName(name)),
       ...(child ? [el('span', { class: 'agent', 'data-testid': 'asking-agent' }, `asked by ${child}`)] : []),
-      el('span', { class: 'state' }, stateSentence(part))));
+      el('span', { class: 'state' }, stateSentence(part, status === 'stopped' && message === last()))));
   const body = el('div', { class: 'body' });
   const question = questionOf(part);
   if (question && asksPerson(part)) body.append(el('p', { class: 'question' }, question));
-  const own = message === last();
+  const own = message === last() && status !== 'stopped';
   if (own && !part.providerExecuted && part.state === 'input-available') body.append(widget(message, part));
   if (own && !part.providerExecuted && part.state === 'approval-requested') {
     body.append(el('div', { class: 'widget' },
