@@ -43,12 +43,12 @@ const posts = [];
 const errors = [];
 
 /** A chat of `agent` on chat id `id`, with its own POST count. */
-function chat({ id, agent, predicate, messages }) {
+function chat({ id, agent, predicate, messages, headers = {} }) {
   const own = { posts: 0 };
   const transport = new DefaultChatTransport({
     api: `${base}/chat`,
     body: { agent },
-    headers: { Authorization: 'Bearer test' },
+    headers: { Authorization: 'Bearer test', ...headers },
     fetch: async (url, init) => {
       if (init?.method === 'POST') {
         posts.push(init.body);
@@ -293,6 +293,23 @@ const scenarios = {
     await next;
     await settled(c);
     return summary(c, { runningBeforeStop, stopAnswer, afterStop, stopped });
+  },
+
+  // The opt-in: the app's transport sends x-baton-stop-on-abort, and stop() alone (the
+  // response's abort) interrupts the run.
+  async stop_on_abort() {
+    const id = newId();
+    const c = chat({ id, agent: 'napper', headers: { 'x-baton-stop-on-abort': 'true' } });
+    const sending = c.sendMessage({ text: 'nap' });
+    while (!(c.status === 'streaming' && toolParts(last(c)).length > 0)) await sleep(20);
+    await c.stop();
+    await sending;
+    let afterStop = await snapshotOf(id);
+    for (let i = 0; i < 300 && afterStop.status === 'active'; i += 1) {
+      await sleep(100);
+      afterStop = await snapshotOf(id);
+    }
+    return summary(c, { afterStop });
   },
 
   async next_turn() {

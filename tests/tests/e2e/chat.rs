@@ -308,5 +308,10 @@ async fn stop_reaches_the_server_and_the_session_is_interrupted_not_running() {
         assert_eq!(s["ownPosts"], 2, "{s}");
         assert_eq!(s["status"], "ready", "{s}");
     }
+    for release in AI_RELEASES {
+        let s = drive(&harness, release, "stop_on_abort").await;
+        assert_eq!(s["afterStop"]["status"], "interrupted", "{s}");
+        assert_eq!(s["ownPosts"], 1, "{s}");
+    }
     NAPS_RELEASED.store(true, Ordering::Relaxed);
 }

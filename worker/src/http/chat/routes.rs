@@ -1,7 +1,10 @@
 //! The handlers of the chat routes: each authenticates (the layer did), decodes, calls its
 //! operation in `crate::ai_sdk` and answers.
 
-use super::{super::body::json_body, stream::respond};
+use super::{
+    super::body::json_body,
+    stream::{STOP_ON_ABORT_HEADER, respond},
+};
 use crate::{
     ai_sdk::{self, ChatBody, ChatSnapshot, MAX_CHAT_REQUEST_BYTES},
     auth::Principal,
@@ -44,7 +47,10 @@ pub(super) async fn post(
     let reply = ai_sdk::chat_post(&state, &principal, body)
         .await
         .inspect_err(|error| log_refusal(&chat_id, error))?;
-    Ok(respond(state, reply, permit).await?)
+    let stop_on_abort = headers
+        .get(STOP_ON_ABORT_HEADER)
+        .is_some_and(|value| value.as_bytes().eq_ignore_ascii_case(b"true"));
+    Ok(respond(state, reply, permit, stop_on_abort).await?)
 }
 
 /// `GET /chat/{id}/stream`: the running turn, or 204 when no run works.
@@ -57,7 +63,7 @@ pub(super) async fn reattach(
     let permit = admit(&state, &chat_id, &credential)?;
     match ai_sdk::chat_reattach(&state, &principal, &chat_id).await? {
         None => Ok(StatusCode::NO_CONTENT.into_response()),
-        Some(reply) => Ok(respond(state, reply, permit).await?),
+        Some(reply) => Ok(respond(state, reply, permit, false).await?),
     }
 }
 
