@@ -297,6 +297,15 @@ function stateSentence(part, stopped) {
   }
 }
 
+/** A call's input in a line: `key: value` pairs of an object, else its JSON. */
+function summaryOf(input) {
+  if (input && typeof input === 'object' && !Array.isArray(input)) {
+    const pairs = Object.entries(input).map(([key, value]) => `${humanName(key).toLowerCase()}: ${typeof value === 'string' ? value : JSON.stringify(value)}`);
+    if (pairs.length) return pairs.join(' · ');
+  }
+  return JSON.stringify(input ?? null);
+}
+
 /** The question a call asks, when its input says it in words. */
 function questionOf(part) {
   const input = part.input;
@@ -354,6 +363,7 @@ function card(message, part) {
   const body = el('div', { class: 'body' });
   const question = questionOf(part);
   if (question && asksPerson(part)) body.append(el('p', { class: 'question' }, question));
+  else if (part.state === 'approval-requested') body.append(el('p', { class: 'question' }, `With ${summaryOf(part.input)}`));
   const own = message === last() && status !== 'stopped';
   if (own && !part.providerExecuted && part.state === 'input-available') body.append(widget(message, part));
   if (own && !part.providerExecuted && part.state === 'approval-requested') {
