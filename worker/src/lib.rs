@@ -13,6 +13,7 @@ pub mod http;
 pub mod metrics;
 pub mod mount;
 pub mod ops;
+pub mod origins;
 pub mod runner;
 pub mod state;
 pub mod stream;
@@ -20,5 +21,6 @@ pub mod sweeps;
 
 pub use grpc::serve_grpc;
 pub use http::{router, serve};
+pub use origins::AllowedOrigins;
 pub use runner::{TemporalSettings, WorkerSettings, connect_temporal, run_worker};
 pub use state::{AppState, ServerOptions};

@@ -71,6 +71,11 @@ pub struct ServerOptions {
     pub connection_limits: ConnectionLimits,
     /// The Temporal UI up to the namespace, for the console's links to workflows.
     pub temporal_ui_url: Option<String>,
+    /// The web origins browsers may call the API from (none by default).
+    pub allowed_origins: crate::origins::AllowedOrigins,
+    /// `batond dev`'s demo mode: `GET /chat/demo-token` mints a user token for the demo user,
+    /// so the demo page needs no credential in its URL. Never on in `batond server`.
+    pub demo_user_tokens: bool,
 }
 
 /// What the HTTP server lets connections hold.
@@ -108,6 +113,8 @@ impl Default for ServerOptions {
             },
             connection_limits: ConnectionLimits::default(),
             temporal_ui_url: None,
+            allowed_origins: crate::origins::AllowedOrigins::None,
+            demo_user_tokens: false,
         }
     }
 }

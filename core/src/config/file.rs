@@ -15,6 +15,16 @@ pub(super) struct File {
     pub(super) agent: Vec<AgentEntry>,
     #[serde(default)]
     pub(super) mount: Vec<MountEntry>,
+    #[serde(default)]
+    pub(super) browser: Option<BrowserEntry>,
+}
+
+/// What browsers may do: `[browser] allowed_origins = ["https://app.example"]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct BrowserEntry {
+    #[serde(default)]
+    pub(super) allowed_origins: Vec<String>,
 }
 
 /// A producer mount the server serves beside its flag's (see `super::MountConfig`).

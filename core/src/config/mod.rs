@@ -133,6 +133,15 @@ pub fn mounts_from_toml(text: &str) -> Result<Vec<MountConfig>, ConfigError> {
         .collect())
 }
 
+/// The origins an agents file lets browsers call from (its `[browser] allowed_origins`), as
+/// written; the server checks them as it checks the flag's.
+pub fn allowed_origins_from_toml(text: &str) -> Result<Vec<String>, ConfigError> {
+    Ok(parsed(text)?
+        .browser
+        .map(|browser| browser.allowed_origins)
+        .unwrap_or_default())
+}
+
 /// The file's TOML in its serde types, or the parser's complaint with its line.
 fn parsed(text: &str) -> Result<File, ConfigError> {
     toml::from_str(text).map_err(|e| ConfigError {

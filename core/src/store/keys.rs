@@ -40,6 +40,9 @@ pub(crate) enum Key {
     /// the root's, `<step><suffix>` for a call of the session `<root><suffix>` (see
     /// `stage_turn.lua`).
     CallIds,
+    /// String on the root session: the latest expiry up to which the tree's session tokens
+    /// are revoked (see `revocation.rs`).
+    RevokedTokens,
     /// The parent's state hash, for the scripts that span a child and its parent.
     ParentState,
     /// The parent's stream.
@@ -77,6 +80,7 @@ impl Key {
             Self::ParentOpenDeadlines => "openDeadlines",
             Self::Tree => "tree",
             Self::CallIds => "callIds",
+            Self::RevokedTokens => "revokedTokens",
             Self::ParentState => "state",
             Self::ParentStream => "stream",
         }
@@ -100,7 +104,12 @@ impl Key {
     fn on_root(self) -> bool {
         matches!(
             self,
-            Self::Ownership | Self::Completed | Self::Tree | Self::SubmitBucket | Self::CallIds
+            Self::Ownership
+                | Self::Completed
+                | Self::Tree
+                | Self::SubmitBucket
+                | Self::CallIds
+                | Self::RevokedTokens
         )
     }
 
@@ -130,6 +139,12 @@ pub(crate) fn deadline_index_key(prefix: &str) -> String {
 /// outside the sessions' slots, so no script touches it.
 pub(crate) fn callback_index_key(prefix: &str) -> String {
     format!("{prefix}:callbackIndex")
+}
+
+/// A revoked token's marker under `prefix` (see `revocation.rs`): outside the sessions' slots,
+/// since a user token is bound to no session.
+pub(crate) fn revoked_token_key(prefix: &str, token_id: &str) -> String {
+    format!("{prefix}:revokedToken:{token_id}")
 }
 
 /// The field of a stream entry that holds the chunk's JSON: all of it, or (beside

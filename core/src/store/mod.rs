@@ -9,7 +9,7 @@
 //! `step.rs` (stage and commit a step, fail a run), `tool_start.rs` (at-most-once start markers),
 //! `suspension.rs` (suspend on pending calls, submit answers), `resume.rs` (the one claim of a
 //! session for a new run, and the drain), `release.rs` (undo a claim whose run never started),
-//! `rewind.rs`, `stop.rs`, `tree.rs` (child sessions, reports to a parent), `custom_state.rs`,
+//! `rewind.rs`, `stop.rs`, `revocation.rs` (revoked tokens), `tree.rs` (child sessions, reports to a parent), `custom_state.rs`,
 //! `stream.rs` (read and follow the chunks), `usage.rs` (usage, snapshot), `sweep.rs` (what the
 //! zombie sweep scans) and `deadline_index.rs`. `scripts.rs` holds the scripts with the keys each
 //! declares, `replies.rs` their decoded replies, `error.rs` the store's error and its one
@@ -33,6 +33,7 @@ mod person_calls;
 mod release;
 mod replies;
 mod resume;
+mod revocation;
 mod rewind;
 mod scripts;
 mod search_index;

@@ -2,11 +2,14 @@
 //! `AbstractChat` of `ai` 6.0.0 and of the newest 6.x (a state that clones messages as React's
 //! does) against this server, and each scenario is checked on both, counting the POSTs: no
 //! request may be sent twice. `answers` checks the route's answers with plain HTTP requests,
-//! `auth` the route under built-in auth, `browser` the demo page in Chromium.
+//! `auth` the route under built-in auth, `tokens` user tokens, revocation and origins,
+//! `browser` the demo page in Chromium, `react` a React app on `@ai-sdk/react` in Chromium.
 
 mod answers;
 mod auth;
 pub(crate) mod browser;
+mod react;
+mod tokens;
 
 use baton_core::{
     Agent, AgentRegistry, ScriptedModel,
@@ -14,7 +17,10 @@ use baton_core::{
 };
 use baton_tests::{Harness, agents};
 use serde_json::{Value, json};
-use std::path::PathBuf;
+use std::{
+    path::PathBuf,
+    sync::atomic::{AtomicBool, Ordering},
+};
 
 /// The `ai` releases every scenario runs on: the npm aliases `tests/js/package.json` pins.
 const AI_RELEASES: [&str; 2] = ["ai-6.0.0", "ai-latest"];
@@ -48,6 +54,36 @@ fn mixed() -> Agent {
         .unwrap()
 }
 
+/// Set when the stop test is done with the `napper` agent's naps: they return.
+static NAPS_RELEASED: AtomicBool = AtomicBool::new(false);
+/// The same for the browser test's `napper_page`.
+pub(crate) static PAGE_NAPS_RELEASED: AtomicBool = AtomicBool::new(false);
+/// The same for the React app's `napper_react`.
+pub(crate) static REACT_NAPS_RELEASED: AtomicBool = AtomicBool::new(false);
+
+/// `napper` (and `napper_page`): step 1 calls `nap`, a server tool that runs until its test
+/// releases it (at most a minute), so a turn is still running when the client stops it; step 2
+/// answers.
+fn napper(name: &str, released: &'static AtomicBool) -> Agent {
+    let nap = tool(
+        "nap",
+        "Naps until released.",
+        move |_: agents::NoInput| async move {
+            for _ in 0..600 {
+                if released.load(Ordering::Relaxed) {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            Ok::<_, String>("rested")
+        },
+    );
+    let model = ScriptedModel::default()
+        .call("nap", json!({}))
+        .answer("after the nap: {{input}}");
+    Agent::builder(name).model(model).tool(nap).build().unwrap()
+}
+
 /// The agents the chat tests talk to.
 pub(crate) fn chat_registry() -> AgentRegistry {
     AgentRegistry::new([
@@ -56,6 +92,9 @@ pub(crate) fn chat_registry() -> AgentRegistry {
         agents::asker_twice(),
         agents::guarded(),
         mixed(),
+        napper("napper", &NAPS_RELEASED),
+        napper("napper_page", &PAGE_NAPS_RELEASED),
+        napper("napper_react", &REACT_NAPS_RELEASED),
         baton_worker::demo::demo_hitl_agent(),
     ])
     .unwrap()
@@ -252,4 +291,27 @@ async fn regenerate_rewinds_and_a_next_turn_abandons_open_calls() {
         assert_eq!(s["messageCount"], 4, "{s}");
     })
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_reaches_the_server_and_the_session_is_interrupted_not_running() {
+    let harness = Harness::start(chat_registry()).await;
+    for release in AI_RELEASES {
+        let s = drive(&harness, release, "stop").await;
+        assert_eq!(s["runningBeforeStop"], "active", "{s}");
+        assert_eq!(s["stopAnswer"]["status"], "interrupted", "{s}");
+        assert_eq!(s["afterStop"]["status"], "interrupted", "{s}");
+        assert_eq!(s["afterStop"]["streaming"], false, "{s}");
+        // Stopped: the chat is ready for the next message, which starts a new turn.
+        assert_eq!(s["stopped"]["status"], "ready", "{s}");
+        assert_eq!(s["stopped"]["ownPosts"], 1, "{s}");
+        assert_eq!(s["ownPosts"], 2, "{s}");
+        assert_eq!(s["status"], "ready", "{s}");
+    }
+    for release in AI_RELEASES {
+        let s = drive(&harness, release, "stop_on_abort").await;
+        assert_eq!(s["afterStop"]["status"], "interrupted", "{s}");
+        assert_eq!(s["ownPosts"], 1, "{s}");
+    }
+    NAPS_RELEASED.store(true, Ordering::Relaxed);
 }

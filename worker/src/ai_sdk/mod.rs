@@ -58,7 +58,7 @@ pub async fn chat_post(
     principal: &Principal,
     body: ChatBody,
 ) -> Result<ChatReply, ApiError> {
-    principal.may_act_on(&body.id)?;
+    principal.may_act_on(&state.store, &body.id).await?;
     let address = checked_address(&body.id)?;
     let trailing = body.trailing()?;
     let session = state.store.session(&address).await?;
@@ -141,7 +141,7 @@ pub async fn chat_reattach(
     principal: &Principal,
     chat_id: &str,
 ) -> Result<Option<ChatReply>, ApiError> {
-    principal.may_act_on(chat_id)?;
+    principal.may_act_on(&state.store, chat_id).await?;
     let address = checked_address(chat_id)?;
     let Some(session) = state.store.session(&address).await? else {
         return Ok(None);
@@ -189,6 +189,17 @@ pub async fn chat_reattach(
     }))
 }
 
+/// `POST /chat/{id}/stop`: interrupts the chat's run, as `POST /interrupt` does.
+pub async fn chat_stop(
+    state: &AppState,
+    principal: &Principal,
+    chat_id: &str,
+) -> Result<baton_core::api::StopResponse, ApiError> {
+    principal.may_act_on(&state.store, chat_id).await?;
+    checked_address(chat_id)?;
+    crate::ops::stop_session(state, chat_id, baton_core::store::StopKind::Interrupt).await
+}
+
 /// The answer of `GET /chat/{id}/snapshot`.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -206,7 +217,7 @@ pub async fn chat_snapshot(
     principal: &Principal,
     chat_id: &str,
 ) -> Result<ChatSnapshot, ApiError> {
-    principal.may_act_on(chat_id)?;
+    principal.may_act_on(&state.store, chat_id).await?;
     let address = checked_address(chat_id)?;
     let session = state
         .store

@@ -40,18 +40,22 @@ pub(super) async fn user_turn(
     session: Option<SessionState>,
 ) -> Result<TurnStart, ApiError> {
     let Some(session) = session else {
-        principal.must_be_operator()?;
+        if matches!(principal, Principal::Session { .. }) {
+            // A session token's refusal comes first, whatever the body says.
+            principal.may_start("", None)?;
+        }
         let agent = agent.ok_or_else(|| {
             ApiError::new(
                 ErrorCode::ValidationError,
                 "the chat's first message needs the agent type in the body field `agent`",
             )
         })?;
+        let user_id = principal.may_start(&agent, meta.user_id)?;
         start_session(
             state,
             StartRequest {
                 session_id: Some(chat_id.to_owned()),
-                user_id: meta.user_id,
+                user_id,
                 tags: meta.tags,
                 metadata: meta.metadata,
                 ..StartRequest::new(agent, text)

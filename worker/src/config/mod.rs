@@ -17,7 +17,7 @@ mod temporal;
 pub(crate) use auth::secrets_on_the_command_line;
 pub(crate) use observe::LogFormat;
 
-use baton_worker::ServerOptions;
+use baton_worker::{AllowedOrigins, ServerOptions};
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
@@ -77,7 +77,16 @@ impl Cli {
             follower_caps: self.limits.follower_caps(),
             connection_limits: self.limits.connection_limits()?,
             temporal_ui_url: self.server.temporal_ui_url.clone(),
+            allowed_origins: self.allowed_origins()?,
+            demo_user_tokens: self.role == Role::Dev,
         })
+    }
+
+    /// The flag's origins and the agents file's, checked together.
+    fn allowed_origins(&self) -> anyhow::Result<AllowedOrigins> {
+        let mut origins = self.server.allowed_origins.clone();
+        origins.extend(self.model.declared_origins()?);
+        AllowedOrigins::parse(&origins).map_err(|e| anyhow::anyhow!("allowed origins: {e}"))
     }
 }
 
@@ -148,6 +157,27 @@ mod tests {
             "agents/",
         ]);
         assert!(bad.unwrap().server_options().is_err());
+        assert_eq!(options.allowed_origins, AllowedOrigins::None);
+        assert!(options.demo_user_tokens, "dev mints demo tokens");
+        let origins = Cli::try_parse_from([
+            "batond",
+            "server",
+            "--allow-unauthenticated",
+            "--allowed-origin",
+            "https://app.example,http://127.0.0.1:5173",
+        ])
+        .unwrap();
+        let options = origins.server_options().unwrap();
+        assert!(matches!(options.allowed_origins, AllowedOrigins::List(ref o) if o.len() == 2));
+        assert!(!options.demo_user_tokens, "a server mints none");
+        let bad = Cli::try_parse_from([
+            "batond",
+            "server",
+            "--allow-unauthenticated",
+            "--allowed-origin",
+            "app.example",
+        ]);
+        assert!(bad.unwrap().server_options().is_err());
         let no_auth = Cli::try_parse_from(["batond", "server"]).unwrap();
         assert!(no_auth.server_options().is_err());
     }
@@ -155,13 +185,15 @@ mod tests {
     #[test]
     fn an_agents_file_adds_its_mounts_beside_the_flags() {
         let path = std::env::temp_dir().join(format!("baton-mounts-{}.toml", std::process::id()));
-        let declared = "[[mount]]\nbase_path = \"/public/agents\"\nstate_fields = [\"phase\"]\n";
+        let declared = "[browser]\nallowed_origins = [\"https://app.example\"]\n\n[[mount]]\nbase_path = \"/public/agents\"\nstate_fields = [\"phase\"]\n";
         std::fs::write(&path, declared).unwrap();
         let file = path.to_str().unwrap();
         let cli =
             Cli::try_parse_from(["batond", "dev", "--allow-unauthenticated", "--agents", file])
                 .unwrap();
-        let mounts = cli.server_options().unwrap().mounts;
+        let options = cli.server_options().unwrap();
+        assert!(matches!(options.allowed_origins, AllowedOrigins::List(ref o) if o.len() == 1));
+        let mounts = options.mounts;
         assert_eq!(mounts.len(), 2);
         assert_eq!(mounts[1].base_path(), "/public/agents");
         assert!(mounts[1].is_projected() && !mounts[0].is_projected());

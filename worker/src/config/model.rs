@@ -4,7 +4,8 @@ use anyhow::Context;
 use baton_core::{
     AgentRegistry, Model,
     config::{
-        ModelBuilder, ModelConfig, MountConfig, Provider, agents_from_toml_with, mounts_from_toml,
+        ModelBuilder, ModelConfig, MountConfig, Provider, agents_from_toml_with,
+        allowed_origins_from_toml, mounts_from_toml,
     },
 };
 use baton_models::ProviderModels;
@@ -73,12 +74,26 @@ impl ModelArgs {
 
     /// The producer mounts the agents file declares (none without a file).
     pub(crate) fn declared_mounts(&self) -> anyhow::Result<Vec<MountConfig>> {
+        self.read_agents_file(mounts_from_toml)
+    }
+
+    /// The browser origins the agents file allows (`[browser] allowed_origins`; none without a
+    /// file).
+    pub(crate) fn declared_origins(&self) -> anyhow::Result<Vec<String>> {
+        self.read_agents_file(allowed_origins_from_toml)
+    }
+
+    /// What `read` finds in the agents file, or its default without a file.
+    fn read_agents_file<T: Default>(
+        &self,
+        read: impl Fn(&str) -> Result<T, baton_core::config::ConfigError>,
+    ) -> anyhow::Result<T> {
         let Some(path) = &self.agents else {
-            return Ok(Vec::new());
+            return Ok(T::default());
         };
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read the agents file {}", path.display()))?;
-        mounts_from_toml(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+        read(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
     }
 
     /// The `--model` configuration, with the conventional key variable of a hosted API.

@@ -32,4 +32,14 @@ pub(crate) struct ServerArgs {
     /// `http://127.0.0.1:8233/namespaces/default`): the console links each workflow id there.
     #[arg(long, env = "BATON_TEMPORAL_UI_URL", global = true)]
     pub(crate) temporal_ui_url: Option<String>,
+    /// A web origin browsers may call the API from (`https://app.example`; `*` for any);
+    /// repeat for several. None by default: only the pages this server serves. The agents
+    /// file's `[browser] allowed_origins` adds to these.
+    #[arg(
+        long = "allowed-origin",
+        env = "BATON_ALLOWED_ORIGINS",
+        value_delimiter = ',',
+        global = true
+    )]
+    pub(crate) allowed_origins: Vec<String>,
 }

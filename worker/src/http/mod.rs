@@ -7,6 +7,7 @@
 mod body;
 mod chat;
 mod console;
+mod cors;
 mod error;
 mod extract;
 mod fork;
@@ -16,6 +17,7 @@ mod routes;
 mod serve;
 mod sessions;
 mod sse;
+mod tokens;
 
 pub use error::HttpError;
 pub(crate) use extract::{SessionQuery, json_body, query};
@@ -62,7 +64,8 @@ pub async fn serve(
 /// outermost layer ([`refusals::typed_refusals`]) types whatever is not, so a route added here or
 /// merged in later needs nothing of its own.
 pub fn router(state: AppState) -> Router {
-    Router::new()
+    let cors = cors::layer(&state.options.allowed_origins);
+    let api = Router::new()
         .route("/start", post(routes::start))
         .route("/status", get(routes::status))
         .route("/sse", get(sse::sse))
@@ -75,14 +78,22 @@ pub fn router(state: AppState) -> Router {
         .route("/sessions", get(sessions::sessions))
         .route("/pending", get(sessions::pending))
         .route("/fork", post(fork::fork))
+        .route("/tokens", post(tokens::mint))
+        .route("/tokens/revoke", post(tokens::revoke))
         .route("/metrics", get(metrics::metrics))
         .route_layer(from_fn_with_state(state.clone(), authenticate))
         .merge(chat::router(state.clone()))
         .merge(crate::mount::routers(&state))
         .route("/healthz", get(|| async { "ok" }))
         .route("/console", get(console::page))
-        .route_layer(from_fn_with_state(state.clone(), metrics::measure))
-        .layer(from_fn_with_state(state.clone(), refusals::typed_refusals))
+        .route_layer(from_fn_with_state(state.clone(), metrics::measure));
+    // CORS wraps every route (a preflight carries no credential, so it is answered before the
+    // authentication of the routes), inside the typed refusals.
+    let api = match cors {
+        Some(cors) => api.layer(cors),
+        None => api,
+    };
+    api.layer(from_fn_with_state(state.clone(), refusals::typed_refusals))
         .with_state(state)
 }
 
@@ -90,7 +101,7 @@ pub fn router(state: AppState) -> Router {
 /// A refusal (401, or a handler's 403) goes to the audit log with its route.
 async fn authenticate(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
     let route = request.uri().path().to_owned();
-    match state.options.auth.authenticate(request.headers()).await {
+    match crate::auth::authenticate(&state, request.headers()).await {
         Ok(principal) => {
             let credential = crate::stream::Credential::of(request.headers());
             request.extensions_mut().insert(principal.clone());

@@ -28,13 +28,14 @@ use baton_core::{
     submit::SubmitAnswer,
 };
 
-/// `POST /start` is for operators; with built-in auth the answer carries the new session's token.
+/// `POST /start` is for operators and user tokens (of their agent types, the session's `userId`
+/// their subject); with built-in auth the answer carries the new session's token.
 pub(super) async fn start(
     State(state): State<AppState>,
     Extension(principal): Extension<Principal>,
-    ApiJson(request): ApiJson<StartRequest>,
+    ApiJson(mut request): ApiJson<StartRequest>,
 ) -> Result<Json<StartResponse>, HttpError> {
-    principal.must_be_operator()?;
+    request.user_id = principal.may_start(&request.agent, request.user_id.take())?;
     let started = ops::checked_start(&state, request).await;
     audit::started(&principal, &started);
     Ok(Json(started?))
@@ -46,7 +47,9 @@ pub(super) async fn resume(
     Extension(principal): Extension<Principal>,
     ApiJson(request): ApiJson<ResumeRequest>,
 ) -> Result<Json<ResumeResponse>, HttpError> {
-    principal.may_act_on(&request.session_id)?;
+    principal
+        .may_act_on(&state.store, &request.session_id)
+        .await?;
     let session_id = request.session_id.clone();
     let resume = request.checked()?;
     let action = audit_name_of(&resume);
@@ -61,7 +64,12 @@ pub(super) fn stop(kind: StopKind) -> MethodRouter<AppState> {
         move |State(state): State<AppState>,
               Extension(principal): Extension<Principal>,
               ApiJson(request): ApiJson<SessionRequest>| async move {
-            principal.may_act_on(&request.session_id)?;
+            principal
+                .may_act_on(&state.store, &request.session_id)
+                .await?;
+            if matches!(principal, Principal::Operator { .. }) {
+                ops::revoke_tokens_of_stopped(&state, &principal, &request.session_id).await?;
+            }
             let stopped = ops::stop_session(&state, &request.session_id, kind).await;
             audit::action(&principal, kind.as_str(), &request.session_id, &stopped);
             Ok::<_, HttpError>(Json::<StopResponse>(stopped?))
@@ -88,7 +96,9 @@ pub(super) async fn status(
     Extension(principal): Extension<Principal>,
     ApiQuery(query): ApiQuery<SessionQuery>,
 ) -> Result<Json<SessionState>, HttpError> {
-    principal.may_act_on(&query.session_id)?;
+    principal
+        .may_act_on(&state.store, &query.session_id)
+        .await?;
     Ok(Json(ops::session_status(&state, &query.session_id).await?))
 }
 
@@ -98,7 +108,9 @@ pub(super) async fn snapshot(
     Extension(principal): Extension<Principal>,
     ApiQuery(query): ApiQuery<SessionQuery>,
 ) -> Result<Json<SnapshotResponse>, HttpError> {
-    principal.may_act_on(&query.session_id)?;
+    principal
+        .may_act_on(&state.store, &query.session_id)
+        .await?;
     Ok(Json(
         ops::session_snapshot(&state, &query.session_id).await?,
     ))
@@ -110,6 +122,8 @@ pub(super) async fn usage(
     Extension(principal): Extension<Principal>,
     ApiQuery(query): ApiQuery<SessionQuery>,
 ) -> Result<Json<UsageResponse>, HttpError> {
-    principal.may_act_on(&query.session_id)?;
+    principal
+        .may_act_on(&state.store, &query.session_id)
+        .await?;
     Ok(Json(ops::session_usage(&state, &query.session_id).await?))
 }

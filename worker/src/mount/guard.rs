@@ -24,7 +24,7 @@ pub(super) async fn authenticate(
     mut request: Request,
     next: Next,
 ) -> Response {
-    match state.app.options.auth.authenticate(request.headers()).await {
+    match crate::auth::authenticate(&state.app, request.headers()).await {
         Ok(principal) => {
             let credential = crate::stream::Credential::of(request.headers());
             request.extensions_mut().insert(principal);

@@ -22,7 +22,9 @@ pub(super) async fn status(
     Path(agent_type): Path<String>,
     MountQuery(query): MountQuery<SessionQuery>,
 ) -> Result<Json<StatusResponse>, MountError> {
-    principal.may_act_on(&query.session_id)?;
+    principal
+        .may_act_on(&state.app.store, &query.session_id)
+        .await?;
     state.session(&agent_type, &query.session_id).await?;
     let session = ops::session_status(&state.app, &query.session_id).await?;
     Ok(Json(StatusResponse {
@@ -46,7 +48,9 @@ pub(super) async fn snapshot(
     Path(agent_type): Path<String>,
     MountQuery(query): MountQuery<SessionQuery>,
 ) -> Result<Json<SnapshotResponse>, MountError> {
-    principal.may_act_on(&query.session_id)?;
+    principal
+        .may_act_on(&state.app.store, &query.session_id)
+        .await?;
     state.session(&agent_type, &query.session_id).await?;
     let snapshot = ops::session_snapshot(&state.app, &query.session_id).await?;
     Ok(Json(SnapshotResponse {
@@ -68,7 +72,9 @@ pub(super) async fn usage(
     Path(agent_type): Path<String>,
     MountQuery(query): MountQuery<SessionQuery>,
 ) -> Result<Json<UsageResponse>, MountError> {
-    principal.may_act_on(&query.session_id)?;
+    principal
+        .may_act_on(&state.app.store, &query.session_id)
+        .await?;
     state.served(&agent_type)?;
     if !state.mount.serves_usage {
         return Err(ApiError::new(

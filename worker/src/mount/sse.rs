@@ -31,7 +31,9 @@ pub(super) async fn sse(
     Path(agent_type): Path<String>,
     MountQuery(query): MountQuery<SessionQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, MountError> {
-    principal.may_act_on(&query.session_id)?;
+    principal
+        .may_act_on(&state.app.store, &query.session_id)
+        .await?;
     let session = state.session(&agent_type, &query.session_id).await?;
     let permit = state.app.streams.followers.admit(
         state.app.options.follower_caps,

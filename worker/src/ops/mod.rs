@@ -16,6 +16,7 @@ mod start;
 mod stop;
 mod submit;
 pub(crate) mod temporal;
+mod tokens;
 mod tree;
 
 pub use attach::{reindex_callback, start_or_attach};
@@ -27,6 +28,7 @@ pub use search::{SearchScope, list_pending, list_sessions};
 pub use start::{MAX_MESSAGE_BYTES, checked_start, first_log, start_session};
 pub use stop::stop_session;
 pub use submit::{checked_submit, submit_and_continue};
+pub use tokens::{mint_user_token, revoke_token, revoke_tokens_of_stopped};
 
 use baton_core::{ApiError, ErrorCode, Refusal, escape::bounded, ids, store::SessionAddress};
 

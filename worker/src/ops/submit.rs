@@ -24,7 +24,9 @@ pub async fn checked_submit(
     let answer = async {
         let request = SubmitRequest::from_json(bytes, state.options.verbose_errors)?;
         session_id = Some(request.session_id().to_owned());
-        principal.may_act_on(request.session_id())?;
+        principal
+            .may_act_on(&state.store, request.session_id())
+            .await?;
         submit_and_continue(state, request).await
     }
     .await;

@@ -79,10 +79,74 @@ async fn an_operator_starts_a_chat_and_its_session_token_sends_the_next_turns_on
         .await
         .unwrap();
     assert_eq!(page.status(), 200);
+    let headers = page.headers().clone();
+    let html = page.text().await.unwrap();
+    assert!(html.contains("<title>Baton chat</title>"));
+    // Only its own files: no inline script, no CDN, and no credential or API taken from its URL.
     assert!(
-        page.text()
-            .await
-            .unwrap()
-            .contains("<title>Baton chat</title>")
+        !html.contains("<script>") && !html.contains("https://"),
+        "{html}"
     );
+    let csp = headers["content-security-policy"].to_str().unwrap();
+    for directive in [
+        "default-src 'none'",
+        "script-src 'self'",
+        "connect-src 'self'",
+        "frame-ancestors 'none'",
+    ] {
+        assert!(csp.contains(directive), "{csp}");
+    }
+    assert_eq!(headers["x-content-type-options"], "nosniff");
+    assert_eq!(headers["referrer-policy"], "no-referrer");
+    let script = reqwest::get(format!("http://{}/chat-assets/chat.js", harness.address))
+        .await
+        .unwrap();
+    assert_eq!(script.status(), 200);
+    assert_eq!(script.headers()["x-content-type-options"], "nosniff");
+    let script = script.text().await.unwrap();
+    assert!(!script.contains("innerHTML") && !script.contains("get('token')"));
+    assert!(!script.contains("get('api')"));
+    // No demo mode here (a server's options): no token for whoever asks.
+    let demo = reqwest::Client::new()
+        .post(format!("http://{}/chat/demo-token", harness.address))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(demo.status(), 404);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_mode_mints_a_user_token_for_the_demo_user_only() {
+    let options = ServerOptions {
+        demo_user_tokens: true,
+        ..baton_tests::keyed_options(KEY)
+    };
+    let harness = Harness::server_only_with(chat_registry(), options).await;
+    let demo: Value = reqwest::Client::new()
+        .post(format!("http://{}/chat/demo-token", harness.address))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(demo["userId"], "demo-user");
+    let token = demo["token"].as_str().unwrap();
+    assert!(token.starts_with("u1."), "{demo}");
+    // It sees the demo user's sessions only, and mints nothing.
+    let sessions = reqwest::Client::new()
+        .get(format!("http://{}/sessions", harness.address))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(sessions.status(), 200);
+    let mint = reqwest::Client::new()
+        .post(format!("http://{}/tokens", harness.address))
+        .bearer_auth(token)
+        .json(&json!({"userId": "someone", "agents": ["chatter"]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(code(mint).await, (403, "forbidden".into()));
 }

@@ -1,7 +1,8 @@
-//! The demo chat page in a real browser: `tests/browser/chat_page.py` drives Debian's Chromium
+//! The demo chat page in a real browser: `tests/browser/chat_page*.py` drive Debian's Chromium
 //! headless (playwright for Python, pinned to the release whose Chromium major is Debian's, with
-//! the system binary; no browser is downloaded) against this server. The page's screenshot is
-//! kept under the target directory (`chat-artifacts/chat-page.png`).
+//! the system binary; no browser is downloaded) against this server (or, for the re-send cap, a
+//! hostile one of the script's own). The screenshots of each stage are kept under the target
+//! directory (`chat-artifacts/chat-page-*.png`).
 
 use super::chat_registry;
 use baton_tests::Harness;
@@ -54,26 +55,78 @@ pub(crate) fn playwright_python() -> PathBuf {
     python.unwrap_or_default()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_demo_page_answers_a_form_and_an_approval_across_a_reload_in_chromium() {
-    let harness = Harness::start(chat_registry()).await;
+/// Runs `tests/browser/<script>` with `arguments` and returns its JSON summary.
+async fn run_page_script(script: &str, arguments: &[&std::ffi::OsStr]) -> Value {
     let python = playwright_python();
-    let screenshot = artifacts_dir().join("chat-page.png");
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("browser/chat_page.py");
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("browser")
+        .join(script);
     let output = tokio::process::Command::new(&python)
         .arg(&script)
-        .arg(format!("http://{}", harness.address))
-        .arg(&screenshot)
+        .args(arguments)
         .output()
         .await
         .expect("python runs (scripts/test.sh installs playwright and chromium)");
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         output.status.success(),
-        "the browser test failed: {}\n{stdout}",
+        "{} failed: {}\n{stdout}",
+        script.display(),
         String::from_utf8_lossy(&output.stderr)
     );
-    let summary: Value = serde_json::from_str(stdout.trim()).unwrap();
+    serde_json::from_str(stdout.trim()).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_renders_markdown_safely_stops_a_run_and_lists_the_users_chats() {
+    let harness = Harness::start(chat_registry()).await;
+    let base = format!("http://{}", harness.address);
+    let dir = artifacts_dir();
+    let summary = run_page_script("chat_page_features.py", &[base.as_ref(), dir.as_os_str()]).await;
+    super::PAGE_NAPS_RELEASED.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(
+        summary["images"], 0,
+        "raw HTML became an element: {summary}"
+    );
+    assert_eq!(summary["owned"], false, "{summary}");
+    assert_eq!(summary["serverAfterStop"], "interrupted", "{summary}");
+    assert_eq!(summary["reopened"], true, "{summary}");
+    assert_eq!(summary["cspViolations"], serde_json::json!([]), "{summary}");
+    for stage in ["markdown", "running", "stopped", "list", "reopened"] {
+        let shot = dir.join(format!("chat-page-{stage}.png"));
+        assert!(
+            std::fs::metadata(&shot).is_ok_and(|m| m.len() > 0),
+            "{stage}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn against_a_hostile_server_the_page_stops_re_sending_after_its_cap() {
+    let statics = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../worker/static");
+    let screenshot = artifacts_dir().join("chat-page-hostile.png");
+    let summary = run_page_script(
+        "chat_page_hostile.py",
+        &[statics.as_os_str(), screenshot.as_os_str()],
+    )
+    .await;
+    // The person's send, then the page's three re-sends (MAX_AUTO_RESENDS in chat.js).
+    assert_eq!(summary["posts"], 4, "{summary}");
+    assert_eq!(summary["after"], 0, "{summary}");
+    assert!(
+        summary["sentence"]
+            .as_str()
+            .is_some_and(|s| s.contains("stopped re-sending")),
+        "{summary}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_page_answers_a_form_and_an_approval_across_a_reload_in_chromium() {
+    let harness = Harness::start(chat_registry()).await;
+    let screenshot = artifacts_dir().join("chat-page.png");
+    let base = format!("http://{}", harness.address);
+    let summary = run_page_script("chat_page.py", &[base.as_ref(), screenshot.as_os_str()]).await;
     assert_eq!(summary["repeated"], false, "{summary}");
     // Per turn: the message, the form's answer, the approval (the first sent from the reloaded
     // page); the held message went once the first turn was over.
@@ -81,5 +134,11 @@ async fn the_demo_page_answers_a_form_and_an_approval_across_a_reload_in_chromiu
     assert_eq!(summary["posts"], 6, "{summary}");
     // The message, then the error the page settled the unrenderable call with.
     assert_eq!(summary["otherPagePosts"], 2, "{summary}");
-    assert!(std::fs::metadata(&screenshot).is_ok_and(|m| m.len() > 0));
+    for stage in ["", "-empty", "-question", "-approval"] {
+        let shot = artifacts_dir().join(format!("chat-page{stage}.png"));
+        assert!(
+            std::fs::metadata(&shot).is_ok_and(|m| m.len() > 0),
+            "{stage}"
+        );
+    }
 }

@@ -98,7 +98,7 @@ async fn the_grpc_service_authenticates_like_the_http_api() {
             forbidden,
             ApiError::new(
                 ErrorCode::Forbidden,
-                "a session token cannot do this; use an operator key"
+                "a session token cannot start sessions; use an operator or user token"
             ),
             "{name}"
         );

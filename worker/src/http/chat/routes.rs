@@ -1,7 +1,10 @@
 //! The handlers of the chat routes: each authenticates (the layer did), decodes, calls its
 //! operation in `crate::ai_sdk` and answers.
 
-use super::{super::body::json_body, stream::respond};
+use super::{
+    super::body::json_body,
+    stream::{STOP_ON_ABORT_HEADER, respond},
+};
 use crate::{
     ai_sdk::{self, ChatBody, ChatSnapshot, MAX_CHAT_REQUEST_BYTES},
     auth::Principal,
@@ -17,7 +20,7 @@ use axum::{
     http::{HeaderMap, StatusCode},
     response::{IntoResponse, Response},
 };
-use baton_core::{ApiError, ErrorCode, escape::bounded};
+use baton_core::{ApiError, ErrorCode, api::StopResponse, escape::bounded};
 
 /// `POST /chat`: the body of `useChat`'s transport, answered as a UI message stream (or a typed
 /// error).
@@ -44,7 +47,10 @@ pub(super) async fn post(
     let reply = ai_sdk::chat_post(&state, &principal, body)
         .await
         .inspect_err(|error| log_refusal(&chat_id, error))?;
-    Ok(respond(state, reply, permit).await?)
+    let stop_on_abort = headers
+        .get(STOP_ON_ABORT_HEADER)
+        .is_some_and(|value| value.as_bytes().eq_ignore_ascii_case(b"true"));
+    Ok(respond(state, reply, permit, stop_on_abort).await?)
 }
 
 /// `GET /chat/{id}/stream`: the running turn, or 204 when no run works.
@@ -57,7 +63,7 @@ pub(super) async fn reattach(
     let permit = admit(&state, &chat_id, &credential)?;
     match ai_sdk::chat_reattach(&state, &principal, &chat_id).await? {
         None => Ok(StatusCode::NO_CONTENT.into_response()),
-        Some(reply) => Ok(respond(state, reply, permit).await?),
+        Some(reply) => Ok(respond(state, reply, permit, false).await?),
     }
 }
 
@@ -82,6 +88,19 @@ pub(super) async fn snapshot(
     Ok(Json(
         ai_sdk::chat_snapshot(&state, &principal, &chat_id).await?,
     ))
+}
+
+/// `POST /chat/{id}/stop`: the chat's `stop()` interrupts its run (the same authorization as
+/// the chat's other routes; a token holder's own stop revokes nothing). 409 `run_not_active`
+/// when no run works.
+pub(super) async fn stop(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path(chat_id): Path<String>,
+) -> Result<Json<StopResponse>, HttpError> {
+    let stopped = ai_sdk::chat_stop(&state, &principal, &chat_id).await;
+    crate::audit::action(&principal, "interrupt", &chat_id, &stopped);
+    Ok(Json(stopped?))
 }
 
 /// One line per refused chat request, with its cause (a lost race is a warning). The chat id

@@ -1,5 +1,6 @@
 //! A chat reply as the HTTP answer `ai`'s `DefaultChatTransport` reads: SSE `data:` frames of UI
-//! chunks ending with `data: [DONE]`, with the UI message stream's headers.
+//! chunks ending with `data: [DONE]`, with the UI message stream's headers; and, for an app that
+//! opts in, the stop of the run when the client aborts the answer.
 
 use crate::{
     ai_sdk::{ChatReply, UiFrame},
@@ -14,12 +15,40 @@ use axum::{
         sse::{Event, KeepAlive, Sse},
     },
 };
-use baton_core::ApiError;
+use baton_core::{ApiError, escape::bounded, store::StopKind};
 use futures::{StreamExt, stream};
 use std::convert::Infallible;
 
 /// The header that tells `ai` the body is a UI message stream, and its protocol version.
 const UI_STREAM_HEADER: &str = "x-vercel-ai-ui-message-stream";
+
+/// The request header by which an app opts in to a stop on abort: `x-baton-stop-on-abort: true`
+/// on `POST /chat` makes the answer's end before the turn's (the client aborted: `useChat`'s
+/// `stop()`) interrupt the run. Off by default: a reload or a lost connection also ends an
+/// answer early, and the turn goes on for the next attach.
+pub(super) const STOP_ON_ABORT_HEADER: &str = "x-baton-stop-on-abort";
+
+/// Interrupts the chat's run when dropped while armed: the answer ended before the turn did.
+struct StopOnAbort {
+    state: AppState,
+    session_id: String,
+    armed: bool,
+}
+
+impl Drop for StopOnAbort {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let state = self.state.clone();
+        let session_id = std::mem::take(&mut self.session_id);
+        tokio::spawn(async move {
+            let stopped = crate::ops::stop_session(&state, &session_id, StopKind::Interrupt).await;
+            let outcome = stopped.as_ref().map_or_else(|e| e.code.as_str(), |_| "ok");
+            tracing::info!(session_id = %bounded(&session_id), outcome, "the chat's answer was aborted: its run is interrupted");
+        });
+    }
+}
 
 /// The SSE answer of a chat reply. A streamed reply follows the session from its position
 /// until the mapper says the run suspended or ended; a stream error becomes an `error` chunk.
@@ -28,6 +57,7 @@ pub(super) async fn respond(
     state: AppState,
     reply: ChatReply,
     permit: FollowerPermit,
+    stop_on_abort: bool,
 ) -> Result<Response, ApiError> {
     let events = match reply {
         ChatReply::Closed(frames) => stream::iter(frames.into_iter().map(frame_event)).boxed(),
@@ -38,9 +68,17 @@ pub(super) async fn respond(
             mapper,
         } => {
             let counted = FollowerGuard::new(&state.metrics.followers);
+            let abort_state = state.clone();
             let follow = Follow::open(state, &session_id, after, permit).await?;
-            let rest = stream::unfold(Some((counted, follow, mapper)), |progress| async move {
-                let (counted, mut follow, mut mapper) = progress?;
+            // Armed once the answer is about to stream (a refusal before it stops nothing).
+            let abort = StopOnAbort {
+                state: abort_state,
+                session_id: session_id.clone(),
+                armed: stop_on_abort,
+            };
+            let start = Some((counted, follow, mapper, abort));
+            let rest = stream::unfold(start, |progress| async move {
+                let (counted, mut follow, mut mapper, mut abort) = progress?;
                 let frames = match follow.next_chunks().await {
                     Some(Ok(chunks)) => {
                         let mut frames = Vec::new();
@@ -55,7 +93,9 @@ pub(super) async fn respond(
                     Some(Err(error)) => mapper.fail(format!("{}: {}", error.code, error.error)),
                     None => mapper.fail("the stream ended before the run did".to_owned()),
                 };
-                let next = (!mapper.is_finished()).then_some((counted, follow, mapper));
+                // The turn is over (or failed): an answer ending now aborts nothing.
+                abort.armed &= !mapper.is_finished();
+                let next = (!mapper.is_finished()).then_some((counted, follow, mapper, abort));
                 Some((stream::iter(frames.into_iter().map(frame_event)), next))
             })
             .flatten();

@@ -1,15 +1,25 @@
 //! Who may call the API. The server is fail-closed: it serves nothing until it is given an auth
 //! configuration or told, explicitly, to serve without one.
 //!
-//! Built in: operator API keys (`Authorization: Bearer <key>`), which may do anything, and
-//! session tokens, which `/start` returns: short-lived, HMAC-signed and bound to the session the
-//! server created, so a browser holding one can follow, answer and resume its own session and
-//! nothing else. Other schemes plug in through [`Authenticate`].
+//! Built in: operator API keys (`Authorization: Bearer <key>`), which may do anything; session
+//! tokens, which `/start` returns: short-lived, HMAC-signed and bound to the session the server
+//! created, so a browser holding one can follow, answer and resume its own session and nothing
+//! else; and user tokens (`user_token.rs`), which an app's backend mints with an operator key
+//! (`POST /tokens`) for one end user: they start chats of the agents they name and act on the
+//! sessions whose `userId` is their subject. Both kinds of token can be revoked
+//! (`access.rs`, checked on every request). Other schemes plug in through [`Authenticate`].
+
+mod access;
+mod user_token;
+
+pub(crate) use access::revoke;
+pub use access::{authenticate, revoke_session_tokens};
+pub use user_token::UserClaims;
 
 use async_trait::async_trait;
 use axum::http::{HeaderMap, header::AUTHORIZATION};
 use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
-use baton_core::{ApiError, ErrorCode};
+use baton_core::{ApiError, ErrorCode, Store};
 use ring::hmac;
 use std::{fmt, sync::Arc, time::Duration};
 
@@ -20,7 +30,25 @@ pub enum Principal {
     /// name is the key's configured one (`--named-api-key`), as the audit log names it.
     Operator { name: String },
     /// The holder of a session token: only that session's tree.
-    Session { root_session_id: String },
+    Session {
+        root_session_id: String,
+        token: TokenRef,
+    },
+    /// The holder of a user token: the sessions whose `userId` is `user_id`, and new ones of
+    /// the agent types `agents`.
+    User {
+        user_id: String,
+        agents: Vec<String>,
+        token: TokenRef,
+    },
+}
+
+/// What revoking a token needs of it: its id (the token's signature) and its expiry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenRef {
+    pub id: String,
+    /// Seconds since the Unix epoch.
+    pub expires_at: u64,
 }
 
 /// The name of an operator key given without one, and of every caller of an open server.
@@ -34,52 +62,104 @@ impl Principal {
         }
     }
 
-    /// Who this is in the audit log: the operator key's name, or `session:<root>`.
+    /// Who this is in the audit log: the operator key's name, `session:<root>` or
+    /// `user:<userId>`.
     pub fn name(&self) -> String {
         match self {
             Self::Operator { name } => name.clone(),
-            Self::Session { root_session_id } => format!("session:{root_session_id}"),
+            Self::Session {
+                root_session_id, ..
+            } => format!("session:{root_session_id}"),
+            Self::User { user_id, .. } => format!("user:{}", baton_core::escape::bounded(user_id)),
         }
     }
 
-    /// Refuses (403 `session_mismatch`) a session token used on another session. A token of a
-    /// root is good for the sub-agent sessions of its tree too, whose ids start with the root's.
-    pub fn may_act_on(&self, session_id: &str) -> Result<(), ApiError> {
+    /// Refuses (403 `session_mismatch`) a token used on a session that is not its own. A
+    /// session token of a root is good for the sub-agent sessions of its tree too, whose ids
+    /// start with the root's; a user token for the sessions whose root's stored `userId` is its
+    /// subject (read from Redis), and for ids no session has yet (the operation then answers
+    /// `session_not_found`, or a chat starts one for the user).
+    pub async fn may_act_on(&self, store: &Store, session_id: &str) -> Result<(), ApiError> {
         match self {
             Self::Operator { .. } => Ok(()),
-            Self::Session { root_session_id }
-                if root_session_id == baton_core::ids::root_of(session_id) =>
-            {
-                Ok(())
+            Self::Session {
+                root_session_id, ..
+            } if root_session_id == baton_core::ids::root_of(session_id) => Ok(()),
+            Self::Session { .. } => Err(mismatch()),
+            Self::User { user_id, .. } => {
+                let root = baton_core::ids::root_of(session_id);
+                let address = crate::ops::checked_address(root)?;
+                match store.session(&address).await? {
+                    None => Ok(()),
+                    Some(session) if session.meta.user_id.as_deref() == Some(user_id) => Ok(()),
+                    Some(_) => Err(mismatch()),
+                }
             }
-            Self::Session { .. } => Err(ApiError::new(
-                ErrorCode::SessionMismatch,
-                "this token is bound to another session",
-            )),
         }
     }
 
     /// The sessions this principal sees in a search: all of them for an operator, its own tree
-    /// for a session token.
+    /// for a session token, its user's for a user token.
     pub fn search_scope(&self) -> crate::ops::SearchScope {
         match self {
             Self::Operator { .. } => crate::ops::SearchScope::All,
-            Self::Session { root_session_id } => crate::ops::SearchScope::Tree {
+            Self::Session {
+                root_session_id, ..
+            } => crate::ops::SearchScope::Tree {
                 root_session_id: root_session_id.clone(),
+            },
+            Self::User { user_id, .. } => crate::ops::SearchScope::User {
+                user_id: user_id.clone(),
             },
         }
     }
 
-    /// Refuses (403 `forbidden`) what only operators may do, e.g. start sessions.
+    /// Refuses (403 `forbidden`) what only operators may do, e.g. fork sessions or mint tokens.
     pub fn must_be_operator(&self) -> Result<(), ApiError> {
         match self {
             Self::Operator { .. } => Ok(()),
-            Self::Session { .. } => Err(ApiError::new(
+            Self::Session { .. } | Self::User { .. } => Err(ApiError::new(
                 ErrorCode::Forbidden,
-                "a session token cannot do this; use an operator key",
+                "a session or user token cannot do this; use an operator key",
             )),
         }
     }
+
+    /// The `userId` a new session of `agent_type` gets when this principal starts it: the
+    /// request's own for an operator; the subject for a user token whose agents include
+    /// `agent_type` (a request naming another user is refused); a session token starts nothing
+    /// (403 `forbidden`).
+    pub fn may_start(
+        &self,
+        agent_type: &str,
+        asked_user_id: Option<String>,
+    ) -> Result<Option<String>, ApiError> {
+        let forbidden = |message: &str| Err(ApiError::new(ErrorCode::Forbidden, message));
+        match self {
+            Self::Operator { .. } => Ok(asked_user_id),
+            Self::Session { .. } => {
+                forbidden("a session token cannot start sessions; use an operator or user token")
+            }
+            Self::User {
+                user_id, agents, ..
+            } => {
+                if asked_user_id.is_some_and(|asked| &asked != user_id) {
+                    return forbidden("a user token starts sessions for its own userId only");
+                }
+                if !agents.iter().any(|agent| agent == agent_type) {
+                    return forbidden("this user token may not start this agent type");
+                }
+                Ok(Some(user_id.clone()))
+            }
+        }
+    }
+}
+
+fn mismatch() -> ApiError {
+    ApiError::new(
+        ErrorCode::SessionMismatch,
+        "this token is bound to another session",
+    )
 }
 
 /// A custom authentication scheme: the request's headers to a principal, or a typed refusal
@@ -173,6 +253,11 @@ impl BuiltinAuth {
         }
     }
 
+    /// How long the session tokens this server issues are valid.
+    pub fn session_token_ttl(&self) -> Duration {
+        self.token_ttl
+    }
+
     /// A token for `session_id`, valid until `now + ttl`: `v1.<session>.<expiry>.<mac>`.
     pub fn issue(&self, session_id: &str, now: u64) -> String {
         let claims = format!("v1.{session_id}.{}", now + self.token_ttl.as_secs());
@@ -189,12 +274,39 @@ impl BuiltinAuth {
         if let Some((name, _)) = matching {
             return Ok(Principal::Operator { name: name.clone() });
         }
-        self.verify(credential, now_secs())
-            .map(|root_session_id| Principal::Session { root_session_id })
+        let now = now_secs();
+        if credential.starts_with(user_token::PREFIX) {
+            let (claims, token) = self.verify_user(credential, now)?;
+            return Ok(Principal::User {
+                user_id: claims.sub,
+                agents: claims.agents,
+                token,
+            });
+        }
+        let (root_session_id, token) = self.verify_session(credential, now)?;
+        Ok(Principal::Session {
+            root_session_id,
+            token,
+        })
     }
 
     /// The session a token is bound to, if the token is genuine and not expired at `now`.
     pub fn verify(&self, token: &str, now: u64) -> Result<String, ApiError> {
+        self.verify_session(token, now).map(|(session, _)| session)
+    }
+
+    /// The session a session token is bound to, with what revoking it needs.
+    fn verify_session(&self, token: &str, now: u64) -> Result<(String, TokenRef), ApiError> {
+        let (session, reference) = self.genuine_session_token(token)?;
+        if now >= reference.expires_at {
+            return Err(unauthorized("invalid or expired token"));
+        }
+        Ok((session, reference))
+    }
+
+    /// A session token's session and reference if its signature is this server's, expired or
+    /// not.
+    fn genuine_session_token(&self, token: &str) -> Result<(String, TokenRef), ApiError> {
         let invalid = || unauthorized("invalid or expired token");
         let (claims, tag) = token.rsplit_once('.').ok_or_else(invalid)?;
         let tag = URL_SAFE_NO_PAD.decode(tag).map_err(|_| invalid())?;
@@ -205,10 +317,14 @@ impl BuiltinAuth {
             return Err(invalid());
         };
         let expiry: u64 = expiry.parse().map_err(|_| invalid())?;
-        if now >= expiry {
-            return Err(invalid());
-        }
-        Ok(session.to_owned())
+        let id = token.rsplit('.').next().unwrap_or_default().to_owned();
+        Ok((
+            session.to_owned(),
+            TokenRef {
+                id,
+                expires_at: expiry,
+            },
+        ))
     }
 }
 
@@ -229,7 +345,7 @@ fn unauthorized(message: &str) -> ApiError {
     ApiError::new(ErrorCode::Unauthorized, message)
 }
 
-fn now_secs() -> u64 {
+pub(crate) fn now_secs() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
@@ -311,20 +427,20 @@ mod tests {
         assert!(auth.principal("op-kex").is_err());
         let token = auth.issue("s1", now_secs());
         let holder = auth.principal(&token).unwrap();
+        assert!(matches!(
+            &holder,
+            Principal::Session { root_session_id, token }
+                if root_session_id == "s1" && token.expires_at > now_secs()
+        ));
         assert_eq!(
-            holder,
-            Principal::Session {
+            holder.search_scope(),
+            crate::ops::SearchScope::Tree {
                 root_session_id: "s1".into()
             }
         );
-        assert!(holder.may_act_on("s1").is_ok());
-        let child = format!("s1.{}", "0".repeat(32));
-        assert!(holder.may_act_on(&child).is_ok());
-        let other_child = format!("s2.{}", "0".repeat(32));
-        assert!(holder.may_act_on(&other_child).is_err());
         assert_eq!(
-            holder.may_act_on("s2").unwrap_err().code,
-            ErrorCode::SessionMismatch
+            holder.may_start("demo", None).unwrap_err().code,
+            ErrorCode::Forbidden
         );
         assert_eq!(
             holder.must_be_operator().unwrap_err().code,

@@ -1,0 +1,86 @@
+"""The demo chat page's features in Debian's Chromium (headless, through playwright; no browser
+is downloaded): markdown rendered safely (no raw HTML), the stop button stopping the run on the
+server, a new chat, and the signed-in user's chat list reopening an earlier chat. A screenshot of
+each stage is kept in the artifacts directory.
+
+    python chat_page_features.py <base URL> <artifacts dir>
+
+Prints one JSON summary line.
+"""
+
+import json
+import sys
+
+from playwright.sync_api import expect, sync_playwright
+
+BASE, ARTIFACTS = sys.argv[1], sys.argv[2]
+expect.set_options(timeout=30_000)
+HOSTILE = "**bold** and `code` <img src=x onerror=\"window.owned=1\"> [site](https://example.org)"
+
+
+def main():
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", headless=True)
+        page = browser.new_page()
+        violations = []
+        page.on("console", lambda message: violations.append(message.text) if "Content Security Policy" in message.text else None)
+        # Markdown: the echo comes back rendered, the HTML in it shown as text.
+        page.goto(f"{BASE}/chat?agent=chatter")
+        ask(page, HOSTILE)
+        reply = page.get_by_test_id("message-assistant").last
+        expect(reply.locator("strong")).to_have_text("bold")
+        expect(reply.locator("code")).to_have_text("code")
+        expect(reply.locator("a")).to_have_attribute("href", "https://example.org")
+        expect(reply).to_contain_text('<img src=x onerror="window.owned=1">')
+        images = page.locator("#log img").count()
+        owned = page.evaluate("window.owned === 1")
+        expect(page.get_by_test_id("status")).to_have_attribute("data-state", "ready")
+        first_chat = page.evaluate("location.hash.slice(1)")
+        shot(page, "markdown")
+
+        # Stop: the run is interrupted on the server, and the page says so.
+        page.get_by_test_id("new-chat").click()
+        expect(page.get_by_test_id("message-assistant")).to_have_count(0)
+        page.goto(f"{BASE}/chat?agent=napper_page")
+        ask(page, "take a nap")
+        expect(page.get_by_test_id("tool-nap")).to_be_visible()
+        stop = page.get_by_test_id("stop")
+        expect(stop).to_be_visible()
+        shot(page, "running")
+        stop.click()
+        expect(page.get_by_test_id("status")).to_have_attribute("data-state", "stopped")
+        expect(page.get_by_test_id("status")).to_have_text("Stopped. Send a message to go on.")
+        expect(stop).to_be_hidden()
+        stopped_chat = page.evaluate("location.hash.slice(1)")
+        server = page.evaluate(
+            "async (id) => (await (await fetch(`/chat/${id}/snapshot`)).json()).status", stopped_chat
+        )
+        shot(page, "stopped")
+
+        # The chat list: both chats are the demo user's; the first one reopens from it.
+        entry = page.get_by_test_id(f"chat-{first_chat}")
+        expect(entry).to_be_visible()
+        expect(page.get_by_test_id(f"chat-{stopped_chat}")).to_be_visible()
+        shot(page, "list")
+        entry.click()
+        expect(page.get_by_test_id("message-assistant").last.locator("strong")).to_have_text("bold")
+        reopened = page.evaluate("location.hash.slice(1)")
+        shot(page, "reopened")
+        browser.close()
+    print(json.dumps({
+        "images": images, "owned": owned, "serverAfterStop": server,
+        "reopened": reopened == first_chat, "cspViolations": violations,
+    }))
+
+
+def ask(page, text):
+    page.get_by_test_id("input").fill(text)
+    page.get_by_test_id("send").click()
+
+
+def shot(page, name):
+    page.screenshot(path=f"{ARTIFACTS}/chat-page-{name}.png")
+
+
+if __name__ == "__main__":
+    main()

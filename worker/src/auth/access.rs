@@ -1,0 +1,87 @@
+//! Authentication with revocation: the request's principal from the server's [`Auth`], then,
+//! for a token, whether it was revoked (one Redis read for a user token, two for a session
+//! token: its own mark and its tree's). Every transport authenticates through
+//! [`authenticate`], so a revoked token is refused on every route the moment the revocation is
+//! written.
+
+use super::{Auth, BuiltinAuth, Principal, TokenRef, unauthorized};
+use crate::state::AppState;
+use axum::http::HeaderMap;
+use baton_core::{
+    ApiError, Store,
+    tokens::{RevokeResponse, TokenKind},
+};
+
+/// The principal of a request, or 401 `unauthorized` (no or a bad credential, an expired or a
+/// revoked token).
+pub async fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Principal, ApiError> {
+    let principal = state.options.auth.authenticate(headers).await?;
+    if is_revoked(&state.store, &principal).await? {
+        return Err(unauthorized("this token was revoked"));
+    }
+    Ok(principal)
+}
+
+async fn is_revoked(store: &Store, principal: &Principal) -> Result<bool, ApiError> {
+    Ok(match principal {
+        Principal::Operator { .. } => false,
+        Principal::User { token, .. } => store.token_revoked(&token.id).await?,
+        Principal::Session {
+            root_session_id,
+            token,
+        } => {
+            store.token_revoked(&token.id).await?
+                || store
+                    .session_tokens_revoked_until(root_session_id)
+                    .await?
+                    .is_some_and(|until| token.expires_at <= until)
+        }
+    })
+}
+
+/// Revokes every session token issued so far for the tree `root_session_id` (an operator's
+/// stop or abort of the root does this): those expire at most the token lifetime from now.
+pub async fn revoke_session_tokens(
+    state: &AppState,
+    root_session_id: &str,
+) -> Result<(), ApiError> {
+    let Auth::Builtin(builtin) = &state.options.auth else {
+        return Ok(());
+    };
+    let until = super::now_secs() + builtin.session_token_ttl().as_secs();
+    Ok(state
+        .store
+        .revoke_session_tokens(root_session_id, until)
+        .await?)
+}
+
+impl BuiltinAuth {
+    /// What a genuine token (expired or not) is, for its revocation: its kind, its reference and
+    /// its holder's audit name; a typed 401 for text that is no token of this server's.
+    pub(crate) fn revocable(&self, token: &str) -> Result<(TokenKind, TokenRef, String), ApiError> {
+        if token.starts_with(super::user_token::PREFIX) {
+            let (claims, token) = self.genuine_user_token(token)?;
+            let holder = format!("user:{}", baton_core::escape::bounded(&claims.sub));
+            return Ok((TokenKind::User, token, holder));
+        }
+        let (root_session_id, token) = self.genuine_session_token(token)?;
+        Ok((
+            TokenKind::Session,
+            token,
+            format!("session:{root_session_id}"),
+        ))
+    }
+}
+
+/// Marks a token revoked until it expires.
+pub(crate) async fn revoke(
+    store: &Store,
+    kind: TokenKind,
+    token: &TokenRef,
+) -> Result<RevokeResponse, ApiError> {
+    store.revoke_token(&token.id, token.expires_at).await?;
+    Ok(RevokeResponse {
+        kind,
+        expires_at: token.expires_at,
+    })
+}

@@ -1,0 +1,122 @@
+//! Minting user tokens (an operator, for an app's end user) and revoking session and user
+//! tokens. The request is checked whole before the token is signed or anything written.
+
+use crate::{
+    auth::{Auth, BuiltinAuth, Principal, UserClaims},
+    state::AppState,
+};
+use baton_core::{
+    ApiError, ErrorCode, SessionMeta,
+    tokens::{
+        DEFAULT_USER_TOKEN_TTL_SECS, MAX_USER_TOKEN_AGENTS, MAX_USER_TOKEN_TTL_SECS,
+        MIN_USER_TOKEN_TTL_SECS, RevokeRequest, RevokeResponse, TokenRequest, TokenResponse,
+    },
+};
+
+/// `POST /tokens`: a user token for `request.user_id`, good for the agent types it names. Only
+/// built-in auth signs tokens (others answer `feature_unavailable`).
+pub async fn mint_user_token(
+    state: &AppState,
+    principal: &Principal,
+    request: TokenRequest,
+) -> Result<TokenResponse, ApiError> {
+    principal.must_be_operator()?;
+    let builtin = builtin(state)?;
+    let ttl = checked_request(state, &request)?;
+    let claims = UserClaims {
+        sub: request.user_id,
+        agents: request.agents,
+        exp: crate::auth::now_secs() + ttl,
+    };
+    Ok(TokenResponse {
+        token: builtin.issue_user(&claims),
+        user_id: claims.sub,
+        agents: claims.agents,
+        expires_at: claims.exp,
+    })
+}
+
+/// `POST /tokens/revoke`: an operator revokes any token of this server's; a token's holder its
+/// own (a sign-out). Revoking an expired token answers as a revocation and writes nothing.
+pub async fn revoke_token(
+    state: &AppState,
+    principal: &Principal,
+    request: RevokeRequest,
+) -> Result<(RevokeResponse, String), ApiError> {
+    let builtin = builtin(state)?;
+    let (kind, token, holder) = builtin.revocable(&request.token)?;
+    let own = match principal {
+        Principal::Operator { .. } => true,
+        Principal::Session { token: mine, .. } | Principal::User { token: mine, .. } => {
+            mine.id == token.id
+        }
+    };
+    if !own {
+        return Err(ApiError::new(
+            ErrorCode::Forbidden,
+            "a token may revoke only itself; an operator key revokes any",
+        ));
+    }
+    let revoked = crate::auth::revoke(&state.store, kind, &token).await?;
+    Ok((revoked, holder))
+}
+
+fn builtin(state: &AppState) -> Result<&BuiltinAuth, ApiError> {
+    match &state.options.auth {
+        Auth::Builtin(builtin) => Ok(builtin),
+        _ => Err(ApiError::new(
+            ErrorCode::FeatureUnavailable,
+            "this server signs no tokens (it has no built-in auth)",
+        )),
+    }
+}
+
+/// The token's lifetime once the request is within its bounds: a valid `userId`, 1 to
+/// [`MAX_USER_TOKEN_AGENTS`] distinct agent types this server serves, a lifetime in range.
+fn checked_request(state: &AppState, request: &TokenRequest) -> Result<u64, ApiError> {
+    let refuse = |message: String| Err(ApiError::new(ErrorCode::ValidationError, message));
+    SessionMeta {
+        user_id: Some(request.user_id.clone()),
+        ..SessionMeta::default()
+    }
+    .check()?;
+    if request.agents.is_empty() || request.agents.len() > MAX_USER_TOKEN_AGENTS {
+        return refuse(format!(
+            "agents must name 1 to {MAX_USER_TOKEN_AGENTS} agent types"
+        ));
+    }
+    for (index, agent) in request.agents.iter().enumerate() {
+        if state.registry.get(agent).is_none() {
+            return refuse(format!(
+                "agents[{index}] is not an agent type this server serves"
+            ));
+        }
+        if request.agents[..index].contains(agent) {
+            return refuse(format!("agents[{index}] is named twice"));
+        }
+    }
+    let ttl = request.ttl_secs.unwrap_or(DEFAULT_USER_TOKEN_TTL_SECS);
+    if !(MIN_USER_TOKEN_TTL_SECS..=MAX_USER_TOKEN_TTL_SECS).contains(&ttl) {
+        return refuse(format!(
+            "ttlSecs must be {MIN_USER_TOKEN_TTL_SECS} to {MAX_USER_TOKEN_TTL_SECS}"
+        ));
+    }
+    Ok(ttl)
+}
+
+/// Before an operator's stop or abort of a root session: revokes the session tokens of its tree
+/// issued so far, so their holders cannot start it again (a stop of a sub-agent's session leaves
+/// them). Nothing for a session that does not exist (the stop answers that).
+pub async fn revoke_tokens_of_stopped(
+    state: &AppState,
+    principal: &Principal,
+    session_id: &str,
+) -> Result<(), ApiError> {
+    let address = super::checked_address(session_id)?;
+    if !address.is_root() || state.store.session(&address).await?.is_none() {
+        return Ok(());
+    }
+    let revoked = crate::auth::revoke_session_tokens(state, session_id).await;
+    crate::audit::action(principal, "token_revoke", session_id, &revoked);
+    revoked
+}

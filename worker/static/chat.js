@@ -1,0 +1,469 @@
+// batond's demo chat page: a client of the chat route speaking the protocol `useChat` speaks (the
+// AI SDK's UI message stream, v1), written without the SDK so the page needs no build step and
+// no CDN. Its state follows `ai`'s AbstractChat: a response streams into the trailing assistant
+// message; answering a tool part settles it and sends when the stock predicates (complete with
+// tool calls, or with approval responses) say so. Everything shown is built with DOM nodes and
+// textContent: no server text ever becomes HTML.
+//
+// The credential comes from `batond dev`'s demo mode (POST /chat/demo-token), never the URL; the
+// API is this page's own origin.
+
+/** Automatic re-sends in a row (with no action of the person between) before the page stops. */
+const MAX_AUTO_RESENDS = 3;
+/** The first re-send's delay; each next one doubles it. */
+const RESEND_BACKOFF_MS = 400;
+
+const api = `${location.origin}/chat`;
+const agent = new URLSearchParams(location.search).get('agent') ?? 'demo_hitl';
+let token = null;
+let userId = 'demo-user';
+let chatId = '';
+let messages = [];
+/** ready | submitted | streaming | stopped | error | halted */
+let status = 'ready';
+let error = null;
+let held = [];
+let controller = null;
+let stopping = false;
+let autoResends = 0;
+let chats = [];
+
+const $ = (id) => document.getElementById(id);
+const headers = () => ({
+  'Content-Type': 'application/json',
+  ...(token ? { Authorization: `Bearer ${token}` } : {}),
+});
+const freshId = () => crypto.randomUUID().replaceAll('-', '');
+
+const isTool = (p) => p.type.startsWith('tool-') || p.type === 'dynamic-tool';
+const toolName = (p) => (p.type === 'dynamic-tool' ? p.toolName : p.type.slice(5));
+const lastStepTools = (m) => {
+  const start = m.parts.map((p) => p.type).lastIndexOf('step-start');
+  return m.parts.slice(start + 1).filter(isTool).filter((p) => !p.providerExecuted);
+};
+function completeWithToolCalls(m) {
+  const tools = lastStepTools(m);
+  return tools.length > 0 && tools.every((p) => p.state === 'output-available' || p.state === 'output-error');
+}
+function completeWithApprovals(m) {
+  const tools = lastStepTools(m);
+  return tools.some((p) => p.state === 'approval-responded') &&
+    tools.every((p) => ['output-available', 'output-error', 'approval-responded'].includes(p.state));
+}
+const last = () => messages[messages.length - 1];
+const shouldSend = () => last()?.role === 'assistant' && (completeWithToolCalls(last()) || completeWithApprovals(last()));
+/** Whether a part asks the person for something: an answer or an approval. */
+const asksPerson = (p) => isTool(p) && !p.providerExecuted && (p.state === 'input-available' || p.state === 'approval-requested');
+// A stopped run's calls were closed by the stop: nothing is open any more.
+const widgetOpen = () => status !== 'stopped' && last()?.role === 'assistant' && last().parts.some(asksPerson);
+const busy = () => status === 'submitted' || status === 'streaming';
+
+/** A refusal's sentence, from the error body `{code, error}` or the status. */
+async function refusal(response) {
+  let body = {};
+  try { body = await response.json(); } catch { /* not JSON */ }
+  const code = body.code ?? `HTTP ${response.status}`;
+  if (response.status === 401) return `You are not signed in, or your sign-in expired (${code}). Reload the page.`;
+  if (response.status === 403) return `This chat is not yours, or your token may not do this (${code}).`;
+  if (response.status === 409) return `The chat changed meanwhile: ${body.error ?? code}. Reload to see where it is.`;
+  if (response.status === 429) return `Too many requests for now (${code}); try again in a moment.`;
+  return `The server refused the request: ${body.error ?? code} (${code}).`;
+}
+
+async function request(trigger, init) {
+  status = 'submitted';
+  error = null;
+  stopping = false;
+  controller = new AbortController();
+  render();
+  try {
+    const response = await fetch(init?.url ?? api, init?.url ? { headers: headers(), signal: controller.signal } : {
+      method: 'POST', headers: headers(), signal: controller.signal,
+      body: JSON.stringify({
+        id: chatId, messages, trigger, agent, userId: token ? undefined : userId,
+        messageId: last()?.role === 'assistant' ? last().id : undefined,
+      }),
+    });
+    if (response.status === 204) { status = 'ready'; render(); return; }
+    if (!response.ok) throw new Error(await refusal(response));
+    await consume(response.body);
+    status = 'ready';
+  } catch (e) {
+    if (stopping) status = 'stopped';
+    else { status = 'error'; error = String(e.message ?? e); }
+  }
+  controller = null;
+  render();
+  refreshChats();
+  if (status === 'ready' && shouldSend()) return resend();
+  releaseHeld();
+}
+
+/** A send the page makes by itself (the predicate still holds after a response): capped, and
+ * each later than the last, so a broken server cannot draw a storm of requests. */
+async function resend() {
+  if (autoResends >= MAX_AUTO_RESENDS) {
+    status = 'halted';
+    error = 'The server keeps asking for the same answers again; the page stopped re-sending. Reload to try again.';
+    render();
+    return;
+  }
+  const delay = RESEND_BACKOFF_MS * 2 ** autoResends;
+  autoResends += 1;
+  await new Promise((resolve) => setTimeout(resolve, delay));
+  return request('submit-message');
+}
+
+/** A send the person caused: the re-send count starts again. */
+function personSends(trigger) {
+  autoResends = 0;
+  return request(trigger);
+}
+
+/** Applies a UI message stream to the trailing assistant message (or a new one). */
+async function consume(body) {
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = '';
+  let message = last()?.role === 'assistant' ? last() : null;
+  const texts = {};
+  const find = (id) => message.parts.find((p) => isTool(p) && p.toolCallId === id) ?? {};
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += value;
+    let cut;
+    while ((cut = buffer.indexOf('\n\n')) >= 0) {
+      const event = buffer.slice(0, cut);
+      buffer = buffer.slice(cut + 2);
+      const data = event.split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('\n');
+      if (!data || data === '[DONE]') continue;
+      const chunk = JSON.parse(data);
+      if (chunk.type === 'start') {
+        if (!message || message.id !== chunk.messageId) {
+          message = { id: chunk.messageId, role: 'assistant', parts: [] };
+          messages.push(message);
+        }
+      } else if (!message) continue;
+      else if (chunk.type === 'start-step') message.parts.push({ type: 'step-start' });
+      else if (chunk.type === 'text-start') message.parts.push(texts[chunk.id] = { type: 'text', text: '', textId: chunk.id });
+      else if (chunk.type === 'text-delta') { if (texts[chunk.id]) texts[chunk.id].text += chunk.delta; }
+      else if (chunk.type === 'tool-input-available') {
+        message.parts.push({ type: `tool-${chunk.toolName}`, toolCallId: chunk.toolCallId, state: 'input-available',
+          input: chunk.input, providerExecuted: chunk.providerExecuted });
+      } else if (chunk.type === 'tool-approval-request') Object.assign(find(chunk.toolCallId), { state: 'approval-requested', approval: { id: chunk.approvalId } });
+      else if (chunk.type === 'tool-output-available') Object.assign(find(chunk.toolCallId), { state: 'output-available', output: chunk.output, ...(chunk.providerExecuted ? { providerExecuted: true } : {}) });
+      else if (chunk.type === 'tool-output-error') Object.assign(find(chunk.toolCallId), { state: 'output-error', errorText: chunk.errorText, ...(chunk.providerExecuted ? { providerExecuted: true } : {}) });
+      else if (chunk.type === 'tool-output-denied') Object.assign(find(chunk.toolCallId), { state: 'output-denied' });
+      else if (chunk.type === 'error') throw new Error(`The agent failed: ${chunk.errorText}`);
+      else if (chunk.type.startsWith('data-') && !chunk.transient) {
+        const kept = { type: chunk.type, id: chunk.id, data: chunk.data };
+        const same = chunk.id ? message.parts.findIndex((p) => p.type === chunk.type && p.id === chunk.id) : -1;
+        if (same >= 0) message.parts[same] = kept; else message.parts.push(kept);
+      }
+      status = 'streaming';
+      render();
+    }
+  }
+}
+
+/** Settles a part; the send that follows is the person's, or (`byPage`: a call the page cannot
+ * render, settled by itself) one of the capped automatic ones. */
+function settle(part, answer, byPage = false) {
+  Object.assign(part, answer);
+  render();
+  if (busy() || !shouldSend()) return;
+  if (byPage) resend(); else personSends('submit-message');
+}
+const addToolOutput = (part, output) => settle(part, { state: 'output-available', output });
+const addToolError = (part, errorText) => settle(part, { state: 'output-error', errorText });
+const addToolApprovalResponse = (part, approved) =>
+  settle(part, { state: 'approval-responded', approval: { id: part.approval.id, approved } });
+
+function send(text) {
+  if (widgetOpen() || busy()) {
+    held.push(text);
+    render();
+    return;
+  }
+  messages.push({ id: freshId(), role: 'user', parts: [{ type: 'text', text }] });
+  personSends('submit-message');
+}
+function releaseHeld() {
+  if (held.length && !widgetOpen() && !busy()) send(held.shift());
+}
+
+/** The stop button: the response is aborted and the server told, which interrupts the run. */
+async function stop() {
+  stopping = true;
+  held = [];
+  controller?.abort();
+  const answer = await fetch(`${api}/${chatId}/stop`, { method: 'POST', headers: headers() });
+  // 409: no run was working any more (it ended as the button was pressed).
+  if (!answer.ok && answer.status !== 409) { status = 'error'; error = await refusal(answer); }
+  else status = 'stopped';
+  render();
+  refreshChats();
+}
+
+// ---- rendering -------------------------------------------------------------------------------
+
+function el(tag, attributes = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attributes)) {
+    if (value === undefined) continue;
+    if (key.startsWith('on')) node.addEventListener(key.slice(2), value); else node.setAttribute(key, value);
+  }
+  node.append(...children);
+  return node;
+}
+
+/** Markdown to DOM nodes: paragraphs, headings, lists, fenced code, inline code, bold, italics,
+ * http(s) links. Text only ever lands in textContent, so raw HTML shows as text. */
+function markdown(text) {
+  const root = el('div', { class: 'md', 'data-testid': 'text' });
+  const lines = text.split('\n');
+  let paragraph = [];
+  let list = null;
+  const flush = () => {
+    if (paragraph.length) root.append(el('p', {}, ...inline(paragraph.join(' '))));
+    paragraph = [];
+  };
+  for (let i = 0; i < lines.length; i += 1) {
+    const line = lines[i];
+    const fence = line.match(/^\s*```\s*([\w+-]*)\s*$/);
+    if (fence) {
+      flush(); list = null;
+      const code = [];
+      for (i += 1; i < lines.length && !/^\s*```\s*$/.test(lines[i]); i += 1) code.push(lines[i]);
+      root.append(el('pre', {}, el('code', { 'data-lang': fence[1] || undefined }, code.join('\n'))));
+      continue;
+    }
+    const heading = line.match(/^(#{1,3})\s+(.*)$/);
+    const item = line.match(/^\s*(?:[-*]|(\d+)\.)\s+(.*)$/);
+    if (heading) { flush(); list = null; root.append(el(`h${heading[1].length}`, {}, ...inline(heading[2]))); }
+    else if (item) {
+      flush();
+      const kind = item[1] ? 'ol' : 'ul';
+      if (!list || list.tagName.toLowerCase() !== kind) root.append(list = el(kind));
+      list.append(el('li', {}, ...inline(item[2])));
+    } else if (!line.trim()) { flush(); list = null; }
+    else { list = null; paragraph.push(line.trim()); }
+  }
+  flush();
+  return root;
+}
+
+function inline(text) {
+  const nodes = [];
+  const pattern = /`([^`]+)`|\*\*([^*]+)\*\*|\*([^*\s][^*]*)\*|\[([^\]]+)\]\((https?:\/\/[^\s)]+)\)/g;
+  let at = 0;
+  for (const match of text.matchAll(pattern)) {
+    if (match.index > at) nodes.push(text.slice(at, match.index));
+    if (match[1] !== undefined) nodes.push(el('code', {}, match[1]));
+    else if (match[2] !== undefined) nodes.push(el('strong', {}, match[2]));
+    else if (match[3] !== undefined) nodes.push(el('em', {}, match[3]));
+    else nodes.push(el('a', { href: match[5], rel: 'noopener noreferrer', target: '_blank' }, match[4]));
+    at = match.index + match[0].length;
+  }
+  if (at < text.length) nodes.push(text.slice(at));
+  return nodes;
+}
+
+/** The render hint sent beside a client call, if any. */
+const hintOf = (message, part) =>
+  message.parts.find((p) => p.type === 'data-render' && p.data?.toolCallId === part.toolCallId)?.data.render;
+/** The child agent a `data-*` part names for a call (a tree's question), if any. */
+const askingAgentOf = (message, part) => {
+  const named = message.parts.find((p) => p.type.startsWith('data-') && p.type !== 'data-render' &&
+    p.data?.toolCallId === part.toolCallId && (p.data.agentType || p.data.agent));
+  return named ? String(named.data.agentType ?? named.data.agent) : null;
+};
+const humanName = (name) => name.replaceAll('_', ' ').replace(/^./, (c) => c.toUpperCase());
+const pretty = (value) => (typeof value === 'string' ? value : JSON.stringify(value, null, 2));
+
+/** What a part's state means, in a sentence (`stopped`: its run was stopped). */
+function stateSentence(part, stopped) {
+  const open = part.state === 'input-streaming' || part.state === 'input-available';
+  if (stopped && open) return 'Stopped';
+  switch (part.state) {
+    case 'input-streaming': return 'Preparing…';
+    case 'input-available': return part.providerExecuted ? 'Working on it…' : 'Waiting for your answer';
+    case 'approval-requested': return 'Needs your approval';
+    case 'approval-responded': return part.approval?.approved ? 'Approved' : 'Denied';
+    case 'output-available': return 'Done';
+    case 'output-error': return `Failed: ${part.errorText ?? 'an error'}`;
+    case 'output-denied': return 'Denied';
+    default: return part.state ?? '';
+  }
+}
+
+/** A call's input in a line: `key: value` pairs of an object, else its JSON. */
+function summaryOf(input) {
+  if (input && typeof input === 'object' && !Array.isArray(input)) {
+    const pairs = Object.entries(input).map(([key, value]) => `${humanName(key).toLowerCase()}: ${typeof value === 'string' ? value : JSON.stringify(value)}`);
+    if (pairs.length) return pairs.join(' · ');
+  }
+  return JSON.stringify(input ?? null);
+}
+
+/** The question a call asks, when its input says it in words. */
+function questionOf(part) {
+  const input = part.input;
+  if (typeof input === 'string') return input;
+  for (const key of ['question', 'prompt', 'message', 'title']) {
+    if (typeof input?.[key] === 'string') return input[key];
+  }
+  return null;
+}
+
+/** The widget of an open client call, from its hint; a call the page cannot render is settled
+ * with an error at once, so the run never hangs on it. */
+function widget(message, part) {
+  const hint = hintOf(message, part);
+  const name = toolName(part);
+  const cancel = el('button', { type: 'button', 'data-testid': `cancel-${name}`, onclick: () => addToolError(part, 'cancelled by the user') }, 'Cancel');
+  if (hint?.kind === 'elicitation') {
+    const schema = hint.outputSchema ?? { type: 'string' };
+    const fields = schema.type === 'object' ? Object.keys(schema.properties ?? {}) : [null];
+    const inputs = fields.map((field) => el('input', {
+      'data-testid': `field-${name}${field ? `-${field}` : ''}`, placeholder: field ? humanName(field) : 'Your answer',
+      'aria-label': field ? humanName(field) : 'Your answer',
+    }));
+    return el('form', { class: 'widget', 'data-testid': `widget-${name}`, onsubmit: (event) => {
+      event.preventDefault();
+      const values = inputs.map((input) => input.value);
+      addToolOutput(part, fields[0] === null ? values[0] : Object.fromEntries(fields.map((f, i) => [f, values[i]])));
+    } }, ...inputs, el('button', { class: 'yes', 'data-testid': `submit-${name}` }, 'Answer'), cancel);
+  }
+  if (hint?.kind === 'confirm') {
+    return el('div', { class: 'widget', 'data-testid': `widget-${name}` },
+      el('button', { type: 'button', class: 'yes', onclick: () => addToolOutput(part, true) }, 'Yes'),
+      el('button', { type: 'button', onclick: () => addToolOutput(part, false) }, 'No'));
+  }
+  if (hint?.kind === 'connect') {
+    return el('div', { class: 'widget', 'data-testid': `widget-${name}` },
+      el('button', { type: 'button', class: 'yes', onclick: () => addToolOutput(part, { connected: true }) }, 'Connect'), cancel);
+  }
+  // While the response streams, the hint (or the approval request of a gated call) may still
+  // come; once it has ended, a call without a hint is one this page cannot render.
+  if (busy()) return el('span', {}, '…');
+  queueMicrotask(() => part.state === 'input-available' &&
+    settle(part, { state: 'output-error', errorText: `this page cannot render the tool ${name}` }, true));
+  return el('span', {}, 'This page cannot show this tool.');
+}
+
+function card(message, part) {
+  const name = toolName(part);
+  const child = askingAgentOf(message, part);
+  const node = el('div', { class: 'card', 'data-testid': `tool-${name}`, 'data-state': part.state },
+    el('div', { class: 'head' },
+      el('span', { class: 'title' }, humanName(name)),
+      ...(child ? [el('span', { class: 'agent', 'data-testid': 'asking-agent' }, `asked by ${child}`)] : []),
+      el('span', { class: 'state' }, stateSentence(part, status === 'stopped' && message === last()))));
+  const body = el('div', { class: 'body' });
+  const question = questionOf(part);
+  if (question && asksPerson(part)) body.append(el('p', { class: 'question' }, question));
+  else if (part.state === 'approval-requested') body.append(el('p', { class: 'question' }, `With ${summaryOf(part.input)}`));
+  const own = message === last() && status !== 'stopped';
+  if (own && !part.providerExecuted && part.state === 'input-available') body.append(widget(message, part));
+  if (own && !part.providerExecuted && part.state === 'approval-requested') {
+    body.append(el('div', { class: 'widget' },
+      el('button', { type: 'button', class: 'yes', 'data-testid': `approve-${name}`, onclick: () => addToolApprovalResponse(part, true) }, 'Approve'),
+      el('button', { type: 'button', 'data-testid': `deny-${name}`, onclick: () => addToolApprovalResponse(part, false) }, 'Deny')));
+  }
+  if (body.childNodes.length) node.append(body);
+  const raw = [el('summary', {}, 'Details'), el('pre', {}, `input: ${pretty(part.input)}`)];
+  if (part.output !== undefined) raw.push(el('pre', {}, `output: ${pretty(part.output)}`));
+  node.append(el('details', { 'data-testid': 'raw' }, ...raw));
+  return node;
+}
+
+/** The state line: what the chat is doing, in a sentence. */
+function stateLine() {
+  if (status === 'error' || status === 'halted') return [status, error];
+  if (status === 'submitted') return ['submitted', 'Sending…'];
+  if (status === 'streaming') return ['streaming', 'Thinking…'];
+  if (status === 'stopped') return ['stopped', 'Stopped. Send a message to go on.'];
+  if (widgetOpen()) return ['waiting', 'Waiting for you: answer above to continue.'];
+  return ['ready', messages.length ? 'Done. Ask anything else.' : 'Ask anything to start.'];
+}
+
+function render() {
+  const log = $('log');
+  log.replaceChildren(...messages.map((message) => {
+    const box = el('div', { class: `msg ${message.role}`, 'data-testid': `message-${message.role}` });
+    // Text a retried model call discarded is hidden: it never reached the log.
+    const discarded = new Set(message.parts.filter((p) => p.type === 'data-step-discarded').flatMap((p) => p.data?.textIds ?? []));
+    for (const part of message.parts) {
+      if (part.type === 'text' && discarded.has(part.textId)) continue;
+      if (part.type === 'text') box.append(message.role === 'user' ? el('div', { 'data-testid': 'text' }, part.text) : markdown(part.text));
+      else if (isTool(part)) box.append(card(message, part));
+    }
+    return box;
+  }), ...held.map((text) => el('div', { class: 'msg user held', 'data-testid': 'held' }, `${text} (sent once you answer)`)));
+  const [state, sentence] = stateLine();
+  const line = $('status');
+  line.textContent = sentence;
+  line.dataset.state = state;
+  document.body.classList.toggle('busy', busy());
+  renderChats();
+}
+
+function renderChats() {
+  const list = $('chats');
+  const when = (ms) => new Date(ms).toLocaleString([], { dateStyle: 'short', timeStyle: 'short' });
+  const words = { active: 'working', suspended_client_tool: 'waiting for you', completed: 'done', failed: 'failed', interrupted: 'stopped' };
+  if (!chats.length) { list.replaceChildren(el('li', { class: 'empty' }, 'No chats yet.')); return; }
+  list.replaceChildren(...chats.map((chat) => el('li', { class: chat.sessionId === chatId ? 'current' : undefined },
+    el('button', { type: 'button', 'data-testid': `chat-${chat.sessionId}`, onclick: () => open(chat.sessionId) },
+      `${humanName(chat.agentType)} · ${words[chat.status] ?? chat.status}`,
+      el('span', { class: 'when' }, when(chat.updatedAt))))));
+}
+
+async function refreshChats() {
+  const query = token ? '' : `&userId=${encodeURIComponent(userId)}`;
+  const answer = await fetch(`${location.origin}/sessions?limit=30${query}`, { headers: headers() });
+  if (!answer.ok) return;
+  chats = (await answer.json()).sessions;
+  renderChats();
+}
+
+/** Shows the chat `id`: its snapshot, and the turn still running if one is. */
+async function open(id) {
+  if (busy()) controller?.abort();
+  chatId = id;
+  history.replaceState(null, '', `${location.pathname}${location.search}#${id}`);
+  messages = [];
+  held = [];
+  status = 'ready';
+  error = null;
+  $('about').textContent = `${agent} · ${userId}`;
+  render();
+  const snapshot = await fetch(`${api}/${id}/snapshot`, { headers: headers() });
+  if (snapshot.ok) {
+    const body = await snapshot.json();
+    messages = body.messages;
+    if (body.status === 'interrupted') status = 'stopped';
+    render();
+    if (body.streaming) await request('resume-stream', { url: `${api}/${id}/stream` });
+  } else if (snapshot.status !== 404) {
+    status = 'error';
+    error = await refusal(snapshot);
+    render();
+  }
+}
+
+$('composer').addEventListener('submit', (event) => {
+  event.preventDefault();
+  const input = $('text');
+  if (input.value.trim()) send(input.value.trim());
+  input.value = '';
+});
+$('stop').addEventListener('click', stop);
+$('new-chat').addEventListener('click', () => open(freshId()));
+
+// The demo mode's token (absent from `batond server`, and none on an open server).
+const demo = await fetch(`${api}/demo-token`, { method: 'POST' });
+if (demo.ok) ({ token, userId } = await demo.json());
+await open(location.hash.slice(1) || freshId());
+refreshChats();
