@@ -1,0 +1,229 @@
+//! Remote sub-agents across two services on loopback: a consumer (its own server, worker, key
+//! prefix and task queue) whose agent calls a child that a producer (another server, worker,
+//! prefix and queue) serves on its mount. The child starts once under the id derived from the
+//! call, its chunks reach the caller's stream stamped `remoteSource` and each once, its output
+//! is the call's result and its usage counts in the caller's rollup; a producer that is down,
+//! refuses the consumer's credential or answers outside the schema is a typed tool error.
+
+use crate::mount::runs;
+use baton_client::Client as _;
+use baton_core::{
+    Agent, AgentRegistry, ChunkKind, Message, ScriptedModel, StreamChunk,
+    message::ToolOutcome,
+    store::SessionAddress,
+    subagent::{self, RemoteAgent, SubAgent},
+};
+use baton_tests::{Harness, WAIT_LIMIT, agents, keyed_options, tool_outcomes};
+use serde_json::json;
+use std::{collections::HashSet, time::Duration};
+
+/// The consumer's agent: calls the remote `research` tool with `message`, then answers with its
+/// result.
+pub(crate) fn delegating(remote: SubAgent) -> AgentRegistry {
+    let model = ScriptedModel::default()
+        .call("research", json!({"message": "hello"}))
+        .answer("got {{result:research}}");
+    let agent = Agent::builder("remote_delegator")
+        .model(model)
+        .sub_agent_with(remote)
+        .max_steps(4)
+        .build()
+        .unwrap();
+    AgentRegistry::new([agent]).unwrap()
+}
+
+/// The producer's `two_steps` at `harness`'s mount, retrying quickly.
+pub(crate) fn remote_two_steps(harness_address: &str) -> RemoteAgent {
+    let mut remote = RemoteAgent::new(format!("http://{harness_address}/agents"), "two_steps");
+    remote.retry_base_delay = Duration::from_millis(20);
+    remote.read_timeout = Duration::from_secs(5);
+    remote
+}
+
+/// Runs one session of the consumer's `remote_delegator` to its end: its start, its stream and
+/// its log.
+pub(crate) async fn delegate(
+    consumer: &Harness,
+) -> (
+    baton_core::api::StartResponse,
+    Vec<StreamChunk>,
+    Vec<Message>,
+) {
+    let started = consumer
+        .client
+        .start("remote_delegator", "go")
+        .await
+        .unwrap();
+    let chunks = consumer
+        .chunks_until_end(&started.session_id, WAIT_LIMIT)
+        .await;
+    let log = consumer.messages(&started.session_id).await;
+    (started, chunks, log)
+}
+
+/// The forwarded chunks of a stream: those with a `remoteSource`.
+pub(crate) fn forwarded(chunks: &[StreamChunk]) -> Vec<&StreamChunk> {
+    chunks
+        .iter()
+        .filter(|c| c.remote_source.is_some())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_child_runs_once_on_the_producer_and_its_chunks_reach_the_caller_stamped_once() {
+    let producer = Harness::start(agents::registry()).await;
+    let remote = remote_two_steps(&producer.address.to_string());
+    let consumer = Harness::start(delegating(SubAgent::remote("research", "asks", remote))).await;
+    let (started, chunks, log) = delegate(&consumer).await;
+    crate::subagents::assert_completed(&chunks, "got BATON says hello");
+    let root = SessionAddress::root(&started.session_id);
+    let call_id = log
+        .iter()
+        .find_map(|m| match m {
+            baton_core::Message::Assistant { tool_calls, .. } => {
+                tool_calls.first().map(|c| c.id.clone())
+            }
+            _ => None,
+        })
+        .unwrap();
+    let child = subagent::remote_child_id(&root, &call_id);
+    assert_eq!(
+        tool_outcomes(&log),
+        [&ToolOutcome::Result(json!("BATON says hello"))]
+    );
+
+    // The caller's stream announces the child, forwards its chunks, then closes it.
+    let kinds: Vec<&str> = chunks.iter().map(|c| c.kind.name()).collect();
+    let start = kinds.iter().position(|k| *k == "subagent_start").unwrap();
+    let end = kinds.iter().position(|k| *k == "subagent_end").unwrap();
+    let copies = forwarded(&chunks);
+    assert!(copies.len() >= 8, "{kinds:?}");
+    let mut pairs = HashSet::new();
+    let mut last = 0;
+    for copy in &copies {
+        let source = copy.remote_source.as_ref().unwrap();
+        assert_eq!(source.child_session_id, child);
+        assert_eq!(
+            copy.header.agent_id, child,
+            "agentId names the emitting session"
+        );
+        assert_eq!(
+            copy.header.stream_id, started.stream_id,
+            "a chunk names its stream"
+        );
+        assert!(pairs.insert((source.child_session_id.clone(), source.child_sequence)));
+        assert!(source.child_sequence > last, "in the child's order");
+        last = source.child_sequence;
+        let at = chunks
+            .iter()
+            .position(|c| c.sequence == copy.sequence)
+            .unwrap();
+        assert!(start < at && at < end);
+        assert!(!matches!(
+            copy.kind,
+            ChunkKind::End { .. } | ChunkKind::Suspended { .. }
+        ));
+    }
+    // Exactly what the child streamed before its end, in its own order.
+    let producer_session = SessionAddress::root(&child);
+    let own = producer
+        .store
+        .chunks_after(&producer_session, 0, 1000)
+        .await
+        .unwrap();
+    let expected: Vec<u64> = own
+        .iter()
+        .filter(|c| !matches!(c.kind, ChunkKind::End { .. }))
+        .map(|c| c.sequence)
+        .collect();
+    let got: Vec<u64> = copies
+        .iter()
+        .map(|c| c.remote_source.as_ref().unwrap().child_sequence)
+        .collect();
+    assert_eq!(got, expected);
+
+    // One child on the producer; the caller's rollup counts its tools once.
+    assert_eq!(runs(&producer).await, 1);
+    let rollup = consumer.store.usage_rollup(&root).await.unwrap().unwrap();
+    assert_eq!(rollup.tool_calls.get("add"), Some(&2));
+    assert_eq!(rollup.tool_calls.get("research"), Some(&1));
+    let child_rollup = producer
+        .store
+        .usage_rollup(&producer_session)
+        .await
+        .unwrap()
+        .unwrap();
+    let own_rollup = consumer
+        .store
+        .own_usage_rollup(&root)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        rollup.tokens.input_tokens,
+        own_rollup.tokens.input_tokens + child_rollup.tokens.input_tokens
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_producer_that_is_down_fails_the_call_with_remote_unavailable_after_its_retries() {
+    // A port nothing listens on.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = closed.local_addr().unwrap().to_string();
+    drop(closed);
+    let mut remote = remote_two_steps(&address);
+    remote.max_retries = 2;
+    let consumer = Harness::start(delegating(SubAgent::remote("research", "asks", remote))).await;
+    let (_, chunks, log) = delegate(&consumer).await;
+    assert!(forwarded(&chunks).is_empty());
+    let [ToolOutcome::Error(error)] = tool_outcomes(&log)[..] else {
+        panic!("one failed call: {log:?}");
+    };
+    assert_eq!(error.code, "remote_unavailable");
+    assert!(
+        error.message.contains("after 3 attempts"),
+        "{}",
+        error.message
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_producer_refusing_the_credential_is_relayed_and_the_right_bearer_is_let_in() {
+    let producer = Harness::start_with(agents::registry(), keyed_options("producer-key")).await;
+    let address = producer.address.to_string();
+    for (bearer, expected) in [
+        (None, Err("unauthorized")),
+        (Some("wrong"), Err("unauthorized")),
+        (Some("producer-key"), Ok(())),
+    ] {
+        let mut remote = remote_two_steps(&address);
+        if let Some(bearer) = bearer {
+            remote = remote.bearer(bearer);
+        }
+        let consumer =
+            Harness::start(delegating(SubAgent::remote("research", "asks", remote))).await;
+        let (_, _, log) = delegate(&consumer).await;
+        match (expected, &tool_outcomes(&log)[..]) {
+            (Err(code), [ToolOutcome::Error(error)]) => assert_eq!(error.code, code),
+            (Ok(()), [ToolOutcome::Result(value)]) => assert_eq!(value, &json!("BATON says hello")),
+            (expected, got) => panic!("{bearer:?}: expected {expected:?}, got {got:?}"),
+        }
+    }
+    // Only the call with the credential started a child.
+    assert_eq!(runs(&producer).await, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_output_outside_the_tools_schema_is_a_tool_error() {
+    let producer = Harness::start(agents::registry()).await;
+    let remote = remote_two_steps(&producer.address.to_string());
+    let sub_agent = SubAgent::remote("research", "asks", remote)
+        .output_schema(json!({"type": "object"}))
+        .unwrap();
+    let consumer = Harness::start(delegating(sub_agent)).await;
+    let (_, _, log) = delegate(&consumer).await;
+    let [ToolOutcome::Error(error)] = tool_outcomes(&log)[..] else {
+        panic!("one failed call: {log:?}");
+    };
+    assert_eq!(error.code, "invalid_sub_agent_output");
+}
