@@ -6,38 +6,27 @@
 //! refuses the consumer's credential or answers outside the schema is a typed tool error.
 
 use crate::mount::runs;
+use crate::runs::TEST_WORKER;
 use baton_client::Client as _;
 use baton_core::{
-    Agent, AgentRegistry, ChunkKind, Message, ScriptedModel, StreamChunk,
+    AgentRegistry, ChunkKind, Message, StreamChunk,
     message::ToolOutcome,
     store::SessionAddress,
     subagent::{self, RemoteAgent, SubAgent},
 };
-use baton_tests::{Harness, WAIT_LIMIT, agents, keyed_options, tool_outcomes};
+use baton_tests::WorkerProcess;
+use baton_tests::{
+    Harness, WAIT_LIMIT, agents, keyed_options,
+    remote_agents::{self, delegating},
+    tool_outcomes,
+};
 use serde_json::json;
-use std::{collections::HashSet, time::Duration};
+use std::{collections::HashSet, sync::Arc, time::Duration};
+use temporalio_common::protos::temporal::api::history::v1::history_event::Attributes;
 
-/// The consumer's agent: calls the remote `research` tool with `message`, then answers with its
-/// result.
-pub(crate) fn delegating(remote: SubAgent) -> AgentRegistry {
-    let model = ScriptedModel::default()
-        .call("research", json!({"message": "hello"}))
-        .answer("got {{result:research}}");
-    let agent = Agent::builder("remote_delegator")
-        .model(model)
-        .sub_agent_with(remote)
-        .max_steps(4)
-        .build()
-        .unwrap();
-    AgentRegistry::new([agent]).unwrap()
-}
-
-/// The producer's `two_steps` at `harness`'s mount, retrying quickly.
+/// The producer's `two_steps` at `harness_address`'s mount, retrying quickly.
 pub(crate) fn remote_two_steps(harness_address: &str) -> RemoteAgent {
-    let mut remote = RemoteAgent::new(format!("http://{harness_address}/agents"), "two_steps");
-    remote.retry_base_delay = Duration::from_millis(20);
-    remote.read_timeout = Duration::from_secs(5);
-    remote
+    remote_agents::remote(&format!("http://{harness_address}/agents"), "two_steps")
 }
 
 /// Runs one session of the consumer's `remote_delegator` to its end: its start, its stream and
@@ -67,6 +56,26 @@ pub(crate) fn forwarded(chunks: &[StreamChunk]) -> Vec<&StreamChunk> {
         .iter()
         .filter(|c| c.remote_source.is_some())
         .collect()
+}
+
+/// The forwarded `copies` are the producer's chunks of `child` before its end, each once, in
+/// the child's order.
+async fn assert_forwarded_once_in_order(producer: &Harness, child: &str, copies: &[&StreamChunk]) {
+    let own = producer
+        .store
+        .chunks_after(&SessionAddress::root(child), 0, 1000)
+        .await
+        .unwrap();
+    let expected: Vec<u64> = own
+        .iter()
+        .filter(|c| !matches!(c.kind, ChunkKind::End { .. }))
+        .map(|c| c.sequence)
+        .collect();
+    let got: Vec<u64> = copies
+        .iter()
+        .map(|c| c.remote_source.as_ref().unwrap().child_sequence)
+        .collect();
+    assert_eq!(got, expected);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -126,21 +135,7 @@ async fn a_remote_child_runs_once_on_the_producer_and_its_chunks_reach_the_calle
     }
     // Exactly what the child streamed before its end, in its own order.
     let producer_session = SessionAddress::root(&child);
-    let own = producer
-        .store
-        .chunks_after(&producer_session, 0, 1000)
-        .await
-        .unwrap();
-    let expected: Vec<u64> = own
-        .iter()
-        .filter(|c| !matches!(c.kind, ChunkKind::End { .. }))
-        .map(|c| c.sequence)
-        .collect();
-    let got: Vec<u64> = copies
-        .iter()
-        .map(|c| c.remote_source.as_ref().unwrap().child_sequence)
-        .collect();
-    assert_eq!(got, expected);
+    assert_forwarded_once_in_order(&producer, &child, &copies).await;
 
     // One child on the producer; the caller's rollup counts its tools once.
     assert_eq!(runs(&producer).await, 1);
@@ -226,4 +221,78 @@ async fn an_output_outside_the_tools_schema_is_a_tool_error() {
         panic!("one failed call: {log:?}");
     };
     assert_eq!(error.code, "invalid_sub_agent_output");
+}
+
+/// The forwarded chunks of `harness`'s session `session_id` once one is a `tool_start` of
+/// `tool`: the consumer is following the child then.
+async fn forwarded_until_tool_start(harness: &Harness, session_id: &str, tool: &str) {
+    let address = SessionAddress::root(session_id);
+    let started = async {
+        loop {
+            let chunks = harness.store.chunks_after(&address, 0, 1000).await.unwrap();
+            let seen = forwarded(&chunks).iter().any(
+                |c| matches!(&c.kind, ChunkKind::ToolStart { tool_name, .. } if tool_name == tool),
+            );
+            if seen {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(WAIT_LIMIT, started)
+        .await
+        .expect("the consumer forwards the child's tool_start in time");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consumer_worker_killed_while_following_is_replaced_and_no_chunk_or_child_repeats() {
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let producer =
+        Harness::start(AgentRegistry::new([remote_agents::gated(gate.clone())]).unwrap()).await;
+    let url = format!("http://{}/agents", producer.address);
+    let remote = remote_agents::remote(&url, "gated");
+    let consumer =
+        Harness::server_only(delegating(SubAgent::remote("research", "asks", remote))).await;
+    let env = [
+        (remote_agents::REMOTE_URL_ENV, url.as_str()),
+        (remote_agents::REMOTE_AGENT_ENV, "gated"),
+    ];
+    let first = WorkerProcess::spawn_with_env(TEST_WORKER, &consumer, false, &env);
+    let started = consumer
+        .client
+        .start("remote_delegator", "go")
+        .await
+        .unwrap();
+    forwarded_until_tool_start(&consumer, &started.session_id, "gate").await;
+
+    // The worker following the child dies; another takes the call over and reads on.
+    drop(first);
+    let _second = WorkerProcess::spawn_with_env(TEST_WORKER, &consumer, false, &env);
+    gate.add_permits(1);
+    let chunks = consumer
+        .chunks_until_end(&started.session_id, WAIT_LIMIT)
+        .await;
+    crate::subagents::assert_completed(&chunks, "got opened");
+
+    // Every chunk of the child once, in its order; the child started once.
+    let copies = forwarded(&chunks);
+    let child = &copies[0].remote_source.as_ref().unwrap().child_session_id;
+    assert_forwarded_once_in_order(&producer, child, &copies).await;
+    assert_eq!(runs(&producer).await, 1);
+    let kinds: Vec<&str> = chunks.iter().map(|c| c.kind.name()).collect();
+    assert_eq!(kinds.iter().filter(|k| **k == "subagent_start").count(), 1);
+    assert_eq!(kinds.iter().filter(|k| **k == "subagent_end").count(), 1);
+
+    // The call was taken over: its activity's completed attempt is a retry.
+    let workflow_id =
+        baton_core::ids::first_run_workflow_id("remote_delegator", &started.session_id);
+    let events = crate::round_cost::history(&consumer, &workflow_id).await;
+    let attempts: Vec<i32> = events
+        .iter()
+        .filter_map(|event| match &event.attributes {
+            Some(Attributes::ActivityTaskStartedEventAttributes(started)) => Some(started.attempt),
+            _ => None,
+        })
+        .collect();
+    assert!(attempts.iter().any(|attempt| *attempt >= 2), "{attempts:?}");
 }
