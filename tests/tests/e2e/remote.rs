@@ -20,7 +20,7 @@ use baton_tests::{
     remote_agents::{self, delegating},
     tool_outcomes,
 };
-use serde_json::json;
+use serde_json::{Value, json};
 use std::{collections::HashSet, sync::Arc, time::Duration};
 use temporalio_common::protos::temporal::api::history::v1::history_event::Attributes;
 
@@ -29,8 +29,30 @@ pub(crate) fn remote_two_steps(harness_address: &str) -> RemoteAgent {
     remote_agents::remote(&format!("http://{harness_address}/agents"), "two_steps")
 }
 
-/// Runs one session of the consumer's `remote_delegator` to its end: its start, its stream and
-/// its log.
+/// Starts a session of the consumer's `agent_type`.
+pub(crate) async fn start(consumer: &Harness, agent_type: &str) -> baton_core::api::StartResponse {
+    consumer.client.start(agent_type, "go").await.unwrap()
+}
+
+/// Runs one session of the consumer's `agent_type` to its end: its start, its stream and its
+/// log.
+pub(crate) async fn run_to_end(
+    consumer: &Harness,
+    agent_type: &str,
+) -> (
+    baton_core::api::StartResponse,
+    Vec<StreamChunk>,
+    Vec<Message>,
+) {
+    let started = start(consumer, agent_type).await;
+    let chunks = consumer
+        .chunks_until_end(&started.session_id, WAIT_LIMIT)
+        .await;
+    let log = consumer.messages(&started.session_id).await;
+    (started, chunks, log)
+}
+
+/// [`run_to_end`] of `remote_delegator`.
 pub(crate) async fn delegate(
     consumer: &Harness,
 ) -> (
@@ -38,16 +60,7 @@ pub(crate) async fn delegate(
     Vec<StreamChunk>,
     Vec<Message>,
 ) {
-    let started = consumer
-        .client
-        .start("remote_delegator", "go")
-        .await
-        .unwrap();
-    let chunks = consumer
-        .chunks_until_end(&started.session_id, WAIT_LIMIT)
-        .await;
-    let log = consumer.messages(&started.session_id).await;
-    (started, chunks, log)
+    run_to_end(consumer, "remote_delegator").await
 }
 
 /// The forwarded chunks of a stream: those with a `remoteSource`.
@@ -258,11 +271,7 @@ async fn a_consumer_worker_killed_while_following_is_replaced_and_no_chunk_or_ch
         (remote_agents::REMOTE_AGENT_ENV, "gated"),
     ];
     let first = WorkerProcess::spawn_with_env(TEST_WORKER, &consumer, false, &env);
-    let started = consumer
-        .client
-        .start("remote_delegator", "go")
-        .await
-        .unwrap();
+    let started = start(&consumer, "remote_delegator").await;
     forwarded_until_tool_start(&consumer, &started.session_id, "gate").await;
 
     // The worker following the child dies; another takes the call over and reads on.
@@ -295,4 +304,89 @@ async fn a_consumer_worker_killed_while_following_is_replaced_and_no_chunk_or_ch
         })
         .collect();
     assert!(attempts.iter().any(|attempt| *attempt >= 2), "{attempts:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupt_of_the_caller_is_passed_on_to_the_remote_child() {
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let producer =
+        Harness::start(AgentRegistry::new([remote_agents::gated(gate.clone())]).unwrap()).await;
+    let url = format!("http://{}/agents", producer.address);
+    let remote = remote_agents::remote(&url, "gated");
+    let consumer = Harness::start(delegating(SubAgent::remote("research", "asks", remote))).await;
+    let started = start(&consumer, "remote_delegator").await;
+    forwarded_until_tool_start(&consumer, &started.session_id, "gate").await;
+    let root = SessionAddress::root(&started.session_id);
+    let call_id = consumer
+        .store
+        .chunks_after(&root, 0, 1000)
+        .await
+        .unwrap()
+        .into_iter()
+        .find_map(|c| match c.kind {
+            ChunkKind::SubagentStart { tool_call_id, .. } => Some(tool_call_id),
+            _ => None,
+        })
+        .unwrap();
+    let child = SessionAddress::root(subagent::remote_child_id(&root, &call_id));
+
+    consumer.interrupt(&started.session_id).await;
+    // The consumer's cancelled follower interrupts the child on the producer.
+    let interrupted = async {
+        loop {
+            let state = producer.store.session(&child).await.unwrap().unwrap();
+            if state.status == baton_core::store::Status::Interrupted {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(WAIT_LIMIT, interrupted)
+        .await
+        .expect("the remote child is interrupted in time");
+    gate.add_permits(1);
+}
+
+/// A consumer whose `remote_expedition` calls the producer's `scout` as `research` and folds
+/// the scout's find and status into its own state.
+fn remote_expedition(remote: RemoteAgent) -> AgentRegistry {
+    let model = baton_core::ScriptedModel::default()
+        .call("research", json!({"message": "look"}))
+        .answer("scout says {{result:research}}");
+    let agent = baton_core::Agent::builder("remote_expedition")
+        .model(model)
+        .state::<baton_tests::state_agents::Expedition>()
+        .sub_agent_with(SubAgent::remote("research", "looks", remote))
+        .after_sub_agent(|ended| {
+            let found = ended.state.and_then(|state| state.get("found")).cloned();
+            vec![
+                baton_core::state::StateSet::new("/found", found),
+                baton_core::state::StateSet::new("/scoutStatus", <&str>::from(ended.status)),
+            ]
+        })
+        .build()
+        .unwrap();
+    AgentRegistry::new([agent]).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_completed_childs_state_folds_into_the_caller_unless_it_is_over_the_cap() {
+    let producer = Harness::start(agents::registry()).await;
+    let url = format!("http://{}/agents", producer.address);
+    for (cap, found) in [(262_144, json!("gold")), (8, Value::Null)] {
+        let mut remote = remote_agents::remote(&url, "scout");
+        remote.max_fold_state_bytes = cap;
+        let consumer = Harness::start(remote_expedition(remote)).await;
+        let (started, chunks, _) = run_to_end(&consumer, "remote_expedition").await;
+        // Over the cap only the state's fold is skipped: the output still answers the call.
+        crate::subagents::assert_completed(&chunks, "scout says found it");
+        let state = consumer
+            .store
+            .custom_state(&SessionAddress::root(&started.session_id))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(state["found"], found, "cap {cap}");
+        assert_eq!(state["scoutStatus"], "completed");
+    }
 }
