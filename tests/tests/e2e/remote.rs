@@ -390,3 +390,55 @@ async fn a_completed_childs_state_folds_into_the_caller_unless_it_is_over_the_ca
         assert_eq!(state["scoutStatus"], "completed");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_its_producer_lost_fails_the_call_with_producer_dead() {
+    // A producer without a worker: its child's workflow waits, then is lost (terminated), so
+    // the session stays running with nothing executing it.
+    let producer = Harness::server_only(agents::registry()).await;
+    let mut remote = remote_two_steps(&producer.address.to_string());
+    remote.read_timeout = Duration::from_millis(300);
+    remote.dead_after_attaches = 2;
+    let consumer = Harness::start(delegating(SubAgent::remote("research", "asks", remote))).await;
+    let started = start(&consumer, "remote_delegator").await;
+    let root = SessionAddress::root(&started.session_id);
+    let announced = async {
+        loop {
+            let chunks = consumer.store.chunks_after(&root, 0, 1000).await.unwrap();
+            let call = chunks.into_iter().find_map(|c| match c.kind {
+                ChunkKind::SubagentStart { tool_call_id, .. } => Some(tool_call_id),
+                _ => None,
+            });
+            if let Some(call) = call {
+                return call;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    let call_id = tokio::time::timeout(WAIT_LIMIT, announced).await.unwrap();
+    let child = subagent::remote_child_id(&root, &call_id);
+    producer
+        .temporal
+        .get_workflow_handle::<baton_workflows::AgentRunWorkflow>(
+            baton_core::ids::first_run_workflow_id("two_steps", &child),
+        )
+        .terminate(temporalio_client::WorkflowTerminateOptions::default())
+        .await
+        .unwrap();
+
+    consumer
+        .chunks_until_end(&started.session_id, WAIT_LIMIT)
+        .await;
+    let log = consumer.messages(&started.session_id).await;
+    let [ToolOutcome::Error(error)] = tool_outcomes(&log)[..] else {
+        panic!("one failed call: {log:?}");
+    };
+    assert_eq!(error.code, "producer_dead");
+    let child_state = producer
+        .store
+        .session(&SessionAddress::root(&child))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(child_state.status, baton_core::store::Status::Active);
+}
