@@ -442,3 +442,22 @@ async fn a_child_its_producer_lost_fails_the_call_with_producer_dead() {
         .unwrap();
     assert_eq!(child_state.status, baton_core::store::Status::Active);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_producer_worker_killed_under_the_child_is_replaced_and_the_call_still_answers() {
+    let producer = Harness::server_only(agents::registry()).await;
+    let holding = WorkerProcess::spawn(TEST_WORKER, &producer, true);
+    let remote = remote_agents::remote(&format!("http://{}/agents", producer.address), "holder");
+    let consumer = Harness::start(delegating(SubAgent::remote("research", "asks", remote))).await;
+    let started = start(&consumer, "remote_delegator").await;
+    // The producer's worker dies holding the child's tool; another runs it again.
+    let _replacement = holding.replace_when_holding(TEST_WORKER, &producer).await;
+    let chunks = consumer
+        .chunks_until_end(&started.session_id, WAIT_LIMIT)
+        .await;
+    crate::subagents::assert_completed(&chunks, "got released: done");
+    let copies = forwarded(&chunks);
+    let child = &copies[0].remote_source.as_ref().unwrap().child_session_id;
+    assert_forwarded_once_in_order(&producer, child, &copies).await;
+    assert_eq!(runs(&producer).await, 1);
+}
