@@ -461,3 +461,31 @@ async fn a_producer_worker_killed_under_the_child_is_replaced_and_the_call_still
     assert_forwarded_once_in_order(&producer, child, &copies).await;
     assert_eq!(runs(&producer).await, 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_callers_user_tags_and_metadata_are_forwarded_to_the_remote_child() {
+    let producer = Harness::start(agents::registry()).await;
+    let remote = remote_two_steps(&producer.address.to_string());
+    let consumer = Harness::start(delegating(SubAgent::remote("research", "asks", remote))).await;
+    let mut request = baton_core::api::StartRequest::new("remote_delegator", "go");
+    request.user_id = Some("user-7".into());
+    request.tags = vec!["vip".into()];
+    request.metadata = Some(json!({"traceId": "t-1"}).as_object().unwrap().clone());
+    let started = consumer.client.start_request(request).await.unwrap();
+    let chunks = consumer
+        .chunks_until_end(&started.session_id, WAIT_LIMIT)
+        .await;
+    let child = &forwarded(&chunks)[0]
+        .remote_source
+        .as_ref()
+        .unwrap()
+        .child_session_id;
+    let meta = producer
+        .store
+        .session_meta(&SessionAddress::root(child))
+        .await
+        .unwrap();
+    assert_eq!(meta.user_id.as_deref(), Some("user-7"));
+    assert_eq!(meta.tags, ["vip"]);
+    assert_eq!(meta.metadata.unwrap()["traceId"], "t-1");
+}
