@@ -285,6 +285,14 @@ pub struct SubAgentCalls {
         skip_serializing_if = "Vec::is_empty"
     )]
     local: Vec<String>,
+    /// Calls whose child is another service's session, each followed by a
+    /// `follow_remote_sub_agent` activity.
+    #[serde(
+        rename = "remoteSubAgentCallIds",
+        default,
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    remote: Vec<String>,
 }
 
 /// One sub-agent call of a step and the transport it takes.
@@ -299,11 +307,12 @@ impl SubAgentCalls {
     pub fn push(&mut self, call: SubAgentCall) {
         match call.transport {
             SubAgentTransport::Local => self.local.push(call.tool_call_id),
+            SubAgentTransport::Remote => self.remote.push(call.tool_call_id),
         }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.local.is_empty()
+        self.local.is_empty() && self.remote.is_empty()
     }
 
     /// The calls with their transports: by transport, each transport's in call order.
@@ -314,7 +323,8 @@ impl SubAgentCalls {
                 transport,
             }
         };
-        self.local.into_iter().map(with(SubAgentTransport::Local))
+        let local = self.local.into_iter().map(with(SubAgentTransport::Local));
+        local.chain(self.remote.into_iter().map(with(SubAgentTransport::Remote)))
     }
 }
 

@@ -51,6 +51,8 @@ pub struct AgentActivities {
     /// A suspended run whose deadline is further away than this gets no deadline workflow yet,
     /// only an entry in the deadline index (see `deadline_start.rs`); `None`: always a workflow.
     deadline_horizon: Option<Duration>,
+    /// The client of remote sub-agents' producers (one pool for the worker).
+    http: reqwest::Client,
 }
 
 impl AgentActivities {
@@ -63,6 +65,7 @@ impl AgentActivities {
             logs: log_cache::LogCache::default(),
             temporal: None,
             deadline_horizon: Some(DEFAULT_DEADLINE_HORIZON),
+            http: reqwest::Client::new(),
         }
     }
 
@@ -224,6 +227,18 @@ impl AgentActivities {
         input: ToolInput,
     ) -> Result<SubAgentEnd, ActivityError> {
         Ok(self.finish_child_of(&input).await?)
+    }
+
+    /// The remote transport: starts (or attaches to) the call's child on its producer, follows
+    /// its stream onto the caller's, and stages the call's result from the child's end.
+    /// Heartbeats; a retry resumes from the cursor in Redis.
+    #[activity]
+    pub async fn follow_remote_sub_agent(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        input: ToolInput,
+    ) -> Result<SubAgentEnd, ActivityError> {
+        Ok(self.follow_remote_child_of(&ctx, &input).await?)
     }
 
     /// After a child session's run has ended: answers the parent's sub-agent call if the parent

@@ -324,6 +324,7 @@ mod tests {
                 timestamp: 0,
             },
             kind,
+            remote_source: None,
         }
     }
 

@@ -7,7 +7,9 @@
 //! The tool name of a sub-agent, `subagent__<type>`, is made by [`tool_name`] alone (and read
 //! back by [`agent_type_of`]); the prefix is one of the agent builder's reserved ones.
 
+mod remote;
 mod transport;
+pub use remote::{DEFAULT_MAX_FOLD_STATE_BYTES, RemoteAgent};
 pub use transport::SubAgentTransport;
 
 use crate::{
@@ -49,6 +51,16 @@ pub fn child_address(parent: &SessionAddress, tool_call_id: &str) -> SessionAddr
     }
 }
 
+/// The session id of the remote child a call of `parent` starts on another service: derived
+/// from the parent session and the call (`rc-<32 hex digits>`), so a retried start names the
+/// same child and attaches to it instead of starting a second one.
+pub fn remote_child_id(parent: &SessionAddress, tool_call_id: &str) -> String {
+    format!(
+        "rc-{}",
+        child_hash(&parent.session_id, &format!("remote/{tool_call_id}"))
+    )
+}
+
 /// The run a child's end resumes its suspended parent with: derived from the parent's suspended
 /// run, so that a retried report claims (and starts) the same run rather than a second one.
 pub fn parent_resume_run_id(parent_session_id: &str, suspended_run_id: &str) -> String {
@@ -77,6 +89,8 @@ pub struct SubAgent {
     /// The line of its declaration, for a file-declared agent (registry errors name it).
     line: Option<usize>,
     transport: SubAgentTransport,
+    /// How a remote sub-agent is reached (transport `Remote` only).
+    remote: Option<Arc<RemoteAgent>>,
 }
 
 impl std::fmt::Debug for SubAgent {
@@ -86,6 +100,7 @@ impl std::fmt::Debug for SubAgent {
             .field("typed_input", &self.typed_input)
             .field("line", &self.line)
             .field("transport", &self.transport)
+            .field("remote", &self.remote)
             .finish()
     }
 }
@@ -111,7 +126,24 @@ impl SubAgent {
             output_validator: None,
             line: None,
             transport: SubAgentTransport::default(),
+            remote: None,
         }
+    }
+
+    /// A remote sub-agent, called as the tool `tool_name` (any tool name, not `subagent__…`):
+    /// its child is the agent `remote.agent_type()` of another service (see [`RemoteAgent`]),
+    /// taking `{message}` unless an input schema is set.
+    pub fn remote(tool_name: &str, description: &str, remote: RemoteAgent) -> Self {
+        let mut sub_agent = Self::new(remote.agent_type(), description);
+        sub_agent.spec.name = tool_name.to_owned();
+        sub_agent.transport = SubAgentTransport::Remote;
+        sub_agent.remote = Some(Arc::new(remote));
+        sub_agent
+    }
+
+    /// How a remote sub-agent is reached; `None` for a local one.
+    pub fn remote_agent(&self) -> Option<&RemoteAgent> {
+        self.remote.as_deref()
     }
 
     /// A sub-agent whose input and output schemas are derived from Rust types.
@@ -143,7 +175,8 @@ impl SubAgent {
         self
     }
 
-    /// Its calls reach the child by `transport` (local unless set).
+    /// Its calls reach the child by `transport` (local unless set). A remote transport needs
+    /// its declaration: use [`Self::remote`].
     pub fn via(mut self, transport: SubAgentTransport) -> Self {
         self.transport = transport;
         self
@@ -257,6 +290,10 @@ mod tests {
         assert_eq!(child.root_session_id, "parent");
         assert!(crate::ids::is_valid_session_id(&child.session_id));
         assert_eq!(crate::ids::root_of(&child.session_id), "parent");
+        let remote = remote_child_id(&root, "call-1");
+        assert_eq!(remote, remote_child_id(&root, "call-1"));
+        assert_ne!(remote, remote_child_id(&root, "call-2"));
+        assert!(crate::ids::is_valid_session_id(&remote) && remote.starts_with("rc-"));
         let grandchild = child_address(&child, "call-1");
         assert_ne!(grandchild, child);
         assert_eq!(grandchild.root_session_id, "parent");

@@ -118,6 +118,10 @@ impl<F: Fn(&str) -> Option<String>> ModelBuilder for ProviderModels<F> {
         };
         build(config, api_key).map_err(|e| e.message)
     }
+
+    fn secret(&self, name: &str) -> Option<String> {
+        (self.lookup)(name)
+    }
 }
 
 /// Decodes a recorded response body (the bytes after the HTTP head) read in `pieces`, exactly

@@ -208,6 +208,7 @@ fn chunks_carry_their_json_and_check_the_sequence() {
             step: 1,
             delta: "hi".into(),
         },
+        remote_source: None,
     };
     let wire = v1::Chunk::from(&chunk);
     assert_eq!(wire.sequence, 4);

@@ -10,6 +10,7 @@ pub mod events;
 pub mod histories;
 pub mod loader;
 pub mod procs;
+pub mod remote_agents;
 pub mod state_agents;
 pub mod tree_agents;
 
@@ -565,7 +566,18 @@ pub struct WorkerProcess {
 impl WorkerProcess {
     /// With `hold`, the worker's `hold` tool blocks forever.
     pub fn spawn(executable: &str, harness: &Harness, hold: bool) -> Self {
+        Self::spawn_with_env(executable, harness, hold, &[])
+    }
+
+    /// As [`Self::spawn`], with these environment variables too.
+    pub fn spawn_with_env(
+        executable: &str,
+        harness: &Harness,
+        hold: bool,
+        env: &[(&str, &str)],
+    ) -> Self {
         let mut command = std::process::Command::new(executable);
+        command.envs(env.iter().copied());
         command
             .env("BATON_TEST_TASK_QUEUE", &harness.task_queue)
             .env("BATON_TEST_KEY_PREFIX", &harness.prefix)

@@ -20,6 +20,22 @@ pub struct StreamChunk {
     pub header: ChunkHeader,
     #[serde(flatten)]
     pub kind: ChunkKind,
+    /// Set on a chunk a remote sub-agent's child streamed, copied onto this stream by the
+    /// consumer: where it came from, in this hop's terms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_source: Option<RemoteSource>,
+}
+
+/// Where a forwarded chunk came from: the DIRECT remote child (`childSessionId`), the chunk's
+/// sequence in that child's stream and that stream's id. Every hop stamps its own, so a
+/// grandchild's chunk carries the direct child's sequence, while `agentId` keeps naming the
+/// session that emitted it. A stream never holds one `(childSessionId, childSequence)` twice.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RemoteSource {
+    pub child_session_id: String,
+    pub child_sequence: u64,
+    pub stream_id: String,
 }
 
 /// The fields every chunk carries besides its sequence.
@@ -192,6 +208,31 @@ pub fn encode_unsequenced(header: &ChunkHeader, kind: &ChunkKind) -> String {
     json[1..].to_owned()
 }
 
+/// As [`encode_unsequenced`], for a chunk forwarded from a remote child: the same header and
+/// kind (so the type tag still follows the timestamp), then its `remoteSource`.
+pub fn encode_unsequenced_forwarded(
+    header: &ChunkHeader,
+    kind: &ChunkKind,
+    source: &RemoteSource,
+) -> String {
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Forwarded<'a> {
+        #[serde(flatten)]
+        header: &'a ChunkHeader,
+        #[serde(flatten)]
+        kind: &'a ChunkKind,
+        remote_source: &'a RemoteSource,
+    }
+    let json = serde_json::to_string(&Forwarded {
+        header,
+        kind,
+        remote_source: source,
+    })
+    .expect("chunk serialization cannot fail: all keys are strings");
+    json[1..].to_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -222,5 +263,20 @@ mod tests {
         assert_eq!(value["type"], "tool_start");
         assert_eq!(value["toolCallId"], "c");
         assert_eq!(value["streamId"], "st");
+        assert_eq!(chunk.remote_source, None);
+        assert!(value.get("remoteSource").is_none());
+
+        let source = RemoteSource {
+            child_session_id: "child".into(),
+            child_sequence: 9,
+            stream_id: "child-stream".into(),
+        };
+        let forwarded = encode_unsequenced_forwarded(&header, &kind, &source);
+        // The type tag still follows the timestamp, where the append script looks for it.
+        assert!(forwarded.contains(r#""timestamp":5,"type":"tool_start""#));
+        let chunk: StreamChunk =
+            serde_json::from_str(&format!("{{\"sequence\":8,{forwarded}")).unwrap();
+        assert_eq!(chunk.kind, kind);
+        assert_eq!(chunk.remote_source, Some(source));
     }
 }

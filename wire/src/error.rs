@@ -113,6 +113,15 @@ pub enum ErrorCode {
     /// The server holds as many connections as it is configured to (`--max-connections`); this
     /// one is answered and closed. Another server, or this one a moment later, takes it.
     ServerBusy,
+    /// A remote sub-agent's producer could not be reached, or kept failing, through every retry
+    /// (the call's tool error; the parent's run goes on).
+    RemoteUnavailable,
+    /// A remote sub-agent's child stayed `running` with no run executing over every attach the
+    /// consumer made: its producer lost it (the call's tool error).
+    ProducerDead,
+    /// A remote sub-agent's child waits for a person (a client tool or an approval), which this
+    /// consumer does not relay across the boundary (the call's tool error).
+    ClientToolUnsupported,
 }
 
 /// The gRPC status codes Baton uses, numbered as in `google.rpc.Code`.
@@ -188,6 +197,9 @@ impl ErrorCode {
             Self::RouteNotFound => (404, G::NotFound, false),
             Self::MethodNotAllowed => (405, G::Unimplemented, false),
             Self::ServerBusy => (503, G::Unavailable, true),
+            Self::RemoteUnavailable => (503, G::Unavailable, true),
+            Self::ProducerDead => (502, G::Unavailable, false),
+            Self::ClientToolUnsupported => (409, G::FailedPrecondition, false),
         };
         Presentation {
             http_status,

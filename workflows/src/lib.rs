@@ -426,7 +426,7 @@ pub(crate) fn commit_options(input: &RunInput) -> LocalActivityOptions {
         .build()
 }
 
-fn retries(policy: &ActivityPolicy, maximum_attempts: u32) -> RetryPolicy {
+pub(crate) fn retries(policy: &ActivityPolicy, maximum_attempts: u32) -> RetryPolicy {
     RetryPolicy::builder()
         .initial_interval(policy.retry_initial_interval)
         .maximum_interval(policy.retry_maximum_interval)

@@ -13,7 +13,6 @@ use baton_core::{
     chunk::EndStatus,
     ids,
     message::{ToolOutcome, ToolResult},
-    state::{ChildEnded, patch_of_sets},
     store::{ChildEnd, NewChild, SessionAddress, SessionState, Status},
     subagent::{self, SubAgent},
     tool::codes,
@@ -24,14 +23,9 @@ impl AgentActivities {
     /// the call's error when its input is bad.
     pub(crate) async fn start_child_of(&self, input: &ToolInput) -> Result<SubAgentStart, Error> {
         let step = &input.step;
-        if self
-            .store
-            .has_staged_tool_result(step.step_ref(), &input.tool_call_id)
-            .await?
-        {
+        let Some(call) = self.unanswered_call(input).await? else {
             return Ok(SubAgentStart::Answered);
-        }
-        let call = self.staged_call(step, &input.tool_call_id).await?;
+        };
         let agent = self.agent(&step.agent_type)?;
         let Some(sub_agent) = agent.sub_agent(&call.name) else {
             let error = ToolError::new(
@@ -96,14 +90,9 @@ impl AgentActivities {
     /// child is suspended.
     pub(crate) async fn finish_child_of(&self, input: &ToolInput) -> Result<SubAgentEnd, Error> {
         let step = &input.step;
-        if self
-            .store
-            .has_staged_tool_result(step.step_ref(), &input.tool_call_id)
-            .await?
-        {
+        let Some(call) = self.unanswered_call(input).await? else {
             return Ok(SubAgentEnd::Answered);
-        }
-        let call = self.staged_call(step, &input.tool_call_id).await?;
+        };
         let children = self.store.children(&step.address).await?;
         let child_id = children.get(&call.id).ok_or_else(|| {
             Error::typed(
@@ -195,9 +184,8 @@ impl AgentActivities {
             .await
     }
 
-    /// The parent's `after_sub_agent` hook run on how the child ended: the fields it sets, as a
-    /// patch of the parent's committed state checked against the parent's schema. A hook whose
-    /// sets do not fit the schema is logged and changes nothing (the call's result stands).
+    /// The parent's `after_sub_agent` hook run on how the local child ended, from the child's
+    /// state read now (see [`Self::fold_ended_child`]).
     async fn fold_child_state(
         &self,
         step: &crate::io::StepInput,
@@ -207,42 +195,24 @@ impl AgentActivities {
         status: EndStatus,
         output: Option<&str>,
     ) -> Result<Option<json_patch::Patch>, Error> {
-        let Some(schema) = agent.state_schema().filter(|_| agent.has_after_sub_agent()) else {
+        if agent.state_schema().is_none() || !agent.has_after_sub_agent() {
             return Ok(None);
-        };
+        }
         let child_address = SessionAddress {
             root_session_id: step.address.root_session_id.clone(),
             session_id: child.session_id.clone(),
         };
         let child_state = self.store.custom_state(&child_address).await?;
-        let parent_state = self
-            .store
-            .custom_state(&step.address)
-            .await?
-            .unwrap_or_else(|| schema.defaults());
-        let sets = agent.after_sub_agent(&ChildEnded {
+        self.fold_ended_child(
+            step,
+            agent,
             tool_call_id,
-            agent_type: &child.agent_type,
+            &child.agent_type,
+            child_state.as_ref(),
             status,
             output,
-            state: child_state.as_ref(),
-            parent_state: &parent_state,
-        });
-        if sets.is_empty() {
-            return Ok(None);
-        }
-        match patch_of_sets(schema, &parent_state, sets) {
-            Ok(patch) => Ok(Some(patch)),
-            Err(error) => {
-                tracing::warn!(
-                    session_id = %step.address.session_id,
-                    tool_call_id,
-                    %error,
-                    "the after_sub_agent hook set fields the state schema refuses; nothing is set"
-                );
-                Ok(None)
-            }
-        }
+        )
+        .await
     }
 }
 

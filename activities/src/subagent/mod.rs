@@ -1,19 +1,47 @@
 //! Sub-agent calls, by transport: the one place in the activities where a call's transport is
 //! matched. Each transport has a module: `local.rs` runs the child as a session of the caller's
-//! tree (its activities `start_sub_agent` and `finish_sub_agent`, declared in `lib.rs`).
-//!
-//! A remote transport (a child served by another service over HTTP) plugs in here: its module
-//! `remote.rs` with the bodies of its activities (declared beside the local ones in the
-//! `#[activities]` block of `lib.rs`, since a worker registers one block), and its arm in each
-//! match below. The route and the plan carry the transport already (see `SubAgentTransport`).
+//! tree (its activities `start_sub_agent` and `finish_sub_agent`, declared in `lib.rs`);
+//! `remote.rs` follows a child served by another service over HTTP (its activity
+//! `follow_remote_sub_agent`), through the producer client of `producer.rs`.
 
 mod local;
+mod producer;
+mod remote;
 pub(crate) use local::child_outcome;
 
-use crate::{AgentActivities, failure::Error, io::StepInput};
-use baton_core::subagent::SubAgentTransport;
+use crate::{
+    AgentActivities,
+    failure::Error,
+    io::{StepInput, ToolInput},
+};
+use baton_core::{
+    ToolCall,
+    chunk::EndStatus,
+    state::{ChildEnded, patch_of_sets},
+    subagent::SubAgentTransport,
+};
+use serde_json::Value;
 
 impl AgentActivities {
+    /// The staged call a sub-agent activity works on, unless its result is staged already (a
+    /// retried or stale attempt: nothing to do).
+    pub(crate) async fn unanswered_call(
+        &self,
+        input: &ToolInput,
+    ) -> Result<Option<ToolCall>, Error> {
+        let step = input.step.step_ref();
+        if self
+            .store
+            .has_staged_tool_result(step, &input.tool_call_id)
+            .await?
+        {
+            return Ok(None);
+        }
+        Ok(Some(
+            self.staged_call(&input.step, &input.tool_call_id).await?,
+        ))
+    }
+
     /// The parent's `after_sub_agent` fold of the child that answered its call `tool_call_id`
     /// (of tool `tool_name`) while the parent was suspended, as the resumed parent drains the
     /// answer: the patch of the parent's state, if the hook sets anything.
@@ -28,6 +56,57 @@ impl AgentActivities {
             SubAgentTransport::Local => {
                 self.fold_answered_local_child(step, tool_call_id, tool_name)
                     .await
+            }
+            // A remote call is answered within its step (its end folds there), never while
+            // the caller is suspended.
+            SubAgentTransport::Remote => Ok(None),
+        }
+    }
+
+    /// The parent's `after_sub_agent` hook run on how a child ended (of either transport): the
+    /// fields it sets, as a patch of the parent's committed state checked against the parent's
+    /// schema. A hook whose sets do not fit the schema is logged and changes nothing (the
+    /// call's result stands).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn fold_ended_child(
+        &self,
+        step: &StepInput,
+        agent: &baton_core::Agent,
+        tool_call_id: &str,
+        agent_type: &str,
+        child_state: Option<&Value>,
+        status: EndStatus,
+        output: Option<&str>,
+    ) -> Result<Option<json_patch::Patch>, Error> {
+        let Some(schema) = agent.state_schema().filter(|_| agent.has_after_sub_agent()) else {
+            return Ok(None);
+        };
+        let parent_state = self
+            .store
+            .custom_state(&step.address)
+            .await?
+            .unwrap_or_else(|| schema.defaults());
+        let sets = agent.after_sub_agent(&ChildEnded {
+            tool_call_id,
+            agent_type,
+            status,
+            output,
+            state: child_state,
+            parent_state: &parent_state,
+        });
+        if sets.is_empty() {
+            return Ok(None);
+        }
+        match patch_of_sets(schema, &parent_state, sets) {
+            Ok(patch) => Ok(Some(patch)),
+            Err(error) => {
+                tracing::warn!(
+                    session_id = %step.address.session_id,
+                    tool_call_id,
+                    %error,
+                    "the after_sub_agent hook set fields the state schema refuses; nothing is set"
+                );
+                Ok(None)
             }
         }
     }

@@ -30,6 +30,12 @@ pub enum DefinitionError {
     },
     #[error("agent {0:?} has an after_sub_agent hook but declares no state for it to set")]
     HookWithoutState(String),
+    #[error("agent {agent:?}: the remote sub-agent {tool:?}: {reason}")]
+    InvalidRemoteAgent {
+        agent: String,
+        tool: String,
+        reason: String,
+    },
     #[error("agent {agent:?}{} calls sub-agents in a cycle: {}", at_line(*.line), .cycle.join(" -> "))]
     SubAgentCycle {
         agent: String,

@@ -6,8 +6,8 @@ use super::{
     ConfigError, ModelBuilder, Provider, ToolCatalogue,
     catalogue::Catalogued,
     file::{
-        AgentEntry, ClientToolEntry, FoldEntry, ModelEntry, ProviderEntry, StateEntry,
-        StateToolEntry, SubAgentEntry,
+        AgentEntry, ClientToolEntry, FoldEntry, ModelEntry, ProviderEntry, RemoteAgentEntry,
+        StateEntry, StateToolEntry, SubAgentEntry,
     },
     line_of,
     state_tool::{Fold, StateTool, with_folds},
@@ -16,7 +16,7 @@ use crate::{
     Agent, Model, ScriptedModel,
     agent::{AgentBuilder, DefinitionError},
     state::StateSchema,
-    subagent::SubAgent,
+    subagent::{SubAgent, SubAgentTransport},
     tool::{ClientTool, SchemaError},
 };
 use std::{sync::Arc, time::Duration};
@@ -41,6 +41,7 @@ pub(super) fn build_agent(
         finish_with,
         client_tool,
         sub_agent,
+        remote_agent,
         state,
         state_tool,
         ..
@@ -63,7 +64,7 @@ pub(super) fn build_agent(
         None => builder,
     };
     let builder = with_state_tools(at, builder, state_tool, state_schema.as_ref())?;
-    let builder = with_sub_agents(at, builder, sub_agent)?;
+    let builder = with_sub_agents(at, builder, sub_agent, remote_agent, models)?;
     builder
         .build()
         .map_err(|e: DefinitionError| at.error(agent_line, e.to_string()))
@@ -279,10 +280,26 @@ fn with_sub_agents(
     at: At<'_>,
     mut builder: AgentBuilder,
     sub_agents: Vec<SubAgentEntry>,
+    remote_agents: Vec<toml::Spanned<RemoteAgentEntry>>,
+    secrets: &dyn ModelBuilder,
 ) -> Result<AgentBuilder, ConfigError> {
     let mut folds = Vec::new();
+    for remote in remote_agents {
+        let (sub_agent, remote_folds) = super::remote::remote_sub_agent(remote, secrets)
+            .map_err(|(offset, reason)| at.error(offset, reason))?;
+        folds.extend(remote_folds);
+        builder = builder.sub_agent_with(sub_agent);
+    }
     for sub in sub_agents {
         let line = sub.agent_type.span().start;
+        if sub.transport == SubAgentTransport::Remote {
+            return Err(at.error(
+                line,
+                "a remote sub-agent is declared as [[agent.remote_agent]] (with its url), not \
+                 transport = \"remote\""
+                    .to_owned(),
+            ));
+        }
         for fold in sub.fold {
             let fold_line = fold.span().start;
             let FoldEntry { into, from } = fold.into_inner();

@@ -63,6 +63,8 @@ pub(super) struct AgentEntry {
     pub(super) client_tool: Vec<ClientToolEntry>,
     #[serde(default)]
     pub(super) sub_agent: Vec<SubAgentEntry>,
+    #[serde(default)]
+    pub(super) remote_agent: Vec<Spanned<RemoteAgentEntry>>,
     pub(super) state: Option<Spanned<StateEntry>>,
     #[serde(default)]
     pub(super) state_tool: Vec<StateToolEntry>,
@@ -160,6 +162,36 @@ pub(super) struct SubAgentEntry {
     #[serde(default)]
     pub(super) transport: SubAgentTransport,
     /// What a completed call copies into the parent's state, in order.
+    #[serde(default)]
+    pub(super) fold: Vec<Spanned<FoldEntry>>,
+}
+
+/// A remote sub-agent: an agent type another service serves over the remote-agent protocol,
+/// called as the tool `name` (see `config/remote.rs`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RemoteAgentEntry {
+    pub(super) name: Spanned<String>,
+    #[serde(default)]
+    pub(super) description: String,
+    pub(super) input_schema: Option<Value>,
+    pub(super) output_schema: Option<Value>,
+    /// The producer mount's base URL.
+    pub(super) url: String,
+    /// The agent type on the producer.
+    pub(super) agent_type: String,
+    /// The environment variable holding the bearer token (read by the binary).
+    pub(super) bearer_env: Option<String>,
+    #[serde(default)]
+    pub(super) headers: std::collections::BTreeMap<String, String>,
+    pub(super) max_retries: Option<u32>,
+    pub(super) retry_base_delay_ms: Option<u64>,
+    pub(super) read_timeout_secs: Option<u64>,
+    pub(super) timeout_secs: Option<u64>,
+    pub(super) stream_retries: Option<u32>,
+    pub(super) max_fold_state_bytes: Option<usize>,
+    pub(super) resume_dead_producer: Option<bool>,
+    pub(super) dead_after_attaches: Option<u32>,
     #[serde(default)]
     pub(super) fold: Vec<Spanned<FoldEntry>>,
 }

@@ -44,7 +44,25 @@
 //! description = "Finds facts."
 //! input_schema = { type = "object" }    # optional; default {message}
 //! output_schema = { type = "object" }   # optional; checks the child's final output
-//! transport = "local"                   # optional; the only one today (see SubAgentTransport)
+//! transport = "local"                   # optional; the only one here (see SubAgentTransport)
+//!
+//! [[agent.remote_agent]]                # an agent another service serves (docs/remote-agents.md)
+//! name = "research"                     # the tool's name
+//! description = "Delegates research."
+//! url = "http://127.0.0.1:8081/agents"  # the producer's mount
+//! agent_type = "researcher"             # the agent type there
+//! bearer_env = "RESEARCH_TOKEN"         # optional: the variable holding the bearer token
+//! headers = { x-tenant = "t1" }         # optional: sent with every request
+//! input_schema = { type = "object" }    # optional; default {message}
+//! output_schema = { type = "object" }   # optional; checks the child's output
+//! max_retries = 3                       # optional: retries of a failed request
+//! retry_base_delay_ms = 200             # optional: the first retry's wait, doubling
+//! read_timeout_secs = 30                # optional: longest wait for one read
+//! timeout_secs = 600                    # optional: longest a call takes
+//! stream_retries = 3                    # optional: reconnections of a broken stream
+//! max_fold_state_bytes = 262144         # optional: the child state's cap for the fold
+//! resume_dead_producer = false          # optional: resume a lost child, not producer_dead
+//! dead_after_attaches = 3               # optional: attaches finding it lost before that
 //!
 //! [agent.state]                         # optional: the sessions' custom state
 //! schema = { type = "object", properties = { topic = { type = "string" } } }
@@ -68,6 +86,7 @@ mod build;
 mod catalogue;
 mod file;
 mod model;
+mod remote;
 mod state_tool;
 #[cfg(test)]
 mod tests;

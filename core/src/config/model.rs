@@ -83,6 +83,12 @@ impl FromStr for ModelConfig {
 /// API key from the environment); the error says what is wrong, for people.
 pub trait ModelBuilder {
     fn build(&self, config: &ModelConfig) -> Result<Arc<dyn Model>, String>;
+
+    /// The value of the secret an agents file names (e.g. a remote sub-agent's `bearer_env`),
+    /// which only a binary reads; `None` when it is not set (the default: no secrets).
+    fn secret(&self, _name: &str) -> Option<String> {
+        None
+    }
 }
 
 /// A [`ModelBuilder`] that has no provider: files with only scripted models load with it.

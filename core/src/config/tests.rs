@@ -388,3 +388,98 @@ turns = [{{ text = "ok" }}]
     let agents = agents_from_toml(&good, &catalogue()).unwrap();
     assert!(agents[0].has_after_sub_agent());
 }
+
+/// Knows one secret, `TOKEN`, as a binary's environment would.
+struct Secrets;
+
+impl ModelBuilder for Secrets {
+    fn build(&self, config: &ModelConfig) -> Result<Arc<dyn Model>, String> {
+        ScriptedOnly.build(config)
+    }
+
+    fn secret(&self, name: &str) -> Option<String> {
+        (name == "TOKEN").then(|| "t0ken".to_owned())
+    }
+}
+
+const REMOTE: &str = r#"
+[[agent]]
+name = "writer"
+
+[agent.model]
+kind = "scripted"
+turns = [{ text = "ok" }]
+
+[[agent.remote_agent]]
+name = "research"
+description = "Delegates research."
+url = "http://127.0.0.1:9/agents/"
+agent_type = "researcher"
+bearer_env = "TOKEN"
+headers = { x-tenant = "t1" }
+output_schema = { type = "object" }
+timeout_secs = 5
+stream_retries = 1
+max_fold_state_bytes = 1024
+resume_dead_producer = true
+"#;
+
+#[test]
+fn a_remote_agent_is_declared_with_its_transport_and_a_bad_one_is_refused_with_its_line() {
+    let agents = agents_from_toml_with(REMOTE, &catalogue(), &Secrets).unwrap();
+    let research = agents[0].sub_agent("research").unwrap();
+    assert_eq!(research.transport(), SubAgentTransport::Remote);
+    assert_eq!(research.agent_type(), "researcher");
+    let remote = research.remote_agent().unwrap();
+    assert_eq!(remote.url(), "http://127.0.0.1:9/agents");
+    assert_eq!(
+        remote.headers(),
+        &[
+            ("authorization".to_owned(), "Bearer t0ken".to_owned()),
+            ("x-tenant".to_owned(), "t1".to_owned())
+        ]
+    );
+    assert_eq!(remote.timeout, Duration::from_secs(5));
+    assert_eq!(remote.stream_retries, 1);
+    assert_eq!(remote.max_fold_state_bytes, 1024);
+    assert!(remote.resume_dead_producer);
+    assert_eq!(remote.max_retries, 3, "a default");
+    // A remote agent type is another service's: the registry does not need it.
+    assert!(crate::AgentRegistry::new(agents).is_ok());
+
+    let missing = agents_from_toml_with(REMOTE, &catalogue(), &ScriptedOnly).unwrap_err();
+    assert!(
+        missing
+            .to_string()
+            .contains("TOKEN (bearer_env) is not set"),
+        "{missing}"
+    );
+    let edits = [
+        ("http://127.0.0.1:9", "ftp://x", "must be an http://"),
+        ("name = \"research\"", "name = \"subagent__x\"", "reserves"),
+        (
+            "timeout_secs = 5",
+            "timeout_secs = 0",
+            "timeout must be more than 0",
+        ),
+        ("stream_retries = 1", "stream_retry = 1", "unknown field"),
+    ];
+    let mut cases: Vec<(String, &str)> = edits
+        .iter()
+        .map(|(from, to, reason)| (REMOTE.replace(from, to), *reason))
+        .collect();
+    cases.push((
+        "[[agent]]\nname = \"a\"\n[agent.model]\nkind = \"scripted\"\nturns = []\n\
+         [[agent.sub_agent]]\ntype = \"b\"\ntransport = \"remote\"\n"
+            .to_owned(),
+        "[[agent.remote_agent]]",
+    ));
+    for (text, reason) in cases {
+        let error = agents_from_toml_with(&text, &catalogue(), &Secrets).unwrap_err();
+        assert!(error.line > 0);
+        assert!(
+            error.to_string().contains(reason),
+            "{error} should say {reason:?}"
+        );
+    }
+}

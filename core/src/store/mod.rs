@@ -31,6 +31,7 @@ mod fork;
 mod keys;
 mod person_calls;
 mod release;
+mod remote;
 mod replies;
 mod resume;
 mod revocation;
@@ -54,6 +55,7 @@ pub use deadline_index::IndexedDeadline;
 pub use error::Error;
 pub use fork::NewFork;
 pub use person_calls::PersonCall;
+pub use remote::{Forwarded, ForwardedChunk};
 pub use resume::{Claim, ClaimedRun, DrainedCall, NewRunId, NextRun, ResumeEntry, RunClaim};
 pub use rewind::{Rewind, Rewound};
 pub use search_index::{
@@ -228,6 +230,8 @@ mod fault_tests;
 mod footprint_tests;
 #[cfg(test)]
 mod pipelined_tests;
+#[cfg(test)]
+mod remote_tests;
 #[cfg(test)]
 mod search_tests;
 #[cfg(test)]

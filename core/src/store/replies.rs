@@ -144,6 +144,27 @@ impl FromRedisValue for EmitReply {
     }
 }
 
+/// `forward_remote.lua`.
+pub(super) enum ForwardReply {
+    Written { cursor: u64, appended: u32 },
+    AlreadyCommitted,
+    Refused(Refusal),
+}
+
+impl FromRedisValue for ForwardReply {
+    fn from_redis_value(value: &RedisValue) -> RedisResult<Self> {
+        let reply = Reply::parse(value)?;
+        Ok(match reply.tag.as_str() {
+            "ok" => Self::Written {
+                cursor: reply.value(0)?,
+                appended: reply.value(1)?,
+            },
+            "already_committed" => Self::AlreadyCommitted,
+            _ => Self::Refused(reply.refusal()?),
+        })
+    }
+}
+
 /// The scripts that write a run's step or its end: staging, commits, `fail_run` and
 /// `apply_answers`.
 pub(super) enum WriteReply {

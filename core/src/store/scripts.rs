@@ -166,6 +166,7 @@ pub(super) static REWIND: StoreScript = store_script!(
         CallIds,
     ]
 );
+pub(super) static FORWARD_REMOTE: StoreScript = store_script!("forward_remote", [State, Stream]);
 pub(super) static SNAPSHOT: StoreScript =
     store_script!("snapshot", [State, Stream, Messages, Checkpoints]);
 pub(super) static START_CHILD: StoreScript = store_script!(
@@ -204,7 +205,7 @@ pub(super) static CALLBACK_DELIVERED: StoreScript =
 
 /// Every script, for the tests that read their text.
 #[cfg(test)]
-static ALL: [&StoreScript; 22] = [
+static ALL: [&StoreScript; 23] = [
     &CREATE_FORK,
     &REGISTER_CALLBACK,
     &CALLBACK_DELIVERED,
@@ -227,6 +228,7 @@ static ALL: [&StoreScript; 22] = [
     &STOP_RUN,
     &REWIND,
     &SNAPSHOT,
+    &FORWARD_REMOTE,
 ];
 
 impl StoreScript {

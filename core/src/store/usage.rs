@@ -32,6 +32,11 @@ impl Store {
         let Some(mut rollup) = self.own_usage_rollup(address).await? else {
             return Ok(None);
         };
+        // A remote child's rollup is recorded once per child session (the producer's own,
+        // recursive), so a retried or repeated end never counts it twice.
+        for remote in self.remote_rollups(address).await? {
+            rollup.merge(&remote);
+        }
         let mut below: Vec<String> = self.children(address).await?.into_values().collect();
         while let Some(session_id) = below.pop() {
             let child = SessionAddress {
@@ -40,6 +45,9 @@ impl Store {
             };
             if let Some(own) = self.own_usage_rollup(&child).await? {
                 rollup.merge(&own);
+            }
+            for remote in self.remote_rollups(&child).await? {
+                rollup.merge(&remote);
             }
             below.extend(self.children(&child).await?.into_values());
         }

@@ -34,11 +34,16 @@ pub enum SubAgentTransport {
     /// workflow (`agent__<type>__<childSession>`) of the caller's run.
     #[default]
     Local,
+    /// The child is a session of another service, reached over the remote-agent protocol
+    /// (declared with [`super::SubAgent::remote`], in an agents file `[[agent.remote_agent]]`):
+    /// the consumer starts it with an id derived from the call and follows its stream in an
+    /// activity, copying its chunks onto the caller's stream.
+    Remote,
 }
 
 impl SubAgentTransport {
     /// Every transport, for reading a stored pending kind back.
-    pub const ALL: [Self; 1] = [Self::Local];
+    pub const ALL: [Self; 2] = [Self::Local, Self::Remote];
 
     /// The stored name of the pending kind of a call awaiting a child of this transport. Every
     /// one starts with `sub_agent`, which the submit script refuses (a child answers it, never a
@@ -46,6 +51,7 @@ impl SubAgentTransport {
     pub fn pending_kind(self) -> &'static str {
         match self {
             Self::Local => "sub_agent",
+            Self::Remote => "sub_agent_remote",
         }
     }
 }
@@ -62,6 +68,10 @@ mod tests {
             (PendingKind::Client, "client"),
             (PendingKind::Approval, "approval"),
             (PendingKind::SubAgent(SubAgentTransport::Local), "sub_agent"),
+            (
+                PendingKind::SubAgent(SubAgentTransport::Remote),
+                "sub_agent_remote",
+            ),
         ];
         for (kind, name) in kinds {
             assert_eq!(kind.as_str(), name);

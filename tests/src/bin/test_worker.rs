@@ -1,8 +1,11 @@
 //! A Temporal worker serving the test agents, run as a separate process by tests that kill it.
-//! Configured by `BATON_TEST_TASK_QUEUE`, `BATON_TEST_KEY_PREFIX` and the usual test addresses.
+//! Configured by `BATON_TEST_TASK_QUEUE`, `BATON_TEST_KEY_PREFIX` and the usual test addresses;
+//! with `BATON_TEST_REMOTE_URL` (and `BATON_TEST_REMOTE_AGENT`) it serves the consumer's
+//! `remote_delegator` of a remote sub-agent test instead.
 
 use baton_core::Store;
-use baton_tests::{agents, redis_url, temporal_settings, test_worker_settings};
+use baton_core::subagent::SubAgent;
+use baton_tests::{agents, redis_url, remote_agents, temporal_settings, test_worker_settings};
 use baton_worker::{connect_temporal, run_worker};
 use tokio_util::sync::CancellationToken;
 
@@ -12,12 +15,20 @@ async fn main() -> anyhow::Result<()> {
     let prefix = std::env::var("BATON_TEST_KEY_PREFIX")?;
     let store = Store::connect(&redis_url(), prefix).await?;
     let client = connect_temporal(&temporal_settings()).await?;
+    let registry = match std::env::var(remote_agents::REMOTE_URL_ENV) {
+        Ok(url) => {
+            let agent = std::env::var(remote_agents::REMOTE_AGENT_ENV)?;
+            let remote = remote_agents::remote(&url, &agent);
+            remote_agents::delegating(SubAgent::remote("research", "asks", remote))
+        }
+        Err(_) => agents::registry(),
+    };
     println!("worker: ready");
     run_worker(
         client,
         test_worker_settings(&task_queue),
         store,
-        agents::registry(),
+        registry,
         CancellationToken::new(),
     )
     .await

@@ -25,6 +25,7 @@ mod observe;
 mod operator;
 mod providers;
 mod refusals;
+mod remote;
 mod replay;
 mod resume;
 mod rewind;

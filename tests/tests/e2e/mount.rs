@@ -126,7 +126,7 @@ pub(super) fn chosen_id(kind: &str) -> String {
 }
 
 /// How many agent runs (workflows) the harness's task queue has had.
-async fn runs(harness: &Harness) -> usize {
+pub(crate) async fn runs(harness: &Harness) -> usize {
     harness
         .temporal
         .count_workflows(

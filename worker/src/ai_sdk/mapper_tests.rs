@@ -45,6 +45,7 @@ fn chunk(sequence: u64, agent_id: &str, kind: ChunkKind) -> StreamChunk {
             timestamp: 0,
         },
         kind,
+        remote_source: None,
     }
 }
 

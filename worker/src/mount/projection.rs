@@ -82,6 +82,7 @@ mod tests {
                 timestamp: 1,
             },
             kind,
+            remote_source: None,
         }
     }
 

@@ -6,24 +6,19 @@
 use crate::{AgentRunWorkflow, commit_options};
 use baton_activities::{
     AgentActivities,
-    io::{RunInput, StepInput, SubAgentEnd, SubAgentStart, ToolInput},
+    io::{RunInput, SubAgentEnd, SubAgentStart, ToolInput},
 };
 use temporalio_sdk::{
     ActivityExecutionError, ChildWorkflowOptions, ParentClosePolicy, WorkflowContext,
 };
 
-/// Runs one sub-agent call of `step` to its end: starts the child session (once), runs its
+/// Runs one sub-agent call to its end: starts the child session (once), runs its
 /// workflow and stages the call's result, or says the child suspended.
 pub(super) async fn run_call(
     ctx: &WorkflowContext<AgentRunWorkflow>,
     input: &RunInput,
-    step: &StepInput,
-    tool_call_id: String,
+    call: ToolInput,
 ) -> Result<SubAgentEnd, ActivityExecutionError> {
-    let call = ToolInput {
-        step: step.clone(),
-        tool_call_id,
-    };
     let start = ctx
         .execute_local_activity(
             AgentActivities::start_sub_agent,

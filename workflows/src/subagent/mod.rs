@@ -1,18 +1,16 @@
 //! Sub-agent calls in the step loop, by transport: the one place in the workflow where a call's
 //! transport is matched. The plan says which transport each call takes (`SubAgentCalls`); each
 //! transport has a module that runs one call to its end: `local.rs` runs the child as a child
-//! workflow.
-//!
-//! A remote transport (a child served by another service over HTTP) plugs in here: its module
-//! `remote.rs` (the activities it schedules, and how it waits for the child's answer) and its
-//! arm below. It answers as a local call does: the call's result staged for the step
+//! workflow, `remote.rs` follows a child another service runs in one heartbeating activity.
+//! Each answers the same way: the call's result staged for the step
 //! ([`SubAgentEnd::Answered`]), or the child suspended, so the step suspends awaiting it
 //! ([`SubAgentEnd::AwaitingChild`]).
 
 mod local;
+mod remote;
 
 use crate::AgentRunWorkflow;
-use baton_activities::io::{RunInput, StepInput, SubAgentCall, SubAgentEnd};
+use baton_activities::io::{RunInput, StepInput, SubAgentCall, SubAgentEnd, ToolInput};
 use baton_core::subagent::SubAgentTransport;
 use temporalio_sdk::{ActivityExecutionError, WorkflowContext};
 
@@ -23,7 +21,12 @@ pub(crate) async fn run_call(
     step: &StepInput,
     call: SubAgentCall,
 ) -> Result<SubAgentEnd, ActivityExecutionError> {
+    let tool = ToolInput {
+        step: step.clone(),
+        tool_call_id: call.tool_call_id,
+    };
     match call.transport {
-        SubAgentTransport::Local => local::run_call(ctx, input, step, call.tool_call_id).await,
+        SubAgentTransport::Local => local::run_call(ctx, input, tool).await,
+        SubAgentTransport::Remote => remote::run_call(ctx, input, tool).await,
     }
 }

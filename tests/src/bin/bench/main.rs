@@ -9,7 +9,8 @@
 //! `--only <section>[,<section>…]` (or `BENCH_ONLY`) runs some sections: `steps`, `submit`,
 //! `hitl`, `tree`, `throughput`, `fanout`, `footprint`, `search` (`BENCH_SEARCH_SIZES`, default
 //! `1000,100000`, the index sizes), and the process sections `rounds`, `soak` and `million`
-//! (real `batond` processes and a Redis of their own, see `procs.rs`). `BENCH_STEPS` (default
+//! (real `batond` processes and a Redis of their own, see `procs.rs`), and `remote` (a remote
+//! sub-agent beside a local one, two in-process services). `BENCH_STEPS` (default
 //! 200) sets the steps measured per
 //! configuration, `BENCH_FOLLOWERS` (default 1000) the SSE followers of the fan-out measurement.
 
@@ -23,6 +24,7 @@ mod million;
 mod phases;
 mod procs;
 mod remote;
+mod remote_child;
 mod rounds;
 mod search;
 mod soak;
@@ -41,7 +43,7 @@ use std::{
 type Marks = Arc<Mutex<Vec<Instant>>>;
 
 /// The sections, in the order they run.
-const SECTIONS: [&str; 11] = [
+const SECTIONS: [&str; 12] = [
     "steps",
     "submit",
     "hitl",
@@ -53,11 +55,13 @@ const SECTIONS: [&str; 11] = [
     "rounds",
     "soak",
     "million",
+    "remote",
 ];
 
 /// The sections that run real `batond` processes against a Redis of their own (`procs.rs`);
 /// they need no in-process server and run first.
-const PROCESS_SECTIONS: [&str; 3] = ["rounds", "soak", "million"];
+/// `remote` is run with them: it sets up its own two in-process services.
+const PROCESS_SECTIONS: [&str; 4] = ["rounds", "soak", "million", "remote"];
 
 fn gaps_ms(marks: &[Instant]) -> Vec<f64> {
     marks
@@ -131,6 +135,9 @@ async fn main() -> anyhow::Result<()> {
     }
     if wants("million") {
         million::print_million().await?;
+    }
+    if wants("remote") {
+        remote_child::print_remote().await?;
     }
     if sections
         .iter()

@@ -1,0 +1,124 @@
+//! Section `remote`: a remote sub-agent beside a local one, on loopback. Two in-process
+//! services (each its own server, worker, key prefix and task queue): the consumer's agents call
+//! the 12-step `long` agent, once on the producer (a remote child, over the producer's mount)
+//! and once as a local child of the same service. Per sample, on the caller's stream: the time
+//! from the start to the first chunk of the child, from the child's `subagent_end` to the
+//! caller's next `step_start`, and the child's chunks per second (its chunks between its first
+//! and its `subagent_end`). A HITL round across the boundary is not measured: a remote child that
+//! waits for a person ends the call (`client_tool_unsupported`).
+
+use crate::summary;
+use baton_client::Client as _;
+use baton_core::{
+    Agent, AgentRegistry, ChunkKind, ScriptedModel,
+    subagent::{RemoteAgent, SubAgent},
+};
+use baton_tests::{Harness, agents};
+use futures::StreamExt;
+use serde_json::json;
+use std::time::{Duration, Instant};
+
+const SAMPLES: usize = 20;
+
+/// A caller of `long`: by `tool` (a local sub-agent's or the remote one's name).
+fn caller(name: &str, tool: &str, sub_agent: SubAgent) -> Agent {
+    let model = ScriptedModel::default()
+        .call(tool, json!({"message": "go"}))
+        .answer("done");
+    Agent::builder(name)
+        .model(model)
+        .sub_agent_with(sub_agent)
+        .max_steps(3)
+        .build()
+        .unwrap()
+}
+
+/// One sample's figures, in ms and chunks per second.
+struct Sample {
+    first_chunk_ms: f64,
+    end_to_next_step_ms: f64,
+    chunks_per_second: f64,
+}
+
+/// Runs one session of `agent` and reads its stream as a client does.
+async fn sample(consumer: &Harness, agent: &str) -> anyhow::Result<Sample> {
+    let began = Instant::now();
+    let started = consumer.client.start(agent, "go").await?;
+    let mut follow = consumer.client.follow(&started.session_id, 0);
+    let (mut first, mut child_end, mut next_step) = (None, None, None);
+    let mut child_chunks = 0u64;
+    let read = async {
+        while let Some(chunk) = follow.next().await {
+            let chunk = chunk?;
+            let of_child = chunk.header.agent_id != started.session_id;
+            match chunk.kind {
+                ChunkKind::SubagentEnd { .. } => child_end = Some(Instant::now()),
+                ChunkKind::StepStart { .. } if child_end.is_some() && !of_child => {
+                    next_step.get_or_insert_with(Instant::now);
+                }
+                ChunkKind::End { .. } => break,
+                _ if of_child => {
+                    first.get_or_insert_with(Instant::now);
+                    child_chunks += 1;
+                }
+                _ => {}
+            }
+        }
+        anyhow::Ok(())
+    };
+    tokio::time::timeout(Duration::from_secs(60), read).await??;
+    let missing = || anyhow::anyhow!("session {} lacks a child chunk or step", started.session_id);
+    let (first, child_end, next_step) = (
+        first.ok_or_else(missing)?,
+        child_end.ok_or_else(missing)?,
+        next_step.ok_or_else(missing)?,
+    );
+    let streaming = (child_end - first).as_secs_f64().max(1e-6);
+    Ok(Sample {
+        first_chunk_ms: (first - began).as_secs_f64() * 1000.0,
+        end_to_next_step_ms: (next_step - child_end).as_secs_f64() * 1000.0,
+        chunks_per_second: child_chunks as f64 / streaming,
+    })
+}
+
+/// Measures and prints the section.
+pub async fn print_remote() -> anyhow::Result<()> {
+    let producer = Harness::start(agents::registry()).await;
+    let url = format!("http://{}/agents", producer.address);
+    let remote = SubAgent::remote("research", "asks", RemoteAgent::new(url, "long"));
+    let registry = AgentRegistry::new([
+        caller("bench_remote_caller", "research", remote),
+        caller(
+            "bench_local_caller",
+            "subagent__long",
+            SubAgent::new("long", "asks"),
+        ),
+        agents::bench_agent("long", 12, agents::bench_script(12, true)),
+    ])?;
+    let consumer = Harness::start(registry).await;
+    eprintln!("remote: {SAMPLES} sessions with a remote child, {SAMPLES} with a local one");
+    println!(
+        "\n## remote child beside local child ({SAMPLES} each, loopback, in-process services)\n"
+    );
+    println!(
+        "| child | first child chunk p50 / p99 ms | child end → next step p50 / p99 ms | child chunks/s p50 |"
+    );
+    println!("|---|---|---|---|");
+    for (label, agent) in [
+        ("remote", "bench_remote_caller"),
+        ("local", "bench_local_caller"),
+    ] {
+        let mut samples = Vec::with_capacity(SAMPLES);
+        for _ in 0..SAMPLES {
+            samples.push(sample(&consumer, agent).await?);
+        }
+        let first = summary(samples.iter().map(|s| s.first_chunk_ms).collect());
+        let next = summary(samples.iter().map(|s| s.end_to_next_step_ms).collect());
+        let rate = summary(samples.iter().map(|s| s.chunks_per_second).collect());
+        println!(
+            "| {label} | {:.1} / {:.1} | {:.1} / {:.1} | {:.0} |",
+            first.0, first.1, next.0, next.1, rate.0
+        );
+    }
+    Ok(())
+}

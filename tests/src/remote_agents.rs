@@ -1,0 +1,64 @@
+//! The agents of the remote sub-agent tests, for the in-process harnesses and the killable test
+//! worker alike: the consumer's `remote_delegator` (one call of a remote `research` tool, then
+//! an answer with its result), and a producer's `gated` agent whose `gate` tool waits until the
+//! test opens it, so a test can act while the consumer follows the child.
+
+use baton_core::{
+    Agent, AgentRegistry, ScriptedModel,
+    subagent::{RemoteAgent, SubAgent},
+    tool::tool,
+};
+use serde_json::json;
+use std::{sync::Arc, time::Duration};
+
+/// The variables the test worker reads to serve `remote_delegator`: the producer's mount URL
+/// and the agent type there.
+pub const REMOTE_URL_ENV: &str = "BATON_TEST_REMOTE_URL";
+pub const REMOTE_AGENT_ENV: &str = "BATON_TEST_REMOTE_AGENT";
+
+/// The consumer's registry: `remote_delegator` calling `remote` as the tool `research`.
+pub fn delegating(remote: SubAgent) -> AgentRegistry {
+    let model = ScriptedModel::default()
+        .call("research", json!({"message": "hello"}))
+        .answer("got {{result:research}}");
+    let agent = Agent::builder("remote_delegator")
+        .model(model)
+        .sub_agent_with(remote)
+        .max_steps(4)
+        .build()
+        .expect("a valid test agent");
+    AgentRegistry::new([agent]).expect("a valid test registry")
+}
+
+/// The agent type `agent_type` of the mount at `url` (`http://host:port/agents`), retrying
+/// quickly.
+pub fn remote(url: &str, agent_type: &str) -> RemoteAgent {
+    let mut remote = RemoteAgent::new(url, agent_type);
+    remote.retry_base_delay = Duration::from_millis(20);
+    remote.read_timeout = Duration::from_secs(5);
+    remote
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Nothing {}
+
+/// The producer's `gated`: calls `gate`, which returns once `gate` has a permit, then answers
+/// `opened`.
+pub fn gated(gate: Arc<tokio::sync::Semaphore>) -> Agent {
+    let gate_tool = tool("gate", "Waits for the test.", move |_: Nothing| {
+        let gate = gate.clone();
+        async move {
+            let _permit = gate.acquire().await.map_err(|e| e.to_string())?;
+            Ok::<_, String>("open")
+        }
+    });
+    let model = ScriptedModel::default()
+        .call("gate", json!({}))
+        .answer("opened");
+    Agent::builder("gated")
+        .model(model)
+        .tool(gate_tool)
+        .max_steps(3)
+        .build()
+        .expect("a valid test agent")
+}
