@@ -2,17 +2,19 @@
 //! `AbstractChat` of `ai` 6.0.0 and of the newest 6.x (a state that clones messages as React's
 //! does) against this server, and each scenario is checked on both, counting the POSTs: no
 //! request may be sent twice. `answers` checks the route's answers with plain HTTP requests,
-//! `auth` the route under built-in auth, `browser` the demo page in Chromium.
+//! `auth` the route under built-in auth, `tree` a session tree's calls, `browser` the demo page in Chromium.
 
 mod answers;
 mod auth;
 pub(crate) mod browser;
+mod messages;
+mod tree;
 
 use baton_core::{
     Agent, AgentRegistry, ScriptedModel,
     tool::{ClientTool, tool},
 };
-use baton_tests::{Harness, agents};
+use baton_tests::{Harness, agents, tree_agents};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 
@@ -48,16 +50,34 @@ fn mixed() -> Agent {
         .unwrap()
 }
 
+/// `looker`: answers each turn with the media types of the user message's files and its text.
+fn looker() -> Agent {
+    let model = ScriptedModel::default()
+        .answer("saw [{{files}}] {{input}}")
+        .answer("then [{{files}}] {{input}}");
+    Agent::builder("looker").model(model).build().unwrap()
+}
+
 /// The agents the chat tests talk to.
 pub(crate) fn chat_registry() -> AgentRegistry {
-    AgentRegistry::new([
-        agents::chatter(),
-        agents::asker_only(),
-        agents::asker_twice(),
-        agents::guarded(),
-        mixed(),
-        baton_worker::demo::demo_hitl_agent(),
-    ])
+    AgentRegistry::new(
+        [
+            agents::chatter(),
+            agents::asker_only(),
+            agents::asker_twice(),
+            agents::guarded(),
+            mixed(),
+            looker(),
+            baton_worker::demo::demo_hitl_agent(),
+            tree_agents::top(),
+            tree_agents::middle(),
+            tree_agents::child_asker(),
+            tree_agents::child_approver(),
+            tree_agents::fan_out(),
+        ]
+        .into_iter()
+        .chain(baton_worker::demo::demo_tree_agents()),
+    )
     .unwrap()
 }
 

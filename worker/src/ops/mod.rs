@@ -22,9 +22,9 @@ pub use attach::{reindex_callback, start_or_attach};
 pub use body_limits::{MAX_JSON_DEPTH, body_too_large, checked_body_size, checked_json_depth};
 pub use fork::fork_session;
 pub use reads::{existing_session, session_snapshot, session_status, session_usage};
-pub use resume::resume_session;
+pub use resume::{resume_session, resume_session_with};
 pub use search::{SearchScope, list_pending, list_sessions};
-pub use start::{MAX_MESSAGE_BYTES, checked_start, first_log, start_session};
+pub use start::{MAX_MESSAGE_BYTES, checked_start, first_log, start_session, start_session_with};
 pub use stop::stop_session;
 pub use submit::{checked_submit, submit_and_continue};
 
