@@ -156,7 +156,21 @@ impl LogCache {
 /// What one message holds, in bytes: its strings and JSON values, plus the message itself.
 fn message_bytes(message: &Message) -> usize {
     let held = match message {
-        Message::System { content } | Message::User { content } => content.len(),
+        Message::System { content }
+        | Message::User {
+            content,
+            chat: None,
+        } => content.len(),
+        // A chat message's files are most of its weight: every byte of them counts.
+        Message::User {
+            content,
+            chat: Some(extras),
+        } => {
+            content.len()
+                + extras.id.as_ref().map_or(0, String::len)
+                + extras.metadata.as_ref().map_or(0, value_bytes)
+                + extras.files.iter().map(|f| f.held_bytes()).sum::<usize>()
+        }
         Message::Assistant {
             content,
             tool_calls,
@@ -280,6 +294,21 @@ mod tests {
     fn a_log_weighs_what_its_messages_hold() {
         let small = message_bytes(&Message::user(""));
         assert_eq!(message_bytes(&Message::user("abcd")), small + 4);
+        // A chat message's file parts count with every byte of their data URLs.
+        let file = baton_core::message::FilePart {
+            media_type: "image/png".into(),
+            url: format!("data:image/png;base64,{}", "A".repeat(4096)),
+            filename: None,
+        };
+        let with_file = Message::user_with(
+            "abcd",
+            baton_core::message::UserExtras {
+                files: vec![file.clone()],
+                ..Default::default()
+            },
+        );
+        assert!(message_bytes(&with_file) >= small + 4 + 4096 + "image/png".len());
+        assert_eq!(message_bytes(&with_file), small + 4 + file.held_bytes());
         let value = serde_json::json!({"ab": ["cd", 1, null]});
         let slot = std::mem::size_of::<Value>();
         assert_eq!(

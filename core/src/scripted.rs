@@ -3,7 +3,8 @@
 //! The script is a list of turns. The model answers the conversation with the turn whose index is
 //! the number of assistant messages already in the log, so a retried call gives the same answer.
 //! A turn's text may name earlier tool results: `{{result:<tool>}}` becomes the latest result of
-//! that tool (strings without quotes, other values as JSON) and `{{input}}` the latest user message.
+//! that tool (strings without quotes, other values as JSON), `{{input}}` the latest user message
+//! and `{{files}}` the media types of its file parts (comma-separated; empty without any).
 
 use crate::{
     message::{Message, ToolCall, ToolOutcome},
@@ -185,7 +186,16 @@ fn render(template: &str, messages: &[Message]) -> String {
 fn lookup(placeholder: &str, messages: &[Message]) -> Option<String> {
     if placeholder == "input" {
         return messages.iter().rev().find_map(|m| match m {
-            Message::User { content } => Some(content.clone()),
+            Message::User { content, .. } => Some(content.clone()),
+            _ => None,
+        });
+    }
+    if placeholder == "files" {
+        return messages.iter().rev().find_map(|m| match m {
+            Message::User { chat, .. } => Some(chat.as_ref().map_or_else(String::new, |extras| {
+                let types: Vec<&str> = extras.files.iter().map(|f| f.media_type.as_str()).collect();
+                types.join(",")
+            })),
             _ => None,
         });
     }

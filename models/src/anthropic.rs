@@ -19,7 +19,7 @@ use crate::{
     wire::{HttpModel, WireFormat},
 };
 use baton_core::{
-    message::Message,
+    message::{Message, UserExtras},
     model::{Error, ErrorKind, ModelRequest, ModelTurn, Usage},
 };
 use reqwest::{StatusCode, header};
@@ -81,7 +81,7 @@ impl WireFormat for Messages {
                     system.push(content.as_str());
                     continue;
                 }
-                Message::User { content } => ("user", vec![text_block(content)]),
+                Message::User { content, chat } => ("user", user_blocks(content, chat.as_deref())),
                 Message::Assistant {
                     content,
                     tool_calls,
@@ -155,6 +155,28 @@ impl WireFormat for Messages {
 
 fn text_block(text: &str) -> Value {
     json!({"type": "text", "text": text})
+}
+
+/// A user message's blocks: its files (an `image`, or a `document` for a PDF, from base64
+/// data), then its text (none when empty: the API refuses empty text blocks).
+fn user_blocks(content: &str, extras: Option<&UserExtras>) -> Vec<Value> {
+    let files = extras.map_or(&[][..], |extras| extras.files.as_slice());
+    let mut blocks: Vec<Value> = files
+        .iter()
+        .map(|file| {
+            let kind = if file.media_type.starts_with("image/") {
+                "image"
+            } else {
+                "document"
+            };
+            json!({"type": kind, "source": {"type": "base64", "media_type": file.media_type,
+                   "data": file.base64_data()}})
+        })
+        .collect();
+    if !content.is_empty() || blocks.is_empty() {
+        blocks.push(text_block(content));
+    }
+    blocks
 }
 
 /// The state of one streamed response.

@@ -89,7 +89,29 @@ impl WireFormat for ChatCompletions {
 fn message(message: &Message) -> Value {
     match message {
         Message::System { content } => json!({"role": "system", "content": content}),
-        Message::User { content } => json!({"role": "user", "content": content}),
+        Message::User {
+            content,
+            chat: Some(extras),
+        } if !extras.files.is_empty() => {
+            // Content parts: the text, then each file (an image by URL, any other as a file).
+            let mut parts = Vec::with_capacity(extras.files.len() + 1);
+            if !content.is_empty() {
+                parts.push(json!({"type": "text", "text": content}));
+            }
+            parts.extend(extras.files.iter().map(|file| {
+                if file.media_type.starts_with("image/") {
+                    json!({"type": "image_url", "image_url": {"url": file.url}})
+                } else {
+                    let mut part = json!({"file_data": file.url});
+                    if let Some(name) = &file.filename {
+                        part["filename"] = json!(name);
+                    }
+                    json!({"type": "file", "file": part})
+                }
+            }));
+            json!({"role": "user", "content": parts})
+        }
+        Message::User { content, .. } => json!({"role": "user", "content": content}),
         Message::Assistant {
             content,
             tool_calls,

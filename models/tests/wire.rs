@@ -2,7 +2,7 @@
 //! byte for byte by a local server, cut at awkward places; the exact requests Baton sends.
 
 use baton_core::{
-    message::{Message, ToolCall, ToolError, ToolOutcome},
+    message::{FilePart, Message, ToolCall, ToolError, ToolOutcome, UserExtras},
     model::{Error, ErrorKind, Model, ModelRequest, ModelTurn, Usage},
     tool::ToolSpec,
 };
@@ -502,4 +502,64 @@ async fn the_client_reads_the_replayed_pieces_one_by_one() {
     }
     assert_eq!(pieces.len(), 34);
     assert_eq!(reads, pieces);
+}
+
+/// A user message with an image and a PDF beside its text, as a chat client sends it.
+fn with_files() -> Vec<Message> {
+    let file = |media_type: &str, data: &str, filename: Option<&str>| FilePart {
+        media_type: media_type.into(),
+        url: format!("data:{media_type};base64,{data}"),
+        filename: filename.map(str::to_owned),
+    };
+    let extras = UserExtras {
+        id: Some("client-1".into()),
+        metadata: Some(json!({"lang": "en"})),
+        files: vec![
+            file("image/png", "iVBORw0KGgo=", None),
+            file("application/pdf", "JVBERi0xLjQ=", Some("trip.pdf")),
+        ],
+    };
+    vec![Message::user_with("What is in these?", extras)]
+}
+
+/// The `messages` of the request `model` sends for [`with_files`] (answered by `replay`).
+async fn sent_with_files(model: &dyn Model, replay: &mut Replay) -> Value {
+    let (turn, _) = generate(model, &with_files()).await;
+    turn.unwrap();
+    replay.next_request().await.json()["messages"].take()
+}
+
+#[tokio::test]
+async fn openai_sends_file_parts_as_image_url_and_file_content() {
+    let (model, mut replay) = openai(vec![Reply::stream(split_awkwardly(&fixture(
+        "openai_text.sse",
+    )))])
+    .await;
+    assert_eq!(
+        sent_with_files(&model, &mut replay).await,
+        json!([{"role": "user", "content": [
+            {"type": "text", "text": "What is in these?"},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
+            {"type": "file", "file": {"file_data": "data:application/pdf;base64,JVBERi0xLjQ=",
+                                      "filename": "trip.pdf"}},
+        ]}])
+    );
+}
+
+#[tokio::test]
+async fn anthropic_sends_file_parts_as_image_and_document_blocks() {
+    let (model, mut replay) = anthropic(vec![Reply::stream(split_awkwardly(&fixture(
+        "anthropic_text.sse",
+    )))])
+    .await;
+    assert_eq!(
+        sent_with_files(&model, &mut replay).await,
+        json!([{"role": "user", "content": [
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                         "data": "iVBORw0KGgo="}},
+            {"type": "document", "source": {"type": "base64", "media_type": "application/pdf",
+                                            "data": "JVBERi0xLjQ="}},
+            {"type": "text", "text": "What is in these?"},
+        ]}])
+    );
 }

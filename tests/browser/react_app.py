@@ -12,6 +12,7 @@ Prints one JSON summary line.
 
 import http.server
 import json
+import re
 import sys
 import threading
 import urllib.request
@@ -86,7 +87,7 @@ def main():
         scenario("approval", "guarded", approval)
         scenario("reload", "asker_only", reload)
         scenario("stop", "napper_react", stop)
-        scenario("file", "chatter", file_part)
+        scenario("file", "looker", file_part)
         browser.close()
     server.shutdown()
     print(json.dumps(results))
@@ -140,9 +141,11 @@ def stop(page, url, chat):
 
 
 def file_part(page, url, chat):
+    # A file-only message: the model (`looker`) answers with the media types it was given.
     page.get_by_test_id("attach").click()
-    expect(page.get_by_test_id("status")).to_have_text("error")
-    return {"error": page.get_by_test_id("error").text_content()}
+    expect(page.get_by_test_id("text").last).to_have_text(re.compile(r"^saw \[image/png\]"))
+    expect(page.get_by_test_id("status")).to_have_text("ready")
+    return {"files": page.get_by_test_id("file").all_text_contents()}
 
 
 if __name__ == "__main__":

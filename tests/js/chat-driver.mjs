@@ -101,6 +101,18 @@ const part = (instance, state) => {
   if (!found) throw new Error(`no ${state} part in ${JSON.stringify(last(instance))}`);
   return found;
 };
+/** The first tool part in `state` a person answers (a client call or an approval: never a
+ * server-executed part, such as a sub-agent call). */
+const asked = (instance, state) => {
+  const found = toolParts(last(instance)).find((p) => p.state === state && !p.providerExecuted);
+  if (!found) throw new Error(`no unflagged ${state} part in ${JSON.stringify(last(instance))}`);
+  return found;
+};
+/** The owners the message names beside a descendant's calls (`data-subagent-call` parts). */
+const owners = (instance) =>
+  last(instance)
+    .parts.filter((p) => p.type === 'data-subagent-call')
+    .map((p) => p.data);
 const newId = () => crypto.randomUUID().replaceAll('-', '');
 const either = (options) => toolCallsDone(options) || approvalsDone(options);
 
@@ -258,6 +270,75 @@ const scenarios = {
     await c.addToolApprovalResponse({ id: part(c, 'approval-requested').approval.id, approved: true });
     await settled(c);
     return summary(c, { reloaded, postsAfterClientAnswer: afterClient });
+  },
+
+  async tree_grandchild() {
+    const c = chat({ id: newId(), agent: 'top', predicate: toolCallsDone });
+    await c.sendMessage({ text: 'go' });
+    await settled(c);
+    const call = asked(c, 'input-available');
+    const suspended = summary(c, { owners: owners(c), metadata: call.callProviderMetadata ?? null });
+    const before = c.own.posts;
+    await c.addToolOutput({ tool: 'ask_user', toolCallId: call.toolCallId, output: { answer: 'deep' } });
+    await settled(c);
+    return summary(c, { suspended, answerPosts: c.own.posts - before });
+  },
+
+  async tree_approval() {
+    const c = chat({ id: newId(), agent: 'fan_out', predicate: either });
+    await c.sendMessage({ text: 'go' });
+    await settled(c);
+    const question = asked(c, 'input-available');
+    const gated = asked(c, 'approval-requested');
+    const suspended = summary(c, { owners: owners(c) });
+    await c.addToolOutput({ tool: 'ask_user', toolCallId: question.toolCallId, output: { answer: 'red' } });
+    await settled(c);
+    const afterQuestion = c.own.posts;
+    await c.addToolApprovalResponse({ id: gated.approval.id, approved: true });
+    await settled(c);
+    return summary(c, { suspended, postsAfterQuestion: afterQuestion });
+  },
+
+  async tree_reload() {
+    const id = newId();
+    const live = chat({ id, agent: 'fan_out', predicate: either });
+    await live.sendMessage({ text: 'go' });
+    await settled(live);
+    const c = chat({ id, agent: 'fan_out', predicate: either, messages: await snapshot(id) });
+    const reloaded = summary(c, { owners: owners(c) });
+    const question = asked(c, 'input-available');
+    await c.addToolOutput({ tool: 'ask_user', toolCallId: question.toolCallId, output: { answer: 'red' } });
+    await settled(c);
+    const afterQuestion = c.own.posts;
+    await c.addToolApprovalResponse({ id: asked(c, 'approval-requested').approval.id, approved: true });
+    await settled(c);
+    return summary(c, { reloaded, postsAfterQuestion: afterQuestion });
+  },
+
+  async demo_tree() {
+    const c = chat({ id: newId(), agent: 'demo_tree', predicate: toolCallsDone });
+    await c.sendMessage({ text: 'plan a trip' });
+    await settled(c);
+    const call = asked(c, 'input-available');
+    const suspended = summary(c, { owners: owners(c) });
+    await c.addToolOutput({ tool: 'ask_user', toolCallId: call.toolCallId, output: 'Lisbon' });
+    await settled(c);
+    return summary(c, { suspended });
+  },
+
+  async message_features() {
+    const id = newId();
+    const c = chat({ id, agent: 'looker' });
+    const png = { type: 'file', mediaType: 'image/png', filename: 'dot.png', url: 'data:image/png;base64,iVBORw0KGgo=' };
+    await c.sendMessage({ text: 'look', files: [png], metadata: { lang: 'en' } });
+    await settled(c);
+    const first = { user: c.messages[0], text: text(last(c)), metadata: last(c).metadata ?? null };
+    // A message with a file and no text is a message.
+    const pdf = { type: 'file', mediaType: 'application/pdf', url: 'data:application/pdf;base64,JVBERi0xLjQ=' };
+    await c.sendMessage({ files: [pdf] });
+    await settled(c);
+    const second = { user: c.messages[2], text: text(last(c)) };
+    return summary(c, { first, second, reloaded: await snapshot(id) });
   },
 
   async regenerate() {

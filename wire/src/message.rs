@@ -15,6 +15,10 @@ pub enum Message {
     },
     User {
         content: String,
+        /// What a chat client sent with the message besides its text (its id, metadata and
+        /// file parts); none for a plain message.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        chat: Option<Box<UserExtras>>,
     },
     Assistant {
         content: String,
@@ -22,6 +26,49 @@ pub enum Message {
         tool_calls: Vec<ToolCall>,
     },
     Tool(ToolResult),
+}
+
+/// What a chat client's user message carries besides its text, kept in the log so a reload
+/// shows the message as it was sent and the model reads its files.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UserExtras {
+    /// The client's id of the message (`useChat`'s), kept as sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// The client's `metadata` of the message, kept as sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Value>,
+    /// The message's file parts, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<FilePart>,
+}
+
+/// A file a user message carries: an image or a document, inline as a `data:` URL.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FilePart {
+    /// The IANA media type (`image/png`, `application/pdf`, ...).
+    pub media_type: String,
+    /// `data:<mediaType>;base64,<data>`.
+    pub url: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filename: Option<String>,
+}
+
+impl FilePart {
+    /// The base64 data of the part's `data:` URL (empty for another URL).
+    pub fn base64_data(&self) -> &str {
+        self.url
+            .strip_prefix("data:")
+            .and_then(|rest| rest.split_once(";base64,"))
+            .map_or("", |(_, data)| data)
+    }
+
+    /// The bytes the part holds in the log.
+    pub fn held_bytes(&self) -> usize {
+        self.media_type.len() + self.url.len() + self.filename.as_ref().map_or(0, String::len)
+    }
 }
 
 /// A call of a tool by the model, with the arguments it chose.
@@ -85,6 +132,17 @@ impl Message {
     pub fn user(content: impl Into<String>) -> Self {
         Self::User {
             content: content.into(),
+            chat: None,
+        }
+    }
+
+    /// A user message with what a chat client sent besides its text (none when it sent
+    /// nothing more).
+    pub fn user_with(content: impl Into<String>, extras: UserExtras) -> Self {
+        let empty = extras == UserExtras::default();
+        Self::User {
+            content: content.into(),
+            chat: (!empty).then(|| Box::new(extras)),
         }
     }
 

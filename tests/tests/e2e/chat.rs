@@ -2,20 +2,23 @@
 //! `AbstractChat` of `ai` 6.0.0 and of the newest 6.x (a state that clones messages as React's
 //! does) against this server, and each scenario is checked on both, counting the POSTs: no
 //! request may be sent twice. `answers` checks the route's answers with plain HTTP requests,
-//! `auth` the route under built-in auth, `tokens` user tokens, revocation and origins,
-//! `browser` the demo page in Chromium, `react` a React app on `@ai-sdk/react` in Chromium.
+//! `auth` the route under built-in auth, `tokens` user tokens, revocation and origins, `tree` a
+//! session tree's calls, `messages` message ids, metadata and files, `browser` the demo page in
+//! Chromium, `react` a React app on `@ai-sdk/react` in Chromium.
 
 mod answers;
 mod auth;
 pub(crate) mod browser;
+mod messages;
 mod react;
 mod tokens;
+mod tree;
 
 use baton_core::{
     Agent, AgentRegistry, ScriptedModel,
     tool::{ClientTool, tool},
 };
-use baton_tests::{Harness, agents};
+use baton_tests::{Harness, agents, tree_agents};
 use serde_json::{Value, json};
 use std::{
     path::PathBuf,
@@ -84,19 +87,37 @@ fn napper(name: &str, released: &'static AtomicBool) -> Agent {
     Agent::builder(name).model(model).tool(nap).build().unwrap()
 }
 
+/// `looker`: answers each turn with the media types of the user message's files and its text.
+fn looker() -> Agent {
+    let model = ScriptedModel::default()
+        .answer("saw [{{files}}] {{input}}")
+        .answer("then [{{files}}] {{input}}");
+    Agent::builder("looker").model(model).build().unwrap()
+}
+
 /// The agents the chat tests talk to.
 pub(crate) fn chat_registry() -> AgentRegistry {
-    AgentRegistry::new([
-        agents::chatter(),
-        agents::asker_only(),
-        agents::asker_twice(),
-        agents::guarded(),
-        mixed(),
-        napper("napper", &NAPS_RELEASED),
-        napper("napper_page", &PAGE_NAPS_RELEASED),
-        napper("napper_react", &REACT_NAPS_RELEASED),
-        baton_worker::demo::demo_hitl_agent(),
-    ])
+    AgentRegistry::new(
+        [
+            agents::chatter(),
+            agents::asker_only(),
+            agents::asker_twice(),
+            agents::guarded(),
+            mixed(),
+            napper("napper", &NAPS_RELEASED),
+            napper("napper_page", &PAGE_NAPS_RELEASED),
+            napper("napper_react", &REACT_NAPS_RELEASED),
+            looker(),
+            baton_worker::demo::demo_hitl_agent(),
+            tree_agents::top(),
+            tree_agents::middle(),
+            tree_agents::child_asker(),
+            tree_agents::child_approver(),
+            tree_agents::fan_out(),
+        ]
+        .into_iter()
+        .chain(baton_worker::demo::demo_tree_agents()),
+    )
     .unwrap()
 }
 

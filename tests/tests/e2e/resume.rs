@@ -395,7 +395,7 @@ async fn a_message_over_open_calls_abandons_them_and_lands_after_the_results() {
                 ToolOutcome::Result(value) => format!("{} {value}", result.tool_call_id),
                 ToolOutcome::Error(error) => format!("{} {}", result.tool_call_id, error.code),
             },
-            Message::User { content } => format!("user {content}"),
+            Message::User { content, .. } => format!("user {content}"),
             Message::Assistant { content, .. } => format!("assistant {content}"),
             Message::System { .. } => "system".to_owned(),
         })

@@ -116,7 +116,7 @@ async fn an_interrupted_suspension_refuses_late_answers_and_the_next_message_clo
                 ToolOutcome::Error(error) => format!("{} {}", result.tool_call_id, error.code),
                 ToolOutcome::Result(value) => format!("{} {value}", result.tool_call_id),
             },
-            Message::User { content } => format!("user {content}"),
+            Message::User { content, .. } => format!("user {content}"),
             Message::Assistant { content, .. } => format!("assistant {content}"),
             Message::System { .. } => "system".into(),
         })

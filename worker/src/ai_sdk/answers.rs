@@ -8,6 +8,7 @@
 
 use super::{
     request::{PartState, ToolPart},
+    tree::Tree,
     ui::{DataPart, UiChunk, UiFrame},
 };
 use crate::{
@@ -386,6 +387,7 @@ pub(super) fn closed_step(message_id: &str, inside: Vec<UiFrame>) -> Vec<UiFrame
     let mut frames = vec![
         UiChunk::Start {
             message_id: message_id.to_owned(),
+            message_metadata: None,
         }
         .into(),
         UiChunk::StartStep.into(),
@@ -395,20 +397,25 @@ pub(super) fn closed_step(message_id: &str, inside: Vec<UiFrame>) -> Vec<UiFrame
     frames.push(
         UiChunk::Finish {
             finish_reason: None,
+            message_metadata: None,
         }
         .into(),
     );
     frames
 }
 
-/// The calls the session awaits, by id.
+/// The calls the session awaits, and those the sessions below it await, by id (ids are unique
+/// within a tree).
 pub(super) async fn pending_by_id(
     state: &AppState,
     address: &SessionAddress,
+    below: &Tree,
 ) -> Result<HashMap<String, PendingCall>, ApiError> {
     let calls = state.store.pending_calls(address).await?;
     Ok(calls
         .into_iter()
-        .map(|(call, _run)| (call.tool_call_id.clone(), call))
+        .map(|(call, _run)| call)
+        .chain(below.calls.iter().map(|c| c.call.clone()))
+        .map(|call| (call.tool_call_id.clone(), call))
         .collect())
 }

@@ -6,17 +6,25 @@
 //! - `tool_start` is the call with its input: a client call unflagged, with its render hint as a
 //!   `data-render` part beside it; an approval-gated call unflagged too (its
 //!   `tool-approval-request` follows); any other server call `providerExecuted`.
+//! - A sub-agent call has no part while its child works: `ai`'s newest approval predicate would
+//!   wait for its output before sending a child's approval. Its `tool_end` adds the part, input
+//!   and output at once, flagged `providerExecuted`; the snapshot leaves an open one out too.
 //! - `tool_end` is the call's output (`tool-output-denied` for a denied approval); a server
 //!   tool's output stays flagged `providerExecuted`, as the snapshot renders it.
 //! - `suspended` ends the step and the message with `finishReason: tool-calls`; `end` ends it
-//!   with `stop`, `other` (interrupted) or an `error` chunk (failed).
+//!   with `stop`, `other` (interrupted) or an `error` chunk (failed). A finish carries the
+//!   message's metadata: `finishedAt`, and at an end the session's `usage` and `models`.
 //! - `rewind` is dropped: only a regenerate writes one at the start of its response, and the
 //!   client has already cut the message it replaces.
 //! - `state_patch` (the session's custom state changed) is a transient `data-state-patch` part
 //!   carrying the chunk: the app applies its `patch` to the state it holds (seeded from the
 //!   session snapshot's `state`); it is not part of the message.
 //! - A chunk of another session of the tree (a sub-agent's) is a transient `data-subagent` part;
-//!   `step_discarded` (a model call retried after it streamed text) closes the open text and
+//!   besides, a descendant's client call or approval is a tool part exactly like the root's
+//!   (its `tool_start`, `tool_approval_request` and `tool_end`), with its owner beside it
+//!   (`tree.rs`): the app answers it as it answers the root's, through the root. The agent of a
+//!   descendant is known from the `subagent_start` or `run_start` chunks, or from the tree read
+//!   when the response began. `step_discarded` (a model call retried after it streamed text) closes the open text and
 //!   adds a kept `data-step-discarded` part `{step, textIds}` naming the text parts the discarded
 //!   attempt streamed: a UI stream cannot take parts back, so the app hides them (the snapshot
 //!   never has them: the log holds committed steps only); the retry's `step_start` continues the
@@ -25,15 +33,21 @@
 //! - A `tool_end` or `tool_approval_request` for a call the message does not hold (a call of an
 //!   earlier turn drained as abandoned) is dropped: `ai` throws on a part it cannot find.
 
-use super::ui::{DataPart, FinishReason, UiChunk, UiFrame};
+use super::{
+    tree::{owner_metadata, owner_part},
+    ui::{DataPart, FinishReason, UiChunk, UiFrame},
+};
 use baton_core::{
-    Agent,
+    Agent, AgentRegistry,
     agent::AgentTool,
     chunk::{ChunkKind, EndStatus, StreamChunk},
     message::{ToolError, codes},
 };
 use serde_json::{Value, json};
-use std::{collections::HashSet, sync::Arc};
+use std::{
+    collections::{HashMap, HashSet},
+    sync::Arc,
+};
 
 /// How the front end meets one of the agent's tools.
 #[derive(Debug, Clone, PartialEq)]
@@ -44,6 +58,15 @@ pub enum ToolRole {
     Approval,
     /// A server tool that runs on its own (or a tool the agent does not have).
     Server,
+    /// A sub-agent call: a server call whose part appears when the child has ended.
+    SubAgent,
+}
+
+impl ToolRole {
+    /// Whether a person answers the call (a client call or an approval).
+    pub fn asks_a_person(&self) -> bool {
+        matches!(self, Self::Client { .. } | Self::Approval)
+    }
 }
 
 /// The role of the tool `name` in `agent`.
@@ -59,6 +82,7 @@ pub fn tool_role(agent: &Agent, name: &str) -> ToolRole {
             }),
         },
         Some(AgentTool::Server(tool)) if tool.requires_approval() => ToolRole::Approval,
+        Some(AgentTool::SubAgent(_)) => ToolRole::SubAgent,
         _ => ToolRole::Server,
     }
 }
@@ -84,7 +108,13 @@ pub struct UiStreamMapper {
     session_id: String,
     /// Tool calls the client's message holds: those it sent, and those this response added.
     known_calls: HashSet<String>,
-    roles: std::collections::HashMap<String, ToolRole>,
+    roles: HashMap<String, ToolRole>,
+    /// The agents a descendant's chunks are read with, and each descendant's agent type.
+    registry: AgentRegistry,
+    agent_types: HashMap<String, String>,
+    /// Sub-agent calls whose child has not ended, by id: their name and input, for the part
+    /// their end adds.
+    open_sub_agent_calls: HashMap<String, (String, Value)>,
     open_text: Option<String>,
     /// The text parts the open step streamed, which a `step_discarded` names.
     step_texts: Vec<String>,
@@ -102,12 +132,41 @@ impl UiStreamMapper {
             session_id: session_id.to_owned(),
             known_calls,
             roles: Default::default(),
+            registry: AgentRegistry::default(),
+            agent_types: HashMap::new(),
+            open_sub_agent_calls: HashMap::new(),
             open_text: None,
             step_texts: Vec::new(),
             retrying: false,
             step_open: false,
             finished: false,
         }
+    }
+
+    /// Reads the chunks of the sessions below this one with `registry`, knowing already the
+    /// agent types of `agent_types` (session id to type).
+    pub fn with_tree(
+        mut self,
+        registry: AgentRegistry,
+        agent_types: HashMap<String, String>,
+    ) -> Self {
+        self.registry = registry;
+        self.agent_types = agent_types;
+        self
+    }
+
+    /// Knows these sub-agent calls (id, tool name, input) as started and not ended: the client
+    /// holds no part for them, their end adds it.
+    pub fn with_open_sub_agent_calls(
+        mut self,
+        calls: impl IntoIterator<Item = (String, String, Value)>,
+    ) -> Self {
+        self.open_sub_agent_calls.extend(
+            calls
+                .into_iter()
+                .map(|(id, name, input)| (id, (name, input))),
+        );
+        self
     }
 
     /// Whether the run suspended or ended: nothing more belongs to this response.
@@ -121,8 +180,10 @@ impl UiStreamMapper {
         if self.finished {
             return out;
         }
+        self.learn_agent_type(chunk);
         if chunk.header.agent_id != self.session_id {
             out.push(DataPart::transient("subagent", chunk_json(chunk)).into());
+            self.descendant(chunk, &mut out);
             return out;
         }
         match &chunk.kind {
@@ -161,26 +222,32 @@ impl UiStreamMapper {
                 tool_name,
                 input,
                 ..
-            } => {
-                self.close_text(&mut out);
-                let role = tool_role(&self.agent, tool_name);
-                out.push(
-                    UiChunk::ToolInputAvailable {
-                        tool_call_id: tool_call_id.clone(),
-                        tool_name: tool_name.clone(),
-                        input: input.clone(),
-                        provider_executed: (role == ToolRole::Server).then_some(true),
-                    }
-                    .into(),
-                );
-                if let ToolRole::Client {
-                    render: Some(render),
-                } = &role
-                {
-                    out.push(render_part(tool_call_id, render).into());
+            } if tool_role(&self.agent, tool_name) == ToolRole::SubAgent => {
+                self.open_sub_agent_calls
+                    .insert(tool_call_id.clone(), (tool_name.clone(), input.clone()));
+            }
+            ChunkKind::ToolEnd {
+                tool_call_id,
+                tool_name,
+                result,
+                error,
+                ..
+            } if tool_role(&self.agent, tool_name) == ToolRole::SubAgent => {
+                if let Some((tool_name, input)) = self.open_sub_agent_calls.remove(tool_call_id) {
+                    let call = (tool_call_id.as_str(), tool_name.as_str(), &input);
+                    self.call_part(&mut out, call, ToolRole::SubAgent, None);
                 }
-                self.known_calls.insert(tool_call_id.clone());
-                self.roles.insert(tool_call_id.clone(), role);
+                let agent = self.agent.clone();
+                self.call_output(&mut out, tool_call_id, tool_name, result, error, &agent);
+            }
+            ChunkKind::ToolStart {
+                tool_call_id,
+                tool_name,
+                input,
+                ..
+            } => {
+                let role = tool_role(&self.agent, tool_name);
+                self.call_part(&mut out, (tool_call_id, tool_name, input), role, None);
             }
             ChunkKind::ToolEnd {
                 tool_call_id,
@@ -189,30 +256,14 @@ impl UiStreamMapper {
                 error,
                 ..
             } => {
-                if self.known_calls.contains(tool_call_id) {
-                    let role = self
-                        .roles
-                        .get(tool_call_id)
-                        .cloned()
-                        .unwrap_or_else(|| tool_role(&self.agent, tool_name));
-                    out.push(tool_output(tool_call_id, &role, result, error).into());
-                }
+                let agent = self.agent.clone();
+                self.call_output(&mut out, tool_call_id, tool_name, result, error, &agent);
             }
             ChunkKind::ToolApprovalRequest {
                 tool_call_id,
                 approval_id,
                 ..
-            } => {
-                if self.known_calls.contains(tool_call_id) {
-                    out.push(
-                        UiChunk::ToolApprovalRequest {
-                            approval_id: approval_id.clone(),
-                            tool_call_id: tool_call_id.clone(),
-                        }
-                        .into(),
-                    );
-                }
-            }
+            } => self.approval_request(&mut out, tool_call_id, approval_id),
             ChunkKind::StepEnd { .. } => self.close_step(&mut out),
             ChunkKind::StepDiscarded { step } => {
                 self.close_text(&mut out);
@@ -223,14 +274,14 @@ impl UiStreamMapper {
             }
             ChunkKind::Suspended { .. } => {
                 self.close_step(&mut out);
-                out.push(finish(Some(FinishReason::ToolCalls)));
+                out.push(finish(Some(FinishReason::ToolCalls), chunk));
                 self.finished = true;
             }
             ChunkKind::End { status, error, .. } => {
                 self.close_step(&mut out);
                 match status {
-                    EndStatus::Completed => out.push(finish(Some(FinishReason::Stop))),
-                    EndStatus::Interrupted => out.push(finish(Some(FinishReason::Other))),
+                    EndStatus::Completed => out.push(finish(Some(FinishReason::Stop), chunk)),
+                    EndStatus::Interrupted => out.push(finish(Some(FinishReason::Other), chunk)),
                     EndStatus::Failed => out.push(
                         UiChunk::Error {
                             error_text: error.as_ref().map_or_else(
@@ -250,6 +301,134 @@ impl UiStreamMapper {
             other => self.unknown(other.name(), chunk, &mut out),
         }
         out
+    }
+
+    /// Keeps the agent type a `subagent_start` (any session's) or a descendant's `run_start`
+    /// names.
+    fn learn_agent_type(&mut self, chunk: &StreamChunk) {
+        match &chunk.kind {
+            ChunkKind::SubagentStart {
+                sub_session_id,
+                agent_type,
+                ..
+            } => {
+                self.agent_types
+                    .insert(sub_session_id.clone(), agent_type.clone());
+            }
+            ChunkKind::RunStart { agent_type } if chunk.header.agent_id != self.session_id => {
+                self.agent_types
+                    .insert(chunk.header.agent_id.clone(), agent_type.clone());
+            }
+            _ => {}
+        }
+    }
+
+    /// A descendant's client call or approval as a tool part (see the module's documentation);
+    /// nothing for its other chunks.
+    fn descendant(&mut self, chunk: &StreamChunk, out: &mut Vec<UiFrame>) {
+        let agent_id = chunk.header.agent_id.as_str();
+        let Some(agent_type) = self.agent_types.get(agent_id).cloned() else {
+            return;
+        };
+        let Some(agent) = self.registry.get(&agent_type).cloned() else {
+            return;
+        };
+        match &chunk.kind {
+            ChunkKind::ToolStart {
+                tool_call_id,
+                tool_name,
+                input,
+                ..
+            } => {
+                let role = tool_role(&agent, tool_name);
+                if role.asks_a_person() {
+                    let call = (tool_call_id.as_str(), tool_name.as_str(), input);
+                    let owner = Some((agent_id, agent_type.as_str()));
+                    self.call_part(out, call, role, owner);
+                }
+            }
+            ChunkKind::ToolApprovalRequest {
+                tool_call_id,
+                approval_id,
+                ..
+            } => self.approval_request(out, tool_call_id, approval_id),
+            ChunkKind::ToolEnd {
+                tool_call_id,
+                tool_name,
+                result,
+                error,
+                ..
+            } => self.call_output(out, tool_call_id, tool_name, result, error, &agent),
+            _ => {}
+        }
+    }
+
+    /// A call's part: its input, then (a descendant's) its owner `(agentId, agentType)`, and its
+    /// render hint.
+    fn call_part(
+        &mut self,
+        out: &mut Vec<UiFrame>,
+        (tool_call_id, tool_name, input): (&str, &str, &Value),
+        role: ToolRole,
+        owner: Option<(&str, &str)>,
+    ) {
+        self.close_text(out);
+        out.push(
+            UiChunk::ToolInputAvailable {
+                tool_call_id: tool_call_id.to_owned(),
+                tool_name: tool_name.to_owned(),
+                input: input.clone(),
+                provider_executed: (!role.asks_a_person()).then_some(true),
+                provider_metadata: owner.map(|(id, kind)| owner_metadata(tool_call_id, id, kind)),
+            }
+            .into(),
+        );
+        if let Some((agent_id, agent_type)) = owner {
+            out.push(owner_part(tool_call_id, agent_id, agent_type).into());
+        }
+        if let ToolRole::Client {
+            render: Some(render),
+        } = &role
+        {
+            out.push(render_part(tool_call_id, render).into());
+        }
+        self.known_calls.insert(tool_call_id.to_owned());
+        self.roles.insert(tool_call_id.to_owned(), role);
+    }
+
+    /// A call's output, for a call the message holds (of `agent`, whose role it has unless this
+    /// response added it). A descendant's server calls have no part.
+    fn call_output(
+        &self,
+        out: &mut Vec<UiFrame>,
+        tool_call_id: &str,
+        tool_name: &str,
+        result: &Option<Value>,
+        error: &Option<ToolError>,
+        agent: &Agent,
+    ) {
+        if !self.known_calls.contains(tool_call_id) {
+            return;
+        }
+        let role = self
+            .roles
+            .get(tool_call_id)
+            .cloned()
+            .unwrap_or_else(|| tool_role(agent, tool_name));
+        out.push(tool_output(tool_call_id, &role, result, error).into());
+    }
+
+    /// The approval request of a call the message holds.
+    fn approval_request(&self, out: &mut Vec<UiFrame>, tool_call_id: &str, approval_id: &str) {
+        if self.known_calls.contains(tool_call_id) {
+            out.push(
+                UiChunk::ToolApprovalRequest {
+                    approval_id: approval_id.to_owned(),
+                    tool_call_id: tool_call_id.to_owned(),
+                }
+                .into(),
+            );
+        }
     }
 
     /// A kind this mapper has no UI chunk for (see the module's documentation).
@@ -284,8 +463,19 @@ impl UiStreamMapper {
     }
 }
 
-fn finish(finish_reason: Option<FinishReason>) -> UiFrame {
-    UiChunk::Finish { finish_reason }.into()
+/// The message's finish, with its server-sent metadata: when it finished (the chunk's time)
+/// and, at the end of a run, what the session spent (its tokens and the models that spent them).
+fn finish(finish_reason: Option<FinishReason>, chunk: &StreamChunk) -> UiFrame {
+    let mut metadata = json!({ "finishedAt": chunk.header.timestamp });
+    if let ChunkKind::End { usage, .. } = &chunk.kind {
+        metadata["usage"] = serde_json::to_value(&usage.tokens).unwrap_or(Value::Null);
+        metadata["models"] = json!(usage.models.keys().collect::<Vec<_>>());
+    }
+    UiChunk::Finish {
+        finish_reason,
+        message_metadata: Some(metadata),
+    }
+    .into()
 }
 
 /// A call's output chunk: denied, failed or available; a server tool's flagged.

@@ -68,6 +68,17 @@ fn end(id: &str, name: &str, error: Option<ToolError>) -> ChunkKind {
     }
 }
 
+/// The approval request of the call `c3` of `send`.
+fn approval_of_c3() -> ChunkKind {
+    ChunkKind::ToolApprovalRequest {
+        step: 1,
+        tool_call_id: "c3".into(),
+        tool_name: "send".into(),
+        input: json!({}),
+        approval_id: "r::c3".into(),
+    }
+}
+
 /// Every frame of `kinds`, as JSON.
 fn frames(mapper: &mut UiStreamMapper, kinds: Vec<ChunkKind>) -> Vec<Value> {
     kinds
@@ -99,13 +110,7 @@ fn a_step_keeps_its_text_inside_and_a_suspension_ends_the_message() {
             end("c2", "add", None),
             start("c3", "send"),
             ChunkKind::StepEnd { step: 1 },
-            ChunkKind::ToolApprovalRequest {
-                step: 1,
-                tool_call_id: "c3".into(),
-                tool_name: "send".into(),
-                input: json!({}),
-                approval_id: "r::c3".into(),
-            },
+            approval_of_c3(),
             ChunkKind::Suspended {
                 step: 1,
                 tool_call_ids: vec!["c1".into(), "c3".into()],
@@ -128,7 +133,7 @@ fn a_step_keeps_its_text_inside_and_a_suspension_ends_the_message() {
             json!({"type": "tool-input-available", "toolCallId": "c3", "toolName": "send", "input": {}}),
             json!({"type": "finish-step"}),
             json!({"type": "tool-approval-request", "approvalId": "r::c3", "toolCallId": "c3"}),
-            json!({"type": "finish", "finishReason": "tool-calls"}),
+            json!({"type": "finish", "finishReason": "tool-calls", "messageMetadata": {"finishedAt": 0}}),
         ]
     );
     assert!(mapper.is_finished());
@@ -258,5 +263,62 @@ fn a_state_patch_is_a_transient_data_part_carrying_the_operations() {
     assert_eq!(out[0]["transient"], true);
     assert_eq!(out[0]["data"]["agentId"], "s");
     assert_eq!(out[0]["data"]["patch"][0]["path"], "/n");
+    assert!(!mapper.is_finished());
+}
+
+#[test]
+fn a_descendants_client_call_and_approval_are_tool_parts_with_their_owner() {
+    let child = Arc::try_unwrap(agent()).unwrap();
+    let registry = baton_core::AgentRegistry::new([child]).unwrap();
+    let mut mapper =
+        UiStreamMapper::new(agent(), "s", HashSet::new()).with_tree(registry, Default::default());
+    let chunks = [
+        chunk(
+            1,
+            "s",
+            ChunkKind::SubagentStart {
+                sub_session_id: "s.k".into(),
+                agent_type: "a".into(),
+                tool_call_id: "p1".into(),
+            },
+        ),
+        chunk(2, "s.k", start("c1", "ask")),
+        chunk(3, "s.k", start("c2", "add")),
+        chunk(4, "s.k", start("c3", "send")),
+        chunk(5, "s.k", approval_of_c3()),
+        chunk(
+            6,
+            "s.k",
+            ChunkKind::Suspended {
+                step: 1,
+                tool_call_ids: vec!["c1".into(), "c3".into()],
+            },
+        ),
+        chunk(7, "s.k", end("c1", "ask", None)),
+    ];
+    let out: Vec<Value> = chunks
+        .iter()
+        .flat_map(|c| mapper.map(c))
+        .map(|frame| serde_json::from_str(&frame.to_json()).unwrap())
+        .filter(|frame: &Value| frame["type"] != "data-subagent")
+        .collect();
+    let owner = |id: &str| json!({"toolCallId": id, "agentId": "s.k", "agentType": "a"});
+    assert_eq!(out[0]["type"], "data-baton-subagent-start");
+    assert_eq!(
+        out[1..],
+        [
+            json!({"type": "tool-input-available", "toolCallId": "c1", "toolName": "ask",
+                   "input": {}, "providerMetadata": {"baton": owner("c1")}}),
+            json!({"type": "data-subagent-call", "id": "subagent-call-c1", "data": owner("c1")}),
+            json!({"type": "data-render", "id": "render-c1",
+                   "data": {"toolCallId": "c1", "render": {"kind": "elicitation"}}}),
+            json!({"type": "tool-input-available", "toolCallId": "c3", "toolName": "send",
+                   "input": {}, "providerMetadata": {"baton": owner("c3")}}),
+            json!({"type": "data-subagent-call", "id": "subagent-call-c3", "data": owner("c3")}),
+            json!({"type": "tool-approval-request", "approvalId": "r::c3", "toolCallId": "c3"}),
+            json!({"type": "tool-output-available", "toolCallId": "c1", "output": 1}),
+        ]
+    );
+    // The child's suspension is not the message's end: the root's is.
     assert!(!mapper.is_finished());
 }

@@ -7,18 +7,22 @@
 //! (`snapshot.rs`).
 
 mod answers;
+mod files;
 mod mapper;
 #[cfg(test)]
 mod mapper_tests;
 mod request;
 mod snapshot;
+mod tree;
 mod turn;
 mod ui;
 
 pub use answers::Rejection;
+pub use files::MAX_CHAT_FILE_BYTES;
 pub use mapper::{ToolRole, UiStreamMapper, tool_role};
 pub use request::{ChatBody, Trigger};
 pub use snapshot::{SnapshotInputs, ui_messages};
+pub use tree::{Tree, TreeCall};
 pub use ui::{DataPart, FinishReason, UiChunk, UiFrame};
 
 use crate::{
@@ -29,11 +33,15 @@ use crate::{
 use baton_core::{
     Agent, ApiError, ErrorCode, Message,
     session::{SessionState, Status},
+    store::now_ms,
 };
 use request::Trailing;
 use serde::Serialize;
 use serde_json::Value;
-use std::{collections::HashSet, sync::Arc};
+use std::{
+    collections::{HashMap, HashSet},
+    sync::Arc,
+};
 
 /// Largest `POST /chat` body: the whole UI history travels with every request.
 pub const MAX_CHAT_REQUEST_BYTES: usize = 10 << 20;
@@ -52,6 +60,26 @@ pub enum ChatReply {
     Closed(Vec<UiFrame>),
 }
 
+/// What the client's message holds already, for the mapper of the response that goes on with
+/// it.
+#[derive(Default)]
+struct ClientHolds {
+    /// The tool calls it has a part for.
+    calls: HashSet<String>,
+    /// The agent types of the sessions below the root, by session id.
+    agent_types: HashMap<String, String>,
+    /// The root's sub-agent calls whose child has not ended (id, tool name, input): no part.
+    open_sub_agent_calls: Vec<(String, String, Value)>,
+}
+
+impl ClientHolds {
+    fn mapper(self, state: &AppState, agent: Arc<Agent>, chat_id: &str) -> UiStreamMapper {
+        UiStreamMapper::new(agent, chat_id, self.calls)
+            .with_tree(state.registry.clone(), self.agent_types)
+            .with_open_sub_agent_calls(self.open_sub_agent_calls)
+    }
+}
+
 /// `POST /chat`: authorizes the chat id, reads the trailing message and acts on it.
 pub async fn chat_post(
     state: &AppState,
@@ -63,17 +91,18 @@ pub async fn chat_post(
     let trailing = body.trailing()?;
     let session = state.store.session(&address).await?;
     let chat_id = body.id.clone();
-    let (start, trailing_calls) = match (body.trigger, trailing) {
+    let (start, holds) = match (body.trigger, trailing) {
         (Trigger::RegenerateMessage, _) => (
             turn::regenerate(state, &chat_id, session).await?,
-            HashSet::new(),
+            ClientHolds::default(),
         ),
-        (Trigger::SubmitMessage, Trailing::User { text }) => {
+        (Trigger::SubmitMessage, Trailing::User { text, extras }) => {
+            let message = turn::UserMessage { text, extras };
             let start = turn::user_turn(
-                state, principal, &chat_id, body.agent, body.meta, text, session,
+                state, principal, &chat_id, body.agent, body.meta, message, session,
             )
             .await?;
-            (start, HashSet::new())
+            (start, ClientHolds::default())
         }
         (
             Trigger::SubmitMessage,
@@ -84,7 +113,8 @@ pub async fn chat_post(
             },
         ) => {
             let session = session.ok_or_else(|| no_session(&chat_id))?;
-            let pending = answers::pending_by_id(state, &address).await?;
+            let below = tree::read(state, &address).await?;
+            let pending = answers::pending_by_id(state, &address, &below).await?;
             let parts = answers::answer_parts(&tool_parts, last_step, &pending);
             let answered = answers::submit_answers(
                 state,
@@ -100,14 +130,21 @@ pub async fn chat_post(
                     return Ok(ChatReply::Closed(answers::closed_step(&id, inside)));
                 }
                 answers::Answered::Continue { after } => {
-                    let calls = tool_parts.into_iter().map(|p| p.tool_call_id).collect();
-                    (
-                        turn::TurnStart {
-                            after,
-                            message_id: id,
-                        },
-                        calls,
-                    )
+                    let holds = ClientHolds {
+                        calls: tool_parts.into_iter().map(|p| p.tool_call_id).collect(),
+                        agent_types: below.agent_types,
+                        // The root's sub-agent calls the suspended tree waits on.
+                        open_sub_agent_calls: pending
+                            .into_values()
+                            .filter(|call| call.kind.is_sub_agent())
+                            .map(|call| (call.tool_call_id, call.tool_name, call.input))
+                            .collect(),
+                    };
+                    let start = turn::TurnStart {
+                        after,
+                        message_id: id,
+                    };
+                    (start, holds)
                 }
             }
         }
@@ -117,17 +154,16 @@ pub async fn chat_post(
         .session(&address)
         .await?
         .ok_or_else(|| no_session(&chat_id))?;
+    // A new message (not a continuation of one the client holds) is created now.
+    let fresh = holds.calls.is_empty();
     Ok(ChatReply::Stream {
-        mapper: Box::new(UiStreamMapper::new(
-            agent_of(state, &session)?,
-            &chat_id,
-            trailing_calls,
-        )),
+        mapper: Box::new(holds.mapper(state, agent_of(state, &session)?, &chat_id)),
         session_id: chat_id,
         after: start.after,
         prefix: vec![
             UiChunk::Start {
                 message_id: start.message_id,
+                message_metadata: fresh.then(|| serde_json::json!({ "createdAt": now_ms() })),
             }
             .into(),
         ],
@@ -156,33 +192,51 @@ pub async fn chat_reattach(
     let turn = turn::user_turns(&log);
     let pinned = &snapshot.messages;
     // The calls the client's trailing message holds: those of the turn's assistant messages in
-    // the snapshot, when the snapshot has reached this turn's user message.
-    let known: HashSet<String> = if turn::user_turns(pinned) == turn {
-        pinned
+    // the snapshot, when the snapshot has reached this turn's user message, but the sub-agent
+    // calls whose child has not ended (no part until it has).
+    let agent = agent_of(state, &session)?;
+    let turn_messages: &[Message] = if turn::user_turns(pinned) == turn {
+        let from = pinned
             .iter()
-            .rev()
-            .take_while(|m| !matches!(m, Message::User { .. }))
-            .flat_map(|m| match m {
-                Message::Assistant { tool_calls, .. } => {
-                    tool_calls.iter().map(|c| c.id.clone()).collect()
-                }
-                _ => Vec::new(),
-            })
-            .collect()
+            .rposition(|m| matches!(m, Message::User { .. }))
+            .map_or(0, |user| user + 1);
+        &pinned[from..]
     } else {
-        HashSet::new()
+        &[]
     };
+    let ended: HashSet<&str> = turn_messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::Tool(result) => Some(result.tool_call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    let mut holds = ClientHolds::default();
+    for call in turn_messages.iter().flat_map(|m| match m {
+        Message::Assistant { tool_calls, .. } => tool_calls.as_slice(),
+        _ => &[],
+    }) {
+        holds.calls.insert(call.id.clone());
+        if tool_role(&agent, &call.name) == ToolRole::SubAgent && !ended.contains(call.id.as_str())
+        {
+            let open = (call.id.clone(), call.name.clone(), call.arguments.clone());
+            holds.open_sub_agent_calls.push(open);
+        }
+    }
+    // The calls the sessions below await are in the snapshot's message too.
+    let below = tree::read(state, &address).await?;
+    holds
+        .calls
+        .extend(below.calls.iter().map(|c| c.call.tool_call_id.clone()));
+    holds.agent_types = below.agent_types;
     Ok(Some(ChatReply::Stream {
-        mapper: Box::new(UiStreamMapper::new(
-            agent_of(state, &session)?,
-            chat_id,
-            known,
-        )),
+        mapper: Box::new(holds.mapper(state, agent, chat_id)),
         session_id: chat_id.to_owned(),
         after: u64::try_from(snapshot.stream_sequence).unwrap_or(session.last_sequence),
         prefix: vec![
             UiChunk::Start {
                 message_id: snapshot::assistant_message_id(turn),
+                message_metadata: None,
             }
             .into(),
         ],
@@ -230,8 +284,13 @@ pub async fn chat_snapshot(
         .snapshot(&address)
         .await?
         .ok_or_else(|| no_session(chat_id))?;
-    let pending = answers::pending_by_id(state, &address).await?;
-    let stored = state.store.answers(&address).await?;
+    let below = tree::read(state, &address).await?;
+    let pending = answers::pending_by_id(state, &address, &below).await?;
+    let mut stored = state.store.answers(&address).await?;
+    stored.extend(below.calls.iter().filter_map(|c| {
+        let answer = c.answer.clone()?;
+        Some((c.call.tool_call_id.clone(), answer))
+    }));
     let checkpoints = state.store.checkpoints(&address).await?;
     let approval_ids = checkpoints
         .iter()
@@ -243,6 +302,8 @@ pub async fn chat_snapshot(
         pending: &pending,
         answers: &stored,
         approval_ids: &approval_ids,
+        registry: &state.registry,
+        tree: &below.calls,
     };
     Ok(ChatSnapshot {
         id: chat_id.to_owned(),

@@ -3,7 +3,8 @@
 //! The rest of `messages` is the client's copy of the history and is never trusted: the history
 //! comes from Redis.
 
-use baton_core::{ApiError, ErrorCode};
+use super::files::user_extras;
+use baton_core::{ApiError, ErrorCode, message::UserExtras};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -38,8 +39,9 @@ pub enum Trigger {
 /// The trailing message of a request, as far as the route reads it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Trailing {
-    /// A user message: its text parts joined.
-    User { text: String },
+    /// A user message: its text parts joined, and what it carries besides (its id, metadata and
+    /// file parts, checked by `files.rs`).
+    User { text: String, extras: UserExtras },
     /// An assistant message: its id and its tool parts, in order, with the index of the step
     /// each belongs to (the count of `step-start` parts before it).
     Assistant {
@@ -73,7 +75,7 @@ pub enum PartState {
     Other,
 }
 
-fn malformed(message: &str) -> ApiError {
+pub(super) fn malformed(message: &str) -> ApiError {
     ApiError::new(ErrorCode::ValidationError, message)
 }
 
@@ -98,6 +100,7 @@ impl ChatBody {
                     .collect();
                 Ok(Trailing::User {
                     text: text.join("\n"),
+                    extras: user_extras(message, parts)?,
                 })
             }
             Some("assistant") => {
@@ -192,11 +195,17 @@ mod tests {
     fn only_the_trailing_message_is_read() {
         let user = body(json!([
             {"id": "x", "role": "assistant", "parts": "not even parts"},
-            {"id": "u", "role": "user", "parts": [{"type": "text", "text": "hi"}, {"type": "file"}]}
+            {"id": "u", "role": "user", "parts": [{"type": "text", "text": "hi"}, {"type": "reasoning"}]}
         ]));
         assert_eq!(
             user.trailing().unwrap(),
-            Trailing::User { text: "hi".into() }
+            Trailing::User {
+                text: "hi".into(),
+                extras: UserExtras {
+                    id: Some("u".into()),
+                    ..Default::default()
+                }
+            }
         );
         let answered = body(json!([{ "id": "a1", "role": "assistant", "parts": [
             {"type": "step-start"},

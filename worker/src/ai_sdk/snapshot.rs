@@ -1,16 +1,24 @@
 //! A session as the UI messages `useChat` renders, for a reload or a second tab: the log (to its
 //! newest checkpoint while a run works), with each awaited call as the live stream left it and
-//! each stored answer as the client sent it. Ids are the turn's: `u<k>` for the k-th user
-//! message and `a<k>` for the assistant message answering it, the id the live stream gives it.
+//! each stored answer as the client sent it. A user message keeps the id, metadata and files
+//! the client sent (`u<k>` for the k-th user message sent without an id); `a<k>` is the
+//! assistant message answering it, the id the live stream gives it.
+//!
+//! The calls the sessions below the root await (`tree.rs`) are tool parts of the root's last
+//! assistant message, as the live stream added them, each with its owner beside it; a sub-agent
+//! call whose child has not ended has no part, as live.
 //!
 //! An approval part (`approval-requested`, or `approval-responded` for a stored decision) has no
 //! `providerExecuted`, as live, so a reloaded page auto-sends exactly like the live one; a
 //! completed server part keeps the flag.
 
-use super::mapper::{ToolRole, error_text, render_part, tool_role};
+use super::{
+    mapper::{ToolRole, error_text, render_part, tool_role},
+    tree::{TreeCall, owner_metadata, owner_part},
+};
 use baton_core::{
-    Agent, Message,
-    message::{ToolCall, ToolOutcome, codes},
+    Agent, AgentRegistry, Message,
+    message::{ToolCall, ToolOutcome, UserExtras, codes},
     store::{Answer, PendingCall, StoredAnswer},
 };
 use serde_json::{Map, Value, json};
@@ -25,6 +33,10 @@ pub struct SnapshotInputs<'a> {
     pub answers: &'a HashMap<String, StoredAnswer>,
     /// The approval ids of calls once awaited (from the checkpoints), by call id.
     pub approval_ids: &'a HashMap<String, String>,
+    /// The agents of the sessions below the root.
+    pub registry: &'a AgentRegistry,
+    /// The calls the sessions below the root await.
+    pub tree: &'a [TreeCall],
 }
 
 /// The id of the assistant message answering the k-th user message.
@@ -54,13 +66,10 @@ pub fn ui_messages(log: &[Message], inputs: &SnapshotInputs<'_>) -> Vec<Value> {
     for message in log {
         match message {
             Message::System { .. } | Message::Tool(_) => {}
-            Message::User { content } => {
+            Message::User { content, chat } => {
                 flush(&mut assistant, &mut messages, turn);
                 turn += 1;
-                messages.push(json!({
-                    "id": format!("u{turn}"), "role": "user",
-                    "parts": [{"type": "text", "text": content}],
-                }));
+                messages.push(user_message(turn, content, chat.as_deref()));
             }
             Message::Assistant {
                 content,
@@ -74,6 +83,10 @@ pub fn ui_messages(log: &[Message], inputs: &SnapshotInputs<'_>) -> Vec<Value> {
                 for call in tool_calls {
                     let role = tool_role(inputs.agent, &call.name);
                     let outcome = results.get(call.id.as_str()).copied();
+                    // A sub-agent call shows once its child has ended, as live.
+                    if role == ToolRole::SubAgent && outcome.is_none() {
+                        continue;
+                    }
                     parts.push(tool_part(call, &role, outcome, inputs));
                     if let ToolRole::Client {
                         render: Some(render),
@@ -87,8 +100,68 @@ pub fn ui_messages(log: &[Message], inputs: &SnapshotInputs<'_>) -> Vec<Value> {
             }
         }
     }
+    if !inputs.tree.is_empty() {
+        descendant_parts(assistant.get_or_insert_with(Vec::new), inputs);
+    }
     flush(&mut assistant, &mut messages, turn);
     messages
+}
+
+/// A user message as the client sent it: its id (or `u<k>` for one sent without), its
+/// metadata, its files and its text.
+fn user_message(turn: usize, content: &str, extras: Option<&UserExtras>) -> Value {
+    let id = extras
+        .and_then(|extras| extras.id.clone())
+        .unwrap_or_else(|| format!("u{turn}"));
+    let mut parts: Vec<Value> = extras
+        .map(|extras| extras.files.as_slice())
+        .unwrap_or_default()
+        .iter()
+        .map(|file| {
+            let mut part = json!({"type": "file", "mediaType": file.media_type, "url": file.url});
+            if let Some(filename) = &file.filename {
+                part["filename"] = json!(filename);
+            }
+            part
+        })
+        .collect();
+    if !content.is_empty() || parts.is_empty() {
+        parts.push(json!({"type": "text", "text": content}));
+    }
+    let mut message = json!({"id": id, "role": "user", "parts": parts});
+    if let Some(metadata) = extras.and_then(|extras| extras.metadata.clone()) {
+        message["metadata"] = metadata;
+    }
+    message
+}
+
+/// The tool parts of the calls the sessions below the root await, each with its owner (and its
+/// render hint) beside it.
+fn descendant_parts(parts: &mut Vec<Value>, inputs: &SnapshotInputs<'_>) {
+    for owned in inputs.tree {
+        let Some(agent) = inputs.registry.get(&owned.agent_type) else {
+            continue;
+        };
+        let role = tool_role(agent, &owned.call.tool_name);
+        let call = ToolCall {
+            id: owned.call.tool_call_id.clone(),
+            name: owned.call.tool_name.clone(),
+            arguments: owned.call.input.clone(),
+            provider_id: None,
+        };
+        let mut part = tool_part(&call, &role, None, inputs);
+        part["callProviderMetadata"] =
+            owner_metadata(&call.id, &owned.session_id, &owned.agent_type);
+        parts.push(part);
+        let owner = owner_part(&call.id, &owned.session_id, &owned.agent_type);
+        parts.push(serde_json::to_value(owner).unwrap_or(Value::Null));
+        if let ToolRole::Client {
+            render: Some(render),
+        } = &role
+        {
+            parts.push(serde_json::to_value(render_part(&call.id, render)).unwrap_or(Value::Null));
+        }
+    }
 }
 
 /// The tool part of one call, in the state the live stream would have left it.
@@ -158,7 +231,7 @@ fn tool_part(
                     "output-error"
                 }
             },
-            (ToolRole::Server, _) => {
+            (ToolRole::Server | ToolRole::SubAgent, _) => {
                 part.insert("providerExecuted".into(), json!(true));
                 "input-available"
             }
@@ -238,6 +311,8 @@ mod tests {
             pending: &pending,
             answers: &answers,
             approval_ids: &approval_ids,
+            registry: &AgentRegistry::default(),
+            tree: &[],
         };
         let messages = ui_messages(&log, &inputs);
         assert_eq!(messages.len(), 2);

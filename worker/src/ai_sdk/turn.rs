@@ -5,12 +5,13 @@
 use super::snapshot::assistant_message_id;
 use crate::{
     auth::Principal,
-    ops::{already_running, checked_address, no_session, resume_session, start_session},
+    ops::{already_running, checked_address, no_session, resume_session_with, start_session_with},
     state::AppState,
 };
 use baton_core::{
     ApiError, ErrorCode, Message, SessionMeta,
     api::{Resume, StartRequest},
+    message::UserExtras,
     session::{SessionState, Status},
 };
 
@@ -18,6 +19,12 @@ use baton_core::{
 pub(super) struct TurnStart {
     pub(super) after: u64,
     pub(super) message_id: String,
+}
+
+/// A user message as the chat sent it: its text and what it carries besides.
+pub(super) struct UserMessage {
+    pub(super) text: String,
+    pub(super) extras: UserExtras,
 }
 
 /// The number of user messages in a log: the turn its last one opened.
@@ -36,9 +43,10 @@ pub(super) async fn user_turn(
     chat_id: &str,
     agent: Option<String>,
     meta: SessionMeta,
-    text: String,
+    message: UserMessage,
     session: Option<SessionState>,
 ) -> Result<TurnStart, ApiError> {
+    let UserMessage { text, extras } = message;
     let Some(session) = session else {
         if matches!(principal, Principal::Session { .. }) {
             // A session token's refusal comes first, whatever the body says.
@@ -51,7 +59,7 @@ pub(super) async fn user_turn(
             )
         })?;
         let user_id = principal.may_start(&agent, meta.user_id)?;
-        start_session(
+        start_session_with(
             state,
             StartRequest {
                 session_id: Some(chat_id.to_owned()),
@@ -60,6 +68,7 @@ pub(super) async fn user_turn(
                 metadata: meta.metadata,
                 ..StartRequest::new(agent, text)
             },
+            extras,
         )
         .await?;
         return Ok(TurnStart {
@@ -76,7 +85,7 @@ pub(super) async fn user_turn(
         message: text,
         abandon_pending: true,
     };
-    resume_session(state, chat_id, resume).await?;
+    resume_session_with(state, chat_id, resume, extras).await?;
     Ok(TurnStart {
         after: session.last_sequence,
         message_id: assistant_message_id(user_turns(&log) + 1),
@@ -105,12 +114,16 @@ pub(super) async fn regenerate(
             "there is no answer to regenerate",
         )
     };
-    let (index, text) = log
+    let (index, text, extras) = log
         .iter()
         .enumerate()
         .rev()
         .find_map(|(index, m)| match m {
-            Message::User { content } => Some((index, content.clone())),
+            Message::User { content, chat } => Some((
+                index,
+                content.clone(),
+                chat.as_deref().cloned().unwrap_or_default(),
+            )),
             _ => None,
         })
         .ok_or_else(nothing)?;
@@ -137,7 +150,8 @@ pub(super) async fn regenerate(
             }
         })
         .ok_or_else(nothing)?;
-    resume_session(state, chat_id, resume).await?;
+    // A message sent again keeps its id, metadata and files.
+    resume_session_with(state, chat_id, resume, extras).await?;
     Ok(TurnStart {
         after: session.last_sequence,
         message_id: assistant_message_id(user_turns(&log[..through as usize])),

@@ -35,12 +35,18 @@ pub enum FinishReason {
 pub enum UiChunk {
     Start {
         message_id: String,
+        /// Server-sent metadata of the message (`ai` merges it into `message.metadata`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        message_metadata: Option<Value>,
     },
     StartStep,
     FinishStep,
     Finish {
         #[serde(skip_serializing_if = "Option::is_none")]
         finish_reason: Option<FinishReason>,
+        /// Server-sent metadata of the message: when it finished, what the session spent.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        message_metadata: Option<Value>,
     },
     TextStart {
         id: String,
@@ -61,6 +67,10 @@ pub enum UiChunk {
         input: Value,
         #[serde(skip_serializing_if = "Option::is_none")]
         provider_executed: Option<bool>,
+        /// Kept by `ai` as the part's `callProviderMetadata`: a descendant's call carries its
+        /// owner here (`{baton: {toolCallId, agentId, agentType}}`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        provider_metadata: Option<Value>,
     },
     ToolApprovalRequest {
         approval_id: String,
@@ -205,16 +215,19 @@ mod tests {
         let frames: Vec<UiFrame> = vec![
             UiChunk::Start {
                 message_id: "m".into(),
+                message_metadata: Some(json!({"createdAt": 1})),
             }
             .into(),
             UiChunk::StartStep.into(),
             UiChunk::FinishStep.into(),
             UiChunk::Finish {
                 finish_reason: Some(FinishReason::ToolCalls),
+                message_metadata: Some(json!({"finishedAt": 1})),
             }
             .into(),
             UiChunk::Finish {
                 finish_reason: None,
+                message_metadata: None,
             }
             .into(),
             UiChunk::TextStart { id: "t".into() }.into(),
@@ -229,6 +242,7 @@ mod tests {
                 tool_name: "ask".into(),
                 input: json!({}),
                 provider_executed: Some(true),
+                provider_metadata: Some(json!({"baton": {"agentId": "c"}})),
             }
             .into(),
             UiChunk::ToolApprovalRequest {
@@ -275,6 +289,7 @@ mod tests {
         assert_eq!(bare, r#"{"type":"start-step"}"#);
         let finish = UiFrame::from(UiChunk::Finish {
             finish_reason: Some(FinishReason::ToolCalls),
+            message_metadata: None,
         });
         assert_eq!(
             finish.to_json(),

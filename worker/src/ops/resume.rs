@@ -8,13 +8,14 @@ use super::{
     no_session,
     reads::existing_session,
     rewind::{RewindRequest, rewind_session},
-    start::checked_message,
+    start::checked_message_beside,
     tree,
 };
 use crate::state::AppState;
 use baton_core::{
     ApiError, ErrorCode, Message, Refusal,
     api::{Resume, ResumeResponse},
+    message::UserExtras,
     store::{Claim, ResumeEntry, SessionAddress, Status},
 };
 
@@ -26,13 +27,23 @@ pub async fn resume_session(
     session_id: &str,
     resume: Resume,
 ) -> Result<ResumeResponse, ApiError> {
+    resume_session_with(state, session_id, resume, UserExtras::default()).await
+}
+
+/// [`resume_session`] with what a chat client sent beside the message's text (its id, metadata
+/// and files; a message with files may have no text).
+pub async fn resume_session_with(
+    state: &AppState,
+    session_id: &str,
+    resume: Resume,
+    extras: UserExtras,
+) -> Result<ResumeResponse, ApiError> {
     let message = resume
         .message()
-        .map(str::to_owned)
-        .map(checked_message)
+        .map(|message| checked_message_beside(message.to_owned(), &extras))
         .transpose()?;
     let entry = ResumeEntry {
-        message: message.map(Message::user),
+        message: message.map(|message| Message::user_with(message, extras)),
         abandon_pending: resume.abandon_pending(),
         expected_run_id: None,
     };

@@ -12,6 +12,7 @@ use baton_core::{
     api::{StartRequest, StartResponse},
     escape::bounded,
     ids,
+    message::UserExtras,
     store::{NewSession, SessionAddress},
 };
 
@@ -42,6 +43,16 @@ pub async fn start_session(
     state: &AppState,
     request: StartRequest,
 ) -> Result<StartResponse, ApiError> {
+    start_session_with(state, request, UserExtras::default()).await
+}
+
+/// [`start_session`] with what a chat client sent beside the first message's text (its id,
+/// metadata and files; a message with files may have no text).
+pub async fn start_session_with(
+    state: &AppState,
+    request: StartRequest,
+    extras: UserExtras,
+) -> Result<StartResponse, ApiError> {
     let agent = state.registry.get(&request.agent).ok_or_else(|| {
         // The name and the server's list only in verbose answers: a caller is not told which
         // agents exist, nor sees its own 10,000 characters again.
@@ -60,7 +71,7 @@ pub async fn start_session(
     })?;
     let meta = request.meta();
     meta.check()?;
-    let user_message = checked_message(request.message)?;
+    let user_message = checked_message_beside(request.message, &extras)?;
     let custom_state = seeded_state(agent, request.state.as_ref())?;
 
     let chosen = request.session_id.is_some();
@@ -88,7 +99,10 @@ pub async fn start_session(
             format!("session {session_id} was used before (its workflow {workflow_id} exists)"),
         ));
     }
-    let messages = first_log(agent, &user_message);
+    let mut messages = first_log(agent, &user_message);
+    if let Some(first) = messages.last_mut() {
+        *first = Message::user_with(user_message, extras);
+    }
     // The one place the server's stream retention reaches Redis: the session records it.
     state
         .store
@@ -158,9 +172,13 @@ fn seeded_state(
         .map_err(|e| ApiError::new(ErrorCode::InvalidState, format!("state: {e}")))
 }
 
-/// A user message as `/start` and `/resume` accept it: not blank, at most [`MAX_MESSAGE_BYTES`].
-pub(super) fn checked_message(message: String) -> Result<String, ApiError> {
-    if message.trim().is_empty() {
+/// A user message as `/start` and `/resume` accept it: not blank (unless it carries files, as
+/// a chat message may), at most [`MAX_MESSAGE_BYTES`].
+pub(super) fn checked_message_beside(
+    message: String,
+    extras: &UserExtras,
+) -> Result<String, ApiError> {
+    if message.trim().is_empty() && extras.files.is_empty() {
         return Err(ApiError::new(
             ErrorCode::ValidationError,
             "message must not be empty",

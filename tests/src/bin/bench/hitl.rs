@@ -58,7 +58,7 @@ impl Model for KeyedTimedModel {
         deltas: mpsc::UnboundedSender<String>,
     ) -> Result<ModelTurn, model::Error> {
         let key = request.messages.iter().find_map(|m| match m {
-            Message::User { content } => Some(content.clone()),
+            Message::User { content, .. } => Some(content.clone()),
             _ => None,
         });
         if let Some(key) = key {

@@ -8,12 +8,12 @@ use baton_tests::{Harness, WAIT_LIMIT, WorkerThread};
 use serde_json::{Value, json};
 
 /// A chat id no earlier run used (the workflow ids of a session outlive its test's keys).
-fn fresh_id() -> String {
+pub(super) fn fresh_id() -> String {
     uuid::Uuid::new_v4().simple().to_string()
 }
 
 /// POSTs a `useChat` body to `/chat`.
-async fn post(harness: &Harness, body: Value) -> reqwest::Response {
+pub(super) async fn post(harness: &Harness, body: Value) -> reqwest::Response {
     reqwest::Client::new()
         .post(format!("http://{}/chat", harness.address))
         .json(&body)
@@ -23,7 +23,7 @@ async fn post(harness: &Harness, body: Value) -> reqwest::Response {
 }
 
 /// The UI chunks of an SSE answer, and whether it ended with `[DONE]`.
-async fn frames(response: reqwest::Response) -> (Vec<Value>, bool) {
+pub(super) async fn frames(response: reqwest::Response) -> (Vec<Value>, bool) {
     let text = response.text().await.unwrap();
     let data: Vec<&str> = text
         .split("\n\n")
@@ -39,7 +39,7 @@ async fn frames(response: reqwest::Response) -> (Vec<Value>, bool) {
 }
 
 /// Sends the chat's first message and reads its answer to the end.
-async fn first_message(harness: &Harness, chat: &str, agent: &str) -> Vec<Value> {
+pub(super) async fn first_message(harness: &Harness, chat: &str, agent: &str) -> Vec<Value> {
     let response = post(
         harness,
         json!({"id": chat, "trigger": "submit-message", "agent": agent,
@@ -53,7 +53,7 @@ async fn first_message(harness: &Harness, chat: &str, agent: &str) -> Vec<Value>
 }
 
 /// A body whose trailing assistant message answers with `parts` in one step.
-fn answering(chat: &str, parts: Value) -> Value {
+pub(super) fn answering(chat: &str, parts: Value) -> Value {
     let mut all = vec![json!({"type": "step-start"})];
     all.extend(parts.as_array().unwrap().iter().cloned());
     json!({"id": chat, "trigger": "submit-message", "messageId": "a1",
@@ -66,7 +66,7 @@ fn approval(call: &str, approval_id: &str) -> Value {
            "approval": {"id": approval_id, "approved": true}})
 }
 
-fn output(call: &str, output: Value) -> Value {
+pub(super) fn output(call: &str, output: Value) -> Value {
     json!({"type": "tool-ask_user", "toolCallId": call, "state": "output-available",
            "input": {}, "output": output})
 }
@@ -245,7 +245,12 @@ async fn the_stream_route_reattaches_to_a_running_turn_and_answers_204_otherwise
     let _worker = WorkerThread::spawn(&harness.task_queue, &harness.prefix, chat_registry());
     let (second_tab, done) = frames(attached).await;
     assert!(done);
-    let (first_tab, _) = frames(sending.await.unwrap().unwrap()).await;
+    let (mut first_tab, _) = frames(sending.await.unwrap().unwrap()).await;
+    // The tab that sent the message is told when its message was created; the rest is the same.
+    let created = first_tab[0]
+        .as_object_mut()
+        .and_then(|start| start.remove("messageMetadata"));
+    assert!(created.is_some_and(|m| m["createdAt"].is_u64()));
     assert_eq!(second_tab, first_tab);
     let text: String = first_tab
         .iter()
@@ -254,10 +259,10 @@ async fn the_stream_route_reattaches_to_a_running_turn_and_answers_204_otherwise
         .collect();
     assert_eq!(text, "first: hello");
     assert_eq!(first_tab[0], json!({"type": "start", "messageId": "a1"}));
-    assert_eq!(
-        first_tab.last().unwrap(),
-        &json!({"type": "finish", "finishReason": "stop"})
-    );
+    let finish = first_tab.last().unwrap();
+    assert_eq!(finish["finishReason"], "stop");
+    assert_eq!(finish["messageMetadata"]["models"], json!(["scripted"]));
+    assert_eq!(finish["messageMetadata"]["usage"]["outputTokens"], 2);
     assert_eq!(stream(&chat).await.unwrap().status(), 204);
 }
 

@@ -8,6 +8,7 @@
 use super::{REACT_NAPS_RELEASED, browser, chat_registry};
 use baton_tests::{Harness, keyed_options};
 use baton_worker::{AllowedOrigins, ServerOptions};
+use serde_json::json;
 use std::path::PathBuf;
 
 const KEY: &str = "the-apps-operator-key";
@@ -99,8 +100,13 @@ async fn a_react_app_on_use_chat_talks_to_batond_with_one_post_per_answer() {
     assert_eq!(s["reload"]["lastText"], r#"Hello {"answer":"Ada"}"#, "{s}");
     assert_eq!(s["stop"]["posts"], 1, "{s}");
     assert_eq!(s["stop"]["serverStatus"], "interrupted", "{s}");
-    // File parts are not accepted yet (issue 25 item 4): a file-only message is refused, typed.
+    // A file-only message: one POST, the model saw the image, the page shows the user's file.
     assert_eq!(s["file"]["posts"], 1, "{s}");
-    let error = s["file"]["error"].as_str().unwrap_or_default();
-    assert!(error.contains("validation_error"), "{s}");
+    assert!(
+        s["file"]["lastText"]
+            .as_str()
+            .is_some_and(|text| text.starts_with("saw [image/png]")),
+        "{s}"
+    );
+    assert_eq!(s["file"]["files"], json!(["image/png"]), "{s}");
 }

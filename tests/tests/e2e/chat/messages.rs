@@ -1,0 +1,81 @@
+//! The AI SDK's message features with the real `useChat` client: a user message keeps its
+//! client id, its `metadata` and its file parts (into the model and back from the snapshot; a
+//! file-only message is a message), an assistant message gets the server's metadata on its
+//! finish; and a message whose files are over the cap is refused with nothing written.
+
+use super::{
+    answers::{fresh_id, post},
+    chat_registry, on_every_release, ready_with,
+};
+use baton_core::store::SessionAddress;
+use baton_tests::Harness;
+use baton_worker::ai_sdk::MAX_CHAT_FILE_BYTES;
+use serde_json::{Value, json};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_user_messages_id_metadata_and_files_are_kept_and_the_model_reads_the_files() {
+    on_every_release("message_features", |s| {
+        let first = &s["first"];
+        let sent = &first["user"];
+        assert_eq!(first["text"], "saw [image/png] look", "{s}");
+        let metadata = &first["metadata"];
+        assert!(metadata["finishedAt"].as_u64().is_some(), "{s}");
+        assert!(metadata["createdAt"].as_u64().is_some(), "{s}");
+        assert!(metadata["usage"].is_object(), "{s}");
+        assert_eq!(metadata["models"], json!(["scripted"]), "{s}");
+        assert_eq!(s["second"]["text"], "then [application/pdf] ", "{s}");
+        ready_with(s, 2, "then [application/pdf] ");
+
+        let reloaded = s["reloaded"].as_array().unwrap();
+        assert_eq!(reloaded.len(), 4, "{s}");
+        let user = &reloaded[0];
+        assert_eq!(user["id"], sent["id"], "{s}");
+        assert_eq!(user["metadata"], json!({"lang": "en"}), "{s}");
+        assert_eq!(
+            user["parts"],
+            json!([
+                {"type": "file", "mediaType": "image/png", "filename": "dot.png",
+                 "url": "data:image/png;base64,iVBORw0KGgo="},
+                {"type": "text", "text": "look"}
+            ]),
+            "{s}"
+        );
+        let file_only = &reloaded[2];
+        assert_eq!(file_only["id"], s["second"]["user"]["id"], "{s}");
+        assert_eq!(
+            file_only["parts"],
+            json!([{"type": "file", "mediaType": "application/pdf",
+                    "url": "data:application/pdf;base64,JVBERi0xLjQ="}]),
+            "{s}"
+        );
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_over_the_cap_or_of_another_type_are_refused_and_nothing_is_written() {
+    let harness = Harness::start(chat_registry()).await;
+    let chat = fresh_id();
+    let message = |file: Value| {
+        json!({"id": chat, "trigger": "submit-message", "agent": "looker",
+               "messages": [{"id": "m1", "role": "user", "parts": [file]}]})
+    };
+    let over = "A".repeat(MAX_CHAT_FILE_BYTES);
+    for file in [
+        json!({"type": "file", "mediaType": "image/png", "url": format!("data:image/png;base64,{over}")}),
+        json!({"type": "file", "mediaType": "text/html", "url": "data:text/html;base64,PGI+"}),
+        json!({"type": "file", "mediaType": "image/png", "url": "https://example.com/a.png"}),
+    ] {
+        let response = post(&harness, message(file)).await;
+        assert_eq!(response.status(), 400);
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(body["code"], "validation_error", "{body}");
+        assert_eq!(body["retryable"], false, "{body}");
+    }
+    let written = harness
+        .store
+        .session(&SessionAddress::root(&chat))
+        .await
+        .unwrap();
+    assert!(written.is_none(), "a refused message wrote its session");
+}
