@@ -22,7 +22,7 @@ from playwright.sync_api import expect, sync_playwright
 
 BATON, KEY, PORT, BUNDLE, ARTIFACTS = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
 expect.set_options(timeout=30_000)
-AGENTS = ["chatter", "asker_only", "guarded", "napper_react"]
+AGENTS = ["chatter", "asker_only", "guarded", "napper_react", "looker"]
 INDEX = '<!doctype html><meta charset="utf-8"><title>React chat</title><div id="root"></div><script type="module" src="/app.js"></script>'
 
 
