@@ -142,3 +142,30 @@ async fn the_demo_page_answers_a_form_and_an_approval_across_a_reload_in_chromiu
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_page_answers_the_demo_trees_interviewer_across_a_reload_in_chromium() {
+    let harness = Harness::start(chat_registry()).await;
+    let base = format!("http://{}", harness.address);
+    let dir = artifacts_dir();
+    let summary = run_page_script("chat_page_tree.py", &[base.as_ref(), dir.as_os_str()]).await;
+    assert_eq!(summary["repeated"], false, "{summary}");
+    // The message; then, from the reloaded page, the one answer to the child's question.
+    assert_eq!(summary["postsBeforeReload"], 1, "{summary}");
+    assert_eq!(summary["posts"], 2, "{summary}");
+    for asker in [&summary["asker"], &summary["askerAfterReload"]] {
+        assert!(
+            asker
+                .as_str()
+                .is_some_and(|a| a.contains("demo_interviewer")),
+            "the card names the child that asks: {summary}"
+        );
+    }
+    for stage in ["question", "done"] {
+        let shot = dir.join(format!("chat-page-tree-{stage}.png"));
+        assert!(
+            std::fs::metadata(&shot).is_ok_and(|m| m.len() > 0),
+            "{stage}"
+        );
+    }
+}
