@@ -8,7 +8,8 @@
 //! and the ended statuses keep their names (an abort is `failed`).
 
 use crate::{
-    ApiError, ErrorCode, Refusal, chunk::RunError, meta::SessionMeta, session::Status as Baton,
+    ApiError, ErrorCode, Refusal, chunk::RunError, meta::SessionMeta, search::PendingDetail,
+    session::Status as Baton,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -213,6 +214,11 @@ pub struct StatusResponse {
     pub output: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<RunError>,
+    /// Baton's extension: while `paused`, the calls the session (or a child below it) waits on
+    /// a person for, as the API's `/status` details them (`toolCallId` is the producer's, which
+    /// an answer relayed to `submit` names). Empty, and left out, otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending_calls: Vec<PendingDetail>,
 }
 
 /// Answer of `POST {base}/{agentType}/resume`.

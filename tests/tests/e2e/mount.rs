@@ -7,6 +7,7 @@
 
 mod callback;
 mod fidelity;
+mod relay;
 
 use baton_client::Client as _;
 use baton_tests::{Harness, WAIT_LIMIT, agents, open_options};

@@ -9,7 +9,9 @@
 //! auth gates every route, fail-closed. One file per concern: `error.rs` (the envelope),
 //! `guard.rs` (auth, the agent type and session checks, bodies), `start.rs`, `control.rs`
 //! (resume, interrupt, abort), `reads.rs` (status, snapshot, usage), `sse.rs` (the stream,
-//! projected) and `projection.rs` (what a projected mount changes).
+//! projected) and `projection.rs` (what a projected mount changes). Beyond the protocol,
+//! `submit.rs` (`{base}/{agentType}/submit`) takes a person's answer that a consumer relays to
+//! a paused session's call, which `status` lists in `pendingCalls`.
 
 mod control;
 mod error;
@@ -18,6 +20,7 @@ mod projection;
 mod reads;
 mod sse;
 mod start;
+mod submit;
 
 pub use projection::{StateProjection, UsageProjection};
 
@@ -184,6 +187,7 @@ fn mount_router(state: &AppState, mount: &Mount) -> Router<AppState> {
     Router::new()
         .route(&route("start"), post(start::start))
         .route(&route("resume"), post(control::resume))
+        .route(&route("submit"), post(submit::submit))
         .route(&route("interrupt"), control::stop(StopKind::Interrupt))
         .route(&route("abort"), control::stop(StopKind::Abort))
         .route(&route("status"), get(reads::status))

@@ -37,6 +37,7 @@ pub(super) async fn status(
         step_count: session.step_count,
         output: session.output,
         error: session.error,
+        pending_calls: session.pending,
     }))
 }
 
