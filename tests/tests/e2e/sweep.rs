@@ -93,7 +93,7 @@ async fn the_sweep_finds_the_zombie_a_killed_worker_leaves_and_ignores_a_suspend
         .await
         .unwrap();
 
-    assert_eq!(sweep_now(&harness).await, [held.session_id.clone()]);
+    assert_eq!(sweep_now(&harness).await, vec![held.session_id.clone()]);
     let state = harness.client.status(&held.session_id).await.unwrap();
     assert_eq!(state.error.map(|e| e.code), Some(ErrorCode::RunLost));
     let waiting = harness.client.status(&suspended.session_id).await.unwrap();
@@ -107,7 +107,7 @@ async fn a_zombie_whose_index_entry_was_never_written_is_found_from_its_mark() {
     let address = harness
         .session_without_workflow("unindexed-zombie", "two_steps")
         .await;
-    wait_indexed(&harness).await;
+    harness.index_settled().await;
     // What a worker killed between the session's write and its index entry leaves: the mark
     // made before the write (long ago), and no entry.
     let mut redis = redis::Client::open(baton_tests::redis_url())
@@ -138,16 +138,4 @@ async fn a_zombie_whose_index_entry_was_never_written_is_found_from_its_mark() {
     assert_eq!(marked, 1);
 
     assert_eq!(sweep_now(&harness).await, ["unindexed-zombie"]);
-}
-
-/// Waits until the search index has followed every change of the harness's sessions.
-async fn wait_indexed(harness: &Harness) {
-    let indexed = async {
-        while harness.store.index_marks().await.unwrap() > 0 {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    };
-    tokio::time::timeout(baton_tests::WAIT_LIMIT, indexed)
-        .await
-        .expect("the index follows in time");
 }
