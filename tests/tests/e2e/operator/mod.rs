@@ -2,6 +2,7 @@
 //! inbox of calls waiting on a person.
 
 mod audit;
+mod cli;
 mod console;
 mod fork;
 mod meta;
