@@ -4,6 +4,7 @@
 mod audit;
 mod cli;
 mod console;
+mod console_tree;
 mod fork;
 mod meta;
 mod pending;
