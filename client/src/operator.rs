@@ -149,7 +149,10 @@ pub(crate) async fn pending(
     Ok(())
 }
 
-/// The waiting call with this id, found page by page in the inbox.
+/// The waiting call with this id, found page by page in the inbox. Call ids are unique within
+/// a session tree, not across trees (a fork awaits its original's calls under the same ids): an
+/// id waiting in more than one tree is refused, naming them, rather than answered in one of
+/// them at random.
 pub(crate) async fn find_pending(
     client: &dyn Client,
     tool_call_id: &str,
@@ -158,20 +161,31 @@ pub(crate) async fn find_pending(
         limit: MAX_PAGE_LIMIT,
         ..SessionSearch::default()
     };
+    let mut found: Vec<PendingDetail> = Vec::new();
     loop {
         let page = client.pending(&search).await?;
-        if let Some(call) = page
-            .calls
-            .into_iter()
-            .find(|call| call.tool_call_id == tool_call_id)
-        {
-            return Ok(call);
-        }
+        found.extend(
+            page.calls
+                .into_iter()
+                .filter(|call| call.tool_call_id == tool_call_id),
+        );
         match page.next_cursor {
             Some(cursor) => search.cursor = Some(cursor),
-            None => anyhow::bail!(
-                "no call {tool_call_id:?} is waiting on a person (see `baton pending`)"
-            ),
+            None => break,
+        }
+    }
+    found.dedup_by(|a, b| a.session_id == b.session_id && a.owner_session_id == b.owner_session_id);
+    match found.len() {
+        0 => anyhow::bail!("no call {tool_call_id:?} is waiting on a person (see `baton pending`)"),
+        1 => Ok(found.remove(0)),
+        n => {
+            let sessions: Vec<&str> = found.iter().map(|call| call.session_id.as_str()).collect();
+            anyhow::bail!(
+                "call {tool_call_id:?} waits in {n} sessions ({}): name the session \
+                 (`baton submit <session> {tool_call_id} --result ...`, \
+                 `baton approve|deny <session> {tool_call_id} <approvalId>`)",
+                sessions.join(", ")
+            )
         }
     }
 }

@@ -75,6 +75,7 @@ impl From<SessionSummary> for v1::SessionSummary {
         Self {
             session_id: row.session_id,
             root_session_id: row.root_session_id,
+            parent_session_id: row.parent_session_id,
             agent_type: row.agent_type,
             status: row.status.as_str().to_owned(),
             user_id: row.user_id,
@@ -94,6 +95,7 @@ impl TryFrom<v1::SessionSummary> for SessionSummary {
         Ok(Self {
             session_id: row.session_id,
             root_session_id: row.root_session_id,
+            parent_session_id: row.parent_session_id,
             agent_type: row.agent_type,
             status: parsed("status", row.status)?,
             user_id: row.user_id,

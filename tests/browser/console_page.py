@@ -12,18 +12,15 @@ import sys
 
 from playwright.sync_api import expect, sync_playwright
 
+from console_common import signed_in
+
 BASE, KEY, SESSION, SCREENSHOT = sys.argv[1:5]
 expect.set_options(timeout=30_000)
 
 
 def main():
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", headless=True)
-        page = browser.new_page()
-        page.goto(f"{BASE}/console")
-        page.get_by_test_id("key").fill(KEY)
-        page.get_by_test_id("sign-in-button").click()
-        expect(page.get_by_test_id("sessions")).to_be_visible()
+        browser, page = signed_in(playwright, BASE, KEY)
         expect(page.get_by_test_id("session-row")).to_have_count(1)
         page.get_by_test_id("nav-inbox").click()
         call = page.get_by_test_id("call-call_1_1")

@@ -5,10 +5,8 @@
 //! and the deadline index entry of a far deadline — without Temporal: a suspended session holds
 //! no workflow. The turn comes from the agent's own model (scripted), so the log, the usage and
 //! the pending calls are what the run would have written; the e2e test `loader` compares a
-//! loaded session with one a real run suspended, key by key.
-//!
-//! What the loader does not write yet: the operator's search index entries of issue 24 (the
-//! sessions search and the inbox); they go in [`load_suspended`] once that index exists.
+//! loaded session with one a real run suspended, key by key, the search index's entries (terms
+//! and record, written by the store after each change as for a real run) included.
 
 use baton_core::{
     Agent, Message,

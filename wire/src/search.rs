@@ -11,6 +11,10 @@ use serde::{Deserialize, Serialize};
 pub struct SessionSummary {
     pub session_id: String,
     pub root_session_id: String,
+    /// The session whose sub-agent call started this one (children only), so a tree's rows
+    /// nest: the console's outline indents each under its parent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_session_id: Option<String>,
     pub agent_type: String,
     pub status: Status,
     #[serde(default, skip_serializing_if = "Option::is_none")]

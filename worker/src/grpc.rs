@@ -32,6 +32,8 @@ use std::pin::Pin;
 use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status};
 
+mod connections;
+
 /// Room for the protobuf framing around the largest body a request may carry, so that the
 /// service's own size checks answer (typed) before tonic's decoding limit does.
 const FRAMING_SLACK_BYTES: usize = 64 * 1024;
@@ -50,6 +52,7 @@ pub enum Error {
 
 /// Serves `baton.v1.Baton` on `listener` until `shutdown` is cancelled. Open `Subscribe` streams
 /// end then too (cleanly: a client reconnects from its last sequence), so the server drains.
+/// At most `--max-grpc-connections` connections are open; one past it gets `server_busy`.
 /// Fail-closed like the HTTP API: without an auth configuration it does not start.
 pub async fn serve_grpc(
     listener: tokio::net::TcpListener,
@@ -70,9 +73,14 @@ pub async fn serve_grpc(
         .request_body_cap()
         .max(MAX_MESSAGE_BYTES);
     let metrics = GrpcMetricsLayer::new(state.metrics.clone());
+    let limits = state.options.connection_limits;
     let service = baton_server::BatonServer::new(GrpcService::new(state, shutdown.clone()))
         .max_decoding_message_size(largest_body + FRAMING_SLACK_BYTES);
-    let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
+    let incoming = connections::capped_incoming(
+        listener,
+        limits.max_grpc_connections,
+        limits.header_read_timeout,
+    );
     tonic::transport::Server::builder()
         .layer(metrics)
         .add_service(service)

@@ -22,6 +22,9 @@ pub const DEFAULT_MAX_FOLLOWERS_PER_CREDENTIAL: usize = 256;
 /// Connections the HTTP server holds by default; below the usual `ulimit -n` of 1024, so the
 /// server answers `server_busy` before it runs out of descriptors.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
+/// The gRPC service's connection cap, unless configured (a gRPC client multiplexes its calls and
+/// streams over one connection, so services need few).
+pub const DEFAULT_MAX_GRPC_CONNECTIONS: usize = 256;
 
 /// How long a connection may take to send a request's headers by default (slow-loris).
 pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
@@ -67,7 +70,7 @@ pub struct ServerOptions {
     pub mounts: Vec<crate::mount::Mount>,
     /// Open streams per session and per credential on this server.
     pub follower_caps: FollowerCaps,
-    /// The HTTP server's connection cap and header deadline.
+    /// The HTTP server's and the gRPC service's connection caps, and the header deadline.
     pub connection_limits: ConnectionLimits,
     /// The Temporal UI up to the namespace, for the console's links to workflows.
     pub temporal_ui_url: Option<String>,
@@ -78,11 +81,14 @@ pub struct ServerOptions {
     pub demo_user_tokens: bool,
 }
 
-/// What the HTTP server lets connections hold.
+/// What the HTTP server and the gRPC service let connections hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConnectionLimits {
     /// Open connections; past it a connection is answered 503 `server_busy` and closed.
     pub max_connections: usize,
+    /// Open gRPC connections; past it a connection's first call is answered `server_busy`
+    /// (`UNAVAILABLE`) and the connection closed.
+    pub max_grpc_connections: usize,
     /// How long a connection may take to send a request's headers before it is closed.
     pub header_read_timeout: Duration,
 }
@@ -91,6 +97,7 @@ impl Default for ConnectionLimits {
     fn default() -> Self {
         Self {
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_grpc_connections: DEFAULT_MAX_GRPC_CONNECTIONS,
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
         }
     }

@@ -11,7 +11,7 @@
 //! session for a new run, and the drain), `release.rs` (undo a claim whose run never started),
 //! `rewind.rs`, `stop.rs`, `revocation.rs` (revoked tokens), `tree.rs` (child sessions, reports to a parent), `custom_state.rs`,
 //! `stream.rs` (read and follow the chunks), `usage.rs` (usage, snapshot), `sweep.rs` (what the
-//! zombie sweep scans) and `deadline_index.rs`. `scripts.rs` holds the scripts with the keys each
+//! zombie sweep reads) and `deadline_index.rs`. `scripts.rs` holds the scripts with the keys each
 //! declares, `replies.rs` their decoded replies, `error.rs` the store's error and its one
 //! conversion into the client's.
 

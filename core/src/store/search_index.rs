@@ -48,7 +48,7 @@ pub enum IndexTerm {
 }
 
 impl IndexTerm {
-    fn text(&self) -> String {
+    pub(super) fn text(&self) -> String {
         match self {
             Self::All => "all".to_owned(),
             Self::Status(status) => format!("status:{}", status.as_str()),
@@ -87,7 +87,7 @@ impl IndexScope {
         }
     }
 
-    fn name(self) -> &'static str {
+    pub(super) fn name(self) -> &'static str {
         match self {
             Self::Roots => "root",
             Self::Children => "child",
@@ -141,7 +141,7 @@ pub(super) fn shard_of(session_id: &str) -> u32 {
 }
 
 /// The address of a session the index names by its id.
-fn address_of(session_id: &str) -> SessionAddress {
+pub(super) fn address_of(session_id: &str) -> SessionAddress {
     SessionAddress {
         root_session_id: ids::root_of(session_id).to_owned(),
         session_id: session_id.to_owned(),

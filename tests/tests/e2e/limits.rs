@@ -1,6 +1,6 @@
 //! What one client can hold: followers per session and per credential (429 `rate_limited` past
-//! the cap, on every follower route), connections in all (503 `server_busy`), and a connection
-//! that never finishes its headers (closed).
+//! the cap, on every follower route), connections in all (503 `server_busy`; over gRPC the
+//! `server_busy` status), and a connection that never finishes its headers (closed).
 
 use baton_client::Client as _;
 use baton_core::ErrorCode;
@@ -134,6 +134,7 @@ async fn connections_past_the_cap_are_answered_server_busy_and_slow_headers_are_
         connection_limits: ConnectionLimits {
             max_connections: 3,
             header_read_timeout: Duration::from_secs(1),
+            ..ConnectionLimits::default()
         },
         ..open_options()
     };
@@ -166,5 +167,54 @@ async fn connections_past_the_cap_are_answered_server_busy_and_slow_headers_are_
     }
     // Their places are free again.
     healthz_answering(address, 200).await;
+    harness.assert_nothing_written().await;
+}
+
+/// A gRPC call on a new connection: the page of `GET /sessions`, or the typed refusal.
+async fn grpc_sessions(
+    address: std::net::SocketAddr,
+) -> (baton_client::GrpcClient, Result<(), baton_core::ApiError>) {
+    let client = baton_client::GrpcClient::new(&address.to_string()).unwrap();
+    let answer = client
+        .sessions(&baton_core::search::SessionSearch::default())
+        .await
+        .map(|_| ())
+        .map_err(api_error);
+    (client, answer)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grpc_connections_past_the_cap_are_answered_server_busy() {
+    let options = ServerOptions {
+        connection_limits: ConnectionLimits {
+            max_grpc_connections: 1,
+            ..ConnectionLimits::default()
+        },
+        ..open_options()
+    };
+    let harness = Harness::server_only_with(agents::registry(), options).await;
+    // One client holds the one connection (its channel stays connected while it lives).
+    let (holder, answer) = grpc_sessions(harness.grpc_address).await;
+    answer.unwrap();
+    let (_, refused) = grpc_sessions(harness.grpc_address).await;
+    let refused = refused.expect_err("a second connection is admitted past the cap");
+    assert_eq!(refused.code, ErrorCode::ServerBusy);
+    assert!(refused.retryable);
+    assert!(
+        matches!(
+            refused.details.get("retryAfter"),
+            Some(serde_json::Value::Number(_))
+        ),
+        "{refused:?}"
+    );
+    // The holder's connection closed, its place is free again.
+    drop(holder);
+    tokio::time::timeout(WAIT_LIMIT, async {
+        while grpc_sessions(harness.grpc_address).await.1.is_err() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("a freed gRPC connection slot is taken again");
     harness.assert_nothing_written().await;
 }

@@ -1,7 +1,8 @@
 //! The `million` benchmark's loader (`baton_tests::loader`) writes what a real suspension
 //! leaves: a loaded session and one a real first run suspended have the same keys, the same
-//! fields and the same values (ids and times aside), the same deadline index entry, and the
-//! loaded one resumes and completes through the real path.
+//! fields and the same values (ids and times aside), the same deadline index entry, the same
+//! search index entries (its terms' sets and its record), and the loaded one resumes and
+//! completes through the real path.
 
 use baton_client::Client as _;
 use baton_core::{AgentRegistry, ChunkKind, message::ToolOutcome};
@@ -53,8 +54,10 @@ async fn contents(harness: &Harness, ids: &[(&str, &str)]) -> BTreeMap<String, V
         let values: Vec<String> = match kind.as_str() {
             "hash" => {
                 let fields: BTreeMap<String, String> = redis.hgetall(&key).await.unwrap();
+                // The search index's records hash: this session's record only.
                 fields
                     .into_iter()
+                    .filter(|(f, _)| key.contains(session) || f == session)
                     .map(|(f, v)| format!("{f}={v}"))
                     .collect()
             }
@@ -95,7 +98,7 @@ async fn contents(harness: &Harness, ids: &[(&str, &str)]) -> BTreeMap<String, V
         if !key.contains(session) && values.is_empty() {
             continue;
         }
-        if !key.contains(session) && kind != "zset" {
+        if !key.contains(session) && kind != "zset" && !key.contains(":index:") {
             continue;
         }
         // The search index's shard is the session id's: the shard's number is an id too.
@@ -146,6 +149,13 @@ async fn a_loaded_session_is_what_a_real_suspension_leaves_and_resumes_like_one(
     assert!(
         real_keys.keys().any(|k| k.ends_with("deadlineIndex")),
         "the real suspension indexed its far deadline: {real_keys:#?}"
+    );
+    assert!(
+        real_keys.keys().any(|k| k.ends_with(":records"))
+            && real_keys
+                .keys()
+                .any(|k| k.ends_with("root:status:suspended_client_tool")),
+        "the real suspension's search index entries are compared: {real_keys:#?}"
     );
     assert!(real_keys.len() >= 5, "{real_keys:#?}");
     assert_eq!(

@@ -1,10 +1,16 @@
 //! The zombie sweep: a session left `active` without a running workflow is failed with
-//! `run_lost`; a session whose workflow runs (even with no worker to run it yet) is left alone.
+//! `run_lost`; a session whose workflow runs (even with no worker to run it yet) is left alone,
+//! and so is a suspended one. The sweep reads the search index, so a zombie whose index entry a
+//! killed worker never wrote is found from the index's mark.
+
+use crate::runs::TEST_WORKER;
 
 use baton_client::Client as _;
 use baton_core::{ChunkKind, ErrorCode, chunk::EndStatus, store::Status};
-use baton_tests::{Harness, agents};
+use baton_tests::{Harness, WorkerProcess, agents};
+use redis::AsyncCommands;
 use std::time::Duration;
+use temporalio_client::WorkflowTerminateOptions;
 
 /// What a worker of the harness's server sweeps with: its agents, task queue and policy.
 pub(crate) fn cascade(harness: &Harness) -> baton_worker::sweeps::Cascade {
@@ -56,4 +62,80 @@ async fn a_session_active_without_a_workflow_is_failed_by_the_sweep_and_a_runnin
     // A second sweep (another worker's) finds nothing to do.
     let again = sweep_now(&harness).await;
     assert!(again.is_empty(), "{again:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sweep_finds_the_zombie_a_killed_worker_leaves_and_ignores_a_suspended_session() {
+    let harness = Harness::server_only(agents::registry()).await;
+    let mut worker = WorkerProcess::spawn(TEST_WORKER, &harness, true);
+    let suspended = harness.client.start("asker", "go").await.unwrap();
+    harness.chunks_until_suspended(&suspended.session_id).await;
+    let held = harness.client.start("holder", "go").await.unwrap();
+    assert!(
+        tokio::time::timeout(baton_tests::WAIT_LIMIT, worker.holding())
+            .await
+            .unwrap()
+    );
+    // The worker is killed inside the run's tool, and its workflow is terminated (no other
+    // worker would take it over): the session stays `active` with nothing running it.
+    drop(worker);
+    let workflow_id = harness
+        .client
+        .status(&held.session_id)
+        .await
+        .unwrap()
+        .workflow_id
+        .unwrap();
+    harness
+        .temporal
+        .get_workflow_handle::<baton_workflows::AgentRunWorkflow>(workflow_id)
+        .terminate(WorkflowTerminateOptions::default())
+        .await
+        .unwrap();
+
+    assert_eq!(sweep_now(&harness).await, vec![held.session_id.clone()]);
+    let state = harness.client.status(&held.session_id).await.unwrap();
+    assert_eq!(state.error.map(|e| e.code), Some(ErrorCode::RunLost));
+    let waiting = harness.client.status(&suspended.session_id).await.unwrap();
+    assert_eq!(waiting.status, Status::SuspendedClientTool);
+    assert!(sweep_now(&harness).await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_zombie_whose_index_entry_was_never_written_is_found_from_its_mark() {
+    let harness = Harness::server_only(agents::registry()).await;
+    let address = harness
+        .session_without_workflow("unindexed-zombie", "two_steps")
+        .await;
+    harness.index_settled().await;
+    // What a worker killed between the session's write and its index entry leaves: the mark
+    // made before the write (long ago), and no entry.
+    let mut redis = redis::Client::open(baton_tests::redis_url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let mut marked = 0;
+    for shard in 0..baton_core::store::INDEX_SHARDS {
+        let key = |name: &str| format!("{}:index:{{idx-{shard}}}:{name}", harness.prefix);
+        let indexed: bool = redis
+            .hexists(key("records"), &address.session_id)
+            .await
+            .unwrap();
+        if !indexed {
+            continue;
+        }
+        let () = redis::pipe()
+            .zrem(key("root:status:active"), &address.session_id)
+            .zrem(key("root:all"), &address.session_id)
+            .hdel(key("records"), &address.session_id)
+            .zadd(key("dirty"), &address.session_id, 1)
+            .query_async(&mut redis)
+            .await
+            .unwrap();
+        marked += 1;
+    }
+    assert_eq!(marked, 1);
+
+    assert_eq!(sweep_now(&harness).await, ["unindexed-zombie"]);
 }

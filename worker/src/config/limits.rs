@@ -7,7 +7,7 @@ use baton_worker::{
     state::{
         ConnectionLimits, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
         DEFAULT_MAX_FOLLOWERS_PER_CREDENTIAL, DEFAULT_MAX_FOLLOWERS_PER_SESSION,
-        DEFAULT_STREAM_MAX_CHUNKS, DEFAULT_SUBMITS_PER_MINUTE,
+        DEFAULT_MAX_GRPC_CONNECTIONS, DEFAULT_STREAM_MAX_CHUNKS, DEFAULT_SUBMITS_PER_MINUTE,
     },
     stream::FollowerCaps,
 };
@@ -70,6 +70,15 @@ pub(crate) struct LimitArgs {
         global = true
     )]
     pub(crate) max_connections: usize,
+    /// Open gRPC connections (`--grpc-listen`); past it a connection's first call is answered
+    /// `server_busy` (UNAVAILABLE) and the connection closed.
+    #[arg(
+        long,
+        env = "BATON_MAX_GRPC_CONNECTIONS",
+        default_value_t = DEFAULT_MAX_GRPC_CONNECTIONS,
+        global = true
+    )]
+    pub(crate) max_grpc_connections: usize,
     /// Seconds a connection may take to send a request's headers before it is closed.
     #[arg(
         long,
@@ -97,11 +106,14 @@ impl LimitArgs {
     /// A connection cap of 0 would serve nothing: it is refused.
     pub(crate) fn connection_limits(&self) -> anyhow::Result<ConnectionLimits> {
         anyhow::ensure!(
-            self.max_connections > 0 && self.header_read_timeout_secs > 0,
-            "--max-connections and --header-read-timeout-secs must be at least 1"
+            self.max_connections > 0
+                && self.max_grpc_connections > 0
+                && self.header_read_timeout_secs > 0,
+            "--max-connections, --max-grpc-connections and --header-read-timeout-secs must be at least 1"
         );
         Ok(ConnectionLimits {
             max_connections: self.max_connections,
+            max_grpc_connections: self.max_grpc_connections,
             header_read_timeout: Duration::from_secs(self.header_read_timeout_secs),
         })
     }

@@ -206,10 +206,20 @@ async fn checked_row(
     if !matches(&session, search) || (search.awaiting_person && calls.is_empty()) {
         return Ok(None);
     }
+    let parent_session_id = if address.is_root() {
+        None
+    } else {
+        state
+            .store
+            .parent_of(address)
+            .await?
+            .map(|(parent, _call)| parent.session_id)
+    };
     Ok(Some(Row {
         summary: SessionSummary {
             session_id: session.session_id,
             root_session_id: session.root_session_id,
+            parent_session_id,
             agent_type: session.agent_type,
             status: session.status,
             user_id: session.meta.user_id,

@@ -4,7 +4,9 @@
 //! the failure is one fenced script (`fail_run`, on the run read), so two workers sweeping the
 //! same session write one `end`, and a session that moved on is left alone. A failed child of a
 //! session tree answers its parent's sub-agent call with that failure (its workflow, gone, cannot),
-//! which resumes the parent when it completes the parent's batch.
+//! which resumes the parent when it completes the parent's batch. The candidates come from the
+//! search index (`Store::quiet_active_runs`): a pass costs the active sessions, never the
+//! suspended or ended ones, however many there are.
 
 use super::{Cascade, repeat_until};
 use baton_core::{

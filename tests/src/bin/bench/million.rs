@@ -4,18 +4,17 @@
 //! run: bytes per session (`INFO memory`), the time to create them, submit p50/p99 and answer →
 //! next model step p50 through a `batond server` and `batond worker`; at the full count the
 //! Redis CPU of the worker's deadline and zombie sweeps per minute, and after a Redis restart
-//! from its append-only file the time until a submit is accepted again.
-//!
-//! Not measured here yet: the first page of the sessions search and of the inbox (issue 24's
-//! index; the loader writes no search index entries yet, see `loader.rs`). Their place is
-//! [`print_index_pages`].
+//! from its append-only file the time until a submit is accepted again; the first page of the
+//! sessions search and of the inbox over HTTP at both counts (the loader writes each session's
+//! index entries as a real suspension does).
 
 use crate::{
     procs::{self, Batond},
     remote, summary,
 };
+use baton_client::wire::search::SessionSearch;
 use baton_client::{Client as _, HttpClient};
-use baton_core::{Agent, Store, message::ToolOutcome};
+use baton_core::{Agent, Store, message::ToolOutcome, store::Status};
 use futures::StreamExt;
 use serde_json::json;
 use std::{
@@ -47,7 +46,8 @@ async fn used_memory(redis: &mut redis::aio::MultiplexedConnection) -> anyhow::R
     Ok(info_field(redis, "memory", "used_memory").await?.parse()?)
 }
 
-/// Loads `count` sessions, `IN_FLIGHT` at a time; keeps the ids of the last `keep`.
+/// Loads `count` sessions, `IN_FLIGHT` at a time, and waits for their index entries; keeps the
+/// ids of the last `keep`.
 async fn load(
     store: &Store,
     agent: &Agent,
@@ -82,7 +82,22 @@ async fn load(
             );
         }
     }
+    index_settled(store).await?;
     Ok((began.elapsed(), kept))
+}
+
+/// Waits until the search index has followed every session written (its entries are written
+/// after each change, as for a real run), so the memory and the pages count them.
+async fn index_settled(store: &Store) -> anyhow::Result<()> {
+    let settled = Instant::now();
+    while store.index_marks().await? > 0 {
+        anyhow::ensure!(
+            settled.elapsed() < Duration::from_secs(900),
+            "the search index did not follow the load"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    Ok(())
 }
 
 /// Submit latency (ms) of `SUBMITS` sessions' first call, and answer → next model step (ms) of
@@ -92,7 +107,7 @@ async fn latencies(
     sessions: &mut VecDeque<String>,
 ) -> anyhow::Result<(Vec<f64>, Vec<f64>)> {
     let answer = ToolOutcome::Result(json!({"answer": "ok"}));
-    let call = remote::call_of_turn(1);
+    let call = remote::call_of_turn(AGENT, 1);
     let mut submits = Vec::with_capacity(SUBMITS);
     for _ in 0..SUBMITS {
         let session = sessions
@@ -114,13 +129,71 @@ async fn latencies(
     Ok((submits, steps))
 }
 
-/// Where the first page of the sessions search and of the inbox will be measured at 1,000 and
-/// at the full count, once issue 24's index exists and the loader writes its entries.
-fn print_index_pages() {
-    println!(
-        "| sessions search, first page p50 | – | – | – | not measured: needs issue 24's index |"
-    );
-    println!("| inbox, first page p50 | – | – | – | not measured: needs issue 24's index |");
+/// Queries timed per page figure.
+const PAGES: usize = 200;
+
+/// First-page latencies (ms) over HTTP: the sessions search (`status` and `agent`) and the
+/// inbox (`agent`), 20 rows each, `PAGES` queries each, once the index has followed every
+/// change. Answers also the rows of the last page of each.
+async fn first_pages(
+    store: &Store,
+    client: &HttpClient,
+) -> anyhow::Result<(Vec<f64>, Vec<f64>, usize, usize)> {
+    index_settled(store).await?;
+    let search = SessionSearch {
+        status: Some(Status::SuspendedClientTool),
+        agent: Some(AGENT.to_owned()),
+        limit: 20,
+        ..SessionSearch::default()
+    };
+    let inbox = SessionSearch {
+        agent: Some(AGENT.to_owned()),
+        limit: 20,
+        ..SessionSearch::default()
+    };
+    let (mut sessions, mut pending) = (Vec::with_capacity(PAGES), Vec::with_capacity(PAGES));
+    let (mut session_rows, mut pending_rows) = (0, 0);
+    for _ in 0..PAGES {
+        let began = Instant::now();
+        session_rows = client.sessions(&search).await?.sessions.len();
+        sessions.push(began.elapsed().as_secs_f64() * 1000.0);
+        let began = Instant::now();
+        pending_rows = client.pending(&inbox).await?.calls.len();
+        pending.push(began.elapsed().as_secs_f64() * 1000.0);
+    }
+    Ok((sessions, pending, session_rows, pending_rows))
+}
+
+/// The rows of the page figures, at the small and the full count.
+fn print_index_pages(
+    small: (Vec<f64>, Vec<f64>, usize, usize),
+    big: (Vec<f64>, Vec<f64>, usize, usize),
+) {
+    let rows = [
+        (
+            "sessions search `GET /sessions?status=suspended_client_tool&agent=…&limit=20`",
+            small.0,
+            big.0,
+            small.2,
+            big.2,
+        ),
+        (
+            "inbox `GET /pending?agent=…&limit=20`",
+            small.1,
+            big.1,
+            small.3,
+            big.3,
+        ),
+    ];
+    for (name, small, big, small_rows, big_rows) in rows {
+        let (s50, s99, _) = summary(small);
+        let (b50, b99, _) = summary(big);
+        println!(
+            "| {name}, first page p50 / p99 ms ({PAGES} queries; {small_rows} / {big_rows} rows) | {s50:.2} / {s99:.2} | {b50:.2} / {b99:.2} | {:.2}× / {:.2}× | p50 within 1.2× (issue 27), 1.5× (issue 24) |",
+            b50 / s50,
+            b99 / s99
+        );
+    }
 }
 
 pub async fn print_million() -> anyhow::Result<()> {
@@ -158,6 +231,7 @@ pub async fn print_million() -> anyhow::Result<()> {
     let worker = Batond::worker("million-worker", &flags)?;
     let http = HttpClient::new(server.base_url());
     tokio::time::sleep(Duration::from_secs(2)).await;
+    let small_pages = first_pages(&store, &http).await?;
     let (small_submits, small_steps) = latencies(&http, &mut small_sessions).await?;
     // The Redis CPU of the sweeps is measured at both counts over the same window.
     let window = Duration::from_secs(procs::setting("BENCH_SWEEP_SECS", 90));
@@ -176,6 +250,7 @@ pub async fn print_million() -> anyhow::Result<()> {
     let keys: u64 = redis::cmd("DBSIZE").query_async(&mut connection).await?;
     let worker = Batond::worker("million-worker-2", &flags)?;
     tokio::time::sleep(Duration::from_secs(2)).await;
+    let big_pages = first_pages(&store, &http).await?;
     let (big_submits, big_steps) = latencies(&http, &mut big_sessions).await?;
     let big_cpu = sweep_cpu(&redis, window).await;
 
@@ -219,7 +294,7 @@ pub async fn print_million() -> anyhow::Result<()> {
         "| answer → next model step p50 ms ({RESUMES} sessions) | {r50:.1} | {q50:.1} | {:.2}× | ≤ 1.2× |",
         q50 / r50
     );
-    print_index_pages();
+    print_index_pages(small_pages, big_pages);
     println!(
         "| Redis CPU of the worker's sweeps, % of a core (zombie every 30 s, deadline every 30 s; {} s window) | {:.2} | {:.2} | {} | < 5% (the zombie sweep here runs 5× as often as by default) |",
         window.as_secs(),
@@ -261,7 +336,7 @@ pub async fn print_million() -> anyhow::Result<()> {
     let mut refused = 0;
     loop {
         match http
-            .submit(&session, &remote::call_of_turn(1), &answer)
+            .submit(&session, &remote::call_of_turn(AGENT, 1), &answer)
             .await
         {
             Ok(_) => break,

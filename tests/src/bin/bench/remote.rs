@@ -74,9 +74,10 @@ pub async fn started(client: &HttpClient, agent: &str) -> anyhow::Result<(String
     Ok((session, pause))
 }
 
-/// The call id the scripted model gives the one call of its `turn`-th turn (from 1).
-pub fn call_of_turn(turn: usize) -> String {
-    format!("call_{turn}_1")
+/// The call id the scripted model of agents-file agent `agent` gives the one call of its
+/// `turn`-th turn (from 1): an agents file's scripted model prefixes its call ids with the agent.
+pub fn call_of_turn(agent: &str, turn: usize) -> String {
+    format!("{agent}_{turn}_1")
 }
 
 /// An agents-file entry: a scripted agent whose first `asks` turns each call the client tool

@@ -98,7 +98,7 @@ async fn api_rounds(
         async move {
             let mut to_step = Vec::with_capacity(rounds);
             for turn in 1..=rounds {
-                let call = remote::call_of_turn(turn);
+                let call = remote::call_of_turn(AGENT, turn);
                 let (pause, step) = remote::round(client, &session, &call, &answer, after).await?;
                 anyhow::ensure!(!pause.ended, "{session} ended at round {turn}");
                 after = pause.last_sequence;
@@ -185,7 +185,7 @@ async fn chat_rounds(base: &str, sessions: usize, rounds: usize) -> anyhow::Resu
         async move {
             let mut to_step = Vec::with_capacity(rounds);
             for turn in 1..=rounds {
-                let part = json!({"type": "tool-ask", "toolCallId": remote::call_of_turn(turn),
+                let part = json!({"type": "tool-ask", "toolCallId": remote::call_of_turn(AGENT, turn),
                     "state": "output-available", "input": {}, "output": {"answer": "ok"}});
                 let message = format!("a{turn}");
                 let body = json!({"id": chat, "trigger": "submit-message", "messageId": message,

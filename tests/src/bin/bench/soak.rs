@@ -31,7 +31,7 @@ async fn one_session(client: &HttpClient, first: &ToolOutcome) -> anyhow::Result
     let (session, mut pause) = remote::started(client, AGENT).await?;
     for turn in 1..=ASKS {
         let answer = if turn == 1 { first } else { &small };
-        let call = remote::call_of_turn(turn);
+        let call = remote::call_of_turn(AGENT, turn);
         (pause, _) = remote::round(client, &session, &call, answer, pause.last_sequence).await?;
     }
     anyhow::ensure!(pause.ended, "{session} did not end after {ASKS} answers");

@@ -14,20 +14,63 @@ use std::{path::PathBuf, sync::Arc, time::Duration};
 
 const KEY: &str = "console-operator-key";
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_operator_answers_a_waiting_call_from_the_inbox_and_sees_the_session_finish() {
+/// Runs `tests/browser/<script> <base URL> <key> <session> <screenshot>` in playwright's
+/// Python: the JSON summary it prints.
+pub(super) async fn browse(
+    harness: &Harness,
+    script: &str,
+    key: &str,
+    session: &str,
+    screenshot: &std::path::Path,
+) -> Value {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("browser")
+        .join(script);
+    let output = tokio::process::Command::new(playwright_python())
+        .arg(&script)
+        .arg(format!("http://{}", harness.address))
+        .arg(key)
+        .arg(session)
+        .arg(screenshot)
+        .output()
+        .await
+        .expect("python runs (scripts/services.sh installs playwright and chromium)");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{script:?} failed: {}\n{stdout}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_str(stdout.trim()).unwrap()
+}
+
+/// A server whose one operator key (named `console`) is `key`, and a client holding it.
+pub(super) async fn console_harness(
+    key: &str,
+    temporal_ui_url: Option<String>,
+) -> (Harness, baton_client::HttpClient) {
     let options = ServerOptions {
         auth: Auth::Builtin(Arc::new(BuiltinAuth::with_named_keys(
-            vec![("console".into(), KEY.into())],
+            vec![("console".into(), key.into())],
             b"test secret",
             Duration::from_secs(600),
         ))),
-        temporal_ui_url: Some("http://temporal.example/namespaces/default".into()),
+        temporal_ui_url,
         ..Default::default()
     };
     let harness = Harness::start_with(agents::registry(), options).await;
     let operator =
-        baton_client::HttpClient::with_bearer(format!("http://{}", harness.address), KEY).unwrap();
+        baton_client::HttpClient::with_bearer(format!("http://{}", harness.address), key).unwrap();
+    (harness, operator)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_answers_a_waiting_call_from_the_inbox_and_sees_the_session_finish() {
+    let (harness, operator) = console_harness(
+        KEY,
+        Some("http://temporal.example/namespaces/default".into()),
+    )
+    .await;
     let session = {
         use baton_client::Client as _;
         use futures::StreamExt as _;
@@ -41,25 +84,8 @@ async fn an_operator_answers_a_waiting_call_from_the_inbox_and_sees_the_session_
         started.session_id
     };
     harness.index_settled().await;
-    let python = playwright_python();
     let screenshot = artifacts_dir().join("console.png");
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("browser/console_page.py");
-    let output = tokio::process::Command::new(&python)
-        .arg(&script)
-        .arg(format!("http://{}", harness.address))
-        .arg(KEY)
-        .arg(&session)
-        .arg(&screenshot)
-        .output()
-        .await
-        .expect("python runs (scripts/services.sh installs playwright and chromium)");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "the console test failed: {}\n{stdout}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let summary: Value = serde_json::from_str(stdout.trim()).unwrap();
+    let summary = browse(&harness, "console_page.py", KEY, &session, &screenshot).await;
     assert_eq!(summary["keyInUrl"], false, "{summary}");
     assert_eq!(summary["keyStored"], true, "{summary}");
     let link = summary["temporalLink"].as_str().unwrap_or_default();

@@ -2,7 +2,9 @@
 //! inbox of calls waiting on a person.
 
 mod audit;
+mod cli;
 mod console;
+mod console_tree;
 mod fork;
 mod meta;
 mod pending;

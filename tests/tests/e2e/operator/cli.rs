@@ -1,0 +1,237 @@
+//! The operator's commands of the real `baton` binary against a real server: `sessions` and
+//! `pending` (one line per row, and `--json` the page exactly as the API answers it), `answer`,
+//! `approve` and `deny` by a call id from the inbox, and `fork`.
+
+use super::start_for;
+use baton_client::Client as _;
+use baton_client::wire::submit::{SubmitAnswer, SubmitStatus};
+use baton_core::{
+    fork::ForkResponse,
+    search::{PendingPage, SessionSearch, SessionsPage},
+};
+use baton_tests::{Harness, agents};
+use std::path::PathBuf;
+
+/// The `baton` binary beside the test executable (`target/<profile>/baton`), built first when
+/// it is not there (a `cargo test` of this package builds only its own binaries).
+fn baton_binary() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test knows its executable");
+    let dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("the test executable is in <target>/<profile>/deps");
+    let binary = dir.join("baton");
+    if !binary.exists() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+        let built = std::process::Command::new(cargo)
+            .args(["build", "-p", "baton-client", "--bin", "baton"])
+            .status()
+            .expect("cargo runs");
+        assert!(built.success(), "building the baton binary failed");
+    }
+    binary
+}
+
+/// Runs `baton --server <harness> <args>` (no credentials or gRPC address from the
+/// environment).
+async fn run(harness: &Harness, args: &[&str]) -> std::process::Output {
+    tokio::process::Command::new(baton_binary())
+        .arg("--server")
+        .arg(format!("http://{}", harness.address))
+        .args(args)
+        .env_remove("BATON_TOKEN")
+        .env_remove("BATON_GRPC")
+        .output()
+        .await
+        .expect("the baton binary runs")
+}
+
+/// `baton <args>`, which must succeed: its standard output.
+async fn baton(harness: &Harness, args: &[&str]) -> String {
+    let output = run(harness, args).await;
+    assert!(
+        output.status.success(),
+        "baton {args:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).expect("baton prints UTF-8")
+}
+
+/// `baton <args>`, which must fail: its standard error.
+async fn baton_failing(harness: &Harness, args: &[&str]) -> String {
+    let output = run(harness, args).await;
+    assert!(!output.status.success(), "baton {args:?} succeeded");
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// The inbox's calls without their ages (which move between two reads).
+fn ageless(mut page: PendingPage) -> PendingPage {
+    page.calls.iter_mut().for_each(|call| call.age_ms = None);
+    page
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_lists_sessions_and_the_inbox_and_answers_by_call_id() {
+    let harness = Harness::start(agents::registry()).await;
+    let asker = harness
+        .client
+        .start_request(start_for("asker_only", "u-cli", &["vip"], "pro"))
+        .await
+        .unwrap()
+        .session_id;
+    super::root_suspended(&harness, &asker).await;
+
+    // `sessions`: one line per session, and `--json` the API's page.
+    let text = baton(&harness, &["sessions"]).await;
+    let line = text
+        .lines()
+        .find(|line| line.starts_with(&asker))
+        .unwrap_or_else(|| panic!("no line for {asker}: {text}"));
+    for part in [
+        "suspended_client_tool",
+        "asker_only",
+        "pending 1",
+        "user u-cli",
+        "tags vip",
+    ] {
+        assert!(line.contains(part), "{part:?} not in {line:?}");
+    }
+    let json: SessionsPage = serde_json::from_str(&baton(&harness, &["sessions", "--json"]).await)
+        .expect("`sessions --json` prints the page as JSON");
+    let api = harness
+        .client
+        .sessions(&SessionSearch::default())
+        .await
+        .unwrap();
+    assert_eq!(json, api);
+    let filtered = baton(&harness, &["sessions", "--user", "u-other"]).await;
+    assert!(!filtered.contains(&asker), "{filtered}");
+
+    // `pending`: the call, its kind and tool, and its session.
+    let inbox = baton(&harness, &["pending"]).await;
+    let line = inbox
+        .lines()
+        .find(|line| line.starts_with("call_1_1"))
+        .unwrap_or_else(|| panic!("no call_1_1 in the inbox: {inbox}"));
+    for part in ["client tool", "ask_user(", &format!("session {asker}")] {
+        assert!(line.contains(part), "{part:?} not in {line:?}");
+    }
+    let json: PendingPage = serde_json::from_str(&baton(&harness, &["pending", "--json"]).await)
+        .expect("`pending --json` prints the page as JSON");
+    let api = harness
+        .client
+        .pending(&SessionSearch::default())
+        .await
+        .unwrap();
+    assert_eq!(ageless(json), ageless(api));
+
+    // `answer` by the call id alone: the inbox names the session.
+    let answered: SubmitAnswer = serde_json::from_str(
+        &baton(&harness, &["answer", "call_1_1", r#"{"answer":"yes"}"#]).await,
+    )
+    .expect("`answer` prints the answer as JSON");
+    assert_eq!(answered.status, SubmitStatus::Accepted);
+    let after = harness.client.status(&asker).await.unwrap();
+    assert!(after.pending.is_empty(), "{after:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_forks_and_refuses_a_call_id_waiting_in_two_sessions() {
+    let harness = Harness::start(agents::registry()).await;
+    let asker = harness.suspended_session("asker_only").await;
+    // `fork` at the suspended checkpoint: a new session awaiting the same call, the original
+    // untouched.
+    let fork: ForkResponse = serde_json::from_str(&baton(&harness, &["fork", &asker, "1"]).await)
+        .expect("`fork` prints the fork as JSON");
+    assert_eq!(fork.forked_from, format!("{asker}:1"));
+    assert_ne!(fork.session_id, asker);
+    harness.index_settled().await;
+    let before = harness.client.status(&asker).await.unwrap();
+    let forked = harness.client.status(&fork.session_id).await.unwrap();
+    assert_eq!(forked.pending.len(), 1, "{forked:?}");
+
+    // The call id waits in two sessions: `answer` by the id alone is refused, naming both, and
+    // answers neither.
+    let refused = baton_failing(&harness, &["answer", "call_1_1", "yes"]).await;
+    for part in [
+        "waits in 2 sessions",
+        asker.as_str(),
+        fork.session_id.as_str(),
+    ] {
+        assert!(refused.contains(part), "{part:?} not in {refused:?}");
+    }
+    let version =
+        |state: &baton_core::session::SessionState| (state.last_sequence, state.updated_at);
+    let unchanged = harness.client.status(&asker).await.unwrap();
+    assert_eq!(version(&unchanged), version(&before));
+    let unchanged = harness.client.status(&fork.session_id).await.unwrap();
+    assert_eq!(version(&unchanged), version(&forked));
+    // Named by its session, the call is answered there alone.
+    baton(
+        &harness,
+        &[
+            "submit",
+            &fork.session_id,
+            "call_1_1",
+            "--result",
+            r#"{"answer":"fork"}"#,
+        ],
+    )
+    .await;
+    assert!(
+        harness
+            .client
+            .status(&fork.session_id)
+            .await
+            .unwrap()
+            .pending
+            .is_empty()
+    );
+    assert_eq!(
+        harness.client.status(&asker).await.unwrap().pending.len(),
+        1
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_approves_and_denies_by_call_id_from_the_inbox() {
+    let harness = Harness::start(agents::registry()).await;
+    let first = harness.suspended_session("guarded").await;
+    harness.index_settled().await;
+    let inbox = baton(&harness, &["pending"]).await;
+    assert!(
+        inbox
+            .lines()
+            .any(|line| line.starts_with("call_1_1") && line.contains("approval")),
+        "{inbox}"
+    );
+    let denied: SubmitAnswer = serde_json::from_str(
+        &baton(&harness, &["deny", "call_1_1", "--reason", "not today"]).await,
+    )
+    .expect("`deny` prints the answer as JSON");
+    assert_eq!(denied.status, SubmitStatus::Accepted);
+    harness.client.resume(&first).await.unwrap();
+    let chunks = harness
+        .chunks_until_end(&first, baton_tests::WAIT_LIMIT)
+        .await;
+    let denial = chunks.iter().any(|chunk| {
+        matches!(&chunk.kind, baton_core::ChunkKind::ToolEnd { error: Some(error), .. }
+            if format!("{error:?}").contains("not today"))
+    });
+    assert!(
+        denial,
+        "the model sees the denial with its reason: {chunks:?}"
+    );
+
+    let second = harness.suspended_session("guarded").await;
+    harness.index_settled().await;
+    let approved: SubmitAnswer =
+        serde_json::from_str(&baton(&harness, &["approve", "call_1_1"]).await)
+            .expect("`approve` prints the answer as JSON");
+    assert_eq!(approved.status, SubmitStatus::Accepted);
+    harness.client.resume(&second).await.unwrap();
+    harness
+        .chunks_until_end(&second, baton_tests::WAIT_LIMIT)
+        .await;
+    assert!(baton(&harness, &["pending"]).await.trim().is_empty());
+}
