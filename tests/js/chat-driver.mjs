@@ -341,6 +341,19 @@ const scenarios = {
     return summary(c, { first, second, reloaded: await snapshot(id) });
   },
 
+  // A model that reasons: its reasoning arrives as a reasoning part before the text.
+  async reasoning() {
+    const id = newId();
+    const c = chat({ id, agent: 'thinker' });
+    await c.sendMessage({ text: 'what is 6 × 7?' });
+    await settled(c);
+    const parts = last(c).parts
+      .filter((p) => p.type === 'reasoning' || p.type === 'text')
+      .map((p) => ({ type: p.type, text: p.text, state: p.state }));
+    const reloaded = (await snapshot(id)).at(-1).parts.map((p) => p.type);
+    return summary(c, { id, parts, reloaded });
+  },
+
   async regenerate() {
     const c = chat({ id: newId(), agent: 'chatter' });
     await c.sendMessage({ text: 'hello' });

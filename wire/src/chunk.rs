@@ -83,6 +83,13 @@ pub enum ChunkKind {
         step: u32,
         delta: String,
     },
+    /// A piece of the model's reasoning in step `step` (Anthropic thinking, OpenAI-compatible
+    /// `reasoning_content`), streamed like text but never part of the log: a reload does not
+    /// show it.
+    ReasoningDelta {
+        step: u32,
+        delta: String,
+    },
     ToolStart {
         step: u32,
         tool_call_id: String,

@@ -3,7 +3,7 @@
 //! does) against this server, and each scenario is checked on both, counting the POSTs: no
 //! request may be sent twice. `answers` checks the route's answers with plain HTTP requests,
 //! `auth` the route under built-in auth, `tokens` user tokens, revocation and origins, `tree` a
-//! session tree's calls, `messages` message ids, metadata and files, `browser` the demo page in
+//! session tree's calls, `messages` message ids, metadata, files and reasoning, `browser` the demo page in
 //! Chromium, `react` a React app on `@ai-sdk/react` in Chromium.
 
 mod answers;
@@ -95,6 +95,14 @@ fn looker() -> Agent {
     Agent::builder("looker").model(model).build().unwrap()
 }
 
+/// `thinker`: reasons, then answers.
+fn thinker() -> Agent {
+    let model = ScriptedModel::default()
+        .answer("It is 42.")
+        .reasoning("Six times seven is forty-two.");
+    Agent::builder("thinker").model(model).build().unwrap()
+}
+
 /// The agents the chat tests talk to.
 pub(crate) fn chat_registry() -> AgentRegistry {
     AgentRegistry::new(
@@ -108,6 +116,7 @@ pub(crate) fn chat_registry() -> AgentRegistry {
             napper("napper_page", &PAGE_NAPS_RELEASED),
             napper("napper_react", &REACT_NAPS_RELEASED),
             looker(),
+            thinker(),
             baton_worker::demo::demo_hitl_agent(),
             tree_agents::top(),
             tree_agents::middle(),

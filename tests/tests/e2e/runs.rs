@@ -23,6 +23,7 @@ pub(crate) fn describe(chunk: &StreamChunk) -> String {
         ChunkKind::RunStart { agent_type } => format!("run_start {agent_type}"),
         ChunkKind::StepStart { step } => format!("step_start {step}"),
         ChunkKind::TextDelta { step, delta } => format!("text_delta {step} {delta:?}"),
+        ChunkKind::ReasoningDelta { step, delta } => format!("reasoning_delta {step} {delta:?}"),
         ChunkKind::ToolStart {
             step,
             tool_call_id,
