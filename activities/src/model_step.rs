@@ -252,9 +252,14 @@ impl AgentActivities {
                     .has_staged_tool_result(input.step_ref(), &call.id)
                     .await?)
         {
-            let (result, state_patch) = self.call_result(ctx, input, call).await?;
+            let (result, state_patch, data) = self.call_result(ctx, input, call).await?;
             self.store
-                .stage_tool_result_and_commit(input.step_ref(), &result, state_patch.as_ref())
+                .stage_tool_result_and_commit(
+                    input.step_ref(),
+                    &result,
+                    state_patch.as_ref(),
+                    &data,
+                )
                 .await?;
             return Ok(StepPlan::Committed);
         }

@@ -96,6 +96,9 @@ impl Printer {
                 }
                 (None, None) => writeln!(out, "  ← {}", field(tool_name)),
             },
+            ChunkKind::ToolData { name, data, .. } => {
+                writeln!(out, "  · data-{} {}", field(name), inline(data))
+            }
             ChunkKind::StepEnd { .. } => Ok(()),
             ChunkKind::StepDiscarded { .. } => writeln!(out, "  (retrying the step)"),
             ChunkKind::ToolApprovalRequest {

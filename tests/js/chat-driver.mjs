@@ -43,7 +43,7 @@ const posts = [];
 const errors = [];
 
 /** A chat of `agent` on chat id `id`, with its own POST count. */
-function chat({ id, agent, predicate, messages, headers = {} }) {
+function chat({ id, agent, predicate, messages, headers = {}, onData }) {
   const own = { posts: 0 };
   const transport = new DefaultChatTransport({
     api: `${base}/chat`,
@@ -63,6 +63,7 @@ function chat({ id, agent, predicate, messages, headers = {} }) {
     state: new ReactLikeState(messages),
     sendAutomaticallyWhen: predicate,
     onError: (error) => errors.push(String(error.message ?? error)),
+    onData,
   });
   instance.own = own;
   return instance;
@@ -352,6 +353,18 @@ const scenarios = {
       .map((p) => ({ type: p.type, text: p.text, state: p.state }));
     const reloaded = (await snapshot(id)).at(-1).parts.map((p) => p.type);
     return summary(c, { id, parts, reloaded });
+  },
+
+  // A server tool's data: the kept part stays in the message, the transient one reaches onData.
+  async tool_data() {
+    const id = newId();
+    const seen = [];
+    const c = chat({ id, agent: 'forecaster', onData: (part) => seen.push(part) });
+    await c.sendMessage({ text: 'weather?' });
+    await settled(c);
+    const kept = last(c).parts.filter((p) => p.type.startsWith('data-'));
+    const output = toolParts(last(c)).map((p) => p.output);
+    return summary(c, { id, kept, seen, output });
   },
 
   async regenerate() {

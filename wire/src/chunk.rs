@@ -105,6 +105,17 @@ pub enum ChunkKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<ToolError>,
     },
+    /// Data a server tool emitted for the chat (`data-<name>` in a `useChat` message), written
+    /// right after the call's `tool_end`, with its result.
+    ToolData {
+        step: u32,
+        tool_call_id: String,
+        name: String,
+        data: Value,
+        /// Only the client's `onData` sees it; the message does not keep it.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        transient: bool,
+    },
     StepEnd {
         step: u32,
     },

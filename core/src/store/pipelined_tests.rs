@@ -41,14 +41,14 @@ async fn the_last_result_and_the_commit_are_written_once_in_order() {
     let result = tool_result(&c1, ToolOutcome::Result(json!(2)));
 
     let written = store
-        .stage_tool_result_and_commit(step, &result, None)
+        .stage_tool_result_and_commit(step, &result, None, &[])
         .await
         .unwrap();
     assert_eq!(written, Written::New);
     // Sent again (a retried attempt): both halves find their work done.
     let other = tool_result(&c1, ToolOutcome::Result(json!(99)));
     let again = store
-        .stage_tool_result_and_commit(step, &other, None)
+        .stage_tool_result_and_commit(step, &other, None, &[])
         .await
         .unwrap();
     assert_eq!(again, Written::AlreadyDone);
@@ -80,6 +80,7 @@ async fn a_refused_staging_commits_nothing() {
             at(&address, "r-old", 1),
             &tool_result(&c1, ToolOutcome::Result(json!(2))),
             None,
+            &[],
         )
         .await;
     assert!(
@@ -108,6 +109,7 @@ async fn a_state_patch_staged_with_the_last_result_is_folded_into_the_commit() {
             step,
             &tool_result(&c1, ToolOutcome::Result(json!("ok"))),
             Some(&patch),
+            &[],
         )
         .await
         .unwrap();
@@ -145,7 +147,12 @@ async fn scripts_redis_forgot_are_loaded_and_the_pair_sent_again() {
         .unwrap();
 
     let written = store
-        .stage_tool_result_and_commit(step, &tool_result(&c1, ToolOutcome::Result(json!(2))), None)
+        .stage_tool_result_and_commit(
+            step,
+            &tool_result(&c1, ToolOutcome::Result(json!(2))),
+            None,
+            &[],
+        )
         .await
         .unwrap();
     assert_eq!(written, Written::New);

@@ -24,6 +24,7 @@ pub(crate) fn describe(chunk: &StreamChunk) -> String {
         ChunkKind::StepStart { step } => format!("step_start {step}"),
         ChunkKind::TextDelta { step, delta } => format!("text_delta {step} {delta:?}"),
         ChunkKind::ReasoningDelta { step, delta } => format!("reasoning_delta {step} {delta:?}"),
+        ChunkKind::ToolData { step, name, .. } => format!("tool_data {step} {name}"),
         ChunkKind::ToolStart {
             step,
             tool_call_id,

@@ -253,6 +253,18 @@ impl UiStreamMapper {
                 approval_id,
                 ..
             } => self.approval_request(&mut out, tool_call_id, approval_id),
+            ChunkKind::ToolData {
+                name,
+                data,
+                transient,
+                ..
+            } => out.push(
+                match transient {
+                    true => DataPart::transient(name, data.clone()),
+                    false => DataPart::kept(name, None, data.clone()),
+                }
+                .into(),
+            ),
             ChunkKind::StepEnd { .. } => self.close_step(&mut out),
             ChunkKind::StepDiscarded { step } => {
                 self.close_text(&mut out);

@@ -387,3 +387,32 @@ fn reasoning_streams_as_its_own_part_before_the_text() {
         json!({"step": 1, "textIds": ["reasoning-1-2"]})
     );
 }
+
+#[test]
+fn a_tools_data_becomes_its_data_part_kept_or_transient() {
+    let mut mapper = UiStreamMapper::new(agent(), "s", HashSet::new());
+    let data = |name: &str, transient: bool| ChunkKind::ToolData {
+        step: 1,
+        tool_call_id: "c2".into(),
+        name: name.into(),
+        data: json!({"done": 1}),
+        transient,
+    };
+    let out = frames(
+        &mut mapper,
+        vec![
+            ChunkKind::StepStart { step: 1 },
+            start("c2", "add"),
+            end("c2", "add", None),
+            data("progress", true),
+            data("weather", false),
+        ],
+    );
+    assert_eq!(
+        out[3..],
+        [
+            json!({"type": "data-progress", "data": {"done": 1}, "transient": true}),
+            json!({"type": "data-weather", "data": {"done": 1}}),
+        ]
+    );
+}

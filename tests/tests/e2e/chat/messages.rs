@@ -9,7 +9,7 @@ use super::{
     answers::{fresh_id, post},
     chat_registry, drive, on_every_release, ready_with,
 };
-use baton_core::store::SessionAddress;
+use baton_core::{ChunkKind, store::SessionAddress};
 use baton_tests::{Harness, WAIT_LIMIT};
 use baton_worker::ai_sdk::MAX_CHAT_FILE_BYTES;
 use serde_json::{Value, json};
@@ -123,5 +123,46 @@ async fn a_models_reasoning_streams_as_a_reasoning_part_before_its_text() {
                 .collect::<Vec<_>>(),
             "{chunks:?}"
         );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_tools_data_reaches_the_message_kept_or_transient_once() {
+    let harness = Harness::start(chat_registry()).await;
+    for release in AI_RELEASES {
+        let s = drive(&harness, release, "tool_data").await;
+        ready_with(&s, 1, "Snow.");
+        let weather = json!({"city": "Oslo", "sky": "snow"});
+        assert_eq!(
+            s["kept"],
+            json!([{"type": "data-weather", "data": weather}]),
+            "{s}"
+        );
+        let progress = &s["seen"].as_array().unwrap();
+        assert!(
+            progress.contains(
+                &json!({"type": "data-progress", "data": {"percent": 50}, "transient": true})
+            ),
+            "{s}"
+        );
+        // A reserved name is refused to the tool, which goes on; nothing of it is written.
+        assert_eq!(
+            s["output"][0]["refused"],
+            "data name \"render\" is the chat route's own (and so is any starting with baton)",
+            "{s}"
+        );
+        let chunks = harness
+            .chunks_until_end(s["id"].as_str().unwrap(), WAIT_LIMIT)
+            .await;
+        let data: Vec<String> = chunks
+            .iter()
+            .filter_map(|c| match &c.kind {
+                ChunkKind::ToolData {
+                    name, transient, ..
+                } => Some(format!("{name} {transient}")),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(data, ["progress true", "weather false"], "{chunks:?}");
     }
 }
