@@ -13,7 +13,7 @@ use baton_core::{
     ErrorCode,
     chunk::ChunkKind,
     message::Message,
-    model::ModelRequest,
+    model::{Delta, ModelRequest},
     store::{self, RunRef, StagedTurn, StepProgress, UsageRecord, Written},
 };
 use futures::TryFutureExt;
@@ -112,7 +112,7 @@ impl AgentActivities {
             }
         };
 
-        let (delta_sender, mut delta_receiver) = mpsc::unbounded_channel::<String>();
+        let (delta_sender, mut delta_receiver) = mpsc::unbounded_channel::<Delta>();
         let generate = agent.model().generate(
             ModelRequest {
                 messages: &messages,
@@ -124,15 +124,9 @@ impl AgentActivities {
         let stream_deltas = async {
             let mut index = 1;
             while let Some(first) = delta_receiver.recv().await {
-                let mut batch = vec![ChunkKind::TextDelta {
-                    step: input.step,
-                    delta: first,
-                }];
+                let mut batch = vec![delta_chunk(input.step, first)];
                 while let Ok(delta) = delta_receiver.try_recv() {
-                    batch.push(ChunkKind::TextDelta {
-                        step: input.step,
-                        delta,
-                    });
+                    batch.push(delta_chunk(input.step, delta));
                 }
                 self.emit_step_chunks(input, attempt, index, &batch).await?;
                 index += batch.len() as u32;
@@ -258,9 +252,14 @@ impl AgentActivities {
                     .has_staged_tool_result(input.step_ref(), &call.id)
                     .await?)
         {
-            let (result, state_patch) = self.call_result(ctx, input, call).await?;
+            let (result, state_patch, data) = self.call_result(ctx, input, call).await?;
             self.store
-                .stage_tool_result_and_commit(input.step_ref(), &result, state_patch.as_ref())
+                .stage_tool_result_and_commit(
+                    input.step_ref(),
+                    &result,
+                    state_patch.as_ref(),
+                    &data,
+                )
                 .await?;
             return Ok(StepPlan::Committed);
         }
@@ -336,4 +335,12 @@ fn stream_attempt(ctx: &ActivityContext) -> u64 {
         })
         .unwrap_or_else(|last| last);
     next(last)
+}
+
+/// The chunk that streams a model's delta of step `step`.
+fn delta_chunk(step: u32, delta: Delta) -> ChunkKind {
+    match delta {
+        Delta::Text(delta) => ChunkKind::TextDelta { step, delta },
+        Delta::Reasoning(delta) => ChunkKind::ReasoningDelta { step, delta },
+    }
 }

@@ -91,7 +91,9 @@ impl AgentActivities {
                         step: input.step + 1,
                         ..input.step_ref()
                     };
-                    let (outcome, state_patch) = self
+                    // What an approved call emits for the chat is not written (see
+                    // docs/chat-protocol.md): the drain writes its result alone.
+                    let (outcome, state_patch, _data) = self
                         .outcome_and_state_of(ctx, input, marker, id, &call.tool_name, arguments)
                         .await?;
                     self.stage_drained_state_patch(marker, id, state_patch)

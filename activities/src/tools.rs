@@ -8,10 +8,10 @@ use crate::{
     io::{StepInput, ToolInput},
 };
 use baton_core::{
-    ErrorCode, ToolError,
+    ChunkKind, ErrorCode, ToolError,
     message::{Message, ToolCall, ToolOutcome, ToolResult},
     store::{StepRef, Written},
-    tool::{ToolContext, codes},
+    tool::{ToolContext, ToolData, codes},
 };
 use json_patch::Patch;
 use temporalio_sdk::activities::ActivityContext;
@@ -43,21 +43,22 @@ impl AgentActivities {
         step: &StepInput,
         call: &ToolCall,
     ) -> Result<(), Error> {
-        let (result, state_patch) = self.call_result(ctx, step, call).await?;
+        let (result, state_patch, data) = self.call_result(ctx, step, call).await?;
         self.store
-            .stage_tool_result_with_state(step.step_ref(), &result, state_patch.as_ref())
+            .stage_tool_result_reporting(step.step_ref(), &result, state_patch.as_ref(), &data)
             .await?;
         Ok(())
     }
 
-    /// Runs one call of a staged step: its result, and its change of the custom state.
+    /// Runs one call of a staged step: its result, its change of the custom state, and the
+    /// `tool_data` chunks of what it emitted for the chat.
     pub(crate) async fn call_result(
         &self,
         ctx: &ActivityContext,
         step: &StepInput,
         call: &ToolCall,
-    ) -> Result<(ToolResult, Option<Patch>), Error> {
-        let (outcome, state_patch) = self
+    ) -> Result<(ToolResult, Option<Patch>, Vec<ChunkKind>), Error> {
+        let (outcome, state_patch, data) = self
             .outcome_and_state_of(
                 ctx,
                 step,
@@ -72,7 +73,17 @@ impl AgentActivities {
             tool_name: call.name.clone(),
             outcome,
         };
-        Ok((result, state_patch))
+        let data = data
+            .into_iter()
+            .map(|item| ChunkKind::ToolData {
+                step: step.step,
+                tool_call_id: call.id.clone(),
+                name: item.name,
+                data: item.data,
+                transient: item.transient,
+            })
+            .collect();
+        Ok((result, state_patch, data))
     }
 
     /// Stages the outcome of a call with its `tool_end` chunk.
@@ -110,13 +121,13 @@ impl AgentActivities {
         tool_call_id: &str,
         tool_name: &str,
         arguments: serde_json::Value,
-    ) -> Result<(ToolOutcome, Option<Patch>), Error> {
+    ) -> Result<(ToolOutcome, Option<Patch>, Vec<ToolData>), Error> {
         let agent = self.registry.get(&step.agent_type);
         let Some(tool) = agent.and_then(|agent| agent.tool(tool_name)) else {
             // A client tool's call runs here only when its input failed the tool's schema.
             let client = agent.and_then(|agent| agent.client_tool(tool_name));
             if let Some(Err(error)) = client.map(|tool| tool.check_input(&arguments)) {
-                return Ok((ToolOutcome::Error(error), None));
+                return Ok((ToolOutcome::Error(error), None, Vec::new()));
             }
             return Ok((
                 ToolOutcome::Error(ToolError::new(
@@ -124,6 +135,7 @@ impl AgentActivities {
                     format!("there is no tool named {tool_name:?}"),
                 )),
                 None,
+                Vec::new(),
             ));
         };
         if tool.at_most_once()
@@ -145,6 +157,7 @@ impl AgentActivities {
                      recorded; the tool runs at most once, so it may or may not have taken effect",
                 )),
                 None,
+                Vec::new(),
             ));
         }
         let mut context = tool_context(step, tool_call_id);
@@ -158,7 +171,7 @@ impl AgentActivities {
         }
         let answer =
             with_heartbeats(ctx, self.heartbeat_every, tool.call(&context, arguments)).await;
-        Ok(match (answer, context.state_changes()) {
+        let (outcome, state_patch) = match (answer, context.state_changes()) {
             (Err(error), _) => (ToolOutcome::Error(error), None),
             (Ok(_), Err(refused)) => (
                 ToolOutcome::Error(ToolError::new(
@@ -168,7 +181,8 @@ impl AgentActivities {
                 None,
             ),
             (Ok(value), Ok(state_patch)) => (ToolOutcome::Result(value), state_patch),
-        })
+        };
+        Ok((outcome, state_patch, context.emitted_data()))
     }
 
     /// The call `tool_call_id` of a step's staged turn.

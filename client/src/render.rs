@@ -42,6 +42,8 @@ fn inline(value: &impl serde::Serialize) -> String {
 #[derive(Debug, Default)]
 pub struct Printer {
     in_text: bool,
+    /// Within a line of reasoning deltas (printed after a `thinking:` mark).
+    in_reasoning: bool,
 }
 
 impl Printer {
@@ -50,6 +52,10 @@ impl Printer {
         if self.in_text && !matches!(chunk.kind, ChunkKind::TextDelta { .. }) {
             writeln!(out)?;
             self.in_text = false;
+        }
+        if self.in_reasoning && !matches!(chunk.kind, ChunkKind::ReasoningDelta { .. }) {
+            writeln!(out)?;
+            self.in_reasoning = false;
         }
         match &chunk.kind {
             ChunkKind::RunStart { agent_type } => writeln!(
@@ -61,6 +67,12 @@ impl Printer {
             ChunkKind::StepStart { step } => writeln!(out, "── step {step}"),
             ChunkKind::TextDelta { delta, .. } => {
                 self.in_text = true;
+                write!(out, "{}", prose(delta))
+            }
+            ChunkKind::ReasoningDelta { delta, .. } => {
+                if !std::mem::replace(&mut self.in_reasoning, true) {
+                    write!(out, "  thinking: ")?;
+                }
                 write!(out, "{}", prose(delta))
             }
             ChunkKind::ToolStart {
@@ -84,6 +96,9 @@ impl Printer {
                 }
                 (None, None) => writeln!(out, "  ← {}", field(tool_name)),
             },
+            ChunkKind::ToolData { name, data, .. } => {
+                writeln!(out, "  · data-{} {}", field(name), inline(data))
+            }
             ChunkKind::StepEnd { .. } => Ok(()),
             ChunkKind::StepDiscarded { .. } => writeln!(out, "  (retrying the step)"),
             ChunkKind::ToolApprovalRequest {

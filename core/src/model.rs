@@ -132,10 +132,32 @@ impl Error {
     }
 }
 
+/// A piece of a model's answer, streamed while the model runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Delta {
+    /// Text of the answer (the returned turn holds all of it).
+    Text(String),
+    /// The model's reasoning (Anthropic thinking, OpenAI-compatible `reasoning_content`): streamed
+    /// to readers only, never part of the turn or the log.
+    Reasoning(String),
+}
+
+impl From<String> for Delta {
+    fn from(text: String) -> Self {
+        Self::Text(text)
+    }
+}
+
+impl From<&str> for Delta {
+    fn from(text: &str) -> Self {
+        Self::Text(text.to_owned())
+    }
+}
+
 /// A language model. One call is one assistant turn.
 ///
-/// Text is streamed through `deltas` as it is produced; the returned turn holds the whole text.
-/// Implementations must send the deltas in order and may send none.
+/// Text and reasoning are streamed through `deltas` as they are produced; the returned turn holds
+/// the whole text. Implementations must send the deltas in order and may send none.
 #[async_trait]
 pub trait Model: Send + Sync {
     /// A name for logs and usage records, e.g. `scripted` or `gpt-4o`.
@@ -144,7 +166,7 @@ pub trait Model: Send + Sync {
     async fn generate(
         &self,
         request: ModelRequest<'_>,
-        deltas: mpsc::UnboundedSender<String>,
+        deltas: mpsc::UnboundedSender<Delta>,
     ) -> Result<ModelTurn, Error>;
 }
 
@@ -158,7 +180,7 @@ impl<M: Model + ?Sized> Model for Arc<M> {
     async fn generate(
         &self,
         request: ModelRequest<'_>,
-        deltas: mpsc::UnboundedSender<String>,
+        deltas: mpsc::UnboundedSender<Delta>,
     ) -> Result<ModelTurn, Error> {
         (**self).generate(request, deltas).await
     }

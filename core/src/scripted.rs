@@ -8,7 +8,7 @@
 
 use crate::{
     message::{Message, ToolCall, ToolOutcome},
-    model::{self, Model, ModelRequest, ModelTurn, Usage},
+    model::{self, Delta, Model, ModelRequest, ModelTurn, Usage},
 };
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -19,6 +19,9 @@ use tokio::sync::mpsc;
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScriptedTurn {
+    /// Streamed as reasoning before the text (word by word, as text is); not part of the turn.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reasoning: String,
     #[serde(default)]
     pub text: String,
     #[serde(default)]
@@ -65,6 +68,7 @@ impl ScriptedModel {
     /// Builder: add a turn that calls one tool.
     pub fn call(mut self, tool: &str, arguments: Value) -> Self {
         self.turns.push(ScriptedTurn {
+            reasoning: String::new(),
             text: String::new(),
             tool_calls: vec![ScriptedCall {
                 name: tool.to_owned(),
@@ -77,6 +81,7 @@ impl ScriptedModel {
     /// Builder: add a turn that calls several tools at once.
     pub fn call_all(mut self, calls: &[(&str, Value)]) -> Self {
         self.turns.push(ScriptedTurn {
+            reasoning: String::new(),
             text: String::new(),
             tool_calls: calls
                 .iter()
@@ -92,9 +97,18 @@ impl ScriptedModel {
     /// Builder: add a turn that answers with text and calls nothing.
     pub fn answer(mut self, text: &str) -> Self {
         self.turns.push(ScriptedTurn {
+            reasoning: String::new(),
             text: text.to_owned(),
             tool_calls: Vec::new(),
         });
+        self
+    }
+
+    /// Builder: the last turn added streams `reasoning` before its text.
+    pub fn reasoning(mut self, reasoning: &str) -> Self {
+        if let Some(turn) = self.turns.last_mut() {
+            turn.reasoning = reasoning.to_owned();
+        }
         self
     }
 }
@@ -108,7 +122,7 @@ impl Model for ScriptedModel {
     async fn generate(
         &self,
         request: ModelRequest<'_>,
-        deltas: mpsc::UnboundedSender<String>,
+        deltas: mpsc::UnboundedSender<Delta>,
     ) -> Result<ModelTurn, model::Error> {
         let index = request
             .messages
@@ -122,10 +136,13 @@ impl Model for ScriptedModel {
                 index + 1
             ))
         })?;
+        for piece in split_keeping_spaces(&turn.reasoning) {
+            // A closed receiver only means nobody streams this call; the turn is still valid.
+            let _ = deltas.send(Delta::Reasoning(piece.to_owned()));
+        }
         let text = render(&turn.text, request.messages);
         for piece in split_keeping_spaces(&text) {
-            // A closed receiver only means nobody streams this call; the turn is still valid.
-            let _ = deltas.send(piece.to_owned());
+            let _ = deltas.send(Delta::Text(piece.to_owned()));
         }
         let tool_calls = turn
             .tool_calls
@@ -219,7 +236,8 @@ mod tests {
     async fn turns_follow_the_log_and_render_results() {
         let model = ScriptedModel::default()
             .call("add", json!({"a": 2, "b": 3}))
-            .answer("Sum is {{result:add}} for {{input}} {{result:nothing}}");
+            .answer("Sum is {{result:add}} for {{input}} {{result:nothing}}")
+            .reasoning("add then say");
         let mut log = vec![Message::system("s"), Message::user("2+3?")];
         let (tx, mut rx) = mpsc::unbounded_channel();
         let first = model
@@ -256,11 +274,17 @@ mod tests {
             .unwrap();
         assert_eq!(second.text, "Sum is 5 for 2+3? {{result:nothing}}");
         assert!(second.tool_calls.is_empty());
-        let mut streamed = String::new();
+        let (mut streamed, mut reasoning) = (String::new(), String::new());
         while let Some(delta) = rx.recv().await {
-            streamed.push_str(&delta);
+            match delta {
+                Delta::Text(text) => streamed.push_str(&text),
+                // All of the reasoning comes before any text.
+                Delta::Reasoning(text) if streamed.is_empty() => reasoning.push_str(&text),
+                Delta::Reasoning(text) => panic!("reasoning {text:?} after text"),
+            }
         }
         assert_eq!(streamed, second.text);
+        assert_eq!(reasoning, "add then say");
 
         log.push(Message::assistant(second.text, vec![]));
         let (tx, _rx) = mpsc::unbounded_channel();

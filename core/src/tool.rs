@@ -11,8 +11,10 @@ use serde_json::Value;
 use std::{future::Future, panic::AssertUnwindSafe, sync::Arc};
 
 mod context;
+pub mod data;
 
 pub use context::ToolContext;
+pub use data::{DataError, ToolData};
 
 /// What the model is told about a tool.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -2,7 +2,8 @@
 //!
 //! The answer streams as content blocks: `content_block_start` opens a `text` or `tool_use`
 //! block at an index, `content_block_delta` adds a `text_delta` or an `input_json_delta` (a
-//! fragment of the tool input's JSON text), `content_block_stop` closes it. `message_start`
+//! fragment of the tool input's JSON text), `content_block_stop` closes it. A `thinking` block's
+//! `thinking_delta`s stream as reasoning deltas and are not kept in the turn. `message_start`
 //! carries the input usage, `message_delta` the cumulative output usage, `message_stop` ends the
 //! stream; `ping` may come at any time and `error` replaces the rest.
 //!
@@ -20,7 +21,7 @@ use crate::{
 };
 use baton_core::{
     message::{Message, UserExtras},
-    model::{Error, ErrorKind, ModelRequest, ModelTurn, Usage},
+    model::{Delta, Error, ErrorKind, ModelRequest, ModelTurn, Usage},
 };
 use reqwest::{StatusCode, header};
 use serde::Deserialize;
@@ -205,7 +206,7 @@ struct Event<'a> {
     #[serde(default)]
     index: Option<u64>,
     #[serde(default, borrow)]
-    delta: Option<Delta<'a>>,
+    delta: Option<EventDelta<'a>>,
     #[serde(default, borrow)]
     content_block: Option<Block<'a>>,
     #[serde(default)]
@@ -217,7 +218,7 @@ struct Event<'a> {
 }
 
 #[derive(Deserialize)]
-struct Delta<'a> {
+struct EventDelta<'a> {
     /// `message_delta`'s delta has no type.
     #[serde(rename = "type", default, borrow)]
     kind: Cow<'a, str>,
@@ -225,6 +226,9 @@ struct Delta<'a> {
     text: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     partial_json: Option<Cow<'a, str>>,
+    /// A `thinking_delta`'s piece of reasoning.
+    #[serde(default, borrow)]
+    thinking: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
@@ -233,6 +237,9 @@ struct Block<'a> {
     kind: Cow<'a, str>,
     #[serde(default, borrow)]
     text: Option<Cow<'a, str>>,
+    /// A `thinking` block's opening text (usually empty: it comes as deltas).
+    #[serde(default, borrow)]
+    thinking: Option<Cow<'a, str>>,
     #[serde(default)]
     id: Option<String>,
     #[serde(default)]
@@ -277,7 +284,7 @@ impl StreamState for AnthropicStream {
     fn on_event(
         &mut self,
         event: sse::Event<'_>,
-        deltas: &mpsc::UnboundedSender<String>,
+        deltas: &mpsc::UnboundedSender<Delta>,
     ) -> Result<bool, Error> {
         let parsed: Event<'_> =
             serde_json::from_str(event.data).map_err(|e| bad_event("Anthropic", &e, event.data))?;
@@ -317,7 +324,11 @@ impl StreamState for AnthropicStream {
                             },
                         );
                     }
-                    // Thinking and server-side blocks have no place in Baton's log.
+                    // A thinking block's text streams as reasoning (its deltas); thinking and
+                    // server-side blocks have no place in Baton's log.
+                    "thinking" => {
+                        push_reasoning(block.thinking.as_deref().unwrap_or(""), deltas);
+                    }
                     _ => {}
                 }
             }
@@ -326,6 +337,9 @@ impl StreamState for AnthropicStream {
                 let delta = parsed.delta.ok_or_else(|| malformed("delta"))?;
                 match delta.kind.as_ref() {
                     "text_delta" => self.push_text(delta.text.as_deref().unwrap_or(""), deltas),
+                    "thinking_delta" => {
+                        push_reasoning(delta.thinking.as_deref().unwrap_or(""), deltas);
+                    }
                     "input_json_delta" => {
                         let tool_use = self.calls.get_mut(&index).ok_or_else(|| {
                             Error::new(
@@ -393,12 +407,21 @@ impl StreamState for AnthropicStream {
 }
 
 impl AnthropicStream {
-    fn push_text(&mut self, text: &str, deltas: &mpsc::UnboundedSender<String>) {
+    fn push_text(&mut self, text: &str, deltas: &mpsc::UnboundedSender<Delta>) {
         if !text.is_empty() {
             self.text.push_str(text);
             // A closed receiver only means nobody streams this call.
-            let _ = deltas.send(text.to_owned());
+            let _ = deltas.send(Delta::Text(text.to_owned()));
         }
+    }
+}
+
+/// Streams a piece of a thinking block (its `signature_delta`s are not reasoning, and are
+/// dropped with the block).
+fn push_reasoning(text: &str, deltas: &mpsc::UnboundedSender<Delta>) {
+    if !text.is_empty() {
+        // A closed receiver only means nobody streams this call.
+        let _ = deltas.send(Delta::Reasoning(text.to_owned()));
     }
 }
 

@@ -3,7 +3,7 @@
 //! provider's stream state until its end marker.
 
 use crate::ApiKey;
-use baton_core::model::{Error, ErrorKind, ModelTurn};
+use baton_core::model::{Delta, Error, ErrorKind, ModelTurn};
 use baton_wire::sse;
 use futures::StreamExt;
 use reqwest::{StatusCode, header::HeaderMap};
@@ -21,7 +21,7 @@ pub trait StreamState {
     fn on_event(
         &mut self,
         event: sse::Event<'_>,
-        deltas: &mpsc::UnboundedSender<String>,
+        deltas: &mpsc::UnboundedSender<Delta>,
     ) -> Result<bool, Error>;
 
     /// The turn, once the end marker has arrived.
@@ -48,7 +48,7 @@ impl<S: StreamState> BodyDecoder<S> {
     pub(crate) fn feed(
         &mut self,
         bytes: &[u8],
-        deltas: &mpsc::UnboundedSender<String>,
+        deltas: &mpsc::UnboundedSender<Delta>,
     ) -> Result<bool, Error> {
         let Self { sse, state, ended } = self;
         sse.feed::<Error>(bytes, &mut |event| {
@@ -118,7 +118,7 @@ impl Endpoint {
         &self,
         body: &serde_json::Value,
         state: S,
-        deltas: &mpsc::UnboundedSender<String>,
+        deltas: &mpsc::UnboundedSender<Delta>,
         classify: fn(StatusCode, &[u8]) -> Error,
     ) -> Result<ModelTurn, Error> {
         let body = serde_json::to_vec(body)

@@ -24,7 +24,7 @@ pub use wire::{HttpModel, WireFormat};
 use baton_core::{
     Model,
     config::ModelBuilder,
-    model::{Error, ErrorKind, ModelTurn},
+    model::{Delta, Error, ErrorKind, ModelTurn},
 };
 use std::{fmt, sync::Arc, time::Duration};
 use tokio::sync::mpsc;
@@ -130,12 +130,12 @@ impl<F: Fn(&str) -> Option<String>> ModelBuilder for ProviderModels<F> {
 pub fn decode_body<'a>(
     provider: Provider,
     pieces: impl IntoIterator<Item = &'a [u8]>,
-    deltas: &mpsc::UnboundedSender<String>,
+    deltas: &mpsc::UnboundedSender<Delta>,
 ) -> Result<ModelTurn, Error> {
     fn decode<'a, S: StreamState>(
         state: S,
         pieces: impl IntoIterator<Item = &'a [u8]>,
-        deltas: &mpsc::UnboundedSender<String>,
+        deltas: &mpsc::UnboundedSender<Delta>,
     ) -> Result<ModelTurn, Error> {
         let mut body = http::BodyDecoder::new(state);
         for piece in pieces {

@@ -16,7 +16,7 @@ use crate::{
 };
 use baton_core::{
     message::Message,
-    model::{Error, ErrorKind, ModelRequest, ModelTurn, Usage},
+    model::{Delta, Error, ErrorKind, ModelRequest, ModelTurn, Usage},
     tool::ToolSpec,
 };
 use reqwest::{StatusCode, header};
@@ -175,15 +175,18 @@ struct Choice {
     #[serde(default)]
     index: u32,
     #[serde(default)]
-    delta: Option<Delta>,
+    delta: Option<ChoiceDelta>,
 }
 
 #[derive(Deserialize)]
-struct Delta {
+struct ChoiceDelta {
     #[serde(default)]
     content: Option<String>,
     #[serde(default)]
     refusal: Option<String>,
+    /// Reasoning, as DeepSeek, vLLM, Qwen and other OpenAI-compatible servers stream it.
+    #[serde(default)]
+    reasoning_content: Option<String>,
     #[serde(default)]
     tool_calls: Option<Vec<CallDelta>>,
 }
@@ -225,7 +228,7 @@ impl StreamState for OpenAiStream {
     fn on_event(
         &mut self,
         event: sse::Event<'_>,
-        deltas: &mpsc::UnboundedSender<String>,
+        deltas: &mpsc::UnboundedSender<Delta>,
     ) -> Result<bool, Error> {
         if event.data == "[DONE]" {
             return Ok(true);
@@ -258,11 +261,14 @@ impl StreamState for OpenAiStream {
             .find(|choice| choice.index == 0)
             .and_then(|choice| choice.delta);
         if let Some(delta) = delta {
+            if let Some(reasoning) = delta.reasoning_content.filter(|r| !r.is_empty()) {
+                // A closed receiver only means nobody streams this call.
+                let _ = deltas.send(Delta::Reasoning(reasoning));
+            }
             for text in [delta.content, delta.refusal].into_iter().flatten() {
                 if !text.is_empty() {
                     self.text.push_str(&text);
-                    // A closed receiver only means nobody streams this call.
-                    let _ = deltas.send(text);
+                    let _ = deltas.send(Delta::Text(text));
                 }
             }
             for piece in delta.tool_calls.unwrap_or_default() {
@@ -367,7 +373,9 @@ mod tests {
         drop(tx);
         let mut streamed = Vec::new();
         while let Ok(delta) = rx.try_recv() {
-            streamed.push(delta);
+            if let Delta::Text(text) = delta {
+                streamed.push(text);
+            }
         }
         Ok((state.finish()?, streamed))
     }

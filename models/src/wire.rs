@@ -7,7 +7,7 @@ use crate::{
     http::{Endpoint, StreamState},
 };
 use async_trait::async_trait;
-use baton_core::model::{Error, Model, ModelRequest, ModelTurn};
+use baton_core::model::{Delta, Error, Model, ModelRequest, ModelTurn};
 use reqwest::{StatusCode, header::HeaderMap};
 use serde_json::Value;
 use std::marker::PhantomData;
@@ -68,7 +68,7 @@ impl<W: WireFormat> Model for HttpModel<W> {
     async fn generate(
         &self,
         request: ModelRequest<'_>,
-        deltas: mpsc::UnboundedSender<String>,
+        deltas: mpsc::UnboundedSender<Delta>,
     ) -> Result<ModelTurn, Error> {
         let body = self.request_body(request)?;
         self.endpoint

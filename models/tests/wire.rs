@@ -3,7 +3,7 @@
 
 use baton_core::{
     message::{FilePart, Message, ToolCall, ToolError, ToolOutcome, UserExtras},
-    model::{Error, ErrorKind, Model, ModelRequest, ModelTurn, Usage},
+    model::{Delta, Error, ErrorKind, Model, ModelRequest, ModelTurn, Usage},
     tool::ToolSpec,
 };
 use baton_models::{
@@ -73,11 +73,28 @@ fn tools() -> Vec<ToolSpec> {
     }]
 }
 
-/// Runs one call and returns its outcome and the deltas it streamed, in order.
+/// Runs one call and returns its outcome and the text deltas it streamed, in order.
 async fn generate(
     model: &dyn Model,
     messages: &[Message],
 ) -> (Result<ModelTurn, Error>, Vec<String>) {
+    let (outcome, deltas) = generate_streamed(model, messages).await;
+    let texts = deltas
+        .into_iter()
+        .filter_map(|delta| match delta {
+            Delta::Text(text) => Some(text),
+            Delta::Reasoning(_) => None,
+        })
+        .collect();
+    (outcome, texts)
+}
+
+/// Runs one call and returns its outcome and every delta it streamed (text and reasoning), in
+/// order.
+async fn generate_streamed(
+    model: &dyn Model,
+    messages: &[Message],
+) -> (Result<ModelTurn, Error>, Vec<Delta>) {
     let tools = tools();
     let (sender, mut receiver) = mpsc::unbounded_channel();
     let outcome = model
@@ -562,4 +579,62 @@ async fn anthropic_sends_file_parts_as_image_and_document_blocks() {
             {"type": "text", "text": "What is in these?"},
         ]}])
     );
+}
+
+#[tokio::test]
+async fn reasoning_streams_apart_from_the_text_and_stays_out_of_the_turn() {
+    let (anthropic, _replay) = anthropic(vec![Reply::stream(split_awkwardly(&fixture(
+        "anthropic_thinking.sse",
+    )))])
+    .await;
+    let (openai, _replay) = openai(vec![Reply::stream(split_awkwardly(&fixture(
+        "openai_reasoning.sse",
+    )))])
+    .await;
+    let reasoning = |text: &str| Delta::Reasoning(text.into());
+    let text = |text: &str| Delta::Text(text.into());
+
+    // Anthropic: the thinking block's deltas first, in order (its signature is not reasoning),
+    // then the text; the turn holds the text and the call only.
+    let (turn, deltas) = generate_streamed(&anthropic, &conversation()).await;
+    let turn = turn.unwrap();
+    assert_eq!(
+        deltas,
+        [
+            reasoning("6 × 7 is 42; "),
+            reasoning("the time needs the clock — déjà vu."),
+            text("It is 42; "),
+            text("checking the clock."),
+        ]
+    );
+    assert_eq!(
+        turn,
+        ModelTurn {
+            text: "It is 42; checking the clock.".into(),
+            tool_calls: vec![call("toolu_01PmX4cR8dWq2Zs6Yk9Lh3Tb", "clock", json!({}))],
+            usage: Usage {
+                input_tokens: 512,
+                output_tokens: 131,
+                cache_read_input_tokens: 0,
+                cache_creation_input_tokens: 0,
+            },
+        }
+    );
+
+    // OpenAI-compatible (DeepSeek's shape): `reasoning_content` deltas, then `content`.
+    let (turn, deltas) = generate_streamed(&openai, &conversation()).await;
+    let turn = turn.unwrap();
+    assert_eq!(
+        deltas,
+        [
+            reasoning("6 × 7 is 42"),
+            reasoning("; say it — déjà vu."),
+            text("42"),
+            text(" 🎉"),
+        ]
+    );
+    assert_eq!(turn.text, "42 🎉");
+    assert!(turn.tool_calls.is_empty());
+    assert_eq!(turn.usage.input_tokens, 38);
+    assert_eq!(turn.usage.output_tokens, 57);
 }

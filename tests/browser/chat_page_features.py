@@ -1,6 +1,7 @@
 """The demo chat page's features in Debian's Chromium (headless, through playwright; no browser
 is downloaded): markdown rendered safely (no raw HTML), the stop button stopping the run on the
-server, a new chat, and the signed-in user's chat list reopening an earlier chat. A screenshot of
+server, a new chat, the signed-in user's chat list reopening an earlier chat, and a model's
+reasoning folded above its answer. A screenshot of
 each stage is kept in the artifacts directory.
 
     python chat_page_features.py <base URL> <artifacts dir>
@@ -66,10 +67,24 @@ def main():
         expect(page.get_by_test_id("message-assistant").last.locator("strong")).to_have_text("bold")
         reopened = page.evaluate("location.hash.slice(1)")
         shot(page, "reopened")
+
+        # Reasoning: folded away above the answer, as text.
+        page.get_by_test_id("new-chat").click()
+        page.goto(f"{BASE}/chat?agent=thinker")
+        ask(page, "what is 6 x 7?")
+        reply = page.get_by_test_id("message-assistant").last
+        expect(reply).to_contain_text("It is 42.")
+        reasoning = reply.get_by_test_id("reasoning")
+        expect(reasoning).to_have_count(1)
+        folded = reasoning.evaluate("node => !node.open")
+        reasoning.locator("summary").click()
+        expect(reasoning).to_contain_text("Six times seven is forty-two.")
+        shot(page, "reasoning")
         browser.close()
     print(json.dumps({
         "images": images, "owned": owned, "serverAfterStop": server,
         "reopened": reopened == first_chat, "cspViolations": violations,
+        "reasoningFolded": folded,
     }))
 
 

@@ -43,7 +43,7 @@ const posts = [];
 const errors = [];
 
 /** A chat of `agent` on chat id `id`, with its own POST count. */
-function chat({ id, agent, predicate, messages, headers = {} }) {
+function chat({ id, agent, predicate, messages, headers = {}, onData }) {
   const own = { posts: 0 };
   const transport = new DefaultChatTransport({
     api: `${base}/chat`,
@@ -63,6 +63,7 @@ function chat({ id, agent, predicate, messages, headers = {} }) {
     state: new ReactLikeState(messages),
     sendAutomaticallyWhen: predicate,
     onError: (error) => errors.push(String(error.message ?? error)),
+    onData,
   });
   instance.own = own;
   return instance;
@@ -339,6 +340,31 @@ const scenarios = {
     await settled(c);
     const second = { user: c.messages[2], text: text(last(c)) };
     return summary(c, { first, second, reloaded: await snapshot(id) });
+  },
+
+  // A model that reasons: its reasoning arrives as a reasoning part before the text.
+  async reasoning() {
+    const id = newId();
+    const c = chat({ id, agent: 'thinker' });
+    await c.sendMessage({ text: 'what is 6 × 7?' });
+    await settled(c);
+    const parts = last(c).parts
+      .filter((p) => p.type === 'reasoning' || p.type === 'text')
+      .map((p) => ({ type: p.type, text: p.text, state: p.state }));
+    const reloaded = (await snapshot(id)).at(-1).parts.map((p) => p.type);
+    return summary(c, { id, parts, reloaded });
+  },
+
+  // A server tool's data: the kept part stays in the message, the transient one reaches onData.
+  async tool_data() {
+    const id = newId();
+    const seen = [];
+    const c = chat({ id, agent: 'forecaster', onData: (part) => seen.push(part) });
+    await c.sendMessage({ text: 'weather?' });
+    await settled(c);
+    const kept = last(c).parts.filter((p) => p.type.startsWith('data-'));
+    const output = toolParts(last(c)).map((p) => p.output);
+    return summary(c, { id, kept, seen, output });
   },
 
   async regenerate() {

@@ -215,11 +215,11 @@ impl Model for FlakyModel {
     async fn generate(
         &self,
         request: ModelRequest<'_>,
-        deltas: mpsc::UnboundedSender<String>,
+        deltas: mpsc::UnboundedSender<baton_core::model::Delta>,
     ) -> Result<ModelTurn, model::Error> {
         if !self.failed.swap(true, Ordering::SeqCst) {
-            let _ = deltas.send("first ".to_owned());
-            let _ = deltas.send("second ".to_owned());
+            let _ = deltas.send("first ".into());
+            let _ = deltas.send("second ".into());
             return Err(model::Error::new(
                 model::ErrorKind::Network,
                 "connection reset",
@@ -285,9 +285,9 @@ impl Model for HesitantModel {
     async fn generate(
         &self,
         request: ModelRequest<'_>,
-        deltas: mpsc::UnboundedSender<String>,
+        deltas: mpsc::UnboundedSender<baton_core::model::Delta>,
     ) -> Result<ModelTurn, model::Error> {
-        let _ = deltas.send(HESITANT_FIRST_WORDS.to_owned());
+        let _ = deltas.send(HESITANT_FIRST_WORDS.into());
         // A held call ends only when dropped (or its worker is killed, which prints nothing).
         let _dropped = std::env::var_os(HOLD_TOOL_ENV).map(|_| SayWhenDropped);
         hold_if_told().await;

@@ -83,6 +83,13 @@ pub enum ChunkKind {
         step: u32,
         delta: String,
     },
+    /// A piece of the model's reasoning in step `step` (Anthropic thinking, OpenAI-compatible
+    /// `reasoning_content`), streamed like text but never part of the log: a reload does not
+    /// show it.
+    ReasoningDelta {
+        step: u32,
+        delta: String,
+    },
     ToolStart {
         step: u32,
         tool_call_id: String,
@@ -97,6 +104,17 @@ pub enum ChunkKind {
         result: Option<Value>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<ToolError>,
+    },
+    /// Data a server tool emitted for the chat (`data-<name>` in a `useChat` message), written
+    /// right after the call's `tool_end`, with its result.
+    ToolData {
+        step: u32,
+        tool_call_id: String,
+        name: String,
+        data: Value,
+        /// Only the client's `onData` sees it; the message does not keep it.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        transient: bool,
     },
     StepEnd {
         step: u32,

@@ -147,6 +147,8 @@ async function consume(body) {
       else if (chunk.type === 'start-step') message.parts.push({ type: 'step-start' });
       else if (chunk.type === 'text-start') message.parts.push(texts[chunk.id] = { type: 'text', text: '', textId: chunk.id });
       else if (chunk.type === 'text-delta') { if (texts[chunk.id]) texts[chunk.id].text += chunk.delta; }
+      else if (chunk.type === 'reasoning-start') message.parts.push(texts[chunk.id] = { type: 'reasoning', text: '', textId: chunk.id });
+      else if (chunk.type === 'reasoning-delta') { if (texts[chunk.id]) texts[chunk.id].text += chunk.delta; }
       else if (chunk.type === 'tool-input-available') {
         message.parts.push({ type: `tool-${chunk.toolName}`, toolCallId: chunk.toolCallId, state: 'input-available',
           input: chunk.input, providerExecuted: chunk.providerExecuted });
@@ -395,7 +397,9 @@ function render() {
     // Text a retried model call discarded is hidden: it never reached the log.
     const discarded = new Set(message.parts.filter((p) => p.type === 'data-step-discarded').flatMap((p) => p.data?.textIds ?? []));
     for (const part of message.parts) {
-      if (part.type === 'text' && discarded.has(part.textId)) continue;
+      if ((part.type === 'text' || part.type === 'reasoning') && discarded.has(part.textId)) continue;
+      // The model's reasoning, folded away as plain text (never as markup).
+      if (part.type === 'reasoning') box.append(el('details', { class: 'reasoning', 'data-testid': 'reasoning' }, el('summary', {}, 'Thinking'), el('div', {}, part.text)));
       if (part.type === 'text') box.append(message.role === 'user' ? el('div', { 'data-testid': 'text' }, part.text) : markdown(part.text));
       else if (isTool(part)) box.append(card(message, part));
     }

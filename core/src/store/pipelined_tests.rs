@@ -1,12 +1,15 @@
 //! A step's last result staged and the step committed in one round trip, against a real Redis:
 //! the pair writes what the two scripts write one after the other, once; a staging the run
 //! guard refuses commits nothing; a state patch is folded in; scripts Redis has forgotten are
-//! loaded and the pair sent again.
+//! loaded and the pair sent again. A call's `tool_data` chunks go with its result, once.
 
 use super::state_tests::{new_session_with_state, patch};
 use super::tests::{at, kinds, new_session, store, tool_result, turn};
 use super::*;
-use crate::message::{Message, ToolCall, ToolOutcome};
+use crate::{
+    ChunkKind,
+    message::{Message, ToolCall, ToolOutcome},
+};
 use serde_json::json;
 
 /// Stages the turn of step 1 of run `r1` of `address`, with one call, and returns the call.
@@ -40,15 +43,23 @@ async fn the_last_result_and_the_commit_are_written_once_in_order() {
     let c1 = one_call_staged(&store, &address).await;
     let result = tool_result(&c1, ToolOutcome::Result(json!(2)));
 
+    // What the tool emitted for the chat goes with its result, and so does a retry's: once.
+    let data = |n: u32| ChunkKind::ToolData {
+        step: 1,
+        tool_call_id: "c1".into(),
+        name: "progress".into(),
+        data: json!(n),
+        transient: false,
+    };
     let written = store
-        .stage_tool_result_and_commit(step, &result, None)
+        .stage_tool_result_and_commit(step, &result, None, &[data(1)])
         .await
         .unwrap();
     assert_eq!(written, Written::New);
     // Sent again (a retried attempt): both halves find their work done.
     let other = tool_result(&c1, ToolOutcome::Result(json!(99)));
     let again = store
-        .stage_tool_result_and_commit(step, &other, None)
+        .stage_tool_result_and_commit(step, &other, None, &[data(2)])
         .await
         .unwrap();
     assert_eq!(again, Written::AlreadyDone);
@@ -62,8 +73,15 @@ async fn the_last_result_and_the_commit_are_written_once_in_order() {
     let chunks = store.chunks_after(&address, 0, 100).await.unwrap();
     assert_eq!(
         kinds(&chunks),
-        ["run_start", "tool_start", "tool_end", "step_end"]
+        [
+            "run_start",
+            "tool_start",
+            "tool_end",
+            "tool_data",
+            "step_end"
+        ]
     );
+    assert_eq!(chunks[3].kind, data(1));
 }
 
 #[tokio::test]
@@ -80,6 +98,7 @@ async fn a_refused_staging_commits_nothing() {
             at(&address, "r-old", 1),
             &tool_result(&c1, ToolOutcome::Result(json!(2))),
             None,
+            &[],
         )
         .await;
     assert!(
@@ -108,6 +127,7 @@ async fn a_state_patch_staged_with_the_last_result_is_folded_into_the_commit() {
             step,
             &tool_result(&c1, ToolOutcome::Result(json!("ok"))),
             Some(&patch),
+            &[],
         )
         .await
         .unwrap();
@@ -145,7 +165,12 @@ async fn scripts_redis_forgot_are_loaded_and_the_pair_sent_again() {
         .unwrap();
 
     let written = store
-        .stage_tool_result_and_commit(step, &tool_result(&c1, ToolOutcome::Result(json!(2))), None)
+        .stage_tool_result_and_commit(
+            step,
+            &tool_result(&c1, ToolOutcome::Result(json!(2))),
+            None,
+            &[],
+        )
         .await
         .unwrap();
     assert_eq!(written, Written::New);

@@ -216,8 +216,9 @@ impl Store {
             .await
     }
 
-    /// Like [`Self::stage_tool_result_with_state`], and writes `then` after the `tool_end` chunk.
-    pub(super) async fn stage_tool_result_reporting(
+    /// Like [`Self::stage_tool_result_with_state`], and writes `then` after the `tool_end` chunk
+    /// (the call's `tool_data`), all or nothing with the result: first answer wins.
+    pub async fn stage_tool_result_reporting(
         &self,
         step: StepRef<'_>,
         result: &ToolResult,
@@ -231,17 +232,19 @@ impl Store {
         self.step_written(step, reply)
     }
 
-    /// Stages the result of a step's last call to run, like [`Self::stage_tool_result_with_state`],
-    /// and commits the step, like [`Self::commit_step`] without completion, in one round trip:
-    /// for a step whose every call ran in the model step, the last staging and the commit need
-    /// nothing in between. A refused staging refuses the commit too (both are fenced on the run).
+    /// Stages the result of a step's last call to run, like [`Self::stage_tool_result_reporting`]
+    /// (with the chunks `then` after its `tool_end`), and commits the step, like
+    /// [`Self::commit_step`] without completion, in one round trip: for a step whose every call
+    /// ran in the model step, the last staging and the commit need nothing in between. A refused
+    /// staging refuses the commit too (both are fenced on the run).
     pub async fn stage_tool_result_and_commit(
         &self,
         step: StepRef<'_>,
         result: &ToolResult,
         state_patch: Option<&Patch>,
+        then: &[ChunkKind],
     ) -> Result<Written, Error> {
-        let stage = self.stage_tool_result_invocation(step, result, state_patch, &[]);
+        let stage = self.stage_tool_result_invocation(step, result, state_patch, then);
         let step_end = self.step_end_body(step);
         let commit = |fold: &StateFold| self.commit_invocation(step, &step_end, None, fold);
         let (staged, committed): (WriteReply, WriteReply) =

@@ -2,6 +2,7 @@
 //! idempotency key a tool passes to the outside world so that a retried call is recognised, and
 //! the session's custom state, which the call reads and changes through it.
 
+use super::data::{self, DataError, MAX_TOOL_DATA_BYTES, MAX_TOOL_DATA_ITEMS, ToolData};
 use crate::{
     state::{StateError, StateSchema, set_operation},
     store::SessionAddress,
@@ -26,6 +27,8 @@ pub struct ToolContext {
     tool_call_id: String,
     /// Shared by the clones of one call's context, so the runtime sees what the tool changed.
     state: Option<Arc<CallState>>,
+    /// What the call emitted for the chat, and the bytes of it; shared by the clones.
+    data: Arc<Mutex<(Vec<ToolData>, usize)>>,
 }
 
 /// One call's view of the session's custom state: the state as committed before the step, with
@@ -55,6 +58,7 @@ impl ToolContext {
             run_id: run_id.into(),
             tool_call_id: tool_call_id.into(),
             state: None,
+            data: Arc::default(),
         }
     }
 
@@ -136,6 +140,47 @@ impl ToolContext {
             return Err(refused.clone());
         }
         Ok(Some(Patch(changes.operations.clone())).filter(|patch| !patch.0.is_empty()))
+    }
+
+    /// Emits `data` for the chat as a `data-<name>` part the message keeps (a `tool_data`
+    /// chunk on the session's stream). It is written with the call's result, whatever the
+    /// outcome, exactly once however often the call is retried. A bad or reserved name, or more
+    /// than the cap, is refused and nothing of that item is kept.
+    pub fn emit_data(&self, name: &str, data: impl Serialize) -> Result<(), DataError> {
+        self.push_data(name, data, false)
+    }
+
+    /// As [`Self::emit_data`], for a transient part: only `useChat`'s `onData` sees it.
+    pub fn emit_transient_data(&self, name: &str, data: impl Serialize) -> Result<(), DataError> {
+        self.push_data(name, data, true)
+    }
+
+    fn push_data(
+        &self,
+        name: &str,
+        data: impl Serialize,
+        transient: bool,
+    ) -> Result<(), DataError> {
+        data::check_name(name)?;
+        let data = serde_json::to_value(data).map_err(|e| DataError::NotJson(e.to_string()))?;
+        let size = data.to_string().len();
+        let mut emitted = self.data.lock().unwrap_or_else(PoisonError::into_inner);
+        if emitted.0.len() >= MAX_TOOL_DATA_ITEMS || emitted.1 + size > MAX_TOOL_DATA_BYTES {
+            return Err(DataError::TooMuch);
+        }
+        emitted.1 += size;
+        emitted.0.push(ToolData {
+            name: name.to_owned(),
+            data,
+            transient,
+        });
+        Ok(())
+    }
+
+    /// What the call emitted with [`Self::emit_data`], in order (for the runtime).
+    pub fn emitted_data(&self) -> Vec<ToolData> {
+        let emitted = self.data.lock().unwrap_or_else(PoisonError::into_inner);
+        emitted.0.clone()
     }
 
     /// The session whose model called the tool.

@@ -3,7 +3,7 @@
 //! does) against this server, and each scenario is checked on both, counting the POSTs: no
 //! request may be sent twice. `answers` checks the route's answers with plain HTTP requests,
 //! `auth` the route under built-in auth, `tokens` user tokens, revocation and origins, `tree` a
-//! session tree's calls, `messages` message ids, metadata and files, `browser` the demo page in
+//! session tree's calls, `messages` message ids, metadata, files, reasoning and a tool's data parts, `browser` the demo page in
 //! Chromium, `react` a React app on `@ai-sdk/react` in Chromium.
 
 mod answers;
@@ -16,7 +16,7 @@ mod tree;
 
 use baton_core::{
     Agent, AgentRegistry, ScriptedModel,
-    tool::{ClientTool, tool},
+    tool::{ClientTool, ToolContext, tool, tool_with_context},
 };
 use baton_tests::{Harness, agents, tree_agents};
 use serde_json::{Value, json};
@@ -95,6 +95,41 @@ fn looker() -> Agent {
     Agent::builder("looker").model(model).build().unwrap()
 }
 
+/// `thinker`: reasons, then answers.
+fn thinker() -> Agent {
+    let model = ScriptedModel::default()
+        .answer("It is 42.")
+        .reasoning("Six times seven is forty-two.");
+    Agent::builder("thinker").model(model).build().unwrap()
+}
+
+/// `forecaster`: its server tool `forecast` emits a transient `progress` and a kept `weather`
+/// data part, and reports the refusal of a reserved name.
+fn forecaster() -> Agent {
+    let forecast = tool_with_context(
+        "forecast",
+        "Forecasts.",
+        |context: ToolContext, _: Value| async move {
+            let emitted = context
+                .emit_transient_data("progress", json!({"percent": 50}))
+                .and_then(|()| {
+                    context.emit_data("weather", json!({"city": "Oslo", "sky": "snow"}))
+                });
+            let refused = context.emit_data("render", json!({})).err();
+            emitted.map_err(|e| e.to_string())?;
+            Ok::<_, String>(json!({"sky": "snow", "refused": refused.map(|e| e.to_string())}))
+        },
+    );
+    let model = ScriptedModel::default()
+        .call("forecast", json!({}))
+        .answer("Snow.");
+    Agent::builder("forecaster")
+        .model(model)
+        .tool(forecast)
+        .build()
+        .unwrap()
+}
+
 /// The agents the chat tests talk to.
 pub(crate) fn chat_registry() -> AgentRegistry {
     AgentRegistry::new(
@@ -108,6 +143,8 @@ pub(crate) fn chat_registry() -> AgentRegistry {
             napper("napper_page", &PAGE_NAPS_RELEASED),
             napper("napper_react", &REACT_NAPS_RELEASED),
             looker(),
+            thinker(),
+            forecaster(),
             baton_worker::demo::demo_hitl_agent(),
             tree_agents::top(),
             tree_agents::middle(),

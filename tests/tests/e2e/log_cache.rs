@@ -32,7 +32,7 @@ impl Model for Recording {
     async fn generate(
         &self,
         request: ModelRequest<'_>,
-        deltas: mpsc::UnboundedSender<String>,
+        deltas: mpsc::UnboundedSender<baton_core::model::Delta>,
     ) -> Result<ModelTurn, model::Error> {
         self.requests
             .lock()

@@ -207,7 +207,7 @@ impl Model for FailsAfterTheDrain {
     async fn generate(
         &self,
         request: ModelRequest<'_>,
-        deltas: mpsc::UnboundedSender<String>,
+        deltas: mpsc::UnboundedSender<baton_core::model::Delta>,
     ) -> Result<ModelTurn, model::Error> {
         let after_result = matches!(request.messages.last(), Some(Message::Tool(_)));
         if after_result && !self.failed.swap(true, Ordering::SeqCst) {

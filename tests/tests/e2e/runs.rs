@@ -23,6 +23,8 @@ pub(crate) fn describe(chunk: &StreamChunk) -> String {
         ChunkKind::RunStart { agent_type } => format!("run_start {agent_type}"),
         ChunkKind::StepStart { step } => format!("step_start {step}"),
         ChunkKind::TextDelta { step, delta } => format!("text_delta {step} {delta:?}"),
+        ChunkKind::ReasoningDelta { step, delta } => format!("reasoning_delta {step} {delta:?}"),
+        ChunkKind::ToolData { step, name, .. } => format!("tool_data {step} {name}"),
         ChunkKind::ToolStart {
             step,
             tool_call_id,

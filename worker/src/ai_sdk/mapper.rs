@@ -116,7 +116,8 @@ pub struct UiStreamMapper {
     /// their end adds.
     open_sub_agent_calls: HashMap<String, (String, Value)>,
     open_text: Option<String>,
-    /// The text parts the open step streamed, which a `step_discarded` names.
+    open_reasoning: Option<String>,
+    /// The text and reasoning parts the open step streamed, which a `step_discarded` names.
     step_texts: Vec<String>,
     /// A step was discarded: its retry's `step_start` continues the open step.
     retrying: bool,
@@ -136,6 +137,7 @@ impl UiStreamMapper {
             agent_types: HashMap::new(),
             open_sub_agent_calls: HashMap::new(),
             open_text: None,
+            open_reasoning: None,
             step_texts: Vec::new(),
             retrying: false,
             step_open: false,
@@ -198,24 +200,11 @@ impl UiStreamMapper {
                 out.push(UiChunk::StartStep.into());
                 self.step_open = true;
             }
+            ChunkKind::ReasoningDelta { step, delta } => {
+                self.delta(&mut out, true, (*step, chunk.sequence), delta);
+            }
             ChunkKind::TextDelta { step, delta } => {
-                let id = match &self.open_text {
-                    Some(id) => id.clone(),
-                    None => {
-                        let id = format!("text-{step}-{}", chunk.sequence);
-                        out.push(UiChunk::TextStart { id: id.clone() }.into());
-                        self.open_text = Some(id.clone());
-                        self.step_texts.push(id.clone());
-                        id
-                    }
-                };
-                out.push(
-                    UiChunk::TextDelta {
-                        id,
-                        delta: delta.clone(),
-                    }
-                    .into(),
-                );
+                self.delta(&mut out, false, (*step, chunk.sequence), delta);
             }
             ChunkKind::ToolStart {
                 tool_call_id,
@@ -264,6 +253,18 @@ impl UiStreamMapper {
                 approval_id,
                 ..
             } => self.approval_request(&mut out, tool_call_id, approval_id),
+            ChunkKind::ToolData {
+                name,
+                data,
+                transient,
+                ..
+            } => out.push(
+                match transient {
+                    true => DataPart::transient(name, data.clone()),
+                    false => DataPart::kept(name, None, data.clone()),
+                }
+                .into(),
+            ),
             ChunkKind::StepEnd { .. } => self.close_step(&mut out),
             ChunkKind::StepDiscarded { step } => {
                 self.close_text(&mut out);
@@ -448,8 +449,60 @@ impl UiStreamMapper {
         out
     }
 
+    /// A text delta, or a `reasoning` one, of chunk `(step, sequence)`: it ends the other kind's
+    /// open part and goes to its own kind's, opened (and named in the step's parts) if none is.
+    fn delta(
+        &mut self,
+        out: &mut Vec<UiFrame>,
+        reasoning: bool,
+        (step, sequence): (u32, u64),
+        delta: &str,
+    ) {
+        self.close_open(out, !reasoning);
+        let (open, kind) = if reasoning {
+            (&mut self.open_reasoning, "reasoning")
+        } else {
+            (&mut self.open_text, "text")
+        };
+        let id = match open {
+            Some(id) => id.clone(),
+            None => {
+                let id = format!("{kind}-{step}-{sequence}");
+                *open = Some(id.clone());
+                self.step_texts.push(id.clone());
+                out.push(
+                    match reasoning {
+                        true => UiChunk::ReasoningStart { id: id.clone() },
+                        false => UiChunk::TextStart { id: id.clone() },
+                    }
+                    .into(),
+                );
+                id
+            }
+        };
+        let delta = delta.to_owned();
+        out.push(
+            match reasoning {
+                true => UiChunk::ReasoningDelta { id, delta },
+                false => UiChunk::TextDelta { id, delta },
+            }
+            .into(),
+        );
+    }
+
+    /// Ends the open text part and the open reasoning part, if any.
     fn close_text(&mut self, out: &mut Vec<UiFrame>) {
-        if let Some(id) = self.open_text.take() {
+        self.close_open(out, true);
+        self.close_open(out, false);
+    }
+
+    /// Ends the open reasoning part (`reasoning`) or else the open text part, if any.
+    fn close_open(&mut self, out: &mut Vec<UiFrame>, reasoning: bool) {
+        if reasoning {
+            if let Some(id) = self.open_reasoning.take() {
+                out.push(UiChunk::ReasoningEnd { id }.into());
+            }
+        } else if let Some(id) = self.open_text.take() {
             out.push(UiChunk::TextEnd { id }.into());
         }
     }

@@ -322,3 +322,97 @@ fn a_descendants_client_call_and_approval_are_tool_parts_with_their_owner() {
     // The child's suspension is not the message's end: the root's is.
     assert!(!mapper.is_finished());
 }
+
+fn reasoning(delta: &str) -> ChunkKind {
+    ChunkKind::ReasoningDelta {
+        step: 1,
+        delta: delta.into(),
+    }
+}
+
+#[test]
+fn reasoning_streams_as_its_own_part_before_the_text() {
+    let mut mapper = UiStreamMapper::new(agent(), "s", HashSet::new());
+    let out = frames(
+        &mut mapper,
+        vec![
+            ChunkKind::StepStart { step: 1 },
+            reasoning("Think "),
+            reasoning("first."),
+            ChunkKind::TextDelta {
+                step: 1,
+                delta: "Done.".into(),
+            },
+            reasoning("Then more."),
+            start("c1", "ask"),
+            ChunkKind::StepEnd { step: 1 },
+        ],
+    );
+    assert_eq!(
+        out,
+        [
+            json!({"type": "start-step"}),
+            json!({"type": "reasoning-start", "id": "reasoning-1-2"}),
+            json!({"type": "reasoning-delta", "id": "reasoning-1-2", "delta": "Think "}),
+            json!({"type": "reasoning-delta", "id": "reasoning-1-2", "delta": "first."}),
+            json!({"type": "reasoning-end", "id": "reasoning-1-2"}),
+            json!({"type": "text-start", "id": "text-1-4"}),
+            json!({"type": "text-delta", "id": "text-1-4", "delta": "Done."}),
+            json!({"type": "text-end", "id": "text-1-4"}),
+            json!({"type": "reasoning-start", "id": "reasoning-1-5"}),
+            json!({"type": "reasoning-delta", "id": "reasoning-1-5", "delta": "Then more."}),
+            json!({"type": "reasoning-end", "id": "reasoning-1-5"}),
+            json!({"type": "tool-input-available", "toolCallId": "c1", "toolName": "ask", "input": {}}),
+            json!({"type": "data-render", "id": "render-c1", "data": {"toolCallId": "c1", "render": {"kind": "elicitation"}}}),
+            json!({"type": "finish-step"}),
+        ]
+    );
+
+    // A discarded step names its reasoning parts as well as its text parts.
+    let mut mapper = UiStreamMapper::new(agent(), "s", HashSet::new());
+    let out = frames(
+        &mut mapper,
+        vec![
+            ChunkKind::StepStart { step: 1 },
+            reasoning("Hm."),
+            ChunkKind::StepDiscarded { step: 1 },
+        ],
+    );
+    assert_eq!(
+        out[3],
+        json!({"type": "reasoning-end", "id": "reasoning-1-2"})
+    );
+    assert_eq!(
+        out[4]["data"],
+        json!({"step": 1, "textIds": ["reasoning-1-2"]})
+    );
+}
+
+#[test]
+fn a_tools_data_becomes_its_data_part_kept_or_transient() {
+    let mut mapper = UiStreamMapper::new(agent(), "s", HashSet::new());
+    let data = |name: &str, transient: bool| ChunkKind::ToolData {
+        step: 1,
+        tool_call_id: "c2".into(),
+        name: name.into(),
+        data: json!({"done": 1}),
+        transient,
+    };
+    let out = frames(
+        &mut mapper,
+        vec![
+            ChunkKind::StepStart { step: 1 },
+            start("c2", "add"),
+            end("c2", "add", None),
+            data("progress", true),
+            data("weather", false),
+        ],
+    );
+    assert_eq!(
+        out[3..],
+        [
+            json!({"type": "data-progress", "data": {"done": 1}, "transient": true}),
+            json!({"type": "data-weather", "data": {"done": 1}}),
+        ]
+    );
+}

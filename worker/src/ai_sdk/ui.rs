@@ -58,6 +58,17 @@ pub enum UiChunk {
     TextEnd {
         id: String,
     },
+    /// The model's reasoning (a `reasoning_delta` chunk's), as its own part beside the text.
+    ReasoningStart {
+        id: String,
+    },
+    ReasoningDelta {
+        id: String,
+        delta: String,
+    },
+    ReasoningEnd {
+        id: String,
+    },
     /// A tool call with its input. `providerExecuted` only for server tools that run without a
     /// person: a client call or an approval must stay unflagged, or `ai`'s stock predicates skip
     /// it.

@@ -55,7 +55,7 @@ impl Model for KeyedTimedModel {
     async fn generate(
         &self,
         request: ModelRequest<'_>,
-        deltas: mpsc::UnboundedSender<String>,
+        deltas: mpsc::UnboundedSender<baton_core::model::Delta>,
     ) -> Result<ModelTurn, model::Error> {
         let key = request.messages.iter().find_map(|m| match m {
             Message::User { content, .. } => Some(content.clone()),

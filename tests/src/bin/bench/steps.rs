@@ -29,7 +29,7 @@ impl Model for TimedModel {
     async fn generate(
         &self,
         request: ModelRequest<'_>,
-        deltas: mpsc::UnboundedSender<String>,
+        deltas: mpsc::UnboundedSender<baton_core::model::Delta>,
     ) -> Result<ModelTurn, model::Error> {
         self.marks.lock().unwrap().push(Instant::now());
         self.inner.generate(request, deltas).await

@@ -78,7 +78,7 @@ async fn run_page_script(script: &str, arguments: &[&std::ffi::OsStr]) -> Value 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_page_renders_markdown_safely_stops_a_run_and_lists_the_users_chats() {
+async fn the_page_renders_markdown_safely_stops_a_run_lists_the_users_chats_and_folds_reasoning() {
     let harness = Harness::start(chat_registry()).await;
     let base = format!("http://{}", harness.address);
     let dir = artifacts_dir();
@@ -91,8 +91,16 @@ async fn the_page_renders_markdown_safely_stops_a_run_and_lists_the_users_chats(
     assert_eq!(summary["owned"], false, "{summary}");
     assert_eq!(summary["serverAfterStop"], "interrupted", "{summary}");
     assert_eq!(summary["reopened"], true, "{summary}");
+    assert_eq!(summary["reasoningFolded"], true, "{summary}");
     assert_eq!(summary["cspViolations"], serde_json::json!([]), "{summary}");
-    for stage in ["markdown", "running", "stopped", "list", "reopened"] {
+    for stage in [
+        "markdown",
+        "running",
+        "stopped",
+        "list",
+        "reopened",
+        "reasoning",
+    ] {
         let shot = dir.join(format!("chat-page-{stage}.png"));
         assert!(
             std::fs::metadata(&shot).is_ok_and(|m| m.len() > 0),

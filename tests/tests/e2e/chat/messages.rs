@@ -1,14 +1,16 @@
 //! The AI SDK's message features with the real `useChat` client: a user message keeps its
 //! client id, its `metadata` and its file parts (into the model and back from the snapshot; a
 //! file-only message is a message), an assistant message gets the server's metadata on its
-//! finish; and a message whose files are over the cap is refused with nothing written.
+//! finish; a model's reasoning streams as a reasoning part; and a message whose files are over
+//! the cap is refused with nothing written.
 
 use super::{
+    AI_RELEASES,
     answers::{fresh_id, post},
-    chat_registry, on_every_release, ready_with,
+    chat_registry, drive, on_every_release, ready_with,
 };
-use baton_core::store::SessionAddress;
-use baton_tests::Harness;
+use baton_core::{ChunkKind, store::SessionAddress};
+use baton_tests::{Harness, WAIT_LIMIT};
 use baton_worker::ai_sdk::MAX_CHAT_FILE_BYTES;
 use serde_json::{Value, json};
 
@@ -78,4 +80,89 @@ async fn files_over_the_cap_or_of_another_type_are_refused_and_nothing_is_writte
         .await
         .unwrap();
     assert!(written.is_none(), "a refused message wrote its session");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_models_reasoning_streams_as_a_reasoning_part_before_its_text() {
+    let harness = Harness::start(chat_registry()).await;
+    for release in AI_RELEASES {
+        let s = drive(&harness, release, "reasoning").await;
+        ready_with(&s, 1, "It is 42.");
+        assert_eq!(
+            s["parts"],
+            json!([
+                {"type": "reasoning", "text": "Six times seven is forty-two.", "state": "done"},
+                {"type": "text", "text": "It is 42.", "state": "done"}
+            ]),
+            "{s}"
+        );
+        // Reasoning is streamed only: the log does not keep it, so a reload shows the text.
+        assert!(
+            !s["reloaded"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|p| p == "reasoning"),
+            "{s}"
+        );
+        // The session's own stream (`/sse`) carries it as `reasoning_delta` chunks, before the
+        // step's text.
+        let chunks = harness
+            .chunks_until_end(s["id"].as_str().unwrap(), WAIT_LIMIT)
+            .await;
+        let kinds: Vec<&str> = chunks
+            .iter()
+            .map(|c| c.kind.name())
+            .filter(|k| k.ends_with("delta"))
+            .collect();
+        assert_eq!(
+            kinds,
+            ["reasoning_delta"; 5]
+                .into_iter()
+                .chain(["text_delta"; 3])
+                .collect::<Vec<_>>(),
+            "{chunks:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_tools_data_reaches_the_message_kept_or_transient_once() {
+    let harness = Harness::start(chat_registry()).await;
+    for release in AI_RELEASES {
+        let s = drive(&harness, release, "tool_data").await;
+        ready_with(&s, 1, "Snow.");
+        let weather = json!({"city": "Oslo", "sky": "snow"});
+        assert_eq!(
+            s["kept"],
+            json!([{"type": "data-weather", "data": weather}]),
+            "{s}"
+        );
+        let progress = &s["seen"].as_array().unwrap();
+        assert!(
+            progress.contains(
+                &json!({"type": "data-progress", "data": {"percent": 50}, "transient": true})
+            ),
+            "{s}"
+        );
+        // A reserved name is refused to the tool, which goes on; nothing of it is written.
+        assert_eq!(
+            s["output"][0]["refused"],
+            "data name \"render\" is the chat route's own (and so is any starting with baton)",
+            "{s}"
+        );
+        let chunks = harness
+            .chunks_until_end(s["id"].as_str().unwrap(), WAIT_LIMIT)
+            .await;
+        let data: Vec<String> = chunks
+            .iter()
+            .filter_map(|c| match &c.kind {
+                ChunkKind::ToolData {
+                    name, transient, ..
+                } => Some(format!("{name} {transient}")),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(data, ["progress true", "weather false"], "{chunks:?}");
+    }
 }
