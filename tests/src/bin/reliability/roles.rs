@@ -71,6 +71,15 @@ pub async fn run(role: &str) -> anyhow::Result<()> {
                     // The campaign's submits must never meet the rate limit: it measures loss.
                     submits_per_minute: None,
                     resume_on_submit: !variable(RESUME_ON_SUBMIT)?.is_empty(),
+                    // The campaign's own load is above the default cap of 512 open connections
+                    // (1,000 concurrent submits; 300 slow connections beside 256 followers), and
+                    // what it measures is loss, the header deadline and the follower caps, not
+                    // that cap (tested in `e2e/limits.rs`): it is raised, as a deployment
+                    // expecting that many clients would.
+                    connection_limits: baton_worker::state::ConnectionLimits {
+                        max_connections: 2048,
+                        ..baton_worker::state::ConnectionLimits::default()
+                    },
                     ..Default::default()
                 },
             };
