@@ -125,6 +125,24 @@ async function snapshot(id) {
   return (await response.json()).messages;
 }
 
+/** A message as the assertions compare it: each part's type, text, data, state and output, and
+ * the message's metadata. */
+const shape = (message) => ({
+  parts: message.parts.map((p) => ({
+    type: p.type,
+    ...(p.text !== undefined && { text: p.text }),
+    ...(p.data !== undefined && { data: p.data }),
+    ...(p.state !== undefined && { state: p.state }),
+    ...(p.output !== undefined && { output: p.output }),
+  })),
+  metadata: message.metadata ?? null,
+});
+
+/** The live last message and the snapshot's, shaped alike. */
+async function liveAndReloaded(instance, id) {
+  return { live: shape(last(instance)), reloadedMessage: shape((await snapshot(id)).at(-1)) };
+}
+
 async function snapshotOf(id) {
   const response = await fetch(`${base}/chat/${id}/snapshot`, {
     headers: { Authorization: 'Bearer test' },
@@ -351,8 +369,7 @@ const scenarios = {
     const parts = last(c).parts
       .filter((p) => p.type === 'reasoning' || p.type === 'text')
       .map((p) => ({ type: p.type, text: p.text, state: p.state }));
-    const reloaded = (await snapshot(id)).at(-1).parts.map((p) => p.type);
-    return summary(c, { id, parts, reloaded });
+    return summary(c, { id, parts, ...(await liveAndReloaded(c, id)) });
   },
 
   // A server tool's data: the kept part stays in the message, the transient one reaches onData.
@@ -364,7 +381,22 @@ const scenarios = {
     await settled(c);
     const kept = last(c).parts.filter((p) => p.type.startsWith('data-'));
     const output = toolParts(last(c)).map((p) => p.output);
-    return summary(c, { id, kept, seen, output });
+    return summary(c, { id, kept, seen, output, ...(await liveAndReloaded(c, id)) });
+  },
+
+  // The same tool behind an approval: run once approved, its kept data still reaches the
+  // message and the snapshot.
+  async approved_data() {
+    const id = newId();
+    const seen = [];
+    const c = chat({ id, agent: 'forecaster_gated', predicate: approvalsDone, onData: (part) => seen.push(part) });
+    await c.sendMessage({ text: 'weather?' });
+    await settled(c);
+    const gated = part(c, 'approval-requested');
+    await c.addToolApprovalResponse({ id: gated.approval.id, approved: true });
+    await settled(c);
+    const kept = last(c).parts.filter((p) => p.type.startsWith('data-'));
+    return summary(c, { id, kept, seen, ...(await liveAndReloaded(c, id)) });
   },
 
   async regenerate() {
