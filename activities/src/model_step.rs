@@ -12,7 +12,7 @@ use crate::{
 use baton_core::{
     ErrorCode,
     chunk::ChunkKind,
-    message::{AssistantExtras, MAX_KEPT_REASONING_BYTES, Message, Reasoning},
+    message::{MAX_KEPT_REASONING_BYTES, Message, Reasoning},
     model::{Delta, ModelRequest},
     store::{self, RunRef, StagedTurn, StepProgress, UsageRecord, Written},
 };
@@ -166,17 +166,8 @@ impl AgentActivities {
         // The next step of this run, on this worker, reads only what is appended after this.
         self.logs.keep(input.run_ref(), messages);
 
-        let chat = AssistantExtras {
-            reasoning,
-            answered_at: Some(store::now_ms()),
-        };
         let mut staged = StagedTurn {
-            message: Message::Assistant {
-                content: turn.text,
-                tool_calls: turn.tool_calls,
-                chat: Some(Box::new(chat)),
-                finish: None,
-            },
+            message: Message::answered(turn.text, turn.tool_calls, reasoning, store::now_ms()),
             usage: UsageRecord {
                 run_id: input.run_id.clone(),
                 step: input.step,

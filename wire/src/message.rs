@@ -282,6 +282,25 @@ impl Message {
         }
     }
 
+    /// A model's turn as a step stages it: its text and calls, with the reasoning it streamed
+    /// and when it answered (ms since the epoch), which the chat shows.
+    pub fn answered(
+        content: impl Into<String>,
+        tool_calls: Vec<ToolCall>,
+        reasoning: Vec<Reasoning>,
+        answered_at: u64,
+    ) -> Self {
+        Self::Assistant {
+            content: content.into(),
+            tool_calls,
+            chat: Some(Box::new(AssistantExtras {
+                reasoning,
+                answered_at: Some(answered_at),
+            })),
+            finish: None,
+        }
+    }
+
     pub fn tool_result(call: &ToolCall, outcome: ToolOutcome) -> Self {
         Self::Tool(ToolResult::new(&call.id, &call.name, outcome))
     }

@@ -162,6 +162,8 @@ async function consume(body) {
         const same = chunk.id ? message.parts.findIndex((p) => p.type === chunk.type && p.id === chunk.id) : -1;
         if (same >= 0) message.parts[same] = kept; else message.parts.push(kept);
       }
+      // The server's metadata (times, usage, models), merged as useChat merges it.
+      if (chunk.messageMetadata) message.metadata = { ...message.metadata, ...chunk.messageMetadata };
       status = 'streaming';
       render();
     }
@@ -354,6 +356,34 @@ function widget(message, part) {
   return el('span', {}, 'This page cannot show this tool.');
 }
 
+/** The `data-*` parts the chat route uses itself: not the app's data. */
+const OWN_DATA = ['data-render', 'data-subagent-call', 'data-step-discarded', 'data-answers', 'data-resume-rejected'];
+const isAppData = (part) => part.type.startsWith('data-') && !OWN_DATA.includes(part.type) && !part.type.startsWith('data-baton');
+
+/** A tool's kept data: its name, its top-level fields in a line, the raw JSON folded away. */
+function dataCard(part) {
+  const name = part.type.slice('data-'.length);
+  const data = part.data;
+  const fields = data && typeof data === 'object' && !Array.isArray(data)
+    ? Object.entries(data).filter(([, v]) => v === null || typeof v !== 'object').map(([k, v]) => `${humanName(k)}: ${v}`).join(' · ')
+    : String(data);
+  return el('div', { class: 'card data', 'data-testid': `data-${name}` },
+    el('div', { class: 'head' }, el('span', { class: 'title' }, humanName(name)), el('span', { class: 'fields' }, fields)),
+    el('details', { 'data-testid': 'raw' }, el('summary', {}, 'Data'), el('pre', {}, pretty(data))));
+}
+
+/** The line under an assistant message: its model, its tokens and when it finished. */
+function metaLine(metadata) {
+  if (!metadata) return '';
+  const bits = [];
+  if (metadata.models?.length) bits.push(metadata.models.join(', '));
+  const usage = metadata.usage;
+  if (usage) bits.push(`${(usage.inputTokens ?? 0) + (usage.outputTokens ?? 0)} tokens`);
+  const at = metadata.finishedAt ?? metadata.createdAt;
+  if (at) bits.push(new Date(at).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' }));
+  return bits.join(' · ');
+}
+
 function card(message, part) {
   const name = toolName(part);
   const child = askingAgentOf(message, part);
@@ -402,7 +432,10 @@ function render() {
       if (part.type === 'reasoning') box.append(el('details', { class: 'reasoning', 'data-testid': 'reasoning' }, el('summary', {}, 'Thinking'), el('div', {}, part.text)));
       if (part.type === 'text') box.append(message.role === 'user' ? el('div', { 'data-testid': 'text' }, part.text) : markdown(part.text));
       else if (isTool(part)) box.append(card(message, part));
+      else if (isAppData(part)) box.append(dataCard(part));
     }
+    const meta = message.role === 'assistant' && metaLine(message.metadata);
+    if (meta) box.append(el('div', { class: 'meta', 'data-testid': 'meta' }, meta));
     return box;
   }), ...held.map((text) => el('div', { class: 'msg user held', 'data-testid': 'held' }, `${text} (sent once you answer)`)));
   const [state, sentence] = stateLine();

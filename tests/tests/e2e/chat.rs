@@ -127,6 +127,7 @@ fn forecaster(name: &str, gated: bool) -> Agent {
     };
     let model = ScriptedModel::default()
         .call("forecast", json!({}))
+        .reasoning("Looking up Oslo.")
         .answer("Snow.")
         .reasoning("Oslo in winter.");
     Agent::builder(name)
