@@ -43,7 +43,7 @@ const posts = [];
 const errors = [];
 
 /** A chat of `agent` on chat id `id`, with its own POST count. */
-function chat({ id, agent, predicate, messages, headers = {}, onData }) {
+function chat({ id, agent, predicate, messages, headers = {}, onData, onResponse }) {
   const own = { posts: 0 };
   const transport = new DefaultChatTransport({
     api: `${base}/chat`,
@@ -54,7 +54,9 @@ function chat({ id, agent, predicate, messages, headers = {}, onData }) {
         posts.push(init.body);
         own.posts += 1;
       }
-      return fetch(url, init);
+      const response = await fetch(url, init);
+      if (init?.method === 'POST') onResponse?.(response.status);
+      return response;
     },
   });
   const instance = new (class extends AbstractChat {})({
@@ -358,6 +360,17 @@ const scenarios = {
     await settled(c);
     const second = { user: c.messages[2], text: text(last(c)) };
     return summary(c, { first, second, reloaded: await snapshot(id) });
+  },
+
+  // A file over the chat's cap: refused 413 as itself, once, and the chat shows the error.
+  async oversize_file() {
+    const id = newId();
+    const statuses = [];
+    const c = chat({ id, agent: 'looker', onResponse: (status) => statuses.push(status) });
+    const big = { type: 'file', mediaType: 'image/png', url: `data:image/png;base64,${'A'.repeat(4 << 20)}` };
+    await c.sendMessage({ text: 'look', files: [big] });
+    await settled(c);
+    return summary(c, { id, httpStatus: statuses[0] ?? null });
   },
 
   // A model that reasons: its reasoning arrives as a reasoning part before the text.

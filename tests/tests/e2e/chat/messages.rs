@@ -64,8 +64,21 @@ async fn files_over_the_cap_or_of_another_type_are_refused_and_nothing_is_writte
                "messages": [{"id": "m1", "role": "user", "parts": [file]}]})
     };
     let over = "A".repeat(MAX_CHAT_FILE_BYTES);
+    let url = format!("data:image/png;base64,{over}");
+    let response = post(
+        &harness,
+        message(json!({"type": "file", "mediaType": "image/png", "url": url})),
+    )
+    .await;
+    // Over the size cap: 413, the cap and the size named (the files' data: URLs summed).
+    assert_eq!(response.status(), 413);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["code"], "validation_payload_too_large", "{body}");
+    assert_eq!(body["cause"], "chat_files", "{body}");
+    assert_eq!(body["limitBytes"], MAX_CHAT_FILE_BYTES, "{body}");
+    assert_eq!(body["sizeBytes"], url.len(), "{body}");
+    assert_eq!(body["retryable"], false, "{body}");
     for file in [
-        json!({"type": "file", "mediaType": "image/png", "url": format!("data:image/png;base64,{over}")}),
         json!({"type": "file", "mediaType": "text/html", "url": "data:text/html;base64,PGI+"}),
         json!({"type": "file", "mediaType": "image/png", "url": "https://example.com/a.png"}),
     ] {
@@ -81,6 +94,29 @@ async fn files_over_the_cap_or_of_another_type_are_refused_and_nothing_is_writte
         .await
         .unwrap();
     assert!(written.is_none(), "a refused message wrote its session");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_real_client_gets_an_oversize_file_refused_413_once_and_nothing_written() {
+    let harness = Harness::start(chat_registry()).await;
+    for release in AI_RELEASES {
+        let s = drive(&harness, release, "oversize_file").await;
+        assert_eq!(s["status"], "error", "{s}");
+        assert_eq!(s["ownPosts"], 1, "{s}");
+        assert_eq!(s["httpStatus"], 413, "{s}");
+        let error = s["error"].as_str().unwrap_or_default();
+        assert!(error.contains("validation_payload_too_large"), "{s}");
+        assert!(error.contains("chat_files"), "{s}");
+        let written = harness
+            .store
+            .session(&SessionAddress::root(s["id"].as_str().unwrap()))
+            .await
+            .unwrap();
+        assert!(
+            written.is_none(),
+            "a refused message wrote its session: {s}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
