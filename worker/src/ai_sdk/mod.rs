@@ -297,6 +297,19 @@ pub async fn chat_snapshot(
         .flat_map(|c| c.pending.iter())
         .filter_map(|p| Some((p.tool_call_id.clone(), p.approval_id.clone()?)))
         .collect();
+    // An interrupt writes no log entry: its finish (the `end` chunk's time and usage) comes from
+    // the session's stop record and usage, for the message it cut short.
+    let interrupted = match (snapshot.status, &session.stop) {
+        (Status::Interrupted, Some(stop)) => {
+            let usage = state
+                .store
+                .usage_rollup(&address)
+                .await?
+                .unwrap_or_default();
+            Some(baton_core::message::finish_metadata(stop.at, Some(&usage)))
+        }
+        _ => None,
+    };
     let inputs = SnapshotInputs {
         agent: &agent,
         pending: &pending,
@@ -304,6 +317,7 @@ pub async fn chat_snapshot(
         approval_ids: &approval_ids,
         registry: &state.registry,
         tree: &below.calls,
+        interrupted: interrupted.as_ref(),
     };
     Ok(ChatSnapshot {
         id: chat_id.to_owned(),

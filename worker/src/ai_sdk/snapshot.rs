@@ -39,6 +39,8 @@ pub struct SnapshotInputs<'a> {
     pub registry: &'a AgentRegistry,
     /// The calls the sessions below the root await.
     pub tree: &'a [TreeCall],
+    /// For an interrupted session, the finish of the message the stop cut short.
+    pub interrupted: Option<&'a Value>,
 }
 
 /// The id of the assistant message answering the k-th user message.
@@ -131,6 +133,9 @@ pub fn ui_messages(log: &[Message], inputs: &SnapshotInputs<'_>) -> Vec<Value> {
             &mut assistant.get_or_insert_with(Default::default).0,
             inputs,
         );
+    }
+    if let Some((_, metadata)) = assistant.as_mut() {
+        add_metadata(metadata, None, inputs.interrupted);
     }
     flush(&mut assistant, &mut messages, turn);
     messages
@@ -383,6 +388,7 @@ mod tests {
             approval_ids: &approval_ids,
             registry: &AgentRegistry::default(),
             tree: &[],
+            interrupted: None,
         };
         let messages = ui_messages(&log, &inputs);
         assert_eq!(messages.len(), 2);
@@ -467,6 +473,7 @@ mod tests {
             approval_ids: &HashMap::new(),
             registry: &AgentRegistry::default(),
             tree: &[],
+            interrupted: None,
         };
         let messages = ui_messages(&log, &inputs);
         let assistant = &messages[1];
@@ -496,5 +503,16 @@ mod tests {
             json!({"createdAt": 10, "finishedAt": 30, "usage": {"inputTokens": 1}, "models": ["m"]})
         );
         assert!(messages[0].get("metadata").is_none());
+        // An interrupt's finish (from the session's stop and usage) goes on the message it cut.
+        let stopped = json!({"finishedAt": 40, "usage": {"inputTokens": 2}, "models": ["m"]});
+        let inputs = SnapshotInputs {
+            interrupted: Some(&stopped),
+            ..inputs
+        };
+        let messages = ui_messages(&log, &inputs);
+        assert_eq!(
+            messages[1]["metadata"],
+            json!({"createdAt": 10, "finishedAt": 40, "usage": {"inputTokens": 2}, "models": ["m"]})
+        );
     }
 }
