@@ -114,7 +114,7 @@ pub async fn chat_post(
         ) => {
             let session = session.ok_or_else(|| no_session(&chat_id))?;
             let below = tree::read(state, &address).await?;
-            let pending = answers::pending_by_id(state, &address, &below).await?;
+            let pending = answers::pending_by_id(&below);
             let parts = answers::answer_parts(&tool_parts, last_step, &pending);
             let answered = answers::submit_answers(
                 state,
@@ -285,8 +285,8 @@ pub async fn chat_snapshot(
         .await?
         .ok_or_else(|| no_session(chat_id))?;
     let below = tree::read(state, &address).await?;
-    let pending = answers::pending_by_id(state, &address, &below).await?;
-    let mut stored = state.store.answers(&address).await?;
+    let pending = answers::pending_by_id(&below);
+    let mut stored = below.root_answers.clone();
     stored.extend(below.calls.iter().filter_map(|c| {
         let answer = c.answer.clone()?;
         Some((c.call.tool_call_id.clone(), answer))

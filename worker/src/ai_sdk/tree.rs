@@ -34,20 +34,23 @@ pub struct Tree {
     pub agent_types: HashMap<String, String>,
     /// The client calls and approvals they await (never a sub-agent call: no client answers one).
     pub calls: Vec<TreeCall>,
+    /// The root's own pending calls (sub-agent calls included) and stored answers, read in the
+    /// same round trip.
+    pub root_pending: Vec<PendingCall>,
+    pub root_answers: HashMap<String, StoredAnswer>,
 }
 
 /// The sessions below `root` and what the suspended ones await: one pipelined read of the tree
 /// (`Store::awaiting_sessions`, which `/pending` reads too).
 pub(super) async fn read(state: &AppState, root: &SessionAddress) -> Result<Tree, ApiError> {
     let mut tree = Tree::default();
+    let mut sessions = state.store.awaiting_sessions(root, true).await?.into_iter();
     // The root comes first: the tree is what is below it.
-    for session in state
-        .store
-        .awaiting_sessions(root, true)
-        .await?
-        .into_iter()
-        .skip(1)
-    {
+    if let Some(own) = sessions.next() {
+        tree.root_pending = own.pending;
+        tree.root_answers = own.answers;
+    }
+    for session in sessions {
         let AwaitingSession {
             address,
             agent_type: Some(agent_type),
