@@ -103,6 +103,10 @@ pub struct UserExtras {
     /// The message's file parts, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<FilePart>,
+    /// When the chat route took the message (ms since the epoch): the `createdAt` of the
+    /// assistant message answering it, on the live stream and in a reload alike.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub received_at: Option<u64>,
 }
 
 /// A file a user message carries: an image or a document, inline as a `data:` URL.

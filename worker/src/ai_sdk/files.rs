@@ -74,6 +74,7 @@ pub(super) fn user_extras(message: &Value, parts: &[Value]) -> Result<UserExtras
         id,
         metadata,
         files,
+        received_at: None,
     })
 }
 

@@ -91,12 +91,16 @@ pub async fn chat_post(
     let trailing = body.trailing()?;
     let session = state.store.session(&address).await?;
     let chat_id = body.id.clone();
+    // A new message's `createdAt`: when the route took the user message it answers (kept with
+    // that message, so a reload gives the same), or now for a regenerated one.
+    let created_at = now_ms();
     let (start, holds) = match (body.trigger, trailing) {
         (Trigger::RegenerateMessage, _) => (
             turn::regenerate(state, &chat_id, session).await?,
             ClientHolds::default(),
         ),
-        (Trigger::SubmitMessage, Trailing::User { text, extras }) => {
+        (Trigger::SubmitMessage, Trailing::User { text, mut extras }) => {
+            extras.received_at = Some(created_at);
             let message = turn::UserMessage { text, extras };
             let start = turn::user_turn(
                 state, principal, &chat_id, body.agent, body.meta, message, session,
@@ -163,7 +167,7 @@ pub async fn chat_post(
         prefix: vec![
             UiChunk::Start {
                 message_id: start.message_id,
-                message_metadata: fresh.then(|| serde_json::json!({ "createdAt": now_ms() })),
+                message_metadata: fresh.then(|| serde_json::json!({ "createdAt": created_at })),
             }
             .into(),
         ],

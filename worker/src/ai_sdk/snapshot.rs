@@ -69,6 +69,8 @@ pub fn ui_messages(log: &[Message], inputs: &SnapshotInputs<'_>) -> Vec<Value> {
     let mut messages = Vec::new();
     let mut turn = 0;
     let mut assistant: Option<(Vec<Value>, Map<String, Value>)> = None;
+    // The `createdAt` of the message answering the last user message, if the route took it.
+    let mut received_at = None;
     let flush = |assistant: &mut Option<(Vec<Value>, Map<String, Value>)>,
                  messages: &mut Vec<Value>,
                  turn: usize| {
@@ -89,6 +91,7 @@ pub fn ui_messages(log: &[Message], inputs: &SnapshotInputs<'_>) -> Vec<Value> {
                 flush(&mut assistant, &mut messages, turn);
                 turn += 1;
                 messages.push(user_message(turn, content, chat.as_deref()));
+                received_at = chat.as_ref().and_then(|chat| chat.received_at);
             }
             Message::Assistant {
                 content,
@@ -96,7 +99,13 @@ pub fn ui_messages(log: &[Message], inputs: &SnapshotInputs<'_>) -> Vec<Value> {
                 chat,
                 finish,
             } => {
-                let (parts, metadata) = assistant.get_or_insert_with(Default::default);
+                let (parts, metadata) = assistant.get_or_insert_with(|| {
+                    let mut metadata = Map::new();
+                    if let Some(at) = received_at {
+                        metadata.insert("createdAt".into(), json!(at));
+                    }
+                    (Vec::new(), metadata)
+                });
                 add_metadata(metadata, chat.as_deref(), finish.as_deref());
                 parts.push(json!({"type": "step-start"}));
                 text_and_reasoning(parts, content, chat.as_deref());
@@ -166,7 +175,8 @@ fn text_and_reasoning(parts: &mut Vec<Value>, content: &str, chat: Option<&Assis
 }
 
 /// Folds a step's metadata into its message's, as `useChat` merges what the stream sent: the
-/// first step's answer time is `createdAt`, a later finish overrides an earlier one's fields.
+/// first step's answer time is `createdAt` (unless the user message it answers has the time the
+/// route took it), a later finish overrides an earlier one's fields.
 fn add_metadata(
     metadata: &mut Map<String, Value>,
     chat: Option<&AssistantExtras>,
