@@ -277,25 +277,23 @@ pub async fn chat_snapshot(
 ) -> Result<ChatSnapshot, ApiError> {
     principal.may_act_on(&state.store, chat_id).await?;
     let address = checked_address(chat_id)?;
-    let session = state
-        .store
-        .session(&address)
-        .await?
-        .ok_or_else(|| no_session(chat_id))?;
+    // Independent reads, sent at once: a reload waits for one round trip, not four.
+    let store = &state.store;
+    let (session, snapshot, below, checkpoints) = futures::try_join!(
+        async { Ok::<_, ApiError>(store.session(&address).await?) },
+        async { Ok(store.snapshot(&address).await?) },
+        tree::read(state, &address),
+        async { Ok(store.checkpoints(&address).await?) },
+    )?;
+    let session = session.ok_or_else(|| no_session(chat_id))?;
     let agent = agent_of(state, &session)?;
-    let snapshot = state
-        .store
-        .snapshot(&address)
-        .await?
-        .ok_or_else(|| no_session(chat_id))?;
-    let below = tree::read(state, &address).await?;
+    let snapshot = snapshot.ok_or_else(|| no_session(chat_id))?;
     let pending = answers::pending_by_id(&below);
     let mut stored = below.root_answers.clone();
     stored.extend(below.calls.iter().filter_map(|c| {
         let answer = c.answer.clone()?;
         Some((c.call.tool_call_id.clone(), answer))
     }));
-    let checkpoints = state.store.checkpoints(&address).await?;
     let approval_ids = checkpoints
         .iter()
         .flat_map(|c| c.pending.iter())
