@@ -194,6 +194,11 @@ pub async fn chat_reattach(
     };
     let log = state.store.messages(&address).await?;
     let turn = turn::user_turns(&log);
+    // The turn's message was created when the route took its user message, as its snapshot says.
+    let created_at = log.iter().rev().find_map(|m| match m {
+        Message::User { chat, .. } => Some(chat.as_ref().and_then(|chat| chat.received_at)),
+        _ => None,
+    });
     let pinned = &snapshot.messages;
     // The calls the client's trailing message holds: those of the turn's assistant messages in
     // the snapshot, when the snapshot has reached this turn's user message, but the sub-agent
@@ -240,7 +245,9 @@ pub async fn chat_reattach(
         prefix: vec![
             UiChunk::Start {
                 message_id: snapshot::assistant_message_id(turn),
-                message_metadata: None,
+                message_metadata: created_at
+                    .flatten()
+                    .map(|at| serde_json::json!({ "createdAt": at })),
             }
             .into(),
         ],
