@@ -55,7 +55,7 @@ const shouldSend = () => last()?.role === 'assistant' && (completeWithToolCalls(
 /** Whether a part asks the person for something: an answer or an approval. */
 const asksPerson = (p) => isTool(p) && !p.providerExecuted && (p.state === 'input-available' || p.state === 'approval-requested');
 // A stopped run's calls were closed by the stop: nothing is open any more.
-const widgetOpen = () => status !== 'stopped' && last()?.role === 'assistant' && last().parts.some(asksPerson);
+const widgetOpen = () => !['stopped', 'stopping'].includes(status) && last()?.role === 'assistant' && last().parts.some(asksPerson);
 const busy = () => status === 'submitted' || status === 'streaming';
 
 /** A refusal's sentence, from the error body `{code, error}` or the status. */
@@ -89,7 +89,9 @@ async function request(trigger, init) {
     await consume(response.body);
     status = 'ready';
   } catch (e) {
-    if (stopping) status = 'stopped';
+    // Stopped once the server said so (`stop()`), not when the response is cut: until then the
+    // run may still be working.
+    if (stopping) { if (status !== 'stopped' && status !== 'error') status = 'stopping'; }
     else { status = 'error'; error = String(e.message ?? e); }
   }
   controller = null;
@@ -396,7 +398,7 @@ function card(message, part) {
   const question = questionOf(part);
   if (question && asksPerson(part)) body.append(el('p', { class: 'question' }, question));
   else if (part.state === 'approval-requested') body.append(el('p', { class: 'question' }, `With ${summaryOf(part.input)}`));
-  const own = message === last() && status !== 'stopped';
+  const own = message === last() && !['stopped', 'stopping'].includes(status);
   if (own && !part.providerExecuted && part.state === 'input-available') body.append(widget(message, part));
   if (own && !part.providerExecuted && part.state === 'approval-requested') {
     body.append(el('div', { class: 'widget' },
@@ -415,6 +417,7 @@ function stateLine() {
   if (status === 'error' || status === 'halted') return [status, error];
   if (status === 'submitted') return ['submitted', 'Sending…'];
   if (status === 'streaming') return ['streaming', 'Thinking…'];
+  if (status === 'stopping') return ['stopping', 'Stopping…'];
   if (status === 'stopped') return ['stopped', 'Stopped. Send a message to go on.'];
   if (widgetOpen()) return ['waiting', 'Waiting for you: answer above to continue.'];
   return ['ready', messages.length ? 'Done. Ask anything else.' : 'Ask anything to start.'];
