@@ -322,6 +322,11 @@ function questionOf(part) {
   return null;
 }
 
+/** What a person typed into an open form, by call and field: a render (each chunk of the
+ * stream makes one) rebuilds the form with it, so typing while the last chunks arrive loses
+ * nothing. */
+const drafts = new Map();
+
 /** The widget of an open client call, from its hint; a call the page cannot render is settled
  * with an error at once, so the run never hangs on it. */
 function widget(message, part) {
@@ -331,10 +336,15 @@ function widget(message, part) {
   if (hint?.kind === 'elicitation') {
     const schema = hint.outputSchema ?? { type: 'string' };
     const fields = schema.type === 'object' ? Object.keys(schema.properties ?? {}) : [null];
-    const inputs = fields.map((field) => el('input', {
-      'data-testid': `field-${name}${field ? `-${field}` : ''}`, placeholder: field ? humanName(field) : 'Your answer',
-      'aria-label': field ? humanName(field) : 'Your answer',
-    }));
+    const inputs = fields.map((field) => {
+      const draft = `${part.toolCallId}:${field ?? ''}`;
+      const input = el('input', {
+        'data-testid': `field-${name}${field ? `-${field}` : ''}`, placeholder: field ? humanName(field) : 'Your answer',
+        'aria-label': field ? humanName(field) : 'Your answer', oninput: () => drafts.set(draft, input.value),
+      });
+      input.value = drafts.get(draft) ?? '';
+      return input;
+    });
     return el('form', { class: 'widget', 'data-testid': `widget-${name}`, onsubmit: (event) => {
       event.preventDefault();
       const values = inputs.map((input) => input.value);
@@ -425,6 +435,8 @@ function stateLine() {
 
 function render() {
   const log = $('log');
+  // The field a person is typing in keeps the focus across the rebuild.
+  const focused = log.contains(document.activeElement) ? document.activeElement.dataset.testid : null;
   log.replaceChildren(...messages.map((message) => {
     const box = el('div', { class: `msg ${message.role}`, 'data-testid': `message-${message.role}` });
     // Text a retried model call discarded is hidden: it never reached the log.
@@ -441,6 +453,7 @@ function render() {
     if (meta) box.append(el('div', { class: 'meta', 'data-testid': 'meta' }, meta));
     return box;
   }), ...held.map((text) => el('div', { class: 'msg user held', 'data-testid': 'held' }, `${text} (sent once you answer)`)));
+  if (focused) log.querySelector(`[data-testid="${CSS.escape(focused)}"]`)?.focus();
   const [state, sentence] = stateLine();
   const line = $('status');
   line.textContent = sentence;
