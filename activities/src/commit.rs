@@ -31,6 +31,7 @@ impl AgentActivities {
         let Message::Assistant {
             content,
             tool_calls,
+            ..
         } = &staged.message
         else {
             return Err(Error::typed(

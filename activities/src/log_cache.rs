@@ -174,8 +174,14 @@ fn message_bytes(message: &Message) -> usize {
         Message::Assistant {
             content,
             tool_calls,
+            chat,
+            finish,
         } => {
             content.len()
+                + chat.as_ref().map_or(0, |chat| {
+                    chat.reasoning.iter().map(|r| r.text.len()).sum::<usize>()
+                })
+                + finish.as_ref().map_or(0, |finish| value_bytes(finish))
                 + tool_calls
                     .iter()
                     .map(|call| call.id.len() + call.name.len() + value_bytes(&call.arguments))

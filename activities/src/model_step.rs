@@ -12,7 +12,7 @@ use crate::{
 use baton_core::{
     ErrorCode,
     chunk::ChunkKind,
-    message::Message,
+    message::{MAX_KEPT_REASONING_BYTES, Message, Reasoning},
     model::{Delta, ModelRequest},
     store::{self, RunRef, StagedTurn, StepProgress, UsageRecord, Written},
 };
@@ -120,18 +120,22 @@ impl AgentActivities {
             },
             delta_sender,
         );
-        // Deltas are written as they come, batched by what is waiting, while the model runs.
+        // Deltas are written as they come, batched by what is waiting, while the model runs;
+        // the reasoning is kept too, for the chat to show after a reload.
         let stream_deltas = async {
             let mut index = 1;
+            let mut kept = KeptReasoning::default();
             while let Some(first) = delta_receiver.recv().await {
+                kept.add(&first);
                 let mut batch = vec![delta_chunk(input.step, first)];
                 while let Ok(delta) = delta_receiver.try_recv() {
+                    kept.add(&delta);
                     batch.push(delta_chunk(input.step, delta));
                 }
                 self.emit_step_chunks(input, attempt, index, &batch).await?;
                 index += batch.len() as u32;
             }
-            Ok::<_, store::Error>(())
+            Ok::<_, store::Error>(kept.pieces)
         };
         // A delta the store refuses (the run was stopped) or cannot take ends the call at once:
         // the model's stream is dropped rather than read to its end for nothing. A failed call
@@ -145,7 +149,7 @@ impl AgentActivities {
         // An interrupt or abort cancels the workflow; Temporal passes the cancellation on with
         // the answer to a heartbeat. Dropping the call then closes the model's HTTP stream at
         // once instead of letting it run to its end.
-        let (turn, ()) = tokio::select! {
+        let (turn, reasoning) = tokio::select! {
             biased;
             _ = ctx.cancelled() => {
                 tracing::info!(
@@ -163,7 +167,7 @@ impl AgentActivities {
         self.logs.keep(input.run_ref(), messages);
 
         let mut staged = StagedTurn {
-            message: Message::assistant(turn.text, turn.tool_calls),
+            message: Message::answered(turn.text, turn.tool_calls, reasoning, store::now_ms()),
             usage: UsageRecord {
                 run_id: input.run_id.clone(),
                 step: input.step,
@@ -342,5 +346,79 @@ fn delta_chunk(step: u32, delta: Delta) -> ChunkKind {
     match delta {
         Delta::Text(delta) => ChunkKind::TextDelta { step, delta },
         Delta::Reasoning(delta) => ChunkKind::ReasoningDelta { step, delta },
+    }
+}
+
+/// The reasoning a step streamed, as the log keeps it for display: each piece at the offset of
+/// the text it came before, at most [`MAX_KEPT_REASONING_BYTES`] in all.
+#[derive(Default)]
+struct KeptReasoning {
+    pieces: Vec<Reasoning>,
+    text_bytes: usize,
+    kept_bytes: usize,
+}
+
+impl KeptReasoning {
+    fn add(&mut self, delta: &Delta) {
+        match delta {
+            Delta::Text(text) => self.text_bytes += text.len(),
+            Delta::Reasoning(piece) => {
+                let room = MAX_KEPT_REASONING_BYTES.saturating_sub(self.kept_bytes);
+                let mut end = piece.len().min(room);
+                while !piece.is_char_boundary(end) {
+                    end -= 1;
+                }
+                if end == 0 {
+                    return;
+                }
+                self.kept_bytes += end;
+                match self.pieces.last_mut() {
+                    Some(last) if last.offset == self.text_bytes => {
+                        last.text.push_str(&piece[..end]);
+                    }
+                    _ => self.pieces.push(Reasoning {
+                        offset: self.text_bytes,
+                        text: piece[..end].to_owned(),
+                    }),
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reasoning_is_kept_at_the_offset_of_the_text_it_came_before_and_capped() {
+        let mut kept = KeptReasoning::default();
+        for delta in [
+            Delta::Reasoning("six ".into()),
+            Delta::Reasoning("sevens".into()),
+            Delta::Text("It is ".into()),
+            Delta::Text("42.".into()),
+            Delta::Reasoning("sure?".into()),
+        ] {
+            kept.add(&delta);
+        }
+        assert_eq!(
+            kept.pieces,
+            [
+                Reasoning {
+                    offset: 0,
+                    text: "six sevens".into()
+                },
+                Reasoning {
+                    offset: 9,
+                    text: "sure?".into()
+                }
+            ]
+        );
+        let mut long = KeptReasoning::default();
+        long.add(&Delta::Reasoning("é".repeat(MAX_KEPT_REASONING_BYTES)));
+        long.add(&Delta::Reasoning("more".into()));
+        assert_eq!(long.pieces.len(), 1);
+        assert_eq!(long.pieces[0].text.len(), MAX_KEPT_REASONING_BYTES);
     }
 }

@@ -82,6 +82,7 @@ impl AgentActivities {
                 )
             })?;
             let drain = plan::drain(call, answers.remove(id), resumption, now);
+            let mut data = Vec::new();
             let outcome = match drain.outcome {
                 DrainedOutcome::Known(outcome) => outcome,
                 DrainedOutcome::RunApproved(arguments) => {
@@ -91,13 +92,14 @@ impl AgentActivities {
                         step: input.step + 1,
                         ..input.step_ref()
                     };
-                    // What an approved call emits for the chat is not written (see
-                    // docs/chat-protocol.md): the drain writes its result alone.
-                    let (outcome, state_patch, _data) = self
+                    // What it emits for the chat goes with its result: kept with it in the
+                    // log, and its tool_data chunks after its tool_end, in the drain's script.
+                    let (outcome, state_patch, emitted) = self
                         .outcome_and_state_of(ctx, input, marker, id, &call.tool_name, arguments)
                         .await?;
                     self.stage_drained_state_patch(marker, id, state_patch)
                         .await?;
+                    data = emitted;
                     outcome
                 }
             };
@@ -112,15 +114,14 @@ impl AgentActivities {
                 self.stage_drained_state_patch(next_step, id, state_patch)
                     .await?;
             }
+            let mut result = ToolResult::new(id, &call.tool_name, outcome);
+            let then = crate::tools::chat_data(call.step, &mut result, data);
             drained.push(DrainedCall {
-                result: ToolResult {
-                    tool_call_id: id.clone(),
-                    tool_name: call.tool_name.clone(),
-                    outcome,
-                },
+                result,
                 step: call.step,
                 marker_expiry: drain.marker_expiry,
                 wait_ms: drain.wait_ms,
+                then,
             });
         }
         // The suspended runs leave the deadline index (a deadline far away has no workflow yet,

@@ -9,7 +9,7 @@ use crate::{
 };
 use baton_core::{
     ChunkKind, ErrorCode, ToolError,
-    message::{Message, ToolCall, ToolOutcome, ToolResult},
+    message::{KeptData, Message, ToolCall, ToolOutcome, ToolResult},
     store::{StepRef, Written},
     tool::{ToolContext, ToolData, codes},
 };
@@ -68,21 +68,8 @@ impl AgentActivities {
                 call.arguments.clone(),
             )
             .await?;
-        let result = ToolResult {
-            tool_call_id: call.id.clone(),
-            tool_name: call.name.clone(),
-            outcome,
-        };
-        let data = data
-            .into_iter()
-            .map(|item| ChunkKind::ToolData {
-                step: step.step,
-                tool_call_id: call.id.clone(),
-                name: item.name,
-                data: item.data,
-                transient: item.transient,
-            })
-            .collect();
+        let mut result = ToolResult::new(&call.id, &call.name, outcome);
+        let data = chat_data(step.step, &mut result, data);
         Ok((result, state_patch, data))
     }
 
@@ -96,11 +83,7 @@ impl AgentActivities {
         self.store
             .stage_tool_result(
                 step.step_ref(),
-                &ToolResult {
-                    tool_call_id: call.id.clone(),
-                    tool_name: call.name.clone(),
-                    outcome,
-                },
+                &ToolResult::new(&call.id, &call.name, outcome),
             )
             .await?;
         Ok(())
@@ -225,4 +208,26 @@ impl AgentActivities {
 /// The context a server tool gets for call `tool_call_id` of `step`'s run.
 pub(crate) fn tool_context(step: &StepInput, tool_call_id: &str) -> ToolContext {
     ToolContext::new(step.address.clone(), step.run_id.clone(), tool_call_id)
+}
+
+/// The `tool_data` chunks of what a call of step `step` emitted for the chat, its kept items also
+/// stored with its result (so the log holds them for a reload; transient ones are stream-only).
+pub(crate) fn chat_data(step: u32, result: &mut ToolResult, data: Vec<ToolData>) -> Vec<ChunkKind> {
+    result.chat_data = data
+        .iter()
+        .filter(|item| !item.transient)
+        .map(|item| KeptData {
+            name: item.name.clone(),
+            data: item.data.clone(),
+        })
+        .collect();
+    data.into_iter()
+        .map(|item| ChunkKind::ToolData {
+            step,
+            tool_call_id: result.tool_call_id.clone(),
+            name: item.name,
+            data: item.data,
+            transient: item.transient,
+        })
+        .collect()
 }

@@ -86,6 +86,7 @@ impl WireFormat for Messages {
                 Message::Assistant {
                     content,
                     tool_calls,
+                    ..
                 } => {
                     let mut blocks = Vec::new();
                     // The API refuses empty text blocks.

@@ -68,6 +68,7 @@ pub(crate) fn provider_messages(messages: &[Message]) -> Result<Cow<'_, [Message
                 Message::Assistant {
                     content,
                     tool_calls,
+                    ..
                 } => Message::Assistant {
                     content: content.clone(),
                     tool_calls: tool_calls
@@ -78,6 +79,9 @@ pub(crate) fn provider_messages(messages: &[Message]) -> Result<Cow<'_, [Message
                             ..call.clone()
                         })
                         .collect(),
+                    // What a chat shows beside the turn is not the provider's.
+                    chat: None,
+                    finish: None,
                 },
                 Message::Tool(result) => Message::Tool(ToolResult {
                     tool_call_id: provider_id(&result.tool_call_id),

@@ -115,6 +115,7 @@ fn message(message: &Message) -> Value {
         Message::Assistant {
             content,
             tool_calls,
+            ..
         } if !tool_calls.is_empty() => json!({
             "role": "assistant",
             // The API wants null, not "", beside tool calls when there is no text.

@@ -535,6 +535,8 @@ fn with_files() -> Vec<Message> {
             file("image/png", "iVBORw0KGgo=", None),
             file("application/pdf", "JVBERi0xLjQ=", Some("trip.pdf")),
         ],
+        // What a chat shows beside the message, never sent to a model.
+        received_at: Some(1_700_000_000_000),
     };
     vec![Message::user_with("What is in these?", extras)]
 }

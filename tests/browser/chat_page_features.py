@@ -1,7 +1,8 @@
 """The demo chat page's features in Debian's Chromium (headless, through playwright; no browser
 is downloaded): markdown rendered safely (no raw HTML), the stop button stopping the run on the
 server, a new chat, the signed-in user's chat list reopening an earlier chat, and a model's
-reasoning folded above its answer. A screenshot of
+reasoning folded above its answer; a reload (mid-way and after the end) showing the reasoning, a
+tool's data card and the message's metadata as the stream did. A screenshot of
 each stage is kept in the artifacts directory.
 
     python chat_page_features.py <base URL> <artifacts dir>
@@ -80,12 +81,53 @@ def main():
         reasoning.locator("summary").click()
         expect(reasoning).to_contain_text("Six times seven is forty-two.")
         shot(page, "reasoning")
+
+        # A reload shows what the stream showed: mid-way (waiting for an approval) and after the
+        # end, the folded reasoning, the tool's data card and the message's metadata line.
+        page.get_by_test_id("new-chat").click()
+        page.goto(f"{BASE}/chat?agent=forecaster_gated")
+        ask(page, "weather?")
+        expect(page.get_by_test_id("approve-forecast")).to_be_visible()
+        live_midway = seen(page)
+        page.reload()
+        expect(page.get_by_test_id("approve-forecast")).to_be_visible()
+        reloaded_midway = seen(page)
+        shot(page, "reload-midway")
+        page.get_by_test_id("approve-forecast").click()
+        reply = page.get_by_test_id("message-assistant").last
+        expect(reply).to_contain_text("Snow.")
+        expect(reply.get_by_test_id("data-weather")).to_contain_text("Oslo")
+        expect(reply.get_by_test_id("meta")).to_contain_text("tokens")
+        live_end = seen(page)
+        shot(page, "data-live")
+        page.reload()
+        reply = page.get_by_test_id("message-assistant").last
+        expect(reply).to_contain_text("Snow.")
+        expect(reply.get_by_test_id("meta")).to_contain_text("tokens")
+        reloaded_end = seen(page)
+        reply.get_by_test_id("reasoning").last.locator("summary").click()
+        reply.get_by_test_id("data-weather").locator("summary").click()
+        shot(page, "reload-end")
         browser.close()
     print(json.dumps({
         "images": images, "owned": owned, "serverAfterStop": server,
         "reopened": reopened == first_chat, "cspViolations": violations,
         "reasoningFolded": folded,
+        "midway": {"live": live_midway, "reloaded": reloaded_midway},
+        "end": {"live": live_end, "reloaded": reloaded_end},
     }))
+
+
+def seen(page):
+    """What the last assistant message shows: its reasoning, data cards and metadata line."""
+    reply = page.get_by_test_id("message-assistant").last
+    return {
+        "reasoning": reply.get_by_test_id("reasoning").all_text_contents(),
+        "data": [card.get_attribute("data-testid") for card in reply.locator(".card.data").all()],
+        "fields": reply.locator(".card.data .fields").all_text_contents(),
+        "meta": reply.get_by_test_id("meta").count(),
+        "metaTokens": "tokens" in "".join(reply.get_by_test_id("meta").all_text_contents()),
+    }
 
 
 def ask(page, text):

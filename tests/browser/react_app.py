@@ -2,7 +2,8 @@
 the pinned esbuild) in Debian's Chromium (headless, through playwright) against a real batond on
 another origin. This script is the app's server: it serves the bundle and, as the app's backend,
 mints each page's user token with the operator key (the browser never sees the key). Scenarios:
-text, a client tool answered with addToolOutput, an approval, a reload mid-way, stop, a file part;
+text, a client tool answered with addToolOutput, an approval, a reload mid-way, stop, a file part,
+a reload showing reasoning, a tool's kept data and the server metadata as the stream did;
 every POST /chat is counted per scenario.
 
     python react_app.py <batond base URL> <operator key> <app port> <bundle> <artifacts dir>
@@ -22,7 +23,7 @@ from playwright.sync_api import expect, sync_playwright
 
 BATON, KEY, PORT, BUNDLE, ARTIFACTS = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
 expect.set_options(timeout=30_000)
-AGENTS = ["chatter", "asker_only", "guarded", "napper_react", "looker"]
+AGENTS = ["chatter", "asker_only", "guarded", "napper_react", "looker", "forecaster_gated"]
 INDEX = '<!doctype html><meta charset="utf-8"><title>React chat</title><div id="root"></div><script type="module" src="/app.js"></script>'
 
 
@@ -88,6 +89,7 @@ def main():
         scenario("reload", "asker_only", reload)
         scenario("stop", "napper_react", stop)
         scenario("file", "looker", file_part)
+        scenario("reload_features", "forecaster_gated", reload_features)
         browser.close()
     server.shutdown()
     print(json.dumps(results))
@@ -138,6 +140,36 @@ def stop(page, url, chat):
         [BATON, chat],
     )
     return {"serverStatus": status}
+
+
+def shown(page):
+    """What the last assistant message shows besides its tools: reasoning, data, metadata."""
+    reply = page.get_by_test_id("message-assistant").last
+    return {
+        "reasoning": reply.get_by_test_id("reasoning").all_text_contents(),
+        "data": reply.get_by_test_id("data").all_text_contents(),
+        "meta": reply.get_by_test_id("meta").all_text_contents(),
+    }
+
+
+def reload_features(page, url, chat):
+    # Reasoning, a kept data part of a call run once approved and the server metadata: a
+    # reload mid-way (awaiting the approval) and after the end shows what the stream showed.
+    ask(page, "weather?")
+    expect(page.get_by_test_id("approve")).to_be_visible()
+    expect(page.get_by_test_id("status")).to_have_text("ready")
+    live_midway = shown(page)
+    page.reload()
+    expect(page.get_by_test_id("approve")).to_be_visible()
+    reloaded_midway = shown(page)
+    page.get_by_test_id("approve").click()
+    expect(page.get_by_test_id("text").last).to_have_text("Snow.")
+    expect(page.get_by_test_id("status")).to_have_text("ready")
+    live_end = shown(page)
+    page.reload()
+    expect(page.get_by_test_id("text").last).to_have_text("Snow.")
+    reloaded_end = shown(page)
+    return {"midway": [live_midway, reloaded_midway], "end": [live_end, reloaded_end]}
 
 
 def file_part(page, url, chat):

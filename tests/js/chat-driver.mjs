@@ -43,7 +43,7 @@ const posts = [];
 const errors = [];
 
 /** A chat of `agent` on chat id `id`, with its own POST count. */
-function chat({ id, agent, predicate, messages, headers = {}, onData }) {
+function chat({ id, agent, predicate, messages, headers = {}, onData, onResponse }) {
   const own = { posts: 0 };
   const transport = new DefaultChatTransport({
     api: `${base}/chat`,
@@ -54,7 +54,9 @@ function chat({ id, agent, predicate, messages, headers = {}, onData }) {
         posts.push(init.body);
         own.posts += 1;
       }
-      return fetch(url, init);
+      const response = await fetch(url, init);
+      if (init?.method === 'POST') onResponse?.(response.status);
+      return response;
     },
   });
   const instance = new (class extends AbstractChat {})({
@@ -123,6 +125,24 @@ async function snapshot(id) {
   });
   if (!response.ok) throw new Error(`snapshot: ${response.status} ${await response.text()}`);
   return (await response.json()).messages;
+}
+
+/** A message as the assertions compare it: each part's type, text, data, state and output, and
+ * the message's metadata. */
+const shape = (message) => ({
+  parts: message.parts.map((p) => ({
+    type: p.type,
+    ...(p.text !== undefined && { text: p.text }),
+    ...(p.data !== undefined && { data: p.data }),
+    ...(p.state !== undefined && { state: p.state }),
+    ...(p.output !== undefined && { output: p.output }),
+  })),
+  metadata: message.metadata ?? null,
+});
+
+/** The live last message and the snapshot's, shaped alike. */
+async function liveAndReloaded(instance, id) {
+  return { live: shape(last(instance)), reloadedMessage: shape((await snapshot(id)).at(-1)) };
 }
 
 async function snapshotOf(id) {
@@ -342,6 +362,17 @@ const scenarios = {
     return summary(c, { first, second, reloaded: await snapshot(id) });
   },
 
+  // A file over the chat's cap: refused 413 as itself, once, and the chat shows the error.
+  async oversize_file() {
+    const id = newId();
+    const statuses = [];
+    const c = chat({ id, agent: 'looker', onResponse: (status) => statuses.push(status) });
+    const big = { type: 'file', mediaType: 'image/png', url: `data:image/png;base64,${'A'.repeat(4 << 20)}` };
+    await c.sendMessage({ text: 'look', files: [big] });
+    await settled(c);
+    return summary(c, { id, httpStatus: statuses[0] ?? null });
+  },
+
   // A model that reasons: its reasoning arrives as a reasoning part before the text.
   async reasoning() {
     const id = newId();
@@ -351,8 +382,7 @@ const scenarios = {
     const parts = last(c).parts
       .filter((p) => p.type === 'reasoning' || p.type === 'text')
       .map((p) => ({ type: p.type, text: p.text, state: p.state }));
-    const reloaded = (await snapshot(id)).at(-1).parts.map((p) => p.type);
-    return summary(c, { id, parts, reloaded });
+    return summary(c, { id, parts, ...(await liveAndReloaded(c, id)) });
   },
 
   // A server tool's data: the kept part stays in the message, the transient one reaches onData.
@@ -364,7 +394,22 @@ const scenarios = {
     await settled(c);
     const kept = last(c).parts.filter((p) => p.type.startsWith('data-'));
     const output = toolParts(last(c)).map((p) => p.output);
-    return summary(c, { id, kept, seen, output });
+    return summary(c, { id, kept, seen, output, ...(await liveAndReloaded(c, id)) });
+  },
+
+  // The same tool behind an approval: run once approved, its kept data still reaches the
+  // message and the snapshot.
+  async approved_data() {
+    const id = newId();
+    const seen = [];
+    const c = chat({ id, agent: 'forecaster_gated', predicate: approvalsDone, onData: (part) => seen.push(part) });
+    await c.sendMessage({ text: 'weather?' });
+    await settled(c);
+    const gated = part(c, 'approval-requested');
+    await c.addToolApprovalResponse({ id: gated.approval.id, approved: true });
+    await settled(c);
+    const kept = last(c).parts.filter((p) => p.type.startsWith('data-'));
+    return summary(c, { id, kept, seen, ...(await liveAndReloaded(c, id)) });
   },
 
   async regenerate() {

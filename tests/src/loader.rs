@@ -100,7 +100,7 @@ pub async fn load_suspended(
         });
     }
     let mut staged = StagedTurn {
-        message: Message::assistant(turn.text, turn.tool_calls),
+        message: Message::answered(turn.text, turn.tool_calls, Vec::new(), now),
         usage: UsageRecord {
             run_id: run_id.clone(),
             step: 1,

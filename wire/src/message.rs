@@ -7,7 +7,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// One entry of a session's message log.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// Two entries are equal when they say the same to a model: what a chat shows beside an
+/// assistant turn (its reasoning and server metadata) and a result's kept chat data are not
+/// compared.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "snake_case")]
 pub enum Message {
     System {
@@ -24,8 +28,65 @@ pub enum Message {
         content: String,
         #[serde(default, rename = "toolCalls", skip_serializing_if = "Vec::is_empty")]
         tool_calls: Vec<ToolCall>,
+        /// What the chat shows besides the text (the model's reasoning, when the step was
+        /// answered, the message's server metadata); never sent back to a model.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        chat: Option<Box<AssistantExtras>>,
+        /// The chat message's server metadata (`finishedAt`, and at a run's end `usage` and
+        /// `models`), added by the commit that suspended or completed the run; never sent to a
+        /// model.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        finish: Option<Box<Value>>,
     },
     Tool(ToolResult),
+}
+
+/// What a chat shows of an assistant step besides its text, kept in the log so a reload shows
+/// what the live stream showed. The adapters never send it to a model.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AssistantExtras {
+    /// The model's reasoning, in the order it streamed, each piece at the byte offset of the
+    /// step's text it came before.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reasoning: Vec<Reasoning>,
+    /// When the step's turn was answered (ms since the epoch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answered_at: Option<u64>,
+}
+
+/// The server metadata a chat message gets when its run suspends (`finishedAt`) or completes
+/// (also the session's `usage` and the `models` that spent it): the same on the live stream's
+/// finish and in the log, which keeps it on the step's assistant entry.
+pub fn finish_metadata(finished_at: u64, usage: Option<&crate::UsageRollup>) -> Value {
+    let mut metadata = serde_json::json!({ "finishedAt": finished_at });
+    if let Some(usage) = usage {
+        metadata["usage"] = serde_json::to_value(&usage.tokens).unwrap_or(Value::Null);
+        metadata["models"] = serde_json::json!(usage.models.keys().collect::<Vec<_>>());
+    }
+    metadata
+}
+
+/// A piece of a model's reasoning, as a chat shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Reasoning {
+    /// The byte offset in the step's text where it streamed (0: before any text).
+    pub offset: usize,
+    pub text: String,
+}
+
+/// At most this many bytes of a step's reasoning are kept for display (a longer one is cut at
+/// a character boundary); the stream carries it whole.
+pub const MAX_KEPT_REASONING_BYTES: usize = 64 * 1024;
+
+/// A `data-*` item a server tool emitted for the chat and asked to be kept, stored with the
+/// call's result so a reload shows it. Never sent to a model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KeptData {
+    /// The part is `data-<name>`.
+    pub name: String,
+    pub data: Value,
 }
 
 /// What a chat client's user message carries besides its text, kept in the log so a reload
@@ -42,6 +103,10 @@ pub struct UserExtras {
     /// The message's file parts, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<FilePart>,
+    /// When the chat route took the message (ms since the epoch): the `createdAt` of the
+    /// assistant message answering it, on the live stream and in a reload alike.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub received_at: Option<u64>,
 }
 
 /// A file a user message carries: an image or a document, inline as a `data:` URL.
@@ -94,13 +159,73 @@ impl ToolCall {
 }
 
 /// The answer to one tool call: a result or an error, never both.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolResult {
     pub tool_call_id: String,
     pub tool_name: String,
     #[serde(flatten)]
     pub outcome: ToolOutcome,
+    /// The call's kept chat data, in the order it was emitted (none for most calls).
+    #[serde(default, rename = "chatData", skip_serializing_if = "Vec::is_empty")]
+    pub chat_data: Vec<KeptData>,
+}
+
+impl PartialEq for Message {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Self::System { content: a }, Self::System { content: b }) => a == b,
+            (
+                Self::User {
+                    content: a,
+                    chat: a_chat,
+                },
+                Self::User {
+                    content: b,
+                    chat: b_chat,
+                },
+            ) => a == b && a_chat == b_chat,
+            (
+                Self::Assistant {
+                    content: a,
+                    tool_calls: a_calls,
+                    ..
+                },
+                Self::Assistant {
+                    content: b,
+                    tool_calls: b_calls,
+                    ..
+                },
+            ) => a == b && a_calls == b_calls,
+            (Self::Tool(a), Self::Tool(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+/// Equal when they say the same to a model (the kept chat data is not compared).
+impl PartialEq for ToolResult {
+    fn eq(&self, other: &Self) -> bool {
+        self.tool_call_id == other.tool_call_id
+            && self.tool_name == other.tool_name
+            && self.outcome == other.outcome
+    }
+}
+
+impl ToolResult {
+    /// The result of `tool_call_id` (tool `tool_name`), without chat data.
+    pub fn new(
+        tool_call_id: impl Into<String>,
+        tool_name: impl Into<String>,
+        outcome: ToolOutcome,
+    ) -> Self {
+        Self {
+            tool_call_id: tool_call_id.into(),
+            tool_name: tool_name.into(),
+            outcome,
+            chat_data: Vec::new(),
+        }
+    }
 }
 
 /// What a tool call produced.
@@ -156,15 +281,32 @@ impl Message {
         Self::Assistant {
             content: content.into(),
             tool_calls,
+            chat: None,
+            finish: None,
+        }
+    }
+
+    /// A model's turn as a step stages it: its text and calls, with the reasoning it streamed
+    /// and when it answered (ms since the epoch), which the chat shows.
+    pub fn answered(
+        content: impl Into<String>,
+        tool_calls: Vec<ToolCall>,
+        reasoning: Vec<Reasoning>,
+        answered_at: u64,
+    ) -> Self {
+        Self::Assistant {
+            content: content.into(),
+            tool_calls,
+            chat: Some(Box::new(AssistantExtras {
+                reasoning,
+                answered_at: Some(answered_at),
+            })),
+            finish: None,
         }
     }
 
     pub fn tool_result(call: &ToolCall, outcome: ToolOutcome) -> Self {
-        Self::Tool(ToolResult {
-            tool_call_id: call.id.clone(),
-            tool_name: call.name.clone(),
-            outcome,
-        })
+        Self::Tool(ToolResult::new(&call.id, &call.name, outcome))
     }
 }
 

@@ -75,6 +75,8 @@ pub enum Payload {
     ToolResult,
     /// A request body, over its route's cap.
     RequestBody,
+    /// A chat user message's file parts, their `data:` URLs summed, over the chat's file cap.
+    ChatFiles,
 }
 
 /// Why a chat request's answers were not stored (`cause` of the chat route's 409).

@@ -55,7 +55,7 @@ const shouldSend = () => last()?.role === 'assistant' && (completeWithToolCalls(
 /** Whether a part asks the person for something: an answer or an approval. */
 const asksPerson = (p) => isTool(p) && !p.providerExecuted && (p.state === 'input-available' || p.state === 'approval-requested');
 // A stopped run's calls were closed by the stop: nothing is open any more.
-const widgetOpen = () => status !== 'stopped' && last()?.role === 'assistant' && last().parts.some(asksPerson);
+const widgetOpen = () => !['stopped', 'stopping'].includes(status) && last()?.role === 'assistant' && last().parts.some(asksPerson);
 const busy = () => status === 'submitted' || status === 'streaming';
 
 /** A refusal's sentence, from the error body `{code, error}` or the status. */
@@ -89,7 +89,9 @@ async function request(trigger, init) {
     await consume(response.body);
     status = 'ready';
   } catch (e) {
-    if (stopping) status = 'stopped';
+    // Stopped once the server said so (`stop()`), not when the response is cut: until then the
+    // run may still be working.
+    if (stopping) { if (status !== 'stopped' && status !== 'error') status = 'stopping'; }
     else { status = 'error'; error = String(e.message ?? e); }
   }
   controller = null;
@@ -162,6 +164,8 @@ async function consume(body) {
         const same = chunk.id ? message.parts.findIndex((p) => p.type === chunk.type && p.id === chunk.id) : -1;
         if (same >= 0) message.parts[same] = kept; else message.parts.push(kept);
       }
+      // The server's metadata (times, usage, models), merged as useChat merges it.
+      if (chunk.messageMetadata) message.metadata = { ...message.metadata, ...chunk.messageMetadata };
       status = 'streaming';
       render();
     }
@@ -318,6 +322,11 @@ function questionOf(part) {
   return null;
 }
 
+/** What a person typed into an open form, by call and field: a render (each chunk of the
+ * stream makes one) rebuilds the form with it, so typing while the last chunks arrive loses
+ * nothing. */
+const drafts = new Map();
+
 /** The widget of an open client call, from its hint; a call the page cannot render is settled
  * with an error at once, so the run never hangs on it. */
 function widget(message, part) {
@@ -327,10 +336,15 @@ function widget(message, part) {
   if (hint?.kind === 'elicitation') {
     const schema = hint.outputSchema ?? { type: 'string' };
     const fields = schema.type === 'object' ? Object.keys(schema.properties ?? {}) : [null];
-    const inputs = fields.map((field) => el('input', {
-      'data-testid': `field-${name}${field ? `-${field}` : ''}`, placeholder: field ? humanName(field) : 'Your answer',
-      'aria-label': field ? humanName(field) : 'Your answer',
-    }));
+    const inputs = fields.map((field) => {
+      const draft = `${part.toolCallId}:${field ?? ''}`;
+      const input = el('input', {
+        'data-testid': `field-${name}${field ? `-${field}` : ''}`, placeholder: field ? humanName(field) : 'Your answer',
+        'aria-label': field ? humanName(field) : 'Your answer', oninput: () => drafts.set(draft, input.value),
+      });
+      input.value = drafts.get(draft) ?? '';
+      return input;
+    });
     return el('form', { class: 'widget', 'data-testid': `widget-${name}`, onsubmit: (event) => {
       event.preventDefault();
       const values = inputs.map((input) => input.value);
@@ -354,6 +368,34 @@ function widget(message, part) {
   return el('span', {}, 'This page cannot show this tool.');
 }
 
+/** The `data-*` parts the chat route uses itself: not the app's data. */
+const OWN_DATA = ['data-render', 'data-subagent-call', 'data-step-discarded', 'data-answers', 'data-resume-rejected'];
+const isAppData = (part) => part.type.startsWith('data-') && !OWN_DATA.includes(part.type) && !part.type.startsWith('data-baton');
+
+/** A tool's kept data: its name, its top-level fields in a line, the raw JSON folded away. */
+function dataCard(part) {
+  const name = part.type.slice('data-'.length);
+  const data = part.data;
+  const fields = data && typeof data === 'object' && !Array.isArray(data)
+    ? Object.entries(data).filter(([, v]) => v === null || typeof v !== 'object').map(([k, v]) => `${humanName(k)}: ${v}`).join(' · ')
+    : String(data);
+  return el('div', { class: 'card data', 'data-testid': `data-${name}` },
+    el('div', { class: 'head' }, el('span', { class: 'title' }, humanName(name)), el('span', { class: 'fields' }, fields)),
+    el('details', { 'data-testid': 'raw' }, el('summary', {}, 'Data'), el('pre', {}, pretty(data))));
+}
+
+/** The line under an assistant message: its model, its tokens and when it finished. */
+function metaLine(metadata) {
+  if (!metadata) return '';
+  const bits = [];
+  if (metadata.models?.length) bits.push(metadata.models.join(', '));
+  const usage = metadata.usage;
+  if (usage) bits.push(`${(usage.inputTokens ?? 0) + (usage.outputTokens ?? 0)} tokens`);
+  const at = metadata.finishedAt ?? metadata.createdAt;
+  if (at) bits.push(new Date(at).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' }));
+  return bits.join(' · ');
+}
+
 function card(message, part) {
   const name = toolName(part);
   const child = askingAgentOf(message, part);
@@ -366,7 +408,7 @@ function card(message, part) {
   const question = questionOf(part);
   if (question && asksPerson(part)) body.append(el('p', { class: 'question' }, question));
   else if (part.state === 'approval-requested') body.append(el('p', { class: 'question' }, `With ${summaryOf(part.input)}`));
-  const own = message === last() && status !== 'stopped';
+  const own = message === last() && !['stopped', 'stopping'].includes(status);
   if (own && !part.providerExecuted && part.state === 'input-available') body.append(widget(message, part));
   if (own && !part.providerExecuted && part.state === 'approval-requested') {
     body.append(el('div', { class: 'widget' },
@@ -385,6 +427,7 @@ function stateLine() {
   if (status === 'error' || status === 'halted') return [status, error];
   if (status === 'submitted') return ['submitted', 'Sending…'];
   if (status === 'streaming') return ['streaming', 'Thinking…'];
+  if (status === 'stopping') return ['stopping', 'Stopping…'];
   if (status === 'stopped') return ['stopped', 'Stopped. Send a message to go on.'];
   if (widgetOpen()) return ['waiting', 'Waiting for you: answer above to continue.'];
   return ['ready', messages.length ? 'Done. Ask anything else.' : 'Ask anything to start.'];
@@ -392,6 +435,8 @@ function stateLine() {
 
 function render() {
   const log = $('log');
+  // The field a person is typing in keeps the focus across the rebuild.
+  const focused = log.contains(document.activeElement) ? document.activeElement.dataset.testid : null;
   log.replaceChildren(...messages.map((message) => {
     const box = el('div', { class: `msg ${message.role}`, 'data-testid': `message-${message.role}` });
     // Text a retried model call discarded is hidden: it never reached the log.
@@ -402,9 +447,13 @@ function render() {
       if (part.type === 'reasoning') box.append(el('details', { class: 'reasoning', 'data-testid': 'reasoning' }, el('summary', {}, 'Thinking'), el('div', {}, part.text)));
       if (part.type === 'text') box.append(message.role === 'user' ? el('div', { 'data-testid': 'text' }, part.text) : markdown(part.text));
       else if (isTool(part)) box.append(card(message, part));
+      else if (isAppData(part)) box.append(dataCard(part));
     }
+    const meta = message.role === 'assistant' && metaLine(message.metadata);
+    if (meta) box.append(el('div', { class: 'meta', 'data-testid': 'meta' }, meta));
     return box;
   }), ...held.map((text) => el('div', { class: 'msg user held', 'data-testid': 'held' }, `${text} (sent once you answer)`)));
+  if (focused) log.querySelector(`[data-testid="${CSS.escape(focused)}"]`)?.focus();
   const [state, sentence] = stateLine();
   const line = $('status');
   line.textContent = sentence;

@@ -118,11 +118,7 @@ impl AgentActivities {
         let Some((status, outcome)) = child_outcome(sub_agent, &state) else {
             return Ok(SubAgentEnd::AwaitingChild);
         };
-        let result = ToolResult {
-            tool_call_id: call.id.clone(),
-            tool_name: call.name.clone(),
-            outcome,
-        };
+        let result = ToolResult::new(&call.id, &call.name, outcome);
         let output = match status {
             EndStatus::Completed => state.output.as_deref(),
             _ => None,

@@ -465,11 +465,7 @@ impl Followed<'_> {
             EndStatus::Completed => self.fold(state, output.as_deref()).await?,
             _ => None,
         };
-        let result = ToolResult {
-            tool_call_id: self.call.id.clone(),
-            tool_name: self.call.name.clone(),
-            outcome,
-        };
+        let result = ToolResult::new(&self.call.id, &self.call.name, outcome);
         self.activities
             .store
             .stage_sub_agent_result(

@@ -12,7 +12,8 @@ local open_deadlines_key = KEYS[9]
 local run_id = ARGV[1]
 local now = ARGV[2]
 local wait_ms = ARGV[3] -- the calls' client-tool wait, added to the session's total
--- Then per call: toolCallId, toolMessage, toolEndBody, markerExpiryMs.
+-- Then per call: toolCallId, toolMessage, toolEndBody, markerExpiryMs, extraChunkCount, and that
+-- many chunk bodies written after its tool_end (an approved call's tool_data).
 local first_call = 4
 
 local refused = run_guard(run_id)
@@ -24,10 +25,14 @@ local pending_keys = {
   pending = pending_key, pending_run = pending_run_key, answers = answers_key,
   ownership = ownership_key, completed = completed_key, open_deadlines = open_deadlines_key,
 }
-for i = first_call, #ARGV, 4 do
+local i = first_call
+while i <= #ARGV do
   redis.call('RPUSH', messages_key, ARGV[i + 1])
   emit(ARGV[i + 2])
+  local extra = tonumber(ARGV[i + 4])
+  for k = 1, extra do emit(ARGV[i + 4 + k]) end
   clear_pending(pending_keys, ARGV[i], ARGV[i + 3])
+  i = i + 5 + extra
 end
 redis.call('ZREMRANGEBYSCORE', completed_key, '-inf', now)
 if state[2] then redis.call('RPUSH', messages_key, state[2]) end

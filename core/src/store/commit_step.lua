@@ -20,6 +20,7 @@ local retention_ms = ARGV[8] -- with final
 local state_before = ARGV[9] -- '' until the caller folded the step's state patches
 local state_after = ARGV[10]
 local state_patch_body = ARGV[11]
+local finish = ARGV[12] -- with final: the chat message's server metadata, kept on the turn
 
 local refused = run_guard(run_id)
 if refused then
@@ -34,7 +35,7 @@ local step_keys = {
 }
 local state_fold = {before = state_before, after = state_after, body = state_patch_body}
 local refusal, seq = append_staged_step(step_keys, run_id, step, now, step_end_body, {}, '',
-  state_fold)
+  state_fold, final and finish or '')
 if refusal then return refusal end
 if final then
   redis.call('HSET', state_key, 'status', 'completed', 'output', output)

@@ -19,9 +19,10 @@ local owner_session_id = ARGV[7]
 local state_before = ARGV[8] -- '' until the caller folded the step's state patches
 local state_after = ARGV[9]
 local state_patch_body = ARGV[10]
+local finish = ARGV[11] -- the chat message's server metadata, kept on the turn
 -- Then per awaited call: toolCallId, pendingCallJson, approvalRequestBody ('' for a client
 -- call), deadlineAtMs.
-local first_call = 11
+local first_call = 12
 
 local refused = run_guard(run_id)
 if refused then
@@ -46,7 +47,7 @@ local step_keys = {
 local extra = suspended_checkpoint_extra(now, suspension_json, pending_calls_json)
 local state_fold = {before = state_before, after = state_after, body = state_patch_body}
 local refusal, seq = append_staged_step(step_keys, run_id, step, now, step_end_body, awaited, extra,
-  state_fold)
+  state_fold, finish)
 if refusal then return refusal end
 local pending_keys = {
   pending = pending_key, ownership = ownership_key, open_deadlines = open_deadlines_key,

@@ -54,7 +54,7 @@ pub use callback::RegisteredCallback;
 pub use deadline_index::IndexedDeadline;
 pub use error::Error;
 pub use fork::NewFork;
-pub use person_calls::PersonCall;
+pub use person_calls::{AwaitingSession, PersonCall};
 pub use remote::{Forwarded, ForwardedChunk};
 pub use resume::{Claim, ClaimedRun, DrainedCall, NewRunId, NextRun, ResumeEntry, RunClaim};
 pub use rewind::{Rewind, Rewound};

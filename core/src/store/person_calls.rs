@@ -1,14 +1,15 @@
 //! The calls of a session tree that wait on a person: pending client calls and approvals that
 //! have no stored answer and have not lapsed. What `/pending`, `/status` and the search index's
-//! `awaiting` term read; plain reads of one tree, so one slot.
+//! `awaiting` term read, and the chat's tree read (`AwaitingSession`); plain reads of one tree, so
+//! one slot, pipelined.
 
 use super::{
-    Error, PendingCall, PendingKind, SessionAddress, Store, from_json,
+    Error, PendingCall, PendingKind, SessionAddress, Store, StoredAnswer, from_json,
     keys::{Key, state_field},
     now_ms,
 };
-use crate::meta::SessionMeta;
-use std::collections::HashSet;
+use crate::{meta::SessionMeta, session::Status};
+use std::{collections::HashMap, str::FromStr};
 
 /// A call waiting on a person, with the session whose run awaits it.
 #[derive(Debug, Clone, PartialEq)]
@@ -20,14 +21,28 @@ pub struct PersonCall {
     pub user_id: Option<String>,
 }
 
+/// A session of a tree as the reads of its people-in-the-loop see it: its agent, status and
+/// user, the calls its run awaits (in call order) and the answers stored for them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AwaitingSession {
+    pub address: SessionAddress,
+    /// `None`: the session has no state (gone, or not written yet).
+    pub agent_type: Option<String>,
+    pub status: Option<Status>,
+    pub user_id: Option<String>,
+    pub pending: Vec<PendingCall>,
+    pub answers: HashMap<String, StoredAnswer>,
+}
+
 impl Store {
-    /// The calls waiting on a person in `address`'s session alone, or (`whole_tree`) in every
-    /// session of its tree when `address` is the root: in session order, then call order.
-    pub async fn person_calls(
+    /// `address`'s session and, with `whole_tree` when `address` is the root, every session of
+    /// its tree after it (in id order), as [`AwaitingSession`]s: one round trip for the tree's
+    /// member list, one pipelined round trip for everything of every session.
+    pub async fn awaiting_sessions(
         &self,
         address: &SessionAddress,
         whole_tree: bool,
-    ) -> Result<Vec<PersonCall>, Error> {
+    ) -> Result<Vec<AwaitingSession>, Error> {
         let mut sessions = vec![address.clone()];
         if whole_tree && address.is_root() {
             sessions.extend(self.tree_sessions(address).await?.into_iter().map(|child| {
@@ -40,46 +55,93 @@ impl Store {
         let mut pipe = redis::pipe();
         for session in &sessions {
             pipe.hvals(self.key(session, Key::Pending))
-                .hkeys(self.key(session, Key::Answers))
+                .hgetall(self.key(session, Key::Answers))
                 .cmd("HMGET")
                 .arg(self.key(session, Key::State))
                 .arg(state_field::AGENT_TYPE)
+                .arg(state_field::STATUS)
                 .arg(state_field::META);
         }
         let replies: Vec<redis::Value> = pipe.query_async(&mut self.conn()).await?;
-        let now = now_ms();
-        let mut calls = Vec::new();
-        for (session, replies) in sessions.iter().zip(replies.chunks(3)) {
-            let [pending, answered, owner] = replies else {
+        let mut read = Vec::with_capacity(sessions.len());
+        for (session, replies) in sessions.into_iter().zip(replies.chunks(3)) {
+            let [pending, answers, state] = replies else {
                 continue;
             };
             let pending: Vec<String> = redis::from_redis_value(pending)?;
-            let answered: Vec<String> = redis::from_redis_value(answered)?;
-            let (agent_type, meta): (Option<String>, Option<String>) =
-                redis::from_redis_value(owner)?;
-            let state_key = self.key(session, Key::State);
+            let answers: HashMap<String, String> = redis::from_redis_value(answers)?;
+            let (agent_type, status, meta): (Option<String>, Option<String>, Option<String>) =
+                redis::from_redis_value(state)?;
+            let state_key = self.key(&session, Key::State);
             let user_id = meta
                 .map(|text| from_json::<SessionMeta>(&state_key, &text))
                 .transpose()?
                 .and_then(|meta| meta.user_id);
-            let answered: HashSet<&str> = answered.iter().map(String::as_str).collect();
-            let key = self.key(session, Key::Pending);
-            let mut own: Vec<PendingCall> = pending
+            let status = status
+                .map(|text| {
+                    Status::from_str(&text).map_err(|_| Error::Corrupt {
+                        key: state_key.clone(),
+                        reason: format!("unknown status {text:?}"),
+                    })
+                })
+                .transpose()?;
+            let key = self.key(&session, Key::Pending);
+            let mut pending: Vec<PendingCall> = pending
                 .iter()
                 .map(|text| from_json(&key, text))
                 .collect::<Result<_, _>>()?;
-            own.retain(|call| {
-                matches!(call.kind, PendingKind::Client | PendingKind::Approval)
-                    && !answered.contains(call.tool_call_id.as_str())
-                    && call.deadline_at > now
+            // The order the model asked in.
+            pending.sort_by(|a, b| (a.step, &a.tool_call_id).cmp(&(b.step, &b.tool_call_id)));
+            let key = self.key(&session, Key::Answers);
+            let answers = answers
+                .into_iter()
+                .map(|(id, answer)| Ok((id, from_json(&key, &answer)?)))
+                .collect::<Result<_, Error>>()?;
+            read.push(AwaitingSession {
+                address: session,
+                agent_type,
+                status,
+                user_id,
+                pending,
+                answers,
             });
-            own.sort_by(|a, b| (a.step, &a.tool_call_id).cmp(&(b.step, &b.tool_call_id)));
-            calls.extend(own.into_iter().map(|call| PersonCall {
-                owner: session.clone(),
-                call,
-                agent_type: agent_type.clone().unwrap_or_default(),
-                user_id: user_id.clone(),
-            }));
+        }
+        Ok(read)
+    }
+
+    /// The calls waiting on a person in `address`'s session alone, or (`whole_tree`) in every
+    /// session of its tree when `address` is the root: in session order, then call order.
+    pub async fn person_calls(
+        &self,
+        address: &SessionAddress,
+        whole_tree: bool,
+    ) -> Result<Vec<PersonCall>, Error> {
+        let now = now_ms();
+        let mut calls = Vec::new();
+        for session in self.awaiting_sessions(address, whole_tree).await? {
+            let AwaitingSession {
+                address,
+                agent_type,
+                user_id,
+                pending,
+                answers,
+                ..
+            } = session;
+            calls.extend(
+                pending
+                    .into_iter()
+                    .filter(|call| {
+                        matches!(call.kind, PendingKind::Client | PendingKind::Approval)
+                            && !answers.contains_key(&call.tool_call_id)
+                            && call.deadline_at > now
+                    })
+                    .map(|call| PersonCall {
+                        owner: address.clone(),
+                        call,
+                        agent_type: agent_type.clone().unwrap_or_default(),
+                        user_id: user_id.clone(),
+                    }),
+            );
         }
         Ok(calls)
     }

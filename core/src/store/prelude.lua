@@ -302,13 +302,14 @@ end
 -- message, the results of its calls in call order except the awaited ones (a set of ids), the
 -- usage record, the step count, the custom state changed by the calls' staged patches with its
 -- state_patch chunk, step_end and a checkpoint; then drops the step's staged fields.
--- `checkpoint_extra` ('' or ',"field":…') goes into the checkpoint record. `state_fold` is
+-- `checkpoint_extra` ('' or ',"field":…') goes into the checkpoint record; `finish` ('' or a JSON
+-- object) into the turn, as its chat metadata. `state_fold` is
 -- {before, after, body}: a step with staged patches and an empty body is not committed, the
 -- reply hands the state and the patches to the caller, which folds them (Lua would round
 -- numbers) and commits again with the state it read (`before`, a fence), the state after and
 -- the state_patch chunk. Returns nil and step_end's sequence, or a reply to return.
 local function append_staged_step(keys, run_id, step_text, now, step_end_body, awaited,
-    checkpoint_extra, state_fold)
+    checkpoint_extra, state_fold, finish)
   local step = tonumber(step_text)
   local committed = tonumber(redis.call('HGET', state_key, 'stepCount'))
   if committed >= step then return {'already_committed'} end
@@ -369,6 +370,9 @@ local function append_staged_step(keys, run_id, step_text, now, step_end_body, a
     end
     if current ~= state_fold.before then return {'state_moved'} end
   end
+  -- A finishing step's turn keeps the chat message's server metadata (the turn is a JSON object
+  -- without a finish field: the staging never writes one).
+  if finish ~= '' then turn = string.sub(turn, 1, -2) .. ',"finish":' .. finish .. '}' end
   redis.call('RPUSH', keys.messages, turn)
   for _, result in ipairs(results) do redis.call('RPUSH', keys.messages, result) end
   redis.call('RPUSH', keys.usage, redis.call('HGET', keys.staged, usage_field))

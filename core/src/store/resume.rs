@@ -126,6 +126,8 @@ pub struct DrainedCall {
     pub marker_expiry: u64,
     /// How long the client took: from the suspension to the answer (or the lapsed deadline).
     pub wait_ms: u64,
+    /// The chunks written after its `tool_end` (what an approved call emitted for the chat).
+    pub then: Vec<ChunkKind>,
 }
 
 impl Store {
@@ -242,7 +244,11 @@ impl Store {
                         &result.outcome,
                     ),
                 ))
-                .arg(call.marker_expiry);
+                .arg(call.marker_expiry)
+                .arg(call.then.len());
+            for kind in &call.then {
+                invocation.arg(encode_unsequenced(&header, kind));
+            }
         }
         let reply: WriteReply = invocation.run(self).await?;
         reply.into_written(run.run_id, |detail| self.inconsistent(run.address, detail))

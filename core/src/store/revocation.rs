@@ -46,6 +46,26 @@ impl Store {
         Ok(())
     }
 
+    /// Whether the token `token_id` was revoked and, for a session token of the tree
+    /// `root_session_id`, the latest expiry up to which the tree's session tokens are: both
+    /// reads at once (every request's check), so one round trip. Not one `MGET` or pipeline:
+    /// the two keys are in different slots (a token's key has no tree tag), which a Redis
+    /// Cluster refuses in one command or pipeline; both go out together on the multiplexed
+    /// connection instead.
+    pub async fn revocation(
+        &self,
+        token_id: &str,
+        root_session_id: Option<&str>,
+    ) -> Result<(bool, Option<u64>), Error> {
+        let tree = async {
+            match root_session_id {
+                Some(root) => self.session_tokens_revoked_until(root).await,
+                None => Ok(None),
+            }
+        };
+        futures::try_join!(self.token_revoked(token_id), tree)
+    }
+
     /// The latest expiry up to which the tree's session tokens are revoked, if any are.
     pub async fn session_tokens_revoked_until(
         &self,

@@ -13,7 +13,7 @@ use super::{
 };
 use crate::{
     chunk::{ChunkKind, EndStatus, RunError, encode_unsequenced},
-    message::{Message, ToolResult},
+    message::{Message, ToolResult, finish_metadata},
     usage::UsageRollup,
 };
 use json_patch::Patch;
@@ -310,6 +310,7 @@ impl Store {
     ) -> Result<Written, Error> {
         let header = self.header(step.run());
         let end = completion.map(|completion| {
+            let finish = to_json(&finish_metadata(header.timestamp, Some(&completion.usage)));
             let end = encode_unsequenced(
                 &header,
                 &ChunkKind::End {
@@ -320,7 +321,7 @@ impl Store {
                     state: None,
                 },
             );
-            (completion.output, end)
+            (completion.output, end, finish)
         });
         let step_end = self.step_end_body(step);
         let reply = self
@@ -344,10 +345,12 @@ impl Store {
         &self,
         step: StepRef<'_>,
         step_end: &str,
-        end: Option<&(String, String)>,
+        end: Option<&(String, String, String)>,
         fold: &StateFold,
     ) -> Invocation<'static> {
-        let (output, end_body) = end.map_or(("", ""), |(output, body)| (output, body));
+        let (output, end_body, finish) = end.map_or(("", "", ""), |(output, body, finish)| {
+            (output.as_str(), body.as_str(), finish.as_str())
+        });
         let mut invocation = COMMIT_STEP.on(self, step.address);
         invocation
             .arg(step.run_id)
@@ -360,7 +363,8 @@ impl Store {
             .arg(self.session_retention_ms)
             .arg(&fold.before)
             .arg(&fold.after)
-            .arg(&fold.body);
+            .arg(&fold.body)
+            .arg(finish);
         invocation
     }
 

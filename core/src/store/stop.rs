@@ -254,14 +254,14 @@ impl Store {
             let Some(call) = pending.remove(id) else {
                 continue;
             };
-            let result = ToolResult {
-                tool_call_id: call.tool_call_id.clone(),
-                tool_name: call.tool_name.clone(),
-                outcome: ToolOutcome::Error(ToolError::new(
+            let result = ToolResult::new(
+                &call.tool_call_id,
+                &call.tool_name,
+                ToolOutcome::Error(ToolError::new(
                     codes::NOT_EXECUTED,
                     "the run was stopped before this call was carried on",
                 )),
-            };
+            );
             let tool_end = ChunkKind::tool_end(
                 call.step,
                 &result.tool_call_id,

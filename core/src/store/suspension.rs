@@ -12,7 +12,7 @@ use super::{
 };
 use crate::{
     chunk::{ChunkHeader, ChunkKind, encode_unsequenced},
-    message::ToolOutcome,
+    message::{ToolOutcome, finish_metadata},
 };
 use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
@@ -142,6 +142,7 @@ impl Store {
                 tool_call_ids,
             },
         );
+        let finish = to_json(&finish_metadata(header.timestamp, None));
         let reply = self
             .commit_folding_state(step, |fold| {
                 let mut invocation = COMMIT_SUSPENDED_STEP.on(self, step.address);
@@ -155,7 +156,8 @@ impl Store {
                     .arg(&step.address.session_id)
                     .arg(&fold.before)
                     .arg(&fold.after)
-                    .arg(&fold.body);
+                    .arg(&fold.body)
+                    .arg(&finish);
                 for call in pending {
                     invocation
                         .arg(&call.tool_call_id)

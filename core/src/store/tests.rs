@@ -66,11 +66,7 @@ pub(super) fn run<'a>(address: &'a SessionAddress, run_id: &'a str) -> RunRef<'a
 }
 
 pub(super) fn tool_result(call: &ToolCall, outcome: ToolOutcome) -> ToolResult {
-    ToolResult {
-        tool_call_id: call.id.clone(),
-        tool_name: call.name.clone(),
-        outcome,
-    }
+    ToolResult::new(&call.id, &call.name, outcome)
 }
 
 pub(super) fn kinds(chunks: &[StreamChunk]) -> Vec<&'static str> {

@@ -103,9 +103,10 @@ fn thinker() -> Agent {
     Agent::builder("thinker").model(model).build().unwrap()
 }
 
-/// `forecaster`: its server tool `forecast` emits a transient `progress` and a kept `weather`
-/// data part, and reports the refusal of a reserved name.
-fn forecaster() -> Agent {
+/// `forecaster` (and `forecaster_gated`, whose `forecast` waits for an approval first): its
+/// server tool `forecast` emits a transient `progress` and a kept `weather` data part, and
+/// reports the refusal of a reserved name.
+fn forecaster(name: &str, gated: bool) -> Agent {
     let forecast = tool_with_context(
         "forecast",
         "Forecasts.",
@@ -120,10 +121,16 @@ fn forecaster() -> Agent {
             Ok::<_, String>(json!({"sky": "snow", "refused": refused.map(|e| e.to_string())}))
         },
     );
+    let forecast = match gated {
+        true => forecast.requires_approval(),
+        false => forecast,
+    };
     let model = ScriptedModel::default()
         .call("forecast", json!({}))
-        .answer("Snow.");
-    Agent::builder("forecaster")
+        .reasoning("Looking up Oslo.")
+        .answer("Snow.")
+        .reasoning("Oslo in winter.");
+    Agent::builder(name)
         .model(model)
         .tool(forecast)
         .build()
@@ -144,7 +151,8 @@ pub(crate) fn chat_registry() -> AgentRegistry {
             napper("napper_react", &REACT_NAPS_RELEASED),
             looker(),
             thinker(),
-            forecaster(),
+            forecaster("forecaster", false),
+            forecaster("forecaster_gated", true),
             baton_worker::demo::demo_hitl_agent(),
             tree_agents::top(),
             tree_agents::middle(),

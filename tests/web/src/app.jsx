@@ -27,6 +27,10 @@ const PIXEL =
 function Part({ part, addToolOutput, addToolApprovalResponse }) {
   if (part.type === 'text') return <p data-testid="text">{part.text}</p>;
   if (part.type === 'file') return <p data-testid="file">{part.mediaType}</p>;
+  if (part.type === 'reasoning') return <p data-testid="reasoning">{part.text}</p>;
+  if (part.type.startsWith('data-') && part.type !== 'data-render') {
+    return <p data-testid="data">{`${part.type} ${JSON.stringify(part.data)}`}</p>;
+  }
   if (!part.type.startsWith('tool-')) return null;
   const tool = part.type.slice(5);
   return (
@@ -82,6 +86,9 @@ function Chat({ token, initial }) {
           {message.parts.map((part, index) => (
             <Part key={index} part={part} addToolOutput={addToolOutput} addToolApprovalResponse={addToolApprovalResponse} />
           ))}
+          {message.role === 'assistant' && message.metadata?.finishedAt && (
+            <p data-testid="meta">{`${(message.metadata.models ?? []).join(',')} ${message.metadata.usage ? 'usage' : ''}`}</p>
+          )}
         </div>
       ))}
       <form

@@ -23,7 +23,7 @@ use baton_core::{
     message::{ToolError, ToolOutcome, codes},
     refusal::NotStored,
     session::{ApprovalDecision, Continuation},
-    store::{PendingCall, SessionAddress},
+    store::PendingCall,
     submit::{SubmitAnswer, SubmitRequest, SubmitStatus},
 };
 use serde_json::{Value, json};
@@ -406,16 +406,10 @@ pub(super) fn closed_step(message_id: &str, inside: Vec<UiFrame>) -> Vec<UiFrame
 
 /// The calls the session awaits, and those the sessions below it await, by id (ids are unique
 /// within a tree).
-pub(super) async fn pending_by_id(
-    state: &AppState,
-    address: &SessionAddress,
-    below: &Tree,
-) -> Result<HashMap<String, PendingCall>, ApiError> {
-    let calls = state.store.pending_calls(address).await?;
-    Ok(calls
-        .into_iter()
-        .map(|(call, _run)| call)
-        .chain(below.calls.iter().map(|c| c.call.clone()))
-        .map(|call| (call.tool_call_id.clone(), call))
-        .collect())
+pub(super) fn pending_by_id(tree: &Tree) -> HashMap<String, PendingCall> {
+    tree.root_pending
+        .iter()
+        .chain(tree.calls.iter().map(|c| &c.call))
+        .map(|call| (call.tool_call_id.clone(), call.clone()))
+        .collect()
 }

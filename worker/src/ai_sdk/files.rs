@@ -6,8 +6,10 @@
 
 use super::request::malformed;
 use baton_core::{
-    ApiError, ErrorCode,
+    ApiError,
     message::{FilePart, UserExtras},
+    refusal::Payload,
+    submit::payload_too_large,
 };
 use serde_json::Value;
 
@@ -60,17 +62,19 @@ pub(super) fn user_extras(message: &Value, parts: &[Value]) -> Result<UserExtras
         .collect::<Result<Vec<_>, _>>()?;
     let size: usize = files.iter().map(|f| f.url.len()).sum();
     if size > MAX_CHAT_FILE_BYTES {
-        return Err(ApiError::new(
-            ErrorCode::ValidationError,
-            format!(
-                "the user message's files are {size} bytes; the limit is {MAX_CHAT_FILE_BYTES}"
-            ),
-        ));
+        // Over a size cap: 413 with the cap and the size, as any payload over its limit; the
+        // request as sent can never succeed.
+        let mut refused = payload_too_large(Payload::ChatFiles, MAX_CHAT_FILE_BYTES, size);
+        refused.error = format!(
+            "the user message's files are {size} bytes; the limit is {MAX_CHAT_FILE_BYTES}"
+        );
+        return Err(refused);
     }
     Ok(UserExtras {
         id,
         metadata,
         files,
+        received_at: None,
     })
 }
 
@@ -110,6 +114,7 @@ fn file_part(part: &Value) -> Result<FilePart, ApiError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use baton_core::ErrorCode;
     use serde_json::json;
 
     fn file(media_type: &str, url: String) -> Value {
@@ -144,8 +149,15 @@ mod tests {
             ),
         );
         let refused = user_extras(&json!({}), &[huge]).unwrap_err();
-        assert_eq!(refused.code, ErrorCode::ValidationError);
-        assert!(refused.error.contains("limit"), "{}", refused.error);
+        assert_eq!(refused.code, ErrorCode::ValidationPayloadTooLarge);
+        assert!(matches!(
+            refused.refusal(),
+            Some(baton_core::Refusal::PayloadTooLarge {
+                cause: Payload::ChatFiles,
+                limit_bytes,
+                ..
+            }) if limit_bytes == MAX_CHAT_FILE_BYTES as u64
+        ));
         let long_id = json!({"id": "x".repeat(MAX_MESSAGE_ID_BYTES + 1)});
         assert!(user_extras(&long_id, &[]).is_err());
         let heavy = json!({"metadata": {"a": "x".repeat(MAX_MESSAGE_METADATA_BYTES)}});

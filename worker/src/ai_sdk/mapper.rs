@@ -41,7 +41,7 @@ use baton_core::{
     Agent, AgentRegistry,
     agent::AgentTool,
     chunk::{ChunkKind, EndStatus, StreamChunk},
-    message::{ToolError, codes},
+    message::{ToolError, codes, finish_metadata},
 };
 use serde_json::{Value, json};
 use std::{
@@ -519,11 +519,11 @@ impl UiStreamMapper {
 /// The message's finish, with its server-sent metadata: when it finished (the chunk's time)
 /// and, at the end of a run, what the session spent (its tokens and the models that spent them).
 fn finish(finish_reason: Option<FinishReason>, chunk: &StreamChunk) -> UiFrame {
-    let mut metadata = json!({ "finishedAt": chunk.header.timestamp });
-    if let ChunkKind::End { usage, .. } = &chunk.kind {
-        metadata["usage"] = serde_json::to_value(&usage.tokens).unwrap_or(Value::Null);
-        metadata["models"] = json!(usage.models.keys().collect::<Vec<_>>());
-    }
+    let usage = match &chunk.kind {
+        ChunkKind::End { usage, .. } => Some(usage),
+        _ => None,
+    };
+    let metadata = finish_metadata(chunk.header.timestamp, usage);
     UiChunk::Finish {
         finish_reason,
         message_metadata: Some(metadata),

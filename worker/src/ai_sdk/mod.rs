@@ -91,12 +91,16 @@ pub async fn chat_post(
     let trailing = body.trailing()?;
     let session = state.store.session(&address).await?;
     let chat_id = body.id.clone();
+    // A new message's `createdAt`: when the route took the user message it answers (kept with
+    // that message, so a reload gives the same), or now for a regenerated one.
+    let created_at = now_ms();
     let (start, holds) = match (body.trigger, trailing) {
         (Trigger::RegenerateMessage, _) => (
             turn::regenerate(state, &chat_id, session).await?,
             ClientHolds::default(),
         ),
-        (Trigger::SubmitMessage, Trailing::User { text, extras }) => {
+        (Trigger::SubmitMessage, Trailing::User { text, mut extras }) => {
+            extras.received_at = Some(created_at);
             let message = turn::UserMessage { text, extras };
             let start = turn::user_turn(
                 state, principal, &chat_id, body.agent, body.meta, message, session,
@@ -114,7 +118,7 @@ pub async fn chat_post(
         ) => {
             let session = session.ok_or_else(|| no_session(&chat_id))?;
             let below = tree::read(state, &address).await?;
-            let pending = answers::pending_by_id(state, &address, &below).await?;
+            let pending = answers::pending_by_id(&below);
             let parts = answers::answer_parts(&tool_parts, last_step, &pending);
             let answered = answers::submit_answers(
                 state,
@@ -163,7 +167,7 @@ pub async fn chat_post(
         prefix: vec![
             UiChunk::Start {
                 message_id: start.message_id,
-                message_metadata: fresh.then(|| serde_json::json!({ "createdAt": now_ms() })),
+                message_metadata: fresh.then(|| serde_json::json!({ "createdAt": created_at })),
             }
             .into(),
         ],
@@ -190,6 +194,11 @@ pub async fn chat_reattach(
     };
     let log = state.store.messages(&address).await?;
     let turn = turn::user_turns(&log);
+    // The turn's message was created when the route took its user message, as its snapshot says.
+    let created_at = log.iter().rev().find_map(|m| match m {
+        Message::User { chat, .. } => Some(chat.as_ref().and_then(|chat| chat.received_at)),
+        _ => None,
+    });
     let pinned = &snapshot.messages;
     // The calls the client's trailing message holds: those of the turn's assistant messages in
     // the snapshot, when the snapshot has reached this turn's user message, but the sub-agent
@@ -236,7 +245,9 @@ pub async fn chat_reattach(
         prefix: vec![
             UiChunk::Start {
                 message_id: snapshot::assistant_message_id(turn),
-                message_metadata: None,
+                message_metadata: created_at
+                    .flatten()
+                    .map(|at| serde_json::json!({ "createdAt": at })),
             }
             .into(),
         ],
@@ -273,30 +284,41 @@ pub async fn chat_snapshot(
 ) -> Result<ChatSnapshot, ApiError> {
     principal.may_act_on(&state.store, chat_id).await?;
     let address = checked_address(chat_id)?;
-    let session = state
-        .store
-        .session(&address)
-        .await?
-        .ok_or_else(|| no_session(chat_id))?;
+    // Independent reads, sent at once: a reload waits for one round trip, not four.
+    let store = &state.store;
+    let (session, snapshot, below, checkpoints) = futures::try_join!(
+        async { Ok::<_, ApiError>(store.session(&address).await?) },
+        async { Ok(store.snapshot(&address).await?) },
+        tree::read(state, &address),
+        async { Ok(store.checkpoints(&address).await?) },
+    )?;
+    let session = session.ok_or_else(|| no_session(chat_id))?;
     let agent = agent_of(state, &session)?;
-    let snapshot = state
-        .store
-        .snapshot(&address)
-        .await?
-        .ok_or_else(|| no_session(chat_id))?;
-    let below = tree::read(state, &address).await?;
-    let pending = answers::pending_by_id(state, &address, &below).await?;
-    let mut stored = state.store.answers(&address).await?;
+    let snapshot = snapshot.ok_or_else(|| no_session(chat_id))?;
+    let pending = answers::pending_by_id(&below);
+    let mut stored = below.root_answers.clone();
     stored.extend(below.calls.iter().filter_map(|c| {
         let answer = c.answer.clone()?;
         Some((c.call.tool_call_id.clone(), answer))
     }));
-    let checkpoints = state.store.checkpoints(&address).await?;
     let approval_ids = checkpoints
         .iter()
         .flat_map(|c| c.pending.iter())
         .filter_map(|p| Some((p.tool_call_id.clone(), p.approval_id.clone()?)))
         .collect();
+    // An interrupt writes no log entry: its finish (the `end` chunk's time and usage) comes from
+    // the session's stop record and usage, for the message it cut short.
+    let interrupted = match (snapshot.status, &session.stop) {
+        (Status::Interrupted, Some(stop)) => {
+            let usage = state
+                .store
+                .usage_rollup(&address)
+                .await?
+                .unwrap_or_default();
+            Some(baton_core::message::finish_metadata(stop.at, Some(&usage)))
+        }
+        _ => None,
+    };
     let inputs = SnapshotInputs {
         agent: &agent,
         pending: &pending,
@@ -304,6 +326,7 @@ pub async fn chat_snapshot(
         approval_ids: &approval_ids,
         registry: &state.registry,
         tree: &below.calls,
+        interrupted: interrupted.as_ref(),
     };
     Ok(ChatSnapshot {
         id: chat_id.to_owned(),

@@ -2,7 +2,9 @@
 //! newest checkpoint while a run works), with each awaited call as the live stream left it and
 //! each stored answer as the client sent it. A user message keeps the id, metadata and files
 //! the client sent (`u<k>` for the k-th user message sent without an id); `a<k>` is the
-//! assistant message answering it, the id the live stream gives it.
+//! assistant message answering it, the id the live stream gives it. An assistant message shows
+//! what the stream showed: each step's reasoning before the text it came before, a call's kept
+//! data parts after the step's tool parts, and the server metadata its steps' entries keep.
 //!
 //! The calls the sessions below the root await (`tree.rs`) are tool parts of the root's last
 //! assistant message, as the live stream added them, each with its owner beside it; a sub-agent
@@ -18,7 +20,7 @@ use super::{
 };
 use baton_core::{
     Agent, AgentRegistry, Message,
-    message::{ToolCall, ToolOutcome, UserExtras, codes},
+    message::{AssistantExtras, KeptData, ToolCall, ToolOutcome, UserExtras, codes},
     store::{Answer, PendingCall, StoredAnswer},
 };
 use serde_json::{Map, Value, json};
@@ -37,6 +39,8 @@ pub struct SnapshotInputs<'a> {
     pub registry: &'a AgentRegistry,
     /// The calls the sessions below the root await.
     pub tree: &'a [TreeCall],
+    /// For an interrupted session, the finish of the message the stop cut short.
+    pub interrupted: Option<&'a Value>,
 }
 
 /// The id of the assistant message answering the k-th user message.
@@ -53,14 +57,31 @@ pub fn ui_messages(log: &[Message], inputs: &SnapshotInputs<'_>) -> Vec<Value> {
             _ => None,
         })
         .collect();
+    let data: HashMap<&str, &[KeptData]> = log
+        .iter()
+        .filter_map(|m| match m {
+            Message::Tool(result) if !result.chat_data.is_empty() => {
+                Some((result.tool_call_id.as_str(), result.chat_data.as_slice()))
+            }
+            _ => None,
+        })
+        .collect();
     let mut messages = Vec::new();
     let mut turn = 0;
-    let mut assistant: Option<Vec<Value>> = None;
-    let flush = |assistant: &mut Option<Vec<Value>>, messages: &mut Vec<Value>, turn: usize| {
-        if let Some(parts) = assistant.take() {
-            messages.push(json!({
+    let mut assistant: Option<(Vec<Value>, Map<String, Value>)> = None;
+    // The `createdAt` of the message answering the last user message, if the route took it.
+    let mut received_at = None;
+    let flush = |assistant: &mut Option<(Vec<Value>, Map<String, Value>)>,
+                 messages: &mut Vec<Value>,
+                 turn: usize| {
+        if let Some((parts, metadata)) = assistant.take() {
+            let mut message = json!({
                 "id": assistant_message_id(turn), "role": "assistant", "parts": parts,
-            }));
+            });
+            if !metadata.is_empty() {
+                message["metadata"] = Value::Object(metadata);
+            }
+            messages.push(message);
         }
     };
     for message in log {
@@ -70,16 +91,25 @@ pub fn ui_messages(log: &[Message], inputs: &SnapshotInputs<'_>) -> Vec<Value> {
                 flush(&mut assistant, &mut messages, turn);
                 turn += 1;
                 messages.push(user_message(turn, content, chat.as_deref()));
+                received_at = chat.as_ref().and_then(|chat| chat.received_at);
             }
             Message::Assistant {
                 content,
                 tool_calls,
+                chat,
+                finish,
             } => {
-                let parts = assistant.get_or_insert_with(Vec::new);
+                let (parts, metadata) = assistant.get_or_insert_with(|| {
+                    let mut metadata = Map::new();
+                    if let Some(at) = received_at {
+                        metadata.insert("createdAt".into(), json!(at));
+                    }
+                    (Vec::new(), metadata)
+                });
+                add_metadata(metadata, chat.as_deref(), finish.as_deref());
                 parts.push(json!({"type": "step-start"}));
-                if !content.is_empty() {
-                    parts.push(json!({"type": "text", "text": content, "state": "done"}));
-                }
+                text_and_reasoning(parts, content, chat.as_deref());
+                let mut kept = Vec::new();
                 for call in tool_calls {
                     let role = tool_role(inputs.agent, &call.name);
                     let outcome = results.get(call.id.as_str()).copied();
@@ -96,15 +126,70 @@ pub fn ui_messages(log: &[Message], inputs: &SnapshotInputs<'_>) -> Vec<Value> {
                             .unwrap_or(Value::Null);
                         parts.push(part);
                     }
+                    kept.extend(data.get(call.id.as_str()).copied().unwrap_or_default());
                 }
+                // A call's kept data came after its output, once the step's calls had parts.
+                parts.extend(
+                    kept.iter().map(
+                        |item| json!({"type": format!("data-{}", item.name), "data": item.data}),
+                    ),
+                );
             }
         }
     }
     if !inputs.tree.is_empty() {
-        descendant_parts(assistant.get_or_insert_with(Vec::new), inputs);
+        descendant_parts(
+            &mut assistant.get_or_insert_with(Default::default).0,
+            inputs,
+        );
+    }
+    if let Some((_, metadata)) = assistant.as_mut() {
+        add_metadata(metadata, None, inputs.interrupted);
     }
     flush(&mut assistant, &mut messages, turn);
     messages
+}
+
+/// The step's text and reasoning parts in the order they streamed: each piece of reasoning
+/// before the text that came after it.
+fn text_and_reasoning(parts: &mut Vec<Value>, content: &str, chat: Option<&AssistantExtras>) {
+    let mut from = 0;
+    let mut text = |parts: &mut Vec<Value>, to: usize| {
+        let mut to = to.clamp(from, content.len());
+        while !content.is_char_boundary(to) {
+            to -= 1;
+        }
+        if to > from {
+            parts.push(json!({"type": "text", "text": &content[from..to], "state": "done"}));
+            from = to;
+        }
+    };
+    for piece in chat
+        .map(|chat| chat.reasoning.as_slice())
+        .unwrap_or_default()
+    {
+        text(parts, piece.offset);
+        parts.push(json!({"type": "reasoning", "text": piece.text, "state": "done"}));
+    }
+    text(parts, content.len());
+}
+
+/// Folds a step's metadata into its message's, as `useChat` merges what the stream sent: the
+/// first step's answer time is `createdAt` (unless the user message it answers has the time the
+/// route took it), a later finish overrides an earlier one's fields.
+fn add_metadata(
+    metadata: &mut Map<String, Value>,
+    chat: Option<&AssistantExtras>,
+    finish: Option<&Value>,
+) {
+    if let Some(answered_at) = chat.and_then(|chat| chat.answered_at) {
+        metadata
+            .entry("createdAt")
+            .or_insert_with(|| json!(answered_at));
+    }
+    if let Some(Value::Object(finish)) = finish {
+        metadata.extend(finish.clone());
+    }
 }
 
 /// A user message as the client sent it: its id (or `u<k>` for one sent without), its
@@ -313,6 +398,7 @@ mod tests {
             approval_ids: &approval_ids,
             registry: &AgentRegistry::default(),
             tree: &[],
+            interrupted: None,
         };
         let messages = ui_messages(&log, &inputs);
         assert_eq!(messages.len(), 2);
@@ -348,6 +434,95 @@ mod tests {
         assert_eq!(
             parts[7]["approval"],
             json!({"id": "r2::c4", "approved": true})
+        );
+    }
+
+    #[test]
+    fn reasoning_kept_data_and_server_metadata_come_back_as_the_stream_gave_them() {
+        use baton_core::message::Reasoning;
+        let agent = super::super::mapper_tests::agent();
+        let add = call("c1", "add");
+        let mut result =
+            baton_core::message::ToolResult::new("c1", "add", ToolOutcome::Result(json!(3)));
+        result.chat_data = vec![KeptData {
+            name: "sum".into(),
+            data: json!({"value": 3}),
+        }];
+        let step = |content: &str, calls, reasoning: Vec<Reasoning>, at, finish: Option<Value>| {
+            Message::Assistant {
+                content: content.into(),
+                tool_calls: calls,
+                chat: Some(Box::new(AssistantExtras {
+                    reasoning,
+                    answered_at: Some(at),
+                })),
+                finish: finish.map(Box::new),
+            }
+        };
+        let reasoning = |offset, text: &str| Reasoning {
+            offset,
+            text: text.into(),
+        };
+        let log = vec![
+            Message::user("hi"),
+            step("adding", vec![add], vec![reasoning(0, "sum it")], 10, None),
+            Message::Tool(result),
+            step(
+                "It is 3. Sure.",
+                vec![],
+                vec![reasoning(0, "done"), reasoning(9, "check")],
+                20,
+                Some(json!({"finishedAt": 30, "usage": {"inputTokens": 1}, "models": ["m"]})),
+            ),
+        ];
+        let empty = HashMap::new();
+        let inputs = SnapshotInputs {
+            agent: &agent,
+            pending: &HashMap::new(),
+            answers: &empty,
+            approval_ids: &HashMap::new(),
+            registry: &AgentRegistry::default(),
+            tree: &[],
+            interrupted: None,
+        };
+        let messages = ui_messages(&log, &inputs);
+        let assistant = &messages[1];
+        let parts: Vec<Value> = assistant["parts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| json!([p["type"], p.get("text").or(p.get("data")).cloned()]))
+            .collect();
+        assert_eq!(
+            parts,
+            [
+                json!(["step-start", null]),
+                json!(["reasoning", "sum it"]),
+                json!(["text", "adding"]),
+                json!(["tool-add", null]),
+                json!(["data-sum", {"value": 3}]),
+                json!(["step-start", null]),
+                json!(["reasoning", "done"]),
+                json!(["text", "It is 3. "]),
+                json!(["reasoning", "check"]),
+                json!(["text", "Sure."]),
+            ]
+        );
+        assert_eq!(
+            assistant["metadata"],
+            json!({"createdAt": 10, "finishedAt": 30, "usage": {"inputTokens": 1}, "models": ["m"]})
+        );
+        assert!(messages[0].get("metadata").is_none());
+        // An interrupt's finish (from the session's stop and usage) goes on the message it cut.
+        let stopped = json!({"finishedAt": 40, "usage": {"inputTokens": 2}, "models": ["m"]});
+        let inputs = SnapshotInputs {
+            interrupted: Some(&stopped),
+            ..inputs
+        };
+        let messages = ui_messages(&log, &inputs);
+        assert_eq!(
+            messages[1]["metadata"],
+            json!({"createdAt": 10, "finishedAt": 40, "usage": {"inputTokens": 2}, "models": ["m"]})
         );
     }
 }

@@ -12,7 +12,7 @@ use crate::state::AppState;
 use baton_core::{
     ApiError,
     session::Status,
-    store::{PendingCall, SessionAddress, StoredAnswer},
+    store::{AwaitingSession, PendingCall, SessionAddress, StoredAnswer},
 };
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -34,41 +34,51 @@ pub struct Tree {
     pub agent_types: HashMap<String, String>,
     /// The client calls and approvals they await (never a sub-agent call: no client answers one).
     pub calls: Vec<TreeCall>,
+    /// The root's own pending calls (sub-agent calls included) and stored answers, read in the
+    /// same round trip.
+    pub root_pending: Vec<PendingCall>,
+    pub root_answers: HashMap<String, StoredAnswer>,
 }
 
-/// The sessions below `root` and what the suspended ones await.
+/// The sessions below `root` and what the suspended ones await: one pipelined read of the tree
+/// (`Store::awaiting_sessions`, which `/pending` reads too).
 pub(super) async fn read(state: &AppState, root: &SessionAddress) -> Result<Tree, ApiError> {
     let mut tree = Tree::default();
-    for member in state.store.tree_sessions(root).await? {
-        let address = SessionAddress {
-            root_session_id: root.root_session_id.clone(),
-            session_id: member,
-        };
-        let Some(session) = state.store.session(&address).await? else {
+    let mut sessions = state.store.awaiting_sessions(root, true).await?.into_iter();
+    // The root comes first: the tree is what is below it.
+    if let Some(own) = sessions.next() {
+        tree.root_pending = own.pending;
+        tree.root_answers = own.answers;
+    }
+    for session in sessions {
+        let AwaitingSession {
+            address,
+            agent_type: Some(agent_type),
+            status,
+            mut answers,
+            pending,
+            ..
+        } = session
+        else {
             continue;
         };
         tree.agent_types
-            .insert(address.session_id.clone(), session.agent_type.clone());
-        if session.status != Status::SuspendedClientTool {
+            .insert(address.session_id.clone(), agent_type.clone());
+        if status != Some(Status::SuspendedClientTool) {
             continue;
         }
-        let mut answers = state.store.answers(&address).await?;
-        let mut calls: Vec<PendingCall> = state
-            .store
-            .pending_calls(&address)
-            .await?
-            .into_iter()
-            .map(|(call, _run)| call)
-            .filter(|call| !call.kind.is_sub_agent())
-            .collect();
-        // The order the model asked in, so a reload lists them as the live stream did.
-        calls.sort_by(|a, b| (a.step, &a.tool_call_id).cmp(&(b.step, &b.tool_call_id)));
-        tree.calls.extend(calls.into_iter().map(|call| TreeCall {
-            session_id: address.session_id.clone(),
-            agent_type: session.agent_type.clone(),
-            answer: answers.remove(&call.tool_call_id),
-            call,
-        }));
+        // In the order the model asked, so a reload lists them as the live stream did.
+        tree.calls.extend(
+            pending
+                .into_iter()
+                .filter(|call| !call.kind.is_sub_agent())
+                .map(|call| TreeCall {
+                    session_id: address.session_id.clone(),
+                    agent_type: agent_type.clone(),
+                    answer: answers.remove(&call.tool_call_id),
+                    call,
+                }),
+        );
     }
     Ok(tree)
 }

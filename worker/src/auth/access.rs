@@ -25,16 +25,13 @@ pub async fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Princ
 async fn is_revoked(store: &Store, principal: &Principal) -> Result<bool, ApiError> {
     Ok(match principal {
         Principal::Operator { .. } => false,
-        Principal::User { token, .. } => store.token_revoked(&token.id).await?,
+        Principal::User { token, .. } => store.revocation(&token.id, None).await?.0,
         Principal::Session {
             root_session_id,
             token,
         } => {
-            store.token_revoked(&token.id).await?
-                || store
-                    .session_tokens_revoked_until(root_session_id)
-                    .await?
-                    .is_some_and(|until| token.expires_at <= until)
+            let (revoked, tree_until) = store.revocation(&token.id, Some(root_session_id)).await?;
+            revoked || tree_until.is_some_and(|until| token.expires_at <= until)
         }
     })
 }

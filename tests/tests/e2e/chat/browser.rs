@@ -93,6 +93,36 @@ async fn the_page_renders_markdown_safely_stops_a_run_lists_the_users_chats_and_
     assert_eq!(summary["reopened"], true, "{summary}");
     assert_eq!(summary["reasoningFolded"], true, "{summary}");
     assert_eq!(summary["cspViolations"], serde_json::json!([]), "{summary}");
+    // A reload shows what the stream showed, mid-way and after the end.
+    for stage in ["midway", "end"] {
+        assert_eq!(
+            summary[stage]["live"], summary[stage]["reloaded"],
+            "{stage}: {summary}"
+        );
+        assert_eq!(summary[stage]["live"]["meta"], 1, "{stage}: {summary}");
+    }
+    let end = &summary["end"]["reloaded"];
+    assert_eq!(
+        end["reasoning"].as_array().map(Vec::len),
+        Some(2),
+        "{summary}"
+    );
+    assert_eq!(
+        end["data"],
+        serde_json::json!(["data-weather"]),
+        "{summary}"
+    );
+    assert_eq!(
+        end["fields"],
+        serde_json::json!(["City: Oslo · Sky: snow"]),
+        "{summary}"
+    );
+    assert_eq!(end["metaTokens"], true, "{summary}");
+    assert_eq!(
+        summary["midway"]["reloaded"]["reasoning"],
+        serde_json::json!(["ThinkingLooking up Oslo."]),
+        "{summary}"
+    );
     for stage in [
         "markdown",
         "running",
@@ -100,6 +130,9 @@ async fn the_page_renders_markdown_safely_stops_a_run_lists_the_users_chats_and_
         "list",
         "reopened",
         "reasoning",
+        "reload-midway",
+        "data-live",
+        "reload-end",
     ] {
         let shot = dir.join(format!("chat-page-{stage}.png"));
         assert!(

@@ -1,8 +1,9 @@
 //! The AI SDK's message features with the real `useChat` client: a user message keeps its
 //! client id, its `metadata` and its file parts (into the model and back from the snapshot; a
 //! file-only message is a message), an assistant message gets the server's metadata on its
-//! finish; a model's reasoning streams as a reasoning part; and a message whose files are over
-//! the cap is refused with nothing written.
+//! finish; a model's reasoning streams as a reasoning part; a tool's kept data (also of a call
+//! run once approved), the reasoning and the server metadata come back from the snapshot as the
+//! stream left them; and a message whose files are over the cap is refused with nothing written.
 
 use super::{
     AI_RELEASES,
@@ -63,8 +64,21 @@ async fn files_over_the_cap_or_of_another_type_are_refused_and_nothing_is_writte
                "messages": [{"id": "m1", "role": "user", "parts": [file]}]})
     };
     let over = "A".repeat(MAX_CHAT_FILE_BYTES);
+    let url = format!("data:image/png;base64,{over}");
+    let response = post(
+        &harness,
+        message(json!({"type": "file", "mediaType": "image/png", "url": url})),
+    )
+    .await;
+    // Over the size cap: 413, the cap and the size named (the files' data: URLs summed).
+    assert_eq!(response.status(), 413);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["code"], "validation_payload_too_large", "{body}");
+    assert_eq!(body["cause"], "chat_files", "{body}");
+    assert_eq!(body["limitBytes"], MAX_CHAT_FILE_BYTES, "{body}");
+    assert_eq!(body["sizeBytes"], url.len(), "{body}");
+    assert_eq!(body["retryable"], false, "{body}");
     for file in [
-        json!({"type": "file", "mediaType": "image/png", "url": format!("data:image/png;base64,{over}")}),
         json!({"type": "file", "mediaType": "text/html", "url": "data:text/html;base64,PGI+"}),
         json!({"type": "file", "mediaType": "image/png", "url": "https://example.com/a.png"}),
     ] {
@@ -83,6 +97,29 @@ async fn files_over_the_cap_or_of_another_type_are_refused_and_nothing_is_writte
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_real_client_gets_an_oversize_file_refused_413_once_and_nothing_written() {
+    let harness = Harness::start(chat_registry()).await;
+    for release in AI_RELEASES {
+        let s = drive(&harness, release, "oversize_file").await;
+        assert_eq!(s["status"], "error", "{s}");
+        assert_eq!(s["ownPosts"], 1, "{s}");
+        assert_eq!(s["httpStatus"], 413, "{s}");
+        let error = s["error"].as_str().unwrap_or_default();
+        assert!(error.contains("validation_payload_too_large"), "{s}");
+        assert!(error.contains("chat_files"), "{s}");
+        let written = harness
+            .store
+            .session(&SessionAddress::root(s["id"].as_str().unwrap()))
+            .await
+            .unwrap();
+        assert!(
+            written.is_none(),
+            "a refused message wrote its session: {s}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_models_reasoning_streams_as_a_reasoning_part_before_its_text() {
     let harness = Harness::start(chat_registry()).await;
     for release in AI_RELEASES {
@@ -96,15 +133,8 @@ async fn a_models_reasoning_streams_as_a_reasoning_part_before_its_text() {
             ]),
             "{s}"
         );
-        // Reasoning is streamed only: the log does not keep it, so a reload shows the text.
-        assert!(
-            !s["reloaded"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|p| p == "reasoning"),
-            "{s}"
-        );
+        // The log keeps it for display: a reload shows the message as the stream left it.
+        same_after_reload(&s);
         // The session's own stream (`/sse`) carries it as `reasoning_delta` chunks, before the
         // step's text.
         let chunks = harness
@@ -164,5 +194,55 @@ async fn a_server_tools_data_reaches_the_message_kept_or_transient_once() {
             })
             .collect();
         assert_eq!(data, ["progress true", "weather false"], "{chunks:?}");
+        // The kept part (not the transient one) and the step's reasoning are in the snapshot.
+        same_after_reload(&s);
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_run_once_approved_keeps_its_data_live_and_after_a_reload() {
+    let harness = Harness::start(chat_registry()).await;
+    for release in AI_RELEASES {
+        let s = drive(&harness, release, "approved_data").await;
+        ready_with(&s, 2, "Snow.");
+        let weather = json!({"city": "Oslo", "sky": "snow"});
+        assert_eq!(
+            s["kept"],
+            json!([{"type": "data-weather", "data": weather}]),
+            "{s}"
+        );
+        assert!(
+            s["seen"].as_array().unwrap().contains(
+                &json!({"type": "data-progress", "data": {"percent": 50}, "transient": true})
+            ),
+            "{s}"
+        );
+        same_after_reload(&s);
+        // Written once, after the approved call's tool_end, by the drain.
+        let chunks = harness
+            .chunks_until_end(s["id"].as_str().unwrap(), WAIT_LIMIT)
+            .await;
+        let after_end: Vec<&str> = chunks
+            .iter()
+            .map(|c| c.kind.name())
+            .skip_while(|k| *k != "tool_end")
+            .take(3)
+            .collect();
+        assert_eq!(
+            after_end,
+            ["tool_end", "tool_data", "tool_data"],
+            "{chunks:?}"
+        );
+    }
+}
+
+/// The snapshot's last message is the live one: the same parts in the same order (reasoning,
+/// text, tools, kept data) and the same server metadata.
+fn same_after_reload(s: &Value) {
+    let (live, reloaded) = (&s["live"], &s["reloadedMessage"]);
+    assert_eq!(live["parts"], reloaded["parts"], "{s}");
+    for key in ["createdAt", "finishedAt", "usage", "models"] {
+        assert!(!reloaded["metadata"][key].is_null(), "{key}: {s}");
+    }
+    assert_eq!(live["metadata"], reloaded["metadata"], "{s}");
 }

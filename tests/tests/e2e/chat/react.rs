@@ -83,7 +83,15 @@ async fn a_react_app_on_use_chat_talks_to_batond_with_one_post_per_answer() {
         String::from_utf8_lossy(&output.stderr)
     );
     let s: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
-    for scenario in ["text", "client_tool", "approval", "reload", "stop", "file"] {
+    for scenario in [
+        "text",
+        "client_tool",
+        "approval",
+        "reload",
+        "stop",
+        "file",
+        "reload_features",
+    ] {
         assert_eq!(s[scenario]["repeated"], false, "{scenario}: {s}");
     }
     assert_eq!(s["text"]["posts"], 1, "{s}");
@@ -109,4 +117,25 @@ async fn a_react_app_on_use_chat_talks_to_batond_with_one_post_per_answer() {
         "{s}"
     );
     assert_eq!(s["file"]["files"], json!(["image/png"]), "{s}");
+    // A reload shows what the stream showed: the reasoning, the data part of the call run once
+    // approved, the server metadata; mid-way and after the end.
+    let features = &s["reload_features"];
+    assert_eq!(features["posts"], 2, "{s}");
+    for stage in ["midway", "end"] {
+        assert_eq!(features[stage][0], features[stage][1], "{stage}: {s}");
+    }
+    assert_eq!(
+        features["end"][1],
+        json!({
+            "reasoning": ["Looking up Oslo.", "Oslo in winter."],
+            "data": [r#"data-weather {"city":"Oslo","sky":"snow"}"#],
+            "meta": ["scripted usage"],
+        }),
+        "{s}"
+    );
+    assert_eq!(
+        features["midway"][1]["reasoning"],
+        json!(["Looking up Oslo."]),
+        "{s}"
+    );
 }

@@ -418,3 +418,55 @@ async fn browser_origins_are_none_by_default_and_exactly_those_configured() {
         "https://app.example"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revoked_token_is_refused_on_every_transport() {
+    use baton_client::{Client as _, Error, GrpcClient};
+    let harness = Harness::start_with(chat_registry(), keyed_options(KEY)).await;
+    let api = Api::new(&harness);
+    let user = fresh();
+    let (status, started) = api
+        .post(
+            KEY,
+            "/start",
+            json!({"agent": "asker_only", "message": "hi", "userId": &user}),
+        )
+        .await;
+    assert_eq!(status, 200, "{started}");
+    let session = started["sessionId"].as_str().unwrap().to_owned();
+    let session_token = started["token"].as_str().unwrap().to_owned();
+    let user_token = api.mint(&user, &["asker_only"]).await;
+    let grpc =
+        |token: &str| GrpcClient::with_bearer(&harness.grpc_address.to_string(), token).unwrap();
+    for token in [&session_token, &user_token] {
+        let path = format!("/status?sessionId={session}");
+        assert_eq!(api.get(token, &path).await.0, 200);
+        grpc(token).status(&session).await.unwrap();
+    }
+    // The user token by its id; the session's tokens by an operator's abort of the session.
+    let revoked = api
+        .post(KEY, "/tokens/revoke", json!({"token": &user_token}))
+        .await;
+    assert_eq!(revoked.0, 200, "{revoked:?}");
+    let (status, abort) = api
+        .post(KEY, "/abort", json!({"sessionId": &session}))
+        .await;
+    assert!(
+        status == 200 || abort["code"] == "run_not_active",
+        "{abort}"
+    );
+    for token in [&session_token, &user_token] {
+        let path = format!("/status?sessionId={session}");
+        assert_eq!(code(&api.get(token, &path).await), (401, "unauthorized"));
+        match grpc(token).status(&session).await {
+            Err(Error::Api(refused)) => {
+                assert_eq!(
+                    refused.code,
+                    baton_core::ErrorCode::Unauthorized,
+                    "{refused:?}"
+                );
+            }
+            other => panic!("a revoked token was not refused over gRPC: {other:?}"),
+        }
+    }
+}
