@@ -431,6 +431,16 @@ pub struct ToolInput {
     pub tool_call_id: String,
 }
 
+/// Input of `follow_resumed_remote_sub_agent` (the `RemoteFollowWorkflow`'s): the remote call of
+/// the suspended step that awaits it (the step's run is the suspended run), and the policy of the
+/// caller's resumed run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RemoteFollowInput {
+    pub call: ToolInput,
+    pub policy: ActivityPolicy,
+}
+
 /// What `start_sub_agent` did for a sub-agent call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(

@@ -5,7 +5,7 @@ use baton_activities::{
     AgentActivities, DEFAULT_DEADLINE_HORIZON, LogCacheBounds, io::ActivityPolicy,
 };
 use baton_core::{AgentRegistry, Store};
-use baton_workflows::{AgentRunWorkflow, DeadlineWorkflow};
+use baton_workflows::{AgentRunWorkflow, DeadlineWorkflow, RemoteFollowWorkflow};
 use std::time::Duration;
 use temporalio_client::{Client, ClientOptions, Connection, ConnectionOptions, Url};
 use temporalio_sdk::{Runtime, Worker, WorkerOptions};
@@ -143,6 +143,7 @@ pub async fn run_worker(
         )
         .register_workflow::<AgentRunWorkflow>()?
         .register_workflow::<DeadlineWorkflow>()?
+        .register_workflow::<RemoteFollowWorkflow>()?
         .build();
     let mut worker = Worker::new(&runtime, client, options)?;
     let stop = worker.shutdown_handle();

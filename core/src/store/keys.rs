@@ -34,6 +34,10 @@ pub(crate) enum Key {
     SubmitBucket,
     /// Hash: toolCallId → the child session a sub-agent call started.
     Children,
+    /// Hash: the calls a paused remote child of the session waits on a person for (see
+    /// `relay.rs`): relayed id → its entry, `answer:<id>` → the relayed answer, `via:<callId>`
+    /// → the ids the remote call relays.
+    Relayed,
     /// Set on the root session: every descendant session of the tree.
     Tree,
     /// Hash on the root session: every tool call id the tree's sessions staged → `<step>` for
@@ -75,6 +79,7 @@ impl Key {
             Self::OpenDeadlines => "openDeadlines",
             Self::SubmitBucket => "submitBucket",
             Self::Children | Self::ParentChildren => "children",
+            Self::Relayed => "relayed",
             Self::ParentPending => "pending",
             Self::ParentAnswers => "answers",
             Self::ParentOpenDeadlines => "openDeadlines",

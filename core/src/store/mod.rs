@@ -30,6 +30,7 @@ mod error;
 mod fork;
 mod keys;
 mod person_calls;
+mod relay;
 mod release;
 mod remote;
 mod replies;
@@ -55,7 +56,8 @@ pub use deadline_index::IndexedDeadline;
 pub use error::Error;
 pub use fork::NewFork;
 pub use person_calls::PersonCall;
-pub use remote::{Forwarded, ForwardedChunk};
+pub use relay::{Recorded, RelayedAnswer, RelayedCall, RelayedGroup};
+pub use remote::{FollowMode, Forwarded, ForwardedChunk};
 pub use resume::{Claim, ClaimedRun, DrainedCall, NewRunId, NextRun, ResumeEntry, RunClaim};
 pub use rewind::{Rewind, Rewound};
 pub use search_index::{

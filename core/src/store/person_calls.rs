@@ -1,14 +1,16 @@
 //! The calls of a session tree that wait on a person: pending client calls and approvals that
 //! have no stored answer and have not lapsed. What `/pending`, `/status` and the search index's
-//! `awaiting` term read; plain reads of one tree, so one slot.
+//! `awaiting` term read, with the calls a paused remote child relayed (`relay.rs`); plain reads
+//! of one tree, so one slot.
 
+use super::relay::relayed_groups_of;
 use super::{
     Error, PendingCall, PendingKind, SessionAddress, Store, from_json,
     keys::{Key, state_field},
     now_ms,
 };
 use crate::meta::SessionMeta;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// A call waiting on a person, with the session whose run awaits it.
 #[derive(Debug, Clone, PartialEq)]
@@ -44,13 +46,14 @@ impl Store {
                 .cmd("HMGET")
                 .arg(self.key(session, Key::State))
                 .arg(state_field::AGENT_TYPE)
-                .arg(state_field::META);
+                .arg(state_field::META)
+                .hgetall(self.key(session, Key::Relayed));
         }
         let replies: Vec<redis::Value> = pipe.query_async(&mut self.conn()).await?;
         let now = now_ms();
         let mut calls = Vec::new();
-        for (session, replies) in sessions.iter().zip(replies.chunks(3)) {
-            let [pending, answered, owner] = replies else {
+        for (session, replies) in sessions.iter().zip(replies.chunks(4)) {
+            let [pending, answered, owner, relayed] = replies else {
                 continue;
             };
             let pending: Vec<String> = redis::from_redis_value(pending)?;
@@ -68,11 +71,28 @@ impl Store {
                 .iter()
                 .map(|text| from_json(&key, text))
                 .collect::<Result<_, _>>()?;
+            // A remote child's relayed calls while the remote call awaits it (see `relay.rs`).
+            let relayed: HashMap<String, String> = redis::from_redis_value(relayed)?;
+            let awaiting: HashSet<&str> = own
+                .iter()
+                .filter(|call| call.kind.is_sub_agent())
+                .map(|call| call.tool_call_id.as_str())
+                .filter(|id| !answered.contains(id))
+                .collect();
+            let relayed_key = self.key(session, Key::Relayed);
+            let relayed_calls: Vec<PendingCall> = relayed_groups_of(&relayed_key, &relayed)?
+                .into_iter()
+                .filter(|group| awaiting.contains(group.via_call_id.as_str()))
+                .flat_map(|group| group.calls)
+                .filter(|(_, answered)| !answered)
+                .map(|(relayed, _)| relayed.call)
+                .collect();
             own.retain(|call| {
                 matches!(call.kind, PendingKind::Client | PendingKind::Approval)
                     && !answered.contains(call.tool_call_id.as_str())
-                    && call.deadline_at > now
             });
+            own.extend(relayed_calls);
+            own.retain(|call| call.deadline_at > now);
             own.sort_by(|a, b| (a.step, &a.tool_call_id).cmp(&(b.step, &b.tool_call_id)));
             calls.extend(own.into_iter().map(|call| PersonCall {
                 owner: session.clone(),

@@ -26,6 +26,7 @@ mod operator;
 mod providers;
 mod refusals;
 mod remote;
+mod remote_relay;
 mod replay;
 mod resume;
 mod rewind;

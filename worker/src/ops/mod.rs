@@ -9,6 +9,7 @@ mod body_limits;
 mod fork;
 mod new_run;
 mod reads;
+mod relay;
 mod resume;
 mod rewind;
 mod search;
