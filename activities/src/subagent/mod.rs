@@ -60,9 +60,11 @@ impl AgentActivities {
                 self.fold_answered_local_child(step, tool_call_id, tool_name)
                     .await
             }
-            // A remote call is answered within its step (its end folds there), never while
-            // the caller is suspended.
-            SubAgentTransport::Remote => Ok(None),
+            // A remote child that ended after its caller suspended (it had paused for a person)
+            // left the caller's fold beside its answer.
+            SubAgentTransport::Remote => {
+                Ok(self.store.remote_fold(&step.address, tool_call_id).await?)
+            }
         }
     }
 

@@ -146,6 +146,7 @@ impl AgentActivities {
             status,
             outcome,
             output,
+            state,
             ..
         } = match followed.turn_end(sub_agent, end).await? {
             TurnEnd::Paused => return Ok(ParentNext::Nothing),
@@ -158,6 +159,12 @@ impl AgentActivities {
                 return Ok(ParentNext::Nothing);
             }
             TurnEnd::Ended(ending) => ending,
+        };
+        let fold = match status {
+            baton_core::chunk::EndStatus::Completed => {
+                followed.fold(state, output.as_deref()).await?
+            }
+            _ => None,
         };
         let answer = StoredAnswer {
             answer: Answer::Outcome { outcome },
@@ -175,6 +182,7 @@ impl AgentActivities {
                     status,
                     output: output.as_deref(),
                 },
+                fold.as_ref(),
             )
             .await?;
         tracing::info!(

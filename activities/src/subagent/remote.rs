@@ -548,7 +548,7 @@ impl<'a> Followed<'a> {
 
     /// The caller's `after_sub_agent` fold of the completed child's state: the end's, else its
     /// snapshot's; skipped with a warning over the declared cap.
-    async fn fold(
+    pub(super) async fn fold(
         &self,
         state: Option<Value>,
         output: Option<&str>,

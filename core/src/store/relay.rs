@@ -196,12 +196,14 @@ impl Store {
     /// The end of a remote child its caller's resume continued answers the caller's call
     /// (`end.tool_call_id`) with `answer`, writing `subagent_end` on the caller's stream, while
     /// the caller is suspended on `run_id` (see `answer_remote_call.lua`).
+    /// With `fold`, the caller's `after_sub_agent` patch for its resumed run's drain.
     pub async fn answer_remote_call(
         &self,
         caller: &SessionAddress,
         run_id: &str,
         answer: &StoredAnswer,
         end: ChildEnd<'_>,
+        fold: Option<&json_patch::Patch>,
     ) -> Result<ParentReport, Error> {
         let caller_state = self
             .session(caller)
@@ -223,8 +225,25 @@ impl Store {
             .arg(to_json(answer))
             .arg(subagent_end)
             .arg(super::now_ms())
+            .arg(fold.map(to_json).unwrap_or_default())
             .run(self)
             .await
+    }
+
+    /// The `after_sub_agent` patch a remote child's end left for its caller's call
+    /// `tool_call_id` (see [`Store::answer_remote_call`]), if any.
+    pub async fn remote_fold(
+        &self,
+        address: &SessionAddress,
+        tool_call_id: &str,
+    ) -> Result<Option<json_patch::Patch>, Error> {
+        let key = self.key(address, Key::State);
+        let patch: Option<String> = redis::cmd("HGET")
+            .arg(&key)
+            .arg(format!("remoteFold:{tool_call_id}"))
+            .query_async(&mut self.conn())
+            .await?;
+        patch.map(|text| super::from_json(&key, &text)).transpose()
     }
 }
 

@@ -235,3 +235,25 @@ async fn a_consumer_worker_killed_between_the_pause_and_the_answer_still_complet
     crate::subagents::assert_completed(&chunks, r#"got {"answer":"Ada"} / sent 10 to alice"#);
     assert_each_forwarded_once(&chunks);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_that_paused_folds_into_its_caller_when_it_completes() {
+    let (producer, url) = producer().await;
+    let remote = remote_agents::remote(&url, "ask_then_approve");
+    let consumer = Harness::start(crate::remote::remote_expedition(remote)).await;
+    let started = start(&consumer, "remote_expedition").await;
+    let root = started.session_id.clone();
+    let chunks = answer_both_through_the_root(&consumer, &producer, &root).await;
+    crate::subagents::assert_completed(
+        &chunks,
+        r#"scout says {"answer":"Ada"} / sent 10 to alice"#,
+    );
+    // The caller's after_sub_agent hook saw the child's completed end.
+    let state = consumer
+        .store
+        .custom_state(&SessionAddress::root(&root))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(state["scoutStatus"], "completed");
+}
