@@ -90,6 +90,10 @@ pub fn test_worker_settings(task_queue: &str) -> WorkerSettings {
             retry_after: Duration::from_millis(200),
             timeout: Duration::from_secs(5),
         }),
+        remote_waits: Some(baton_worker::sweeps::RemoteWaitSweep {
+            every: Duration::from_millis(200),
+            poll_every: Duration::from_millis(200),
+        }),
         ..WorkerSettings::new(task_queue)
     }
 }

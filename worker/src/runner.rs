@@ -46,6 +46,9 @@ pub struct WorkerSettings {
     /// The producer mount's callback sweep (see [`crate::sweeps`]); `None`: no sweep, and
     /// callbacks wait for a worker that has one.
     pub callbacks: Option<crate::sweeps::CallbackSweep>,
+    /// The remote-wait sweep (see [`crate::sweeps`]): remote children that ran past their
+    /// follower's window; `None`: no sweep, and they wait for a worker that has one.
+    pub remote_waits: Option<crate::sweeps::RemoteWaitSweep>,
     /// How much the log cache of the worker's model steps holds, in runs and in bytes.
     pub log_cache: LogCacheBounds,
 }
@@ -66,6 +69,7 @@ impl WorkerSettings {
             policy: ActivityPolicy::default(),
             deadline_horizon: Some(DEFAULT_DEADLINE_HORIZON),
             callbacks: Some(crate::sweeps::CallbackSweep::default()),
+            remote_waits: Some(crate::sweeps::RemoteWaitSweep::default()),
             log_cache: LogCacheBounds::default(),
         }
     }
@@ -130,6 +134,20 @@ pub async fn run_worker(
             shutdown.clone(),
         ))
     });
+    let remote_wait_sweep = settings.remote_waits.clone().map(|sweep| {
+        let targets = crate::sweeps::RemoteWaitTargets {
+            store: store.clone(),
+            registry: registry.clone(),
+            temporal: client.clone(),
+            task_queue: settings.task_queue.clone(),
+            policy: settings.policy.clone(),
+        };
+        tokio::spawn(crate::sweeps::sweep_remote_waits(
+            targets,
+            sweep,
+            shutdown.clone(),
+        ))
+    });
     let runtime = Runtime::from_current_tokio(Default::default())?;
     let options = WorkerOptions::new(settings.task_queue.clone())
         .max_cached_workflows(settings.max_cached_workflows)
@@ -155,9 +173,15 @@ pub async fn run_worker(
     tracing::info!(task_queue = %settings.task_queue, "Temporal worker running");
     let outcome = worker.run().await;
     watcher.abort();
-    for sweep in [sweep, deadline_sweep, callback_sweep, Some(index_sweep)]
-        .into_iter()
-        .flatten()
+    for sweep in [
+        sweep,
+        deadline_sweep,
+        callback_sweep,
+        remote_wait_sweep,
+        Some(index_sweep),
+    ]
+    .into_iter()
+    .flatten()
     {
         sweep.abort();
     }

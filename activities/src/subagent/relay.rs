@@ -128,8 +128,14 @@ impl AgentActivities {
         };
         let (sub_agent, remote) = self.remote_sub_agent(&step.agent_type, &call.name)?;
         let mut followed = Followed::new(self, remote, step, &call, FollowMode::Suspended);
-        // A child resumed already (a retried attempt) or ended answers a refusal: read on.
-        match followed.producer.resume(&followed.child).await {
+        // A child resumed already (a retried attempt) or ended answers a refusal: read on. A
+        // child that ran past its window is followed on without a resume.
+        let resumed = if input.resume_child {
+            followed.producer.resume(&followed.child).await
+        } else {
+            Ok(())
+        };
+        match resumed {
             Ok(()) => {}
             Err(CallError::Refused(body)) => {
                 tracing::info!(child = %followed.child, code = %body.code, "the remote child's resume was refused; following it");
@@ -149,7 +155,7 @@ impl AgentActivities {
             state,
             ..
         } = match followed.turn_end(sub_agent, end).await? {
-            TurnEnd::Paused => return Ok(ParentNext::Nothing),
+            TurnEnd::Paused | TurnEnd::Waiting => return Ok(ParentNext::Nothing),
             TurnEnd::Stale => {
                 // The caller moved on: a stop of its tree is passed on to the child.
                 let stopped = self.store.session(&step.address).await?;

@@ -19,7 +19,7 @@ use baton_core::{
     message::{ToolCall, ToolOutcome, ToolResult},
     remote::{ErrorBody, StartRequest, Status},
     sse::{Decoder, NotUtf8},
-    store::{ChildEnd, FollowMode, Forwarded, ForwardedChunk, Recorded},
+    store::{ChildEnd, FollowMode, Forwarded, ForwardedChunk, Recorded, RemoteWait},
     subagent::{self, RemoteAgent, SubAgent},
     tool::codes,
     usage::UsageRollup,
@@ -53,6 +53,8 @@ enum StreamStop {
     End(EndFrame),
     /// Nothing came within the per-read deadline: look at the child's status.
     Quiet,
+    /// The follow window has passed without the child's turn ending: let go of it.
+    Window,
     /// The connection broke, or the stream ended without an `end`.
     Broken(String),
     /// Below the retention floor, a `stream_resync` or another `streamId`: re-snapshot.
@@ -65,6 +67,8 @@ enum StreamStop {
 
 /// How a call ended for the caller.
 pub(super) enum CallEnd {
+    /// The child still runs past the follow window: the caller waits on it holding nothing.
+    Waiting,
     Ended(EndFrame),
     Failed(ToolError),
     Stale,
@@ -87,6 +91,8 @@ pub(super) struct Followed<'a> {
 pub(super) enum TurnEnd {
     /// Paused for a person: its calls are recorded in the caller.
     Paused,
+    /// Still running past the follow window: the consumer's sweep looks at it later.
+    Waiting,
     /// The caller moved on: nothing was written.
     Stale,
     Ended(Ending),
@@ -245,6 +251,7 @@ impl<'a> Followed<'a> {
     pub(super) async fn follow(&mut self) -> Result<CallEnd, Error> {
         let (mut breaks, mut lost) = (0u32, 0u32);
         let mut floor = 0u64;
+        let until = Instant::now() + self.remote.follow_window;
         let mut wait = self.remote.retry_base_delay;
         loop {
             let cursor = self
@@ -254,12 +261,13 @@ impl<'a> Followed<'a> {
                 .await?
                 .max(floor);
             let stop = match self.producer.sse(&self.child, cursor).await {
-                Ok(response) => self.read(response).await?,
+                Ok(response) => self.read(response, until).await?,
                 Err(CallError::Refused(body)) => StreamStop::Refused(body),
                 Err(CallError::Unavailable(reason)) => StreamStop::Broken(reason),
             };
             match stop {
                 StreamStop::End(end) => return Ok(CallEnd::Ended(end)),
+                StreamStop::Window => return Ok(CallEnd::Waiting),
                 StreamStop::Stale => return Ok(CallEnd::Stale),
                 StreamStop::Refused(body) if body.code == ErrorCode::Truncated => {
                     floor = self.resnapshot("TRUNCATED").await.max(floor);
@@ -284,6 +292,9 @@ impl<'a> Followed<'a> {
                     tokio::time::sleep(wait).await;
                     wait = wait.saturating_mul(2);
                 }
+            }
+            if Instant::now() >= until {
+                return Ok(CallEnd::Waiting);
             }
             // Quiet or broken: is the child still being run?
             match self.producer.status(&self.child).await {
@@ -316,13 +327,18 @@ impl<'a> Followed<'a> {
     }
 
     /// Reads one connection of the child's stream, forwarding its chunks as they come.
-    async fn read(&self, response: reqwest::Response) -> Result<StreamStop, Error> {
+    async fn read(&self, response: reqwest::Response, until: Instant) -> Result<StreamStop, Error> {
         let mut body = response.bytes_stream();
         let mut decoder = Decoder::new();
         let mut last_event = Instant::now();
         loop {
-            let next = tokio::time::timeout(self.remote.read_timeout, body.next()).await;
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(StreamStop::Window);
+            }
+            let next = tokio::time::timeout(self.remote.read_timeout.min(left), body.next()).await;
             let bytes = match next {
+                Err(_) if Instant::now() >= until => return Ok(StreamStop::Window),
                 Err(_) => return Ok(StreamStop::Quiet),
                 Ok(None) => {
                     return Ok(StreamStop::Broken("the stream ended without an end".into()));
@@ -455,6 +471,22 @@ impl<'a> Followed<'a> {
             .await?)
     }
 
+    /// Puts the call in the remote-wait index, due now: the consumer's sweep looks at the child's
+    /// `status` from its next pass on, and starts its follow once its turn has ended.
+    async fn index_wait(&self) -> Result<(), Error> {
+        tracing::info!(child = %self.child, window = ?self.remote.follow_window, "a remote child runs past its follow window; its caller waits holding nothing");
+        Ok(self
+            .activities
+            .store
+            .index_remote_wait(&RemoteWait {
+                address: self.step.address.clone(),
+                run_id: self.step.run_id.clone(),
+                tool_call_id: self.call.id.clone(),
+                due_at: baton_core::store::now_ms(),
+            })
+            .await?)
+    }
+
     /// Passes a stop on to the child, best effort.
     pub(super) async fn stop_child(&self, action: &str) {
         if let Err(error) = self.producer.stop(&self.child, action).await {
@@ -471,6 +503,10 @@ impl<'a> Followed<'a> {
     ) -> Result<TurnEnd, Error> {
         let end = match end {
             CallEnd::Stale => return Ok(TurnEnd::Stale),
+            CallEnd::Waiting => {
+                self.index_wait().await?;
+                return Ok(TurnEnd::Waiting);
+            }
             CallEnd::Failed(error) => Err(error),
             CallEnd::Ended(end) if end.status == Status::Paused => {
                 match self.record_pause(end.sequence).await? {
@@ -498,7 +534,7 @@ impl<'a> Followed<'a> {
             state,
             ..
         } = match self.turn_end(sub_agent, end).await? {
-            TurnEnd::Paused => return Ok(SubAgentEnd::AwaitingChild),
+            TurnEnd::Paused | TurnEnd::Waiting => return Ok(SubAgentEnd::AwaitingChild),
             TurnEnd::Stale => return Ok(SubAgentEnd::Answered),
             TurnEnd::Ended(ending) => ending,
         };

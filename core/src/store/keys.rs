@@ -140,6 +140,12 @@ pub(crate) fn deadline_index_key(prefix: &str) -> String {
     format!("{prefix}:deadlineIndex")
 }
 
+/// The remote-wait index of every session under `prefix` (a sorted set; see
+/// `remote_wait_index.rs`): outside the sessions' slots, so no script touches it.
+pub(crate) fn remote_wait_index_key(prefix: &str) -> String {
+    format!("{prefix}:remoteWaitIndex")
+}
+
 /// The callback index of every session under `prefix` (a sorted set; see `callback.rs`):
 /// outside the sessions' slots, so no script touches it.
 pub(crate) fn callback_index_key(prefix: &str) -> String {

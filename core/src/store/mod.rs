@@ -33,6 +33,7 @@ mod person_calls;
 mod relay;
 mod release;
 mod remote;
+mod remote_wait_index;
 mod replies;
 mod resume;
 mod revocation;
@@ -58,6 +59,7 @@ pub use fork::NewFork;
 pub use person_calls::PersonCall;
 pub use relay::{Recorded, RelayedAnswer, RelayedCall, RelayedGroup};
 pub use remote::{FollowMode, Forwarded, ForwardedChunk};
+pub use remote_wait_index::RemoteWait;
 pub use resume::{Claim, ClaimedRun, DrainedCall, NewRunId, NextRun, ResumeEntry, RunClaim};
 pub use rewind::{Rewind, Rewound};
 pub use search_index::{

@@ -27,6 +27,7 @@ mod providers;
 mod refusals;
 mod remote;
 mod remote_relay;
+mod remote_wait;
 mod replay;
 mod resume;
 mod rewind;

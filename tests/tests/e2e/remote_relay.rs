@@ -68,7 +68,7 @@ async fn one_pending(consumer: &Harness, root: &str, kind: PersonCallKind) -> Pe
 }
 
 /// The remote child's id, from the caller's `subagent_start`.
-async fn child_of(consumer: &Harness, root: &str) -> String {
+pub(crate) async fn child_of(consumer: &Harness, root: &str) -> String {
     let chunks = consumer
         .store
         .chunks_after(&SessionAddress::root(root), 0, 1000)

@@ -249,6 +249,7 @@ pub(super) async fn resume_relaying_children(
                     tool_call_id: group.via_call_id.clone(),
                 },
                 policy: state.policy.clone(),
+                resume_child: true,
             };
             follows.push((workflow_id, input));
         }

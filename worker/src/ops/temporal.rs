@@ -157,11 +157,20 @@ pub(super) async fn start_remote_follow(
     workflow_id: &str,
     input: RemoteFollowInput,
 ) -> Result<(), ApiError> {
-    let options = WorkflowStartOptions::new(state.task_queue.clone(), workflow_id.to_owned())
+    start_remote_follow_on(&state.temporal, &state.task_queue, workflow_id, input).await
+}
+
+/// [`start_remote_follow`] for a caller without the server's state (the remote-wait sweep).
+pub(crate) async fn start_remote_follow_on(
+    temporal: &Client,
+    task_queue: &str,
+    workflow_id: &str,
+    input: RemoteFollowInput,
+) -> Result<(), ApiError> {
+    let options = WorkflowStartOptions::new(task_queue.to_owned(), workflow_id.to_owned())
         .id_reuse_policy(WorkflowIdReusePolicy::AllowDuplicate)
         .build();
-    match state
-        .temporal
+    match temporal
         .start_workflow(RemoteFollowWorkflow::run, input, options)
         .await
     {
