@@ -54,6 +54,9 @@ pub struct AgentActivities {
     deadline_horizon: Option<Duration>,
     /// The client of remote sub-agents' producers (one pool for the worker).
     http: reqwest::Client,
+    /// Where remote sub-agents' producers POST their turn-end callbacks (the consumer's
+    /// `/remote-callbacks` route, public base included); `None`: no callback is asked for.
+    remote_callbacks: Option<String>,
 }
 
 impl AgentActivities {
@@ -67,6 +70,7 @@ impl AgentActivities {
             temporal: None,
             deadline_horizon: Some(DEFAULT_DEADLINE_HORIZON),
             http: reqwest::Client::new(),
+            remote_callbacks: None,
         }
     }
 
@@ -75,6 +79,14 @@ impl AgentActivities {
     /// with the same horizon.
     pub fn deadline_horizon(mut self, horizon: Option<Duration>) -> Self {
         self.deadline_horizon = horizon;
+        self
+    }
+
+    /// Builder: ask each remote child's producer for turn-end callbacks to `url` (the server's
+    /// `/remote-callbacks` route as the producer reaches it, e.g.
+    /// `https://consumer.internal/remote-callbacks`).
+    pub fn remote_callbacks(mut self, url: Option<String>) -> Self {
+        self.remote_callbacks = url.map(|url| url.trim_end_matches('/').to_owned());
         self
     }
 

@@ -69,6 +69,11 @@ pub fn relayed_call_id(child_session_id: &str, producer_call_id: &str) -> String
     format!("bt_{}", &hash[..20])
 }
 
+/// A fresh token for a remote child's turn-end callbacks: 64 hex digits of randomness.
+pub fn new_callback_token() -> String {
+    format!("{}{}", Uuid::new_v4().simple(), Uuid::new_v4().simple())
+}
+
 /// The run a child's end resumes its suspended parent with: derived from the parent's suspended
 /// run, so that a retried report claims (and starts) the same run rather than a second one.
 pub fn parent_resume_run_id(parent_session_id: &str, suspended_run_id: &str) -> String {

@@ -49,6 +49,10 @@ pub struct WorkerSettings {
     /// The remote-wait sweep (see [`crate::sweeps`]): remote children that ran past their
     /// follower's window; `None`: no sweep, and they wait for a worker that has one.
     pub remote_waits: Option<crate::sweeps::RemoteWaitSweep>,
+    /// Where remote children's producers POST their turn-end callbacks: this service's
+    /// `/remote-callbacks` route as they reach it; `None`: no callback is asked for (the
+    /// remote-wait sweep alone finds a waiting child's end).
+    pub remote_callback_url: Option<String>,
     /// How much the log cache of the worker's model steps holds, in runs and in bytes.
     pub log_cache: LogCacheBounds,
 }
@@ -70,6 +74,7 @@ impl WorkerSettings {
             deadline_horizon: Some(DEFAULT_DEADLINE_HORIZON),
             callbacks: Some(crate::sweeps::CallbackSweep::default()),
             remote_waits: Some(crate::sweeps::RemoteWaitSweep::default()),
+            remote_callback_url: None,
             log_cache: LogCacheBounds::default(),
         }
     }
@@ -157,7 +162,8 @@ pub async fn run_worker(
             AgentActivities::new(store, registry, settings.heartbeat_every)
                 .starting_deadlines_with(client.clone())
                 .deadline_horizon(settings.deadline_horizon)
-                .log_cache(settings.log_cache),
+                .log_cache(settings.log_cache)
+                .remote_callbacks(settings.remote_callback_url.clone()),
         )
         .register_workflow::<AgentRunWorkflow>()?
         .register_workflow::<DeadlineWorkflow>()?

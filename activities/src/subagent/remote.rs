@@ -17,7 +17,7 @@ use baton_core::{
     ErrorCode, StreamChunk, ToolError,
     chunk::{ChunkKind, EndStatus, RemoteSource, RunError},
     message::{ToolCall, ToolOutcome, ToolResult},
-    remote::{ErrorBody, StartRequest, Status},
+    remote::{Callback, ErrorBody, StartRequest, Status},
     sse::{Decoder, NotUtf8},
     store::{ChildEnd, FollowMode, Forwarded, ForwardedChunk, Recorded, RemoteWait},
     subagent::{self, RemoteAgent, SubAgent},
@@ -222,10 +222,29 @@ impl<'a> Followed<'a> {
             .store
             .session_meta(&self.step.address)
             .await?;
+        let callback = match &self.activities.remote_callbacks {
+            Some(base) => {
+                let candidate = subagent::new_callback_token();
+                let kept = self
+                    .activities
+                    .store
+                    .remote_callback_token(self.step.step_ref(), &self.child, &candidate)
+                    .await?;
+                let Some(token) = kept else {
+                    return Ok(CallEnd::Stale);
+                };
+                Some(Callback {
+                    url: format!("{base}/{}", self.step.address.session_id),
+                    token,
+                })
+            }
+            None => None,
+        };
         let start = StartRequest {
             user_id: meta.user_id,
             tags: meta.tags,
             metadata: meta.metadata,
+            callback,
             ..StartRequest::new(&self.child, message)
         };
         match self.producer.start(&start).await {

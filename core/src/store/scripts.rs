@@ -169,6 +169,10 @@ pub(super) static REWIND: StoreScript = store_script!(
 );
 pub(super) static FORWARD_REMOTE: StoreScript =
     store_script!("forward_remote", [State, Stream, Pending, Answers]);
+pub(super) static REMOTE_CALLBACK_TOKEN: StoreScript =
+    store_script!("remote_callback_token", [State, Stream]);
+pub(super) static ACCEPT_REMOTE_CALLBACK: StoreScript =
+    store_script!("accept_remote_callback", [State, Stream]);
 pub(super) static RELAY_REMOTE_CALLS: StoreScript = store_script!(
     "relay_remote_calls",
     [State, Stream, Pending, Answers, Relayed, Ownership]
@@ -227,7 +231,7 @@ pub(super) static CALLBACK_DELIVERED: StoreScript =
 
 /// Every script, for the tests that read their text.
 #[cfg(test)]
-static ALL: [&StoreScript; 26] = [
+static ALL: [&StoreScript; 28] = [
     &CREATE_FORK,
     &REGISTER_CALLBACK,
     &CALLBACK_DELIVERED,
@@ -254,6 +258,8 @@ static ALL: [&StoreScript; 26] = [
     &RELAY_REMOTE_CALLS,
     &STORE_RELAYED_ANSWER,
     &ANSWER_REMOTE_CALL,
+    &REMOTE_CALLBACK_TOKEN,
+    &ACCEPT_REMOTE_CALLBACK,
 ];
 
 impl StoreScript {
