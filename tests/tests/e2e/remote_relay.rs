@@ -257,3 +257,19 @@ async fn a_child_that_paused_folds_into_its_caller_when_it_completes() {
         .unwrap();
     assert_eq!(state["scoutStatus"], "completed");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_of_a_caller_waiting_on_a_paused_child_interrupts_the_child() {
+    let (producer, url) = producer().await;
+    let consumer = Harness::start(consumer_registry(&url)).await;
+    let started = start(&consumer, "remote_delegator").await;
+    let root = started.session_id.clone();
+    one_pending(&consumer, &root, PersonCallKind::ClientTool).await;
+    let child = SessionAddress::root(child_of(&consumer, &root).await);
+
+    // No follower runs while the child waits: the stop itself passes the interrupt on.
+    consumer.interrupt(&root).await;
+    assert!(pending(&consumer, &root).await.is_empty());
+    let child_state = producer.store.session(&child).await.unwrap().unwrap();
+    assert_eq!(child_state.status, Status::Interrupted);
+}

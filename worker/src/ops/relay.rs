@@ -18,8 +18,10 @@ use baton_core::{
     api::ResumeResponse,
     ids,
     store::{
-        Continuation, PendingKind, RelayedAnswer, RelayedCall, SessionAddress, SessionState, Status,
+        Continuation, PendingKind, RelayedAnswer, RelayedCall, SessionAddress, SessionState,
+        Status, StopKind,
     },
+    subagent,
     submit::{SubmitAnswer, SubmitRequest, SubmitStatus},
 };
 use std::sync::LazyLock;
@@ -130,6 +132,35 @@ pub(super) async fn relayed_submit(
         status: accepted.status,
         continuation,
     }))
+}
+
+/// After a stop of `address`'s session (of `agent_type`) closed `closed_calls` (id, tool):
+/// passes it on to the remote child of each closed remote call, best effort. A child that waits
+/// on a person (its calls relayed) or runs past its follower's window has no follower that
+/// would.
+pub(super) async fn pass_stop_on(
+    state: &AppState,
+    address: &SessionAddress,
+    agent_type: &str,
+    closed_calls: &[(String, String)],
+    kind: StopKind,
+) {
+    let Some(agent) = state.registry.get(agent_type) else {
+        return;
+    };
+    let action = match kind {
+        StopKind::Interrupt => "interrupt",
+        StopKind::Abort => "abort",
+    };
+    for (tool_call_id, tool) in closed_calls {
+        let Some(remote) = agent.sub_agent(tool).and_then(|sub| sub.remote_agent()) else {
+            continue;
+        };
+        let child = subagent::remote_child_id(address, tool_call_id);
+        if let Err(error) = Producer::new(&HTTP, remote).stop(&child, action).await {
+            tracing::warn!(%child, %error, "passing a stop to a remote child failed");
+        }
+    }
 }
 
 /// The submit as the producer takes it: its session, call and approval ids; an answer of the
