@@ -26,6 +26,23 @@ pub(crate) struct RemoteArgs {
 }
 
 impl RemoteArgs {
+    /// The callback URL, refused at start-up unless a producer would take it (an `http(s)://`
+    /// URL without spaces, not too long), rather than refusing every remote call later.
+    pub(crate) fn callback_url(&self) -> anyhow::Result<Option<String>> {
+        let Some(url) = &self.remote_callback_url else {
+            return Ok(None);
+        };
+        let url = url.trim_end_matches('/').to_owned();
+        let probe = baton_core::remote::Callback {
+            url: format!("{url}/{}", "0".repeat(32)),
+            token: "0".repeat(32),
+        };
+        probe
+            .check()
+            .map_err(|error| anyhow::anyhow!("--remote-callback-url: {}", error.error))?;
+        Ok(Some(url))
+    }
+
     /// The remote-wait sweep the flags ask for.
     pub(crate) fn remote_wait_sweep(&self) -> Option<RemoteWaitSweep> {
         (self.remote_poll_secs > 0).then(|| RemoteWaitSweep {
