@@ -6,6 +6,7 @@
 //! remote child paused for a person: its calls recorded in the caller, and its follow after the
 //! caller's resume continued it (`follow_resumed_remote_sub_agent`).
 
+mod ending;
 mod local;
 pub mod producer;
 mod relay;

@@ -7,8 +7,9 @@
 //! its next turn end, records its next pause or answers the caller's call, resuming the caller
 //! when that completes its batch: the same path as a local child's end.
 
+use super::ending::{Ending, TurnEnd};
 use super::producer::CallError;
-use super::remote::{Ending, Followed, TurnEnd};
+use super::remote::Followed;
 use crate::{
     AgentActivities,
     failure::Error,
