@@ -104,6 +104,21 @@ impl AgentActivities {
                 },
             )
             .await?;
+        self.resume_answered_parent(&parent, &parent_state, report, &input.policy)
+            .await
+    }
+
+    /// After a call of `parent` was answered by a child's end (`report`): when that completed
+    /// the parent's batch, claims the parent for its resumed run (derived from the suspended
+    /// run, so a retried report claims the same one), which the caller starts.
+    pub(crate) async fn resume_answered_parent(
+        &self,
+        parent: &store::SessionAddress,
+        parent_state: &store::SessionState,
+        report: ParentReport,
+        policy: &ActivityPolicy,
+    ) -> Result<ParentNext, Error> {
+        let parent_agent = self.agent(&parent_state.agent_type)?;
         let ParentReport::Answered {
             parent_status,
             parent_run_id,
@@ -128,7 +143,7 @@ impl AgentActivities {
         let claim = self
             .store
             .claim_new_run(
-                &parent,
+                parent,
                 RunClaim {
                     agent_type: parent_agent.name(),
                     stream_id: &parent_state.stream_id,
@@ -146,17 +161,16 @@ impl AgentActivities {
         };
         tracing::info!(
             session = %parent.session_id,
-            child = %child.session_id,
             run_id = %claimed.run_id,
             "the last child's answer resumes its parent"
         );
         Ok(ParentNext::Resume {
             run: Box::new(RunInput::resumed(
-                parent,
+                parent.clone(),
                 parent_agent,
                 &claimed,
                 &parent_state.stream_id,
-                input.policy.clone(),
+                policy.clone(),
             )),
             workflow_id: claimed.workflow_id,
         })

@@ -431,6 +431,24 @@ pub struct ToolInput {
     pub tool_call_id: String,
 }
 
+/// Input of `follow_resumed_remote_sub_agent` (the `RemoteFollowWorkflow`'s): the remote call of
+/// the suspended step that awaits it (the step's run is the suspended run), the policy of the
+/// caller's resumed run, and whether the child is resumed first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RemoteFollowInput {
+    pub call: ToolInput,
+    pub policy: ActivityPolicy,
+    /// Resume the child on its producer first (its relayed calls were answered); not for a
+    /// child that ran past its follow window, which is followed on as it is.
+    #[serde(default = "resumes_child")]
+    pub resume_child: bool,
+}
+
+fn resumes_child() -> bool {
+    true
+}
+
 /// What `start_sub_agent` did for a sub-agent call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(

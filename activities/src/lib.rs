@@ -23,6 +23,7 @@ mod model_step;
 mod plan;
 mod resume;
 mod subagent;
+pub use subagent::producer;
 mod suspend;
 mod tools;
 mod watch;
@@ -30,8 +31,8 @@ mod watch;
 use baton_core::{Agent, AgentRegistry, ErrorCode, Store};
 use failure::Error;
 use io::{
-    DeadlineCheck, DeadlineInput, DeadlineStart, FailInput, ParentNext, RunInput, StepInput,
-    StepPlan, SubAgentEnd, SubAgentStart, SuspendedRun, ToolInput,
+    DeadlineCheck, DeadlineInput, DeadlineStart, FailInput, ParentNext, RemoteFollowInput,
+    RunInput, StepInput, StepPlan, SubAgentEnd, SubAgentStart, SuspendedRun, ToolInput,
 };
 use std::{sync::Arc, time::Duration};
 use temporalio_common::ActivityError;
@@ -53,6 +54,9 @@ pub struct AgentActivities {
     deadline_horizon: Option<Duration>,
     /// The client of remote sub-agents' producers (one pool for the worker).
     http: reqwest::Client,
+    /// Where remote sub-agents' producers POST their turn-end callbacks (the consumer's
+    /// `/remote-callbacks` route, public base included); `None`: no callback is asked for.
+    remote_callbacks: Option<String>,
 }
 
 impl AgentActivities {
@@ -66,6 +70,7 @@ impl AgentActivities {
             temporal: None,
             deadline_horizon: Some(DEFAULT_DEADLINE_HORIZON),
             http: reqwest::Client::new(),
+            remote_callbacks: None,
         }
     }
 
@@ -74,6 +79,14 @@ impl AgentActivities {
     /// with the same horizon.
     pub fn deadline_horizon(mut self, horizon: Option<Duration>) -> Self {
         self.deadline_horizon = horizon;
+        self
+    }
+
+    /// Builder: ask each remote child's producer for turn-end callbacks to `url` (the server's
+    /// `/remote-callbacks` route as the producer reaches it, e.g.
+    /// `https://consumer.internal/remote-callbacks`).
+    pub fn remote_callbacks(mut self, url: Option<String>) -> Self {
+        self.remote_callbacks = url.map(|url| url.trim_end_matches('/').to_owned());
         self
     }
 
@@ -239,6 +252,19 @@ impl AgentActivities {
         input: ToolInput,
     ) -> Result<SubAgentEnd, ActivityError> {
         Ok(self.follow_remote_child_of(&ctx, &input).await?)
+    }
+
+    /// A remote child whose relayed calls were answered, continued by its caller's resume: resumes
+    /// it on its producer, follows it from the cursor, and at its end answers the caller's call
+    /// (claiming the caller when that completes its batch; the workflow then starts it) or, paused
+    /// again, records its next calls. Heartbeats; a retry reads on from the cursor in Redis.
+    #[activity]
+    pub async fn follow_resumed_remote_sub_agent(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        input: RemoteFollowInput,
+    ) -> Result<ParentNext, ActivityError> {
+        Ok(self.follow_resumed_remote_child_of(&ctx, &input).await?)
     }
 
     /// After a child session's run has ended: answers the parent's sub-agent call if the parent

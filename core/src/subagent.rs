@@ -61,6 +61,19 @@ pub fn remote_child_id(parent: &SessionAddress, tool_call_id: &str) -> String {
     )
 }
 
+/// The id under which a caller's tree lists the call `producer_call_id` that its remote child
+/// `child_session_id` waits on a person for: Baton's `bt_<20 hex>`, derived, so that a retried
+/// record of the child's pause names the same call.
+pub fn relayed_call_id(child_session_id: &str, producer_call_id: &str) -> String {
+    let hash = child_hash(child_session_id, &format!("relayed/{producer_call_id}"));
+    format!("bt_{}", &hash[..20])
+}
+
+/// A fresh token for a remote child's turn-end callbacks: 64 hex digits of randomness.
+pub fn new_callback_token() -> String {
+    format!("{}{}", Uuid::new_v4().simple(), Uuid::new_v4().simple())
+}
+
 /// The run a child's end resumes its suspended parent with: derived from the parent's suspended
 /// run, so that a retried report claims (and starts) the same run rather than a second one.
 pub fn parent_resume_run_id(parent_session_id: &str, suspended_run_id: &str) -> String {

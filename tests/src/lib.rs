@@ -90,6 +90,10 @@ pub fn test_worker_settings(task_queue: &str) -> WorkerSettings {
             retry_after: Duration::from_millis(200),
             timeout: Duration::from_secs(5),
         }),
+        remote_waits: Some(baton_worker::sweeps::RemoteWaitSweep {
+            every: Duration::from_millis(200),
+            poll_every: Duration::from_millis(200),
+        }),
         ..WorkerSettings::new(task_queue)
     }
 }
@@ -231,13 +235,22 @@ impl Harness {
     /// The two share one Temporal client, as in `batond dev`, so the server's starts are eager.
     pub async fn start_with(registry: AgentRegistry, options: ServerOptions) -> Self {
         let mut harness = Self::server_with(registry.clone(), options).await;
+        let settings = WorkerSettings {
+            remote_callback_url: Some(harness.remote_callback_url()),
+            ..test_worker_settings(&harness.task_queue)
+        };
         harness.worker = Some(WorkerThread::spawn_on(
             Some(harness.temporal.clone()),
-            test_worker_settings(&harness.task_queue),
+            settings,
             &harness.prefix,
             registry,
         ));
         harness
+    }
+
+    /// This server's `/remote-callbacks` route, where its remote children's producers POST.
+    pub fn remote_callback_url(&self) -> String {
+        format!("http://{}/remote-callbacks", self.address)
     }
 
     /// Server only: the test brings its own worker (e.g. a process it can kill).

@@ -1,7 +1,8 @@
 //! The agents of the remote sub-agent tests, for the in-process harnesses and the killable test
 //! worker alike: the consumer's `remote_delegator` (one call of a remote `research` tool, then
 //! an answer with its result), and a producer's `gated` agent whose `gate` tool waits until the
-//! test opens it, so a test can act while the consumer follows the child.
+//! test opens it, so a test can act while the consumer follows the child; `ask_then_approve`, a
+//! producer's agent that waits for a person twice (a question, then an approval).
 
 use baton_core::{
     Agent, AgentRegistry, ScriptedModel,
@@ -59,6 +60,23 @@ pub fn gated(gate: Arc<tokio::sync::Semaphore>) -> Agent {
         .model(model)
         .tool(gate_tool)
         .max_steps(3)
+        .build()
+        .expect("a valid test agent")
+}
+
+/// The producer's `ask_then_approve`: step 1 asks the person a question (`ask_user`, a client
+/// tool), step 2 calls `transfer`, which needs their approval, step 3 answers with both results.
+pub fn ask_then_approve() -> Agent {
+    let model = ScriptedModel::default()
+        .call("ask_user", json!({"question": "Name?"}))
+        .call("transfer", json!({"to": "alice", "amount": 10}))
+        .answer("{{result:ask_user}} / {{result:transfer}}");
+    Agent::builder("ask_then_approve")
+        .model(model)
+        .client_tool(crate::agents::ask_user())
+        .tool(crate::agents::transfer())
+        .client_tool_timeout(Duration::from_secs(600))
+        .max_steps(5)
         .build()
         .expect("a valid test agent")
 }

@@ -106,6 +106,8 @@ async fn run() -> anyhow::Result<()> {
                     deadline_horizon: cli.temporal.deadline_horizon(),
                     policy: cli.activities.policy(),
                     callbacks: cli.mount.callback_sweep(),
+                    remote_waits: cli.remote.remote_wait_sweep(),
+                    remote_callback_url: cli.remote.callback_url()?,
                     log_cache: cli.memory.log_cache(),
                     ..WorkerSettings::new(cli.temporal.task_queue.clone())
                 },

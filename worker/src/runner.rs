@@ -5,7 +5,7 @@ use baton_activities::{
     AgentActivities, DEFAULT_DEADLINE_HORIZON, LogCacheBounds, io::ActivityPolicy,
 };
 use baton_core::{AgentRegistry, Store};
-use baton_workflows::{AgentRunWorkflow, DeadlineWorkflow};
+use baton_workflows::{AgentRunWorkflow, DeadlineWorkflow, RemoteFollowWorkflow};
 use std::time::Duration;
 use temporalio_client::{Client, ClientOptions, Connection, ConnectionOptions, Url};
 use temporalio_sdk::{Runtime, Worker, WorkerOptions};
@@ -46,6 +46,13 @@ pub struct WorkerSettings {
     /// The producer mount's callback sweep (see [`crate::sweeps`]); `None`: no sweep, and
     /// callbacks wait for a worker that has one.
     pub callbacks: Option<crate::sweeps::CallbackSweep>,
+    /// The remote-wait sweep (see [`crate::sweeps`]): remote children that ran past their
+    /// follower's window; `None`: no sweep, and they wait for a worker that has one.
+    pub remote_waits: Option<crate::sweeps::RemoteWaitSweep>,
+    /// Where remote children's producers POST their turn-end callbacks: this service's
+    /// `/remote-callbacks` route as they reach it; `None`: no callback is asked for (the
+    /// remote-wait sweep alone finds a waiting child's end).
+    pub remote_callback_url: Option<String>,
     /// How much the log cache of the worker's model steps holds, in runs and in bytes.
     pub log_cache: LogCacheBounds,
 }
@@ -66,6 +73,8 @@ impl WorkerSettings {
             policy: ActivityPolicy::default(),
             deadline_horizon: Some(DEFAULT_DEADLINE_HORIZON),
             callbacks: Some(crate::sweeps::CallbackSweep::default()),
+            remote_waits: Some(crate::sweeps::RemoteWaitSweep::default()),
+            remote_callback_url: None,
             log_cache: LogCacheBounds::default(),
         }
     }
@@ -130,6 +139,20 @@ pub async fn run_worker(
             shutdown.clone(),
         ))
     });
+    let remote_wait_sweep = settings.remote_waits.clone().map(|sweep| {
+        let targets = crate::sweeps::RemoteWaitTargets {
+            store: store.clone(),
+            registry: registry.clone(),
+            temporal: client.clone(),
+            task_queue: settings.task_queue.clone(),
+            policy: settings.policy.clone(),
+        };
+        tokio::spawn(crate::sweeps::sweep_remote_waits(
+            targets,
+            sweep,
+            shutdown.clone(),
+        ))
+    });
     let runtime = Runtime::from_current_tokio(Default::default())?;
     let options = WorkerOptions::new(settings.task_queue.clone())
         .max_cached_workflows(settings.max_cached_workflows)
@@ -139,10 +162,12 @@ pub async fn run_worker(
             AgentActivities::new(store, registry, settings.heartbeat_every)
                 .starting_deadlines_with(client.clone())
                 .deadline_horizon(settings.deadline_horizon)
-                .log_cache(settings.log_cache),
+                .log_cache(settings.log_cache)
+                .remote_callbacks(settings.remote_callback_url.clone()),
         )
         .register_workflow::<AgentRunWorkflow>()?
         .register_workflow::<DeadlineWorkflow>()?
+        .register_workflow::<RemoteFollowWorkflow>()?
         .build();
     let mut worker = Worker::new(&runtime, client, options)?;
     let stop = worker.shutdown_handle();
@@ -154,9 +179,15 @@ pub async fn run_worker(
     tracing::info!(task_queue = %settings.task_queue, "Temporal worker running");
     let outcome = worker.run().await;
     watcher.abort();
-    for sweep in [sweep, deadline_sweep, callback_sweep, Some(index_sweep)]
-        .into_iter()
-        .flatten()
+    for sweep in [
+        sweep,
+        deadline_sweep,
+        callback_sweep,
+        remote_wait_sweep,
+        Some(index_sweep),
+    ]
+    .into_iter()
+    .flatten()
     {
         sweep.abort();
     }

@@ -17,8 +17,10 @@ use baton_activities::{
 };
 use baton_core::ErrorCode;
 
+mod remote_follow;
 mod subagent;
 mod tree;
+pub use remote_follow::RemoteFollowWorkflow;
 use std::time::{Duration, UNIX_EPOCH};
 use temporalio_common::RetryPolicy;
 use temporalio_macros::{workflow, workflow_methods};

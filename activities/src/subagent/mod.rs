@@ -2,10 +2,14 @@
 //! matched. Each transport has a module: `local.rs` runs the child as a session of the caller's
 //! tree (its activities `start_sub_agent` and `finish_sub_agent`, declared in `lib.rs`);
 //! `remote.rs` follows a child served by another service over HTTP (its activity
-//! `follow_remote_sub_agent`), through the producer client of `producer.rs`.
+//! `follow_remote_sub_agent`), through the producer client of `producer.rs`; `relay.rs` a
+//! remote child paused for a person: its calls recorded in the caller, and its follow after the
+//! caller's resume continued it (`follow_resumed_remote_sub_agent`).
 
+mod ending;
 mod local;
-mod producer;
+pub mod producer;
+mod relay;
 mod remote;
 pub(crate) use local::child_outcome;
 
@@ -57,9 +61,11 @@ impl AgentActivities {
                 self.fold_answered_local_child(step, tool_call_id, tool_name)
                     .await
             }
-            // A remote call is answered within its step (its end folds there), never while
-            // the caller is suspended.
-            SubAgentTransport::Remote => Ok(None),
+            // A remote child that ended after its caller suspended (it had paused for a person)
+            // left the caller's fold beside its answer.
+            SubAgentTransport::Remote => {
+                Ok(self.store.remote_fold(&step.address, tool_call_id).await?)
+            }
         }
     }
 

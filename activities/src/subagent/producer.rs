@@ -9,6 +9,7 @@ use baton_core::{
     api::{ResumeMode, ResumeRequest, SessionRequest},
     remote::{ErrorBody, SnapshotResponse, StartRequest, StartResponse, StatusResponse},
     subagent::RemoteAgent,
+    submit::{SubmitAnswer, SubmitRequest},
     usage::UsageRollup,
 };
 use reqwest::{Method, RequestBuilder, Response, StatusCode};
@@ -16,7 +17,7 @@ use serde::de::DeserializeOwned;
 
 /// Why a request to the producer did not succeed.
 #[derive(Debug)]
-pub(super) enum CallError {
+pub enum CallError {
     /// Unreachable, timed out or failing through every retry.
     Unavailable(String),
     /// The producer's typed refusal (its envelope).
@@ -35,19 +36,19 @@ impl std::fmt::Display for CallError {
 }
 
 /// How a start went: a new child, or one that existed (a retried start): attach to it.
-pub(super) enum Started {
+pub enum Started {
     New(StartResponse),
     Attached { stream_id: String },
 }
 
 /// One remote agent type of one producer.
-pub(super) struct Producer<'a> {
+pub struct Producer<'a> {
     http: &'a reqwest::Client,
     remote: &'a RemoteAgent,
 }
 
 impl<'a> Producer<'a> {
-    pub(super) fn new(http: &'a reqwest::Client, remote: &'a RemoteAgent) -> Self {
+    pub fn new(http: &'a reqwest::Client, remote: &'a RemoteAgent) -> Self {
         Self { http, remote }
     }
 
@@ -112,7 +113,7 @@ impl<'a> Producer<'a> {
     }
 
     /// `start`; `ALREADY_RUNNING` is an attach, not a failure.
-    pub(super) async fn start(&self, body: &StartRequest) -> Result<Started, CallError> {
+    pub async fn start(&self, body: &StartRequest) -> Result<Started, CallError> {
         let build = || {
             self.request(Method::POST, "start")
                 .json(body)
@@ -131,16 +132,16 @@ impl<'a> Producer<'a> {
         }
     }
 
-    pub(super) async fn status(&self, session_id: &str) -> Result<StatusResponse, CallError> {
+    pub async fn status(&self, session_id: &str) -> Result<StatusResponse, CallError> {
         self.json(|| self.get("status", session_id)).await
     }
 
-    pub(super) async fn snapshot(&self, session_id: &str) -> Result<SnapshotResponse, CallError> {
+    pub async fn snapshot(&self, session_id: &str) -> Result<SnapshotResponse, CallError> {
         self.json(|| self.get("snapshot", session_id)).await
     }
 
     /// The child's recursive rollup (`usage`), read as Baton's.
-    pub(super) async fn usage(&self, session_id: &str) -> Result<UsageRollup, CallError> {
+    pub async fn usage(&self, session_id: &str) -> Result<UsageRollup, CallError> {
         let usage: baton_core::remote::UsageResponse =
             self.json(|| self.get("usage", session_id)).await?;
         serde_json::from_value(usage.rollup).map_err(|error| {
@@ -149,7 +150,7 @@ impl<'a> Producer<'a> {
     }
 
     /// `resume` with `mode: continue`.
-    pub(super) async fn resume(&self, session_id: &str) -> Result<(), CallError> {
+    pub async fn resume(&self, session_id: &str) -> Result<(), CallError> {
         let body = ResumeRequest {
             session_id: session_id.to_owned(),
             mode: ResumeMode::Continue,
@@ -165,8 +166,32 @@ impl<'a> Producer<'a> {
         self.send(build).await.map(drop)
     }
 
+    /// Baton's `submit`: a person's answer relayed, once (the consumer's caller retries), its
+    /// ids the producer's; the producer's answer, or its refusal as it is.
+    pub async fn submit(&self, body: &SubmitRequest) -> Result<SubmitAnswer, CallError> {
+        let response = self
+            .request(Method::POST, "submit")
+            .json(body)
+            .timeout(self.remote.read_timeout)
+            .send()
+            .await
+            .map_err(|error| CallError::Unavailable(error_text(&error)))?;
+        if !response.status().is_success() {
+            if retryable(response.status()) {
+                return Err(CallError::Unavailable(format!(
+                    "it answered {}",
+                    response.status()
+                )));
+            }
+            return Err(refusal(response).await);
+        }
+        response.json().await.map_err(|error| {
+            CallError::Unavailable(format!("the answer is not a submit's answer: {error}"))
+        })
+    }
+
     /// `interrupt` (or `abort`), once, without retries: best effort.
-    pub(super) async fn stop(&self, session_id: &str, action: &str) -> Result<(), CallError> {
+    pub async fn stop(&self, session_id: &str, action: &str) -> Result<(), CallError> {
         let body = SessionRequest {
             session_id: session_id.to_owned(),
         };
@@ -185,11 +210,7 @@ impl<'a> Producer<'a> {
     }
 
     /// The child's stream after `from_sequence` (exclusive), not yet read.
-    pub(super) async fn sse(
-        &self,
-        session_id: &str,
-        from_sequence: u64,
-    ) -> Result<Response, CallError> {
+    pub async fn sse(&self, session_id: &str, from_sequence: u64) -> Result<Response, CallError> {
         let from = from_sequence.to_string();
         self.send(|| {
             self.request(Method::GET, "sse")

@@ -6,6 +6,7 @@
 //! `forward_remote.lua` keeps), so a retried attempt attaches and reads on, never starting a
 //! second child nor forwarding a chunk twice.
 
+use super::ending::{EndFrame, Ending, TurnEnd, ending_of};
 use super::producer::{CallError, Producer, Started};
 use crate::{
     AgentActivities,
@@ -15,41 +16,26 @@ use crate::{
 };
 use baton_core::{
     ErrorCode, StreamChunk, ToolError,
-    chunk::{ChunkKind, EndStatus, RemoteSource, RunError},
+    chunk::{ChunkKind, EndStatus, RemoteSource},
     message::{ToolCall, ToolOutcome, ToolResult},
-    remote::{ErrorBody, StartRequest, Status},
+    remote::{Callback, ErrorBody, StartRequest, Status},
     sse::{Decoder, NotUtf8},
-    store::{ChildEnd, Forwarded, ForwardedChunk},
+    store::{ChildEnd, FollowMode, Forwarded, ForwardedChunk, Recorded, RemoteWait},
     subagent::{self, RemoteAgent, SubAgent},
-    tool::codes,
     usage::UsageRollup,
 };
 use futures::StreamExt;
-use serde::Deserialize;
 use serde_json::Value;
 use std::time::Instant;
 use temporalio_sdk::activities::ActivityContext;
-
-/// The `end` frame of a child's turn, as the protocol sends it.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct EndFrame {
-    status: Status,
-    #[serde(default)]
-    output: Option<String>,
-    #[serde(default)]
-    error: Option<RunError>,
-    #[serde(default)]
-    usage: Option<Value>,
-    #[serde(default)]
-    state: Option<Value>,
-}
 
 /// How one read of the child's stream stopped.
 enum StreamStop {
     End(EndFrame),
     /// Nothing came within the per-read deadline: look at the child's status.
     Quiet,
+    /// The follow window has passed without the child's turn ending: let go of it.
+    Window,
     /// The connection broke, or the stream ended without an `end`.
     Broken(String),
     /// Below the retention floor, a `stream_resync` or another `streamId`: re-snapshot.
@@ -61,21 +47,25 @@ enum StreamStop {
 }
 
 /// How a call ended for the caller.
-enum CallEnd {
+pub(super) enum CallEnd {
+    /// The child still runs past the follow window: the caller waits on it holding nothing.
+    Waiting,
     Ended(EndFrame),
     Failed(ToolError),
     Stale,
 }
 
-/// The call being followed.
-struct Followed<'a> {
-    activities: &'a AgentActivities,
-    producer: Producer<'a>,
-    remote: &'a RemoteAgent,
-    step: &'a StepInput,
-    call: &'a ToolCall,
-    child: String,
-    stream_id: String,
+/// The call being followed: within its step, or (`mode` suspended) after its caller's resume
+/// continued the child.
+pub(super) struct Followed<'a> {
+    pub(super) activities: &'a AgentActivities,
+    pub(super) producer: Producer<'a>,
+    pub(super) remote: &'a RemoteAgent,
+    pub(super) step: &'a StepInput,
+    pub(super) call: &'a ToolCall,
+    pub(super) child: String,
+    pub(super) stream_id: String,
+    pub(super) mode: FollowMode,
 }
 
 impl AgentActivities {
@@ -89,16 +79,7 @@ impl AgentActivities {
         let Some(call) = self.unanswered_call(input).await? else {
             return Ok(SubAgentEnd::Answered);
         };
-        let agent = self.agent(&step.agent_type)?;
-        let Some((sub_agent, remote)) = agent
-            .sub_agent(&call.name)
-            .and_then(|sub| sub.remote_agent().map(|remote| (sub, remote)))
-        else {
-            return Err(Error::typed(
-                ErrorCode::Internal,
-                format!("{} is not a remote sub-agent", call.name),
-            ));
-        };
+        let (sub_agent, remote) = self.remote_sub_agent(&step.agent_type, &call.name)?;
         let message = match sub_agent.first_message(&call.arguments) {
             Ok(message) => message,
             Err(error) => {
@@ -107,42 +88,94 @@ impl AgentActivities {
                 return Ok(SubAgentEnd::Answered);
             }
         };
-        let mut followed = Followed {
-            activities: self,
-            producer: Producer::new(&self.http, remote),
-            remote,
-            step,
-            call: &call,
-            child: subagent::remote_child_id(&step.address, &call.id),
-            stream_id: String::new(),
-        };
-        let work = tokio::time::timeout(remote.timeout, followed.run(message));
-        let end = tokio::select! {
-            end = with_heartbeats(ctx, self.heartbeat_every, work) => end,
-            () = ctx.cancelled() => {
-                // The caller was interrupted or aborted: pass it on, best effort.
-                followed.stop_child("interrupt").await;
-                return Err(Error::Cancelled);
-            }
-        };
-        let end = match end {
-            Ok(end) => end?,
-            Err(_) => {
-                followed.stop_child("interrupt").await;
-                CallEnd::Failed(ToolError::new(
-                    ErrorCode::RemoteUnavailable.as_str(),
-                    format!(
-                        "the remote sub-agent did not end within {} s",
-                        remote.timeout.as_secs()
-                    ),
-                ))
-            }
-        };
+        let mut followed = Followed::new(self, remote, step, &call, FollowMode::InStep);
+        let end = followed.bounded(ctx, Some(message)).await?;
         followed.stage(sub_agent, end).await
     }
 }
 
-impl Followed<'_> {
+impl AgentActivities {
+    /// The remote sub-agent `tool_name` of `agent_type`, with its declaration.
+    pub(super) fn remote_sub_agent(
+        &self,
+        agent_type: &str,
+        tool_name: &str,
+    ) -> Result<(&SubAgent, &RemoteAgent), Error> {
+        self.agent(agent_type)?
+            .sub_agent(tool_name)
+            .and_then(|sub| sub.remote_agent().map(|remote| (sub, remote)))
+            .ok_or_else(|| {
+                Error::typed(
+                    ErrorCode::Internal,
+                    format!("{tool_name} is not a remote sub-agent"),
+                )
+            })
+    }
+}
+
+impl<'a> Followed<'a> {
+    /// The follow of `call` of `step`, whose child is derived from the call.
+    pub(super) fn new(
+        activities: &'a AgentActivities,
+        remote: &'a RemoteAgent,
+        step: &'a StepInput,
+        call: &'a ToolCall,
+        mode: FollowMode,
+    ) -> Self {
+        Self {
+            activities,
+            producer: Producer::new(&activities.http, remote),
+            remote,
+            step,
+            call,
+            child: subagent::remote_child_id(&step.address, &call.id),
+            stream_id: String::new(),
+            mode,
+        }
+    }
+
+    /// Starts (or attaches to) the child and follows it, or (`message` none: a child its
+    /// caller's resume continued) follows it on, heartbeating, within the call's `timeout`: past
+    /// it, or when the activity is cancelled (the caller was interrupted or aborted), the child is
+    /// interrupted, best effort.
+    pub(super) async fn bounded(
+        &mut self,
+        ctx: &ActivityContext,
+        message: Option<String>,
+    ) -> Result<CallEnd, Error> {
+        let (timeout, heartbeat_every) = (self.remote.timeout, self.activities.heartbeat_every);
+        let end = {
+            let work = async {
+                match message {
+                    Some(message) => self.run(message).await,
+                    None => self.follow().await,
+                }
+            };
+            let work = tokio::time::timeout(timeout, work);
+            tokio::select! {
+                end = with_heartbeats(ctx, heartbeat_every, work) => Some(end),
+                () = ctx.cancelled() => None,
+            }
+        };
+        match end {
+            None => {
+                self.stop_child("interrupt").await;
+                Err(Error::Cancelled)
+            }
+            Some(Ok(end)) => end,
+            Some(Err(_)) => {
+                self.stop_child("interrupt").await;
+                Ok(CallEnd::Failed(ToolError::new(
+                    ErrorCode::RemoteUnavailable.as_str(),
+                    format!(
+                        "the remote sub-agent did not end within {} s",
+                        timeout.as_secs()
+                    ),
+                )))
+            }
+        }
+    }
+
     /// Starts (or attaches to) the child and follows it to its end.
     async fn run(&mut self, message: String) -> Result<CallEnd, Error> {
         let meta = self
@@ -150,10 +183,29 @@ impl Followed<'_> {
             .store
             .session_meta(&self.step.address)
             .await?;
+        let callback = match &self.activities.remote_callbacks {
+            Some(base) => {
+                let candidate = subagent::new_callback_token();
+                let kept = self
+                    .activities
+                    .store
+                    .remote_callback_token(self.step.step_ref(), &self.child, &candidate)
+                    .await?;
+                let Some(token) = kept else {
+                    return Ok(CallEnd::Stale);
+                };
+                Some(Callback {
+                    url: format!("{base}/{}", self.step.address.session_id),
+                    token,
+                })
+            }
+            None => None,
+        };
         let start = StartRequest {
             user_id: meta.user_id,
             tags: meta.tags,
             metadata: meta.metadata,
+            callback,
             ..StartRequest::new(&self.child, message)
         };
         match self.producer.start(&start).await {
@@ -176,9 +228,10 @@ impl Followed<'_> {
 
     /// Follows the child's stream from the durable cursor until its end, reconnecting after a
     /// break (at most `stream_retries` times) and escalating a child its producer lost.
-    async fn follow(&mut self) -> Result<CallEnd, Error> {
+    pub(super) async fn follow(&mut self) -> Result<CallEnd, Error> {
         let (mut breaks, mut lost) = (0u32, 0u32);
         let mut floor = 0u64;
+        let until = Instant::now() + self.remote.follow_window;
         let mut wait = self.remote.retry_base_delay;
         loop {
             let cursor = self
@@ -188,12 +241,13 @@ impl Followed<'_> {
                 .await?
                 .max(floor);
             let stop = match self.producer.sse(&self.child, cursor).await {
-                Ok(response) => self.read(response).await?,
+                Ok(response) => self.read(response, until).await?,
                 Err(CallError::Refused(body)) => StreamStop::Refused(body),
                 Err(CallError::Unavailable(reason)) => StreamStop::Broken(reason),
             };
             match stop {
                 StreamStop::End(end) => return Ok(CallEnd::Ended(end)),
+                StreamStop::Window => return Ok(CallEnd::Waiting),
                 StreamStop::Stale => return Ok(CallEnd::Stale),
                 StreamStop::Refused(body) if body.code == ErrorCode::Truncated => {
                     floor = self.resnapshot("TRUNCATED").await.max(floor);
@@ -218,6 +272,9 @@ impl Followed<'_> {
                     tokio::time::sleep(wait).await;
                     wait = wait.saturating_mul(2);
                 }
+            }
+            if Instant::now() >= until {
+                return Ok(CallEnd::Waiting);
             }
             // Quiet or broken: is the child still being run?
             match self.producer.status(&self.child).await {
@@ -250,13 +307,18 @@ impl Followed<'_> {
     }
 
     /// Reads one connection of the child's stream, forwarding its chunks as they come.
-    async fn read(&self, response: reqwest::Response) -> Result<StreamStop, Error> {
+    async fn read(&self, response: reqwest::Response, until: Instant) -> Result<StreamStop, Error> {
         let mut body = response.bytes_stream();
         let mut decoder = Decoder::new();
         let mut last_event = Instant::now();
         loop {
-            let next = tokio::time::timeout(self.remote.read_timeout, body.next()).await;
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(StreamStop::Window);
+            }
+            let next = tokio::time::timeout(self.remote.read_timeout.min(left), body.next()).await;
             let bytes = match next {
+                Err(_) if Instant::now() >= until => return Ok(StreamStop::Window),
                 Err(_) => return Ok(StreamStop::Quiet),
                 Ok(None) => {
                     return Ok(StreamStop::Broken("the stream ended without an end".into()));
@@ -385,82 +447,77 @@ impl Followed<'_> {
         Ok(self
             .activities
             .store
-            .forward_remote_chunks(self.step.step_ref(), child, chunks, usage)
+            .forward_remote_chunks(self.mode, self.step.step_ref(), child, chunks, usage)
+            .await?)
+    }
+
+    /// Puts the call in the remote-wait index, due now: the consumer's sweep looks at the child's
+    /// `status` from its next pass on, and starts its follow once its turn has ended.
+    async fn index_wait(&self) -> Result<(), Error> {
+        tracing::info!(child = %self.child, window = ?self.remote.follow_window, "a remote child runs past its follow window; its caller waits holding nothing");
+        Ok(self
+            .activities
+            .store
+            .index_remote_wait(&RemoteWait {
+                address: self.step.address.clone(),
+                run_id: self.step.run_id.clone(),
+                tool_call_id: self.call.id.clone(),
+                due_at: baton_core::store::now_ms(),
+            })
             .await?)
     }
 
     /// Passes a stop on to the child, best effort.
-    async fn stop_child(&self, action: &str) {
+    pub(super) async fn stop_child(&self, action: &str) {
         if let Err(error) = self.producer.stop(&self.child, action).await {
             tracing::warn!(child = %self.child, %error, "passing a stop to a remote child failed");
         }
     }
 
-    /// Stages the call's result from how the child ended.
-    async fn stage(&self, sub_agent: &SubAgent, end: CallEnd) -> Result<SubAgentEnd, Error> {
-        let (status, outcome, output, state, usage) = match end {
-            CallEnd::Stale => return Ok(SubAgentEnd::Answered),
-            CallEnd::Failed(error) => (
-                EndStatus::Failed,
-                ToolOutcome::Error(error),
-                None,
-                None,
-                None,
-            ),
-            CallEnd::Ended(end) => match end.status {
-                Status::Completed => {
-                    let output = end.output.unwrap_or_default();
-                    let outcome = match sub_agent.result_of(&output) {
-                        Ok(value) => ToolOutcome::Result(value),
-                        Err(error) => ToolOutcome::Error(error),
-                    };
-                    (
-                        EndStatus::Completed,
-                        outcome,
-                        Some(output),
-                        end.state,
-                        end.usage,
-                    )
+    /// How the child's turn ended for the caller: paused for a person (its calls recorded in
+    /// the caller, see `relay.rs`), stale, or ended (its rollup recorded).
+    pub(super) async fn turn_end(
+        &self,
+        sub_agent: &SubAgent,
+        end: CallEnd,
+    ) -> Result<TurnEnd, Error> {
+        let end = match end {
+            CallEnd::Stale => return Ok(TurnEnd::Stale),
+            CallEnd::Waiting => {
+                self.index_wait().await?;
+                return Ok(TurnEnd::Waiting);
+            }
+            CallEnd::Failed(error) => Err(error),
+            CallEnd::Ended(end) if end.status == Status::Paused => {
+                match self.record_pause(end.sequence).await? {
+                    Some(Recorded::Written) => return Ok(TurnEnd::Paused),
+                    Some(Recorded::Stale) => return Ok(TurnEnd::Stale),
+                    None => Ok(end),
                 }
-                Status::Failed => {
-                    let error = end.error.map_or_else(
-                        || ToolError::new(codes::TOOL_FAILED, "the remote sub-agent failed"),
-                        |error| ToolError::new(error.code.as_str(), error.message),
-                    );
-                    (
-                        EndStatus::Failed,
-                        ToolOutcome::Error(error),
-                        None,
-                        None,
-                        end.usage,
-                    )
-                }
-                Status::Interrupted => (
-                    EndStatus::Interrupted,
-                    ToolOutcome::Error(ToolError::new(
-                        codes::SUB_AGENT_INTERRUPTED,
-                        "the remote sub-agent was interrupted before it answered",
-                    )),
-                    None,
-                    None,
-                    end.usage,
-                ),
-                Status::Paused | Status::Running => (
-                    EndStatus::Failed,
-                    ToolOutcome::Error(ToolError::new(
-                        ErrorCode::ClientToolUnsupported.as_str(),
-                        "the remote sub-agent waits for a person (a client tool or an approval), \
-                         which is not relayed across services",
-                    )),
-                    None,
-                    None,
-                    end.usage,
-                ),
-            },
+            }
+            CallEnd::Ended(end) => Ok(end),
         };
-        if status != EndStatus::Failed || usage.is_some() {
-            self.record_usage(usage).await?;
+        let mut ending = ending_of(sub_agent, end);
+        if ending.status != EndStatus::Failed || ending.usage.is_some() {
+            self.record_usage(ending.usage.take()).await?;
         }
+        Ok(TurnEnd::Ended(ending))
+    }
+
+    /// Stages the call's result from how the child ended; a child paused for a person leaves
+    /// the step awaiting it.
+    async fn stage(&self, sub_agent: &SubAgent, end: CallEnd) -> Result<SubAgentEnd, Error> {
+        let Ending {
+            status,
+            outcome,
+            output,
+            state,
+            ..
+        } = match self.turn_end(sub_agent, end).await? {
+            TurnEnd::Paused | TurnEnd::Waiting => return Ok(SubAgentEnd::AwaitingChild),
+            TurnEnd::Stale => return Ok(SubAgentEnd::Answered),
+            TurnEnd::Ended(ending) => ending,
+        };
         let state_patch = match status {
             EndStatus::Completed => self.fold(state, output.as_deref()).await?,
             _ => None,
@@ -485,7 +542,7 @@ impl Followed<'_> {
 
     /// Records the child's rollup: the end's, else read from `usage`; one that cannot be had
     /// is skipped with a warning, never failing the call.
-    async fn record_usage(&self, from_end: Option<Value>) -> Result<(), Error> {
+    pub(super) async fn record_usage(&self, from_end: Option<Value>) -> Result<(), Error> {
         let from_end = from_end.and_then(|value| serde_json::from_value::<UsageRollup>(value).ok());
         let rollup = match from_end {
             Some(rollup) => rollup,
@@ -503,7 +560,7 @@ impl Followed<'_> {
 
     /// The caller's `after_sub_agent` fold of the completed child's state: the end's, else its
     /// snapshot's; skipped with a warning over the declared cap.
-    async fn fold(
+    pub(super) async fn fold(
         &self,
         state: Option<Value>,
         output: Option<&str>,

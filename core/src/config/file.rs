@@ -192,6 +192,7 @@ pub(super) struct RemoteAgentEntry {
     pub(super) max_fold_state_bytes: Option<usize>,
     pub(super) resume_dead_producer: Option<bool>,
     pub(super) dead_after_attaches: Option<u32>,
+    pub(super) follow_window_secs: Option<u64>,
     #[serde(default)]
     pub(super) fold: Vec<Spanned<FoldEntry>>,
 }

@@ -67,6 +67,9 @@ pub(super) fn remote_sub_agent(
     if let Some(attaches) = entry.dead_after_attaches {
         remote.dead_after_attaches = attaches;
     }
+    if let Some(secs) = entry.follow_window_secs {
+        remote.follow_window = Duration::from_secs(secs);
+    }
     remote.check().map_err(|reason| {
         (
             at,

@@ -34,6 +34,10 @@ pub(crate) enum Key {
     SubmitBucket,
     /// Hash: toolCallId → the child session a sub-agent call started.
     Children,
+    /// Hash: the calls a paused remote child of the session waits on a person for (see
+    /// `relay.rs`): relayed id → its entry, `answer:<id>` → the relayed answer, `via:<callId>`
+    /// → the ids the remote call relays.
+    Relayed,
     /// Set on the root session: every descendant session of the tree.
     Tree,
     /// Hash on the root session: every tool call id the tree's sessions staged → `<step>` for
@@ -75,6 +79,7 @@ impl Key {
             Self::OpenDeadlines => "openDeadlines",
             Self::SubmitBucket => "submitBucket",
             Self::Children | Self::ParentChildren => "children",
+            Self::Relayed => "relayed",
             Self::ParentPending => "pending",
             Self::ParentAnswers => "answers",
             Self::ParentOpenDeadlines => "openDeadlines",
@@ -133,6 +138,12 @@ impl Key {
 /// outside the sessions' slots, so no script touches it.
 pub(crate) fn deadline_index_key(prefix: &str) -> String {
     format!("{prefix}:deadlineIndex")
+}
+
+/// The remote-wait index of every session under `prefix` (a sorted set; see
+/// `remote_wait_index.rs`): outside the sessions' slots, so no script touches it.
+pub(crate) fn remote_wait_index_key(prefix: &str) -> String {
+    format!("{prefix}:remoteWaitIndex")
 }
 
 /// The callback index of every session under `prefix` (a sorted set; see `callback.rs`):

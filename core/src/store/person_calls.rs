@@ -1,15 +1,19 @@
 //! The calls of a session tree that wait on a person: pending client calls and approvals that
 //! have no stored answer and have not lapsed. What `/pending`, `/status` and the search index's
-//! `awaiting` term read, and the chat's tree read (`AwaitingSession`); plain reads of one tree, so
-//! one slot, pipelined.
+//! `awaiting` term read, and the chat's tree read (`AwaitingSession`), with the calls a paused
+//! remote child relayed (`relay.rs`); plain reads of one tree, so one slot, pipelined.
 
+use super::relay::relayed_groups_of;
 use super::{
     Error, PendingCall, PendingKind, SessionAddress, Store, StoredAnswer, from_json,
     keys::{Key, state_field},
     now_ms,
 };
 use crate::{meta::SessionMeta, session::Status};
-use std::{collections::HashMap, str::FromStr};
+use std::{
+    collections::{HashMap, HashSet},
+    str::FromStr,
+};
 
 /// A call waiting on a person, with the session whose run awaits it.
 #[derive(Debug, Clone, PartialEq)]
@@ -32,6 +36,9 @@ pub struct AwaitingSession {
     pub user_id: Option<String>,
     pub pending: Vec<PendingCall>,
     pub answers: HashMap<String, StoredAnswer>,
+    /// The unanswered calls a paused remote child relayed through one of `pending`'s unanswered
+    /// remote sub-agent calls (see `relay.rs`).
+    pub relayed: Vec<PendingCall>,
 }
 
 impl Store {
@@ -60,12 +67,13 @@ impl Store {
                 .arg(self.key(session, Key::State))
                 .arg(state_field::AGENT_TYPE)
                 .arg(state_field::STATUS)
-                .arg(state_field::META);
+                .arg(state_field::META)
+                .hgetall(self.key(session, Key::Relayed));
         }
         let replies: Vec<redis::Value> = pipe.query_async(&mut self.conn()).await?;
         let mut read = Vec::with_capacity(sessions.len());
-        for (session, replies) in sessions.into_iter().zip(replies.chunks(3)) {
-            let [pending, answers, state] = replies else {
+        for (session, replies) in sessions.into_iter().zip(replies.chunks(4)) {
+            let [pending, answers, state, relayed] = replies else {
                 continue;
             };
             let pending: Vec<String> = redis::from_redis_value(pending)?;
@@ -96,7 +104,22 @@ impl Store {
             let answers = answers
                 .into_iter()
                 .map(|(id, answer)| Ok((id, from_json(&key, &answer)?)))
-                .collect::<Result<_, Error>>()?;
+                .collect::<Result<HashMap<String, StoredAnswer>, Error>>()?;
+            // A remote child's relayed calls while the remote call awaits it (see `relay.rs`).
+            let relayed: HashMap<String, String> = redis::from_redis_value(relayed)?;
+            let awaiting: HashSet<&str> = pending
+                .iter()
+                .filter(|call| call.kind.is_sub_agent())
+                .map(|call| call.tool_call_id.as_str())
+                .filter(|id| !answers.contains_key(*id))
+                .collect();
+            let relayed = relayed_groups_of(&self.key(&session, Key::Relayed), &relayed)?
+                .into_iter()
+                .filter(|group| awaiting.contains(group.via_call_id.as_str()))
+                .flat_map(|group| group.calls)
+                .filter(|(_, answered)| !answered)
+                .map(|(relayed, _)| relayed.call)
+                .collect();
             read.push(AwaitingSession {
                 address: session,
                 agent_type,
@@ -104,6 +127,7 @@ impl Store {
                 user_id,
                 pending,
                 answers,
+                relayed,
             });
         }
         Ok(read)
@@ -123,25 +147,24 @@ impl Store {
                 address,
                 agent_type,
                 user_id,
-                pending,
+                mut pending,
                 answers,
+                relayed,
                 ..
             } = session;
-            calls.extend(
-                pending
-                    .into_iter()
-                    .filter(|call| {
-                        matches!(call.kind, PendingKind::Client | PendingKind::Approval)
-                            && !answers.contains_key(&call.tool_call_id)
-                            && call.deadline_at > now
-                    })
-                    .map(|call| PersonCall {
-                        owner: address.clone(),
-                        call,
-                        agent_type: agent_type.clone().unwrap_or_default(),
-                        user_id: user_id.clone(),
-                    }),
-            );
+            pending.retain(|call| {
+                matches!(call.kind, PendingKind::Client | PendingKind::Approval)
+                    && !answers.contains_key(&call.tool_call_id)
+            });
+            pending.extend(relayed);
+            pending.retain(|call| call.deadline_at > now);
+            pending.sort_by(|a, b| (a.step, &a.tool_call_id).cmp(&(b.step, &b.tool_call_id)));
+            calls.extend(pending.into_iter().map(|call| PersonCall {
+                owner: address.clone(),
+                call,
+                agent_type: agent_type.clone().unwrap_or_default(),
+                user_id: user_id.clone(),
+            }));
         }
         Ok(calls)
     }

@@ -231,6 +231,29 @@ local function step_guard(run_id, step)
   return nil
 end
 
+-- Returns nil when a remote child's follower may write on this session while the session is
+-- suspended on run `run_id` awaiting the remote call `via_call_id` (pending, unanswered): the
+-- follow of a remote child its caller's resume continued, or a relayed answer. A caller that
+-- moved on (another run, a stop, the call answered or no longer pending) makes the follower
+-- stale: 'already_committed'.
+local function awaiting_remote_guard(run_id, pending_key, answers_key, via_call_id)
+  local fields = redis.call('HMGET', state_key, 'status', 'runId')
+  if not fields[1] then return 'session_not_found' end
+  if fields[2] ~= run_id or fields[1] ~= 'suspended_client_tool' or tree_stopped()
+      or redis.call('HEXISTS', pending_key, via_call_id) == 0
+      or redis.call('HEXISTS', answers_key, via_call_id) == 1 then
+    return 'already_committed'
+  end
+  return nil
+end
+
+-- The guard of a remote child's follower: the step guard within the call's step (step given),
+-- awaiting_remote_guard while the caller is suspended awaiting the call (step '').
+local function follow_guard(run_id, step, pending_key, answers_key, via_call_id)
+  if step == '' then return awaiting_remote_guard(run_id, pending_key, answers_key, via_call_id) end
+  return step_guard(run_id, step)
+end
+
 -- A field of the staged hash, scoped by run and step: '<name>:<runId>:<step>', and for one
 -- call's result 'result:<runId>:<step>:<toolCallId>'.
 local function staged_field(name, run_id, step, tool_call_id)

@@ -33,6 +33,25 @@ pub enum Forwarded {
     AlreadyCommitted,
 }
 
+/// Which guard a forward (or a record of relayed calls) writes under: within the call's step
+/// (the caller's run active on it), or while the caller is suspended on the run awaiting the
+/// call (a remote child its caller's resume continued).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FollowMode {
+    InStep,
+    Suspended,
+}
+
+impl FollowMode {
+    /// The step argument of the scripts: '' while suspended.
+    pub(super) fn step_arg(self, step: u32) -> String {
+        match self {
+            Self::InStep => step.to_string(),
+            Self::Suspended => String::new(),
+        }
+    }
+}
+
 const CURSOR_FIELD: &str = "remoteCursor:";
 const USAGE_FIELD: &str = "remoteUsage:";
 
@@ -43,6 +62,7 @@ impl Store {
     /// `agent_type`). With `usage`, records the child's rollup (replacing an earlier one).
     pub async fn forward_remote_chunks(
         &self,
+        mode: FollowMode,
         step: StepRef<'_>,
         child: (&str, &str, &str),
         chunks: &[ForwardedChunk],
@@ -58,10 +78,11 @@ impl Store {
         let mut invocation = FORWARD_REMOTE.on(self, step.address);
         invocation
             .arg(step.run_id)
-            .arg(step.step)
+            .arg(mode.step_arg(step.step))
             .arg(child_session_id)
             .arg(encode_unsequenced(&header, &start))
-            .arg(usage.map(super::to_json).unwrap_or_default());
+            .arg(usage.map(super::to_json).unwrap_or_default())
+            .arg(tool_call_id);
         for chunk in chunks {
             let mut chunk_header = header.clone();
             chunk_header.session_id = child_session_id.to_owned();

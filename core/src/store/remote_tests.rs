@@ -35,7 +35,7 @@ async fn a_remote_childs_chunks_are_forwarded_once_each_and_its_usage_counted_on
 
     let first = [forwarded(2, "a"), forwarded(3, "b")];
     let written = store
-        .forward_remote_chunks(at(&root, "r1", 1), child, &first, None)
+        .forward_remote_chunks(FollowMode::InStep, at(&root, "r1", 1), child, &first, None)
         .await
         .unwrap();
     assert_eq!(
@@ -48,7 +48,7 @@ async fn a_remote_childs_chunks_are_forwarded_once_each_and_its_usage_counted_on
     // A retry re-streams an overlapping window: only what is new is written.
     let again = [forwarded(3, "b"), forwarded(4, "c")];
     let written = store
-        .forward_remote_chunks(at(&root, "r1", 1), child, &again, None)
+        .forward_remote_chunks(FollowMode::InStep, at(&root, "r1", 1), child, &again, None)
         .await
         .unwrap();
     assert_eq!(
@@ -96,7 +96,13 @@ async fn a_remote_childs_chunks_are_forwarded_once_each_and_its_usage_counted_on
     let own = store.usage_rollup(&root).await.unwrap().unwrap();
     for _ in 0..2 {
         store
-            .forward_remote_chunks(at(&root, "r1", 1), child, &[], Some(&rollup))
+            .forward_remote_chunks(
+                FollowMode::InStep,
+                at(&root, "r1", 1),
+                child,
+                &[],
+                Some(&rollup),
+            )
             .await
             .unwrap();
     }
@@ -105,7 +111,13 @@ async fn a_remote_childs_chunks_are_forwarded_once_each_and_its_usage_counted_on
 
     // A run that does not hold the session writes nothing.
     let stale = store
-        .forward_remote_chunks(at(&root, "r-other", 1), child, &[forwarded(9, "x")], None)
+        .forward_remote_chunks(
+            FollowMode::InStep,
+            at(&root, "r-other", 1),
+            child,
+            &[forwarded(9, "x")],
+            None,
+        )
         .await;
     assert!(stale.is_err());
     assert_eq!(store.remote_cursor(&root, "child-1").await.unwrap(), 4);

@@ -145,6 +145,7 @@ pub(super) static STOP_RUN: StoreScript = store_script!(
         Tree,
         Completed,
         CallIds,
+        Relayed,
     ]
 );
 pub(super) static REWIND: StoreScript = store_script!(
@@ -166,7 +167,32 @@ pub(super) static REWIND: StoreScript = store_script!(
         CallIds,
     ]
 );
-pub(super) static FORWARD_REMOTE: StoreScript = store_script!("forward_remote", [State, Stream]);
+pub(super) static FORWARD_REMOTE: StoreScript =
+    store_script!("forward_remote", [State, Stream, Pending, Answers]);
+pub(super) static REMOTE_CALLBACK_TOKEN: StoreScript =
+    store_script!("remote_callback_token", [State, Stream]);
+pub(super) static ACCEPT_REMOTE_CALLBACK: StoreScript =
+    store_script!("accept_remote_callback", [State, Stream]);
+pub(super) static RELAY_REMOTE_CALLS: StoreScript = store_script!(
+    "relay_remote_calls",
+    [State, Stream, Pending, Answers, Relayed, Ownership]
+);
+pub(super) static STORE_RELAYED_ANSWER: StoreScript = store_script!(
+    "store_relayed_answer",
+    [State, Stream, Pending, Answers, Relayed]
+);
+pub(super) static ANSWER_REMOTE_CALL: StoreScript = store_script!(
+    "answer_remote_call",
+    [
+        State,
+        Stream,
+        Pending,
+        Answers,
+        OpenDeadlines,
+        Relayed,
+        Ownership
+    ]
+);
 pub(super) static SNAPSHOT: StoreScript =
     store_script!("snapshot", [State, Stream, Messages, Checkpoints]);
 pub(super) static START_CHILD: StoreScript = store_script!(
@@ -205,7 +231,7 @@ pub(super) static CALLBACK_DELIVERED: StoreScript =
 
 /// Every script, for the tests that read their text.
 #[cfg(test)]
-static ALL: [&StoreScript; 23] = [
+static ALL: [&StoreScript; 28] = [
     &CREATE_FORK,
     &REGISTER_CALLBACK,
     &CALLBACK_DELIVERED,
@@ -229,6 +255,11 @@ static ALL: [&StoreScript; 23] = [
     &REWIND,
     &SNAPSHOT,
     &FORWARD_REMOTE,
+    &RELAY_REMOTE_CALLS,
+    &STORE_RELAYED_ANSWER,
+    &ANSWER_REMOTE_CALL,
+    &REMOTE_CALLBACK_TOKEN,
+    &ACCEPT_REMOTE_CALLBACK,
 ];
 
 impl StoreScript {

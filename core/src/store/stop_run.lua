@@ -22,6 +22,7 @@ local children_key = KEYS[12]
 local tree_key = KEYS[13]
 local completed_key = KEYS[14]
 local call_ids_key = KEYS[15]
+local relayed_key = KEYS[16]
 local kind = ARGV[1] -- 'interrupt' | 'abort'
 local now = ARGV[2]
 local stop_json = ARGV[3]
@@ -76,6 +77,8 @@ for i = first_call, calls_from - 1, 2 do
   if redis.call('HEXISTS', root_state_key, closed_field(ARGV[i])) == 0 then emit(ARGV[i + 1]) end
 end
 redis.call('DEL', staged_key)
+-- The calls a remote child relayed go with the call that awaited them.
+redis.call('DEL', relayed_key)
 redis.call('HDEL', state_key, 'suspension', 'suspendedRunId')
 redis.call('HSET', state_key, 'stop', stop_json, 'updatedAt', now)
 if #closed > 0 then redis.call('HSET', state_key, 'stoppedCalls', cjson.encode(closed)) end

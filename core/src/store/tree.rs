@@ -221,26 +221,14 @@ impl Store {
             .session(parent)
             .await?
             .ok_or_else(|| Error::SessionNotFound(parent.session_id.clone()))?;
-        let error = match &answer.answer {
-            super::Answer::Outcome {
-                outcome: ToolOutcome::Error(error),
-            } => Some(error.clone()),
-            _ => None,
-        };
-        let header = self.header(RunRef {
-            address: parent,
-            stream_id: &parent_state.stream_id,
-            run_id: &parent_state.run_id,
-        });
-        let subagent_end = encode_unsequenced(
-            &header,
-            &ChunkKind::SubagentEnd {
-                sub_session_id: child.address.session_id.clone(),
-                tool_call_id: tool_call_id.to_owned(),
-                status: end.status,
-                output: end.output.map(str::to_owned),
-                error,
+        let subagent_end = self.subagent_end_body(
+            RunRef {
+                address: parent,
+                stream_id: &parent_state.stream_id,
+                run_id: &parent_state.run_id,
             },
+            answer,
+            &end,
         );
         REPORT_TO_PARENT
             .on_child(self, child.address, parent)
@@ -250,6 +238,32 @@ impl Store {
             .arg(now_ms())
             .run(self)
             .await
+    }
+
+    /// The `subagent_end` chunk `run` writes when a child's end (`end`) answers its call with
+    /// `answer`.
+    pub(super) fn subagent_end_body(
+        &self,
+        run: RunRef<'_>,
+        answer: &StoredAnswer,
+        end: &ChildEnd<'_>,
+    ) -> String {
+        let error = match &answer.answer {
+            super::Answer::Outcome {
+                outcome: ToolOutcome::Error(error),
+            } => Some(error.clone()),
+            _ => None,
+        };
+        encode_unsequenced(
+            &self.header(run),
+            &ChunkKind::SubagentEnd {
+                sub_session_id: end.child_session_id.to_owned(),
+                tool_call_id: end.tool_call_id.to_owned(),
+                status: end.status,
+                output: end.output.map(str::to_owned),
+                error,
+            },
+        )
     }
 
     /// Leaves `message` on a suspended root for its resumed run to append after the drained

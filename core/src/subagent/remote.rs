@@ -36,6 +36,10 @@ pub struct RemoteAgent {
     pub resume_dead_producer: bool,
     /// How many attaches in a row finding the child lost make it dead.
     pub dead_after_attaches: u32,
+    /// How long a follower reads a child that has not ended its turn before it lets go: the
+    /// caller then waits on the child holding nothing (no activity, no connection) until the
+    /// consumer's remote-call sweep finds the child's turn ended.
+    pub follow_window: Duration,
 }
 
 impl std::fmt::Debug for RemoteAgent {
@@ -47,6 +51,7 @@ impl std::fmt::Debug for RemoteAgent {
             .field("headers", &headers)
             .field("max_retries", &self.max_retries)
             .field("timeout", &self.timeout)
+            .field("follow_window", &self.follow_window)
             .finish_non_exhaustive()
     }
 }
@@ -54,7 +59,7 @@ impl std::fmt::Debug for RemoteAgent {
 impl RemoteAgent {
     /// The agent type `agent_type` of the mount at `url`, with the defaults: 3 retries from
     /// 200 ms, 30 s per read, 10 minutes per call, 3 stream retries, a 256 KiB fold cap, dead
-    /// after 3 attaches, no resume of a dead producer.
+    /// after 3 attaches, no resume of a dead producer, a follow window of a minute.
     pub fn new(url: impl Into<String>, agent_type: impl Into<String>) -> Self {
         Self {
             url: url.into().trim_end_matches('/').to_owned(),
@@ -68,6 +73,7 @@ impl RemoteAgent {
             max_fold_state_bytes: DEFAULT_MAX_FOLD_STATE_BYTES,
             resume_dead_producer: false,
             dead_after_attaches: 3,
+            follow_window: Duration::from_secs(60),
         }
     }
 
@@ -136,6 +142,9 @@ impl RemoteAgent {
         }
         if self.dead_after_attaches == 0 {
             return zero("dead_after_attaches");
+        }
+        if self.follow_window.is_zero() {
+            return zero("follow_window");
         }
         Ok(())
     }

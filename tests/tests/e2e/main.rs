@@ -26,6 +26,8 @@ mod operator;
 mod providers;
 mod refusals;
 mod remote;
+mod remote_relay;
+mod remote_wait;
 mod replay;
 mod resume;
 mod rewind;

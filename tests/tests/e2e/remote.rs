@@ -349,7 +349,7 @@ async fn an_interrupt_of_the_caller_is_passed_on_to_the_remote_child() {
 
 /// A consumer whose `remote_expedition` calls the producer's `scout` as `research` and folds
 /// the scout's find and status into its own state.
-fn remote_expedition(remote: RemoteAgent) -> AgentRegistry {
+pub(crate) fn remote_expedition(remote: RemoteAgent) -> AgentRegistry {
     let model = baton_core::ScriptedModel::default()
         .call("research", json!({"message": "look"}))
         .answer("scout says {{result:research}}");

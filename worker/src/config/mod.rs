@@ -11,6 +11,7 @@ mod model;
 mod mount;
 mod observe;
 mod redis;
+mod remote;
 mod server;
 mod temporal;
 
@@ -49,6 +50,8 @@ pub(crate) struct Cli {
     pub(crate) mount: mount::MountArgs,
     #[command(flatten)]
     pub(crate) observe: observe::ObserveArgs,
+    #[command(flatten)]
+    pub(crate) remote: remote::RemoteArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Subcommand)]

@@ -13,6 +13,7 @@ mod extract;
 mod fork;
 mod metrics;
 mod refusals;
+mod remote_callback;
 mod routes;
 mod serve;
 mod sessions;
@@ -85,6 +86,10 @@ pub fn router(state: AppState) -> Router {
         .merge(chat::router(state.clone()))
         .merge(crate::mount::routers(&state))
         .route("/healthz", get(|| async { "ok" }))
+        .route(
+            "/remote-callbacks/{session_id}",
+            post(remote_callback::callback),
+        )
         .route("/console", get(console::page))
         .route_layer(from_fn_with_state(state.clone(), metrics::measure));
     // CORS wraps every route (a preflight carries no credential, so it is answered before the

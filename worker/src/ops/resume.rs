@@ -7,6 +7,7 @@ use super::{
     new_run::claim_and_start,
     no_session,
     reads::existing_session,
+    relay,
     rewind::{RewindRequest, rewind_session},
     start::checked_message_beside,
     tree,
@@ -60,6 +61,12 @@ pub async fn resume_session_with(
         ));
     }
     let continues = !matches!(resume, Resume::FromCheckpoint { .. });
+    // A remote child that relayed calls goes on first: its end resumes its caller.
+    if matches!(resume, Resume::Continue)
+        && let Some(resumed) = relay::resume_relaying_children(state, &session).await?
+    {
+        return Ok(resumed);
+    }
     if continues && let Some(resumed) = tree::resume_tree(state, &session, &entry).await? {
         return Ok(resumed);
     }

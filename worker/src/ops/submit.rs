@@ -1,6 +1,7 @@
 //! Submitting a client's answer: parse, authorize, then rate-limit and store in one Redis round
 //! trip (see `baton_core::submit`),
-//! and with `resume_on_submit` resume the session when the answer completes its batch.
+//! and with `resume_on_submit` resume the session when the answer completes its batch. An
+//! answer to a call a remote child relayed goes to its producer first (`relay.rs`).
 
 use super::resume::resume_session;
 use crate::{auth::Principal, state::AppState};
@@ -51,15 +52,21 @@ pub async fn submit_and_continue(
     request: SubmitRequest,
 ) -> Result<SubmitAnswer, ApiError> {
     let session_id = request.session_id().to_owned();
-    let mut answer = submit_tool_result(
-        &state.store,
-        &state.registry,
-        state.options.submit_limits,
-        state.options.submits_per_minute,
-        request,
-        state.options.verbose_errors,
-    )
-    .await?;
+    // A call a remote child relayed is answered on its producer first (see `relay.rs`).
+    let mut answer = match super::relay::relayed_submit(state, &request).await? {
+        Some(relayed) => relayed,
+        None => {
+            submit_tool_result(
+                &state.store,
+                &state.registry,
+                state.options.submit_limits,
+                state.options.submits_per_minute,
+                request,
+                state.options.verbose_errors,
+            )
+            .await?
+        }
+    };
     if !state.options.resume_on_submit || answer.continuation != Continuation::CallerResumes {
         return Ok(answer);
     }

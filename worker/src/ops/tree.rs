@@ -121,17 +121,7 @@ pub(super) async fn resume_tree(
         );
     }
     if !open.is_empty() {
-        open.sort();
-        return Err(ApiError::new(
-            ErrorCode::StateNotResumable,
-            format!(
-                "calls of the session tree still awaited, answer them first: {}",
-                open.join(", ")
-            ),
-        )
-        .with(Refusal::CallsAwaited {
-            awaited_tool_call_ids: open,
-        }));
+        return Err(calls_awaited(open));
     }
     if let Some(message) = &entry.message {
         state
@@ -172,6 +162,21 @@ pub(super) async fn resume_tree(
         workflow_id: Some(workflow_id),
         status: Status::Active,
     }))
+}
+
+/// The refusal of a tree's resume while `open` calls of it are awaited, naming them.
+pub(super) fn calls_awaited(mut open: Vec<String>) -> ApiError {
+    open.sort();
+    ApiError::new(
+        ErrorCode::StateNotResumable,
+        format!(
+            "calls of the session tree still awaited, answer them first: {}",
+            open.join(", ")
+        ),
+    )
+    .with(Refusal::CallsAwaited {
+        awaited_tool_call_ids: open,
+    })
 }
 
 /// Reports the end of any child a suspended session of the tree awaits but whose end never

@@ -2,16 +2,21 @@
 //! zombie sweep (`zombie.rs`: sessions left `active` by a run whose workflow is gone) and the
 //! deadline sweep (`deadline.rs`: far deadlines whose workflow is due to start), the callback
 //! sweep (`callback.rs`: the producer mount's callbacks of ended turns) and the search index's
-//! repair sweep (`index.rs`).
+//! repair sweep (`index.rs`), and the remote-wait sweep (`remote_wait.rs`: remote children that
+//! ran past their follower's window, polled until their turn ends).
 
 mod callback;
 mod deadline;
 mod index;
+mod remote_wait;
 mod zombie;
 
 pub use callback::{CallbackSweep, signature, sweep_callbacks, sweep_callbacks_once};
 pub use deadline::{DeadlineSweep, sweep_deadlines, sweep_deadlines_once};
 pub use index::{INDEX_SWEEP_EVERY, sweep_index, sweep_index_once};
+pub use remote_wait::{
+    RemoteWaitSweep, RemoteWaitTargets, sweep_remote_waits, sweep_remote_waits_once,
+};
 pub use zombie::{sweep_once, sweep_zombies};
 
 use baton_activities::io::ActivityPolicy;

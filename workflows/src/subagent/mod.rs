@@ -7,7 +7,7 @@
 //! ([`SubAgentEnd::AwaitingChild`]).
 
 mod local;
-mod remote;
+pub(crate) mod remote;
 
 use crate::AgentRunWorkflow;
 use baton_activities::io::{RunInput, StepInput, SubAgentCall, SubAgentEnd, ToolInput};

@@ -14,7 +14,7 @@ use temporalio_sdk::{ActivityExecutionError, ActivityOptions, WorkflowContext};
 
 /// Longest one attempt may run: the declaration's own `timeout` (enforced by the activity,
 /// which then stages a tool error) is the real bound; this only catches a runaway attempt.
-const ATTEMPT_LIMIT: Duration = Duration::from_secs(24 * 3600);
+pub(crate) const ATTEMPT_LIMIT: Duration = Duration::from_secs(24 * 3600);
 
 /// Runs one remote sub-agent call to its end.
 pub(super) async fn run_call(

@@ -4,8 +4,10 @@
 //! and once as a local child of the same service. Per sample, on the caller's stream: the time
 //! from the start to the first chunk of the child, from the child's `subagent_end` to the
 //! caller's next `step_start`, and the child's chunks per second (its chunks between its first
-//! and its `subagent_end`). A HITL round across the boundary is not measured: a remote child that
-//! waits for a person ends the call (`client_tool_unsupported`).
+//! and its `subagent_end`). Then a HITL round across the boundary beside a local one: the
+//! caller's child (`asker_only` on the producer, or a local child) asks the person; the round is
+//! from the answer's submit on the caller's root (relayed to the producer for the remote child)
+//! and the root's resume to the caller's next `step_start`.
 
 use crate::summary;
 use baton_client::Client as _;
@@ -81,11 +83,57 @@ async fn sample(consumer: &Harness, agent: &str) -> anyhow::Result<Sample> {
     })
 }
 
+/// One HITL round of a session of `agent`, whose child asks the person a question: from the
+/// answer's submit (on the root, under the id its `/pending` lists) and the root's resume to
+/// the caller's next `step_start`, in ms.
+async fn hitl_round(consumer: &Harness, agent: &str) -> anyhow::Result<f64> {
+    use baton_core::{message::ToolOutcome, search::SessionSearch};
+    let started = consumer.client.start(agent, "go").await?;
+    let root = started.session_id.clone();
+    let search = SessionSearch {
+        root: Some(root.clone()),
+        ..SessionSearch::default()
+    };
+    let waited = async {
+        loop {
+            let calls = consumer.client.pending(&search).await?.calls;
+            if let Some(call) = calls.into_iter().next() {
+                return anyhow::Ok(call.tool_call_id);
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    };
+    let call = tokio::time::timeout(Duration::from_secs(60), waited).await??;
+    let after = consumer.client.status(&root).await?.last_sequence;
+    let mut follow = consumer.client.follow(&root, after);
+    let asked = Instant::now();
+    let answer = ToolOutcome::Result(json!({"answer": "Ada"}));
+    consumer.client.submit(&root, &call, &answer).await?;
+    consumer.client.resume(&root).await?;
+    let read = async {
+        let mut child_ended = false;
+        while let Some(chunk) = follow.next().await {
+            let chunk = chunk?;
+            match chunk.kind {
+                ChunkKind::SubagentEnd { .. } => child_ended = true,
+                ChunkKind::StepStart { .. } if child_ended && chunk.header.agent_id == root => {
+                    return anyhow::Ok(asked.elapsed());
+                }
+                _ => {}
+            }
+        }
+        anyhow::bail!("the stream of {root} closed before its next step")
+    };
+    let round = tokio::time::timeout(Duration::from_secs(60), read).await??;
+    Ok(round.as_secs_f64() * 1000.0)
+}
+
 /// Measures and prints the section.
 pub async fn print_remote() -> anyhow::Result<()> {
     let producer = Harness::start(agents::registry()).await;
     let url = format!("http://{}/agents", producer.address);
-    let remote = SubAgent::remote("research", "asks", RemoteAgent::new(url, "long"));
+    let remote = SubAgent::remote("research", "asks", RemoteAgent::new(url.clone(), "long"));
+    let remote_asker = SubAgent::remote("ask", "asks", RemoteAgent::new(url, "asker_only"));
     let registry = AgentRegistry::new([
         caller("bench_remote_caller", "research", remote),
         caller(
@@ -94,6 +142,13 @@ pub async fn print_remote() -> anyhow::Result<()> {
             SubAgent::new("long", "asks"),
         ),
         agents::bench_agent("long", 12, agents::bench_script(12, true)),
+        caller("bench_remote_asking", "ask", remote_asker),
+        caller(
+            "bench_local_asking",
+            "subagent__asker_only",
+            SubAgent::new("asker_only", "asks"),
+        ),
+        agents::asker_only(),
     ])?;
     let consumer = Harness::start(registry).await;
     eprintln!("remote: {SAMPLES} sessions with a remote child, {SAMPLES} with a local one");
@@ -119,6 +174,19 @@ pub async fn print_remote() -> anyhow::Result<()> {
             "| {label} | {:.1} / {:.1} | {:.1} / {:.1} | {:.0} |",
             first.0, first.1, next.0, next.1, rate.0
         );
+    }
+    println!("\n| child asking a person | answer → caller's next step p50 / p99 ms |");
+    println!("|---|---|");
+    for (label, agent) in [
+        ("remote", "bench_remote_asking"),
+        ("local", "bench_local_asking"),
+    ] {
+        let mut rounds = Vec::with_capacity(SAMPLES);
+        for _ in 0..SAMPLES {
+            rounds.push(hitl_round(&consumer, agent).await?);
+        }
+        let round = summary(rounds);
+        println!("| {label} | {:.1} / {:.1} |", round.0, round.1);
     }
     Ok(())
 }

@@ -1,0 +1,275 @@
+//! People across the boundary: a remote child that waits for a person (a question, then an
+//! approval) suspends its caller; the consumer's root lists the child's calls under tree-unique
+//! `bt_` ids and takes their answers, relayed to the producer (a refused one writing nothing on
+//! either side); the root's resume continues the child first, and the child's end answers and
+//! resumes its caller, the tree running to its end with each child chunk once on the caller's
+//! stream and one child on the producer. A consumer worker killed between the pause and the
+//! answer changes nothing (no workflow runs meanwhile).
+
+use crate::mount::runs;
+use crate::remote::{forwarded, start};
+use crate::runs::TEST_WORKER;
+use baton_client::Client as _;
+use baton_core::{
+    AgentRegistry, StreamChunk,
+    message::ToolOutcome,
+    search::{PendingDetail, PersonCallKind, SessionSearch},
+    session::ApprovalDecision,
+    store::{SessionAddress, Status},
+    subagent::{self, SubAgent},
+    submit::SubmitStatus,
+};
+use baton_tests::{
+    Harness, WAIT_LIMIT, WorkerProcess, api_error,
+    remote_agents::{self, delegating},
+};
+use serde_json::json;
+use std::{collections::HashSet, time::Duration};
+
+/// A producer serving `ask_then_approve`, and its mount's URL.
+async fn producer() -> (Harness, String) {
+    let registry = AgentRegistry::new([remote_agents::ask_then_approve()]).unwrap();
+    let producer = Harness::start(registry).await;
+    let url = format!("http://{}/agents", producer.address);
+    (producer, url)
+}
+
+/// The consumer's registry: `remote_delegator` calling the producer's `ask_then_approve`.
+fn consumer_registry(url: &str) -> AgentRegistry {
+    let remote = remote_agents::remote(url, "ask_then_approve");
+    delegating(SubAgent::remote("research", "asks", remote))
+}
+
+/// The calls the consumer's root `root` lists as waiting on a person (`/pending`).
+async fn pending(consumer: &Harness, root: &str) -> Vec<PendingDetail> {
+    let search = SessionSearch {
+        root: Some(root.to_owned()),
+        ..SessionSearch::default()
+    };
+    consumer.client.pending(&search).await.unwrap().calls
+}
+
+/// Waits until the root lists one call of `kind` waiting on a person, and answers it.
+async fn one_pending(consumer: &Harness, root: &str, kind: PersonCallKind) -> PendingDetail {
+    let listed = async {
+        loop {
+            let calls = pending(consumer, root).await;
+            if let [call] = &calls[..]
+                && call.kind == kind
+            {
+                return call.clone();
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(WAIT_LIMIT, listed)
+        .await
+        .expect("the root lists the remote child's call in time")
+}
+
+/// The remote child's id, from the caller's `subagent_start`.
+pub(crate) async fn child_of(consumer: &Harness, root: &str) -> String {
+    let chunks = consumer
+        .store
+        .chunks_after(&SessionAddress::root(root), 0, 1000)
+        .await
+        .unwrap();
+    let call_id = chunks
+        .into_iter()
+        .find_map(|c| match c.kind {
+            baton_core::ChunkKind::SubagentStart { tool_call_id, .. } => Some(tool_call_id),
+            _ => None,
+        })
+        .expect("the child is announced");
+    subagent::remote_child_id(&SessionAddress::root(root), &call_id)
+}
+
+/// Each forwarded chunk's `(childSessionId, childSequence)` is on `chunks` once.
+fn assert_each_forwarded_once(chunks: &[StreamChunk]) {
+    let mut seen = HashSet::new();
+    for copy in forwarded(chunks) {
+        let source = copy.remote_source.as_ref().unwrap();
+        assert!(
+            seen.insert((source.child_session_id.clone(), source.child_sequence)),
+            "{source:?} twice"
+        );
+    }
+    assert!(!seen.is_empty());
+}
+
+/// Answers the child's question (after a refused answer), then its approval, through the
+/// consumer's root, resuming the root after each; reads the root's stream to its end.
+async fn answer_both_through_the_root(
+    consumer: &Harness,
+    producer: &Harness,
+    root: &str,
+) -> Vec<StreamChunk> {
+    let question = one_pending(consumer, root, PersonCallKind::ClientTool).await;
+    assert!(question.tool_call_id.starts_with("bt_"), "{question:?}");
+    assert_eq!(question.session_id, root);
+    assert_eq!(question.tool_name, "ask_user");
+    assert_eq!(question.input, json!({"question": "Name?"}));
+    let child = SessionAddress::root(child_of(consumer, root).await);
+
+    // The producer's refusal is relayed as it is; nothing is written on either side.
+    let before = consumer.client.status(root).await.unwrap();
+    let refused = consumer
+        .client
+        .submit(
+            root,
+            &question.tool_call_id,
+            &ToolOutcome::Result(json!({"wrong": 1})),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(api_error(refused).code.as_str(), "INVALID_RESULT");
+    let after = consumer.client.status(root).await.unwrap();
+    assert_eq!(
+        serde_json::to_value(&before).unwrap(),
+        serde_json::to_value(&after).unwrap()
+    );
+    let still: Vec<String> = pending(consumer, root)
+        .await
+        .into_iter()
+        .map(|call| call.tool_call_id)
+        .collect();
+    assert_eq!(still, std::slice::from_ref(&question.tool_call_id));
+    assert!(producer.store.answers(&child).await.unwrap().is_empty());
+    // While the question is open the root's resume is refused, naming it.
+    let early = api_error(consumer.client.resume(root).await.unwrap_err());
+    assert_eq!(early.code.as_str(), "state_not_resumable");
+    assert!(
+        early.error.contains(&question.tool_call_id),
+        "{}",
+        early.error
+    );
+
+    let stored = consumer
+        .client
+        .submit(
+            root,
+            &question.tool_call_id,
+            &ToolOutcome::Result(json!({"answer": "Ada"})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(stored.status, SubmitStatus::Accepted);
+    assert_eq!(
+        serde_json::to_value(&stored.continuation).unwrap()["kind"],
+        "caller_resumes"
+    );
+    assert!(pending(consumer, root).await.is_empty());
+    assert_eq!(producer.store.answers(&child).await.unwrap().len(), 1);
+    consumer.client.resume(root).await.unwrap();
+
+    // The child goes on, and asks for an approval: a new call under a new id.
+    let approval = one_pending(consumer, root, PersonCallKind::Approval).await;
+    assert!(approval.tool_call_id.starts_with("bt_"), "{approval:?}");
+    assert_ne!(approval.tool_call_id, question.tool_call_id);
+    assert_eq!(approval.tool_name, "transfer");
+    let approval_id = approval.approval_id.clone().unwrap();
+    assert!(
+        approval_id.ends_with(&format!("::{}", approval.tool_call_id)),
+        "{approval_id}"
+    );
+    let decision = ApprovalDecision {
+        approved: true,
+        reason: None,
+        arguments: None,
+    };
+    consumer
+        .client
+        .submit_approval(root, &approval.tool_call_id, &approval_id, &decision)
+        .await
+        .unwrap();
+    consumer.client.resume(root).await.unwrap();
+    consumer.chunks_until_end(root, WAIT_LIMIT).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_childs_question_then_approval_are_answered_through_the_consumers_root() {
+    let (producer, url) = producer().await;
+    let consumer = Harness::start(consumer_registry(&url)).await;
+    let started = start(&consumer, "remote_delegator").await;
+    let root = started.session_id.clone();
+
+    let chunks = answer_both_through_the_root(&consumer, &producer, &root).await;
+    crate::subagents::assert_completed(&chunks, r#"got {"answer":"Ada"} / sent 10 to alice"#);
+    assert_each_forwarded_once(&chunks);
+    let kinds: Vec<&str> = chunks.iter().map(|c| c.kind.name()).collect();
+    assert_eq!(kinds.iter().filter(|k| **k == "subagent_start").count(), 1);
+    assert_eq!(kinds.iter().filter(|k| **k == "subagent_end").count(), 1);
+    // One child on the producer, which ran three runs (its start, then two resumes).
+    let child = SessionAddress::root(child_of(&consumer, &root).await);
+    assert_eq!(
+        producer
+            .store
+            .session(&child)
+            .await
+            .unwrap()
+            .unwrap()
+            .status,
+        Status::Completed
+    );
+    assert_eq!(runs(&producer).await, 3);
+    assert!(pending(&consumer, &root).await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consumer_worker_killed_between_the_pause_and_the_answer_still_completes() {
+    let (producer, url) = producer().await;
+    let consumer = Harness::server_only(consumer_registry(&url)).await;
+    let env = [
+        (remote_agents::REMOTE_URL_ENV, url.as_str()),
+        (remote_agents::REMOTE_AGENT_ENV, "ask_then_approve"),
+    ];
+    let first = WorkerProcess::spawn_with_env(TEST_WORKER, &consumer, false, &env);
+    let started = start(&consumer, "remote_delegator").await;
+    let root = started.session_id.clone();
+    one_pending(&consumer, &root, PersonCallKind::ClientTool).await;
+
+    // The pause holds nothing: the worker that ran the caller dies, another serves the rest.
+    drop(first);
+    let _second = WorkerProcess::spawn_with_env(TEST_WORKER, &consumer, false, &env);
+    let chunks = answer_both_through_the_root(&consumer, &producer, &root).await;
+    crate::subagents::assert_completed(&chunks, r#"got {"answer":"Ada"} / sent 10 to alice"#);
+    assert_each_forwarded_once(&chunks);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_that_paused_folds_into_its_caller_when_it_completes() {
+    let (producer, url) = producer().await;
+    let remote = remote_agents::remote(&url, "ask_then_approve");
+    let consumer = Harness::start(crate::remote::remote_expedition(remote)).await;
+    let started = start(&consumer, "remote_expedition").await;
+    let root = started.session_id.clone();
+    let chunks = answer_both_through_the_root(&consumer, &producer, &root).await;
+    crate::subagents::assert_completed(
+        &chunks,
+        r#"scout says {"answer":"Ada"} / sent 10 to alice"#,
+    );
+    // The caller's after_sub_agent hook saw the child's completed end.
+    let state = consumer
+        .store
+        .custom_state(&SessionAddress::root(&root))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(state["scoutStatus"], "completed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_of_a_caller_waiting_on_a_paused_child_interrupts_the_child() {
+    let (producer, url) = producer().await;
+    let consumer = Harness::start(consumer_registry(&url)).await;
+    let started = start(&consumer, "remote_delegator").await;
+    let root = started.session_id.clone();
+    one_pending(&consumer, &root, PersonCallKind::ClientTool).await;
+    let child = SessionAddress::root(child_of(&consumer, &root).await);
+
+    // No follower runs while the child waits: the stop itself passes the interrupt on.
+    consumer.interrupt(&root).await;
+    assert!(pending(&consumer, &root).await.is_empty());
+    let child_state = producer.store.session(&child).await.unwrap().unwrap();
+    assert_eq!(child_state.status, Status::Interrupted);
+}

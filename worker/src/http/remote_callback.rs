@@ -1,0 +1,26 @@
+//! `POST /remote-callbacks/{callerSessionId}`: where remote children's producers POST their
+//! signed turn-end callbacks (see `ops::take_remote_callback`). Outside the API's
+//! authentication: the signature, under a token only the caller and the producer know, is the
+//! credential.
+
+use super::error::HttpError;
+use crate::{ops, state::AppState};
+use axum::{
+    body::Bytes,
+    extract::{Path, State},
+    http::{HeaderMap, StatusCode},
+};
+use baton_core::remote::CALLBACK_SIGNATURE_HEADER;
+
+pub(super) async fn callback(
+    State(state): State<AppState>,
+    Path(session_id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<StatusCode, HttpError> {
+    let signature = headers
+        .get(CALLBACK_SIGNATURE_HEADER)
+        .and_then(|value| value.to_str().ok());
+    ops::take_remote_callback(&state, &session_id, signature, &body).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,151 @@
+//! A remote child's turn-end callback, on the consumer's side: the producer POSTs a signed
+//! [`CallbackBody`] to `/remote-callbacks/{callerSessionId}` each time a turn of the child
+//! ends. The signature is checked against the per-call token the caller keeps for the child
+//! (HMAC-SHA256 of the body, as the producer signs it); a wrong one, or a turn accepted already
+//! (a replay), is refused as `unauthorized` with nothing written. An accepted end of a child its
+//! caller waits on holding nothing (the child ran past its follower's window) starts the child's
+//! follow, which reads it on from the cursor and answers and resumes the caller (or records the
+//! calls it waits on a person for).
+
+use super::temporal::start_remote_follow;
+use crate::state::AppState;
+use baton_activities::io::{RemoteFollowInput, StepInput, ToolInput};
+use baton_core::{
+    ApiError, ErrorCode, ids,
+    remote::{CallbackBody, Status as RemoteStatus},
+    store::{CallbackAccepted, RemoteWait, SessionAddress, Status},
+    subagent,
+};
+use ring::hmac;
+
+/// Takes one callback: `signature` is the request's `x-baton-signature`, `body` its bytes.
+pub async fn take_remote_callback(
+    state: &AppState,
+    caller_session_id: &str,
+    signature: Option<&str>,
+    body: &[u8],
+) -> Result<(), ApiError> {
+    let refused = || {
+        ApiError::new(
+            ErrorCode::Unauthorized,
+            "the callback is not signed for a turn this service awaits",
+        )
+    };
+    if !ids::is_valid_session_id(caller_session_id) {
+        return Err(refused());
+    }
+    let address = SessionAddress {
+        root_session_id: ids::root_of(caller_session_id).to_owned(),
+        session_id: caller_session_id.to_owned(),
+    };
+    let callback: CallbackBody = serde_json::from_slice(body).map_err(|_| refused())?;
+    let child = &callback.session_id;
+    let token = state
+        .store
+        .remote_callback(&address, child)
+        .await?
+        .ok_or_else(refused)?;
+    if !signed_with(&token, body, signature.unwrap_or_default()) {
+        return Err(refused());
+    }
+    match state
+        .store
+        .accept_remote_callback(&address, child, &token, callback.sequence)
+        .await?
+    {
+        CallbackAccepted::Accepted => {}
+        CallbackAccepted::Replayed | CallbackAccepted::Unknown => return Err(refused()),
+    }
+    if callback.status != RemoteStatus::Running {
+        follow_waiting_child(state, &address, child).await?;
+    }
+    Ok(())
+}
+
+/// Whether `signature` is `sha256=<hex>` of the body's HMAC-SHA256 under `token` (compared in
+/// constant time).
+fn signed_with(token: &str, body: &[u8], signature: &str) -> bool {
+    let Some(hex) = signature.strip_prefix("sha256=") else {
+        return false;
+    };
+    if hex.len() != 64 || !hex.is_ascii() {
+        return false;
+    }
+    let tag: Option<Vec<u8>> = (0..hex.len())
+        .step_by(2)
+        .map(|at| u8::from_str_radix(&hex[at..at + 2], 16).ok())
+        .collect();
+    let Some(tag) = tag else {
+        return false;
+    };
+    let key = hmac::Key::new(hmac::HMAC_SHA256, token.as_bytes());
+    hmac::verify(&key, body, &tag).is_ok()
+}
+
+/// Starts the follow of `child` when its caller waits on it holding nothing: suspended, the
+/// call pending and unanswered, no call of the child relayed (a paused child the root's resume
+/// goes on with). Otherwise there is nothing to do: a follower reads the child, or the call is
+/// answered.
+async fn follow_waiting_child(
+    state: &AppState,
+    address: &SessionAddress,
+    child: &str,
+) -> Result<(), ApiError> {
+    let Some(caller) = state.store.session(address).await? else {
+        return Ok(());
+    };
+    if caller.status != Status::SuspendedClientTool {
+        return Ok(());
+    }
+    let answers = state.store.answers(address).await?;
+    let groups = state.store.relayed_groups(address).await?;
+    let call = state
+        .store
+        .pending_calls(address)
+        .await?
+        .into_iter()
+        .map(|(call, _run)| call)
+        .find(|call| {
+            call.kind.is_sub_agent()
+                && subagent::remote_child_id(address, &call.tool_call_id) == child
+        });
+    let Some(call) = call else {
+        return Ok(());
+    };
+    let relaying = groups
+        .iter()
+        .any(|group| group.via_call_id == call.tool_call_id);
+    if answers.contains_key(&call.tool_call_id) || relaying {
+        return Ok(());
+    }
+    let workflow_id = format!(
+        "remote_follow__{}__{}",
+        address.session_id, call.tool_call_id
+    );
+    let input = RemoteFollowInput {
+        call: ToolInput {
+            step: StepInput {
+                address: address.clone(),
+                agent_type: caller.agent_type.clone(),
+                run_id: caller.run_id.clone(),
+                stream_id: caller.stream_id.clone(),
+                step: call.step,
+                drain_first: false,
+            },
+            tool_call_id: call.tool_call_id.clone(),
+        },
+        policy: state.policy.clone(),
+        resume_child: false,
+    };
+    start_remote_follow(state, &workflow_id, input).await?;
+    tracing::info!(%child, %workflow_id, "a remote child's callback starts its follow");
+    // The sweep need not poll the child any more (a member left behind finds nothing to do).
+    let wait = RemoteWait {
+        address: address.clone(),
+        run_id: caller.run_id,
+        tool_call_id: call.tool_call_id,
+        due_at: 0,
+    };
+    state.store.unindex_remote_wait(&wait).await?;
+    Ok(())
+}

@@ -1,0 +1,182 @@
+//! The remote-wait sweep: a caller whose remote child ran past its follower's window waits on
+//! it holding nothing (no activity, no connection); this sweep reads the due members of the
+//! remote-wait index (`baton_core::store::RemoteWait`), each checked against its caller first,
+//! and polls the child's `status` on its producer. Once the child's turn has ended (or nothing
+//! executes it) the child's follow is started (`RemoteFollowWorkflow`, without a resume), which
+//! reads the child on from the durable cursor and, at its end, answers and resumes the caller,
+//! or records the calls it waits on a person for. A child still running is looked at again a
+//! period later.
+
+use super::repeat_until;
+use crate::ops::temporal::start_remote_follow_on;
+use baton_activities::{
+    io::{ActivityPolicy, RemoteFollowInput, StepInput, ToolInput},
+    producer::Producer,
+};
+use baton_core::{
+    AgentRegistry, Store,
+    remote::Status as RemoteStatus,
+    store::{RemoteWait, Status, now_ms},
+    subagent,
+};
+use std::time::Duration;
+use temporalio_client::Client;
+use tokio_util::sync::CancellationToken;
+
+/// How the remote-wait sweep runs.
+#[derive(Debug, Clone)]
+pub struct RemoteWaitSweep {
+    /// How often a pass runs.
+    pub every: Duration,
+    /// How soon a child still running is polled again.
+    pub poll_every: Duration,
+}
+
+impl Default for RemoteWaitSweep {
+    fn default() -> Self {
+        Self {
+            every: Duration::from_secs(1),
+            poll_every: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Where the sweep starts a child's follow, and with what.
+#[derive(Clone)]
+pub struct RemoteWaitTargets {
+    pub store: Store,
+    pub registry: AgentRegistry,
+    pub temporal: Client,
+    pub task_queue: String,
+    pub policy: ActivityPolicy,
+}
+
+/// Most members read from the index at once.
+const BATCH: usize = 128;
+
+/// Runs the sweep until `shutdown`.
+pub async fn sweep_remote_waits(
+    targets: RemoteWaitTargets,
+    sweep: RemoteWaitSweep,
+    shutdown: CancellationToken,
+) {
+    let http = reqwest::Client::new();
+    repeat_until(sweep.every, &shutdown, "remote wait", || {
+        sweep_remote_waits_once(&targets, &http, &sweep)
+    })
+    .await;
+}
+
+/// One pass over the due members; answers how many follows it started.
+pub async fn sweep_remote_waits_once(
+    targets: &RemoteWaitTargets,
+    http: &reqwest::Client,
+    sweep: &RemoteWaitSweep,
+) -> Result<usize, baton_core::store::Error> {
+    let now = now_ms();
+    let mut started = 0;
+    for wait in targets.store.due_remote_waits(now, BATCH).await? {
+        if look_at(targets, http, sweep, &wait, now).await? {
+            started += 1;
+        }
+    }
+    Ok(started)
+}
+
+/// Looks at one member: out of the index when its caller no longer waits on the child, the
+/// child's follow started when its turn has ended, else due again a period later.
+async fn look_at(
+    targets: &RemoteWaitTargets,
+    http: &reqwest::Client,
+    sweep: &RemoteWaitSweep,
+    wait: &RemoteWait,
+    now: u64,
+) -> Result<bool, baton_core::store::Error> {
+    let store = &targets.store;
+    let later = RemoteWait {
+        due_at: now.saturating_add(u64::try_from(sweep.poll_every.as_millis()).unwrap_or(u64::MAX)),
+        ..wait.clone()
+    };
+    let Some(caller) = store.session(&wait.address).await? else {
+        store.unindex_remote_wait(wait).await?;
+        return Ok(false);
+    };
+    if caller.run_id != wait.run_id || caller.status.is_terminal() {
+        store.unindex_remote_wait(wait).await?;
+        return Ok(false);
+    }
+    // The run that let go of the child has not committed its suspension yet: look again.
+    if caller.status != Status::SuspendedClientTool {
+        store.index_remote_wait(&later).await?;
+        return Ok(false);
+    }
+    let pending = store.pending_calls(&wait.address).await?;
+    let answers = store.answers(&wait.address).await?;
+    let relaying = store
+        .relayed_groups(&wait.address)
+        .await?
+        .iter()
+        .any(|group| group.via_call_id == wait.tool_call_id);
+    let call = pending
+        .into_iter()
+        .map(|(call, _run)| call)
+        .find(|call| call.tool_call_id == wait.tool_call_id);
+    let remote = call.as_ref().and_then(|call| {
+        targets
+            .registry
+            .get(&caller.agent_type)?
+            .sub_agent(&call.tool_name)?
+            .remote_agent()
+    });
+    let (Some(call), Some(remote)) = (call, remote) else {
+        store.unindex_remote_wait(wait).await?;
+        return Ok(false);
+    };
+    // Answered, or paused for a person (the root's resume goes on from there).
+    if answers.contains_key(&wait.tool_call_id) || relaying {
+        store.unindex_remote_wait(wait).await?;
+        return Ok(false);
+    }
+    let child = subagent::remote_child_id(&wait.address, &wait.tool_call_id);
+    match Producer::new(http, remote).status(&child).await {
+        Ok(status) if status.status == RemoteStatus::Running && status.is_executing => {
+            store.index_remote_wait(&later).await?;
+            return Ok(false);
+        }
+        Ok(_) => {}
+        Err(error) => {
+            tracing::warn!(%child, %error, "a waiting remote child's status cannot be read; looked at again later");
+            store.index_remote_wait(&later).await?;
+            return Ok(false);
+        }
+    }
+    let workflow_id = format!(
+        "remote_follow__{}__{}",
+        wait.address.session_id, wait.tool_call_id
+    );
+    let input = RemoteFollowInput {
+        call: ToolInput {
+            step: StepInput {
+                address: wait.address.clone(),
+                agent_type: caller.agent_type.clone(),
+                run_id: caller.run_id.clone(),
+                stream_id: caller.stream_id.clone(),
+                step: call.step,
+                drain_first: false,
+            },
+            tool_call_id: wait.tool_call_id.clone(),
+        },
+        policy: targets.policy.clone(),
+        resume_child: false,
+    };
+    if let Err(error) =
+        start_remote_follow_on(&targets.temporal, &targets.task_queue, &workflow_id, input).await
+    {
+        tracing::warn!(%workflow_id, error = %error.error, "a remote child's follow did not start; looked at again later");
+        store.index_remote_wait(&later).await?;
+        return Ok(false);
+    }
+    tracing::info!(%child, %workflow_id, "a waiting remote child's turn ended; its follow started");
+    store.unindex_remote_wait(wait).await?;
+    Ok(true)
+}
