@@ -107,6 +107,8 @@ async fn run() -> anyhow::Result<()> {
                     policy: cli.activities.policy(),
                     callbacks: cli.mount.callback_sweep(),
                     log_cache: cli.memory.log_cache(),
+                    heartbeat_every: cli.temporal.heartbeat_every(),
+                    sticky_timeout: cli.temporal.sticky_timeout(),
                     ..WorkerSettings::new(cli.temporal.task_queue.clone())
                 },
                 store,
