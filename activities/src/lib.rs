@@ -23,6 +23,7 @@ mod model_step;
 mod plan;
 mod resume;
 mod subagent;
+pub use subagent::{Orphan, reconcile_orphans};
 mod suspend;
 mod tools;
 mod watch;

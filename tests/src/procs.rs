@@ -251,6 +251,32 @@ pub fn workspace_binary(package: &str, name: &str) -> anyhow::Result<PathBuf> {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
         let mut command = Command::new(cargo);
         command.args(["build", "-p", "baton-tests", "-p", package, "--bin", name]);
+        // Cargo gives a test the variables of its package (CARGO_PKG_NAME, CARGO_MANIFEST_DIR,
+        // …); build scripts declare some of them as inputs (`rerun-if-env-changed`), so a
+        // nested cargo that saw them would rebuild those crates (and, the next `cargo test`,
+        // again without them).
+        for (variable, _) in std::env::vars_os() {
+            let Some(text) = variable.to_str() else {
+                continue;
+            };
+            let set_for_the_test = [
+                "CARGO_PKG_",
+                "CARGO_MANIFEST_",
+                "CARGO_CRATE_",
+                "CARGO_BIN_",
+                "CARGO_CFG_",
+                "CARGO_PRIMARY_PACKAGE",
+                "CARGO_TARGET_TMPDIR",
+                "CARGO_RUSTC_CURRENT_DIR",
+                "OUT_DIR",
+            ];
+            if set_for_the_test
+                .iter()
+                .any(|prefix| text.starts_with(prefix))
+            {
+                command.env_remove(&variable);
+            }
+        }
         if dir.ends_with("release") {
             command.arg("--release");
         }

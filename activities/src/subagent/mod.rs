@@ -5,9 +5,11 @@
 //! `follow_remote_sub_agent`), through the producer client of `producer.rs`.
 
 mod local;
+mod orphans;
 mod producer;
 mod remote;
 pub(crate) use local::child_outcome;
+pub use orphans::{Orphan, reconcile_orphans};
 
 use crate::{
     AgentActivities,

@@ -167,6 +167,8 @@ pub(super) static REWIND: StoreScript = store_script!(
     ]
 );
 pub(super) static FORWARD_REMOTE: StoreScript = store_script!("forward_remote", [State, Stream]);
+pub(super) static MARK_REMOTE_ORPHAN: StoreScript =
+    store_script!("mark_remote_orphan", [State, Stream]);
 pub(super) static SNAPSHOT: StoreScript =
     store_script!("snapshot", [State, Stream, Messages, Checkpoints]);
 pub(super) static START_CHILD: StoreScript = store_script!(
@@ -205,7 +207,7 @@ pub(super) static CALLBACK_DELIVERED: StoreScript =
 
 /// Every script, for the tests that read their text.
 #[cfg(test)]
-static ALL: [&StoreScript; 23] = [
+static ALL: [&StoreScript; 24] = [
     &CREATE_FORK,
     &REGISTER_CALLBACK,
     &CALLBACK_DELIVERED,
@@ -229,6 +231,7 @@ static ALL: [&StoreScript; 23] = [
     &REWIND,
     &SNAPSHOT,
     &FORWARD_REMOTE,
+    &MARK_REMOTE_ORPHAN,
 ];
 
 impl StoreScript {

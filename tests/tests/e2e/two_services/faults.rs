@@ -57,14 +57,7 @@ async fn a_child_nothing_executes_any_more_fails_the_call_with_producer_dead() {
     until_tool_start(&producer, &child, "sleep").await;
     // The producer loses the child's run (its workflow is gone) while the session says it
     // runs: a zombie, which `status` reports as running with nothing executing it.
-    producer
-        .temporal
-        .get_workflow_handle::<baton_workflows::AgentRunWorkflow>(
-            baton_core::ids::first_run_workflow_id("sleeper", &child),
-        )
-        .terminate(temporalio_client::WorkflowTerminateOptions::default())
-        .await
-        .unwrap();
+    producer.lose_first_run("sleeper", &child).await;
 
     let error = the_call_failed(&consumer, &started.session_id).await;
     assert_eq!(error.code, "producer_dead");

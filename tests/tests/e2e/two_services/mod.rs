@@ -8,6 +8,7 @@
 mod faults;
 mod flow;
 mod mount;
+mod orphans;
 
 use baton_client::{Client as _, HttpClient};
 use baton_core::{
@@ -92,6 +93,10 @@ struct Remote<'a> {
     max_retries: u32,
     read_timeout_secs: u64,
     dead_after_attaches: u32,
+    /// How many calls of `research` the delegator makes, one per step, before it answers.
+    calls: usize,
+    /// Whether the delegator asks the person (client tool `ask`) after its first call.
+    ask_after_first: bool,
 }
 
 impl<'a> Remote<'a> {
@@ -102,23 +107,35 @@ impl<'a> Remote<'a> {
             max_retries: 3,
             read_timeout_secs: 5,
             dead_after_attaches: 3,
+            calls: 1,
+            ask_after_first: false,
         }
     }
 }
 
-/// The consumer's `delegator`: one call of the remote `research` tool, then an answer with
-/// its result (or its error).
+/// The consumer's `delegator`: calls of the remote `research` tool (one per step), then an
+/// answer with the last one's result (or its error).
 fn consumer_agents(remote: &Remote<'_>) -> String {
+    let call =
+        r#"{ tool_calls = [{ name = "research", arguments = { message = "look it up" } }] }"#;
+    let mut turns: Vec<&str> = std::iter::repeat_n(call, remote.calls)
+        .chain([r#"{ text = "got {{result:research}}" }"#])
+        .collect();
+    let mut ask = "";
+    if remote.ask_after_first {
+        turns.insert(1, r#"{ tool_calls = [{ name = "ask", arguments = {} }] }"#);
+        ask = "[[agent.client_tool]]\nname = \"ask\"\ndescription = \"Asks the person.\"\n\
+               input_schema = { type = \"object\" }\n";
+    }
     format!(
         r#"
 [[agent]]
 name = "delegator"
-max_steps = 4
+max_steps = {max_steps}
 [agent.model]
 kind = "scripted"
 turns = [
-  {{ tool_calls = [{{ name = "research", arguments = {{ message = "look it up" }} }}] }},
-  {{ text = "got {{{{result:research}}}}" }},
+  {turns},
 ]
 
 [[agent.remote_agent]]
@@ -131,12 +148,16 @@ max_retries = {max_retries}
 retry_base_delay_ms = 20
 read_timeout_secs = {read_timeout_secs}
 dead_after_attaches = {dead_after_attaches}
+
+{ask}
 "#,
         url = remote.url,
         agent_type = remote.agent_type,
         max_retries = remote.max_retries,
         read_timeout_secs = remote.read_timeout_secs,
         dead_after_attaches = remote.dead_after_attaches,
+        max_steps = turns.len() + 2,
+        turns = turns.join(",\n  "),
     )
 }
 
@@ -247,6 +268,18 @@ impl Service {
         }
     }
 
+    /// Terminates the first run's workflow of `agent_type`'s session `session_id`: the service
+    /// lost the run while the session says it runs (a zombie).
+    async fn lose_first_run(&self, agent_type: &str, session_id: &str) {
+        self.temporal
+            .get_workflow_handle::<baton_workflows::AgentRunWorkflow>(
+                baton_core::ids::first_run_workflow_id(agent_type, session_id),
+            )
+            .terminate(temporalio_client::WorkflowTerminateOptions::default())
+            .await
+            .unwrap();
+    }
+
     /// How many agent runs (workflows) the service's task queue has had.
     async fn runs(&self) -> usize {
         let query = format!(
@@ -331,15 +364,22 @@ async fn eventually<T, F: std::future::Future<Output = Option<T>>>(
 
 /// The remote child the consumer's session announced (`subagent_start`), once it has.
 async fn announced_child(consumer: &Service, session_id: &str) -> String {
-    eventually("the child's announcement", || async {
-        consumer
+    announced_children(consumer, session_id, 1).await.remove(0)
+}
+
+/// The first `count` remote children the consumer's session announced, once it has.
+async fn announced_children(consumer: &Service, session_id: &str, count: usize) -> Vec<String> {
+    eventually("the children's announcements", || async {
+        let children: Vec<String> = consumer
             .chunks(session_id)
             .await
             .into_iter()
-            .find_map(|c| match c.kind {
+            .filter_map(|c| match c.kind {
                 ChunkKind::SubagentStart { sub_session_id, .. } => Some(sub_session_id),
                 _ => None,
             })
+            .collect();
+        (children.len() >= count).then(|| children.into_iter().take(count).collect())
     })
     .await
 }
