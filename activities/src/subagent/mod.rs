@@ -4,6 +4,7 @@
 //! `remote.rs` follows a child served by another service over HTTP (its activity
 //! `follow_remote_sub_agent`), through the producer client of `producer.rs`.
 
+mod cancel;
 mod local;
 mod orphans;
 mod producer;

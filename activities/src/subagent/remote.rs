@@ -120,8 +120,12 @@ impl AgentActivities {
         let end = tokio::select! {
             end = with_heartbeats(ctx, self.heartbeat_every, work) => end,
             () = ctx.cancelled() => {
-                // The caller was interrupted or aborted: pass it on, best effort.
-                followed.stop_child("interrupt").await;
+                // The caller was interrupted or aborted: pass it on, best effort. An attempt
+                // only taken away (a heartbeat timed out, a worker shutting down) leaves the
+                // child to the next attempt (`cancel.rs`).
+                if self.caller_stopped(step).await {
+                    followed.stop_child("interrupt").await;
+                }
                 return Err(Error::Cancelled);
             }
         };
