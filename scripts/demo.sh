@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the demo offline: installs and starts what is missing, builds Baton, starts `batond dev`
-# and runs one session of the demo agent (scripted model, calculator and clock tools).
+# and a second `batond dev` (another service, whose agent the first calls as a remote child),
+# and runs sessions of the demo agents (scripted models, calculator and clock tools).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/services.sh
@@ -23,15 +24,69 @@ fi
 
 listen=${BATON_LISTEN:-127.0.0.1:8080}
 export BATON_LISTEN=$listen
+
+# Waits until the batond with pid $1 answers on $2, or shows its log ($3) and fails.
+wait_up() {
+  local pid=$1 address=$2 log=$3
+  for _ in $(seq 100); do
+    curl -fsS "http://$address/healthz" >/dev/null 2>&1 && return 0
+    kill -0 "$pid" 2>/dev/null || { cat "$log" >&2; exit 1; }
+    sleep 0.1
+  done
+  cat "$log" >&2
+  exit 1
+}
+
+# A second service: another batond (its own port, key prefix and task queue) serving the
+# `researcher` agent on its producer mount, behind an operator key; the first service's
+# `demo_remote` agent delegates to it as a remote sub-agent (docs/remote-agents.md).
+remote_listen=${BATON_DEMO_REMOTE_LISTEN:-127.0.0.1:8081}
+remote_key=demo-remote-key
+cat >"$log_dir/demo-producer.toml" <<'TOML'
+[[agent]]
+name = "researcher"
+max_steps = 3
+tools = ["calculator", "sleep"]
+[agent.model]
+kind = "scripted"
+turns = [
+  { tool_calls = [{ name = "sleep", arguments = { ms = 500 } }, { name = "calculator", arguments = { operation = "multiply", a = 6, b = 7 } }] },
+  { text = "6 times 7 is {{result:calculator}}" },
+]
+TOML
+cat >"$log_dir/demo-consumer.toml" <<TOML
+[[agent]]
+name = "demo_remote"
+system_prompt = "You delegate questions to the researcher another service runs."
+max_steps = 3
+[agent.model]
+kind = "scripted"
+turns = [
+  { tool_calls = [{ name = "researcher", arguments = { message = "What is 6 times 7?" } }] },
+  { text = "The remote researcher says: {{result:researcher}}" },
+]
+
+[[agent.remote_agent]]
+name = "researcher"
+description = "Asks the researcher agent of the second service."
+url = "http://$remote_listen/agents"
+agent_type = "researcher"
+bearer_env = "DEMO_REMOTE_TOKEN"
+TOML
+say "starting a second batond dev (the producer of a remote child) on $remote_listen; its log: $log_dir/batond-remote.log"
+BATON_API_KEYS=$remote_key "$bin"/batond dev --listen "$remote_listen" \
+  --key-prefix baton-demo-remote --task-queue baton-demo-remote \
+  --agents "$log_dir/demo-producer.toml" >"$log_dir/batond-remote.log" 2>&1 &
+remote_pid=$!
+trap 'kill $remote_pid 2>/dev/null; wait $remote_pid 2>/dev/null || true' EXIT
+wait_up $remote_pid "$remote_listen" "$log_dir/batond-remote.log"
+
 say "starting batond dev (server and worker in one process) on $listen; its log: $log_dir/batond.log"
-"$bin"/batond dev --allow-unauthenticated >"$log_dir/batond.log" 2>&1 &
+DEMO_REMOTE_TOKEN=$remote_key "$bin"/batond dev --allow-unauthenticated \
+  --agents "$log_dir/demo-consumer.toml" >"$log_dir/batond.log" 2>&1 &
 batond_pid=$!
-trap 'kill $batond_pid 2>/dev/null; wait $batond_pid 2>/dev/null || true' EXIT
-for _ in $(seq 100); do
-  curl -fsS "http://$listen/healthz" >/dev/null 2>&1 && break
-  kill -0 $batond_pid 2>/dev/null || { cat "$log_dir/batond.log" >&2; exit 1; }
-  sleep 0.1
-done
+trap 'kill $batond_pid $remote_pid 2>/dev/null; wait $batond_pid $remote_pid 2>/dev/null || true' EXIT
+wait_up $batond_pid "$listen" "$log_dir/batond.log"
 say "batond is up; running the demo agent (scripted model, calculator and clock tools)"
 say "the chat page (useChat's protocol, the demo_hitl agent): http://$listen/chat?agent=demo_hitl"
 
@@ -83,9 +138,16 @@ echo
 curl -fsS "$mount/status?sessionId=$remote_session"
 echo
 
+# Two services: the demo_remote agent calls `researcher`, which the second batond runs as a
+# remote child (started under an id derived from the call, followed over its SSE, its chunks
+# copied onto the caller's stream stamped remoteSource).
+echo
+say "a remote child on the second service: demo_remote delegates to its researcher"
+"$bin"/baton --server "http://$listen" run --agent demo_remote "What is 6 times 7?"
+
 # The chat page talks to the demo_hitl agent in a browser; batond serves it until this script ends.
 echo
-say "the chat page: http://$listen/chat?agent=demo_hitl"
+say "the chat page: http://$listen/chat?agent=demo_hitl (and ?agent=demo_remote for the remote child)"
 if [ -t 0 ]; then
   say "batond keeps serving it; press Enter to stop"
   read -r _

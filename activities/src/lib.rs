@@ -24,6 +24,7 @@ mod plan;
 mod resume;
 mod subagent;
 pub use subagent::producer;
+pub use subagent::{Orphan, reconcile_orphans};
 mod suspend;
 mod tools;
 mod watch;

@@ -521,14 +521,19 @@ impl Harness {
 
     /// Every Redis key under this harness's prefix.
     pub async fn keys(&self) -> Vec<String> {
-        let client = redis::Client::open(redis_url()).unwrap();
-        let mut connection = client.get_multiplexed_async_connection().await.unwrap();
-        redis::cmd("KEYS")
-            .arg(format!("{}:*", self.prefix))
-            .query_async(&mut connection)
-            .await
-            .unwrap()
+        keys_with_prefix(&self.prefix).await
     }
+}
+
+/// The keys under `prefix` in the tests' Redis.
+pub async fn keys_with_prefix(prefix: &str) -> Vec<String> {
+    let client = redis::Client::open(redis_url()).unwrap();
+    let mut connection = client.get_multiplexed_async_connection().await.unwrap();
+    redis::cmd("KEYS")
+        .arg(format!("{prefix}:*"))
+        .query_async(&mut connection)
+        .await
+        .unwrap()
 }
 
 /// Follows a session through `client` from sequence `after` (at most `limit`) and returns every

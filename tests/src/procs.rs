@@ -1,6 +1,7 @@
-//! Processes a benchmark or a fault campaign starts besides the shared test services: a
-//! `redis-server` of its own (its own port and directory), and what `/proc` says of a process.
-//! Used by the `reliability` and `bench` binaries.
+//! Processes a test, a benchmark or a fault campaign starts besides the shared test services: a
+//! `redis-server` of its own (its own port and directory), `batond` processes (servers,
+//! workers, dev), a workspace binary built for the test, and what `/proc` says of a process.
+//! Used by the `reliability` and `bench` binaries and the tests with real processes.
 
 use anyhow::{Context, bail};
 use std::{
@@ -227,4 +228,213 @@ pub async fn wait_healthy(
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// A binary of the workspace, `<target>/<profile>/<name>` beside the running executable,
+/// built first (once per process, by cargo, which does nothing when it is up to date): a test
+/// of this package builds only this package's binaries, and a stale `batond` would test
+/// yesterday's code. It is built together with this package (`-p baton-tests`), so cargo
+/// unifies the dependencies' features as for the tests and rebuilds nothing of theirs.
+pub fn workspace_binary(package: &str, name: &str) -> anyhow::Result<PathBuf> {
+    static BUILT: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let exe = std::env::current_exe()?;
+    let mut dir = exe.parent().context("the executable has a directory")?;
+    // A test executable is in <target>/<profile>/deps, a binary in <target>/<profile>.
+    if dir.ends_with("deps") {
+        dir = dir.parent().context("deps has a parent")?;
+    }
+    let binary = dir.join(name);
+    let mut built = BUILT
+        .lock()
+        .map_err(|_| anyhow::anyhow!("a build of {name} panicked"))?;
+    if !built.iter().any(|done| done == name) {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+        let mut command = Command::new(cargo);
+        command.args(["build", "-p", "baton-tests", "-p", package, "--bin", name]);
+        // Cargo gives a test the variables of its package (CARGO_PKG_NAME, CARGO_MANIFEST_DIR,
+        // …); build scripts declare some of them as inputs (`rerun-if-env-changed`), so a
+        // nested cargo that saw them would rebuild those crates (and, the next `cargo test`,
+        // again without them).
+        for (variable, _) in std::env::vars_os() {
+            let Some(text) = variable.to_str() else {
+                continue;
+            };
+            let set_for_the_test = [
+                "CARGO_PKG_",
+                "CARGO_MANIFEST_",
+                "CARGO_CRATE_",
+                "CARGO_BIN_",
+                "CARGO_CFG_",
+                "CARGO_PRIMARY_PACKAGE",
+                "CARGO_TARGET_TMPDIR",
+                "CARGO_RUSTC_CURRENT_DIR",
+                "OUT_DIR",
+            ];
+            if set_for_the_test
+                .iter()
+                .any(|prefix| text.starts_with(prefix))
+            {
+                command.env_remove(&variable);
+            }
+        }
+        if dir.ends_with("release") {
+            command.arg("--release");
+        }
+        let status = command.status().context("cargo runs")?;
+        anyhow::ensure!(status.success(), "building {name} failed");
+        built.push(name.to_owned());
+    }
+    Ok(binary)
+}
+
+/// How `batond` processes are started: the binary, the directory their logs go to (one file
+/// per process name), and variables given to each.
+#[derive(Debug, Clone)]
+pub struct BatondLauncher {
+    pub binary: PathBuf,
+    pub dir: PathBuf,
+    pub env: Vec<(String, String)>,
+}
+
+impl BatondLauncher {
+    pub fn new(binary: PathBuf, dir: PathBuf) -> Self {
+        Self {
+            binary,
+            dir,
+            env: Vec::new(),
+        }
+    }
+
+    /// The same launcher, giving `name=value` to the processes it starts.
+    pub fn with_env(mut self, name: &str, value: &str) -> Self {
+        self.env.push((name.to_owned(), value.to_owned()));
+        self
+    }
+
+    /// Starts `batond server` with `arguments` on a free port and waits for `/healthz`.
+    pub async fn server(&self, name: &str, arguments: &[String]) -> anyhow::Result<Batond> {
+        self.serving(name, "server", arguments).await
+    }
+
+    /// Starts `batond dev` (server and worker in one process) on a free port and waits for
+    /// `/healthz`.
+    pub async fn dev(&self, name: &str, arguments: &[String]) -> anyhow::Result<Batond> {
+        self.serving(name, "dev", arguments).await
+    }
+
+    /// Starts `batond worker` with `arguments`.
+    pub fn worker(&self, name: &str, arguments: &[String]) -> anyhow::Result<Batond> {
+        self.spawn(name, "worker", arguments, &[])
+    }
+
+    async fn serving(
+        &self,
+        name: &str,
+        role: &str,
+        arguments: &[String],
+    ) -> anyhow::Result<Batond> {
+        let port = free_port()?;
+        let listen = format!("127.0.0.1:{port}");
+        let mut process = self.spawn(name, role, arguments, &["--listen", &listen])?;
+        process.port = port;
+        let what = format!(
+            "batond {role} {name} (its log is in {})",
+            self.dir.display()
+        );
+        wait_healthy(
+            &process.base_url(),
+            &mut process.child,
+            &what,
+            Duration::from_secs(30),
+        )
+        .await?;
+        Ok(process)
+    }
+
+    fn spawn(
+        &self,
+        name: &str,
+        role: &str,
+        arguments: &[String],
+        more: &[&str],
+    ) -> anyhow::Result<Batond> {
+        std::fs::create_dir_all(&self.dir)?;
+        let child = Command::new(&self.binary)
+            .arg(role)
+            .args(arguments)
+            .args(more)
+            .env("RUST_LOG", "warn")
+            .envs(self.env.iter().map(|(name, value)| (name, value)))
+            .stdout(log_file(&self.dir, name)?)
+            .stderr(log_file(&self.dir, name)?)
+            .spawn()
+            .context("cannot run batond")?;
+        Ok(Batond {
+            port: 0,
+            child: Some(child),
+        })
+    }
+}
+
+/// A `batond` process in one role, killed (SIGKILL) when dropped.
+pub struct Batond {
+    /// The HTTP port of a server or dev process (0 for a worker).
+    pub port: u16,
+    child: Option<Child>,
+}
+
+impl Batond {
+    pub fn base_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// SIGKILL: the process ends at once, whatever it was doing.
+    pub fn kill(&mut self) {
+        kill_child(&mut self.child);
+    }
+}
+
+impl Drop for Batond {
+    fn drop(&mut self) {
+        kill_child(&mut self.child);
+    }
+}
+
+/// Where a `batond` runs: its Redis and Temporal server, key prefix, task queue and agents
+/// file.
+pub struct Placement<'a> {
+    pub redis_url: &'a str,
+    pub temporal: &'a str,
+    pub prefix: &'a str,
+    pub task_queue: &'a str,
+    pub agents: &'a Path,
+}
+
+/// The flags that place a `batond` as `placement` says.
+pub fn placement_flags(placement: &Placement<'_>) -> Vec<String> {
+    let Placement {
+        redis_url,
+        temporal,
+        prefix,
+        task_queue,
+        agents,
+    } = *placement;
+    [
+        "--redis-url",
+        redis_url,
+        "--key-prefix",
+        prefix,
+        "--task-queue",
+        task_queue,
+        "--temporal-address",
+        temporal,
+    ]
+    .iter()
+    .map(|s| (*s).to_owned())
+    .chain(["--agents".to_owned(), agents.display().to_string()])
+    .collect()
 }

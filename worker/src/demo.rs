@@ -107,13 +107,39 @@ fn clock() -> impl baton_core::ServerTool + 'static {
     .inline()
 }
 
-/// The server tools an agents file may name: `calculator` and `clock`.
+/// Input of the sleep tool.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct Nap {
+    /// Milliseconds to wait, at most [`LONGEST_NAP_MS`].
+    pub ms: u64,
+}
+
+/// The longest wait the sleep tool takes.
+pub const LONGEST_NAP_MS: u64 = 60_000;
+
+/// A tool that takes its time: a run's slow work, to watch (or, in tests, to interrupt) a run
+/// while it works. It runs as an activity of its own, which heartbeats.
+fn sleep() -> impl baton_core::ServerTool + 'static {
+    tool(
+        "sleep",
+        "Waits ms milliseconds (at most 60000), then answers how long it waited.",
+        |input: Nap| async move {
+            let ms = input.ms.min(LONGEST_NAP_MS);
+            tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+            Ok::<_, String>(format!("slept {ms} ms"))
+        },
+    )
+}
+
+/// The server tools an agents file may name: `calculator`, `clock` and `sleep`.
 pub fn tool_catalogue() -> ToolCatalogue {
     let calculator: Arc<dyn baton_core::ServerTool> = Arc::new(calculator());
     let clock: Arc<dyn baton_core::ServerTool> = Arc::new(clock());
+    let sleep: Arc<dyn baton_core::ServerTool> = Arc::new(sleep());
     ToolCatalogue::from([
         ("calculator".to_owned(), calculator),
         ("clock".to_owned(), clock),
+        ("sleep".to_owned(), sleep),
     ])
 }
 

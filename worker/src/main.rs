@@ -109,6 +109,8 @@ async fn run() -> anyhow::Result<()> {
                     remote_waits: cli.remote.remote_wait_sweep(),
                     remote_callback_url: cli.remote.callback_url()?,
                     log_cache: cli.memory.log_cache(),
+                    heartbeat_every: cli.temporal.heartbeat_every(),
+                    sticky_timeout: cli.temporal.sticky_timeout(),
                     ..WorkerSettings::new(cli.temporal.task_queue.clone())
                 },
                 store,

@@ -61,13 +61,19 @@ pub struct WorkerSettings {
 /// below what a user would wait for a stuck session.
 pub const DEFAULT_ZOMBIE_GRACE: Duration = Duration::from_secs(300);
 
+/// The default of [`WorkerSettings::heartbeat_every`].
+pub const DEFAULT_HEARTBEAT_EVERY: Duration = Duration::from_secs(5);
+
+/// The default of [`WorkerSettings::sticky_timeout`].
+pub const DEFAULT_STICKY_TIMEOUT: Duration = Duration::from_secs(10);
+
 impl WorkerSettings {
     pub fn new(task_queue: impl Into<String>) -> Self {
         Self {
             task_queue: task_queue.into(),
-            heartbeat_every: Duration::from_secs(5),
+            heartbeat_every: DEFAULT_HEARTBEAT_EVERY,
             max_cached_workflows: 1000,
-            sticky_timeout: Duration::from_secs(10),
+            sticky_timeout: DEFAULT_STICKY_TIMEOUT,
             graceful_shutdown: Duration::from_secs(10),
             zombie_grace: Some(DEFAULT_ZOMBIE_GRACE),
             policy: ActivityPolicy::default(),

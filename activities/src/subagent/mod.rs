@@ -6,12 +6,15 @@
 //! remote child paused for a person: its calls recorded in the caller, and its follow after the
 //! caller's resume continued it (`follow_resumed_remote_sub_agent`).
 
+mod cancel;
 mod ending;
 mod local;
+mod orphans;
 pub mod producer;
 mod relay;
 mod remote;
 pub(crate) use local::child_outcome;
+pub use orphans::{Orphan, reconcile_orphans};
 
 use crate::{
     AgentActivities,

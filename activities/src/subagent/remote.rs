@@ -136,8 +136,8 @@ impl<'a> Followed<'a> {
 
     /// Starts (or attaches to) the child and follows it, or (`message` none: a child its
     /// caller's resume continued) follows it on, heartbeating, within the call's `timeout`: past
-    /// it, or when the activity is cancelled (the caller was interrupted or aborted), the child is
-    /// interrupted, best effort.
+    /// it, or when the activity is cancelled because the caller was interrupted or aborted, the
+    /// child is interrupted, best effort.
     pub(super) async fn bounded(
         &mut self,
         ctx: &ActivityContext,
@@ -159,7 +159,12 @@ impl<'a> Followed<'a> {
         };
         match end {
             None => {
-                self.stop_child("interrupt").await;
+                // The caller was interrupted or aborted: pass it on, best effort. An attempt
+                // only taken away (a heartbeat timed out, a worker shutting down) leaves the
+                // child to the next attempt (`cancel.rs`).
+                if self.activities.caller_stopped(self.step).await {
+                    self.stop_child("interrupt").await;
+                }
                 Err(Error::Cancelled)
             }
             Some(Ok(end)) => end,

@@ -165,6 +165,23 @@ impl FromRedisValue for ForwardReply {
     }
 }
 
+/// `mark_remote_orphan`: recorded, or the session is gone.
+pub(super) enum MarkReply {
+    Marked,
+    SessionNotFound,
+}
+
+impl FromRedisValue for MarkReply {
+    fn from_redis_value(value: &RedisValue) -> RedisResult<Self> {
+        let reply = Reply::parse(value)?;
+        match reply.tag.as_str() {
+            "ok" => Ok(Self::Marked),
+            "session_not_found" => Ok(Self::SessionNotFound),
+            _ => Err(reply.unexpected()),
+        }
+    }
+}
+
 /// The scripts that write a run's step or its end: staging, commits, `fail_run` and
 /// `apply_answers`.
 pub(super) enum WriteReply {

@@ -193,6 +193,8 @@ pub(super) static ANSWER_REMOTE_CALL: StoreScript = store_script!(
         Ownership
     ]
 );
+pub(super) static MARK_REMOTE_ORPHAN: StoreScript =
+    store_script!("mark_remote_orphan", [State, Stream]);
 pub(super) static SNAPSHOT: StoreScript =
     store_script!("snapshot", [State, Stream, Messages, Checkpoints]);
 pub(super) static START_CHILD: StoreScript = store_script!(
@@ -231,7 +233,7 @@ pub(super) static CALLBACK_DELIVERED: StoreScript =
 
 /// Every script, for the tests that read their text.
 #[cfg(test)]
-static ALL: [&StoreScript; 28] = [
+static ALL: [&StoreScript; 29] = [
     &CREATE_FORK,
     &REGISTER_CALLBACK,
     &CALLBACK_DELIVERED,
@@ -260,6 +262,7 @@ static ALL: [&StoreScript; 28] = [
     &ANSWER_REMOTE_CALL,
     &REMOTE_CALLBACK_TOKEN,
     &ACCEPT_REMOTE_CALLBACK,
+    &MARK_REMOTE_ORPHAN,
 ];
 
 impl StoreScript {

@@ -48,3 +48,4 @@ mod tree_lifecycle;
 mod tree_repair;
 mod tree_retention;
 mod tree_stop;
+mod two_services;

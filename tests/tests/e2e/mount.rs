@@ -21,8 +21,8 @@ use serde_json::{Value, json};
 use std::{sync::Arc, time::Duration};
 use temporalio_client::WorkflowCountOptions;
 
-/// A client of one mount of a harness's server.
-pub(super) struct MountClient {
+/// A client of one mount of a server.
+pub(crate) struct MountClient {
     http: reqwest::Client,
     base: String,
     bearer: Option<String>,
@@ -30,17 +30,22 @@ pub(super) struct MountClient {
 
 /// One SSE event of a mount's stream: its `id:`, its `event:` name and its JSON data.
 #[derive(Debug, Clone)]
-pub(super) struct Frame {
-    pub(super) id: Option<u64>,
-    pub(super) event: Option<String>,
-    pub(super) data: Value,
+pub(crate) struct Frame {
+    pub(crate) id: Option<u64>,
+    pub(crate) event: Option<String>,
+    pub(crate) data: Value,
 }
 
 impl MountClient {
     pub(super) fn new(harness: &Harness, base_path: &str, bearer: Option<&str>) -> Self {
+        Self::at(&format!("http://{}{base_path}", harness.address), bearer)
+    }
+
+    /// A client of the mount at `base` (`http://host:port/agents`).
+    pub(crate) fn at(base: &str, bearer: Option<&str>) -> Self {
         Self {
             http: reqwest::Client::new(),
-            base: format!("http://{}{base_path}", harness.address),
+            base: base.to_owned(),
             bearer: bearer.map(str::to_owned),
         }
     }
@@ -53,7 +58,7 @@ impl MountClient {
     }
 
     /// `POST {base}/{agent}/{action}` with a JSON body: the status and the JSON answer.
-    pub(super) async fn post(&self, agent: &str, action: &str, body: Value) -> (StatusCode, Value) {
+    pub(crate) async fn post(&self, agent: &str, action: &str, body: Value) -> (StatusCode, Value) {
         let url = format!("{}/{agent}/{action}", self.base);
         let response = self
             .authorized(self.http.post(url).json(&body))
@@ -65,7 +70,7 @@ impl MountClient {
     }
 
     /// `GET {base}/{agent}/{action}?sessionId=`: the status and the JSON answer.
-    pub(super) async fn get(
+    pub(crate) async fn get(
         &self,
         agent: &str,
         action: &str,
@@ -80,7 +85,7 @@ impl MountClient {
 
     /// Every event of `GET {base}/{agent}/sse?sessionId=&fromSequence=`, until the server ends
     /// the stream.
-    pub(super) async fn frames(&self, agent: &str, session: &str, from: u64) -> Vec<Frame> {
+    pub(crate) async fn frames(&self, agent: &str, session: &str, from: u64) -> Vec<Frame> {
         let url = format!("{}/{agent}/sse", self.base);
         let query = [
             ("sessionId", session.to_owned()),
@@ -113,7 +118,7 @@ impl MountClient {
     }
 
     /// Starts session `session` of `agent` with `message`; panics unless it is started.
-    pub(super) async fn start(&self, agent: &str, session: &str, message: &str) -> Value {
+    pub(crate) async fn start(&self, agent: &str, session: &str, message: &str) -> Value {
         let body = json!({"sessionId": session, "message": message});
         let (status, answer) = self.post(agent, "start", body).await;
         assert_eq!(status, StatusCode::OK, "{answer}");
@@ -122,7 +127,7 @@ impl MountClient {
 }
 
 /// A session id of the caller's choosing, unique to the test.
-pub(super) fn chosen_id(kind: &str) -> String {
+pub(crate) fn chosen_id(kind: &str) -> String {
     format!("{kind}-{}", uuid::Uuid::new_v4().simple())
 }
 

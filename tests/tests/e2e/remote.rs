@@ -72,10 +72,13 @@ pub(crate) fn forwarded(chunks: &[StreamChunk]) -> Vec<&StreamChunk> {
 }
 
 /// The forwarded `copies` are the producer's chunks of `child` before its end, each once, in
-/// the child's order.
-async fn assert_forwarded_once_in_order(producer: &Harness, child: &str, copies: &[&StreamChunk]) {
+/// the child's order (`producer` the producer's store).
+pub(crate) async fn assert_forwarded_once_in_order(
+    producer: &baton_core::Store,
+    child: &str,
+    copies: &[&StreamChunk],
+) {
     let own = producer
-        .store
         .chunks_after(&SessionAddress::root(child), 0, 1000)
         .await
         .unwrap();
@@ -99,16 +102,7 @@ async fn a_remote_child_runs_once_on_the_producer_and_its_chunks_reach_the_calle
     let (started, chunks, log) = delegate(&consumer).await;
     crate::subagents::assert_completed(&chunks, "got BATON says hello");
     let root = SessionAddress::root(&started.session_id);
-    let call_id = log
-        .iter()
-        .find_map(|m| match m {
-            baton_core::Message::Assistant { tool_calls, .. } => {
-                tool_calls.first().map(|c| c.id.clone())
-            }
-            _ => None,
-        })
-        .unwrap();
-    let child = subagent::remote_child_id(&root, &call_id);
+    let child = subagent::remote_child_id(&root, &first_call_id(&log));
     assert_eq!(
         tool_outcomes(&log),
         [&ToolOutcome::Result(json!("BATON says hello"))]
@@ -148,7 +142,7 @@ async fn a_remote_child_runs_once_on_the_producer_and_its_chunks_reach_the_calle
     }
     // Exactly what the child streamed before its end, in its own order.
     let producer_session = SessionAddress::root(&child);
-    assert_forwarded_once_in_order(&producer, &child, &copies).await;
+    assert_forwarded_once_in_order(&producer.store, &child, &copies).await;
 
     // One child on the producer; the caller's rollup counts its tools once.
     assert_eq!(runs(&producer).await, 1);
@@ -187,6 +181,21 @@ async fn a_producer_that_is_down_fails_the_call_with_remote_unavailable_after_it
     let [ToolOutcome::Error(error)] = tool_outcomes(&log)[..] else {
         panic!("one failed call: {log:?}");
     };
+    assert_unavailable_after_three_attempts(error);
+}
+
+/// The id of the first tool call of a log.
+pub(crate) fn first_call_id(log: &[Message]) -> String {
+    log.iter()
+        .find_map(|m| match m {
+            Message::Assistant { tool_calls, .. } => tool_calls.first().map(|c| c.id.clone()),
+            _ => None,
+        })
+        .expect("the log has a tool call")
+}
+
+/// `error` is a producer's unavailability after a first attempt and two retries.
+pub(crate) fn assert_unavailable_after_three_attempts(error: &baton_core::message::ToolError) {
     assert_eq!(error.code, "remote_unavailable");
     assert!(
         error.message.contains("after 3 attempts"),
@@ -286,7 +295,7 @@ async fn a_consumer_worker_killed_while_following_is_replaced_and_no_chunk_or_ch
     // Every chunk of the child once, in its order; the child started once.
     let copies = forwarded(&chunks);
     let child = &copies[0].remote_source.as_ref().unwrap().child_session_id;
-    assert_forwarded_once_in_order(&producer, child, &copies).await;
+    assert_forwarded_once_in_order(&producer.store, child, &copies).await;
     assert_eq!(runs(&producer).await, 1);
     let kinds: Vec<&str> = chunks.iter().map(|c| c.kind.name()).collect();
     assert_eq!(kinds.iter().filter(|k| **k == "subagent_start").count(), 1);
@@ -458,7 +467,7 @@ async fn a_producer_worker_killed_under_the_child_is_replaced_and_the_call_still
     crate::subagents::assert_completed(&chunks, "got released: done");
     let copies = forwarded(&chunks);
     let child = &copies[0].remote_source.as_ref().unwrap().child_session_id;
-    assert_forwarded_once_in_order(&producer, child, &copies).await;
+    assert_forwarded_once_in_order(&producer.store, child, &copies).await;
     assert_eq!(runs(&producer).await, 1);
 }
 

@@ -25,8 +25,15 @@ use temporalio_common::protos::temporal::api::{
 use tokio::sync::mpsc;
 
 pub(crate) async fn history(harness: &Harness, workflow_id: &str) -> Vec<HistoryEvent> {
-    harness
-        .temporal
+    history_on(&harness.temporal, workflow_id).await
+}
+
+/// The history of the workflow `workflow_id`, read through `temporal`.
+pub(crate) async fn history_on(
+    temporal: &temporalio_client::Client,
+    workflow_id: &str,
+) -> Vec<HistoryEvent> {
+    temporal
         .get_workflow_handle::<baton_workflows::AgentRunWorkflow>(workflow_id.to_owned())
         .fetch_history(WorkflowFetchHistoryOptions::default())
         .into_events()

@@ -44,6 +44,26 @@ pub(crate) struct TemporalArgs {
         global = true
     )]
     pub(crate) deadline_horizon_secs: u64,
+    /// Milliseconds between the heartbeats of a worker's long activities (model calls, tools, a
+    /// remote child's follower) (worker and dev); keep it well under --heartbeat-timeout-secs,
+    /// which the server that starts the runs sets.
+    #[arg(
+        long,
+        env = "BATON_HEARTBEAT_EVERY_MS",
+        default_value_t = baton_worker::runner::DEFAULT_HEARTBEAT_EVERY.as_millis() as u64,
+        global = true
+    )]
+    pub(crate) heartbeat_every_ms: u64,
+    /// Milliseconds a workflow task waits on the queue of the worker that ran its workflow last
+    /// before any worker may take it (worker and dev): shorter, a lost worker's runs move
+    /// sooner.
+    #[arg(
+        long,
+        env = "BATON_STICKY_TIMEOUT_MS",
+        default_value_t = baton_worker::runner::DEFAULT_STICKY_TIMEOUT.as_millis() as u64,
+        global = true
+    )]
+    pub(crate) sticky_timeout_ms: u64,
 }
 
 impl TemporalArgs {
@@ -56,6 +76,16 @@ impl TemporalArgs {
     pub(crate) fn deadline_horizon(&self) -> Option<std::time::Duration> {
         (self.deadline_horizon_secs > 0)
             .then(|| std::time::Duration::from_secs(self.deadline_horizon_secs))
+    }
+
+    /// How often the worker's long activities heartbeat (at least every millisecond).
+    pub(crate) fn heartbeat_every(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.heartbeat_every_ms.max(1))
+    }
+
+    /// How long a workflow task waits for the worker that ran its workflow last.
+    pub(crate) fn sticky_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.sticky_timeout_ms.max(1))
     }
 
     pub(crate) fn settings(&self) -> TemporalSettings {

@@ -8,6 +8,7 @@ mod attach;
 mod body_limits;
 mod fork;
 mod new_run;
+mod orphans;
 mod reads;
 mod relay;
 mod remote_callback;

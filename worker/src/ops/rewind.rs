@@ -1,7 +1,8 @@
 //! Rewinding a session to a checkpoint (`/resume` with mode `from_checkpoint`): the checkpoint's
 //! checks, the rewind script (for a run whose ids are minted as a claim mints them), then the new
 //! run's workflow, or, when the checkpoint's step suspended, the report of the children that
-//! ended meanwhile or the deadline workflow.
+//! ended meanwhile or the deadline workflow; the remote children the rewind orphans are
+//! reconciled beside (`orphans.rs`).
 
 use super::{
     already_running, no_session,
@@ -71,6 +72,8 @@ pub(super) async fn rewind_session(
             awaited_tool_call_ids: awaited,
         }));
     }
+    // Read before the rewind writes: the rewound run's own calls are not orphans.
+    let orphans = super::orphans::orphans_of_rewind(state, &address, agent, &checkpoint).await;
     let rewound = state
         .store
         .rewind(
@@ -95,6 +98,14 @@ pub(super) async fn rewind_session(
         )
     };
     let session_id = &session.session_id;
+    if matches!(rewound, Rewound::Run { .. } | Rewound::Suspended { .. }) {
+        let run = super::orphans::RewoundRun {
+            address: &address,
+            checkpoint_id,
+            run_id: &next.run_id,
+        };
+        super::orphans::reconcile_in_background(state, run, orphans);
+    }
     match rewound {
         Rewound::Run { step_count } => {
             let run = next.claimed(step_count);

@@ -8,10 +8,7 @@
 //! sessions search and of the inbox over HTTP at both counts (the loader writes each session's
 //! index entries as a real suspension does).
 
-use crate::{
-    procs::{self, Batond},
-    remote, summary,
-};
+use crate::{procs, remote, summary};
 use baton_client::wire::search::SessionSearch;
 use baton_client::{Client as _, HttpClient};
 use baton_core::{Agent, Store, message::ToolOutcome, store::Status};
@@ -227,8 +224,8 @@ pub async fn print_million() -> anyhow::Result<()> {
     let mut flags = procs::common_flags(&redis.url(), &prefix, &task_queue, &agents);
     // The zombie sweep every 30 s (its grace halved), so a measured minute holds two passes.
     flags.extend(["--zombie-grace-secs".to_owned(), "60".to_owned()]);
-    let server = Batond::server("million-server", &flags).await?;
-    let worker = Batond::worker("million-worker", &flags)?;
+    let server = procs::launcher()?.server("million-server", &flags).await?;
+    let worker = procs::launcher()?.worker("million-worker", &flags)?;
     let http = HttpClient::new(server.base_url());
     tokio::time::sleep(Duration::from_secs(2)).await;
     let small_pages = first_pages(&store, &http).await?;
@@ -248,7 +245,7 @@ pub async fn print_million() -> anyhow::Result<()> {
         .unwrap_or(0);
     let big_bytes = used_memory(&mut connection).await?.saturating_sub(before);
     let keys: u64 = redis::cmd("DBSIZE").query_async(&mut connection).await?;
-    let worker = Batond::worker("million-worker-2", &flags)?;
+    let worker = procs::launcher()?.worker("million-worker-2", &flags)?;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let big_pages = first_pages(&store, &http).await?;
     let (big_submits, big_steps) = latencies(&http, &mut big_sessions).await?;

@@ -3,14 +3,9 @@
 //! never filled or restarted), `batond` servers and workers as real processes, and the
 //! processes whose CPU a section reads from `/proc`.
 
-use anyhow::Context;
-pub use baton_tests::procs::{RedisServer, cpu_seconds, rss_kib, wait_for_redis};
-use baton_tests::procs::{free_port, kill_child, log_file};
-use std::{
-    path::{Path, PathBuf},
-    process::{Child, Command},
-    time::Duration,
-};
+use baton_tests::procs::BatondLauncher;
+pub use baton_tests::procs::{Batond, RedisServer, cpu_seconds, rss_kib, wait_for_redis};
+use std::path::{Path, PathBuf};
 
 /// Where this run's process logs and Redis data go: `/tmp/baton-bench-<pid>`.
 pub fn run_dir() -> PathBuf {
@@ -59,67 +54,9 @@ pub async fn own_redis(append_only: bool) -> anyhow::Result<RedisServer> {
     RedisServer::start(&run_dir(), extra).await
 }
 
-/// A `batond` process in one role, killed when dropped.
-pub struct Batond {
-    /// The HTTP port of a server (0 for a worker).
-    pub port: u16,
-    child: Option<Child>,
-}
-
-impl Batond {
-    /// Starts `batond server` with `arguments` on a free port and waits for `/healthz`.
-    pub async fn server(name: &str, arguments: &[String]) -> anyhow::Result<Self> {
-        let port = free_port()?;
-        let listen = format!("127.0.0.1:{port}");
-        let mut process = Self::spawn(name, "server", arguments, &["--listen", &listen])?;
-        process.port = port;
-        process.wait_healthy().await?;
-        Ok(process)
-    }
-
-    /// Starts `batond worker` with `arguments`.
-    pub fn worker(name: &str, arguments: &[String]) -> anyhow::Result<Self> {
-        Self::spawn(name, "worker", arguments, &[])
-    }
-
-    fn spawn(name: &str, role: &str, arguments: &[String], more: &[&str]) -> anyhow::Result<Self> {
-        let dir = run_dir();
-        std::fs::create_dir_all(&dir)?;
-        let child = Command::new(batond()?)
-            .arg(role)
-            .args(arguments)
-            .args(more)
-            .env("RUST_LOG", "warn")
-            .stdout(log_file(&dir, name)?)
-            .stderr(log_file(&dir, name)?)
-            .spawn()
-            .context("cannot run batond")?;
-        Ok(Self {
-            port: 0,
-            child: Some(child),
-        })
-    }
-
-    pub fn base_url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-
-    pub fn pid(&self) -> Option<u32> {
-        self.child.as_ref().map(Child::id)
-    }
-
-    async fn wait_healthy(&mut self) -> anyhow::Result<()> {
-        let base_url = self.base_url();
-        let what = format!("batond server (its log is in {})", run_dir().display());
-        baton_tests::procs::wait_healthy(&base_url, &mut self.child, &what, Duration::from_secs(30))
-            .await
-    }
-}
-
-impl Drop for Batond {
-    fn drop(&mut self) {
-        kill_child(&mut self.child);
-    }
+/// The launcher of the section's `batond` processes: [`batond`], logs in [`run_dir`].
+pub fn launcher() -> anyhow::Result<BatondLauncher> {
+    Ok(BatondLauncher::new(batond()?, run_dir()))
 }
 
 /// The flags every `batond` of a section shares: where Redis and Temporal are, the key prefix
@@ -127,23 +64,19 @@ impl Drop for Batond {
 pub fn common_flags(redis_url: &str, prefix: &str, task_queue: &str, agents: &Path) -> Vec<String> {
     let temporal = std::env::var("BATON_TEMPORAL_ADDRESS")
         .unwrap_or_else(|_| "http://127.0.0.1:7233".to_owned());
-    [
-        "--redis-url",
+    let mut flags = baton_tests::procs::placement_flags(&baton_tests::procs::Placement {
         redis_url,
-        "--key-prefix",
+        temporal: &temporal,
         prefix,
-        "--task-queue",
         task_queue,
-        "--temporal-address",
-        &temporal,
-        "--allow-unauthenticated",
-        "--submits-per-minute",
-        "0",
-    ]
-    .iter()
-    .map(|s| (*s).to_owned())
-    .chain(["--agents".to_owned(), agents.display().to_string()])
-    .collect()
+        agents,
+    });
+    flags.extend(
+        ["--allow-unauthenticated", "--submits-per-minute", "0"]
+            .iter()
+            .map(|s| (*s).to_owned()),
+    );
+    flags
 }
 
 /// Writes an agents file into the run's directory and returns its path.

@@ -219,7 +219,7 @@ pub async fn print_rounds() -> anyhow::Result<()> {
     let prefix = format!("bench{}", std::process::id());
     let task_queue = format!("bench-rounds-{}", std::process::id());
     let flags = procs::common_flags(&redis.url(), &prefix, &task_queue, &agents);
-    let server = Batond::server("rounds-server", &flags).await?;
+    let server = procs::launcher()?.server("rounds-server", &flags).await?;
     let client = HttpClient::new(server.base_url());
     let temporal = procs::temporal_pid();
     println!("\n## HITL rounds with real processes (batond server + batond worker ×1/×2)\n");
@@ -235,10 +235,9 @@ pub async fn print_rounds() -> anyhow::Result<()> {
     let mut workers: Vec<Batond> = Vec::new();
     for count in [1, 2] {
         while workers.len() < count {
-            workers.push(Batond::worker(
-                &format!("rounds-worker-{}", workers.len()),
-                &flags,
-            )?);
+            workers.push(
+                procs::launcher()?.worker(&format!("rounds-worker-{}", workers.len()), &flags)?,
+            );
         }
         // The workers poll before the first session starts.
         tokio::time::sleep(Duration::from_secs(2)).await;

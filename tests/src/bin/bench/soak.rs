@@ -6,10 +6,7 @@
 //! form runs `BENCH_SOAK_SECS` (default 60); the 10-minute form is `BENCH_SOAK_SECS=600`. The
 //! worker runs with `--log-cache-mib BENCH_SOAK_CACHE_MIB` (default: the flag's default).
 
-use crate::{
-    procs::{self, Batond},
-    remote,
-};
+use crate::{procs, remote};
 use baton_client::HttpClient;
 use baton_core::message::ToolOutcome;
 use serde_json::json;
@@ -60,13 +57,15 @@ pub async fn print_soak() -> anyhow::Result<()> {
     let mut server_flags = flags.clone();
     let max_bytes = (big_mb + 1) * 1_000_000;
     server_flags.extend(["--max-result-bytes".to_owned(), max_bytes.to_string()]);
-    let server = Batond::server("soak-server", &server_flags).await?;
+    let server = procs::launcher()?
+        .server("soak-server", &server_flags)
+        .await?;
     let mut worker_flags = flags;
     let cache_mib = std::env::var("BENCH_SOAK_CACHE_MIB").ok();
     if let Some(mib) = &cache_mib {
         worker_flags.extend(["--log-cache-mib".to_owned(), mib.clone()]);
     }
-    let worker = Batond::worker("soak-worker", &worker_flags)?;
+    let worker = procs::launcher()?.worker("soak-worker", &worker_flags)?;
     let client = HttpClient::new(server.base_url());
     let big = ToolOutcome::Result(json!("x".repeat((big_mb * 1_000_000) as usize)));
     let small = ToolOutcome::Result(json!({"answer": "ok"}));

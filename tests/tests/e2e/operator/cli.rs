@@ -12,24 +12,9 @@ use baton_core::{
 use baton_tests::{Harness, agents};
 use std::path::PathBuf;
 
-/// The `baton` binary beside the test executable (`target/<profile>/baton`), built first when
-/// it is not there (a `cargo test` of this package builds only its own binaries).
+/// The `baton` binary of today's code, beside the test executable.
 fn baton_binary() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test knows its executable");
-    let dir = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .expect("the test executable is in <target>/<profile>/deps");
-    let binary = dir.join("baton");
-    if !binary.exists() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-        let built = std::process::Command::new(cargo)
-            .args(["build", "-p", "baton-client", "--bin", "baton"])
-            .status()
-            .expect("cargo runs");
-        assert!(built.success(), "building the baton binary failed");
-    }
-    binary
+    baton_tests::procs::workspace_binary("baton-client", "baton").expect("the baton binary builds")
 }
 
 /// Runs `baton --server <harness> <args>` (no credentials or gRPC address from the

@@ -1,0 +1,137 @@
+//! The remote children a rewind orphans: a remote call started after the checkpoint did not
+//! survive the rewind (its step's messages are cut), so its child, if it still runs, would
+//! spend on its producer for nothing. The candidates are found before the rewind's script (the
+//! calls the session's own stream started after the checkpoint's position, whose tool is a
+//! remote sub-agent and which the checkpoint does not give back) and reconciled after it
+//! succeeded, in the background: the rewind answers without waiting on another service
+//! (`baton_activities::reconcile_orphans`). A remote call the checkpoint keeps (in its log or
+//! its restored calls) is left alone.
+//!
+//! A rewind frees the cut calls' ids (`stage_turn.lua`), so a rewound run whose model makes the
+//! same call again, under the same id, reaches the same child (its id is derived from the
+//! call): that call survived after all, and its child is the call's again. So the background
+//! task first waits until the rewound run has committed past the cut calls' steps (or stopped,
+//! or another run took the session), then leaves out every candidate whose id is in the log.
+
+use crate::state::AppState;
+use baton_activities::{Orphan, reconcile_orphans};
+use baton_core::{
+    Agent, Message,
+    store::{Checkpoint, SessionAddress, Status},
+    subagent::remote_child_id,
+};
+use std::time::Duration;
+
+/// The remote children `address`'s rewind to `checkpoint` would orphan. Best effort: a read
+/// that fails finds none (and says so in the log); the rewind goes on.
+pub(super) async fn orphans_of_rewind(
+    state: &AppState,
+    address: &SessionAddress,
+    agent: &Agent,
+    checkpoint: &Checkpoint,
+) -> Vec<Orphan> {
+    let has_remote = agent
+        .sub_agents()
+        .any(|sub_agent| sub_agent.remote_agent().is_some());
+    if !has_remote {
+        return Vec::new();
+    }
+    let calls = match state
+        .store
+        .calls_started_after(address, checkpoint.stream_sequence)
+        .await
+    {
+        Ok(calls) => calls,
+        Err(error) => {
+            tracing::warn!(
+                session_id = %address.session_id,
+                %error,
+                "the remote calls after the checkpoint could not be read; their children are \
+                 not reconciled"
+            );
+            return Vec::new();
+        }
+    };
+    let kept = |id: &str| checkpoint.pending.iter().any(|c| c.tool_call_id == id);
+    calls
+        .into_iter()
+        .filter(|call| !kept(&call.tool_call_id))
+        .filter_map(|call| {
+            let remote = agent.sub_agent(&call.tool_name)?.remote_agent()?.clone();
+            Some(Orphan {
+                child_session_id: remote_child_id(address, &call.tool_call_id),
+                tool_call_id: call.tool_call_id,
+                tool_name: call.tool_name,
+                step: call.step,
+                remote,
+            })
+        })
+        .collect()
+}
+
+/// How often the background task looks at the rewound run, and for how long at most.
+const LOOK_EVERY: Duration = Duration::from_millis(250);
+const LONGEST_WAIT: Duration = Duration::from_secs(30 * 60);
+
+/// The rewind whose orphans are reconciled: its session, checkpoint and new run.
+pub(super) struct RewoundRun<'a> {
+    pub(super) address: &'a SessionAddress,
+    pub(super) checkpoint_id: u32,
+    pub(super) run_id: &'a str,
+}
+
+/// Reconciles the candidates `orphans` of a rewind in a task of its own, once the rewound run
+/// has passed their steps, leaving out each call the run made again.
+pub(super) fn reconcile_in_background(
+    state: &AppState,
+    rewound: RewoundRun<'_>,
+    mut orphans: Vec<Orphan>,
+) {
+    if orphans.is_empty() {
+        return;
+    }
+    let store = state.store.clone();
+    let address = rewound.address.clone();
+    let (checkpoint_id, run_id) = (rewound.checkpoint_id, rewound.run_id.to_owned());
+    let last_step = orphans.iter().map(|o| o.step).max().unwrap_or(0);
+    tokio::spawn(async move {
+        let began = tokio::time::Instant::now();
+        loop {
+            match store.session(&address).await {
+                Ok(Some(session))
+                    if session.run_id == run_id
+                        && session.status == Status::Active
+                        && session.step_count < last_step
+                        && began.elapsed() < LONGEST_WAIT => {}
+                Ok(Some(_)) => break,
+                Ok(None) => return,
+                Err(error) => tracing::warn!(
+                    session_id = %address.session_id,
+                    %error,
+                    "the rewound session could not be read; looking again"
+                ),
+            }
+            tokio::time::sleep(LOOK_EVERY).await;
+        }
+        match store.messages(&address).await {
+            Ok(log) => orphans.retain(|orphan| !made_again(&log, &orphan.tool_call_id)),
+            Err(error) => {
+                tracing::warn!(
+                    session_id = %address.session_id,
+                    %error,
+                    "the rewound session's log could not be read; its orphans are not reconciled"
+                );
+                return;
+            }
+        }
+        reconcile_orphans(&store, &address, checkpoint_id, orphans).await;
+    });
+}
+
+/// Whether the log holds a call with this id: the rewound run made the call again.
+fn made_again(log: &[Message], tool_call_id: &str) -> bool {
+    log.iter().any(|message| match message {
+        Message::Assistant { tool_calls, .. } => tool_calls.iter().any(|c| c.id == tool_call_id),
+        _ => false,
+    })
+}
