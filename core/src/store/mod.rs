@@ -28,6 +28,8 @@ mod custom_state;
 mod deadline_index;
 mod error;
 mod fork;
+mod index_id;
+mod index_record;
 mod keys;
 mod person_calls;
 mod release;
@@ -54,6 +56,7 @@ pub use callback::RegisteredCallback;
 pub use deadline_index::IndexedDeadline;
 pub use error::Error;
 pub use fork::NewFork;
+pub use index_id::{expand as index_long_id, shorten as index_short_id};
 pub use person_calls::PersonCall;
 pub use remote::{Forwarded, ForwardedChunk};
 pub use resume::{Claim, ClaimedRun, DrainedCall, NewRunId, NextRun, ResumeEntry, RunClaim};
@@ -228,6 +231,8 @@ mod compact_state_tests;
 mod fault_tests;
 #[cfg(test)]
 mod footprint_tests;
+#[cfg(test)]
+mod index_format_tests;
 #[cfg(test)]
 mod pipelined_tests;
 #[cfg(test)]

@@ -9,6 +9,7 @@
 //! index entries as a real suspension does).
 
 use crate::{
+    bytes, million_fair,
     procs::{self, Batond},
     remote, summary,
 };
@@ -23,7 +24,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-const AGENT: &str = "million_ask";
+pub const AGENT: &str = "million_ask";
 /// Sessions measured per figure (distinct sessions, each answered once).
 const SUBMITS: usize = 300;
 const RESUMES: usize = 60;
@@ -42,13 +43,13 @@ async fn info_field(
         .ok_or_else(|| anyhow::anyhow!("INFO {section} has no {field}"))
 }
 
-async fn used_memory(redis: &mut redis::aio::MultiplexedConnection) -> anyhow::Result<u64> {
+pub async fn used_memory(redis: &mut redis::aio::MultiplexedConnection) -> anyhow::Result<u64> {
     Ok(info_field(redis, "memory", "used_memory").await?.parse()?)
 }
 
 /// Loads `count` sessions, `IN_FLIGHT` at a time, and waits for their index entries; keeps the
 /// ids of the last `keep`.
-async fn load(
+pub async fn load(
     store: &Store,
     agent: &Agent,
     count: usize,
@@ -88,7 +89,7 @@ async fn load(
 
 /// Waits until the search index has followed every session written (its entries are written
 /// after each change, as for a real run), so the memory and the pages count them.
-async fn index_settled(store: &Store) -> anyhow::Result<()> {
+pub async fn index_settled(store: &Store) -> anyhow::Result<()> {
     let settled = Instant::now();
     while store.index_marks().await? > 0 {
         anyhow::ensure!(
@@ -199,7 +200,9 @@ fn print_index_pages(
 pub async fn print_million() -> anyhow::Result<()> {
     let total = procs::setting("BENCH_MILLION", 1_000_000) as usize;
     let small = 1_000usize.min(total);
-    let keep = SUBMITS + RESUMES + 50;
+    // The big load's last sessions serve the submits the old way and alternated, the resumes,
+    // and the restart.
+    let keep = 2 * SUBMITS + RESUMES + 50;
     let mut redis = procs::own_redis(true).await?;
     let client = redis::Client::open(redis.url())?;
     let mut connection = client.get_multiplexed_async_connection().await?;
@@ -223,7 +226,10 @@ pub async fn print_million() -> anyhow::Result<()> {
 
     let (small_time, mut small_sessions) = load(&store, &agent, small, keep).await?;
     let small_bytes = used_memory(&mut connection).await?.saturating_sub(before);
+    let sample: Vec<String> = small_sessions.iter().cloned().collect();
+    let small_breakdown = bytes::breakdown(&mut connection, &prefix, &sample, small).await?;
     let task_queue = format!("bench-million-{}", std::process::id());
+    let mut reference = million_fair::reference(&agent, &prefix, &task_queue, &agents).await?;
     let mut flags = procs::common_flags(&redis.url(), &prefix, &task_queue, &agents);
     // The zombie sweep every 30 s (its grace halved), so a measured minute holds two passes.
     flags.extend(["--zombie-grace-secs".to_owned(), "60".to_owned()]);
@@ -252,7 +258,18 @@ pub async fn print_million() -> anyhow::Result<()> {
     tokio::time::sleep(Duration::from_secs(2)).await;
     let big_pages = first_pages(&store, &http).await?;
     let (big_submits, big_steps) = latencies(&http, &mut big_sessions).await?;
+    let fair = million_fair::alternate(
+        &mut reference,
+        &http,
+        &mut connection,
+        &mut big_sessions,
+        SUBMITS,
+    )
+    .await?;
+    million_fair::finish(reference);
     let big_cpu = sweep_cpu(&redis, window).await;
+    let sample: Vec<String> = big_sessions.iter().cloned().collect();
+    let big_breakdown = bytes::breakdown(&mut connection, &prefix, &sample, total).await?;
 
     println!("\n## A million suspended sessions\n");
     println!(
@@ -281,13 +298,14 @@ pub async fn print_million() -> anyhow::Result<()> {
     let (s50, s99, _) = summary(small_submits);
     let (b50, b99, _) = summary(big_submits);
     println!(
-        "| submit over HTTP p50 ms ({SUBMITS} sessions) | {s50:.2} | {b50:.2} | {:.2}× | ≤ 1.2× |",
+        "| submit over HTTP p50 ms, the old way: at {small} before the load, at {total} after it ({SUBMITS} sessions) | {s50:.2} | {b50:.2} | {:.2}× | ≤ 1.2× |",
         b50 / s50
     );
     println!(
         "| submit over HTTP p99 ms | {s99:.2} | {b99:.2} | {:.2}× | |",
         b99 / s99
     );
+    million_fair::print_fair(fair, total);
     let (r50, _, _) = summary(small_steps);
     let (q50, _, _) = summary(big_steps);
     println!(
@@ -355,6 +373,14 @@ pub async fn print_million() -> anyhow::Result<()> {
     );
     drop(server);
     procs::remove_redis(redis);
+    bytes::print_breakdown(
+        &format!("Where the bytes go at {small} sessions (`MEMORY USAGE`)"),
+        &small_breakdown,
+    );
+    bytes::print_breakdown(
+        &format!("Where the bytes go at {total} sessions (`MEMORY USAGE`)"),
+        &big_breakdown,
+    );
     Ok(())
 }
 
