@@ -7,7 +7,11 @@
 //! session's suspension (a stop, a crash between a drain and its removal), and the sweep checks
 //! each member against the session before acting on it.
 
-use super::{Error, SessionAddress, Store, keys};
+use super::{
+    Error, SessionAddress, Store,
+    index_id::{expand, shorten},
+    keys,
+};
 use redis::AsyncCommands;
 
 /// One member of the index: a suspended run, and when its earliest deadline lapses.
@@ -20,27 +24,46 @@ pub struct IndexedDeadline {
     pub wake_at: u64,
 }
 
-/// A member's text: `<root>|<session>|<run>` (ids never hold `|`).
+/// A member's text: `<session>|<run>` for a root, `<root>|<session>|<run>` for a child, each id in
+/// its short form (`index_id.rs`; ids never hold `|`).
 fn member(address: &SessionAddress, run_id: &str) -> String {
+    if address.is_root() {
+        format!("{}|{}", shorten(&address.session_id), shorten(run_id))
+    } else {
+        format!(
+            "{}|{}|{}",
+            shorten(&address.root_session_id),
+            shorten(&address.session_id),
+            shorten(run_id)
+        )
+    }
+}
+
+/// A member as written before the short form: `<root>|<session>|<run>`, whole ids.
+fn old_member(address: &SessionAddress, run_id: &str) -> String {
     format!(
         "{}|{}|{run_id}",
         address.root_session_id, address.session_id
     )
 }
 
-/// The suspended run a member names; `None` for text that is not a member.
+/// The suspended run a member names, in either form; `None` for text that is not a member.
 fn parse_member(text: &str) -> Option<(SessionAddress, String)> {
-    let mut parts = text.split('|');
-    let (root, session, run) = (parts.next()?, parts.next()?, parts.next()?);
-    if parts.next().is_some() || [root, session, run].iter().any(|id| id.is_empty()) {
+    let parts: Vec<&str> = text.split('|').collect();
+    let (root, session, run) = match parts.as_slice() {
+        [session, run] => (*session, *session, *run),
+        [root, session, run] => (*root, *session, *run),
+        _ => return None,
+    };
+    if [root, session, run].iter().any(|id| id.is_empty()) {
         return None;
     }
     Some((
         SessionAddress {
-            root_session_id: root.to_owned(),
-            session_id: session.to_owned(),
+            root_session_id: expand(root),
+            session_id: expand(session),
         },
-        run.to_owned(),
+        expand(run),
     ))
 }
 
@@ -72,7 +95,11 @@ impl Store {
         if run_ids.is_empty() {
             return Ok(());
         }
-        let members: Vec<String> = run_ids.iter().map(|run| member(address, run)).collect();
+        // Both forms: a run suspended before the short form is indexed as it was written.
+        let members: Vec<String> = run_ids
+            .iter()
+            .flat_map(|run| [member(address, run), old_member(address, run)])
+            .collect();
         let _: () = self.conn().zrem(self.deadline_index_key(), members).await?;
         Ok(())
     }
@@ -119,7 +146,7 @@ impl Store {
 
 #[cfg(test)]
 mod tests {
-    use super::{SessionAddress, member, parse_member};
+    use super::{SessionAddress, member, old_member, parse_member};
 
     #[test]
     fn a_member_names_its_session_and_run() {
@@ -130,7 +157,17 @@ mod tests {
         let text = member(&address, "run");
         assert_eq!(text, "root|child|run");
         assert_eq!(parse_member(&text), Some((address, "run".to_owned())));
-        assert_eq!(parse_member("root|child"), None);
+        let root = SessionAddress::root("0189abcdef0123456789abcdef012345");
+        let run = "0189abcdef0123456789abcdef01234f";
+        let text = member(&root, run);
+        assert_eq!(text.len(), 47, "{text}");
+        assert_eq!(parse_member(&text), Some((root.clone(), run.to_owned())));
+        let old = old_member(&root, run);
+        assert_eq!(parse_member(&old), Some((root, run.to_owned())));
+        assert_eq!(
+            parse_member("root|child"),
+            Some((SessionAddress::root("root"), "child".to_owned()))
+        );
         assert_eq!(parse_member("a|b|c|d"), None);
         assert_eq!(parse_member("a||c"), None);
     }

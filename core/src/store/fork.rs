@@ -43,9 +43,9 @@ impl Store {
     /// existing session id.
     pub async fn create_fork(&self, fork: NewFork<'_>) -> Result<u64, Error> {
         let index_address = fork.address.clone();
-        self.mark_for_index(&index_address).await?;
+        let mark = self.mark_for_index(&index_address).await?;
         let result = self.create_fork_unindexed(fork).await;
-        self.reindex_after_change(&index_address).await;
+        self.reindex_after_change(&index_address, mark).await;
         result
     }
 

@@ -1,7 +1,8 @@
 -- One shard's part of a search page: the members of one term's sorted set from a position down,
 -- newest first, whose record holds every required term; at most `limit` hits and `budget`
 -- members read. Replies {exhausted, frontier score, frontier id, id, score, id, score, ...}: the
--- frontier is the last member read when the shard has more.
+-- frontier is the last member read when the shard has more. A record is a JSON array of term
+-- codes (`index_record.rs`), or, written before them, an object of the terms' key names.
 -- KEYS: the term's sorted set, the shard's records.
 local term_key = KEYS[1]
 local records_key = KEYS[2]
@@ -10,14 +11,22 @@ local after_id = ARGV[2] -- with a score: only members below this id at that sco
 local min_score = ARGV[3] -- '-inf' or a score (inclusive)
 local limit = tonumber(ARGV[4])
 local budget = tonumber(ARGV[5])
-local first_required = 6 -- then the term keys (scope:term) every hit's record must hold
+local required = tonumber(ARGV[6]) -- then that many key names (scope:term), then their codes
+local first_name, first_code = 7, 7 + required
 
 local cursor_score = tonumber(max_score)
 local function holds_required(record)
-  if #ARGV < first_required then return true end
+  if required == 0 then return true end
+  local decoded = cjson.decode(record)
   local held = {}
-  for _, term in ipairs(cjson.decode(record).k) do held[term] = true end
-  for i = first_required, #ARGV do
+  local first = first_code
+  if decoded.k then
+    for _, term in ipairs(decoded.k) do held[term] = true end
+    first = first_name
+  else
+    for i = 4, #decoded do held[decoded[i]] = true end
+  end
+  for i = first, first + required - 1 do
     if not held[ARGV[i]] then return false end
   end
   return true

@@ -28,6 +28,8 @@ mod custom_state;
 mod deadline_index;
 mod error;
 mod fork;
+mod index_id;
+mod index_record;
 mod keys;
 mod orphans;
 mod person_calls;
@@ -58,6 +60,7 @@ pub use callback::RegisteredCallback;
 pub use deadline_index::IndexedDeadline;
 pub use error::Error;
 pub use fork::NewFork;
+pub use index_id::{expand as index_long_id, shorten as index_short_id};
 pub use orphans::{OrphanOutcome, RemoteOrphan, StartedCall};
 pub use person_calls::{AwaitingSession, PersonCall};
 pub use relay::{Recorded, RelayedAnswer, RelayedCall, RelayedGroup};
@@ -236,6 +239,8 @@ mod compact_state_tests;
 mod fault_tests;
 #[cfg(test)]
 mod footprint_tests;
+#[cfg(test)]
+mod index_format_tests;
 #[cfg(test)]
 mod pipelined_tests;
 #[cfg(test)]

@@ -10,9 +10,9 @@ impl Store {
     /// names the suspended run and its awaited calls again.
     pub async fn release_claim(&self, claimed: RunRef<'_>) -> Result<bool, Error> {
         let index_address = claimed.address.clone();
-        self.mark_for_index(&index_address).await?;
+        let mark = self.mark_for_index(&index_address).await?;
         let result = self.release_claim_unindexed(claimed).await;
-        self.reindex_after_change(&index_address).await;
+        self.reindex_after_change(&index_address, mark).await;
         result
     }
 

@@ -141,9 +141,9 @@ impl Store {
         entry: &ResumeEntry,
     ) -> Result<Claim, Error> {
         let index_address = address.clone();
-        self.mark_for_index(&index_address).await?;
+        let mark = self.mark_for_index(&index_address).await?;
         let result = self.claim_new_run_unindexed(address, claim, entry).await;
-        self.reindex_after_change(&index_address).await;
+        self.reindex_after_change(&index_address, mark).await;
         result
     }
 

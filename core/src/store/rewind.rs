@@ -57,9 +57,9 @@ impl Store {
         rewind: Rewind<'_>,
     ) -> Result<Rewound, Error> {
         let index_address = address.clone();
-        self.mark_for_index(&index_address).await?;
+        let mark = self.mark_for_index(&index_address).await?;
         let result = self.rewind_unindexed(address, rewind).await;
-        self.reindex_after_change(&index_address).await;
+        self.reindex_after_change(&index_address, mark).await;
         result
     }
 

@@ -11,10 +11,14 @@
 //! hint, never the truth: a reader checks each hit against the session, and the repair sweep
 //! ([`Store::repair_index`]) rewrites the marked entries, reading only those.
 
-use super::{Error, SessionAddress, SessionState, Status, Store, now_ms};
+use super::{
+    Error, SessionAddress, SessionState, Status, Store,
+    index_id::{expand, shorten},
+    index_record::{Record, code_of},
+    now_ms,
+};
 use crate::{ids, meta::SessionMeta};
 use redis::AsyncCommands;
-use serde::{Deserialize, Serialize};
 use std::sync::LazyLock;
 
 /// The number of index shards: each a hash tag of its own, so a cluster spreads them.
@@ -31,11 +35,23 @@ static INDEX_WRITE: LazyLock<redis::Script> =
     LazyLock::new(|| redis::Script::new(include_str!("index_write.lua")));
 static INDEX_PAGE: LazyLock<redis::Script> =
     LazyLock::new(|| redis::Script::new(include_str!("index_page.lua")));
+static INDEX_MARK: LazyLock<redis::Script> =
+    LazyLock::new(|| redis::Script::new(include_str!("index_mark.lua")));
+
+/// Every status, in the order the `All` drive reads their sets.
+const STATUSES: [Status; 5] = [
+    Status::Active,
+    Status::SuspendedClientTool,
+    Status::Completed,
+    Status::Failed,
+    Status::Interrupted,
+];
 
 /// What the index narrows a search by.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum IndexTerm {
-    /// Every session.
+    /// Every session: as a drive, the sets of every status (a session is in no set of its own
+    /// for it since the short records; entries written before hold one, dropped when rewritten).
     All,
     Status(Status),
     Agent(String),
@@ -123,15 +139,6 @@ pub struct IndexPage {
     pub next: Option<IndexPosition>,
 }
 
-/// A session's stored record: the version of the state it was computed from and its terms.
-#[derive(Debug, Serialize, Deserialize)]
-struct Record {
-    /// `lastSequence` and `updatedAt` of the state.
-    v: (u64, u64),
-    /// The term keys' last parts (`<scope>:<term>`).
-    k: Vec<String>,
-}
-
 /// The shard a session's entry lives in (FNV-1a of its id).
 pub(super) fn shard_of(session_id: &str) -> u32 {
     let hash = session_id.bytes().fold(0x811c_9dc5_u32, |hash, byte| {
@@ -156,7 +163,6 @@ fn terms_of(state: &SessionState, awaiting: bool) -> Vec<IndexTerm> {
         metadata,
     } = &state.meta;
     let mut terms = vec![
-        IndexTerm::All,
         IndexTerm::Status(state.status),
         IndexTerm::Agent(state.agent_type.clone()),
     ];
@@ -180,42 +186,56 @@ impl Store {
         format!("{}:index:{{idx-{shard}}}:{name}", self.prefix)
     }
 
-    /// Marks a session for the repair sweep before a change the index follows: the entry written
-    /// after the change clears it; a crash in between leaves it for [`Self::repair_index`].
-    pub(super) async fn mark_for_index(&self, address: &SessionAddress) -> Result<(), Error> {
+    /// Marks a session for the repair sweep before a change the index follows, and answers the
+    /// mark (a time in ms, each of a session's marks later than the one before): the entry
+    /// written after the change clears marks up to it; a crash in between leaves it for
+    /// [`Self::repair_index`]. A mark set after it (another change, maybe not applied when this
+    /// change's entry reads the state) stays.
+    pub(super) async fn mark_for_index(&self, address: &SessionAddress) -> Result<u64, Error> {
         let dirty = self.index_key(shard_of(&address.session_id), "dirty");
-        let () = self
-            .conn()
-            .zadd(dirty, &address.session_id, now_ms())
+        let mark: u64 = INDEX_MARK
+            .key(dirty)
+            .arg(shorten(&address.session_id))
+            .arg(now_ms())
+            .invoke_async(&mut self.conn())
             .await?;
-        Ok(())
+        Ok(mark)
     }
 
     /// Rewrites the index entry of a session (and of its root, whose `awaiting` term covers the
-    /// tree) from its state, after a change, in a task of its own: the change's caller does not
-    /// wait for it. An error is logged and the mark left for the sweep.
-    pub(super) async fn reindex_after_change(&self, address: &SessionAddress) {
+    /// tree) from its state, after a change marked `mark`, in a task of its own: the change's
+    /// caller does not wait for it. An error is logged and the mark left for the sweep.
+    pub(super) async fn reindex_after_change(&self, address: &SessionAddress, mark: u64) {
         let store = self.clone();
         let address = address.clone();
         tokio::spawn(async move {
-            if let Err(error) = store.reindex(&address).await {
+            if let Err(error) = store.reindex_clearing(&address, mark).await {
                 tracing::warn!(session_id = %address.session_id, %error, "search index not updated");
             }
         });
     }
 
-    /// Rewrites the index entries of a session and, for a child, of its root.
+    /// Rewrites the index entries of a session and, for a child, of its root. Clears no mark:
+    /// a change's own entry or the repair sweep does.
     pub async fn reindex(&self, address: &SessionAddress) -> Result<(), Error> {
-        self.reindex_one(address).await?;
+        self.reindex_clearing(address, 0).await
+    }
+
+    /// [`Self::reindex`], clearing the session's marks up to `clear_upto` (its change's own).
+    pub(super) async fn reindex_clearing(
+        &self,
+        address: &SessionAddress,
+        clear_upto: u64,
+    ) -> Result<(), Error> {
+        self.reindex_one(address, clear_upto).await?;
         if !address.is_root() {
-            self.reindex_one(&SessionAddress::root(&address.root_session_id))
+            self.reindex_one(&SessionAddress::root(&address.root_session_id), 0)
                 .await?;
         }
         Ok(())
     }
 
-    async fn reindex_one(&self, address: &SessionAddress) -> Result<(), Error> {
-        let read_at = now_ms();
+    async fn reindex_one(&self, address: &SessionAddress, clear_upto: u64) -> Result<(), Error> {
         let entry = match self.session(address).await? {
             None => None,
             Some(state) => {
@@ -226,11 +246,29 @@ impl Store {
         };
         let shard = shard_of(&address.session_id);
         let records = self.index_key(shard, "records");
+        let member = shorten(&address.session_id);
+        let legacy = if member == address.session_id {
+            String::new()
+        } else {
+            address.session_id.clone()
+        };
         // A write between our read of the record and the script's makes it answer `moved`.
         for _ in 0..4 {
-            let current: Option<String> = self.conn().hget(&records, &address.session_id).await?;
+            let (short, old): (Option<String>, Option<String>) = redis::pipe()
+                .hget(&records, &member)
+                .hget(&records, &address.session_id)
+                .query_async(&mut self.conn())
+                .await?;
+            let current = short.or(if legacy.is_empty() { None } else { old });
             let old_terms = match &current {
-                Some(text) => super::from_json::<Record>(&records, text)?.k,
+                Some(text) => {
+                    Record::decode(text)
+                        .map_err(|reason| Error::Corrupt {
+                            key: records.clone(),
+                            reason,
+                        })?
+                        .k
+                }
                 None => Vec::new(),
             };
             let mut invocation = INDEX_WRITE.prepare_invoke();
@@ -248,7 +286,7 @@ impl Store {
                     }
                     let expire_at = entry.expire_at.map(|at| at.to_string());
                     (
-                        super::to_json(&entry.record),
+                        entry.record.encode(),
                         entry.score,
                         expire_at.unwrap_or_default(),
                         entry.record.v,
@@ -257,7 +295,7 @@ impl Store {
                 None => (String::new(), 0, String::new(), (0, 0)),
             };
             invocation
-                .arg(&address.session_id)
+                .arg(&member)
                 .arg(current.unwrap_or_default())
                 .arg(record)
                 .arg(version.0)
@@ -265,7 +303,8 @@ impl Store {
                 .arg(score)
                 .arg(expire_at)
                 .arg(old_terms.len())
-                .arg(read_at);
+                .arg(clear_upto)
+                .arg(&legacy);
             let reply: String = invocation.invoke_async(&mut self.conn()).await?;
             if reply != "moved" {
                 return Ok(());
@@ -276,6 +315,8 @@ impl Store {
 
     /// One page of the index: each shard's hits below the position, merged; a shard that stopped
     /// early (its page full, or its read budget spent) bounds the page, so no hit is skipped.
+    /// The `All` drive reads each status's sets as sources of their own, merged the same way.
+    /// Hits are merged in the order Redis keeps them (their short ids), then named by full id.
     pub async fn search_index(&self, query: &IndexQuery) -> Result<IndexPage, Error> {
         let limit = query.limit.max(1);
         let budget = (limit * 10).max(200);
@@ -285,7 +326,7 @@ impl Store {
                 if before.is_some_and(|before| before < after.score) {
                     String::new()
                 } else {
-                    after.session_id.clone()
+                    shorten(&after.session_id)
                 },
             ),
             (None, Some(before)) => (before.to_string(), String::new()),
@@ -294,15 +335,31 @@ impl Store {
         let min_score = query
             .updated_after
             .map_or_else(|| "-inf".to_owned(), |after| after.to_string());
+        let drives: Vec<String> = match &query.drive {
+            IndexTerm::All => STATUSES
+                .iter()
+                .map(|status| IndexTerm::Status(*status).text())
+                .collect(),
+            drive => vec![drive.text()],
+        };
+        let codes: Vec<String> = query
+            .required
+            .iter()
+            .map(|term| code_of(&term.text()))
+            .collect();
         let mut shard_pages = Vec::new();
-        for scope in &query.scopes {
+        for (scope, drive, shard) in query.scopes.iter().flat_map(|scope| {
+            drives
+                .iter()
+                .flat_map(move |drive| (0..INDEX_SHARDS).map(move |shard| (scope, drive, shard)))
+        }) {
             let required: Vec<String> = query
                 .required
                 .iter()
                 .map(|term| format!("{}:{}", scope.name(), term.text()))
                 .collect();
-            let drive = format!("{}:{}", scope.name(), query.drive.text());
-            for shard in 0..INDEX_SHARDS {
+            let drive = format!("{}:{drive}", scope.name());
+            {
                 let mut invocation = INDEX_PAGE.prepare_invoke();
                 invocation
                     .key(self.index_key(shard, &drive))
@@ -311,8 +368,9 @@ impl Store {
                     .arg(&after_id)
                     .arg(&min_score)
                     .arg(limit)
-                    .arg(budget);
-                for term in &required {
+                    .arg(budget)
+                    .arg(required.len());
+                for term in required.iter().chain(&codes) {
                     invocation.arg(term);
                 }
                 let mut connection = self.conn();
@@ -357,7 +415,14 @@ impl Store {
         } else {
             bound
         };
-        Ok(IndexPage { hits, next })
+        let named = |position: IndexPosition| IndexPosition {
+            score: position.score,
+            session_id: expand(&position.session_id),
+        };
+        Ok(IndexPage {
+            hits: hits.into_iter().map(named).collect(),
+            next: next.map(named),
+        })
     }
 
     /// The repair sweep's pass: rewrites the entries of sessions marked longer than `older_than`
@@ -370,13 +435,15 @@ impl Store {
         max_per_shard: usize,
     ) -> Result<u64, Error> {
         let now = now_ms();
+        // Marks up to this are the repair's: their changes' own entries did not come.
+        let marked_before = now.saturating_sub(older_than_ms);
         let mut repaired = 0;
         for shard in 0..INDEX_SHARDS {
             let (marked, expired): (Vec<String>, Vec<String>) = redis::pipe()
                 .zrangebyscore_limit(
                     self.index_key(shard, "dirty"),
                     "-inf",
-                    now.saturating_sub(older_than_ms),
+                    marked_before,
                     0,
                     max_per_shard as isize,
                 )
@@ -389,8 +456,9 @@ impl Store {
                 )
                 .query_async(&mut self.conn())
                 .await?;
-            for session_id in marked.iter().chain(&expired) {
-                self.reindex_one(&address_of(session_id)).await?;
+            for member in marked.iter().chain(&expired) {
+                self.reindex_one(&address_of(&expand(member)), marked_before)
+                    .await?;
                 repaired += 1;
             }
         }
@@ -409,15 +477,17 @@ impl Store {
                 .iter()
                 .map(|term| format!("{}:{}", IndexScope::Roots.name(), term.text()))
                 .collect();
+            let member = shorten(session_id);
             for key in &keys {
-                pipe.zadd(self.index_key(shard, key), session_id, *score)
+                pipe.zadd(self.index_key(shard, key), &member, *score)
                     .ignore();
             }
-            let record = super::to_json(&Record {
+            let record = Record {
                 v: (1, *score),
                 k: keys,
-            });
-            pipe.hset(self.index_key(shard, "records"), session_id, record)
+            }
+            .encode();
+            pipe.hset(self.index_key(shard, "records"), &member, record)
                 .ignore();
         }
         let () = pipe.query_async(&mut self.conn()).await?;

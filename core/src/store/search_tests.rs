@@ -11,7 +11,12 @@ use crate::{chunk::RunError, error::ErrorCode, message::Message, meta::SessionMe
 use redis::AsyncCommands;
 use serde_json::json;
 
-async fn create(store: &Store, session_id: &str, user: &str, tags: &[&str]) -> SessionAddress {
+pub(super) async fn create(
+    store: &Store,
+    session_id: &str,
+    user: &str,
+    tags: &[&str],
+) -> SessionAddress {
     let address = SessionAddress::root(session_id);
     let meta = SessionMeta {
         user_id: Some(user.to_owned()),
@@ -39,7 +44,7 @@ async fn create(store: &Store, session_id: &str, user: &str, tags: &[&str]) -> S
     address
 }
 
-fn query(drive: IndexTerm, required: Vec<IndexTerm>, limit: usize) -> IndexQuery {
+pub(super) fn query(drive: IndexTerm, required: Vec<IndexTerm>, limit: usize) -> IndexQuery {
     IndexQuery {
         drive,
         required,
@@ -51,7 +56,7 @@ fn query(drive: IndexTerm, required: Vec<IndexTerm>, limit: usize) -> IndexQuery
     }
 }
 
-async fn ids(store: &Store, query: &IndexQuery) -> Vec<String> {
+pub(super) async fn ids(store: &Store, query: &IndexQuery) -> Vec<String> {
     let page = store.search_index(query).await.unwrap();
     page.hits.into_iter().map(|hit| hit.session_id).collect()
 }
@@ -68,7 +73,7 @@ async fn index_keys(store: &Store) -> Vec<String> {
 
 /// Waits until the index has followed every change (each marks its session until its entry is
 /// written, in a task of its own).
-async fn settled(store: &Store) {
+pub(super) async fn settled(store: &Store) {
     for _ in 0..1000 {
         if store.index_marks().await.unwrap() == 0 {
             return;

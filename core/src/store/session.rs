@@ -61,11 +61,11 @@ impl Store {
         meta: &SessionMeta,
     ) -> Result<u64, Error> {
         let index_address = new.address.clone();
-        self.mark_for_index(&index_address).await?;
+        let mark = self.mark_for_index(&index_address).await?;
         let result = self
             .create_session_with_unindexed(new, custom_state, meta)
             .await;
-        self.reindex_after_change(&index_address).await;
+        self.reindex_after_change(&index_address, mark).await;
         result
     }
 

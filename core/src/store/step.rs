@@ -296,9 +296,9 @@ impl Store {
             return self.commit_step_unindexed(step, completion).await;
         }
         let index_address = step.address.clone();
-        self.mark_for_index(&index_address).await?;
+        let mark = self.mark_for_index(&index_address).await?;
         let result = self.commit_step_unindexed(step, completion).await;
-        self.reindex_after_change(&index_address).await;
+        self.reindex_after_change(&index_address, mark).await;
         result
     }
 
@@ -397,9 +397,9 @@ impl Store {
         usage: UsageRollup,
     ) -> Result<Written, Error> {
         let index_address = run.address.clone();
-        self.mark_for_index(&index_address).await?;
+        let mark = self.mark_for_index(&index_address).await?;
         let result = self.fail_run_unindexed(run, error, usage).await;
-        self.reindex_after_change(&index_address).await;
+        self.reindex_after_change(&index_address, mark).await;
         result
     }
 

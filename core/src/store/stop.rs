@@ -122,9 +122,9 @@ impl Store {
         kind: StopKind,
     ) -> Result<Stopped, Error> {
         let index_address = address.clone();
-        self.mark_for_index(&index_address).await?;
+        let mark = self.mark_for_index(&index_address).await?;
         let result = self.stop_run_unindexed(address, kind).await;
-        self.reindex_after_change(&index_address).await;
+        self.reindex_after_change(&index_address, mark).await;
         result
     }
 

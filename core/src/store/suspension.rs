@@ -118,9 +118,9 @@ impl Store {
         pending: &[PendingCall],
     ) -> Result<Written, Error> {
         let index_address = step.address.clone();
-        self.mark_for_index(&index_address).await?;
+        let mark = self.mark_for_index(&index_address).await?;
         let result = self.commit_suspended_step_unindexed(step, pending).await;
-        self.reindex_after_change(&index_address).await;
+        self.reindex_after_change(&index_address, mark).await;
         result
     }
 
@@ -243,7 +243,7 @@ impl Store {
         // search reads that back from the session (a stale `awaiting` entry is dropped and
         // rewritten then), so the submit stays one round trip.
         let result = self.submit_answer_unindexed(attempt).await;
-        self.reindex_after_change(&SessionAddress::root(attempt.root_session_id))
+        self.reindex_after_change(&SessionAddress::root(attempt.root_session_id), 0)
             .await;
         result
     }

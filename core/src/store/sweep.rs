@@ -6,7 +6,9 @@
 //! or ended session is in neither, so it costs a pass nothing.
 
 use super::{
-    Error, SessionAddress, Status, Store, now_ms,
+    Error, SessionAddress, Status, Store,
+    index_id::expand,
+    now_ms,
     search_index::{INDEX_SHARDS, IndexScope, IndexTerm, address_of},
 };
 use std::collections::BTreeSet;
@@ -46,8 +48,12 @@ impl Store {
         let active = IndexTerm::Status(Status::Active).text();
         let mut candidates = BTreeSet::new();
         for shard in 0..INDEX_SHARDS {
-            // One shard's keys share its hash tag: one pipeline, one node on a cluster.
+            // One shard's keys share its hash tag: one transaction, one node on a cluster. Read
+            // at one instant, an active session is in its `status:active` set or marked (its
+            // entry and the clearing of its mark are one script): read one after the other, a
+            // write between the two reads could hide it from both.
             let mut pipe = redis::pipe();
+            pipe.atomic();
             for scope in [IndexScope::Roots, IndexScope::Children] {
                 let key = self.index_key(shard, &format!("{}:{active}", scope.name()));
                 pipe.zrangebyscore(key, "-inf", quiet_since);
@@ -55,7 +61,13 @@ impl Store {
             pipe.zrangebyscore(self.index_key(shard, "dirty"), "-inf", quiet_since);
             let (roots, children, marked): (Vec<String>, Vec<String>, Vec<String>) =
                 pipe.query_async(&mut self.conn()).await?;
-            candidates.extend(roots.into_iter().chain(children).chain(marked));
+            candidates.extend(
+                roots
+                    .iter()
+                    .chain(&children)
+                    .chain(&marked)
+                    .map(|member| expand(member)),
+            );
         }
         let mut quiet = Vec::new();
         for session_id in candidates {

@@ -121,9 +121,9 @@ impl Store {
     /// committed; `subagent_start` goes on the parent's stream in the same script.
     pub async fn start_child(&self, new: NewChild<'_>) -> Result<ChildRun, Error> {
         let index_address = new.child.clone();
-        self.mark_for_index(&index_address).await?;
+        let mark = self.mark_for_index(&index_address).await?;
         let result = self.start_child_unindexed(new).await;
-        self.reindex_after_change(&index_address).await;
+        self.reindex_after_change(&index_address, mark).await;
         result
     }
 

@@ -5,7 +5,7 @@
 //! completes through the real path.
 
 use baton_client::Client as _;
-use baton_core::{AgentRegistry, ChunkKind, message::ToolOutcome};
+use baton_core::{AgentRegistry, ChunkKind, message::ToolOutcome, store::index_short_id};
 use baton_tests::{Harness, agents, loader, redis_url};
 use redis::AsyncCommands;
 use std::{collections::BTreeMap, time::Duration};
@@ -40,10 +40,23 @@ fn normalized(text: &str, ids: &[(&str, &str)]) -> String {
 }
 
 /// Every key of one session and what it holds, normalized; and its deadline index members.
+/// The indexes name ids in their short form too.
 async fn contents(harness: &Harness, ids: &[(&str, &str)]) -> BTreeMap<String, Vec<String>> {
     let client = redis::Client::open(redis_url()).unwrap();
     let mut redis = client.get_multiplexed_async_connection().await.unwrap();
     let session = ids[0].0;
+    let short_ids: Vec<(String, String)> = ids
+        .iter()
+        .map(|(id, name)| (index_short_id(id), format!("{name}~")))
+        .collect();
+    let short = short_ids[0].0.clone();
+    let mut ids: Vec<(&str, &str)> = ids.to_vec();
+    ids.extend(
+        short_ids
+            .iter()
+            .map(|(id, name)| (id.as_str(), name.as_str())),
+    );
+    let ids = ids.as_slice();
     let mut all = BTreeMap::new();
     for key in harness.keys().await {
         let kind: String = redis::cmd("TYPE")
@@ -57,7 +70,7 @@ async fn contents(harness: &Harness, ids: &[(&str, &str)]) -> BTreeMap<String, V
                 // The search index's records hash: this session's record only.
                 fields
                     .into_iter()
-                    .filter(|(f, _)| key.contains(session) || f == session)
+                    .filter(|(f, _)| key.contains(session) || f == session || *f == short)
                     .map(|(f, v)| format!("{f}={v}"))
                     .collect()
             }
@@ -67,7 +80,7 @@ async fn contents(harness: &Harness, ids: &[(&str, &str)]) -> BTreeMap<String, V
                     redis.zrange_withscores(&key, 0, -1).await.unwrap();
                 members
                     .into_iter()
-                    .filter(|(m, _)| m.contains(session))
+                    .filter(|(m, _)| m.contains(session) || m.contains(&short))
                     .map(|(m, s)| format!("{m} {s}"))
                     .collect()
             }

@@ -14,6 +14,7 @@ mod config;
 mod config_state;
 mod deadline_index;
 mod finish;
+mod index_upgrade;
 mod inspect;
 mod limits;
 mod loader;

@@ -17,10 +17,12 @@
 #![allow(unreachable_pub)]
 
 mod bare;
+mod bytes;
 mod fanout;
 mod footprint;
 mod hitl;
 mod million;
+mod million_fair;
 mod phases;
 mod procs;
 mod remote;
@@ -43,7 +45,7 @@ use std::{
 type Marks = Arc<Mutex<Vec<Instant>>>;
 
 /// The sections, in the order they run.
-const SECTIONS: [&str; 12] = [
+const SECTIONS: [&str; 13] = [
     "steps",
     "submit",
     "hitl",
@@ -55,13 +57,14 @@ const SECTIONS: [&str; 12] = [
     "rounds",
     "soak",
     "million",
+    "bytes",
     "remote",
 ];
 
 /// The sections that run real `batond` processes against a Redis of their own (`procs.rs`);
 /// they need no in-process server and run first.
 /// `remote` is run with them: it sets up its own two in-process services.
-const PROCESS_SECTIONS: [&str; 4] = ["rounds", "soak", "million", "remote"];
+const PROCESS_SECTIONS: [&str; 5] = ["rounds", "soak", "million", "remote", "bytes"];
 
 fn gaps_ms(marks: &[Instant]) -> Vec<f64> {
     marks
@@ -132,6 +135,9 @@ async fn main() -> anyhow::Result<()> {
     }
     if wants("soak") {
         soak::print_soak().await?;
+    }
+    if wants("bytes") {
+        bytes::print_bytes().await?;
     }
     if wants("million") {
         million::print_million().await?;

@@ -21,7 +21,6 @@ fn terms_of(n: u64) -> Vec<IndexTerm> {
         Status::Interrupted,
     ];
     vec![
-        IndexTerm::All,
         IndexTerm::Status(statuses[(n % 5) as usize]),
         IndexTerm::Agent("support".into()),
         IndexTerm::User(format!("user-{}", n % 10_000)),
