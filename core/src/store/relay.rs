@@ -182,7 +182,9 @@ impl Store {
         id: &str,
         answer: &str,
     ) -> Result<RelayedAnswer, Error> {
-        STORE_RELAYED_ANSWER
+        // The root's `awaiting` term counts the relayed calls still open: it follows the answer.
+        let mark = self.mark_for_index(owner).await?;
+        let stored = STORE_RELAYED_ANSWER
             .on(self, owner)
             .arg(run_id)
             .arg(via_call_id)
@@ -190,7 +192,9 @@ impl Store {
             .arg(answer)
             .arg(super::now_ms())
             .run(self)
-            .await
+            .await;
+        self.reindex_after_change(owner, mark).await;
+        stored
     }
 
     /// The end of a remote child its caller's resume continued answers the caller's call

@@ -15,7 +15,7 @@ use baton_core::{
     message::ToolOutcome,
     search::{PendingDetail, PersonCallKind, SessionSearch},
     session::ApprovalDecision,
-    store::{SessionAddress, Status},
+    store::{IndexQuery, IndexScope, IndexTerm, SessionAddress, Status},
     subagent::{self, SubAgent},
     submit::SubmitStatus,
 };
@@ -67,6 +67,34 @@ async fn one_pending(consumer: &Harness, root: &str, kind: PersonCallKind) -> Pe
         .expect("the root lists the remote child's call in time")
 }
 
+/// Whether the consumer's search index itself (before a search's read-back) holds `root` under
+/// `awaiting=person`.
+async fn indexed_as_awaiting(consumer: &Harness, root: &str) -> bool {
+    let query = IndexQuery {
+        drive: IndexTerm::Awaiting,
+        required: Vec::new(),
+        scopes: vec![IndexScope::Roots],
+        after: None,
+        updated_before: None,
+        updated_after: None,
+        limit: 100,
+    };
+    let page = consumer.store.search_index(&query).await.unwrap();
+    page.hits.iter().any(|hit| hit.session_id == root)
+}
+
+/// Waits until the index holds `root` under `awaiting=person` or not, as `awaiting` says.
+async fn until_indexed_as_awaiting(consumer: &Harness, root: &str, awaiting: bool) {
+    let followed = async {
+        while indexed_as_awaiting(consumer, root).await != awaiting {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(WAIT_LIMIT, followed)
+        .await
+        .expect("the search index follows the relayed calls in time");
+}
+
 /// The remote child's id, from the caller's `subagent_start`.
 pub(crate) async fn child_of(consumer: &Harness, root: &str) -> String {
     let chunks = consumer
@@ -110,6 +138,7 @@ async fn answer_both_through_the_root(
     assert_eq!(question.tool_name, "ask_user");
     assert_eq!(question.input, json!({"question": "Name?"}));
     let child = SessionAddress::root(child_of(consumer, root).await);
+    until_indexed_as_awaiting(consumer, root, true).await;
 
     // The producer's refusal is relayed as it is; nothing is written on either side.
     let before = consumer.client.status(root).await.unwrap();
@@ -159,6 +188,8 @@ async fn answer_both_through_the_root(
         "caller_resumes"
     );
     assert!(pending(consumer, root).await.is_empty());
+    // The index follows the relayed answer: the root no longer waits on a person.
+    until_indexed_as_awaiting(consumer, root, false).await;
     assert_eq!(producer.store.answers(&child).await.unwrap().len(), 1);
     consumer.client.resume(root).await.unwrap();
 
