@@ -9,6 +9,7 @@
 mod answers;
 mod auth;
 pub(crate) mod browser;
+mod contract;
 mod messages;
 mod react;
 mod tokens;

@@ -1,0 +1,121 @@
+//! The chat submit contract's cases that `answers` does not cover, with plain HTTP requests: a
+//! malformed approval id beside a stored answer (case C), a rejection for a call nothing awaits
+//! carried inside case B's closed step, and a re-sent answer for a drained call (case B,
+//! `consumed`).
+
+use super::{
+    answers::{
+        answered, answering, approval_id, closed_step, first_message, fresh_id, output, post,
+    },
+    chat_registry,
+};
+use baton_tests::Harness;
+use serde_json::{Value, json};
+
+/// The chat's snapshot: the messages a reload rebuilds.
+async fn snapshot(harness: &Harness, chat: &str) -> Value {
+    reqwest::get(format!("http://{}/chat/{chat}/snapshot", harness.address))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+/// The state of each tool part of the snapshot's message `index`, by call id.
+fn tool_states(snapshot: &Value, index: usize) -> Vec<(String, String)> {
+    snapshot["messages"][index]["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| {
+            Some((
+                p["toolCallId"].as_str()?.to_owned(),
+                p["state"].as_str()?.to_owned(),
+            ))
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_malformed_approval_id_beside_a_stored_answer_is_409_answer_not_stored() {
+    let harness = Harness::start(chat_registry()).await;
+    let chat = &fresh_id();
+    let chunks = first_message(&harness, chat, "mixed").await;
+    let approval_id = approval_id(&chunks);
+    let transfer = |id: &str| {
+        json!({"type": "tool-transfer", "toolCallId": "call_1_2", "state": "approval-responded",
+               "input": {"to": "alice", "amount": 10}, "approval": {"id": id, "approved": true}})
+    };
+    let parts = json!([
+        output("call_1_1", json!({"answer": "yes"})),
+        transfer("bogus")
+    ]);
+    let response = post(&harness, answering(chat, parts)).await;
+    let status = response.status().as_u16();
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body["code"], "state_not_resumable");
+    assert_eq!(body["cause"], "answer_not_stored");
+    assert_eq!(body["toolCallIds"], json!(["call_1_2"]));
+    assert_eq!(body["retryable"], false);
+    // The sibling's answer is in; the approval still waits for its answer.
+    assert_eq!(
+        tool_states(&snapshot(&harness, chat).await, 1),
+        [
+            ("call_1_1".to_owned(), "output-available".to_owned()),
+            ("call_1_2".to_owned(), "approval-requested".to_owned())
+        ]
+    );
+    // Answered again with the right id, the run continues (case A).
+    let parts = json!([
+        output("call_1_1", json!({"answer": "yes"})),
+        transfer(&approval_id)
+    ]);
+    let chunks = answered(&harness, answering(chat, parts)).await;
+    let text: String = chunks.iter().filter_map(|c| c["delta"].as_str()).collect();
+    assert_eq!(
+        text,
+        r#"User: {"answer":"yes"}; transfer: sent 10 to alice"#
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rejection_beside_an_awaited_batch_rides_inside_the_closed_step() {
+    let harness = Harness::start(chat_registry()).await;
+    let chat = &fresh_id();
+    first_message(&harness, chat, "asker_twice").await;
+    let parts = json!([
+        output("call_1_1", json!({"answer": "one"})),
+        output("nosuch", json!({"answer": "?"}))
+    ]);
+    let chunks = answered(&harness, answering(chat, parts)).await;
+    assert_eq!(
+        chunks,
+        closed_step(&[
+            json!({"type": "data-resume-rejected",
+                   "data": {"toolCallId": "nosuch", "cause": "unknown_tool_call"}}),
+            json!({"type": "data-answers", "data": {"continuation": "awaiting_batch",
+                   "answers": [{"toolCallId": "call_1_1", "status": "accepted"}]}})
+        ])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_re_sent_answer_for_a_drained_call_is_a_closed_step_consumed() {
+    let harness = Harness::start(chat_registry()).await;
+    let chat = &fresh_id();
+    first_message(&harness, chat, "asker_only").await;
+    let body = answering(chat, json!([output("call_1_1", json!({"answer": "Ada"}))]));
+    let chunks = answered(&harness, body.clone()).await;
+    let text: String = chunks.iter().filter_map(|c| c["delta"].as_str()).collect();
+    assert_eq!(text, r#"Hello {"answer":"Ada"}"#);
+    // A lost 200 or a second tab sends the same request again: answered from the marker.
+    assert_eq!(
+        answered(&harness, body).await,
+        closed_step(&[
+            json!({"type": "data-answers", "data": {"continuation": "consumed",
+                   "answers": [{"toolCallId": "call_1_1", "status": "already_completed"}]}})
+        ])
+    );
+}
