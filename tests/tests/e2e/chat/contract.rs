@@ -1,7 +1,7 @@
 //! The chat submit contract's cases that `answers` does not cover, with plain HTTP requests: a
 //! malformed approval id beside a stored answer (case C), a rejection for a call nothing awaits
-//! carried inside case B's closed step, and a re-sent answer for a drained call (case B,
-//! `consumed`).
+//! carried inside case B's closed step, a re-sent answer for a drained call (case B,
+//! `consumed`), and a refusal as sent winning over a sibling's transient failure.
 
 use super::{
     answers::{
@@ -117,5 +117,44 @@ async fn a_re_sent_answer_for_a_drained_call_is_a_closed_step_consumed() {
             json!({"type": "data-answers", "data": {"continuation": "consumed",
                    "answers": [{"toolCallId": "call_1_1", "status": "already_completed"}]}})
         ])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_as_sent_wins_over_a_transient_failure_and_keeps_its_code() {
+    // One submit a minute, and small answers: a schema refusal takes the bucket's token, so the
+    // sibling after it is rate limited; an oversized answer is refused before any token.
+    let options = baton_worker::ServerOptions {
+        submits_per_minute: Some(1),
+        submit_limits: baton_core::submit::SubmitLimits {
+            max_result_bytes: 1000,
+        },
+        ..baton_tests::open_options()
+    };
+    let harness = Harness::start_with(chat_registry(), options).await;
+    let chat = &fresh_id();
+    first_message(&harness, chat, "asker_twice").await;
+    let second = output("call_1_2", json!({"answer": "two"}));
+    for (first, status, code) in [
+        (json!({"answer": 5}), 400, "INVALID_RESULT"),
+        (
+            json!({"answer": "x".repeat(2000)}),
+            413,
+            "validation_payload_too_large",
+        ),
+    ] {
+        let parts = json!([output("call_1_1", first), second.clone()]);
+        let response = post(&harness, answering(chat, parts)).await;
+        let got = response.status().as_u16();
+        let body: Value = response.json().await.unwrap();
+        assert_eq!((got, body["code"].as_str()), (status, Some(code)), "{body}");
+        assert_eq!(body["retryable"], false, "{body}");
+    }
+    assert_eq!(
+        tool_states(&snapshot(&harness, chat).await, 1),
+        [
+            ("call_1_1".to_owned(), "input-available".to_owned()),
+            ("call_1_2".to_owned(), "input-available".to_owned())
+        ]
     );
 }
