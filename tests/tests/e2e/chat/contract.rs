@@ -1,7 +1,8 @@
 //! The chat submit contract's cases that `answers` does not cover, with plain HTTP requests: a
 //! malformed approval id beside a stored answer (case C), a rejection for a call nothing awaits
 //! carried inside case B's closed step, a re-sent answer for a drained call (case B,
-//! `consumed`), and a refusal as sent winning over a sibling's transient failure.
+//! `consumed`), a drained answer beside a new one (the new one decides), and a refusal as sent
+//! winning over a sibling's transient failure.
 
 use super::{
     answers::{
@@ -157,4 +158,41 @@ async fn a_refusal_as_sent_wins_over_a_transient_failure_and_keeps_its_code() {
             ("call_1_2".to_owned(), "input-available".to_owned())
         ]
     );
+}
+
+/// `asker_again`: step 1 asks the user, step 2 asks again, step 3 answers.
+fn asker_again() -> baton_core::Agent {
+    let model = baton_core::ScriptedModel::default()
+        .call("ask_user", json!({"question": "First?"}))
+        .call("ask_user", json!({"question": "Second?"}))
+        .answer("Last: {{result:ask_user}}");
+    baton_core::Agent::builder("asker_again")
+        .model(model)
+        .client_tool(baton_core::tool::ClientTool::typed::<
+            baton_tests::agents::Question,
+            baton_tests::agents::Reply,
+        >("ask_user", "Asks the user a question."))
+        .build()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drained_answer_beside_a_new_one_resumes_on_the_new_one() {
+    let registry = baton_core::AgentRegistry::new([asker_again()]).unwrap();
+    let harness = Harness::start(registry).await;
+    let chat = &fresh_id();
+    first_message(&harness, chat, "asker_again").await;
+    let first = output("call_1_1", json!({"answer": "one"}));
+    let chunks = answered(&harness, answering(chat, json!([first.clone()]))).await;
+    assert!(
+        chunks
+            .iter()
+            .any(|c| c["type"] == "tool-input-available" && c["toolCallId"] == "call_2_1"),
+        "{chunks:?}"
+    );
+    // A custom sender keeps the drained answer beside the new one in the trailing step.
+    let both = json!([first, output("call_2_1", json!({"answer": "two"}))]);
+    let chunks = answered(&harness, answering(chat, both)).await;
+    let text: String = chunks.iter().filter_map(|c| c["delta"].as_str()).collect();
+    assert_eq!(text, r#"Last: {"answer":"two"}"#, "{chunks:?}");
 }
