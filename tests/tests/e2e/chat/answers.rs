@@ -96,6 +96,20 @@ async fn awaiting_approval(harness: &Harness, chat: &str) -> (Vec<Value>, String
     (chunks, approval_id)
 }
 
+/// Overwrites the chat's pending call `call_1_1` with a row Baton cannot read.
+pub(super) async fn corrupt_pending_call(harness: &Harness, chat: &str) {
+    let client = redis::Client::open(baton_tests::redis_url()).unwrap();
+    let mut connection = client.get_multiplexed_async_connection().await.unwrap();
+    let pending = format!("{}:{{{chat}}}:{chat}:pending", harness.prefix);
+    let _: () = redis::cmd("HSET")
+        .arg(&pending)
+        .arg("call_1_1")
+        .arg("not json")
+        .query_async(&mut connection)
+        .await
+        .unwrap();
+}
+
 /// POSTs `body`, which must be answered 200, and reads its chunks to the end.
 pub(super) async fn answered(harness: &Harness, body: Value) -> Vec<Value> {
     let response = post(harness, body).await;
@@ -295,16 +309,7 @@ async fn a_corrupt_stored_row_is_500_not_a_retryable_answer() {
     let harness = Harness::start(chat_registry()).await;
     let chat = &fresh_id();
     first_message(&harness, chat, "asker_only").await;
-    let client = redis::Client::open(baton_tests::redis_url()).unwrap();
-    let mut connection = client.get_multiplexed_async_connection().await.unwrap();
-    let pending = format!("{}:{{{chat}}}:{chat}:pending", harness.prefix);
-    let _: () = redis::cmd("HSET")
-        .arg(&pending)
-        .arg("call_1_1")
-        .arg("not json")
-        .query_async(&mut connection)
-        .await
-        .unwrap();
+    corrupt_pending_call(&harness, chat).await;
     let (status, body) = answer(
         &harness,
         chat,

@@ -2,11 +2,13 @@
 //! malformed approval id beside a stored answer (case C), a rejection for a call nothing awaits
 //! carried inside case B's closed step, a re-sent answer for a drained call (case B,
 //! `consumed`), a drained answer beside a new one (the new one decides), and a refusal as sent
-//! winning over a sibling's transient failure.
+//! winning over a sibling's transient failure; and a submit whose store script meets a corrupt
+//! row is 500, not a retryable 503.
 
 use super::{
     answers::{
-        answered, answering, approval_id, closed_step, first_message, fresh_id, output, post,
+        answered, answering, approval_id, closed_step, corrupt_pending_call, first_message,
+        fresh_id, output, post,
     },
     chat_registry,
 };
@@ -195,4 +197,27 @@ async fn a_drained_answer_beside_a_new_one_resumes_on_the_new_one() {
     let chunks = answered(&harness, answering(chat, both)).await;
     let text: String = chunks.iter().filter_map(|c| c["delta"].as_str()).collect();
     assert_eq!(text, r#"Last: {"answer":"two"}"#, "{chunks:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_submit_on_a_corrupt_stored_row_is_500_not_a_retryable_answer() {
+    let harness = Harness::start(chat_registry()).await;
+    let chat = &fresh_id();
+    first_message(&harness, chat, "asker_only").await;
+    corrupt_pending_call(&harness, chat).await;
+    // The submit route reads the row in the store's script, not before it as the chat route does.
+    let response = reqwest::Client::new()
+        .post(format!("http://{}/submit-tool-result", harness.address))
+        .json(&json!({"sessionId": chat, "toolCallId": "call_1_1", "result": {"answer": "x"}}))
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (500, Some("framework_internal_error")),
+        "{body}"
+    );
+    assert_eq!(body["retryable"], false);
 }
