@@ -1,7 +1,7 @@
 //! The chat route with the real client: Node drivers (`tests/js/chat-driver.mjs`) run the
 //! `AbstractChat` of `ai` 6.0.0 and of the newest 6.x (a state that clones messages as React's
 //! does) against this server, and each scenario is checked on both, counting the POSTs: no
-//! request may be sent twice. `answers` checks the route's answers with plain HTTP requests,
+//! request may be sent twice. `answers` and `contract` check the route's answers with plain HTTP requests,
 //! `auth` the route under built-in auth, `tokens` user tokens, revocation and origins, `tree` a
 //! session tree's calls, `messages` message ids, metadata, files, reasoning and a tool's data parts, `browser` the demo page in
 //! Chromium, `react` a React app on `@ai-sdk/react` in Chromium.
