@@ -3,7 +3,8 @@
 //! carried inside case B's closed step, a re-sent answer for a drained call (case B,
 //! `consumed`), a drained answer beside a new one (the new one decides), and a refusal as sent
 //! winning over a sibling's transient failure; and a submit whose store script meets a corrupt
-//! row is 500, not a retryable 503.
+//! row is 500, not a retryable 503; past the completed marker's retention a re-sent answer is
+//! unknown again.
 
 use super::{
     answers::{
@@ -162,14 +163,19 @@ async fn a_refusal_as_sent_wins_over_a_transient_failure_and_keeps_its_code() {
     );
 }
 
-/// `asker_again`: step 1 asks the user, step 2 asks again, step 3 answers.
-fn asker_again() -> baton_core::Agent {
+/// `asker_again`: step 1 asks the user, step 2 asks again, step 3 answers; a drained call's
+/// marker is kept `retention` (the default without one).
+fn asker_again(retention: Option<std::time::Duration>) -> baton_core::Agent {
     let model = baton_core::ScriptedModel::default()
         .call("ask_user", json!({"question": "First?"}))
         .call("ask_user", json!({"question": "Second?"}))
         .answer("Last: {{result:ask_user}}");
-    baton_core::Agent::builder("asker_again")
-        .model(model)
+    let builder = baton_core::Agent::builder("asker_again").model(model);
+    let builder = match retention {
+        Some(retention) => builder.completed_retention(retention),
+        None => builder,
+    };
+    builder
         .client_tool(baton_core::tool::ClientTool::typed::<
             baton_tests::agents::Question,
             baton_tests::agents::Reply,
@@ -180,7 +186,7 @@ fn asker_again() -> baton_core::Agent {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_drained_answer_beside_a_new_one_resumes_on_the_new_one() {
-    let registry = baton_core::AgentRegistry::new([asker_again()]).unwrap();
+    let registry = baton_core::AgentRegistry::new([asker_again(None)]).unwrap();
     let harness = Harness::start(registry).await;
     let chat = &fresh_id();
     first_message(&harness, chat, "asker_again").await;
@@ -220,4 +226,21 @@ async fn a_submit_on_a_corrupt_stored_row_is_500_not_a_retryable_answer() {
         "{body}"
     );
     assert_eq!(body["retryable"], false);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_the_completed_markers_retention_a_re_sent_answer_is_unknown_again() {
+    // `asker_again` with no retention: the marker of a drained call is gone at once.
+    let agent = asker_again(Some(std::time::Duration::ZERO));
+    let harness = Harness::start(baton_core::AgentRegistry::new([agent]).unwrap()).await;
+    let chat = &fresh_id();
+    first_message(&harness, chat, "asker_again").await;
+    let body = answering(chat, json!([output("call_1_1", json!({"answer": "one"}))]));
+    answered(&harness, body.clone()).await;
+    let response = post(&harness, body).await;
+    let status = response.status().as_u16();
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body["code"], "state_not_resumable");
+    assert_eq!(body["cause"], "unknown_tool_call", "{body}");
 }
