@@ -20,16 +20,21 @@ pub enum Error {
     Corrupt { key: String, reason: String },
 }
 
-/// Redis trouble, unless one of Baton's scripts failed as it ran: a script only fails on a row it
-/// cannot read (`cjson.decode` of a row Baton did not write), which a repeat reads again, so that
-/// is corrupt data, not worth retrying.
+/// Redis trouble, unless one of Baton's scripts failed in its own code (an `ERR` whose detail
+/// starts `user_script:<line>:`): a script only fails so on a row it cannot read (`cjson.decode`
+/// of a row Baton did not write), which a repeat reads again, so that is corrupt data, not worth
+/// retrying. An error of a command the script called (`OOM`, `BUSY`, …) keeps its own code and
+/// stays Redis trouble.
 impl From<redis::RedisError> for Error {
     fn from(error: redis::RedisError) -> Self {
-        let text = error.to_string();
-        if text.contains("user_script:") {
+        let in_script = error.kind() == redis::ErrorKind::ResponseError
+            && error
+                .detail()
+                .is_some_and(|detail| detail.starts_with("user_script:"));
+        if in_script {
             return Error::Corrupt {
                 key: "a script's row".to_owned(),
-                reason: text,
+                reason: error.to_string(),
             };
         }
         Error::Redis(error)
@@ -78,6 +83,13 @@ mod tests {
         assert!(matches!(Error::from(script), Error::Corrupt { .. }));
         let down = redis::RedisError::from((redis::ErrorKind::IoError, "connection reset"));
         assert!(matches!(Error::from(down), Error::Redis(_)));
+        let full = redis::RedisError::from((
+            redis::ErrorKind::ExtensionError,
+            "OOM",
+            "command not allowed when used memory > 'maxmemory'. script: f0, on @user_script:12."
+                .to_owned(),
+        ));
+        assert!(matches!(Error::from(full), Error::Redis(_)));
     }
 
     #[test]
