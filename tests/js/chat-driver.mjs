@@ -160,6 +160,27 @@ async function stopOnServer(id) {
   return response.json();
 }
 
+/** A `mixed` chat reloaded from the snapshot with `predicate`: the client call answered, then
+ * the approval approved, counting the POSTs after each. */
+async function reloadWith(predicate) {
+  const id = newId();
+  const live = chat({ id, agent: 'mixed', predicate });
+  await live.sendMessage({ text: 'mixed' });
+  await settled(live);
+  const c = chat({ id, agent: 'mixed', predicate, messages: await snapshot(id) });
+  const reloaded = summary(c);
+  await c.addToolOutput({
+    tool: 'ask_user',
+    toolCallId: part(c, 'input-available').toolCallId,
+    output: { answer: 'yes' },
+  });
+  await settled(c);
+  const afterClient = c.own.posts;
+  await c.addToolApprovalResponse({ id: part(c, 'approval-requested').approval.id, approved: true });
+  await settled(c);
+  return summary(c, { reloaded, postsAfterClientAnswer: afterClient });
+}
+
 function summary(instance, extra = {}) {
   const message = last(instance);
   return {
@@ -274,24 +295,9 @@ const scenarios = {
     return summary(again, { refused, reloaded });
   },
 
-  async reload() {
-    const id = newId();
-    const live = chat({ id, agent: 'mixed', predicate: approvalsDone });
-    await live.sendMessage({ text: 'mixed' });
-    await settled(live);
-    const c = chat({ id, agent: 'mixed', predicate: approvalsDone, messages: await snapshot(id) });
-    const reloaded = summary(c);
-    await c.addToolOutput({
-      tool: 'ask_user',
-      toolCallId: part(c, 'input-available').toolCallId,
-      output: { answer: 'yes' },
-    });
-    await settled(c);
-    const afterClient = c.own.posts;
-    await c.addToolApprovalResponse({ id: part(c, 'approval-requested').approval.id, approved: true });
-    await settled(c);
-    return summary(c, { reloaded, postsAfterClientAnswer: afterClient });
-  },
+  reload: () => reloadWith(approvalsDone),
+  reload_either: () => reloadWith(either),
+  reload_tool_calls: () => reloadWith(toolCallsDone),
 
   async tree_grandchild() {
     const c = chat({ id: newId(), agent: 'top', predicate: toolCallsDone });

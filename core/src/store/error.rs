@@ -7,7 +7,7 @@ use crate::{ApiError, ErrorCode};
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("redis: {0}")]
-    Redis(#[from] redis::RedisError),
+    Redis(redis::RedisError),
     #[error("session {0} already exists")]
     SessionExists(String),
     #[error("session {0} not found")]
@@ -18,6 +18,27 @@ pub enum Error {
     /// Stored data does not have the shape Baton writes; a bug or a foreign writer.
     #[error("corrupt data at {key}: {reason}")]
     Corrupt { key: String, reason: String },
+}
+
+/// Redis trouble, unless one of Baton's scripts failed in its own code (an `ERR` whose detail
+/// starts `user_script:<line>:`): a script only fails so on a row it cannot read (`cjson.decode`
+/// of a row Baton did not write), which a repeat reads again, so that is corrupt data, not worth
+/// retrying. An error of a command the script called (`OOM`, `BUSY`, …) keeps its own code and
+/// stays Redis trouble.
+impl From<redis::RedisError> for Error {
+    fn from(error: redis::RedisError) -> Self {
+        let in_script = error.kind() == redis::ErrorKind::ResponseError
+            && error
+                .detail()
+                .is_some_and(|detail| detail.starts_with("user_script:"));
+        if in_script {
+            return Error::Corrupt {
+                key: "a script's row".to_owned(),
+                reason: error.to_string(),
+            };
+        }
+        Error::Redis(error)
+    }
 }
 
 /// A store failure as the client sees it: Redis down is `store_unavailable` (retryable), a row
@@ -51,6 +72,25 @@ impl From<Error> for ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_script_that_failed_on_a_row_is_corrupt_data_and_redis_trouble_is_not() {
+        let script = redis::RedisError::from((
+            redis::ErrorKind::ResponseError,
+            "An error was signalled by the server",
+            "user_script:102: Expected value but found invalid token at character 1".to_owned(),
+        ));
+        assert!(matches!(Error::from(script), Error::Corrupt { .. }));
+        let down = redis::RedisError::from((redis::ErrorKind::IoError, "connection reset"));
+        assert!(matches!(Error::from(down), Error::Redis(_)));
+        let full = redis::RedisError::from((
+            redis::ErrorKind::ExtensionError,
+            "OOM",
+            "command not allowed when used memory > 'maxmemory'. script: f0, on @user_script:12."
+                .to_owned(),
+        ));
+        assert!(matches!(Error::from(full), Error::Redis(_)));
+    }
 
     #[test]
     fn each_store_error_is_its_code_and_shows_no_internals() {

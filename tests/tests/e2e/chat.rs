@@ -1,7 +1,7 @@
 //! The chat route with the real client: Node drivers (`tests/js/chat-driver.mjs`) run the
 //! `AbstractChat` of `ai` 6.0.0 and of the newest 6.x (a state that clones messages as React's
 //! does) against this server, and each scenario is checked on both, counting the POSTs: no
-//! request may be sent twice. `answers` checks the route's answers with plain HTTP requests,
+//! request may be sent twice. `answers` and `contract` check the route's answers with plain HTTP requests,
 //! `auth` the route under built-in auth, `tokens` user tokens, revocation and origins, `tree` a
 //! session tree's calls, `messages` message ids, metadata, files, reasoning and a tool's data parts, `browser` the demo page in
 //! Chromium, `react` a React app on `@ai-sdk/react` in Chromium.
@@ -9,6 +9,7 @@
 mod answers;
 mod auth;
 pub(crate) mod browser;
+mod contract;
 mod messages;
 mod react;
 mod tokens;
@@ -226,8 +227,8 @@ fn has_part(summary: &Value, part: &str) -> bool {
 }
 
 /// A `mixed` chat seeded from the snapshot (its client call in `client_state`, its approval
-/// awaited) that then sent one request and reached the final answer.
-fn reloaded_then_answered_once(s: &Value, client_state: &str) {
+/// awaited) that then sent `posts` requests and reached the final answer.
+fn reloaded_then_answered(s: &Value, client_state: &str, posts: u64) {
     let reloaded = &s["reloaded"];
     assert!(
         has_part(reloaded, &format!("tool-ask_user:{client_state}")),
@@ -239,7 +240,7 @@ fn reloaded_then_answered_once(s: &Value, client_state: &str) {
     );
     ready_with(
         s,
-        1,
+        posts,
         r#"User: {"answer":"yes"}; transfer: sent 10 to alice"#,
     );
 }
@@ -330,7 +331,7 @@ async fn an_answer_not_stored_beside_a_stored_one_is_409_and_the_snapshot_recove
         assert_eq!(body["cause"], "answer_not_stored");
         assert_eq!(body["retryable"], false);
         assert_eq!(body["toolCallIds"], json!(["call_1_2"]));
-        reloaded_then_answered_once(s, "output-available");
+        reloaded_then_answered(s, "output-available", 1);
     })
     .await;
 }
@@ -339,7 +340,27 @@ async fn an_answer_not_stored_beside_a_stored_one_is_409_and_the_snapshot_recove
 async fn a_chat_reloaded_from_the_snapshot_auto_sends_like_the_live_one() {
     on_every_release("reload", |s| {
         assert_eq!(s["postsAfterClientAnswer"], 0, "{s}");
-        reloaded_then_answered_once(s, "input-available");
+        reloaded_then_answered(s, "input-available", 1);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reloaded_chat_sends_per_predicate_as_the_live_one() {
+    // Either predicate: the client's answer alone sends nothing; approving sends both and the
+    // run goes on. The approval's output streams into the answered step, before the new step
+    // opens, so the predicates read a step with no tool part: nothing is sent again.
+    on_every_release("reload_either", |s| {
+        assert_eq!(s["postsAfterClientAnswer"], 0, "{s}");
+        reloaded_then_answered(s, "input-available", 1);
+    })
+    .await;
+    // The tool-calls predicate alone counts output parts only: nothing is ever sent.
+    on_every_release("reload_tool_calls", |s| {
+        assert_eq!(s["postsAfterClientAnswer"], 0, "{s}");
+        assert_eq!(s["ownPosts"], 0, "{s}");
+        assert_eq!(s["status"], "ready", "{s}");
+        assert!(has_part(s, "tool-transfer:approval-responded"), "{s}");
     })
     .await;
 }

@@ -80,15 +80,55 @@ async fn answer(harness: &Harness, chat: &str, parts: Value) -> (u16, Value) {
     refusal(post(harness, answering(chat, parts)).await).await
 }
 
-/// Starts a `guarded` chat: its first answer's chunks and the approval id it asks for.
-async fn awaiting_approval(harness: &Harness, chat: &str) -> (Vec<Value>, String) {
-    let chunks = first_message(harness, chat, "guarded").await;
-    let approval_id = chunks
+/// The approval id a turn's chunks ask for.
+pub(super) fn approval_id(chunks: &[Value]) -> String {
+    chunks
         .iter()
         .find(|c| c["type"] == "tool-approval-request")
         .map(|c| c["approvalId"].as_str().unwrap().to_owned())
-        .expect("an approval request");
+        .expect("an approval request")
+}
+
+/// Starts a `guarded` chat: its first answer's chunks and the approval id it asks for.
+async fn awaiting_approval(harness: &Harness, chat: &str) -> (Vec<Value>, String) {
+    let chunks = first_message(harness, chat, "guarded").await;
+    let approval_id = approval_id(&chunks);
     (chunks, approval_id)
+}
+
+/// Overwrites the chat's pending call `call_1_1` with a row Baton cannot read.
+pub(super) async fn corrupt_pending_call(harness: &Harness, chat: &str) {
+    let client = redis::Client::open(baton_tests::redis_url()).unwrap();
+    let mut connection = client.get_multiplexed_async_connection().await.unwrap();
+    let pending = format!("{}:{{{chat}}}:{chat}:pending", harness.prefix);
+    let _: () = redis::cmd("HSET")
+        .arg(&pending)
+        .arg("call_1_1")
+        .arg("not json")
+        .query_async(&mut connection)
+        .await
+        .unwrap();
+}
+
+/// POSTs `body`, which must be answered 200, and reads its chunks to the end.
+pub(super) async fn answered(harness: &Harness, body: Value) -> Vec<Value> {
+    let response = post(harness, body).await;
+    assert_eq!(response.status(), 200);
+    let (chunks, done) = frames(response).await;
+    assert!(done);
+    chunks
+}
+
+/// Case B's chunks for the trailing message `a1`: a step that opens and closes around `inside`.
+pub(super) fn closed_step(inside: &[Value]) -> Vec<Value> {
+    let mut chunks = vec![
+        json!({"type": "start", "messageId": "a1"}),
+        json!({"type": "start-step"}),
+    ];
+    chunks.extend(inside.iter().cloned());
+    chunks.push(json!({"type": "finish-step"}));
+    chunks.push(json!({"type": "finish"}));
+    chunks
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -148,14 +188,10 @@ async fn an_answer_whose_sibling_is_awaited_closes_its_step_with_a_data_part() {
     assert!(done);
     assert_eq!(
         chunks,
-        [
-            json!({"type": "start", "messageId": "a1"}),
-            json!({"type": "start-step"}),
+        closed_step(&[
             json!({"type": "data-answers", "data": {"continuation": "awaiting_batch",
-                   "answers": [{"toolCallId": "call_1_1", "status": "accepted"}]}}),
-            json!({"type": "finish-step"}),
-            json!({"type": "finish"}),
-        ]
+                   "answers": [{"toolCallId": "call_1_1", "status": "accepted"}]}})
+        ])
     );
 }
 
@@ -273,16 +309,7 @@ async fn a_corrupt_stored_row_is_500_not_a_retryable_answer() {
     let harness = Harness::start(chat_registry()).await;
     let chat = &fresh_id();
     first_message(&harness, chat, "asker_only").await;
-    let client = redis::Client::open(baton_tests::redis_url()).unwrap();
-    let mut connection = client.get_multiplexed_async_connection().await.unwrap();
-    let pending = format!("{}:{{{chat}}}:{chat}:pending", harness.prefix);
-    let _: () = redis::cmd("HSET")
-        .arg(&pending)
-        .arg("call_1_1")
-        .arg("not json")
-        .query_async(&mut connection)
-        .await
-        .unwrap();
+    corrupt_pending_call(&harness, chat).await;
     let (status, body) = answer(
         &harness,
         chat,
