@@ -11,7 +11,7 @@ use crate::remote::{forwarded, start};
 use crate::runs::TEST_WORKER;
 use baton_client::Client as _;
 use baton_core::{
-    AgentRegistry, StreamChunk,
+    Agent, AgentRegistry, ScriptedModel, StreamChunk,
     message::ToolOutcome,
     search::{PendingDetail, PersonCallKind, SessionSearch},
     session::ApprovalDecision,
@@ -93,6 +93,11 @@ async fn until_indexed_as_awaiting(consumer: &Harness, root: &str, awaiting: boo
     tokio::time::timeout(WAIT_LIMIT, followed)
         .await
         .expect("the search index follows the relayed calls in time");
+}
+
+/// The status of the producer's session `child`.
+async fn status_of(producer: &Harness, child: &SessionAddress) -> Status {
+    producer.store.session(child).await.unwrap().unwrap().status
 }
 
 /// The remote child's id, from the caller's `subagent_start`.
@@ -232,16 +237,7 @@ async fn a_remote_childs_question_then_approval_are_answered_through_the_consume
     assert_eq!(kinds.iter().filter(|k| **k == "subagent_end").count(), 1);
     // One child on the producer, which ran three runs (its start, then two resumes).
     let child = SessionAddress::root(child_of(&consumer, &root).await);
-    assert_eq!(
-        producer
-            .store
-            .session(&child)
-            .await
-            .unwrap()
-            .unwrap()
-            .status,
-        Status::Completed
-    );
+    assert_eq!(status_of(&producer, &child).await, Status::Completed);
     assert_eq!(runs(&producer).await, 3);
     assert!(pending(&consumer, &root).await.is_empty());
 }
@@ -299,6 +295,57 @@ async fn a_stop_of_a_caller_waiting_on_a_paused_child_interrupts_the_child() {
     let child = SessionAddress::root(child_of(&consumer, &root).await);
 
     // No follower runs while the child waits: the stop itself passes the interrupt on.
+    consumer.interrupt(&root).await;
+    assert!(pending(&consumer, &root).await.is_empty());
+    let child_state = producer.store.session(&child).await.unwrap().unwrap();
+    assert_eq!(child_state.status, Status::Interrupted);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_root_stop_interrupts_the_paused_remote_child_of_a_session_below_it() {
+    let (producer, url) = producer().await;
+    let remote = remote_agents::remote(&url, "ask_then_approve");
+    let middle = Agent::builder("remote_delegator")
+        .model(
+            ScriptedModel::default()
+                .call("research", json!({"message": "hello"}))
+                .answer("got {{result:research}}"),
+        )
+        .sub_agent_with(SubAgent::remote("research", "asks", remote))
+        .max_steps(4)
+        .build()
+        .unwrap();
+    let outer = Agent::builder("outer")
+        .model(
+            ScriptedModel::default()
+                .call("subagent__remote_delegator", json!({"message": "go"}))
+                .answer("done"),
+        )
+        .sub_agent("remote_delegator", "Delegates.")
+        .max_steps(4)
+        .build()
+        .unwrap();
+    let consumer = Harness::start(AgentRegistry::new([outer, middle]).unwrap()).await;
+    let root = start(&consumer, "outer").await.session_id;
+    // The question of the remote child of the root's local child, listed on the root once.
+    one_pending(&consumer, &root, PersonCallKind::ClientTool).await;
+    let children = producer
+        .client
+        .sessions(&SessionSearch::default())
+        .await
+        .unwrap()
+        .sessions;
+    let [child] = &children[..] else {
+        panic!("one child on the producer: {children:?}")
+    };
+    let child = SessionAddress::root(child.session_id.clone());
+    assert_eq!(
+        status_of(&producer, &child).await,
+        Status::SuspendedClientTool
+    );
+
+    // The root's stop reaches the session below it, which waits holding no follower: the stop
+    // passes the interrupt on to its remote child.
     consumer.interrupt(&root).await;
     assert!(pending(&consumer, &root).await.is_empty());
     let child_state = producer.store.session(&child).await.unwrap().unwrap();

@@ -56,8 +56,11 @@ pub async fn list_pending(
     };
     let (rows, next_cursor) = search_rows(state, scope, &search).await?;
     let now = now_ms();
+    // Each tree's calls come with its root's row (read tree-wide): a `root` search also gives
+    // the rows of the sessions below it, whose calls the root's row holds already.
     let calls = rows
         .into_iter()
+        .filter(|row| row.summary.session_id == row.summary.root_session_id)
         .flat_map(|row| {
             let root = row.summary.session_id.clone();
             row.calls

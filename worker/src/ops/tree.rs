@@ -265,11 +265,17 @@ async fn stop_descendants_once(
         running += 1;
         let stopped = state.store.stop_run(&address, kind).await?;
         if let baton_core::store::Stopped::Stopped {
-            workflow_id: Some(workflow_id),
+            workflow_id,
+            closed_calls,
             ..
         } = stopped
         {
-            cancel_run_workflow(state, &workflow_id).await;
+            if let Some(workflow_id) = workflow_id {
+                cancel_run_workflow(state, &workflow_id).await;
+            }
+            // A session of the tree waiting on a remote child holds no follower that would.
+            super::relay::pass_stop_on(state, &address, &session.agent_type, &closed_calls, kind)
+                .await;
         }
         tracing::info!(session_id = %address.session_id, ?kind, "tree session stopped");
     }
