@@ -18,6 +18,7 @@ use crate::{
     table::Row,
 };
 use baton_client::Client as _;
+use baton_core::store::index_long_id;
 use futures::StreamExt;
 use serde_json::Value;
 use std::{
@@ -268,10 +269,9 @@ pub async fn run(campaign: &Campaign) -> anyhow::Result<Row> {
             indexed
                 .into_iter()
                 .filter(|member| {
-                    !member
-                        .split('|')
-                        .next()
-                        .is_some_and(|root| allowed.contains(root))
+                    // Members name sessions in the index's short form (or the old long one).
+                    let root = member.split('|').next().map(index_long_id);
+                    !root.is_some_and(|root| allowed.contains(&root))
                 })
                 .map(|member| format!("{deadline_index} member {member}")),
         )
@@ -279,6 +279,7 @@ pub async fn run(campaign: &Campaign) -> anyhow::Result<Row> {
             named
                 .into_iter()
                 .filter(|(_, session)| {
+                    let session = index_long_id(session);
                     let root = session.split('.').next().unwrap_or_default();
                     !allowed.contains(root)
                 })
