@@ -328,7 +328,21 @@ async fn a_root_stop_interrupts_the_paused_remote_child_of_a_session_below_it() 
     let consumer = Harness::start(AgentRegistry::new([outer, middle]).unwrap()).await;
     let root = start(&consumer, "outer").await.session_id;
     // The question of the remote child of the root's local child, listed on the root once.
-    one_pending(&consumer, &root, PersonCallKind::ClientTool).await;
+    let question = one_pending(&consumer, &root, PersonCallKind::ClientTool).await;
+    // A filter that leaves the root's row out still lists it, once, under the root.
+    let filtered = SessionSearch {
+        root: Some(root.clone()),
+        agent: Some("remote_delegator".to_owned()),
+        ..SessionSearch::default()
+    };
+    let calls = consumer.client.pending(&filtered).await.unwrap().calls;
+    let [call] = &calls[..] else {
+        panic!("the call once: {calls:?}")
+    };
+    assert_eq!(
+        (&call.session_id, &call.owner_session_id, &call.tool_call_id),
+        (&root, &question.owner_session_id, &question.tool_call_id)
+    );
     let children = producer
         .client
         .sessions(&SessionSearch::default())

@@ -56,17 +56,23 @@ pub async fn list_pending(
     };
     let (rows, next_cursor) = search_rows(state, scope, &search).await?;
     let now = now_ms();
-    // Each tree's calls come with its root's row (read tree-wide): a `root` search also gives
-    // the rows of the sessions below it, whose calls the root's row holds already.
+    // A root's row holds its whole tree's calls; a `root` search also gives the rows of the
+    // sessions below it (which a filter may have left alone): each call is listed once, under
+    // the root it is answered through.
+    let mut listed = std::collections::HashSet::new();
     let calls = rows
         .into_iter()
-        .filter(|row| row.summary.session_id == row.summary.root_session_id)
         .flat_map(|row| {
-            let root = row.summary.session_id.clone();
-            row.calls
-                .into_iter()
-                .map(move |call| pending_detail(&root, call, Some(now)))
+            let root = row.summary.root_session_id;
+            row.calls.into_iter().map(move |call| (root.clone(), call))
         })
+        .filter(|(_, call)| {
+            listed.insert((
+                call.owner.session_id.clone(),
+                call.call.tool_call_id.clone(),
+            ))
+        })
+        .map(|(root, call)| pending_detail(&root, call, Some(now)))
         .collect::<Result<_, _>>()?;
     Ok(PendingPage { calls, next_cursor })
 }
