@@ -443,13 +443,8 @@ async fn a_child_its_producer_lost_fails_the_call_with_producer_dead() {
         panic!("one failed call: {log:?}");
     };
     assert_eq!(error.code, "producer_dead");
-    let child_state = producer
-        .store
-        .session(&SessionAddress::root(&child))
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(child_state.status, baton_core::store::Status::Active);
+    let status = crate::remote_relay::status_of(&producer, &SessionAddress::root(&child)).await;
+    assert_eq!(status, baton_core::store::Status::Active);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -96,7 +96,7 @@ async fn until_indexed_as_awaiting(consumer: &Harness, root: &str, awaiting: boo
 }
 
 /// The status of the producer's session `child`.
-async fn status_of(producer: &Harness, child: &SessionAddress) -> Status {
+pub(crate) async fn status_of(producer: &Harness, child: &SessionAddress) -> Status {
     producer.store.session(child).await.unwrap().unwrap().status
 }
 

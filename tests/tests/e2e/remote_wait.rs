@@ -117,13 +117,8 @@ async fn a_child_past_its_window_holds_nothing_and_its_end_found_by_the_sweep_re
     // The child holds its gate; the caller holds nothing meanwhile.
     holds_nothing(&consumer, &root).await;
     let child = crate::remote_relay::child_of(&consumer, &root).await;
-    let child_state = producer
-        .store
-        .session(&SessionAddress::root(&child))
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(child_state.status, Status::Active, "the child still runs");
+    let status = crate::remote_relay::status_of(&producer, &SessionAddress::root(&child)).await;
+    assert_eq!(status, Status::Active, "the child still runs");
     assert!(
         consumer
             .client
