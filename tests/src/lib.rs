@@ -279,6 +279,7 @@ impl Harness {
             task_queue: task_queue.clone(),
             policy: test_policy(),
             streams: Default::default(),
+            http: reqwest::Client::new(),
             metrics: Default::default(),
             options: ServerOptions {
                 submit_limits: baton_core::submit::SubmitLimits {

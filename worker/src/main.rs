@@ -53,6 +53,7 @@ async fn run() -> anyhow::Result<()> {
                 task_queue: cli.temporal.task_queue.clone(),
                 policy: cli.activities.policy(),
                 streams: Default::default(),
+                http: reqwest::Client::new(),
                 metrics: metrics.clone(),
                 options: cli.server_options()?,
             };

@@ -42,6 +42,10 @@ pub struct AppState {
     /// The stream feeds SSE followers share.
     pub streams: crate::stream::StreamHub,
     pub metrics: crate::metrics::Metrics,
+    /// The one pool of the server's calls to remote sub-agents' producers (a relayed answer, a
+    /// stop passed on, a rewind's orphans); each request carries its declaration's own headers
+    /// and deadline.
+    pub http: reqwest::Client,
 }
 
 /// How the server treats requests; `Default` is what `batond` runs with when given no flags

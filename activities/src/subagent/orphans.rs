@@ -30,13 +30,13 @@ pub struct Orphan {
 /// fails: a producer that cannot be reached is recorded as such, a store error is logged.
 pub async fn reconcile_orphans(
     store: &Store,
+    http: &reqwest::Client,
     address: &SessionAddress,
     checkpoint_id: u32,
     orphans: Vec<Orphan>,
 ) {
-    let http = reqwest::Client::new();
     for orphan in orphans {
-        let producer = Producer::new(&http, &orphan.remote);
+        let producer = Producer::new(http, &orphan.remote);
         let child = orphan.child_session_id.as_str();
         let Some((outcome, child_status, reason)) = reconcile_one(&producer, child).await else {
             // The producer has no such session: the call never started its child.

@@ -91,6 +91,7 @@ pub(super) fn reconcile_in_background(
         return;
     }
     let store = state.store.clone();
+    let http = state.http.clone();
     let address = rewound.address.clone();
     let (checkpoint_id, run_id) = (rewound.checkpoint_id, rewound.run_id.to_owned());
     let last_step = orphans.iter().map(|o| o.step).max().unwrap_or(0);
@@ -124,7 +125,7 @@ pub(super) fn reconcile_in_background(
                 return;
             }
         }
-        reconcile_orphans(&store, &address, checkpoint_id, orphans).await;
+        reconcile_orphans(&store, &http, &address, checkpoint_id, orphans).await;
     });
 }
 

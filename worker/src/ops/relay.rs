@@ -24,11 +24,6 @@ use baton_core::{
     subagent,
     submit::{SubmitAnswer, SubmitRequest, SubmitStatus},
 };
-use std::sync::LazyLock;
-
-/// The client of every relayed request (its pool shared; each request carries the remote
-/// declaration's own headers and deadline).
-static HTTP: LazyLock<reqwest::Client> = LazyLock::new(reqwest::Client::new);
 
 /// The answer to a relayed call, relayed and stored; `None` when the submit names no relayed
 /// call (it is the API's own submit then).
@@ -93,7 +88,7 @@ pub(super) async fn relayed_submit(
         .sub_agent(&via.tool_name)
         .and_then(|sub_agent| sub_agent.remote_agent())
         .ok_or_else(not_awaited)?;
-    let accepted = match Producer::new(&HTTP, remote).submit(&forwarded).await {
+    let accepted = match Producer::new(&state.http, remote).submit(&forwarded).await {
         Ok(accepted) => accepted,
         Err(CallError::Refused(body)) => return Err(body.into_api_error()),
         Err(CallError::Unavailable(reason)) => {
@@ -157,7 +152,10 @@ pub(super) async fn pass_stop_on(
             continue;
         };
         let child = subagent::remote_child_id(address, tool_call_id);
-        if let Err(error) = Producer::new(&HTTP, remote).stop(&child, action).await {
+        if let Err(error) = Producer::new(&state.http, remote)
+            .stop(&child, action)
+            .await
+        {
             tracing::warn!(%child, %error, "passing a stop to a remote child failed");
         }
     }

@@ -65,6 +65,7 @@ pub async fn run(role: &str) -> anyhow::Result<()> {
                 task_queue,
                 policy: baton_tests::test_policy(),
                 streams: Default::default(),
+                http: reqwest::Client::new(),
                 metrics,
                 options: ServerOptions {
                     auth: baton_worker::auth::Auth::AllowUnauthenticated,
