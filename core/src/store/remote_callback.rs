@@ -15,7 +15,10 @@ use redis::{FromRedisValue, RedisResult, Value as RedisValue};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CallbackAccepted {
     Accepted,
-    /// The turn was accepted already: a replay.
+    /// The last accepted turn, sent again (its answer was lost): taken as it was, nothing
+    /// written.
+    Repeated,
+    /// A turn older than the last accepted one: a replay.
     Replayed,
     /// The token is not the child's (any more).
     Unknown,
@@ -26,6 +29,7 @@ impl FromRedisValue for CallbackAccepted {
         let reply = Reply::parse(value)?;
         Ok(match reply.tag.as_str() {
             "ok" => Self::Accepted,
+            "repeated" => Self::Repeated,
             "replayed" => Self::Replayed,
             _ => Self::Unknown,
         })

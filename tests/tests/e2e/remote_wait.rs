@@ -157,8 +157,8 @@ async fn state_field(consumer: &Harness, root: &str, field: &str) -> Option<Stri
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_childs_end_delivered_by_its_signed_callback_resumes_the_caller_and_a_replay_is_refused()
-{
+async fn a_childs_end_delivered_by_its_signed_callback_resumes_the_caller_a_repeat_is_taken_and_a_replay_refused()
+ {
     let (gate, producer, remote) = gated_producer().await;
     // No remote-wait sweep: only the callback can bring the child's end.
     let (consumer, _worker) = consumer(remote, false, String::new()).await;
@@ -171,7 +171,8 @@ async fn a_childs_end_delivered_by_its_signed_callback_resumes_the_caller_and_a_
     crate::subagents::assert_completed(&chunks, "got opened");
     assert_eq!(runs(&producer).await, 1);
 
-    // The delivered turn again, correctly signed: a replay, refused, nothing written.
+    // The delivered turn again, correctly signed (a producer whose 204 was lost retries): a
+    // repeat, answered 204, nothing more written; an older turn is a replay, refused.
     let child = crate::remote_relay::child_of(&consumer, &root).await;
     let address = SessionAddress::root(&root);
     let token = consumer
@@ -203,7 +204,15 @@ async fn a_childs_end_delivered_by_its_signed_callback_resumes_the_caller_and_a_
             .send()
     };
     let signed = baton_worker::sweeps::signature(&token, body.as_bytes());
-    let replayed = post(signed, body.clone()).await.unwrap();
+    let ended = consumer.client.status(&root).await.unwrap();
+    let repeated = post(signed, body.clone()).await.unwrap();
+    assert_eq!(repeated.status(), reqwest::StatusCode::NO_CONTENT);
+    assert_eq!(consumer.client.status(&root).await.unwrap(), ended);
+    assert_eq!(runs(&producer).await, 1);
+    let older = body.replace(&format!("\"sequence\":{seen}"), "\"sequence\":0");
+    assert_ne!(older, body);
+    let signed = baton_worker::sweeps::signature(&token, older.as_bytes());
+    let replayed = post(signed, older).await.unwrap();
     assert_eq!(replayed.status(), reqwest::StatusCode::UNAUTHORIZED);
     // A later turn signed with another token: refused too.
     let later = body.replace(&format!("\"sequence\":{seen}"), "\"sequence\":999999");

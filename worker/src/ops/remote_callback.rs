@@ -1,8 +1,10 @@
 //! A remote child's turn-end callback, on the consumer's side: the producer POSTs a signed
 //! [`CallbackBody`] to `/remote-callbacks/{callerSessionId}` each time a turn of the child
 //! ends. The signature is checked against the per-call token the caller keeps for the child
-//! (HMAC-SHA256 of the body, as the producer signs it); a wrong one, or a turn accepted already
-//! (a replay), is refused as `unauthorized` with nothing written. An accepted end of a child its
+//! (HMAC-SHA256 of the body, as the producer signs it); a wrong one, or a turn older than the
+//! last accepted one (a replay), is refused as `unauthorized` with nothing written. The last
+//! accepted turn sent again (a producer that lost our answer) is taken again: its follow is
+//! started if it is still needed, which the first delivery may have failed to do. An accepted end of a child its
 //! caller waits on holding nothing (the child ran past its follower's window) starts the child's
 //! follow, which reads it on from the cursor and answers and resumes the caller (or records the
 //! calls it waits on a person for).
@@ -53,7 +55,7 @@ pub async fn take_remote_callback(
         .accept_remote_callback(&address, child, &token, callback.sequence)
         .await?
     {
-        CallbackAccepted::Accepted => {}
+        CallbackAccepted::Accepted | CallbackAccepted::Repeated => {}
         CallbackAccepted::Replayed | CallbackAccepted::Unknown => return Err(refused()),
     }
     if callback.status != RemoteStatus::Running {
