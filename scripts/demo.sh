@@ -45,14 +45,20 @@ remote_key=demo-remote-key
 cat >"$log_dir/demo-producer.toml" <<'TOML'
 [[agent]]
 name = "researcher"
-max_steps = 3
+max_steps = 4
 tools = ["calculator", "sleep"]
 [agent.model]
 kind = "scripted"
 turns = [
+  { tool_calls = [{ name = "ask_user", arguments = { question = "Who is asking?" } }] },
   { tool_calls = [{ name = "sleep", arguments = { ms = 500 } }, { name = "calculator", arguments = { operation = "multiply", a = 6, b = 7 } }] },
-  { text = "6 times 7 is {{result:calculator}}" },
+  { text = "{{result:ask_user}}, 6 times 7 is {{result:calculator}}" },
 ]
+
+[[agent.client_tool]]
+name = "ask_user"
+description = "Asks the person."
+input_schema = { type = "object", properties = { question = { type = "string" } } }
 TOML
 cat >"$log_dir/demo-consumer.toml" <<TOML
 [[agent]]
@@ -140,10 +146,13 @@ echo
 
 # Two services: the demo_remote agent calls `researcher`, which the second batond runs as a
 # remote child (started under an id derived from the call, followed over its SSE, its chunks
-# copied onto the caller's stream stamped remoteSource).
+# copied onto the caller's stream stamped remoteSource). The researcher asks the person who is
+# asking: its turn ends paused, the caller suspends too (nothing waits on either service), the
+# question is listed and answered through the first service's root, which relays the answer to
+# the producer; the root's resume continues the remote child, whose end resumes the caller.
 echo
-say "a remote child on the second service: demo_remote delegates to its researcher"
-"$bin"/baton --server "http://$listen" run --agent demo_remote "What is 6 times 7?"
+say "a remote child on the second service: demo_remote delegates to its researcher, which asks you"
+run_answering demo_remote "What is 6 times 7?" $'"Ada"\n'
 
 # The chat page talks to the demo_hitl agent in a browser; batond serves it until this script ends.
 echo

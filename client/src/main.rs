@@ -13,7 +13,7 @@ use baton_wire::{
     ChunkKind,
     chunk::EndStatus,
     message::{ToolError, ToolOutcome},
-    session::ApprovalDecision,
+    session::{ApprovalDecision, Status},
 };
 use clap::{Parser, Subcommand};
 use futures::StreamExt;
@@ -491,53 +491,117 @@ async fn follow(
                 tool_call_ids,
                 after,
             } => {
-                // A sub-agent call awaits its child: read the child's stream (the root's showed
-                // its chunks) to the calls it awaits.
                 // Every call of the tree is answered through this (the root) session.
-                let mut awaited: std::collections::VecDeque<String> = tool_call_ids.into();
-                let mut leaves = Vec::new();
-                while let Some(id) = awaited.pop_front() {
-                    let Some(child) = seen.children.get(&id).cloned() else {
-                        leaves.push(id);
-                        continue;
-                    };
-                    if let Stop::Suspended { tool_call_ids, .. } =
-                        follow_quietly(client, &child, 0, None, &mut seen).await?
-                    {
-                        awaited.extend(tool_call_ids);
+                loop {
+                    let ids = tool_call_ids.clone();
+                    for call in awaited_calls(client, session_id, ids, &mut seen).await? {
+                        answer_call(client, session_id, call).await?;
                     }
-                }
-                for id in &leaves {
-                    let (tool, input) = seen.calls.get(id).cloned().unwrap_or_default();
-                    if let Some(approval_id) = seen.approvals.get(id) {
-                        eprint!("? approve {} {} [y/N] > ", field(&tool), json_line(&input)?);
-                        let line = read_line().await?;
-                        let approved = matches!(line.trim(), "y" | "Y" | "yes");
-                        let decision = ApprovalDecision {
-                            approved,
-                            reason: (!approved).then(|| "declined at the terminal".to_owned()),
-                            arguments: None,
-                        };
-                        client
-                            .submit_approval(session_id, id, approval_id, &decision)
-                            .await?;
-                        continue;
+                    let suspended = client.status(session_id).await?.run_id;
+                    let resumed = client.resume(session_id).await?;
+                    if !json {
+                        println!("resumed as run {}", field(&resumed.run_id));
                     }
-                    eprint!("? {} {} > ", field(&tool), json_line(&input)?);
-                    let line = read_line().await?;
-                    let result =
-                        serde_json::from_str(&line).unwrap_or(serde_json::Value::String(line));
-                    let outcome = ToolOutcome::Result(result);
-                    client.submit(session_id, id, &outcome).await?;
-                }
-                let resumed = client.resume(session_id).await?;
-                if !json {
-                    println!("resumed as run {}", field(&resumed.run_id));
+                    // The same run: it goes on only after its remote child, which runs again
+                    // and may ask again without a chunk on this stream.
+                    if resumed.run_id != suspended || !asks_again(client, session_id).await? {
+                        break;
+                    }
                 }
                 from = after;
             }
         }
     }
+}
+
+/// Waits while the root `session_id` stays suspended in its run: whether a call of its tree
+/// waits on a person again (a remote child that asked again), or (false) the root moved on.
+async fn asks_again(client: &dyn Client, session_id: &str) -> anyhow::Result<bool> {
+    let run_id = client.status(session_id).await?.run_id;
+    loop {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        let state = client.status(session_id).await?;
+        if state.run_id != run_id || state.status != Status::SuspendedClientTool {
+            return Ok(false);
+        }
+        if !state.pending.is_empty() {
+            return Ok(true);
+        }
+    }
+}
+
+/// One call a suspension waits on a person for: id, tool, input, and an approval's id.
+type Awaited = (String, String, serde_json::Value, Option<String>);
+
+/// The calls the tree of `session_id` (a root) waits on a person for: those its `/status`
+/// lists, which include the calls a remote child relayed (their ids are the caller's own, never
+/// on the stream); when it lists none, those the stream showed, reading each sub-agent's
+/// stream (the root's showed its chunks) to the calls it awaits.
+async fn awaited_calls(
+    client: &dyn Client,
+    session_id: &str,
+    tool_call_ids: Vec<String>,
+    seen: &mut Seen,
+) -> anyhow::Result<Vec<Awaited>> {
+    let listed = client.status(session_id).await?.pending;
+    if !listed.is_empty() {
+        return Ok(listed
+            .into_iter()
+            .map(|call| {
+                (
+                    call.tool_call_id,
+                    call.tool_name,
+                    call.input,
+                    call.approval_id,
+                )
+            })
+            .collect());
+    }
+    let mut awaited: std::collections::VecDeque<String> = tool_call_ids.into();
+    let mut leaves = Vec::new();
+    while let Some(id) = awaited.pop_front() {
+        let Some(child) = seen.children.get(&id).cloned() else {
+            let (tool, input) = seen.calls.get(&id).cloned().unwrap_or_default();
+            let approval_id = seen.approvals.get(&id).cloned();
+            leaves.push((id, tool, input, approval_id));
+            continue;
+        };
+        if let Stop::Suspended { tool_call_ids, .. } =
+            follow_quietly(client, &child, 0, None, seen).await?
+        {
+            awaited.extend(tool_call_ids);
+        }
+    }
+    Ok(leaves)
+}
+
+/// Asks the terminal for one call's answer (a decision for an approval) and submits it.
+async fn answer_call(
+    client: &dyn Client,
+    session_id: &str,
+    (id, tool, input, approval_id): Awaited,
+) -> anyhow::Result<()> {
+    if let Some(approval_id) = approval_id {
+        eprint!("? approve {} {} [y/N] > ", field(&tool), json_line(&input)?);
+        let line = read_line().await?;
+        let approved = matches!(line.trim(), "y" | "Y" | "yes");
+        let decision = ApprovalDecision {
+            approved,
+            reason: (!approved).then(|| "declined at the terminal".to_owned()),
+            arguments: None,
+        };
+        client
+            .submit_approval(session_id, &id, &approval_id, &decision)
+            .await?;
+        return Ok(());
+    }
+    eprint!("? {} {} > ", field(&tool), json_line(&input)?);
+    let line = read_line().await?;
+    let result = serde_json::from_str(&line).unwrap_or(serde_json::Value::String(line));
+    client
+        .submit(session_id, &id, &ToolOutcome::Result(result))
+        .await?;
+    Ok(())
 }
 
 async fn read_line() -> anyhow::Result<String> {

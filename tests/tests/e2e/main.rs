@@ -27,6 +27,7 @@ mod operator;
 mod providers;
 mod refusals;
 mod remote;
+mod remote_cli;
 mod remote_relay;
 mod remote_wait;
 mod replay;

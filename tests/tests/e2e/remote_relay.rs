@@ -27,7 +27,7 @@ use serde_json::json;
 use std::{collections::HashSet, time::Duration};
 
 /// A producer serving `ask_then_approve`, and its mount's URL.
-async fn producer() -> (Harness, String) {
+pub(crate) async fn producer() -> (Harness, String) {
     let registry = AgentRegistry::new([remote_agents::ask_then_approve()]).unwrap();
     let producer = Harness::start(registry).await;
     let url = format!("http://{}/agents", producer.address);
@@ -35,7 +35,7 @@ async fn producer() -> (Harness, String) {
 }
 
 /// The consumer's registry: `remote_delegator` calling the producer's `ask_then_approve`.
-fn consumer_registry(url: &str) -> AgentRegistry {
+pub(crate) fn consumer_registry(url: &str) -> AgentRegistry {
     let remote = remote_agents::remote(url, "ask_then_approve");
     delegating(SubAgent::remote("research", "asks", remote))
 }
