@@ -504,7 +504,9 @@ async fn follow(
                     }
                     // The same run: it goes on only after its remote child, which runs again
                     // and may ask again without a chunk on this stream.
-                    if resumed.run_id != suspended || !asks_again(client, session_id).await? {
+                    if resumed.run_id != suspended
+                        || !asks_again(client, session_id, &suspended).await?
+                    {
                         break;
                     }
                 }
@@ -514,10 +516,9 @@ async fn follow(
     }
 }
 
-/// Waits while the root `session_id` stays suspended in its run: whether a call of its tree
-/// waits on a person again (a remote child that asked again), or (false) the root moved on.
-async fn asks_again(client: &dyn Client, session_id: &str) -> anyhow::Result<bool> {
-    let run_id = client.status(session_id).await?.run_id;
+/// Waits while the root `session_id` stays suspended in its run `run_id`: whether a call of its
+/// tree waits on a person again (a remote child that asked again), or (false) the root moved on.
+async fn asks_again(client: &dyn Client, session_id: &str, run_id: &str) -> anyhow::Result<bool> {
     loop {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         let state = client.status(session_id).await?;
