@@ -11,7 +11,7 @@ if redis.call('HGET', state_key, 'remoteCallback:' .. child) ~= token then retur
 local seen_field = 'remoteCallbackSeq:' .. child
 local seen = tonumber(redis.call('HGET', state_key, seen_field) or '0') or 0
 if not sequence then return {'replayed'} end
-if sequence == seen then return {'repeated'} end
-if sequence < seen then return {'replayed'} end
+if sequence == seen and seen > 0 then return {'repeated'} end
+if sequence <= seen then return {'replayed'} end
 redis.call('HSET', state_key, seen_field, sequence)
 return {'ok'}
