@@ -494,10 +494,11 @@ async fn follow(
                 // Every call of the tree is answered through this (the root) session.
                 loop {
                     let ids = tool_call_ids.clone();
-                    for call in awaited_calls(client, session_id, ids, &mut seen).await? {
+                    let (suspended, calls) =
+                        awaited_calls(client, session_id, ids, &mut seen).await?;
+                    for call in calls {
                         answer_call(client, session_id, call).await?;
                     }
-                    let suspended = client.status(session_id).await?.run_id;
                     let resumed = client.resume(session_id).await?;
                     if !json {
                         println!("resumed as run {}", field(&resumed.run_id));
@@ -537,16 +538,18 @@ type Awaited = (String, String, serde_json::Value, Option<String>);
 /// The calls the tree of `session_id` (a root) waits on a person for: those its `/status`
 /// lists, which include the calls a remote child relayed (their ids are the caller's own, never
 /// on the stream); when it lists none, those the stream showed, reading each sub-agent's
-/// stream (the root's showed its chunks) to the calls it awaits.
+/// stream (the root's showed its chunks) to the calls it awaits. With the run the root is
+/// suspended in.
 async fn awaited_calls(
     client: &dyn Client,
     session_id: &str,
     tool_call_ids: Vec<String>,
     seen: &mut Seen,
-) -> anyhow::Result<Vec<Awaited>> {
-    let listed = client.status(session_id).await?.pending;
+) -> anyhow::Result<(String, Vec<Awaited>)> {
+    let state = client.status(session_id).await?;
+    let (run_id, listed) = (state.run_id, state.pending);
     if !listed.is_empty() {
-        return Ok(listed
+        let calls = listed
             .into_iter()
             .map(|call| {
                 (
@@ -556,7 +559,8 @@ async fn awaited_calls(
                     call.approval_id,
                 )
             })
-            .collect());
+            .collect();
+        return Ok((run_id, calls));
     }
     let mut awaited: std::collections::VecDeque<String> = tool_call_ids.into();
     let mut leaves = Vec::new();
@@ -573,7 +577,7 @@ async fn awaited_calls(
             awaited.extend(tool_call_ids);
         }
     }
-    Ok(leaves)
+    Ok((run_id, leaves))
 }
 
 /// Asks the terminal for one call's answer (a decision for an approval) and submits it.
