@@ -13,7 +13,7 @@ use baton_wire::{
     ChunkKind,
     chunk::EndStatus,
     message::{ToolError, ToolOutcome},
-    session::{ApprovalDecision, Status},
+    session::ApprovalDecision,
 };
 use clap::{Parser, Subcommand};
 use futures::StreamExt;
@@ -491,43 +491,19 @@ async fn follow(
                 tool_call_ids,
                 after,
             } => {
-                // Every call of the tree is answered through this (the root) session.
-                loop {
-                    let ids = tool_call_ids.clone();
-                    let (suspended, calls) =
-                        awaited_calls(client, session_id, ids, &mut seen).await?;
-                    for call in calls {
-                        answer_call(client, session_id, call).await?;
-                    }
-                    let resumed = client.resume(session_id).await?;
-                    if !json {
-                        println!("resumed as run {}", field(&resumed.run_id));
-                    }
-                    // The same run: it goes on only after its remote child, which runs again
-                    // and may ask again without a chunk on this stream.
-                    if resumed.run_id != suspended
-                        || !asks_again(client, session_id, &suspended).await?
-                    {
-                        break;
-                    }
+                // Every call of the tree is answered through this (the root) session. A resume
+                // that goes on with a remote child first keeps the run: the child's next pause
+                // writes the run's `suspended` chunk again, read as this one was.
+                let calls = awaited_calls(client, session_id, tool_call_ids, &mut seen).await?;
+                for call in calls {
+                    answer_call(client, session_id, call).await?;
+                }
+                let resumed = client.resume(session_id).await?;
+                if !json {
+                    println!("resumed as run {}", field(&resumed.run_id));
                 }
                 from = after;
             }
-        }
-    }
-}
-
-/// Waits while the root `session_id` stays suspended in its run `run_id`: whether a call of its
-/// tree waits on a person again (a remote child that asked again), or (false) the root moved on.
-async fn asks_again(client: &dyn Client, session_id: &str, run_id: &str) -> anyhow::Result<bool> {
-    loop {
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        let state = client.status(session_id).await?;
-        if state.run_id != run_id || state.status != Status::SuspendedClientTool {
-            return Ok(false);
-        }
-        if !state.pending.is_empty() {
-            return Ok(true);
         }
     }
 }
@@ -538,16 +514,14 @@ type Awaited = (String, String, serde_json::Value, Option<String>);
 /// The calls the tree of `session_id` (a root) waits on a person for: those its `/status`
 /// lists, which include the calls a remote child relayed (their ids are the caller's own, never
 /// on the stream); when it lists none, those the stream showed, reading each sub-agent's
-/// stream (the root's showed its chunks) to the calls it awaits. With the run the root is
-/// suspended in.
+/// stream (the root's showed its chunks) to the calls it awaits.
 async fn awaited_calls(
     client: &dyn Client,
     session_id: &str,
     tool_call_ids: Vec<String>,
     seen: &mut Seen,
-) -> anyhow::Result<(String, Vec<Awaited>)> {
-    let state = client.status(session_id).await?;
-    let (run_id, listed) = (state.run_id, state.pending);
+) -> anyhow::Result<Vec<Awaited>> {
+    let listed = client.status(session_id).await?.pending;
     if !listed.is_empty() {
         let calls = listed
             .into_iter()
@@ -560,7 +534,7 @@ async fn awaited_calls(
                 )
             })
             .collect();
-        return Ok((run_id, calls));
+        return Ok(calls);
     }
     let mut awaited: std::collections::VecDeque<String> = tool_call_ids.into();
     let mut leaves = Vec::new();
@@ -577,7 +551,7 @@ async fn awaited_calls(
             awaited.extend(tool_call_ids);
         }
     }
-    Ok((run_id, leaves))
+    Ok(leaves)
 }
 
 /// Asks the terminal for one call's answer (a decision for an approval) and submits it.

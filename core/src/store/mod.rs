@@ -62,7 +62,7 @@ pub use error::Error;
 pub use fork::NewFork;
 pub use index_id::{expand as index_long_id, shorten as index_short_id};
 pub use orphans::{OrphanOutcome, RemoteOrphan, StartedCall};
-pub use person_calls::{AwaitingSession, PersonCall};
+pub use person_calls::{AwaitingSession, PersonCall, RelayedEntry};
 pub use relay::{Recorded, RelayedAnswer, RelayedCall, RelayedGroup};
 pub use remote::{FollowMode, Forwarded, ForwardedChunk};
 pub use remote_callback::CallbackAccepted;

@@ -3,7 +3,7 @@
 //! `awaiting` term read, and the chat's tree read (`AwaitingSession`), with the calls a paused
 //! remote child relayed (`relay.rs`); plain reads of one tree, so one slot, pipelined.
 
-use super::relay::relayed_groups_of;
+use super::relay::{RelayedCall, relayed_answer_of, relayed_groups_of};
 use super::{
     Error, PendingCall, PendingKind, SessionAddress, Store, StoredAnswer, from_json,
     keys::{Key, state_field},
@@ -36,9 +36,17 @@ pub struct AwaitingSession {
     pub user_id: Option<String>,
     pub pending: Vec<PendingCall>,
     pub answers: HashMap<String, StoredAnswer>,
-    /// The unanswered calls a paused remote child relayed through one of `pending`'s unanswered
-    /// remote sub-agent calls (see `relay.rs`).
-    pub relayed: Vec<PendingCall>,
+    /// The calls a paused remote child relayed through one of `pending`'s unanswered remote
+    /// sub-agent calls (see `relay.rs`), with the answer stored for each, if any.
+    pub relayed: Vec<RelayedEntry>,
+}
+
+/// A call a paused remote child relayed to its caller, and the answer stored for it (once its
+/// producer accepted it).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RelayedEntry {
+    pub relayed: RelayedCall,
+    pub answer: Option<StoredAnswer>,
 }
 
 impl Store {
@@ -113,13 +121,23 @@ impl Store {
                 .map(|call| call.tool_call_id.as_str())
                 .filter(|id| !answers.contains_key(*id))
                 .collect();
-            let relayed = relayed_groups_of(&self.key(&session, Key::Relayed), &relayed)?
+            let relayed_key = self.key(&session, Key::Relayed);
+            let relayed = relayed_groups_of(&relayed_key, &relayed)?
                 .into_iter()
                 .filter(|group| awaiting.contains(group.via_call_id.as_str()))
                 .flat_map(|group| group.calls)
-                .filter(|(_, answered)| !answered)
-                .map(|(relayed, _)| relayed.call)
-                .collect();
+                .map(|(relayed_call, answered)| {
+                    let id = &relayed_call.call.tool_call_id;
+                    let answer = match answered {
+                        true => relayed_answer_of(&relayed_key, &relayed, id)?,
+                        false => None,
+                    };
+                    Ok(RelayedEntry {
+                        relayed: relayed_call,
+                        answer,
+                    })
+                })
+                .collect::<Result<_, Error>>()?;
             read.push(AwaitingSession {
                 address: session,
                 agent_type,
@@ -156,7 +174,12 @@ impl Store {
                 matches!(call.kind, PendingKind::Client | PendingKind::Approval)
                     && !answers.contains_key(&call.tool_call_id)
             });
-            pending.extend(relayed);
+            pending.extend(
+                relayed
+                    .into_iter()
+                    .filter(|entry| entry.answer.is_none())
+                    .map(|entry| entry.relayed.call),
+            );
             pending.retain(|call| call.deadline_at > now);
             pending.sort_by(|a, b| (a.step, &a.tool_call_id).cmp(&(b.step, &b.tool_call_id)));
             calls.extend(pending.into_iter().map(|call| PersonCall {

@@ -6,13 +6,14 @@
 //! pending calls: the drain, a stop and a rewind see only the caller's own calls.
 
 use super::{
-    Error, FollowMode, PendingCall, SessionAddress, StepRef, Store, StoredAnswer,
+    Answer, Error, FollowMode, PendingCall, SessionAddress, StepRef, Store, StoredAnswer,
     keys::Key,
     replies::{Refusal, Reply},
     scripts::{ANSWER_REMOTE_CALL, RELAY_REMOTE_CALLS, STORE_RELAYED_ANSWER},
     to_json,
     tree::{ChildEnd, ParentReport},
 };
+use crate::chunk::{ChunkKind, encode_unsequenced};
 use redis::{FromRedisValue, RedisResult, Value as RedisValue};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -103,7 +104,9 @@ impl FromRedisValue for RelayedAnswer {
 impl Store {
     /// Records `calls`, the calls the remote child `child_session_id` of `step`'s session waits
     /// on since its turn ended `paused` at the child's `end_sequence`, replacing those of the
-    /// child's previous pause (see `relay_remote_calls.lua`).
+    /// child's previous pause (see `relay_remote_calls.lua`); a pause of a child its caller's
+    /// resume continued (`FollowMode::Suspended`) writes the caller's `suspended` chunk again,
+    /// naming the relayed calls.
     pub async fn record_relayed_calls(
         &self,
         mode: FollowMode,
@@ -113,6 +116,17 @@ impl Store {
         via_call_id: &str,
         calls: &[RelayedCall],
     ) -> Result<Recorded, Error> {
+        // A pause of a child its caller's resume continued: the caller's run waits again.
+        let suspended = match mode {
+            FollowMode::Suspended => {
+                let again = ChunkKind::Suspended {
+                    step: step.step,
+                    tool_call_ids: calls.iter().map(|c| c.call.tool_call_id.clone()).collect(),
+                };
+                encode_unsequenced(&self.header(step.run()), &again)
+            }
+            _ => String::new(),
+        };
         let mut invocation = RELAY_REMOTE_CALLS.on(self, step.address);
         invocation
             .arg(step.run_id)
@@ -120,7 +134,8 @@ impl Store {
             .arg(via_call_id)
             .arg(child_session_id)
             .arg(end_sequence)
-            .arg(&step.address.session_id);
+            .arg(&step.address.session_id)
+            .arg(suspended);
         for call in calls {
             invocation.arg(&call.call.tool_call_id).arg(to_json(call));
         }
@@ -276,4 +291,27 @@ pub(super) fn relayed_groups_of(
     }
     groups.sort_by(|a, b| a.via_call_id.cmp(&b.via_call_id));
     Ok(groups)
+}
+
+/// The answer stored in a `relayed` hash for the relayed call `id` (the submit as the client
+/// sent it, see `store_relayed_answer.lua`), as the tree's reads show a stored answer.
+pub(super) fn relayed_answer_of(
+    key: &str,
+    fields: &HashMap<String, String>,
+    id: &str,
+) -> Result<Option<StoredAnswer>, Error> {
+    let Some(text) = fields.get(&format!("{ANSWER_PREFIX}{id}")) else {
+        return Ok(None);
+    };
+    let answer = match super::from_json::<crate::submit::SubmitRequest>(key, text)? {
+        crate::submit::SubmitRequest::ClientToolResult(submit) => Answer::Outcome {
+            outcome: submit.outcome,
+        },
+        crate::submit::SubmitRequest::ApprovalResponse(submit) => Answer::Approval(submit.decision),
+    };
+    // The hash keeps no time of the answer.
+    Ok(Some(StoredAnswer {
+        answer,
+        submitted_at: 0,
+    }))
 }

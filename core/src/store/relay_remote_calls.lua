@@ -6,7 +6,10 @@
 -- child's previous pause (its entries and their answers dropped). The child's cursor moves to
 -- the paused end, which a follower of its next turn must not read again. Within the call's step
 -- (step given) the step guard holds; for a child its caller's resume continued (step '') the
--- caller must still be suspended on the run awaiting the call. Twice changes nothing.
+-- caller must still be suspended on the run awaiting the call; there, a pause that changes the
+-- group writes the given `suspended` chunk on the caller's stream: its run waits on a person
+-- again, and a follower of its stream stops there as at its first suspension. Twice changes
+-- nothing.
 local pending_key = KEYS[3]
 local answers_key = KEYS[4]
 local relayed_key = KEYS[5]
@@ -17,7 +20,8 @@ local via_call_id = ARGV[3]
 local child = ARGV[4]
 local end_sequence = tonumber(ARGV[5])
 local owner_session_id = ARGV[6]
-local first_call = 7 -- then per relayed call: its id, its entry (JSON text)
+local suspended_body = ARGV[7] -- '' within the call's step
+local first_call = 8 -- then per relayed call: its id, its entry (JSON text)
 
 local refused = follow_guard(run_id, step, pending_key, answers_key, via_call_id)
 if refused then return {refused} end
@@ -41,7 +45,9 @@ for i = first_call, #ARGV - 1, 2 do
   redis.call('HSETNX', relayed_key, ARGV[i], ARGV[i + 1])
   if state_key ~= root_state_key then redis.call('HSET', ownership_key, ARGV[i], owner_session_id) end
 end
-redis.call('HSET', relayed_key, group_field, table.concat(listed, ' '))
+local group = table.concat(listed, ' ')
+redis.call('HSET', relayed_key, group_field, group)
+if step == '' and suspended_body ~= '' and previous ~= group then emit(suspended_body) end
 local cursor_field = 'remoteCursor:' .. child
 local cursor = tonumber(redis.call('HGET', state_key, cursor_field) or '0') or 0
 if end_sequence and end_sequence > cursor then
