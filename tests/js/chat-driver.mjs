@@ -342,6 +342,51 @@ const scenarios = {
     return summary(c, { reloaded, postsAfterQuestion: afterQuestion });
   },
 
+  // A remote child's question, then its approval (`remote_delegator` delegating to a producer's
+  // `ask_then_approve`), relayed to the consumer's root: an answer the producer refuses, a reload
+  // after it, the question answered, a reload while the approval is awaited, the approval.
+  async remote_relay() {
+    const id = newId();
+    const open = async () =>
+      chat({ id, agent: 'remote_delegator', predicate: either, messages: await snapshot(id) });
+    const parts = (instance, toolCallId) =>
+      last(instance).parts.filter((p) => p.toolCallId === toolCallId).length;
+    const c = chat({ id, agent: 'remote_delegator', predicate: either });
+    await c.sendMessage({ text: 'go' });
+    await settled(c);
+    const question = asked(c, 'input-available');
+    const suspended = summary(c, {
+      owners: owners(c),
+      metadata: question.callProviderMetadata ?? null,
+      toolCallId: question.toolCallId,
+    });
+    await c.addToolOutput({ tool: 'ask_user', toolCallId: question.toolCallId, output: { wrong: 1 } });
+    await settled(c);
+    const refused = summary(c);
+    const again = await open();
+    const reloaded = summary(again, { owners: owners(again), copies: parts(again, question.toolCallId) });
+    const before = again.own.posts;
+    await again.addToolOutput({
+      tool: 'ask_user',
+      toolCallId: asked(again, 'input-available').toolCallId,
+      output: { answer: 'Ada' },
+    });
+    await settled(again);
+    const gated = asked(again, 'approval-requested');
+    const approvalAsked = summary(again, {
+      owners: owners(again),
+      answerPosts: again.own.posts - before,
+      approvalId: gated.approval.id,
+      toolCallId: gated.toolCallId,
+      copies: parts(again, gated.toolCallId),
+    });
+    const third = await open();
+    const reloadedApproval = summary(third, { copies: parts(third, gated.toolCallId) });
+    await third.addToolApprovalResponse({ id: asked(third, 'approval-requested').approval.id, approved: true });
+    await settled(third);
+    return summary(third, { chatId: id, suspended, refused, reloaded, approvalAsked, reloadedApproval });
+  },
+
   async demo_tree() {
     const c = chat({ id: newId(), agent: 'demo_tree', predicate: toolCallsDone });
     await c.sendMessage({ text: 'plan a trip' });

@@ -19,16 +19,20 @@ pub const REMOTE_AGENT_ENV: &str = "BATON_TEST_REMOTE_AGENT";
 
 /// The consumer's registry: `remote_delegator` calling `remote` as the tool `research`.
 pub fn delegating(remote: SubAgent) -> AgentRegistry {
+    AgentRegistry::new([delegator(remote)]).expect("a valid test registry")
+}
+
+/// The agent of [`delegating`], alone.
+pub fn delegator(remote: SubAgent) -> Agent {
     let model = ScriptedModel::default()
         .call("research", json!({"message": "hello"}))
         .answer("got {{result:research}}");
-    let agent = Agent::builder("remote_delegator")
+    Agent::builder("remote_delegator")
         .model(model)
         .sub_agent_with(remote)
         .max_steps(4)
         .build()
-        .expect("a valid test agent");
-    AgentRegistry::new([agent]).expect("a valid test registry")
+        .expect("a valid test agent")
 }
 
 /// The agent type `agent_type` of the mount at `url` (`http://host:port/agents`), retrying

@@ -3,7 +3,7 @@
 //! does) against this server, and each scenario is checked on both, counting the POSTs: no
 //! request may be sent twice. `answers` and `contract` check the route's answers with plain HTTP requests,
 //! `auth` the route under built-in auth, `tokens` user tokens, revocation and origins, `tree` a
-//! session tree's calls, `messages` message ids, metadata, files, reasoning and a tool's data parts, `browser` the demo page in
+//! session tree's calls, `remote` a remote child's relayed calls, `messages` message ids, metadata, files, reasoning and a tool's data parts, `browser` the demo page in
 //! Chromium, `react` a React app on `@ai-sdk/react` in Chromium.
 
 mod answers;
@@ -12,6 +12,7 @@ pub(crate) mod browser;
 mod contract;
 mod messages;
 mod react;
+mod remote;
 mod tokens;
 mod tree;
 

@@ -30,11 +30,16 @@
 //!   never has them: the log holds committed steps only); the retry's `step_start` continues the
 //!   same UI step, so steps still match the snapshot's. Any other kind is a kept
 //!   `data-baton-<kind>` part carrying the chunk.
+//! - A remote child's chunks (forwarded, stamped `remoteSource`) are only `data-subagent` parts:
+//!   they carry the producer's ids. The calls it relayed are parts under their relayed ids,
+//!   added before the root's `suspended` finishes the message, and a forwarded `tool_end` is the
+//!   output of the relayed part it stands for (`relayed.rs`).
 //! - A `tool_end` or `tool_approval_request` for a call the message does not hold (a call of an
 //!   earlier turn drained as abandoned) is dropped: `ai` throws on a part it cannot find.
 
 use super::{
-    tree::{owner_metadata, owner_part},
+    relayed,
+    tree::{TreeCall, owner_metadata, owner_part},
     ui::{DataPart, FinishReason, UiChunk, UiFrame},
 };
 use baton_core::{
@@ -115,6 +120,8 @@ pub struct UiStreamMapper {
     /// Sub-agent calls whose child has not ended, by id: their name and input, for the part
     /// their end adds.
     open_sub_agent_calls: HashMap<String, (String, Value)>,
+    /// The calls remote children relayed, read when the root suspended: parts before its finish.
+    relayed: Vec<TreeCall>,
     open_text: Option<String>,
     open_reasoning: Option<String>,
     /// The text and reasoning parts the open step streamed, which a `step_discarded` names.
@@ -136,6 +143,7 @@ impl UiStreamMapper {
             registry: AgentRegistry::default(),
             agent_types: HashMap::new(),
             open_sub_agent_calls: HashMap::new(),
+            relayed: Vec::new(),
             open_text: None,
             open_reasoning: None,
             step_texts: Vec::new(),
@@ -169,6 +177,33 @@ impl UiStreamMapper {
                 .map(|(id, name, input)| (id, (name, input))),
         );
         self
+    }
+
+    /// Knows these relayed calls (id, role) as held by the client's message: a forwarded end of
+    /// one is its output.
+    pub fn with_relayed_calls(
+        mut self,
+        calls: impl IntoIterator<Item = (String, ToolRole)>,
+    ) -> Self {
+        for (id, role) in calls {
+            self.known_calls.insert(id.clone());
+            self.roles.insert(id, role);
+        }
+        self
+    }
+
+    /// Whether `chunk` is the root's suspension while it waits on a sub-agent: the calls remote
+    /// children relayed are read first (`relayed::calls`) and given with [`Self::add_relayed`].
+    pub fn reads_relayed_before(&self, chunk: &StreamChunk) -> bool {
+        !self.finished
+            && chunk.header.agent_id == self.session_id
+            && matches!(chunk.kind, ChunkKind::Suspended { .. })
+            && !self.open_sub_agent_calls.is_empty()
+    }
+
+    /// The calls remote children relayed, for the root's suspension to add.
+    pub fn add_relayed(&mut self, calls: Vec<TreeCall>) {
+        self.relayed = calls;
     }
 
     /// Whether the run suspended or ended: nothing more belongs to this response.
@@ -274,6 +309,7 @@ impl UiStreamMapper {
                 self.retrying = true;
             }
             ChunkKind::Suspended { .. } => {
+                self.relayed_parts(&mut out);
                 self.close_step(&mut out);
                 out.push(finish(Some(FinishReason::ToolCalls), chunk));
                 self.finished = true;
@@ -327,6 +363,10 @@ impl UiStreamMapper {
     /// A descendant's client call or approval as a tool part (see the module's documentation);
     /// nothing for its other chunks.
     fn descendant(&mut self, chunk: &StreamChunk, out: &mut Vec<UiFrame>) {
+        if chunk.remote_source.is_some() {
+            self.forwarded(chunk, out);
+            return;
+        }
         let agent_id = chunk.header.agent_id.as_str();
         let Some(agent_type) = self.agent_types.get(agent_id).cloned() else {
             return;
@@ -361,6 +401,42 @@ impl UiStreamMapper {
                 ..
             } => self.call_output(out, tool_call_id, tool_name, result, error, &agent),
             _ => {}
+        }
+    }
+
+    /// A remote child's forwarded chunk: the output of a relayed call the message holds, when it
+    /// is that call's end; nothing else (see `relayed.rs`).
+    fn forwarded(&mut self, chunk: &StreamChunk, out: &mut Vec<UiFrame>) {
+        let ChunkKind::ToolEnd { result, error, .. } = &chunk.kind else {
+            return;
+        };
+        let Some(id) = relayed::ended_call(chunk) else {
+            return;
+        };
+        if let (true, Some(role)) = (self.known_calls.contains(&id), self.roles.get(&id)) {
+            out.push(tool_output(&id, role, result, error).into());
+        }
+    }
+
+    /// The parts of the relayed calls the message does not hold yet, each with its owner and,
+    /// for an approval, its request.
+    fn relayed_parts(&mut self, out: &mut Vec<UiFrame>) {
+        for owned in std::mem::take(&mut self.relayed) {
+            if owned.answer.is_some() || self.known_calls.contains(&owned.call.tool_call_id) {
+                continue;
+            }
+            let call = &owned.call;
+            let role = relayed::role(call.kind);
+            let owner = Some((owned.session_id.as_str(), owned.agent_type.as_str()));
+            let part = (
+                call.tool_call_id.as_str(),
+                call.tool_name.as_str(),
+                &call.input,
+            );
+            self.call_part(out, part, role, owner);
+            if let Some(approval_id) = &call.approval_id {
+                self.approval_request(out, &call.tool_call_id, approval_id);
+            }
         }
     }
 

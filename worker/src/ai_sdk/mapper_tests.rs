@@ -416,3 +416,127 @@ fn a_tools_data_becomes_its_data_part_kept_or_transient() {
         ]
     );
 }
+
+/// A remote child's chunk, forwarded onto the root's stream (the producer's ids).
+fn forwarded(sequence: u64, kind: ChunkKind) -> StreamChunk {
+    let mut copy = chunk(sequence, "rc-1", kind);
+    copy.remote_source = Some(baton_core::chunk::RemoteSource {
+        child_session_id: "rc-1".into(),
+        child_sequence: sequence,
+        stream_id: "producer".into(),
+    });
+    copy
+}
+
+/// A call the remote child `rc-1` relayed under its relayed id.
+fn relayed_call(producer_id: &str, name: &str, approval: bool) -> super::tree::TreeCall {
+    let id = baton_core::subagent::relayed_call_id("rc-1", producer_id);
+    super::tree::TreeCall {
+        session_id: "rc-1".into(),
+        agent_type: "a".into(),
+        call: baton_core::store::PendingCall {
+            approval_id: approval.then(|| format!("r::{id}")),
+            tool_call_id: id,
+            tool_name: name.into(),
+            input: json!({}),
+            kind: match approval {
+                true => baton_core::store::PendingKind::Approval,
+                false => baton_core::store::PendingKind::Client,
+            },
+            step: 1,
+            deadline_at: u64::MAX,
+            completed_retention_ms: 0,
+            awaited_since: 0,
+        },
+        answer: None,
+        relayed: true,
+    }
+}
+
+#[test]
+fn a_remote_childs_relayed_calls_are_parts_under_their_relayed_ids_never_the_producers() {
+    // The consumer serves an agent of the remote child's type too: its ids must still not leak.
+    let registry = baton_core::AgentRegistry::new([Arc::try_unwrap(agent()).unwrap()]).unwrap();
+    let open = [("p1".to_owned(), "research".to_owned(), json!({}))];
+    let mut mapper = UiStreamMapper::new(agent(), "s", HashSet::new())
+        .with_tree(registry.clone(), Default::default())
+        .with_open_sub_agent_calls(open.clone());
+    let announced = ChunkKind::SubagentStart {
+        sub_session_id: "rc-1".into(),
+        agent_type: "a".into(),
+        tool_call_id: "p1".into(),
+    };
+    let suspended = chunk(
+        4,
+        "s",
+        ChunkKind::Suspended {
+            step: 1,
+            tool_call_ids: vec!["p1".into()],
+        },
+    );
+    let mut out: Vec<Value> = Vec::new();
+    let map = |mapper: &mut UiStreamMapper, c: &StreamChunk| {
+        let frames = mapper.map(c);
+        frames
+            .iter()
+            .map(|f| serde_json::from_str(&f.to_json()).unwrap())
+            .collect::<Vec<Value>>()
+    };
+    out.extend(map(&mut mapper, &chunk(1, "s", announced)));
+    out.extend(map(&mut mapper, &forwarded(2, start("c1", "ask"))));
+    out.extend(map(&mut mapper, &forwarded(3, start("c3", "send"))));
+    assert!(!mapper.reads_relayed_before(&forwarded(3, start("c3", "send"))));
+    assert!(mapper.reads_relayed_before(&suspended));
+    let (question, approval) = (
+        relayed_call("c1", "ask", false),
+        relayed_call("c3", "send", true),
+    );
+    let (q, a) = (
+        question.call.tool_call_id.clone(),
+        approval.call.tool_call_id.clone(),
+    );
+    mapper.add_relayed(vec![question, approval]);
+    out.extend(map(&mut mapper, &suspended));
+    let parts: Vec<&Value> = out
+        .iter()
+        .filter(|f| f["type"] != "data-subagent" && f["type"] != "data-baton-subagent-start")
+        .collect();
+    let owner = |id: &str| json!({"toolCallId": id, "agentId": "rc-1", "agentType": "a"});
+    assert_eq!(
+        parts,
+        [
+            &json!({"type": "tool-input-available", "toolCallId": q, "toolName": "ask",
+                    "input": {}, "providerMetadata": {"baton": owner(&q)}}),
+            &json!({"type": "data-subagent-call", "id": format!("subagent-call-{q}"), "data": owner(&q)}),
+            &json!({"type": "tool-input-available", "toolCallId": a, "toolName": "send",
+                    "input": {}, "providerMetadata": {"baton": owner(&a)}}),
+            &json!({"type": "data-subagent-call", "id": format!("subagent-call-{a}"), "data": owner(&a)}),
+            &json!({"type": "tool-approval-request", "approvalId": format!("r::{a}"), "toolCallId": a}),
+            &json!({"type": "finish", "finishReason": "tool-calls",
+                    "messageMetadata": {"finishedAt": 0}}),
+        ]
+    );
+
+    // The continuation: a forwarded end of a held relayed call is its part's output, under the
+    // relayed id; the producer's id gives nothing.
+    let mut next = UiStreamMapper::new(agent(), "s", HashSet::new())
+        .with_tree(registry, Default::default())
+        .with_open_sub_agent_calls(open)
+        .with_relayed_calls([(a.clone(), ToolRole::Approval)]);
+    let ended: Vec<Value> = map(&mut next, &forwarded(5, end("c3", "send", None)))
+        .into_iter()
+        .filter(|f| f["type"] != "data-subagent")
+        .collect();
+    assert_eq!(
+        ended,
+        [
+            json!({"type": "tool-output-available", "toolCallId": a, "output": 1,
+                "providerExecuted": true})
+        ]
+    );
+    let unheld = map(&mut next, &forwarded(6, end("c1", "ask", None)));
+    assert!(
+        unheld.iter().all(|f| f["type"] == "data-subagent"),
+        "{unheld:?}"
+    );
+}

@@ -11,6 +11,7 @@ mod files;
 mod mapper;
 #[cfg(test)]
 mod mapper_tests;
+pub mod relayed;
 mod request;
 mod snapshot;
 mod tree;
@@ -70,6 +71,8 @@ struct ClientHolds {
     agent_types: HashMap<String, String>,
     /// The root's sub-agent calls whose child has not ended (id, tool name, input): no part.
     open_sub_agent_calls: Vec<(String, String, Value)>,
+    /// The calls remote children relayed (id, role): a forwarded end of one is its output.
+    relayed: Vec<(String, ToolRole)>,
 }
 
 impl ClientHolds {
@@ -77,6 +80,7 @@ impl ClientHolds {
         UiStreamMapper::new(agent, chat_id, self.calls)
             .with_tree(state.registry.clone(), self.agent_types)
             .with_open_sub_agent_calls(self.open_sub_agent_calls)
+            .with_relayed_calls(self.relayed)
     }
 }
 
@@ -136,6 +140,7 @@ pub async fn chat_post(
                 answers::Answered::Continue { after } => {
                     let holds = ClientHolds {
                         calls: tool_parts.into_iter().map(|p| p.tool_call_id).collect(),
+                        relayed: relayed_roles(&below),
                         agent_types: below.agent_types,
                         // The root's sub-agent calls the suspended tree waits on.
                         open_sub_agent_calls: pending
@@ -237,6 +242,7 @@ pub async fn chat_reattach(
     holds
         .calls
         .extend(below.calls.iter().map(|c| c.call.tool_call_id.clone()));
+    holds.relayed = relayed_roles(&below);
     holds.agent_types = below.agent_types;
     Ok(Some(ChatReply::Stream {
         mapper: Box::new(holds.mapper(state, agent, chat_id)),
@@ -334,6 +340,20 @@ pub async fn chat_snapshot(
         streaming: snapshot.status == Status::Active,
         messages: ui_messages(&snapshot.messages, &inputs),
     })
+}
+
+/// The calls remote children relayed to the tree, with their roles.
+fn relayed_roles(tree: &Tree) -> Vec<(String, ToolRole)> {
+    tree.calls
+        .iter()
+        .filter(|call| call.relayed)
+        .map(|call| {
+            (
+                call.call.tool_call_id.clone(),
+                relayed::role(call.call.kind),
+            )
+        })
+        .collect()
 }
 
 /// The agent of a session, or `unknown_agent_type` when this server does not serve it.

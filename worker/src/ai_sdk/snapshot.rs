@@ -8,7 +8,8 @@
 //!
 //! The calls the sessions below the root await (`tree.rs`) are tool parts of the root's last
 //! assistant message, as the live stream added them, each with its owner beside it; a sub-agent
-//! call whose child has not ended has no part, as live.
+//! call whose child has not ended has no part, as live. A remote child's relayed calls are among
+//! them (`relayed.rs`), answered ones in their answer's state.
 //!
 //! An approval part (`approval-requested`, or `approval-responded` for a stored decision) has no
 //! `providerExecuted`, as live, so a reloaded page auto-sends exactly like the live one; a
@@ -224,10 +225,9 @@ fn user_message(turn: usize, content: &str, extras: Option<&UserExtras>) -> Valu
 /// render hint) beside it.
 fn descendant_parts(parts: &mut Vec<Value>, inputs: &SnapshotInputs<'_>) {
     for owned in inputs.tree {
-        let Some(agent) = inputs.registry.get(&owned.agent_type) else {
+        let Some(role) = owned.role(inputs.registry) else {
             continue;
         };
-        let role = tool_role(agent, &owned.call.tool_name);
         let call = ToolCall {
             id: owned.call.tool_call_id.clone(),
             name: owned.call.tool_name.clone(),

@@ -6,11 +6,16 @@
 //! Beside each such part, its owner: a kept `data-subagent-call` part (id
 //! `subagent-call-<toolCallId>`, data `{toolCallId, agentId, agentType}`) and the same identity
 //! in the part's provider metadata under `baton` (`callProviderMetadata` on the part).
+//! A remote child's relayed calls are tree calls too (`relayed.rs`).
 
-use super::ui::DataPart;
+use super::{
+    mapper::{ToolRole, tool_role},
+    relayed,
+    ui::DataPart,
+};
 use crate::state::AppState;
 use baton_core::{
-    ApiError,
+    AgentRegistry, ApiError,
     session::Status,
     store::{AwaitingSession, PendingCall, SessionAddress, StoredAnswer},
 };
@@ -25,6 +30,20 @@ pub struct TreeCall {
     pub agent_type: String,
     pub call: PendingCall,
     pub answer: Option<StoredAnswer>,
+    /// A call a paused remote child relayed (`relayed.rs`): owned by the remote child, whose
+    /// agent this server may not serve.
+    pub relayed: bool,
+}
+
+impl TreeCall {
+    /// How the front end meets the call; `None` when this server does not serve its agent.
+    pub fn role(&self, registry: &AgentRegistry) -> Option<ToolRole> {
+        if self.relayed {
+            return Some(relayed::role(self.call.kind));
+        }
+        let agent = registry.get(&self.agent_type)?;
+        Some(tool_role(agent, &self.call.tool_name))
+    }
 }
 
 /// What the chat reads of the sessions below its root.
@@ -32,7 +51,8 @@ pub struct TreeCall {
 pub struct Tree {
     /// Each session's agent type, by session id.
     pub agent_types: HashMap<String, String>,
-    /// The client calls and approvals they await (never a sub-agent call: no client answers one).
+    /// The client calls and approvals they await (never a sub-agent call: no client answers one),
+    /// and those remote children relayed to any session of the tree.
     pub calls: Vec<TreeCall>,
     /// The root's own pending calls (sub-agent calls included) and stored answers, read in the
     /// same round trip.
@@ -47,10 +67,14 @@ pub(super) async fn read(state: &AppState, root: &SessionAddress) -> Result<Tree
     let mut sessions = state.store.awaiting_sessions(root, true).await?.into_iter();
     // The root comes first: the tree is what is below it.
     if let Some(own) = sessions.next() {
+        tree.calls
+            .extend(relayed::tree_calls(&state.registry, &own));
         tree.root_pending = own.pending;
         tree.root_answers = own.answers;
     }
     for session in sessions {
+        tree.calls
+            .extend(relayed::tree_calls(&state.registry, &session));
         let AwaitingSession {
             address,
             agent_type: Some(agent_type),
@@ -77,6 +101,7 @@ pub(super) async fn read(state: &AppState, root: &SessionAddress) -> Result<Tree
                     agent_type: agent_type.clone(),
                     answer: answers.remove(&call.tool_call_id),
                     call,
+                    relayed: false,
                 }),
         );
     }

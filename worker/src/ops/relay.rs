@@ -90,7 +90,9 @@ pub(super) async fn relayed_submit(
         .ok_or_else(not_awaited)?;
     let accepted = match Producer::new(&state.http, remote).submit(&forwarded).await {
         Ok(accepted) => accepted,
-        Err(CallError::Refused(body)) => return Err(body.into_api_error()),
+        Err(CallError::Refused(body)) => {
+            return Err(named_as_relayed(body.into_api_error(), &relayed, &root));
+        }
         Err(CallError::Unavailable(reason)) => {
             return Err(ApiError::new(
                 ErrorCode::RemoteUnavailable,
@@ -308,4 +310,50 @@ pub(super) async fn resume_relaying_children(
         workflow_id: first_follow,
         status: Status::Active,
     }))
+}
+
+/// The producer's refusal of a relayed answer as the client that sent it reads it: the code and
+/// its details as they are, but every id of the producer's (the call, its approval, the child
+/// session) replaced by the one the consumer's tree shows (the relayed call, its approval id,
+/// the root), in the details and in the message.
+fn named_as_relayed(mut error: ApiError, relayed: &RelayedCall, root: &SessionAddress) -> ApiError {
+    let mut names = vec![
+        (
+            relayed.producer_call_id.clone(),
+            relayed.call.tool_call_id.clone(),
+        ),
+        (relayed.child_session_id.clone(), root.session_id.clone()),
+    ];
+    if let (Some(theirs), Some(ours)) = (&relayed.producer_approval_id, &relayed.call.approval_id) {
+        // The approval id first: it contains the call's id.
+        names.insert(0, (theirs.clone(), ours.clone()));
+    }
+    let rename = |text: &str| {
+        names
+            .iter()
+            .filter(|(theirs, _)| !theirs.is_empty())
+            .fold(text.to_owned(), |text, (theirs, ours)| {
+                text.replace(theirs, ours)
+            })
+    };
+    fn each_string(value: &mut serde_json::Value, rename: &dyn Fn(&str) -> String) {
+        match value {
+            serde_json::Value::String(text) => *text = rename(text),
+            serde_json::Value::Array(items) => {
+                items.iter_mut().for_each(|item| each_string(item, rename));
+            }
+            serde_json::Value::Object(fields) => {
+                fields
+                    .values_mut()
+                    .for_each(|item| each_string(item, rename));
+            }
+            _ => {}
+        }
+    }
+    error.error = rename(&error.error);
+    error
+        .details
+        .values_mut()
+        .for_each(|value| each_string(value, &rename));
+    error
 }

@@ -3,7 +3,7 @@
 //! opts in, the stop of the run when the client aborts the answer.
 
 use crate::{
-    ai_sdk::{ChatReply, UiFrame},
+    ai_sdk::{ChatReply, UiFrame, UiStreamMapper, relayed},
     metrics::FollowerGuard,
     state::AppState,
     stream::{Follow, FollowerPermit},
@@ -69,6 +69,7 @@ pub(super) async fn respond(
         } => {
             let counted = FollowerGuard::new(&state.metrics.followers);
             let abort_state = state.clone();
+            let read_state = state.clone();
             let follow = Follow::open(state, &session_id, after, permit).await?;
             // Armed once the answer is about to stream (a refusal before it stops nothing).
             let abort = StopOnAbort {
@@ -77,26 +78,33 @@ pub(super) async fn respond(
                 armed: stop_on_abort,
             };
             let start = Some((counted, follow, mapper, abort));
-            let rest = stream::unfold(start, |progress| async move {
-                let (counted, mut follow, mut mapper, mut abort) = progress?;
-                let frames = match follow.next_chunks().await {
-                    Some(Ok(chunks)) => {
-                        let mut frames = Vec::new();
-                        for chunk in &chunks {
-                            frames.extend(mapper.map(chunk));
-                            if mapper.is_finished() {
-                                break;
+            let rest = stream::unfold(start, move |progress| {
+                let state = read_state.clone();
+                async move {
+                    let (counted, mut follow, mut mapper, mut abort) = progress?;
+                    let frames = match follow.next_chunks().await {
+                        Some(Ok(chunks)) => {
+                            let mut frames = Vec::new();
+                            for chunk in &chunks {
+                                if mapper.reads_relayed_before(chunk) {
+                                    relayed_into(&state, &mut mapper, &chunk.header.session_id)
+                                        .await;
+                                }
+                                frames.extend(mapper.map(chunk));
+                                if mapper.is_finished() {
+                                    break;
+                                }
                             }
+                            frames
                         }
-                        frames
-                    }
-                    Some(Err(error)) => mapper.fail(format!("{}: {}", error.code, error.error)),
-                    None => mapper.fail("the stream ended before the run did".to_owned()),
-                };
-                // The turn is over (or failed): an answer ending now aborts nothing.
-                abort.armed &= !mapper.is_finished();
-                let next = (!mapper.is_finished()).then_some((counted, follow, mapper, abort));
-                Some((stream::iter(frames.into_iter().map(frame_event)), next))
+                        Some(Err(error)) => mapper.fail(format!("{}: {}", error.code, error.error)),
+                        None => mapper.fail("the stream ended before the run did".to_owned()),
+                    };
+                    // The turn is over (or failed): an answer ending now aborts nothing.
+                    abort.armed &= !mapper.is_finished();
+                    let next = (!mapper.is_finished()).then_some((counted, follow, mapper, abort));
+                    Some((stream::iter(frames.into_iter().map(frame_event)), next))
+                }
             })
             .flatten();
             stream::iter(prefix.into_iter().map(frame_event))
@@ -118,6 +126,19 @@ pub(super) async fn respond(
         HeaderValue::from_static("no"),
     );
     Ok(response)
+}
+
+/// Gives `mapper` the calls remote children of `root_session_id`'s tree relayed (see
+/// `ai_sdk::relayed`); a failed read adds none (they show on the next reload).
+async fn relayed_into(state: &AppState, mapper: &mut UiStreamMapper, root_session_id: &str) {
+    match relayed::calls(state, root_session_id).await {
+        Ok(calls) => mapper.add_relayed(calls),
+        Err(error) => tracing::warn!(
+            session_id = %bounded(root_session_id),
+            code = %error.code,
+            "the calls remote children relayed could not be read for the chat"
+        ),
+    }
 }
 
 fn frame_event(frame: UiFrame) -> Result<Event, Infallible> {
