@@ -5,7 +5,7 @@
 
 use super::{
     Remote, activity_attempts, announced_child, assert_forwarded_once, consumer, delegate,
-    producer, until_end, until_tool_start,
+    delegated_to, producer, until_end, until_tool_start,
 };
 use baton_core::{message::ToolOutcome, store::SessionAddress, subagent};
 use baton_tests::tool_outcomes;
@@ -13,10 +13,7 @@ use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_delegated_call_runs_its_child_once_on_the_producer_and_forwards_each_chunk_once() {
-    let producer = producer().await;
-    let url = producer.mount_url();
-    let consumer = consumer(&Remote::to(&url, "researcher")).await;
-    let started = delegate(&consumer).await;
+    let (producer, consumer, started) = delegated_to("researcher").await;
     let chunks = until_end(&consumer, &started.session_id).await;
     crate::subagents::assert_completed(&chunks, "got found 42");
 
