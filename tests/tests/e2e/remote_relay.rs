@@ -409,3 +409,56 @@ async fn a_root_stop_interrupts_the_paused_remote_child_of_a_session_below_it() 
     let child_state = producer.store.session(&child).await.unwrap().unwrap();
     assert_eq!(child_state.status, Status::Interrupted);
 }
+
+/// Whether `error` is the refusal of a submit past the root's rate limit of one a minute:
+/// `rate_limited`, retryable, with a retry hint within the minute.
+fn is_over_one_a_minute(error: &baton_core::ApiError) -> bool {
+    let hint = match error.refusal() {
+        Some(baton_core::Refusal::RetryAfter { retry_after }) => retry_after,
+        _ => 0,
+    };
+    error.code == baton_core::ErrorCode::RateLimited && error.retryable && (1..=60).contains(&hint)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relayed_answer_spends_the_roots_submit_token_and_past_its_limit_nothing_is_relayed() {
+    let (producer, url) = producer().await;
+    let options = baton_worker::ServerOptions {
+        submits_per_minute: Some(1),
+        ..baton_tests::open_options()
+    };
+    let consumer = Harness::start_with(consumer_registry(&url), options).await;
+    let root = start(&consumer, "remote_delegator").await.session_id;
+    let question = one_pending(&consumer.client, &root, PersonCallKind::ClientTool).await;
+    let child = SessionAddress::root(child_of(&consumer.store, &root).await);
+
+    // The root's one token goes to a relayed answer, even one its producer refuses.
+    let refused = |id: String, result: serde_json::Value| {
+        let (client, root) = (&consumer.client, &root);
+        async move {
+            let answer = client.submit(root, &id, &ToolOutcome::Result(result)).await;
+            api_error(answer.unwrap_err())
+        }
+    };
+    let wrong = refused(question.tool_call_id.clone(), json!({"wrong": 1})).await;
+    assert_eq!(wrong.code.as_str(), "INVALID_RESULT");
+
+    // The next relayed answer is refused as a local one is, and reaches no producer.
+    let before = consumer.client.status(&root).await.unwrap();
+    let relayed = refused(question.tool_call_id.clone(), json!({"answer": "Ada"})).await;
+    assert!(is_over_one_a_minute(&relayed), "{relayed:?}");
+    let local = refused("call_9".to_owned(), json!({"answer": "Ada"})).await;
+    assert!(is_over_one_a_minute(&local), "{local:?}");
+    assert!(producer.store.answers(&child).await.unwrap().is_empty());
+    assert_eq!(
+        status_of(&producer.store, &child).await,
+        Status::SuspendedClientTool
+    );
+    assert_eq!(consumer.client.status(&root).await.unwrap(), before);
+    let still: Vec<String> = pending(&consumer.client, &root)
+        .await
+        .into_iter()
+        .map(|call| call.tool_call_id)
+        .collect();
+    assert_eq!(still, [question.tool_call_id]);
+}
