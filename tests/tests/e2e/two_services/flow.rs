@@ -5,7 +5,7 @@
 
 use super::{
     Remote, activity_attempts, announced_child, assert_forwarded_once, consumer, delegate,
-    delegated_to, producer, until_end, until_tool_start,
+    delegated_to, producer, until_end, until_tool_heartbeats, until_tool_start,
 };
 use baton_core::{message::ToolOutcome, store::SessionAddress, subagent};
 use baton_tests::tool_outcomes;
@@ -73,8 +73,11 @@ async fn a_producer_worker_killed_mid_child_is_replaced_and_the_call_answers_onc
     let consumer = consumer(&Remote::to(&url, "sleeper")).await;
     let started = delegate(&consumer).await;
     let child = announced_child(&consumer, &started.session_id).await;
-    // The producer's worker dies while the child sleeps in its tool; another takes it over.
-    until_tool_start(&producer, &child, "sleep").await;
+    // The producer's worker dies while the child sleeps in its tool (its activity started and
+    // heartbeating: a kill before it started would leave no attempt to retry); another takes it
+    // over.
+    let workflow_id = baton_core::ids::first_run_workflow_id("sleeper", &child);
+    until_tool_heartbeats(&producer, &workflow_id).await;
     producer.kill_worker();
     producer.start_worker();
 
@@ -91,7 +94,6 @@ async fn a_producer_worker_killed_mid_child_is_replaced_and_the_call_answers_onc
         .filter(|c| matches!(c.kind, baton_core::ChunkKind::ToolEnd { .. }))
         .count();
     assert_eq!(ends, 1);
-    let workflow_id = baton_core::ids::first_run_workflow_id("sleeper", &child);
     let attempts = activity_attempts(&producer, &workflow_id).await;
     assert!(attempts.iter().any(|a| *a >= 2), "{attempts:?}");
 }

@@ -436,6 +436,33 @@ async fn until_tool_start(service: &Service, session_id: &str, tool: &str) {
     .await;
 }
 
+/// Waits until the tool activity (`execute_tool`) of `workflow_id` on `service` has started and
+/// heartbeated, as Temporal sees it: a worker is inside the tool's body (its `tool_start` chunk
+/// is staged with the turn, before the activity is even scheduled).
+async fn until_tool_heartbeats(service: &Service, workflow_id: &str) {
+    use temporalio_common::protos::temporal::api::enums::v1::PendingActivityState;
+    let handle = service
+        .temporal
+        .get_workflow_handle::<baton_workflows::AgentRunWorkflow>(workflow_id.to_owned());
+    eventually("the tool activity's heartbeat", || async {
+        let description = handle.describe(Default::default()).await.ok()?;
+        description
+            .raw()
+            .pending_activities
+            .iter()
+            .any(|activity| {
+                activity
+                    .activity_type
+                    .as_ref()
+                    .is_some_and(|kind| kind.name.contains("execute_tool"))
+                    && activity.state() == PendingActivityState::Started
+                    && activity.last_heartbeat_time.is_some()
+            })
+            .then_some(())
+    })
+    .await;
+}
+
 /// The forwarded chunks of a stream hold no `(childSessionId, childSequence)` twice, each names
 /// the child as its emitter and the caller's stream as its own, and they are exactly what the
 /// child streamed before its end, in its order.
