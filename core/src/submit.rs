@@ -7,7 +7,10 @@ use crate::{
     message::ToolOutcome,
     observe::{self, CallIds, ClientCallEvent},
     refusal::{Payload, Refusal},
-    store::{Answer, PendingKind, Store, StoredAnswer, SubmitAttempt, SubmitOutcome, now_ms},
+    store::{
+        Answer, PendingKind, SessionAddress, Store, StoredAnswer, SubmitAttempt, SubmitOutcome,
+        now_ms,
+    },
 };
 
 pub use baton_wire::submit::{
@@ -268,6 +271,24 @@ async fn store_submitted(
             };
             Err(error.with(mismatch))
         }
+    }
+}
+
+/// Takes the token of an answer that no submit script stores (one relayed to a remote child's
+/// producer) from the root's submit bucket, before the answer goes anywhere: past the root's
+/// rate limit it is refused as a local answer is (`rate_limited` with `retryAfter`), and
+/// nothing is written. No limit (`None`): nothing to take.
+pub async fn take_submit_token(
+    store: &Store,
+    root: &SessionAddress,
+    submits_per_minute: Option<u32>,
+) -> Result<(), ApiError> {
+    let Some(per_minute) = submits_per_minute.filter(|n| *n > 0) else {
+        return Ok(());
+    };
+    match store.take_submit_token(root, per_minute).await? {
+        None => Ok(()),
+        Some(wait) => Err(rate_limited(submits_per_minute, wait)),
     }
 }
 

@@ -49,6 +49,7 @@ mod stage_turn;
 mod step;
 mod stop;
 mod stream;
+mod submit_token;
 mod suspension;
 mod sweep;
 mod tool_start;

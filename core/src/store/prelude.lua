@@ -15,6 +15,22 @@ local function is_ended(status)
   return ended_statuses[status] == true
 end
 
+-- Takes one token from a submit bucket (a hash of its tokens and the time, in ms, they were
+-- counted at), refilled continuously at `rate` tokens a ms up to `capacity`; the bucket expires
+-- once full again. Returns nil when taken, else the ms until a token is available (and nothing
+-- is written). Every script that spends a root's submit token spends it here (submit_answer,
+-- take_submit_token), so a root has one bucket whatever the answer.
+local function take_token(bucket_key, capacity, rate, now, now_text)
+  local bucket = redis.call('HMGET', bucket_key, 'tokens', 'at')
+  local tokens = tonumber(bucket[1]) or capacity
+  local at = tonumber(bucket[2]) or now
+  tokens = math.min(capacity, tokens + math.max(0, now - at) * rate)
+  if tokens < 1 then return math.ceil((1 - tokens) / rate) end
+  redis.call('HSET', bucket_key, 'tokens', tostring(tokens - 1), 'at', now_text)
+  redis.call('PEXPIRE', bucket_key, math.ceil(capacity / rate))
+  return nil
+end
+
 -- A chunk's header (its stream, session, agent and run ids) is the same for every chunk a run of
 -- a session writes, so a stream entry does not repeat it: the entry holds the rest of the chunk
 -- (field c, from its timestamp on) and the header's key (field h, a number below 2^23, which a

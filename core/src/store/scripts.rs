@@ -96,6 +96,8 @@ pub(super) static SUBMIT_ANSWER: StoreScript = store_script!(
         SubmitBucket,
     ]
 );
+pub(super) static TAKE_SUBMIT_TOKEN: StoreScript =
+    store_script!("take_submit_token", [State, Stream, SubmitBucket]);
 pub(super) static CLAIM_RESUME: StoreScript = store_script!(
     "claim_resume",
     [
@@ -233,7 +235,7 @@ pub(super) static CALLBACK_DELIVERED: StoreScript =
 
 /// Every script, for the tests that read their text.
 #[cfg(test)]
-static ALL: [&StoreScript; 29] = [
+static ALL: [&StoreScript; 30] = [
     &CREATE_FORK,
     &REGISTER_CALLBACK,
     &CALLBACK_DELIVERED,
@@ -251,6 +253,7 @@ static ALL: [&StoreScript; 29] = [
     &FAIL_RUN,
     &COMMIT_SUSPENDED_STEP,
     &SUBMIT_ANSWER,
+    &TAKE_SUBMIT_TOKEN,
     &CLAIM_RESUME,
     &APPLY_ANSWERS,
     &STOP_RUN,

@@ -25,20 +25,6 @@ local now = tonumber(now_text)
 local tree_keys_from = 9
 local tree_keys_to = #KEYS - 2
 
--- Takes one token from the root's bucket (tokens and the time they were counted), refilled
--- continuously up to its capacity; the bucket expires once full again. Returns nil when taken,
--- else the ms until a token is available (and nothing is written).
-local function take_token()
-  local bucket = redis.call('HMGET', submit_bucket_key, 'tokens', 'at')
-  local tokens = tonumber(bucket[1]) or bucket_capacity
-  local at = tonumber(bucket[2]) or now
-  tokens = math.min(bucket_capacity, tokens + math.max(0, now - at) * bucket_rate)
-  if tokens < 1 then return math.ceil((1 - tokens) / bucket_rate) end
-  redis.call('HSET', submit_bucket_key, 'tokens', tostring(tokens - 1), 'at', now_text)
-  redis.call('PEXPIRE', submit_bucket_key, math.ceil(bucket_capacity / bucket_rate))
-  return nil
-end
-
 -- The calls of a session still neither answered nor past their deadline, not counting its
 -- sub-agent calls (a suspended child's calls are counted on the child): the members of its
 -- openDeadlines, scored by deadline, less those of its children's calls.
@@ -76,7 +62,7 @@ local function refused_by_schema(agent_type, tool_name)
 end
 
 if bucket_capacity > 0 then
-  local wait_ms = take_token()
+  local wait_ms = take_token(submit_bucket_key, bucket_capacity, bucket_rate, now, now_text)
   if wait_ms then return {'rate_limited', wait_ms} end
 end
 

@@ -8,7 +8,7 @@
 
 use crate::mount::runs;
 use crate::remote::{forwarded, start};
-use baton_client::Client as _;
+use baton_client::{Client as _, HttpClient};
 use baton_core::{
     AgentRegistry,
     store::{SessionAddress, Status},
@@ -20,7 +20,7 @@ use baton_tests::{
 };
 use serde_json::json;
 use std::{collections::HashSet, sync::Arc, time::Duration};
-use temporalio_client::WorkflowCountOptions;
+use temporalio_client::{Client, WorkflowCountOptions};
 
 /// A consumer of `remote` as `research`, its worker with the remote-wait sweep or not, its
 /// callbacks asked to `callback_url` (its own route when empty).
@@ -46,15 +46,11 @@ async fn consumer(
     (consumer, worker)
 }
 
-/// How many workflows of `harness`'s task queue Temporal lists as running.
-async fn open_workflows(harness: &Harness) -> usize {
-    harness
-        .temporal
+/// How many workflows of `task_queue` Temporal lists as running.
+async fn open_workflows(temporal: &Client, task_queue: &str) -> usize {
+    temporal
         .count_workflows(
-            format!(
-                "TaskQueue = '{}' AND ExecutionStatus = 'Running'",
-                harness.task_queue
-            ),
+            format!("TaskQueue = '{task_queue}' AND ExecutionStatus = 'Running'"),
             WorkflowCountOptions::default(),
         )
         .await
@@ -63,7 +59,10 @@ async fn open_workflows(harness: &Harness) -> usize {
 }
 
 /// Waits until `check` holds, or fails after the tests' limit.
-async fn until<F: std::future::Future<Output = bool>>(what: &str, mut check: impl FnMut() -> F) {
+pub(crate) async fn until<F: std::future::Future<Output = bool>>(
+    what: &str,
+    mut check: impl FnMut() -> F,
+) {
     let waited = async {
         while !check().await {
             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -91,14 +90,19 @@ async fn gated_producer() -> (
 }
 
 /// Waits until the caller `root` has let go of its child and suspended, and nothing of the
-/// consumer runs: no workflow open on its task queue.
-async fn holds_nothing(consumer: &Harness, root: &str) {
+/// consumer runs: no workflow open on its task queue (`consumer` its API, `temporal` and
+/// `task_queue` where it runs).
+pub(crate) async fn holds_nothing(
+    consumer: &HttpClient,
+    (temporal, task_queue): (&Client, &str),
+    root: &str,
+) {
     until("the caller suspends awaiting the child", || async {
-        consumer.client.status(root).await.unwrap().status == Status::SuspendedClientTool
+        consumer.status(root).await.unwrap().status == Status::SuspendedClientTool
     })
     .await;
     until("no consumer workflow is open", || async {
-        open_workflows(consumer).await == 0
+        open_workflows(temporal, task_queue).await == 0
     })
     .await;
 }
@@ -115,9 +119,15 @@ async fn a_child_past_its_window_holds_nothing_and_its_end_found_by_the_sweep_re
     let root = started.session_id.clone();
 
     // The child holds its gate; the caller holds nothing meanwhile.
-    holds_nothing(&consumer, &root).await;
-    let child = crate::remote_relay::child_of(&consumer, &root).await;
-    let status = crate::remote_relay::status_of(&producer, &SessionAddress::root(&child)).await;
+    holds_nothing(
+        &consumer.client,
+        (&consumer.temporal, &consumer.task_queue),
+        &root,
+    )
+    .await;
+    let child = crate::remote_relay::child_of(&consumer.store, &root).await;
+    let status =
+        crate::remote_relay::status_of(&producer.store, &SessionAddress::root(&child)).await;
     assert_eq!(status, Status::Active, "the child still runs");
     assert!(
         consumer
@@ -144,12 +154,13 @@ async fn a_child_past_its_window_holds_nothing_and_its_end_found_by_the_sweep_re
     assert_eq!(runs(&producer).await, 1);
 }
 
-/// The consumer's state field `field` of session `root` (raw, for "nothing written").
-async fn state_field(consumer: &Harness, root: &str, field: &str) -> Option<String> {
+/// The state field `field` of the consumer's session `root`, under the consumer's key prefix
+/// (raw, for "nothing written").
+pub(crate) async fn state_field(prefix: &str, root: &str, field: &str) -> Option<String> {
     let client = redis::Client::open(baton_tests::redis_url()).unwrap();
     let mut connection = client.get_multiplexed_async_connection().await.unwrap();
     redis::cmd("HGET")
-        .arg(format!("{}:{{{root}}}:{root}:state", consumer.prefix))
+        .arg(format!("{prefix}:{{{root}}}:{root}:state"))
         .arg(field)
         .query_async(&mut connection)
         .await
@@ -164,7 +175,12 @@ async fn a_childs_end_delivered_by_its_signed_callback_resumes_the_caller_a_repe
     let (consumer, _worker) = consumer(remote, false, String::new()).await;
     let started = start(&consumer, "remote_delegator").await;
     let root = started.session_id.clone();
-    holds_nothing(&consumer, &root).await;
+    holds_nothing(
+        &consumer.client,
+        (&consumer.temporal, &consumer.task_queue),
+        &root,
+    )
+    .await;
 
     gate.add_permits(1);
     let chunks = consumer.chunks_until_end(&root, WAIT_LIMIT).await;
@@ -173,7 +189,7 @@ async fn a_childs_end_delivered_by_its_signed_callback_resumes_the_caller_a_repe
 
     // The delivered turn again, correctly signed (a producer whose 204 was lost retries): a
     // repeat, answered 204, nothing more written; an older turn is a replay, refused.
-    let child = crate::remote_relay::child_of(&consumer, &root).await;
+    let child = crate::remote_relay::child_of(&consumer.store, &root).await;
     let address = SessionAddress::root(&root);
     let token = consumer
         .store
@@ -182,7 +198,9 @@ async fn a_childs_end_delivered_by_its_signed_callback_resumes_the_caller_a_repe
         .unwrap()
         .expect("the call kept a callback token");
     let seen_field = format!("remoteCallbackSeq:{child}");
-    let seen = state_field(&consumer, &root, &seen_field).await.unwrap();
+    let seen = state_field(&consumer.prefix, &root, &seen_field)
+        .await
+        .unwrap();
     let child_state = producer
         .store
         .session(&SessionAddress::root(&child))
@@ -221,5 +239,8 @@ async fn a_childs_end_delivered_by_its_signed_callback_resumes_the_caller_a_repe
     assert_eq!(refused.status(), reqwest::StatusCode::UNAUTHORIZED);
     let unsigned = post(String::new(), later).await.unwrap();
     assert_eq!(unsigned.status(), reqwest::StatusCode::UNAUTHORIZED);
-    assert_eq!(state_field(&consumer, &root, &seen_field).await, Some(seen));
+    assert_eq!(
+        state_field(&consumer.prefix, &root, &seen_field).await,
+        Some(seen)
+    );
 }

@@ -390,6 +390,9 @@ async fn a_message_abandoning_a_suspended_tree_stops_the_children_and_goes_on_at
     let started = harness.client.start("fan_out", "go").await.unwrap();
     let root = SessionAddress::root(&started.session_id);
     let chunks = harness.chunks_until_suspended(&started.session_id).await;
+    // The root's run has ended: after committing its suspension it rechecks its children, and
+    // one the message stops in that window would answer its call `sub_agent_interrupted` first.
+    harness.run_result(&started.workflow_id).await.unwrap();
     let after = chunks.last().unwrap().sequence;
     let rest = message_to_end(&harness, &started.session_id, after, "never mind", true).await;
     assert_completed(

@@ -178,6 +178,16 @@ async fn stop_a_busy_tree(harness: &Harness) {
 async fn a_resume_takes_the_end_of_a_child_stopped_without_telling_its_parent() {
     let harness = Harness::start(agents::registry()).await;
     let (started, middle, _grandchild) = suspended_top(&harness).await;
+    // The tree holds no workflow first: a run that committed its suspension goes on to recheck
+    // its children, and would find the child stopped below and report it itself (the repair
+    // this test leaves to the resume).
+    let middle_workflow = harness.store.session(&middle).await.unwrap().unwrap();
+    for workflow_id in [
+        Some(started.workflow_id.clone()),
+        middle_workflow.workflow_id,
+    ] {
+        harness.run_result(&workflow_id.unwrap()).await.unwrap();
+    }
     // A child stopped as an earlier version did, its parent never told: the root waits on it.
     harness
         .store

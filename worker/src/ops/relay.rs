@@ -22,7 +22,7 @@ use baton_core::{
         Status, StopKind,
     },
     subagent,
-    submit::{SubmitAnswer, SubmitRequest, SubmitStatus},
+    submit::{self, SubmitAnswer, SubmitRequest, SubmitStatus},
 };
 
 /// The answer to a relayed call, relayed and stored; `None` when the submit names no relayed
@@ -39,6 +39,8 @@ pub(super) async fn relayed_submit(
     let Some((owner, relayed)) = state.store.relayed_call(&root, id).await? else {
         return Ok(None);
     };
+    // The root's submit token first, as for a local answer: past its limit nothing is relayed.
+    submit::take_submit_token(&state.store, &root, state.options.submits_per_minute).await?;
     let not_awaited = || {
         ApiError::new(
             ErrorCode::UnknownToolCall,

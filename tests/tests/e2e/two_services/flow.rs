@@ -5,7 +5,7 @@
 
 use super::{
     Remote, activity_attempts, announced_child, assert_forwarded_once, consumer, delegate,
-    producer, until_end, until_tool_start,
+    delegated_to, producer, until_end, until_tool_heartbeats, until_tool_start,
 };
 use baton_core::{message::ToolOutcome, store::SessionAddress, subagent};
 use baton_tests::tool_outcomes;
@@ -13,10 +13,7 @@ use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_delegated_call_runs_its_child_once_on_the_producer_and_forwards_each_chunk_once() {
-    let producer = producer().await;
-    let url = producer.mount_url();
-    let consumer = consumer(&Remote::to(&url, "researcher")).await;
-    let started = delegate(&consumer).await;
+    let (producer, consumer, started) = delegated_to("researcher").await;
     let chunks = until_end(&consumer, &started.session_id).await;
     crate::subagents::assert_completed(&chunks, "got found 42");
 
@@ -76,8 +73,11 @@ async fn a_producer_worker_killed_mid_child_is_replaced_and_the_call_answers_onc
     let consumer = consumer(&Remote::to(&url, "sleeper")).await;
     let started = delegate(&consumer).await;
     let child = announced_child(&consumer, &started.session_id).await;
-    // The producer's worker dies while the child sleeps in its tool; another takes it over.
-    until_tool_start(&producer, &child, "sleep").await;
+    // The producer's worker dies while the child sleeps in its tool (its activity started and
+    // heartbeating: a kill before it started would leave no attempt to retry); another takes it
+    // over.
+    let workflow_id = baton_core::ids::first_run_workflow_id("sleeper", &child);
+    until_tool_heartbeats(&producer, &workflow_id).await;
     producer.kill_worker();
     producer.start_worker();
 
@@ -94,7 +94,6 @@ async fn a_producer_worker_killed_mid_child_is_replaced_and_the_call_answers_onc
         .filter(|c| matches!(c.kind, baton_core::ChunkKind::ToolEnd { .. }))
         .count();
     assert_eq!(ends, 1);
-    let workflow_id = baton_core::ids::first_run_workflow_id("sleeper", &child);
     let attempts = activity_attempts(&producer, &workflow_id).await;
     assert!(attempts.iter().any(|a| *a >= 2), "{attempts:?}");
 }

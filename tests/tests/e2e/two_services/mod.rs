@@ -9,6 +9,7 @@ mod faults;
 mod flow;
 mod mount;
 mod orphans;
+mod people;
 
 use baton_client::{Client as _, HttpClient};
 use baton_core::{
@@ -32,8 +33,9 @@ const TOKEN_ENV: &str = "PRODUCER_TOKEN";
 const NAP_MS: u64 = 4000;
 
 /// The producer's agents: `researcher` (a calculator call, then an answer), `sleeper` (a
-/// `sleep` call, then an answer), `chronicler` (its state set twice around a `sleep`), and a
-/// projected mount `/public/agents` keeping the chronicler's `phase`.
+/// `sleep` call, then an answer), `chronicler` (its state set twice around a `sleep`), `asker`
+/// (a question to the person, then a calculator call they approve, then an answer with both),
+/// and a projected mount `/public/agents` keeping the chronicler's `phase`.
 fn producer_agents() -> String {
     format!(
         r#"
@@ -78,6 +80,25 @@ name = "note"
 description = "Notes the phase and the count."
 fields = ["phase", "count"]
 
+[[agent]]
+name = "asker"
+max_steps = 4
+tools = ["calculator"]
+approval_required = ["calculator"]
+client_tool_timeout_secs = 600
+[agent.model]
+kind = "scripted"
+turns = [
+  {{ tool_calls = [{{ name = "ask_user", arguments = {{ question = "Name?" }} }}] }},
+  {{ tool_calls = [{{ name = "calculator", arguments = {{ operation = "add", a = 40, b = 2 }} }}] }},
+  {{ text = "{{{{result:ask_user}}}} / {{{{result:calculator}}}}" }},
+]
+[[agent.client_tool]]
+name = "ask_user"
+description = "Asks the person a question."
+input_schema = {{ type = "object", properties = {{ question = {{ type = "string" }} }}, required = ["question"] }}
+output_schema = {{ type = "object", properties = {{ answer = {{ type = "string" }} }}, required = ["answer"] }}
+
 [[mount]]
 base_path = "/public/agents"
 state_fields = ["phase"]
@@ -93,6 +114,8 @@ struct Remote<'a> {
     max_retries: u32,
     read_timeout_secs: u64,
     dead_after_attaches: u32,
+    /// How long the consumer's follower reads a child that has not ended its turn.
+    follow_window_secs: u64,
     /// How many calls of `research` the delegator makes, one per step, before it answers.
     calls: usize,
     /// Whether the delegator asks the person (client tool `ask`) after its first call.
@@ -107,6 +130,7 @@ impl<'a> Remote<'a> {
             max_retries: 3,
             read_timeout_secs: 5,
             dead_after_attaches: 3,
+            follow_window_secs: 60,
             calls: 1,
             ask_after_first: false,
         }
@@ -148,6 +172,7 @@ max_retries = {max_retries}
 retry_base_delay_ms = 20
 read_timeout_secs = {read_timeout_secs}
 dead_after_attaches = {dead_after_attaches}
+follow_window_secs = {follow_window_secs}
 
 {ask}
 "#,
@@ -156,6 +181,7 @@ dead_after_attaches = {dead_after_attaches}
         max_retries = remote.max_retries,
         read_timeout_secs = remote.read_timeout_secs,
         dead_after_attaches = remote.dead_after_attaches,
+        follow_window_secs = remote.follow_window_secs,
         max_steps = turns.len() + 2,
         turns = turns.join(",\n  "),
     )
@@ -182,6 +208,14 @@ impl Service {
     /// Starts the service's server and worker with `agents` (an agents file's text) and
     /// `auth` (the server's flags or variables for it).
     async fn start(name: &'static str, agents: &str, auth: Auth) -> Self {
+        let mut service = Self::idle(name, agents, auth).await;
+        service.start_worker();
+        service
+    }
+
+    /// Starts the service's server alone: nothing runs its workflows until
+    /// [`Self::start_worker`] (which takes the flags then in `flags`).
+    async fn idle(name: &'static str, agents: &str, auth: Auth) -> Self {
         let dir = std::env::temp_dir().join(unique(&format!("two-services-{name}")));
         std::fs::create_dir_all(&dir).unwrap();
         let agents_file: PathBuf = dir.join(format!("{name}.toml"));
@@ -228,7 +262,7 @@ impl Service {
             Auth::Open => HttpClient::new(server.base_url()),
             Auth::Key => HttpClient::with_bearer(server.base_url(), PRODUCER_KEY).unwrap(),
         };
-        let mut service = Self {
+        Self {
             name,
             launcher,
             flags,
@@ -240,9 +274,7 @@ impl Service {
             store,
             temporal,
             client,
-        };
-        service.start_worker();
-        service
+        }
     }
 
     /// The service's raw mount, `http://host:port/agents`.
@@ -339,6 +371,16 @@ async fn delegate(consumer: &Service) -> StartResponse {
     consumer.client.start("delegator", "go").await.unwrap()
 }
 
+/// A producer, a consumer whose `delegator` calls the producer's `agent_type`, and a
+/// `delegator` session started on the consumer.
+async fn delegated_to(agent_type: &str) -> (Service, Service, StartResponse) {
+    let producer = producer().await;
+    let url = producer.mount_url();
+    let consumer = consumer(&Remote::to(&url, agent_type)).await;
+    let started = delegate(&consumer).await;
+    (producer, consumer, started)
+}
+
 /// Follows the consumer's session to its end: every chunk.
 async fn until_end(consumer: &Service, session_id: &str) -> Vec<StreamChunk> {
     chunks_through(&consumer.client, session_id, 0, WAIT_LIMIT, false).await
@@ -390,6 +432,33 @@ async fn until_tool_start(service: &Service, session_id: &str, tool: &str) {
         service.chunks(session_id).await.into_iter().find(
             |c| matches!(&c.kind, ChunkKind::ToolStart { tool_name, .. } if tool_name == tool),
         )
+    })
+    .await;
+}
+
+/// Waits until the tool activity (`execute_tool`) of `workflow_id` on `service` has started and
+/// heartbeated, as Temporal sees it: a worker is inside the tool's body (its `tool_start` chunk
+/// is staged with the turn, before the activity is even scheduled).
+async fn until_tool_heartbeats(service: &Service, workflow_id: &str) {
+    use temporalio_common::protos::temporal::api::enums::v1::PendingActivityState;
+    let handle = service
+        .temporal
+        .get_workflow_handle::<baton_workflows::AgentRunWorkflow>(workflow_id.to_owned());
+    eventually("the tool activity's heartbeat", || async {
+        let description = handle.describe(Default::default()).await.ok()?;
+        description
+            .raw()
+            .pending_activities
+            .iter()
+            .any(|activity| {
+                activity
+                    .activity_type
+                    .as_ref()
+                    .is_some_and(|kind| kind.name.contains("execute_tool"))
+                    && activity.state() == PendingActivityState::Started
+                    && activity.last_heartbeat_time.is_some()
+            })
+            .then_some(())
     })
     .await;
 }

@@ -4,8 +4,7 @@
 //! snapshot plus the patches forwarded after its position is the child's next snapshot.
 
 use super::{
-    PRODUCER_KEY, Remote, Service, announced_child, consumer, delegate, producer, until_end,
-    until_tool_start,
+    PRODUCER_KEY, Service, announced_child, delegated_to, producer, until_end, until_tool_start,
 };
 use crate::mount::{Frame, MountClient, chosen_id};
 use baton_core::ChunkKind;
@@ -104,10 +103,7 @@ async fn child_snapshot(producer: &Service, child: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_remote_childs_snapshot_and_the_patches_forwarded_after_it_are_its_next_snapshot() {
-    let producer = producer().await;
-    let url = producer.mount_url();
-    let consumer = consumer(&Remote::to(&url, "chronicler")).await;
-    let started = delegate(&consumer).await;
+    let (producer, consumer, started) = delegated_to("chronicler").await;
     let child = announced_child(&consumer, &started.session_id).await;
     // A baseline while the child works in its second step: pinned to the first step's end.
     until_tool_start(&producer, &child, "sleep").await;
