@@ -111,7 +111,7 @@ async fn a_remote_childs_question_and_approval_are_tool_parts_answered_through_t
         let root = s["chatId"]
             .as_str()
             .unwrap_or_else(|| panic!("no chat id: {s}"));
-        let child = child_of(&consumer, root).await;
+        let child = child_of(&consumer.store, root).await;
         relayed_through_the_chat(&s, &child);
         let child = SessionAddress::root(child);
         assert_eq!(
