@@ -132,19 +132,28 @@ pub(crate) fn chosen_id(kind: &str) -> String {
 }
 
 /// How many agent runs (workflows) the harness's task queue has had.
-pub(crate) async fn runs(harness: &Harness) -> usize {
-    harness
-        .temporal
-        .count_workflows(
-            format!(
-                "TaskQueue = '{}' AND WorkflowType = 'AgentRunWorkflow'",
-                harness.task_queue
-            ),
-            WorkflowCountOptions::default(),
-        )
-        .await
-        .unwrap()
-        .count()
+pub(crate) async fn runs(harness: &Harness, expected: usize) -> usize {
+    // Temporal's visibility follows the runs asynchronously: read until it shows the expected
+    // count (a run more shows at once), at most the wait limit.
+    let deadline = std::time::Instant::now() + baton_tests::WAIT_LIMIT;
+    loop {
+        let count = harness
+            .temporal
+            .count_workflows(
+                format!(
+                    "TaskQueue = '{}' AND WorkflowType = 'AgentRunWorkflow'",
+                    harness.task_queue
+                ),
+                WorkflowCountOptions::default(),
+            )
+            .await
+            .unwrap()
+            .count();
+        if count >= expected || std::time::Instant::now() > deadline {
+            return count;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -191,7 +200,7 @@ async fn a_chosen_session_starts_once_streams_to_its_end_and_then_attaches() {
     assert_eq!(status, StatusCode::CONFLICT);
     assert_eq!(refused["code"], "ALREADY_RUNNING");
     assert_eq!(refused["streamId"], stream_id);
-    assert_eq!(runs(&harness).await, 1);
+    assert_eq!(runs(&harness, 1).await, 1);
 
     let (status, usage) = mount.get("two_steps", "usage", &session).await;
     assert_eq!(status, StatusCode::OK);
@@ -231,7 +240,7 @@ async fn a_start_of_a_running_suspended_or_ended_session_attaches_and_starts_not
         assert_eq!(status, StatusCode::CONFLICT, "{session}");
         assert_eq!(refused["code"], "ALREADY_RUNNING");
         assert_eq!(refused["streamId"], stream_id);
-        assert_eq!(runs(&harness).await, 2, "{session}");
+        assert_eq!(runs(&harness, 2).await, 2, "{session}");
         let after = harness.client.status(session).await.unwrap();
         assert_eq!(
             (after.run_id, after.last_sequence, after.status),
@@ -252,7 +261,7 @@ async fn a_start_of_a_running_suspended_or_ended_session_attaches_and_starts_not
     let stream_ids: Vec<&Value> = [&first.1, &second.1].map(|a| &a["streamId"]).into();
     assert_eq!(stream_ids[0], stream_ids[1]);
     mount.frames("two_steps", &raced, 0).await;
-    assert_eq!(runs(&harness).await, 3);
+    assert_eq!(runs(&harness, 3).await, 3);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -146,7 +146,7 @@ async fn a_remote_child_runs_once_on_the_producer_and_its_chunks_reach_the_calle
     assert_forwarded_once_in_order(&producer.store, &child, &copies).await;
 
     // One child on the producer; the caller's rollup counts its tools once.
-    assert_eq!(runs(&producer).await, 1);
+    assert_eq!(runs(&producer, 1).await, 1);
     let rollup = consumer.store.usage_rollup(&root).await.unwrap().unwrap();
     assert_eq!(rollup.tool_calls.get("add"), Some(&2));
     assert_eq!(rollup.tool_calls.get("research"), Some(&1));
@@ -228,7 +228,7 @@ async fn a_producer_refusing_the_credential_is_relayed_and_the_right_bearer_is_l
         }
     }
     // Only the call with the credential started a child.
-    assert_eq!(runs(&producer).await, 1);
+    assert_eq!(runs(&producer, 1).await, 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -297,7 +297,7 @@ async fn a_consumer_worker_killed_while_following_is_replaced_and_no_chunk_or_ch
     let copies = forwarded(&chunks);
     let child = &copies[0].remote_source.as_ref().unwrap().child_session_id;
     assert_forwarded_once_in_order(&producer.store, child, &copies).await;
-    assert_eq!(runs(&producer).await, 1);
+    assert_eq!(runs(&producer, 1).await, 1);
     let kinds: Vec<&str> = chunks.iter().map(|c| c.kind.name()).collect();
     assert_eq!(kinds.iter().filter(|k| **k == "subagent_start").count(), 1);
     assert_eq!(kinds.iter().filter(|k| **k == "subagent_end").count(), 1);
@@ -465,7 +465,7 @@ async fn a_producer_worker_killed_under_the_child_is_replaced_and_the_call_still
     let copies = forwarded(&chunks);
     let child = &copies[0].remote_source.as_ref().unwrap().child_session_id;
     assert_forwarded_once_in_order(&producer.store, child, &copies).await;
-    assert_eq!(runs(&producer).await, 1);
+    assert_eq!(runs(&producer, 1).await, 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -46,5 +46,5 @@ async fn baton_run_answers_a_remote_childs_question_and_approval_from_standard_i
         .unwrap_or_else(|| panic!("no completed line in {stdout}"));
     assert!(completed.contains("Ada"), "{completed}");
     // One child: its start, then one resume per answer.
-    assert_eq!(runs(&producer).await, 3);
+    assert_eq!(runs(&producer, 3).await, 3);
 }

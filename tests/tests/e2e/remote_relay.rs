@@ -287,7 +287,7 @@ async fn a_remote_childs_question_then_approval_are_answered_through_the_consume
     // One child on the producer, which ran three runs (its start, then two resumes).
     let child = SessionAddress::root(child_of(&consumer.store, &root).await);
     assert_eq!(status_of(&producer.store, &child).await, Status::Completed);
-    assert_eq!(runs(&producer).await, 3);
+    assert_eq!(runs(&producer, 3).await, 3);
     assert!(pending(&consumer.client, &root).await.is_empty());
 }
 

@@ -151,7 +151,7 @@ async fn a_child_past_its_window_holds_nothing_and_its_end_found_by_the_sweep_re
     assert!(!seen.is_empty());
     let kinds: Vec<&str> = chunks.iter().map(|c| c.kind.name()).collect();
     assert_eq!(kinds.iter().filter(|k| **k == "subagent_end").count(), 1);
-    assert_eq!(runs(&producer).await, 1);
+    assert_eq!(runs(&producer, 1).await, 1);
 }
 
 /// The state field `field` of the consumer's session `root`, under the consumer's key prefix
@@ -185,7 +185,7 @@ async fn a_childs_end_delivered_by_its_signed_callback_resumes_the_caller_a_repe
     gate.add_permits(1);
     let chunks = consumer.chunks_until_end(&root, WAIT_LIMIT).await;
     crate::subagents::assert_completed(&chunks, "got opened");
-    assert_eq!(runs(&producer).await, 1);
+    assert_eq!(runs(&producer, 1).await, 1);
 
     // The delivered turn again, correctly signed (a producer whose 204 was lost retries): a
     // repeat, answered 204, nothing more written; an older turn is a replay, refused.
@@ -226,7 +226,7 @@ async fn a_childs_end_delivered_by_its_signed_callback_resumes_the_caller_a_repe
     let repeated = post(signed, body.clone()).await.unwrap();
     assert_eq!(repeated.status(), reqwest::StatusCode::NO_CONTENT);
     assert_eq!(consumer.client.status(&root).await.unwrap(), ended);
-    assert_eq!(runs(&producer).await, 1);
+    assert_eq!(runs(&producer, 1).await, 1);
     let older = body.replace(&format!("\"sequence\":{seen}"), "\"sequence\":0");
     assert_ne!(older, body);
     let signed = baton_worker::sweeps::signature(&token, older.as_bytes());

@@ -126,6 +126,6 @@ async fn a_remote_childs_question_and_approval_are_tool_parts_answered_through_t
         );
         // One child per chat on the producer, which ran three runs: its start, one resume per
         // answer (the refused answer started none).
-        assert_eq!(runs(&producer).await, 3 * (done + 1));
+        assert_eq!(runs(&producer, 3 * (done + 1)).await, 3 * (done + 1));
     }
 }
