@@ -78,8 +78,10 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 async function settled(instance) {
   let seen = -1;
   let quietSince = Date.now();
+  const stuckAt = Date.now() + 60_000;
   for (;;) {
     await sleep(25);
+    if (Date.now() > stuckAt) throw new Error(`stuck ${instance.status}: ${JSON.stringify(last(instance))}`);
     const busy = instance.status === 'submitted' || instance.status === 'streaming';
     if (busy || posts.length !== seen) {
       seen = posts.length;
@@ -309,6 +311,22 @@ const scenarios = {
     await c.addToolOutput({ tool: 'ask_user', toolCallId: call.toolCallId, output: { answer: 'deep' } });
     await settled(c);
     return summary(c, { suspended, answerPosts: c.own.posts - before });
+  },
+
+  // A child that asks again once its first answer resumed it: the continuation ends with the
+  // second question (the root's stream says the tree waits again), answered to the end.
+  async tree_asks_again() {
+    const c = chat({ id: newId(), agent: 'parent_of_twice_asker', predicate: toolCallsDone });
+    await c.sendMessage({ text: 'go' });
+    await settled(c);
+    const first = asked(c, 'input-available');
+    await c.addToolOutput({ tool: 'ask_user', toolCallId: first.toolCallId, output: { answer: 'one' } });
+    await settled(c);
+    const second = asked(c, 'input-available');
+    const again = summary(c, { owners: owners(c), first: first.toolCallId, second: second.toolCallId });
+    await c.addToolOutput({ tool: 'ask_user', toolCallId: second.toolCallId, output: { answer: 'two' } });
+    await settled(c);
+    return summary(c, { again });
   },
 
   async tree_approval() {

@@ -79,6 +79,37 @@ pub fn child_asker() -> Agent {
         .unwrap()
 }
 
+/// `child_asking_twice`: asks the user, then (its resume going on) asks again, then answers with
+/// the second reply.
+pub fn child_asking_twice() -> Agent {
+    let model = ScriptedModel::default()
+        .call_id_prefix("cw")
+        .call("ask_user", json!({"question": "First?"}))
+        .call("ask_user", json!({"question": "Second?"}))
+        .answer("child heard {{result:ask_user}} last");
+    Agent::builder("child_asking_twice")
+        .model(model)
+        .client_tool(ask_user())
+        .build()
+        .unwrap()
+}
+
+/// `parent_of_twice_asker`: delegates to `child_asking_twice`, then reports its answer.
+pub fn parent_of_twice_asker() -> Agent {
+    let model = ScriptedModel::default()
+        .call_id_prefix("pw")
+        .call(
+            "subagent__child_asking_twice",
+            json!({"message": "ask twice"}),
+        )
+        .answer("parent got {{result:subagent__child_asking_twice}}");
+    Agent::builder("parent_of_twice_asker")
+        .model(model)
+        .sub_agent("child_asking_twice", "Asks the user twice.")
+        .build()
+        .unwrap()
+}
+
 /// `child_approver`: calls `transfer`, which needs a person's approval, then reports.
 pub fn child_approver() -> Agent {
     let model = ScriptedModel::default()

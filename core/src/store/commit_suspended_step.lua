@@ -1,7 +1,8 @@
 -- Commits a step that awaits client calls, and suspends the run, in one script: the staged step
 -- without the awaited calls' results (see append_staged_step), each awaited call pending for the
 -- run (see register_pending), the suspension context and status suspended_client_tool; a
--- tool_approval_request chunk per approval; then the suspended chunk. Twice changes nothing.
+-- tool_approval_request chunk per approval; then the suspended chunk (and, for a session below a
+-- suspended root, the root's again: see root_waits_again). Twice changes nothing.
 local staged_key = KEYS[3]
 local messages_key = KEYS[4]
 local checkpoints_key = KEYS[5]
@@ -58,4 +59,5 @@ for i = first_call, #ARGV, 4 do
 end
 redis.call('HSET', state_key, 'status', 'suspended_client_tool', 'suspension', suspension_json)
 seq = emit(suspended_body)
+root_waits_again(suspended_body)
 return {'ok', seq}

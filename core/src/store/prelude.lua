@@ -192,6 +192,26 @@ local function emit(body)
   return emit_on(state_key, stream_key, body, max_chunks)
 end
 
+-- A session below the root that waits on a person again while the root is suspended (a child
+-- the tree's resume continued, which asks again; a caller whose remote child paused again) writes
+-- the root's `suspended` chunk again on the root's stream: `body`, the session's own suspended
+-- chunk, under the root's header and step. A follower of the root stops there, as at the root's
+-- first suspension (a child's own suspended stays on its stream, see own_stream_only). Nothing
+-- while the root's run works: its own suspension says so.
+local function root_waits_again(body)
+  if state_key == root_state_key then return end
+  local root = redis.call('HMGET', root_state_key, 'status', 'streamId', 'runId', 'suspension')
+  if root[1] ~= 'suspended_client_tool' or not root[2] or not root[3] then return end
+  local rest = string.match(body,
+    '^"streamId":"[^"]*","sessionId":"[^"]*","agentId":"[^"]*","runId":"[^"]*",(.*)$')
+  if not rest then return end
+  local step = root[4] and string.match(root[4], '"step":(%d+)')
+  if step then rest = string.gsub(rest, '"step":%d+', '"step":' .. step, 1) end
+  local root_id = session_of(root_state_key)
+  emit_on(root_state_key, root_stream_key, '"streamId":"' .. root[2] .. '","sessionId":"'
+    .. root_id .. '","agentId":"' .. root_id .. '","runId":"' .. root[3] .. '",' .. rest, nil)
+end
+
 -- An ended session's keys expire after the retention (ms, as text; '0' keeps them): set by the
 -- script that ends the session, on the keys it declares.
 local function expire_ended(retention_ms_text, keys)

@@ -7,9 +7,9 @@
 -- the paused end, which a follower of its next turn must not read again. Within the call's step
 -- (step given) the step guard holds; for a child its caller's resume continued (step '') the
 -- caller must still be suspended on the run awaiting the call; there, a pause that changes the
--- group writes the given `suspended` chunk on the caller's stream: its run waits on a person
--- again, and a follower of its stream stops there as at its first suspension. Twice changes
--- nothing.
+-- group writes the given `suspended` chunk on the caller's stream (and the root's again, for a
+-- caller below it: see root_waits_again): its run waits on a person again, and a follower of its
+-- stream stops there as at its first suspension. Twice changes nothing.
 local pending_key = KEYS[3]
 local answers_key = KEYS[4]
 local relayed_key = KEYS[5]
@@ -47,7 +47,10 @@ for i = first_call, #ARGV - 1, 2 do
 end
 local group = table.concat(listed, ' ')
 redis.call('HSET', relayed_key, group_field, group)
-if step == '' and suspended_body ~= '' and previous ~= group then emit(suspended_body) end
+if step == '' and suspended_body ~= '' and previous ~= group then
+  emit(suspended_body)
+  root_waits_again(suspended_body)
+end
 local cursor_field = 'remoteCursor:' .. child
 local cursor = tonumber(redis.call('HGET', state_key, cursor_field) or '0') or 0
 if end_sequence and end_sequence > cursor then

@@ -159,6 +159,8 @@ pub(crate) fn chat_registry() -> AgentRegistry {
             tree_agents::top(),
             tree_agents::middle(),
             tree_agents::child_asker(),
+            tree_agents::child_asking_twice(),
+            tree_agents::parent_of_twice_asker(),
             tree_agents::child_approver(),
             tree_agents::fan_out(),
         ]

@@ -44,6 +44,24 @@ async fn a_grandchilds_question_is_a_tool_part_answered_with_one_post() {
     .await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_that_asks_again_after_its_answer_ends_the_continuation_with_its_next_question() {
+    on_every_release("tree_asks_again", |s| {
+        let again = &s["again"];
+        assert_eq!(again["status"], "ready", "{s}");
+        assert_ne!(again["first"], again["second"], "{s}");
+        assert!(has_part(again, "tool-ask_user:output-available"), "{s}");
+        assert!(has_part(again, "tool-ask_user:input-available"), "{s}");
+        assert_eq!(
+            owner_types(&again["owners"]),
+            ["child_asking_twice", "child_asking_twice"],
+            "{s}"
+        );
+        ready_with(s, 3, r#"parent got child heard {"answer":"two"} last"#);
+    })
+    .await;
+}
+
 /// `fan_out`'s calls in a chat's message (`summary`): the children's question and approval as
 /// tool parts, each with its owner.
 fn both_children_ask(summary: &Value, s: &Value) {
