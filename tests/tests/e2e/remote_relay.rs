@@ -350,31 +350,118 @@ async fn a_stop_of_a_caller_waiting_on_a_paused_child_interrupts_the_child() {
     assert_eq!(child_state.status, Status::Interrupted);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_root_stop_interrupts_the_paused_remote_child_of_a_session_below_it() {
-    let (producer, url) = producer().await;
-    let remote = remote_agents::remote(&url, "ask_then_approve");
-    let middle = Agent::builder("remote_delegator")
-        .model(
-            ScriptedModel::default()
-                .call("research", json!({"message": "hello"}))
-                .answer("got {{result:research}}"),
-        )
-        .sub_agent_with(SubAgent::remote("research", "asks", remote))
-        .max_steps(4)
-        .build()
-        .unwrap();
+/// `outer`, whose local child `remote_delegator` calls the producer's `ask_then_approve`.
+fn nested(url: &str) -> AgentRegistry {
+    let remote = remote_agents::remote(url, "ask_then_approve");
+    let middle = remote_agents::delegator(SubAgent::remote("research", "asks", remote));
     let outer = Agent::builder("outer")
         .model(
             ScriptedModel::default()
                 .call("subagent__remote_delegator", json!({"message": "go"}))
-                .answer("done"),
+                .answer("outer got {{result:subagent__remote_delegator}}"),
         )
         .sub_agent("remote_delegator", "Delegates.")
         .max_steps(4)
         .build()
         .unwrap();
-    let consumer = Harness::start(AgentRegistry::new([outer, middle]).unwrap()).await;
+    AgentRegistry::new([outer, middle]).unwrap()
+}
+
+/// The root's own `suspended` chunks on its stream (by sequence), once there are `at_least`.
+async fn root_suspended(consumer: &Harness, root: &str, at_least: usize) -> Vec<u64> {
+    let written = async {
+        loop {
+            let suspensions = root_suspensions(consumer, root).await;
+            if suspensions.len() >= at_least {
+                return suspensions;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(WAIT_LIMIT, written)
+        .await
+        .expect("the root suspends in time")
+}
+
+/// The root's own `suspended` chunks on its stream, by sequence.
+async fn root_suspensions(consumer: &Harness, root: &str) -> Vec<u64> {
+    let address = SessionAddress::root(root);
+    let chunks = consumer
+        .store
+        .chunks_after(&address, 0, 10_000)
+        .await
+        .unwrap();
+    chunks
+        .iter()
+        .filter(|c| c.header.agent_id == root)
+        .filter(|c| matches!(c.kind, baton_core::ChunkKind::Suspended { .. }))
+        .map(|c| c.sequence)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_child_below_a_local_child_that_pauses_again_suspends_the_root_again() {
+    let (_producer, url) = producer().await;
+    let consumer = Harness::start(nested(&url)).await;
+    let root = start(&consumer, "outer").await.session_id;
+    let question = one_pending(&consumer.client, &root, PersonCallKind::ClientTool).await;
+    let first = root_suspended(&consumer, &root, 1).await;
+    assert_eq!(first.len(), 1, "{first:?}");
+    let answer = ToolOutcome::Result(json!({"answer": "Ada"}));
+    consumer
+        .client
+        .submit(&root, &question.tool_call_id, &answer)
+        .await
+        .unwrap();
+    consumer.client.resume(&root).await.unwrap();
+
+    // The remote child asks for the approval: the root's stream says the tree waits again, with
+    // the root's header and the relayed call's id.
+    let approval = one_pending(&consumer.client, &root, PersonCallKind::Approval).await;
+    let suspensions = root_suspended(&consumer, &root, 2).await;
+    assert_eq!(suspensions.len(), 2, "{suspensions:?}");
+    let address = SessionAddress::root(&root);
+    let after = consumer
+        .store
+        .chunks_after(&address, first[0], 10_000)
+        .await
+        .unwrap();
+    let repeated = after.iter().find(|c| c.sequence == suspensions[1]).unwrap();
+    let root_state = consumer.store.session(&address).await.unwrap().unwrap();
+    assert_eq!(repeated.header.run_id, root_state.run_id);
+    assert_eq!(repeated.header.stream_id, root_state.stream_id);
+    match &repeated.kind {
+        baton_core::ChunkKind::Suspended { tool_call_ids, .. } => {
+            assert_eq!(tool_call_ids, std::slice::from_ref(&approval.tool_call_id));
+        }
+        other => panic!("{other:?}"),
+    }
+
+    let decision = ApprovalDecision {
+        approved: true,
+        reason: None,
+        arguments: None,
+    };
+    let approval_id = approval.approval_id.clone().unwrap();
+    consumer
+        .client
+        .submit_approval(&root, &approval.tool_call_id, &approval_id, &decision)
+        .await
+        .unwrap();
+    consumer.client.resume(&root).await.unwrap();
+    let chunks = chunks_through(&consumer.client, &root, 0, WAIT_LIMIT, false).await;
+    crate::subagents::assert_completed(
+        &chunks,
+        r#"outer got got {"answer":"Ada"} / sent 10 to alice"#,
+    );
+    // Nothing more: the tree's end wrote no third suspension.
+    assert_eq!(root_suspensions(&consumer, &root).await.len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_root_stop_interrupts_the_paused_remote_child_of_a_session_below_it() {
+    let (producer, url) = producer().await;
+    let consumer = Harness::start(nested(&url)).await;
     let root = start(&consumer, "outer").await.session_id;
     // The question of the remote child of the root's local child, listed on the root once.
     let question = one_pending(&consumer.client, &root, PersonCallKind::ClientTool).await;
