@@ -59,6 +59,7 @@ turns = [
 name = "ask_user"
 description = "Asks the person."
 input_schema = { type = "object", properties = { question = { type = "string" } } }
+render = "elicitation"
 TOML
 cat >"$log_dir/demo-consumer.toml" <<TOML
 [[agent]]

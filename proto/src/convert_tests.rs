@@ -77,6 +77,7 @@ fn answers_convert_both_ways_and_refuse_unknown_values() {
             age_ms: Some(4),
             agent_type: "child".into(),
             user_id: Some("u".into()),
+            render: Some(serde_json::json!({"kind": "confirm"})),
         }],
     };
     let wire = v1::SessionStatus::from(state.clone());

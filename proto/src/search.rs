@@ -130,6 +130,7 @@ impl From<PendingDetail> for v1::PendingDetail {
             age_ms: call.age_ms,
             agent_type: call.agent_type,
             user_id: call.user_id,
+            render_json: call.render.map(|render| render.to_string()),
         }
     }
 }
@@ -161,6 +162,11 @@ impl TryFrom<v1::PendingDetail> for PendingDetail {
             age_ms: call.age_ms,
             agent_type: call.agent_type,
             user_id: call.user_id,
+            render: call
+                .render_json
+                .map(|text| serde_json::from_str(&text))
+                .transpose()
+                .map_err(Error::StateJson)?,
         })
     }
 }

@@ -75,9 +75,11 @@ pub fn ask_then_approve() -> Agent {
         .call("ask_user", json!({"question": "Name?"}))
         .call("transfer", json!({"to": "alice", "amount": 10}))
         .answer("{{result:ask_user}} / {{result:transfer}}");
+    // Rendered as a form: the hint crosses the boundary with the relayed call.
+    let ask = crate::agents::ask_user().render(baton_core::tool::RenderHint::Elicitation);
     Agent::builder("ask_then_approve")
         .model(model)
-        .client_tool(crate::agents::ask_user())
+        .client_tool(ask)
         .tool(crate::agents::transfer())
         .client_tool_timeout(Duration::from_secs(600))
         .max_steps(5)

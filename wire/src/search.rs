@@ -76,6 +76,10 @@ pub struct PendingDetail {
     pub agent_type: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user_id: Option<String>,
+    /// For a client call whose tool has a render hint: `{kind, outputSchema?}`, as the chat's
+    /// `data-render` part carries it (a consumer relaying the call shows it the same way).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub render: Option<serde_json::Value>,
 }
 
 /// A page of `GET /pending`: the calls of the sessions with the newest activity first.

@@ -74,6 +74,7 @@ impl Followed<'_> {
                     child_session_id: self.child.clone(),
                     producer_call_id: detail.tool_call_id,
                     producer_approval_id: detail.approval_id,
+                    render: detail.render,
                 }
             })
             .collect();

@@ -227,6 +227,9 @@ fn with_client_tools(
         if let Some(secs) = client.timeout_secs {
             tool = tool.timeout(Duration::from_secs(secs));
         }
+        if let Some(hint) = client.render {
+            tool = tool.render(hint);
+        }
         builder = builder.client_tool(tool);
     }
     Ok(builder)

@@ -148,6 +148,8 @@ pub(super) struct ClientToolEntry {
     pub(super) input_schema: Value,
     pub(super) output_schema: Option<Value>,
     pub(super) timeout_secs: Option<u64>,
+    /// How a chat renders the call: `elicitation`, `confirm` or `connect`.
+    pub(super) render: Option<crate::tool::RenderHint>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -49,6 +49,23 @@ fn a_file_declares_agents_with_client_tools_and_gated_tools() {
     assert_eq!(agent.client_tool_timeout(ask), Duration::from_secs(10));
     assert!(ask.check_output(&json!("Ada")).is_ok());
     assert!(ask.check_output(&json!(3)).is_err());
+    assert_eq!(ask.render_hint(), None);
+    let rendered = GOOD.replace(
+        "timeout_secs = 10",
+        "timeout_secs = 10\nrender = \"elicitation\"",
+    );
+    let rendered = &agents_from_toml(&rendered, &catalogue()).unwrap()[0];
+    let hint = rendered.client_tool("ask_user").unwrap().render_hint();
+    assert_eq!(hint, Some(crate::tool::RenderHint::Elicitation));
+    let unknown = GOOD.replace(
+        "timeout_secs = 10",
+        "timeout_secs = 10\nrender = \"hologram\"",
+    );
+    let error = agents_from_toml(&unknown, &catalogue()).unwrap_err();
+    assert!(
+        error.to_string().contains("unknown variant `hologram`"),
+        "{error}"
+    );
     assert!(agent.tool("clock").unwrap().requires_approval());
     assert!(!agent.tool("clock").unwrap().finishes_run());
     let finishing = GOOD.replace(

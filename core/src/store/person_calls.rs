@@ -23,6 +23,9 @@ pub struct PersonCall {
     /// The owning session's agent and user.
     pub agent_type: String,
     pub user_id: Option<String>,
+    /// For a call a remote child relayed: its tool's render hint on the producer, if any (a
+    /// local call's comes from this server's agent).
+    pub render: Option<serde_json::Value>,
 }
 
 /// A session of a tree as the reads of its people-in-the-loop see it: its agent, status and
@@ -174,19 +177,24 @@ impl Store {
                 matches!(call.kind, PendingKind::Client | PendingKind::Approval)
                     && !answers.contains_key(&call.tool_call_id)
             });
-            pending.extend(
+            let mut waiting: Vec<(PendingCall, Option<serde_json::Value>)> =
+                pending.into_iter().map(|call| (call, None)).collect();
+            waiting.extend(
                 relayed
                     .into_iter()
                     .filter(|entry| entry.answer.is_none())
-                    .map(|entry| entry.relayed.call),
+                    .map(|entry| (entry.relayed.call, entry.relayed.render)),
             );
-            pending.retain(|call| call.deadline_at > now);
-            pending.sort_by(|a, b| (a.step, &a.tool_call_id).cmp(&(b.step, &b.tool_call_id)));
-            calls.extend(pending.into_iter().map(|call| PersonCall {
+            waiting.retain(|(call, _)| call.deadline_at > now);
+            waiting.sort_by(|(a, _), (b, _)| {
+                (a.step, &a.tool_call_id).cmp(&(b.step, &b.tool_call_id))
+            });
+            calls.extend(waiting.into_iter().map(|(call, render)| PersonCall {
                 owner: address.clone(),
                 call,
                 agent_type: agent_type.clone().unwrap_or_default(),
                 user_id: user_id.clone(),
+                render,
             }));
         }
         Ok(calls)

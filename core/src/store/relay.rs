@@ -33,6 +33,10 @@ pub struct RelayedCall {
     pub producer_call_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub producer_approval_id: Option<String>,
+    /// The render hint of the producer's tool (`{kind, outputSchema?}`), which the caller's chat
+    /// shows the call with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub render: Option<serde_json::Value>,
 }
 
 /// The relayed calls of one remote call of a session, each with whether it has an answer.

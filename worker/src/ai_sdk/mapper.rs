@@ -426,7 +426,7 @@ impl UiStreamMapper {
                 continue;
             }
             let call = &owned.call;
-            let role = relayed::role(call.kind);
+            let role = relayed::role(call.kind, owned.render.clone());
             let owner = Some((owned.session_id.as_str(), owned.agent_type.as_str()));
             let part = (
                 call.tool_call_id.as_str(),

@@ -450,6 +450,7 @@ fn relayed_call(producer_id: &str, name: &str, approval: bool) -> super::tree::T
         },
         answer: None,
         relayed: true,
+        render: None,
     }
 }
 

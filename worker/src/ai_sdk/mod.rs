@@ -350,7 +350,7 @@ fn relayed_roles(tree: &Tree) -> Vec<(String, ToolRole)> {
         .map(|call| {
             (
                 call.call.tool_call_id.clone(),
-                relayed::role(call.call.kind),
+                relayed::role(call.call.kind, call.render.clone()),
             )
         })
         .collect()

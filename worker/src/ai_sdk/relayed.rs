@@ -30,12 +30,12 @@ use baton_core::{
     subagent,
 };
 
-/// How the front end meets a relayed call: from its kind alone (the producer's tool is no tool
-/// of this server; a render hint does not cross the boundary).
-pub(super) fn role(kind: PendingKind) -> ToolRole {
+/// How the front end meets a relayed call: from its kind and the render hint its producer
+/// listed (the producer's tool is no tool of this server).
+pub(super) fn role(kind: PendingKind, render: Option<serde_json::Value>) -> ToolRole {
     match kind {
         PendingKind::Approval => ToolRole::Approval,
-        _ => ToolRole::Client { render: None },
+        _ => ToolRole::Client { render },
     }
 }
 
@@ -63,6 +63,7 @@ pub(super) fn tree_calls(registry: &AgentRegistry, session: &AwaitingSession) ->
                 call: relayed.call.clone(),
                 answer: answer.clone(),
                 relayed: true,
+                render: relayed.render.clone(),
             }
         })
         .collect()

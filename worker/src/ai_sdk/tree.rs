@@ -33,13 +33,16 @@ pub struct TreeCall {
     /// A call a paused remote child relayed (`relayed.rs`): owned by the remote child, whose
     /// agent this server may not serve.
     pub relayed: bool,
+    /// A relayed call's render hint, as its producer listed it (a local call's comes from its
+    /// agent here).
+    pub render: Option<Value>,
 }
 
 impl TreeCall {
     /// How the front end meets the call; `None` when this server does not serve its agent.
     pub fn role(&self, registry: &AgentRegistry) -> Option<ToolRole> {
         if self.relayed {
-            return Some(relayed::role(self.call.kind));
+            return Some(relayed::role(self.call.kind, self.render.clone()));
         }
         let agent = registry.get(&self.agent_type)?;
         Some(tool_role(agent, &self.call.tool_name))
@@ -102,6 +105,7 @@ pub(super) async fn read(state: &AppState, root: &SessionAddress) -> Result<Tree
                     answer: answers.remove(&call.tool_call_id),
                     call,
                     relayed: false,
+                    render: None,
                 }),
         );
     }

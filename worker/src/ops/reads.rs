@@ -31,7 +31,9 @@ pub async fn session_status(state: &AppState, session_id: &str) -> Result<Sessio
         .person_calls(&address, address.is_root())
         .await?
         .into_iter()
-        .map(|call| super::search::pending_detail(&address.root_session_id, call, None))
+        .map(|call| {
+            super::search::pending_detail(&state.registry, &address.root_session_id, call, None)
+        })
         .collect::<Result<_, _>>()?;
     Ok(session)
 }

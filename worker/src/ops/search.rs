@@ -72,13 +72,14 @@ pub async fn list_pending(
                 call.call.tool_call_id.clone(),
             ))
         })
-        .map(|(root, call)| pending_detail(&root, call, Some(now)))
+        .map(|(root, call)| pending_detail(&state.registry, &root, call, Some(now)))
         .collect::<Result<_, _>>()?;
     Ok(PendingPage { calls, next_cursor })
 }
 
 /// One call waiting on a person, as `/pending` (with its age at `now`) and `/status` show it.
 pub(crate) fn pending_detail(
+    registry: &baton_core::AgentRegistry,
     root_session_id: &str,
     waiting: PersonCall,
     now: Option<u64>,
@@ -88,7 +89,16 @@ pub(crate) fn pending_detail(
         call,
         agent_type,
         user_id,
+        render,
     } = waiting;
+    // A relayed call's hint is its producer's; a local call's, its tool's here.
+    let render = render.or_else(|| {
+        let agent = registry.get(&agent_type)?;
+        match crate::ai_sdk::tool_role(agent, &call.tool_name) {
+            crate::ai_sdk::ToolRole::Client { render } => render,
+            _ => None,
+        }
+    });
     let kind = match call.kind {
         PendingKind::Approval => PersonCallKind::Approval,
         _ => PersonCallKind::ClientTool,
@@ -106,6 +116,7 @@ pub(crate) fn pending_detail(
         age_ms: now.map(|now| now.saturating_sub(call.awaited_since)),
         agent_type,
         user_id,
+        render,
     })
 }
 

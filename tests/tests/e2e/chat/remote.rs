@@ -26,6 +26,8 @@ fn relayed_through_the_chat(s: &Value, child: &str) {
     let question = &suspended["toolCallId"];
     assert_eq!(suspended["status"], "ready", "{s}");
     assert!(has_part(suspended, "tool-ask_user:input-available"), "{s}");
+    // The producer's render hint came with the call.
+    assert!(has_part(suspended, "data-render"), "{s}");
     assert_eq!(suspended["owners"], json!([owner(question)]), "{s}");
     assert_eq!(suspended["metadata"]["baton"], owner(question), "{s}");
     // Only the relayed question: no part of the producer's own ids (its `ask_user` call).
