@@ -190,20 +190,71 @@ async fn the_demo_page_answers_the_demo_trees_interviewer_across_a_reload_in_chr
     let base = format!("http://{}", harness.address);
     let dir = artifacts_dir();
     let summary = run_page_script("chat_page_tree.py", &[base.as_ref(), dir.as_os_str()]).await;
+    answered_once_across_a_reload(&summary, "demo_interviewer", "tree");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_page_answers_a_remote_childs_question_across_a_reload_in_chromium() {
+    // The producer's `questioner` asks with a form; the consumer's delegator calls it remotely.
+    let ask = baton_core::tool::ClientTool::new(
+        "ask_user",
+        "Asks the person.",
+        serde_json::json!({"type": "object", "properties": {"question": {"type": "string"}}}),
+    )
+    .unwrap()
+    .output_schema(serde_json::json!({"type": "string"}))
+    .unwrap()
+    .render(baton_core::tool::RenderHint::Elicitation);
+    let questioner = baton_core::Agent::builder("questioner")
+        .model(
+            baton_core::ScriptedModel::default()
+                .call(
+                    "ask_user",
+                    serde_json::json!({"question": "Who is asking?"}),
+                )
+                .answer("{{result:ask_user}} is asking"),
+        )
+        .client_tool(ask)
+        .build()
+        .unwrap();
+    let producer = Harness::start(baton_core::AgentRegistry::new([questioner]).unwrap()).await;
+    let url = format!("http://{}/agents", producer.address);
+    let remote = baton_tests::remote_agents::remote(&url, "questioner");
+    let consumer = Harness::start(baton_tests::remote_agents::delegating(
+        baton_core::subagent::SubAgent::remote("research", "Asks the questioner.", remote),
+    ))
+    .await;
+    let base = format!("http://{}", consumer.address);
+    let dir = artifacts_dir();
+    let arguments = [
+        "remote_delegator",
+        "Who is it?",
+        "Ada",
+        "got Ada is asking",
+        "remote",
+    ];
+    let mut all = vec![base.as_ref(), dir.as_os_str()];
+    all.extend(arguments.iter().map(std::ffi::OsStr::new));
+    let summary = run_page_script("chat_page_tree.py", &all).await;
+    answered_once_across_a_reload(&summary, "questioner", "remote");
+}
+
+/// A `chat_page_tree.py` run: the child's question (its card naming `asker`) answered once from
+/// the reloaded page, nothing sent twice, both screenshots taken.
+fn answered_once_across_a_reload(summary: &Value, asker: &str, name: &str) {
     assert_eq!(summary["repeated"], false, "{summary}");
     // The message; then, from the reloaded page, the one answer to the child's question.
     assert_eq!(summary["postsBeforeReload"], 1, "{summary}");
     assert_eq!(summary["posts"], 2, "{summary}");
-    for asker in [&summary["asker"], &summary["askerAfterReload"]] {
+    for named in [&summary["asker"], &summary["askerAfterReload"]] {
         assert!(
-            asker
-                .as_str()
-                .is_some_and(|a| a.contains("demo_interviewer")),
+            named.as_str().is_some_and(|a| a.contains(asker)),
             "the card names the child that asks: {summary}"
         );
     }
+    let dir = artifacts_dir();
     for stage in ["question", "done"] {
-        let shot = dir.join(format!("chat-page-tree-{stage}.png"));
+        let shot = dir.join(format!("chat-page-{name}-{stage}.png"));
         assert!(
             std::fs::metadata(&shot).is_ok_and(|m| m.len() > 0),
             "{stage}"
