@@ -188,12 +188,7 @@ async fn store_submitted(
         SubmitRequest::ClientToolResult(_) => None,
     };
     let answer = StoredAnswer {
-        answer: match request {
-            SubmitRequest::ClientToolResult(submit) => Answer::Outcome {
-                outcome: submit.outcome,
-            },
-            SubmitRequest::ApprovalResponse(submit) => Answer::Approval(submit.decision),
-        },
+        answer: Answer::from(request),
         submitted_at: now_ms(),
     };
     let submitted = store

@@ -316,15 +316,10 @@ pub(super) fn relayed_answer_of(
     let Some(text) = fields.get(&format!("{ANSWER_PREFIX}{id}")) else {
         return Ok(None);
     };
-    let answer = match super::from_json::<crate::submit::SubmitRequest>(key, text)? {
-        crate::submit::SubmitRequest::ClientToolResult(submit) => Answer::Outcome {
-            outcome: submit.outcome,
-        },
-        crate::submit::SubmitRequest::ApprovalResponse(submit) => Answer::Approval(submit.decision),
-    };
+    let request: crate::submit::SubmitRequest = super::from_json(key, text)?;
     // The hash keeps no time of the answer.
     Ok(Some(StoredAnswer {
-        answer,
+        answer: Answer::from(request),
         submitted_at: 0,
     }))
 }

@@ -36,6 +36,20 @@ pub enum Answer {
     Approval(ApprovalDecision),
 }
 
+impl From<crate::submit::SubmitRequest> for Answer {
+    /// What a submit answers: its tool's outcome, or its decision.
+    fn from(request: crate::submit::SubmitRequest) -> Self {
+        match request {
+            crate::submit::SubmitRequest::ClientToolResult(submit) => Self::Outcome {
+                outcome: submit.outcome,
+            },
+            crate::submit::SubmitRequest::ApprovalResponse(submit) => {
+                Self::Approval(submit.decision)
+            }
+        }
+    }
+}
+
 /// An answer to submit (see [`Store::submit_answer`]).
 #[derive(Debug, Clone, Copy)]
 pub struct SubmitAttempt<'a> {

@@ -425,8 +425,10 @@ impl UiStreamMapper {
             if owned.answer.is_some() || self.known_calls.contains(&owned.call.tool_call_id) {
                 continue;
             }
+            let Some(role) = owned.role(&self.registry) else {
+                continue;
+            };
             let call = &owned.call;
-            let role = relayed::role(call.kind, owned.render.clone());
             let owner = Some((owned.session_id.as_str(), owned.agent_type.as_str()));
             let part = (
                 call.tool_call_id.as_str(),

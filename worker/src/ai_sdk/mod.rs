@@ -140,7 +140,7 @@ pub async fn chat_post(
                 answers::Answered::Continue { after } => {
                     let holds = ClientHolds {
                         calls: tool_parts.into_iter().map(|p| p.tool_call_id).collect(),
-                        relayed: relayed_roles(&below),
+                        relayed: relayed_roles(state, &below),
                         agent_types: below.agent_types,
                         // The root's sub-agent calls the suspended tree waits on.
                         open_sub_agent_calls: pending
@@ -242,7 +242,7 @@ pub async fn chat_reattach(
     holds
         .calls
         .extend(below.calls.iter().map(|c| c.call.tool_call_id.clone()));
-    holds.relayed = relayed_roles(&below);
+    holds.relayed = relayed_roles(state, &below);
     holds.agent_types = below.agent_types;
     Ok(Some(ChatReply::Stream {
         mapper: Box::new(holds.mapper(state, agent, chat_id)),
@@ -343,16 +343,11 @@ pub async fn chat_snapshot(
 }
 
 /// The calls remote children relayed to the tree, with their roles.
-fn relayed_roles(tree: &Tree) -> Vec<(String, ToolRole)> {
+fn relayed_roles(state: &AppState, tree: &Tree) -> Vec<(String, ToolRole)> {
     tree.calls
         .iter()
         .filter(|call| call.relayed)
-        .map(|call| {
-            (
-                call.call.tool_call_id.clone(),
-                relayed::role(call.call.kind, call.render.clone()),
-            )
-        })
+        .filter_map(|call| Some((call.call.tool_call_id.clone(), call.role(&state.registry)?)))
         .collect()
 }
 
