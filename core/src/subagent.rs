@@ -52,12 +52,17 @@ pub fn child_address(parent: &SessionAddress, tool_call_id: &str) -> SessionAddr
 }
 
 /// The session id of the remote child a call of `parent` starts on another service: derived
-/// from the parent session and the call (`rc-<32 hex digits>`), so a retried start names the
-/// same child and attaches to it instead of starting a second one.
-pub fn remote_child_id(parent: &SessionAddress, tool_call_id: &str) -> String {
+/// from the caller's secret, the parent session and the call (`rc-<32 hex digits>`), so a
+/// retried start names the same child and attaches to it instead of starting a second one,
+/// while nobody without the secret (a producer's user) can tell the id before the start and
+/// claim it first. The store keeps the secret (`Store::remote_child_id`).
+pub fn remote_child_id(secret: &str, parent: &SessionAddress, tool_call_id: &str) -> String {
     format!(
         "rc-{}",
-        child_hash(&parent.session_id, &format!("remote/{tool_call_id}"))
+        child_hash(
+            &format!("{secret}/{}", parent.session_id),
+            &format!("remote/{tool_call_id}")
+        )
     )
 }
 
@@ -303,9 +308,10 @@ mod tests {
         assert_eq!(child.root_session_id, "parent");
         assert!(crate::ids::is_valid_session_id(&child.session_id));
         assert_eq!(crate::ids::root_of(&child.session_id), "parent");
-        let remote = remote_child_id(&root, "call-1");
-        assert_eq!(remote, remote_child_id(&root, "call-1"));
-        assert_ne!(remote, remote_child_id(&root, "call-2"));
+        let remote = remote_child_id("secret", &root, "call-1");
+        assert_eq!(remote, remote_child_id("secret", &root, "call-1"));
+        assert_ne!(remote, remote_child_id("secret", &root, "call-2"));
+        assert_ne!(remote, remote_child_id("another", &root, "call-1"));
         assert!(crate::ids::is_valid_session_id(&remote) && remote.starts_with("rc-"));
         let grandchild = child_address(&child, "call-1");
         assert_ne!(grandchild, child);

@@ -343,6 +343,9 @@ impl TryFrom<v1::SessionStatus> for SessionState {
                 .into_iter()
                 .map(TryInto::try_into)
                 .collect::<Result<_, _>>()?,
+            // The gRPC status carries no owner: only the producer's mount and its operators
+            // act on it, over HTTP.
+            owner: None,
         })
     }
 }

@@ -79,6 +79,7 @@ fn answers_convert_both_ways_and_refuse_unknown_values() {
             user_id: Some("u".into()),
             render: Some(serde_json::json!({"kind": "confirm"})),
         }],
+        owner: None,
     };
     let wire = v1::SessionStatus::from(state.clone());
     assert_eq!(wire.status, "failed");

@@ -202,10 +202,27 @@ impl GrpcServer {
     }
 }
 
-/// Server options of the tests that are not about auth: an open server on loopback.
+/// The service key every test server's mount knows (as the service `tests`): the test remote
+/// agents (`remote_agents::remote`) and mount clients call with it.
+pub const TEST_SERVICE_KEY: &str = "a test service key of at least 32 bytes";
+
+/// The name of the service [`TEST_SERVICE_KEY`] is the key of.
+pub const TEST_SERVICE: &str = "tests";
+
+/// The service keys of the test servers: [`TEST_SERVICE_KEY`] as [`TEST_SERVICE`].
+pub fn test_service_keys() -> baton_worker::auth::ServiceKeys {
+    baton_worker::auth::ServiceKeys::new(vec![(
+        TEST_SERVICE.to_owned(),
+        TEST_SERVICE_KEY.to_owned(),
+    )])
+}
+
+/// Server options of the tests that are not about auth: an open server on loopback, its mount
+/// called with [`TEST_SERVICE_KEY`].
 pub fn open_options() -> ServerOptions {
     ServerOptions {
         auth: baton_worker::auth::Auth::AllowUnauthenticated,
+        service_keys: test_service_keys(),
         ..Default::default()
     }
 }
@@ -221,6 +238,7 @@ pub fn keyed_options(key: &str) -> ServerOptions {
                 Duration::from_secs(600),
             ),
         )),
+        service_keys: test_service_keys(),
         ..Default::default()
     }
 }

@@ -36,8 +36,13 @@ pub fn delegator(remote: SubAgent) -> Agent {
 }
 
 /// The agent type `agent_type` of the mount at `url` (`http://host:port/agents`), retrying
-/// quickly.
+/// quickly, called with the test servers' service key.
 pub fn remote(url: &str, agent_type: &str) -> RemoteAgent {
+    remote_without_credential(url, agent_type).bearer(crate::TEST_SERVICE_KEY)
+}
+
+/// [`remote`] without a credential.
+pub fn remote_without_credential(url: &str, agent_type: &str) -> RemoteAgent {
     let mut remote = RemoteAgent::new(url, agent_type);
     remote.retry_base_delay = Duration::from_millis(20);
     remote.read_timeout = Duration::from_secs(5);

@@ -39,6 +39,11 @@ pub struct StartRequest {
     /// Where to POST when a turn of the session ends (see [`Callback`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub callback: Option<Callback>,
+    /// The caller's session whose call this start is for. The producer records it with the
+    /// calling service as the session's owner, and a start of an existing session attaches only
+    /// for the same service and caller.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caller_session_id: Option<String>,
 }
 
 impl StartRequest {
@@ -53,6 +58,7 @@ impl StartRequest {
             tags: Vec::new(),
             metadata: None,
             callback: None,
+            caller_session_id: None,
         }
     }
 

@@ -78,6 +78,23 @@ pub struct SessionState {
     /// by `/status`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pending: Vec<crate::search::PendingDetail>,
+    /// The service that started this session through the producer mount (a remote child), if
+    /// one did: only that service, and operators, act on its tree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<SessionOwner>,
+}
+
+/// Who a session started through the producer mount belongs to: the service principal that
+/// started it and the caller's session it names. Written once, by the start; never taken from a
+/// request's own fields on the public API.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionOwner {
+    /// The service principal's name (its key's configured name).
+    pub service: String,
+    /// The caller's session whose call started this one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caller_session_id: Option<String>,
 }
 
 /// What a suspended run waits for.

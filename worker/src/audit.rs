@@ -6,7 +6,7 @@
 //! so that a flood of bad requests cannot flood the log.
 
 use crate::auth::Principal;
-use baton_core::{ApiError, ErrorCode};
+use baton_core::{ApiError, ErrorCode, escape::bounded};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The target of every audit event.
@@ -15,7 +15,8 @@ pub const AUDIT_TARGET: &str = "baton::audit";
 /// Most refusals logged in one second; the rest are counted and the count logged with the next.
 pub const REFUSALS_PER_SECOND: u64 = 20;
 
-/// Logs one action on a session and its outcome (`ok` or the refusal's code).
+/// Logs one action on a session and its outcome (`ok` or the refusal's code, with the refusal's
+/// reason when it is a 401 or 403: which rule refused it).
 pub fn action<T>(
     principal: &Principal,
     action: &'static str,
@@ -23,8 +24,19 @@ pub fn action<T>(
     outcome: &Result<T, ApiError>,
 ) {
     let principal = principal.name();
+    let reason = reason_of(outcome);
     let outcome = outcome_of(outcome);
-    tracing::info!(target: AUDIT_TARGET, event = action, principal, session_id, outcome, "audit");
+    let session_id = bounded(session_id);
+    tracing::info!(target: AUDIT_TARGET, event = action, principal, %session_id, outcome,
+        reason = reason.as_deref(), "audit");
+}
+
+/// Why an audited refusal refused (its fixed message, bounded), or nothing.
+fn reason_of<T>(outcome: &Result<T, ApiError>) -> Option<String> {
+    match outcome {
+        Err(error) if is_audited_refusal(error.code) => Some(bounded(&error.error).to_string()),
+        _ => None,
+    }
 }
 
 /// `ok`, or the refusal's code.
@@ -35,10 +47,15 @@ fn outcome_of<T>(outcome: &Result<T, ApiError>) -> &'static str {
     }
 }
 
-/// Logs a start and, when it answered a session token, the token's mint.
+/// Logs a start and, when it answered a session token, the token's mint; a start refused by
+/// policy (401, 403) is logged too, with the rule that refused it (no session was made).
 pub fn started(principal: &Principal, started: &Result<baton_core::api::StartResponse, ApiError>) {
-    if let Ok(answer) = started {
-        new_session(principal, &answer.session_id, answer.token.is_some());
+    match started {
+        Ok(answer) => new_session(principal, &answer.session_id, answer.token.is_some()),
+        Err(error) if is_audited_refusal(error.code) => {
+            action(principal, "start", "", started);
+        }
+        Err(_) => {}
     }
 }
 
@@ -69,8 +86,9 @@ static WINDOW: AtomicU64 = AtomicU64::new(0);
 static SUPPRESSED: AtomicU64 = AtomicU64::new(0);
 
 /// Logs a refused request (401 `unauthorized`, 403 `forbidden` or `session_mismatch`) with its
-/// route, within the per-second bound.
-pub fn refusal(route: &str, code: ErrorCode, principal: Option<&Principal>) {
+/// route and reason, within the per-second bound.
+pub fn refusal(route: &str, error: &ApiError, principal: Option<&Principal>) {
+    let code = error.code;
     let second = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
@@ -98,8 +116,9 @@ pub fn refusal(route: &str, code: ErrorCode, principal: Option<&Principal>) {
     tracing::warn!(
         target: AUDIT_TARGET,
         event = "refused",
-        route,
+        route = %bounded(route),
         code = code.as_str(),
+        reason = %bounded(&error.error),
         principal = principal.map(Principal::name).unwrap_or_default(),
         suppressed_before = suppressed,
         "audit"
@@ -131,7 +150,8 @@ mod tests {
         SUPPRESSED.store(0, Ordering::Relaxed);
         // Two windows at the most in so short a loop: at most twice the bound is logged.
         for _ in 0..(2 * REFUSALS_PER_SECOND + 5) {
-            refusal("/status", ErrorCode::Unauthorized, None);
+            let error = ApiError::new(ErrorCode::Unauthorized, "no credential");
+            refusal("/status", &error, None);
         }
         assert!(SUPPRESSED.load(Ordering::Relaxed) >= 5);
         assert!(is_audited_refusal(ErrorCode::SessionMismatch));

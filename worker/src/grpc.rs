@@ -6,12 +6,12 @@
 
 use crate::{
     audit,
-    auth::{Auth, Principal},
+    auth::{Auth, Principal, Surface},
     metrics::grpc::GrpcMetricsLayer,
     ops::{
-        MAX_MESSAGE_BYTES, checked_body_size, checked_json_depth, checked_start, checked_submit,
-        fork_session, list_pending, list_sessions, refused_with_reason, resume_session,
-        session_snapshot, session_status, session_usage, stop_session,
+        self, MAX_MESSAGE_BYTES, checked_body_size, checked_json_depth, checked_start,
+        checked_submit, fork_session, list_pending, list_sessions, refused_with_reason,
+        session_snapshot, session_status, session_usage,
     },
     state::AppState,
     stream::{Credential, Follow},
@@ -105,20 +105,19 @@ impl GrpcService {
     /// Who sent the request, from its `authorization` metadata, or `unauthenticated`.
     async fn principal<T>(&self, request: &Request<T>) -> Result<Principal, Status> {
         let headers = request.metadata().clone().into_headers();
-        crate::auth::authenticate(&self.state, &headers)
+        self.state
+            .authenticate(&headers, Surface::Api)
             .await
             .map_err(refused)
     }
 
-    /// The session a request names, once its sender may act on it.
-    async fn session_of(&self, request: Request<v1::SessionRequest>) -> Result<String, Status> {
+    /// The principal of a request and the session it names.
+    async fn session_of(
+        &self,
+        request: Request<v1::SessionRequest>,
+    ) -> Result<(Principal, String), Status> {
         let principal = self.principal(&request).await?;
-        let session_id = request.into_inner().session_id;
-        principal
-            .may_act_on(&self.state.store, &session_id)
-            .await
-            .map_err(refused)?;
-        Ok(session_id)
+        Ok((principal, request.into_inner().session_id))
     }
 
     async fn stop(
@@ -126,19 +125,8 @@ impl GrpcService {
         request: Request<v1::SessionRequest>,
         kind: StopKind,
     ) -> Result<Response<v1::StopResponse>, Status> {
-        let principal = self.principal(&request).await?;
-        let session_id = request.into_inner().session_id;
-        principal
-            .may_act_on(&self.state.store, &session_id)
-            .await
-            .map_err(refused)?;
-        if matches!(principal, Principal::Operator { .. }) {
-            crate::ops::revoke_tokens_of_stopped(&self.state, &principal, &session_id)
-                .await
-                .map_err(refused)?;
-        }
-        let stopped = stop_session(&self.state, &session_id, kind).await;
-        audit::action(&principal, kind.as_str(), &session_id, &stopped);
+        let (principal, session_id) = self.session_of(request).await?;
+        let stopped = ops::stop(&self.state, &principal, &session_id, kind).await;
         Ok(Response::new(stopped.map_err(refused)?.into()))
     }
 }
@@ -146,7 +134,7 @@ impl GrpcService {
 /// A refusal as a gRPC status (see [`status_from_api_error`]).
 fn refused(error: ApiError) -> Status {
     if audit::is_audited_refusal(error.code) {
-        audit::refusal("grpc", error.code, None);
+        audit::refusal("grpc", &error, None);
     }
     if error.code.presentation().http_status >= 500 {
         tracing::error!(code = %error.code, error = %bounded(&error.error), "gRPC request failed");
@@ -178,13 +166,9 @@ impl baton_server::Baton for GrpcService {
         request: Request<v1::StartRequest>,
     ) -> Result<Response<v1::StartResponse>, Status> {
         let principal = self.principal(&request).await?;
-        let mut request = StartRequest::try_from(request.into_inner())
+        let request = StartRequest::try_from(request.into_inner())
             .map_err(malformed(self.state.options.verbose_errors))?;
-        request.user_id = principal
-            .may_start(&request.agent, request.user_id.take())
-            .map_err(refused)?;
-        let started = checked_start(&self.state, request).await;
-        audit::started(&principal, &started);
+        let started = checked_start(&self.state, &principal, request).await;
         Ok(Response::new(started.map_err(refused)?.into()))
     }
 
@@ -195,15 +179,7 @@ impl baton_server::Baton for GrpcService {
         let principal = self.principal(&request).await?;
         let request = ResumeRequest::try_from(request.into_inner())
             .map_err(malformed(self.state.options.verbose_errors))?;
-        principal
-            .may_act_on(&self.state.store, &request.session_id)
-            .await
-            .map_err(refused)?;
-        let session_id = request.session_id.clone();
-        let resume = request.checked().map_err(refused)?;
-        let action = audit::audit_name_of(&resume);
-        let resumed = resume_session(&self.state, &session_id, resume).await;
-        audit::action(&principal, action, &session_id, &resumed);
+        let resumed = ops::resume(&self.state, &principal, request).await;
         Ok(Response::new(resumed.map_err(refused)?.into()))
     }
 
@@ -244,11 +220,7 @@ impl baton_server::Baton for GrpcService {
     ) -> Result<Response<v1::SessionStatus>, Status> {
         let principal = self.principal(&request).await?;
         let session_id = request.into_inner().session_id;
-        principal
-            .may_act_on(&self.state.store, &session_id)
-            .await
-            .map_err(refused)?;
-        let session = session_status(&self.state, &session_id)
+        let session = session_status(&self.state, &principal, &session_id)
             .await
             .map_err(refused)?;
         Ok(Response::new(session.into()))
@@ -258,8 +230,8 @@ impl baton_server::Baton for GrpcService {
         &self,
         request: Request<v1::SessionRequest>,
     ) -> Result<Response<v1::SnapshotResponse>, Status> {
-        let session_id = self.session_of(request).await?;
-        let snapshot = session_snapshot(&self.state, &session_id)
+        let (principal, session_id) = self.session_of(request).await?;
+        let snapshot = session_snapshot(&self.state, &principal, &session_id)
             .await
             .map_err(refused)?;
         Ok(Response::new(snapshot.into()))
@@ -269,8 +241,8 @@ impl baton_server::Baton for GrpcService {
         &self,
         request: Request<v1::SessionRequest>,
     ) -> Result<Response<v1::UsageResponse>, Status> {
-        let session_id = self.session_of(request).await?;
-        let usage = session_usage(&self.state, &session_id)
+        let (principal, session_id) = self.session_of(request).await?;
+        let usage = session_usage(&self.state, &principal, &session_id)
             .await
             .map_err(refused)?;
         Ok(Response::new(usage.into()))
@@ -283,7 +255,7 @@ impl baton_server::Baton for GrpcService {
         let principal = self.principal(&request).await?;
         let search = SessionSearch::try_from(request.into_inner())
             .map_err(malformed(self.state.options.verbose_errors))?;
-        let page = list_sessions(&self.state, &principal.search_scope(), &search)
+        let page = list_sessions(&self.state, &principal, &search)
             .await
             .map_err(refused)?;
         Ok(Response::new(page.into()))
@@ -296,7 +268,7 @@ impl baton_server::Baton for GrpcService {
         let principal = self.principal(&request).await?;
         let search = SessionSearch::try_from(request.into_inner())
             .map_err(malformed(self.state.options.verbose_errors))?;
-        let page = list_pending(&self.state, &principal.search_scope(), &search)
+        let page = list_pending(&self.state, &principal, &search)
             .await
             .map_err(refused)?;
         Ok(Response::new(page.into()))
@@ -307,12 +279,10 @@ impl baton_server::Baton for GrpcService {
         request: Request<v1::ForkRequest>,
     ) -> Result<Response<v1::ForkResponse>, Status> {
         let principal = self.principal(&request).await?;
-        principal.must_be_operator().map_err(refused)?;
         let request = baton_core::fork::ForkRequest::from(request.into_inner());
-        let forked = fork_session(&self.state, &request).await;
-        audit::action(&principal, "fork", &request.session_id, &forked);
-        let fork = forked.map_err(refused)?;
-        audit::new_session(&principal, &fork.session_id, fork.token.is_some());
+        let fork = fork_session(&self.state, &principal, &request)
+            .await
+            .map_err(refused)?;
         Ok(Response::new(fork.into()))
     }
 
@@ -328,8 +298,7 @@ impl baton_server::Baton for GrpcService {
         let principal = self.principal(&request).await?;
         let credential = Credential::of(&request.metadata().clone().into_headers());
         let request = request.into_inner();
-        principal
-            .may_act_on(&self.state.store, &request.session_id)
+        ops::authorize(&self.state, &principal, "follow", &request.session_id)
             .await
             .map_err(refused)?;
         let permit = self

@@ -1,7 +1,10 @@
 //! What every operation shares: the server's handles ([`AppState`]) and how it treats requests
 //! ([`ServerOptions`]), with the defaults `batond`'s flags take theirs from.
 
-use crate::{auth::Auth, stream::FollowerCaps};
+use crate::{
+    auth::{Auth, Principal, ServiceKeys, Surface},
+    stream::FollowerCaps,
+};
 use baton_activities::io::ActivityPolicy;
 use baton_core::{AgentRegistry, Store, submit::SubmitLimits};
 use std::time::Duration;
@@ -48,6 +51,24 @@ pub struct AppState {
     pub http: reqwest::Client,
 }
 
+impl AppState {
+    /// The principal of a request arriving on `surface` (see [`crate::auth::authenticate`]).
+    pub async fn authenticate(
+        &self,
+        headers: &axum::http::HeaderMap,
+        surface: Surface,
+    ) -> Result<Principal, baton_core::ApiError> {
+        crate::auth::authenticate(
+            &self.options.auth,
+            &self.options.service_keys,
+            &self.store,
+            headers,
+            surface,
+        )
+        .await
+    }
+}
+
 /// How the server treats requests; `Default` is what `batond` runs with when given no flags
 /// (which, without auth, it refuses to serve).
 #[derive(Debug, Clone)]
@@ -60,6 +81,9 @@ pub struct ServerOptions {
     pub resume_on_submit: bool,
     /// Who may call; [`Auth::Unset`] (the default) serves nothing.
     pub auth: Auth,
+    /// The services that may call the producer mount (`--service-key`), checked before `auth`:
+    /// the mount's only callers on an open server.
+    pub service_keys: ServiceKeys,
     /// Submits per minute and session (a token bucket in Redis); `None` is unlimited.
     pub submits_per_minute: Option<u32>,
     /// Operators may name the session `/start` creates (`sessionId`); otherwise ids are the
@@ -114,6 +138,7 @@ impl Default for ServerOptions {
             verbose_errors: false,
             resume_on_submit: false,
             auth: Auth::Unset,
+            service_keys: ServiceKeys::none(),
             submits_per_minute: Some(DEFAULT_SUBMITS_PER_MINUTE),
             stream_max_chunks: DEFAULT_STREAM_MAX_CHUNKS,
             allow_client_session_ids: false,

@@ -129,7 +129,7 @@ impl AgentActivities {
             provider_id: None,
         };
         let (sub_agent, remote) = self.remote_sub_agent(&step.agent_type, &call.name)?;
-        let mut followed = Followed::new(self, remote, step, &call, FollowMode::Suspended);
+        let mut followed = Followed::new(self, remote, step, &call, FollowMode::Suspended).await?;
         // A child resumed already (a retried attempt) or ended answers a refusal: read on. A
         // child that ran past its window is followed on without a resume.
         let resumed = if input.resume_child {

@@ -88,7 +88,7 @@ impl AgentActivities {
                 return Ok(SubAgentEnd::Answered);
             }
         };
-        let mut followed = Followed::new(self, remote, step, &call, FollowMode::InStep);
+        let mut followed = Followed::new(self, remote, step, &call, FollowMode::InStep).await?;
         let end = followed.bounded(ctx, Some(message)).await?;
         followed.stage(sub_agent, end).await
     }
@@ -114,24 +114,29 @@ impl AgentActivities {
 }
 
 impl<'a> Followed<'a> {
-    /// The follow of `call` of `step`, whose child is derived from the call.
-    pub(super) fn new(
+    /// The follow of `call` of `step`, whose child is derived from the call (and the
+    /// service's secret, see `Store::remote_child_id`).
+    pub(super) async fn new(
         activities: &'a AgentActivities,
         remote: &'a RemoteAgent,
         step: &'a StepInput,
         call: &'a ToolCall,
         mode: FollowMode,
-    ) -> Self {
-        Self {
+    ) -> Result<Self, Error> {
+        let child = activities
+            .store
+            .remote_child_id(&step.address, &call.id)
+            .await?;
+        Ok(Self {
             activities,
             producer: Producer::new(&activities.http, remote),
             remote,
             step,
             call,
-            child: subagent::remote_child_id(&step.address, &call.id),
+            child,
             stream_id: String::new(),
             mode,
-        }
+        })
     }
 
     /// Starts (or attaches to) the child and follows it, or (`message` none: a child its
@@ -207,6 +212,7 @@ impl<'a> Followed<'a> {
             None => None,
         };
         let start = StartRequest {
+            caller_session_id: Some(self.step.address.session_id.clone()),
             user_id: meta.user_id,
             tags: meta.tags,
             metadata: meta.metadata,

@@ -13,7 +13,8 @@ local stream_max_chunks = ARGV[7] -- 0: keep every chunk
 local valid_until = tonumber(ARGV[8]) -- ms on Redis's clock; 0: no deadline
 local custom_state = ARGV[9] -- JSON object, or '' for an agent without custom state
 local meta = ARGV[10] -- the session's userId, tags and metadata (JSON), or '' for none
-local first_message = 11 -- then the initial log, one JSON message per argument
+local owner = ARGV[11] -- the service that started it through the mount (JSON), or ''
+local first_message = 12 -- then the initial log, one JSON message per argument
 
 -- A start whose caller gave up (its command timed out while Redis did not answer, so it was told
 -- 503 and started no workflow) is not applied late: it would leave a session active for ever.
@@ -30,6 +31,7 @@ redis.call('HSET', state_key,
 if workflow_id ~= '' then redis.call('HSET', state_key, 'workflowId', workflow_id) end
 if custom_state ~= '' then redis.call('HSET', state_key, 'customState', custom_state) end
 if meta ~= '' then redis.call('HSET', state_key, 'meta', meta) end
+if owner ~= '' then redis.call('HSET', state_key, 'owner', owner) end
 for i = first_message, #ARGV do redis.call('RPUSH', messages_key, ARGV[i]) end
 local seq = emit(run_start_body)
 push_checkpoint(checkpoints_key, redis.call('LLEN', messages_key), 0, seq, '')

@@ -154,6 +154,12 @@ pub(crate) fn callback_index_key(prefix: &str) -> String {
 
 /// A revoked token's marker under `prefix` (see `revocation.rs`): outside the sessions' slots,
 /// since a user token is bound to no session.
+/// The key of this prefix's secret that remote children's ids are derived with
+/// (`<prefix>:remoteIdKey`): made once, by the first process that needs it, kept for ever.
+pub(crate) fn remote_id_key(prefix: &str) -> String {
+    format!("{prefix}:remoteIdKey")
+}
+
 pub(crate) fn revoked_token_key(prefix: &str, token_id: &str) -> String {
     format!("{prefix}:revokedToken:{token_id}")
 }
@@ -196,6 +202,8 @@ pub(crate) mod state_field {
     pub(crate) const CUSTOM_STATE: &str = "customState";
     /// The session's userId, tags and metadata (JSON text, `SessionMeta`), when it has any.
     pub(crate) const META: &str = "meta";
+    /// Who a session the producer mount started belongs to (JSON text, `SessionOwner`).
+    pub(crate) const OWNER: &str = "owner";
 }
 
 /// The fields of the `staged` hash, each scoped by run and step: `<name>:<runId>:<step>`, and

@@ -17,7 +17,8 @@
 
 pub use baton_wire::{
     session::{
-        ApprovalDecision, Continuation, SessionState, Status, StopKind, StopRecord, Suspension,
+        ApprovalDecision, Continuation, SessionOwner, SessionState, Status, StopKind, StopRecord,
+        Suspension,
     },
     usage::UsageRecord,
 };
@@ -37,6 +38,7 @@ mod relay;
 mod release;
 mod remote;
 mod remote_callback;
+mod remote_ids;
 mod remote_wait_index;
 mod replies;
 mod resume;
@@ -111,6 +113,8 @@ pub struct Store {
     command_timeout_ms: u64,
     /// The chunk headers this server has read (see `stream.rs`).
     header_cache: stream::HeaderCache,
+    /// The secret remote children's ids are derived with, once read (see `remote_ids.rs`).
+    remote_id_secret: std::sync::Arc<tokio::sync::OnceCell<String>>,
 }
 
 /// How long an ended session is kept by default: a few days, for late reads and follow-ups.
@@ -154,6 +158,7 @@ impl Store {
             session_retention_ms: retention_ms(DEFAULT_SESSION_RETENTION),
             command_timeout_ms: retention_ms(timeout).max(1),
             header_cache: stream::HeaderCache::default(),
+            remote_id_secret: Default::default(),
         })
     }
 

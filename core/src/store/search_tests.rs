@@ -38,6 +38,7 @@ pub(super) async fn create(
             },
             None,
             &meta,
+            None,
         )
         .await
         .unwrap();

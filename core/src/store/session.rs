@@ -14,6 +14,7 @@ use crate::{
     ids,
     message::Message,
     meta::SessionMeta,
+    session::SessionOwner,
 };
 use redis::AsyncCommands;
 use std::collections::HashMap;
@@ -48,22 +49,25 @@ impl Store {
         new: NewSession<'_>,
         custom_state: Option<&serde_json::Value>,
     ) -> Result<u64, Error> {
-        self.create_session_with(new, custom_state, &SessionMeta::default())
+        self.create_session_with(new, custom_state, &SessionMeta::default(), None)
             .await
     }
 
     /// Like [`Self::create_session_with_state`], with the session's metadata (already checked
-    /// against its caps), kept in the state hash (`meta`) and inherited by its children.
+    /// against its caps), kept in the state hash (`meta`) and inherited by its children, and
+    /// the service that owns it when the producer mount starts it (`owner`, written with the
+    /// session in its one script, so no moment sees it unowned).
     pub async fn create_session_with(
         &self,
         new: NewSession<'_>,
         custom_state: Option<&serde_json::Value>,
         meta: &SessionMeta,
+        owner: Option<&SessionOwner>,
     ) -> Result<u64, Error> {
         let index_address = new.address.clone();
         let mark = self.mark_for_index(&index_address).await?;
         let result = self
-            .create_session_with_unindexed(new, custom_state, meta)
+            .create_session_with_unindexed(new, custom_state, meta, owner)
             .await;
         self.reindex_after_change(&index_address, mark).await;
         result
@@ -75,6 +79,7 @@ impl Store {
         new: NewSession<'_>,
         custom_state: Option<&serde_json::Value>,
         meta: &SessionMeta,
+        owner: Option<&SessionOwner>,
     ) -> Result<u64, Error> {
         let body = encode_unsequenced(
             &self.header(RunRef {
@@ -105,7 +110,8 @@ impl Store {
                 String::new()
             } else {
                 to_json(meta)
-            });
+            })
+            .arg(owner.map(to_json).unwrap_or_default());
         for message in new.messages {
             invocation.arg(to_json(message));
         }
@@ -182,6 +188,7 @@ impl Store {
             is_executing: None,
             meta: json_field(&fields, &key, state_field::META)?.unwrap_or_default(),
             pending: Vec::new(),
+            owner: json_field(&fields, &key, state_field::OWNER)?,
         }))
     }
 

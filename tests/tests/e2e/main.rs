@@ -24,6 +24,7 @@ mod log_fields;
 mod mount;
 mod observe;
 mod operator;
+mod ownership;
 mod providers;
 mod refusals;
 mod remote;

@@ -37,8 +37,19 @@ pub(crate) struct Frame {
 }
 
 impl MountClient {
+    /// A client of `harness`'s mount at `base_path`, with `bearer` or else the test servers'
+    /// service key.
     pub(super) fn new(harness: &Harness, base_path: &str, bearer: Option<&str>) -> Self {
-        Self::at(&format!("http://{}{base_path}", harness.address), bearer)
+        let bearer = bearer.unwrap_or(baton_tests::TEST_SERVICE_KEY);
+        Self::at(
+            &format!("http://{}{base_path}", harness.address),
+            Some(bearer),
+        )
+    }
+
+    /// A client of `harness`'s mount that sends no credential.
+    pub(super) fn anonymous(harness: &Harness, base_path: &str) -> Self {
+        Self::at(&format!("http://{}{base_path}", harness.address), None)
     }
 
     /// A client of the mount at `base` (`http://host:port/agents`).
@@ -228,11 +239,16 @@ async fn a_start_of_a_running_suspended_or_ended_session_attaches_and_starts_not
     mount.start("two_steps", &ended, "go").await;
     mount.frames("two_steps", &ended, 0).await;
 
-    for (agent, session) in [
-        ("two_steps", &running),
-        ("asker_only", &suspended),
-        ("two_steps", &ended),
-    ] {
+    // The running one was not started through the mount: no caller attaches to it.
+    let body = json!({"sessionId": running, "input": {"other": "input"}});
+    let (status, refused) = mount.post("two_steps", "start", body).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{refused}");
+    assert_eq!(refused["code"], "session_mismatch");
+    assert_eq!(refused.get("streamId"), None);
+    let (status, _) = mount.get("two_steps", "status", &running).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+
+    for (agent, session) in [("asker_only", &suspended), ("two_steps", &ended)] {
         let stream_id = harness.client.status(session).await.unwrap().stream_id;
         let before = harness.client.status(session).await.unwrap();
         let body = json!({"sessionId": session, "input": {"other": "input"}});
@@ -400,7 +416,7 @@ async fn every_route_refuses_a_caller_without_credentials_and_a_session_token_ca
         ..open_options()
     };
     let harness = Harness::start_with(agents::registry(), options).await;
-    let anonymous = MountClient::new(&harness, "/agents", None);
+    let anonymous = MountClient::anonymous(&harness, "/agents");
     let forged = MountClient::new(&harness, "/agents", Some("not-a-key"));
     let session = chosen_id("auth");
     let body = json!({"sessionId": session, "message": "go", "mode": "continue"});

@@ -12,7 +12,7 @@ use baton_core::{
     AgentRegistry, ChunkKind, Message, StreamChunk,
     message::ToolOutcome,
     store::SessionAddress,
-    subagent::{self, RemoteAgent, SubAgent},
+    subagent::{RemoteAgent, SubAgent},
 };
 use baton_tests::WorkerProcess;
 use baton_tests::{
@@ -103,7 +103,11 @@ async fn a_remote_child_runs_once_on_the_producer_and_its_chunks_reach_the_calle
     let (started, chunks, log) = delegate(&consumer).await;
     crate::subagents::assert_completed(&chunks, "got BATON says hello");
     let root = SessionAddress::root(&started.session_id);
-    let child = subagent::remote_child_id(&root, &first_call_id(&log));
+    let child = consumer
+        .store
+        .remote_child_id(&root, &first_call_id(&log))
+        .await
+        .unwrap();
     assert_eq!(
         tool_outcomes(&log),
         [&ToolOutcome::Result(json!("BATON says hello"))]
@@ -214,7 +218,8 @@ async fn a_producer_refusing_the_credential_is_relayed_and_the_right_bearer_is_l
         (Some("wrong"), Err("unauthorized")),
         (Some("producer-key"), Ok(())),
     ] {
-        let mut remote = remote_two_steps(&address);
+        let url = format!("http://{address}/agents");
+        let mut remote = remote_agents::remote_without_credential(&url, "two_steps");
         if let Some(bearer) = bearer {
             remote = remote.bearer(bearer);
         }
@@ -338,7 +343,13 @@ async fn an_interrupt_of_the_caller_is_passed_on_to_the_remote_child() {
             _ => None,
         })
         .unwrap();
-    let child = SessionAddress::root(subagent::remote_child_id(&root, &call_id));
+    let child = SessionAddress::root(
+        consumer
+            .store
+            .remote_child_id(&root, &call_id)
+            .await
+            .unwrap(),
+    );
 
     consumer.interrupt(&started.session_id).await;
     // The consumer's cancelled follower interrupts the child on the producer.
@@ -426,7 +437,11 @@ async fn a_child_its_producer_lost_fails_the_call_with_producer_dead() {
         }
     };
     let call_id = tokio::time::timeout(WAIT_LIMIT, announced).await.unwrap();
-    let child = subagent::remote_child_id(&root, &call_id);
+    let child = consumer
+        .store
+        .remote_child_id(&root, &call_id)
+        .await
+        .unwrap();
     producer
         .temporal
         .get_workflow_handle::<baton_workflows::AgentRunWorkflow>(

@@ -16,7 +16,7 @@ use baton_core::{
     search::{PendingDetail, PersonCallKind, SessionSearch},
     session::ApprovalDecision,
     store::{IndexQuery, IndexScope, IndexTerm, SessionAddress, Status},
-    subagent::{self, SubAgent},
+    subagent::SubAgent,
     submit::SubmitStatus,
 };
 use baton_tests::{
@@ -123,7 +123,10 @@ pub(crate) async fn child_of(consumer: &Store, root: &str) -> String {
             _ => None,
         })
         .expect("the child is announced");
-    subagent::remote_child_id(&SessionAddress::root(root), &call_id)
+    consumer
+        .remote_child_id(&SessionAddress::root(root), &call_id)
+        .await
+        .unwrap()
 }
 
 /// Each forwarded chunk's `(childSessionId, childSequence)` is on `chunks` once.

@@ -13,7 +13,7 @@ use super::{
 };
 use crate::{
     auth::Principal,
-    ops::{checked_submit, resume_session},
+    ops::{chat_resume, checked_submit},
     state::AppState,
 };
 use baton_core::{
@@ -131,7 +131,7 @@ pub(super) async fn submit_answers(
         }
         outcomes.push((part.tool_call_id.clone(), outcome));
     }
-    decide(state, session_id, position, outcomes).await
+    decide(state, principal, session_id, position, outcomes).await
 }
 
 /// The cause a failed answer is logged with.
@@ -236,6 +236,7 @@ fn well_formed_approval_id(approval_id: &str, tool_call_id: &str) -> bool {
 /// all rejected is 409 with the cause; otherwise A or B from the stored continuations.
 async fn decide(
     state: &AppState,
+    principal: &Principal,
     session_id: &str,
     position: u64,
     outcomes: Vec<(String, Outcome)>,
@@ -302,7 +303,8 @@ async fn decide(
         if !needs_resume {
             return Ok(Answered::Continue { after: position });
         }
-        match resume_session(state, session_id, Resume::Continue).await {
+        let extras = baton_core::message::UserExtras::default();
+        match chat_resume(state, principal, session_id, Resume::Continue, extras).await {
             Ok(_) => return Ok(Answered::Continue { after: position }),
             // Another entry (a second tab, the deadline) resumed first: it carries the answer.
             Err(error) if error.code == ErrorCode::StateAlreadyRunning => {

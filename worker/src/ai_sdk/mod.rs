@@ -90,7 +90,7 @@ pub async fn chat_post(
     principal: &Principal,
     body: ChatBody,
 ) -> Result<ChatReply, ApiError> {
-    principal.may_act_on(&state.store, &body.id).await?;
+    crate::ops::authorize(state, principal, "chat", &body.id).await?;
     let address = checked_address(&body.id)?;
     let trailing = body.trailing()?;
     let session = state.store.session(&address).await?;
@@ -100,7 +100,7 @@ pub async fn chat_post(
     let created_at = now_ms();
     let (start, holds) = match (body.trigger, trailing) {
         (Trigger::RegenerateMessage, _) => (
-            turn::regenerate(state, &chat_id, session).await?,
+            turn::regenerate(state, principal, &chat_id, session).await?,
             ClientHolds::default(),
         ),
         (Trigger::SubmitMessage, Trailing::User { text, mut extras }) => {
@@ -186,7 +186,7 @@ pub async fn chat_reattach(
     principal: &Principal,
     chat_id: &str,
 ) -> Result<Option<ChatReply>, ApiError> {
-    principal.may_act_on(&state.store, chat_id).await?;
+    crate::ops::authorize(state, principal, "chat", chat_id).await?;
     let address = checked_address(chat_id)?;
     let Some(session) = state.store.session(&address).await? else {
         return Ok(None);
@@ -266,9 +266,8 @@ pub async fn chat_stop(
     principal: &Principal,
     chat_id: &str,
 ) -> Result<baton_core::api::StopResponse, ApiError> {
-    principal.may_act_on(&state.store, chat_id).await?;
     checked_address(chat_id)?;
-    crate::ops::stop_session(state, chat_id, baton_core::store::StopKind::Interrupt).await
+    crate::ops::chat_stop(state, principal, chat_id).await
 }
 
 /// The answer of `GET /chat/{id}/snapshot`.
@@ -288,7 +287,7 @@ pub async fn chat_snapshot(
     principal: &Principal,
     chat_id: &str,
 ) -> Result<ChatSnapshot, ApiError> {
-    principal.may_act_on(&state.store, chat_id).await?;
+    crate::ops::authorize(state, principal, "chat", chat_id).await?;
     let address = checked_address(chat_id)?;
     // Independent reads, sent at once: a reload waits for one round trip, not four.
     let store = &state.store;

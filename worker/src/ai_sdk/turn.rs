@@ -5,7 +5,7 @@
 use super::snapshot::assistant_message_id;
 use crate::{
     auth::Principal,
-    ops::{already_running, checked_address, no_session, resume_session_with, start_session_with},
+    ops::{already_running, chat_resume, chat_start, checked_address, no_session},
     state::AppState,
 };
 use baton_core::{
@@ -58,12 +58,12 @@ pub(super) async fn user_turn(
                 "the chat's first message needs the agent type in the body field `agent`",
             )
         })?;
-        let user_id = principal.may_start(&agent, meta.user_id)?;
-        start_session_with(
+        chat_start(
             state,
+            principal,
             StartRequest {
                 session_id: Some(chat_id.to_owned()),
-                user_id,
+                user_id: meta.user_id,
                 tags: meta.tags,
                 metadata: meta.metadata,
                 ..StartRequest::new(agent, text)
@@ -85,7 +85,7 @@ pub(super) async fn user_turn(
         message: text,
         abandon_pending: true,
     };
-    resume_session_with(state, chat_id, resume, extras).await?;
+    chat_resume(state, principal, chat_id, resume, extras).await?;
     Ok(TurnStart {
         after: session.last_sequence,
         message_id: assistant_message_id(user_turns(&log) + 1),
@@ -99,6 +99,7 @@ pub(super) async fn user_turn(
 /// user message or no checkpoint before it.
 pub(super) async fn regenerate(
     state: &AppState,
+    principal: &Principal,
     chat_id: &str,
     session: Option<SessionState>,
 ) -> Result<TurnStart, ApiError> {
@@ -151,7 +152,7 @@ pub(super) async fn regenerate(
         })
         .ok_or_else(nothing)?;
     // A message sent again keeps its id, metadata and files.
-    resume_session_with(state, chat_id, resume, extras).await?;
+    chat_resume(state, principal, chat_id, resume, extras).await?;
     Ok(TurnStart {
         after: session.last_sequence,
         message_id: assistant_message_id(user_turns(&log[..through as usize])),

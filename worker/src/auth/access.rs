@@ -1,22 +1,35 @@
-//! Authentication with revocation: the request's principal from the server's [`Auth`], then,
-//! for a token, whether it was revoked (one Redis read for a user token, two for a session
-//! token: its own mark and its tree's). Every transport authenticates through
-//! [`authenticate`], so a revoked token is refused on every route the moment the revocation is
-//! written.
+//! Authentication with revocation: the request's principal (a service key first, then the
+//! server's [`Auth`]), whether it reaches the request's [`Surface`], then, for a token, whether
+//! it was revoked (one Redis read for a user token, two for a session token: its own mark and
+//! its tree's). Every transport authenticates through [`authenticate`], so a revoked token is
+//! refused on every route the moment the revocation is written.
 
-use super::{Auth, BuiltinAuth, Principal, TokenRef, unauthorized};
-use crate::state::AppState;
+use super::{Auth, BuiltinAuth, Principal, ServiceKeys, Surface, TokenRef, bearer, unauthorized};
 use axum::http::HeaderMap;
 use baton_core::{
     ApiError, Store,
     tokens::{RevokeResponse, TokenKind},
 };
 
-/// The principal of a request, or 401 `unauthorized` (no or a bad credential, an expired or a
-/// revoked token).
-pub async fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Principal, ApiError> {
-    let principal = state.options.auth.authenticate(headers).await?;
-    if is_revoked(&state.store, &principal).await? {
+/// The principal of a request on `surface`, or 401 `unauthorized` (no or a bad credential, an
+/// expired or a revoked token, the mount without a service key) or 403 `forbidden` (a service
+/// key off the mount, a token on it).
+pub async fn authenticate(
+    auth: &Auth,
+    services: &ServiceKeys,
+    store: &Store,
+    headers: &HeaderMap,
+    surface: Surface,
+) -> Result<Principal, ApiError> {
+    let service = bearer(headers)
+        .ok()
+        .and_then(|credential| services.principal(credential));
+    let principal = match service {
+        Some(service) => service,
+        None => auth.authenticate(headers).await?,
+    };
+    principal.may_reach(surface, matches!(auth, Auth::AllowUnauthenticated))?;
+    if is_revoked(store, &principal).await? {
         return Err(unauthorized("this token was revoked"));
     }
     Ok(principal)
@@ -24,7 +37,7 @@ pub async fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Princ
 
 async fn is_revoked(store: &Store, principal: &Principal) -> Result<bool, ApiError> {
     Ok(match principal {
-        Principal::Operator { .. } => false,
+        Principal::Operator { .. } | Principal::Service { .. } => false,
         Principal::User { token, .. } => store.revocation(&token.id, None).await?.0,
         Principal::Session {
             root_session_id,
@@ -39,17 +52,15 @@ async fn is_revoked(store: &Store, principal: &Principal) -> Result<bool, ApiErr
 /// Revokes every session token issued so far for the tree `root_session_id` (an operator's
 /// stop or abort of the root does this): those expire at most the token lifetime from now.
 pub async fn revoke_session_tokens(
-    state: &AppState,
+    auth: &Auth,
+    store: &Store,
     root_session_id: &str,
 ) -> Result<(), ApiError> {
-    let Auth::Builtin(builtin) = &state.options.auth else {
+    let Auth::Builtin(builtin) = auth else {
         return Ok(());
     };
     let until = super::now_secs() + builtin.session_token_ttl().as_secs();
-    Ok(state
-        .store
-        .revoke_session_tokens(root_session_id, until)
-        .await?)
+    Ok(store.revoke_session_tokens(root_session_id, until).await?)
 }
 
 impl BuiltinAuth {

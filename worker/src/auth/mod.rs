@@ -7,19 +7,26 @@
 //! else; and user tokens (`user_token.rs`), which an app's backend mints with an operator key
 //! (`POST /tokens`) for one end user: they start chats of the agents they name and act on the
 //! sessions whose `userId` is their subject. Both kinds of token can be revoked
-//! (`access.rs`, checked on every request). Other schemes plug in through [`Authenticate`].
+//! (`access.rs`, checked on every request). Service keys (`service.rs`) are the producer mount's
+//! callers: another service running this server's agents as its remote children, on the mount's
+//! routes only and on the sessions it started. Other schemes plug in through [`Authenticate`].
+//! What each principal may do is `policy.rs`; the operations (`crate::ops`) apply it.
 
 mod access;
+mod policy;
+mod service;
 mod user_token;
 
 pub(crate) use access::revoke;
 pub use access::{authenticate, revoke_session_tokens};
+pub use policy::{SearchScope, Surface};
+pub use service::{MIN_KEY_BYTES, ServiceKeys};
 pub use user_token::UserClaims;
 
 use async_trait::async_trait;
 use axum::http::{HeaderMap, header::AUTHORIZATION};
 use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
-use baton_core::{ApiError, ErrorCode, Store};
+use baton_core::{ApiError, ErrorCode};
 use ring::hmac;
 use std::{fmt, sync::Arc, time::Duration};
 
@@ -41,6 +48,9 @@ pub enum Principal {
         agents: Vec<String>,
         token: TokenRef,
     },
+    /// A service key (`--service-key NAME=KEY`): the producer mount's routes only, the sessions
+    /// it started there, and nothing of the API.
+    Service { name: String },
 }
 
 /// What revoking a token needs of it: its id (the token's signature) and its expiry.
@@ -71,91 +81,12 @@ impl Principal {
                 root_session_id, ..
             } => format!("session:{root_session_id}"),
             Self::User { user_id, .. } => format!("user:{}", baton_core::escape::bounded(user_id)),
-        }
-    }
-
-    /// Refuses (403 `session_mismatch`) a token used on a session that is not its own. A
-    /// session token of a root is good for the sub-agent sessions of its tree too, whose ids
-    /// start with the root's; a user token for the sessions whose root's stored `userId` is its
-    /// subject (read from Redis), and for ids no session has yet (the operation then answers
-    /// `session_not_found`, or a chat starts one for the user).
-    pub async fn may_act_on(&self, store: &Store, session_id: &str) -> Result<(), ApiError> {
-        match self {
-            Self::Operator { .. } => Ok(()),
-            Self::Session {
-                root_session_id, ..
-            } if root_session_id == baton_core::ids::root_of(session_id) => Ok(()),
-            Self::Session { .. } => Err(mismatch()),
-            Self::User { user_id, .. } => {
-                let root = baton_core::ids::root_of(session_id);
-                let address = crate::ops::checked_address(root)?;
-                match store.session(&address).await? {
-                    None => Ok(()),
-                    Some(session) if session.meta.user_id.as_deref() == Some(user_id) => Ok(()),
-                    Some(_) => Err(mismatch()),
-                }
-            }
-        }
-    }
-
-    /// The sessions this principal sees in a search: all of them for an operator, its own tree
-    /// for a session token, its user's for a user token.
-    pub fn search_scope(&self) -> crate::ops::SearchScope {
-        match self {
-            Self::Operator { .. } => crate::ops::SearchScope::All,
-            Self::Session {
-                root_session_id, ..
-            } => crate::ops::SearchScope::Tree {
-                root_session_id: root_session_id.clone(),
-            },
-            Self::User { user_id, .. } => crate::ops::SearchScope::User {
-                user_id: user_id.clone(),
-            },
-        }
-    }
-
-    /// Refuses (403 `forbidden`) what only operators may do, e.g. fork sessions or mint tokens.
-    pub fn must_be_operator(&self) -> Result<(), ApiError> {
-        match self {
-            Self::Operator { .. } => Ok(()),
-            Self::Session { .. } | Self::User { .. } => Err(ApiError::new(
-                ErrorCode::Forbidden,
-                "a session or user token cannot do this; use an operator key",
-            )),
-        }
-    }
-
-    /// The `userId` a new session of `agent_type` gets when this principal starts it: the
-    /// request's own for an operator; the subject for a user token whose agents include
-    /// `agent_type` (a request naming another user is refused); a session token starts nothing
-    /// (403 `forbidden`).
-    pub fn may_start(
-        &self,
-        agent_type: &str,
-        asked_user_id: Option<String>,
-    ) -> Result<Option<String>, ApiError> {
-        let forbidden = |message: &str| Err(ApiError::new(ErrorCode::Forbidden, message));
-        match self {
-            Self::Operator { .. } => Ok(asked_user_id),
-            Self::Session { .. } => {
-                forbidden("a session token cannot start sessions; use an operator or user token")
-            }
-            Self::User {
-                user_id, agents, ..
-            } => {
-                if asked_user_id.is_some_and(|asked| &asked != user_id) {
-                    return forbidden("a user token starts sessions for its own userId only");
-                }
-                if !agents.iter().any(|agent| agent == agent_type) {
-                    return forbidden("this user token may not start this agent type");
-                }
-                Ok(Some(user_id.clone()))
-            }
+            Self::Service { name } => format!("service:{name}"),
         }
     }
 }
 
-fn mismatch() -> ApiError {
+pub(crate) fn mismatch() -> ApiError {
     ApiError::new(
         ErrorCode::SessionMismatch,
         "this token is bound to another session",
@@ -330,7 +261,7 @@ impl BuiltinAuth {
 
 /// The credential of `Authorization: Bearer <credential>`; the scheme is case-insensitive
 /// (RFC 7235), so `bearer` and `BEARER` are the same.
-fn bearer(headers: &HeaderMap) -> Result<&str, ApiError> {
+pub(crate) fn bearer(headers: &HeaderMap) -> Result<&str, ApiError> {
     headers
         .get(AUTHORIZATION)
         .and_then(|value| value.to_str().ok())
@@ -433,8 +364,8 @@ mod tests {
                 if root_session_id == "s1" && token.expires_at > now_secs()
         ));
         assert_eq!(
-            holder.search_scope(),
-            crate::ops::SearchScope::Tree {
+            holder.search_scope().unwrap(),
+            SearchScope::Tree {
                 root_session_id: "s1".into()
             }
         );

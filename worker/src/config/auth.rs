@@ -110,6 +110,7 @@ pub(crate) fn secrets_on_the_command_line(matches: &ArgMatches) -> Vec<&'static 
         ("api_keys", "--api-key"),
         ("named_api_keys", "--named-api-key"),
         ("token_secret", "--token-secret"),
+        ("service_keys", "--service-key"),
     ]
     .into_iter()
     .filter(|(id, _)| matches.value_source(id) == Some(ValueSource::CommandLine))

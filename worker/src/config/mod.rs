@@ -13,6 +13,7 @@ mod observe;
 mod redis;
 mod remote;
 mod server;
+mod services;
 mod temporal;
 
 pub(crate) use auth::secrets_on_the_command_line;
@@ -52,6 +53,8 @@ pub(crate) struct Cli {
     pub(crate) observe: observe::ObserveArgs,
     #[command(flatten)]
     pub(crate) remote: remote::RemoteArgs,
+    #[command(flatten)]
+    pub(crate) services: services::ServiceArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Subcommand)]
@@ -73,6 +76,7 @@ impl Cli {
             verbose_errors: self.server.verbose_errors,
             resume_on_submit: self.server.resume_on_submit,
             auth: self.auth.auth()?,
+            service_keys: self.services.service_keys()?,
             submits_per_minute: self.limits.submits_per_minute(),
             allow_client_session_ids: self.server.allow_client_session_ids,
             stream_max_chunks: self.limits.stream_max_chunks,

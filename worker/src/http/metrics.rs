@@ -40,7 +40,10 @@ pub(super) async fn metrics(
     State(state): State<AppState>,
     Extension(principal): Extension<Principal>,
 ) -> Result<Response, HttpError> {
-    principal.must_be_operator()?;
+    if let Err(refused) = principal.must_be_operator() {
+        crate::audit::refusal("/metrics", &refused, Some(&principal));
+        return Err(refused.into());
+    }
     let text = state.metrics.render(&[(
         "baton_stream_feeds",
         "Sessions whose stream this server reads for its followers",

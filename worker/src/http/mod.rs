@@ -23,7 +23,11 @@ mod tokens;
 pub use error::HttpError;
 pub(crate) use extract::{SessionQuery, json_body, query};
 
-use crate::{audit, auth::Auth, state::AppState};
+use crate::{
+    audit,
+    auth::{Auth, Surface},
+    state::AppState,
+};
 use axum::{
     Router,
     extract::{Request, State},
@@ -31,7 +35,6 @@ use axum::{
     response::{IntoResponse, Response},
     routing::{get, post},
 };
-use baton_core::ErrorCode;
 use baton_core::store::StopKind;
 
 /// Serves the API on `listener` until `shutdown` resolves, then drains open requests, under the
@@ -102,24 +105,20 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// Puts the request's [`Principal`](crate::auth::Principal) in its extensions, or answers 401.
-/// A refusal (401, or a handler's 403) goes to the audit log with its route.
+/// Puts the request's [`Principal`](crate::auth::Principal) in its extensions, or answers 401
+/// (403 for a credential off its surface). A refusal here goes to the audit log with its route
+/// and reason; the operations log their own refusals (`crate::ops`).
 async fn authenticate(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
-    let route = request.uri().path().to_owned();
-    match crate::auth::authenticate(&state, request.headers()).await {
+    match state.authenticate(request.headers(), Surface::Api).await {
         Ok(principal) => {
             let credential = crate::stream::Credential::of(request.headers());
-            request.extensions_mut().insert(principal.clone());
+            request.extensions_mut().insert(principal);
             request.extensions_mut().insert(credential);
-            let response = next.run(request).await;
-            if response.status() == axum::http::StatusCode::FORBIDDEN {
-                audit::refusal(&route, ErrorCode::Forbidden, Some(&principal));
-            }
-            response
+            next.run(request).await
         }
         Err(error) => {
             if audit::is_audited_refusal(error.code) {
-                audit::refusal(&route, error.code, None);
+                audit::refusal(request.uri().path(), &error, None);
             }
             HttpError::from(error).into_response()
         }

@@ -6,12 +6,7 @@ use super::{
     error::HttpError,
     extract::{ApiJson, ApiQuery, SessionQuery},
 };
-use crate::{
-    audit::{self, audit_name_of},
-    auth::Principal,
-    ops,
-    state::AppState,
-};
+use crate::{auth::Principal, ops, state::AppState};
 use axum::{
     Extension, Json,
     body::Body,
@@ -33,12 +28,9 @@ use baton_core::{
 pub(super) async fn start(
     State(state): State<AppState>,
     Extension(principal): Extension<Principal>,
-    ApiJson(mut request): ApiJson<StartRequest>,
+    ApiJson(request): ApiJson<StartRequest>,
 ) -> Result<Json<StartResponse>, HttpError> {
-    request.user_id = principal.may_start(&request.agent, request.user_id.take())?;
-    let started = ops::checked_start(&state, request).await;
-    audit::started(&principal, &started);
-    Ok(Json(started?))
+    Ok(Json(ops::checked_start(&state, &principal, request).await?))
 }
 
 /// `POST /resume`.
@@ -47,15 +39,7 @@ pub(super) async fn resume(
     Extension(principal): Extension<Principal>,
     ApiJson(request): ApiJson<ResumeRequest>,
 ) -> Result<Json<ResumeResponse>, HttpError> {
-    principal
-        .may_act_on(&state.store, &request.session_id)
-        .await?;
-    let session_id = request.session_id.clone();
-    let resume = request.checked()?;
-    let action = audit_name_of(&resume);
-    let resumed = ops::resume_session(&state, &session_id, resume).await;
-    audit::action(&principal, action, &session_id, &resumed);
-    Ok(Json(resumed?))
+    Ok(Json(ops::resume(&state, &principal, request).await?))
 }
 
 /// `POST /interrupt` and `POST /abort`: one handler, the route says which stop.
@@ -64,15 +48,8 @@ pub(super) fn stop(kind: StopKind) -> MethodRouter<AppState> {
         move |State(state): State<AppState>,
               Extension(principal): Extension<Principal>,
               ApiJson(request): ApiJson<SessionRequest>| async move {
-            principal
-                .may_act_on(&state.store, &request.session_id)
-                .await?;
-            if matches!(principal, Principal::Operator { .. }) {
-                ops::revoke_tokens_of_stopped(&state, &principal, &request.session_id).await?;
-            }
-            let stopped = ops::stop_session(&state, &request.session_id, kind).await;
-            audit::action(&principal, kind.as_str(), &request.session_id, &stopped);
-            Ok::<_, HttpError>(Json::<StopResponse>(stopped?))
+            let stopped = ops::stop(&state, &principal, &request.session_id, kind).await?;
+            Ok::<_, HttpError>(Json::<StopResponse>(stopped))
         },
     )
 }
@@ -96,10 +73,9 @@ pub(super) async fn status(
     Extension(principal): Extension<Principal>,
     ApiQuery(query): ApiQuery<SessionQuery>,
 ) -> Result<Json<SessionState>, HttpError> {
-    principal
-        .may_act_on(&state.store, &query.session_id)
-        .await?;
-    Ok(Json(ops::session_status(&state, &query.session_id).await?))
+    Ok(Json(
+        ops::session_status(&state, &principal, &query.session_id).await?,
+    ))
 }
 
 /// `GET /snapshot`: the session's log pinned to a stream position (see [`SnapshotResponse`]).
@@ -108,11 +84,8 @@ pub(super) async fn snapshot(
     Extension(principal): Extension<Principal>,
     ApiQuery(query): ApiQuery<SessionQuery>,
 ) -> Result<Json<SnapshotResponse>, HttpError> {
-    principal
-        .may_act_on(&state.store, &query.session_id)
-        .await?;
     Ok(Json(
-        ops::session_snapshot(&state, &query.session_id).await?,
+        ops::session_snapshot(&state, &principal, &query.session_id).await?,
     ))
 }
 
@@ -122,8 +95,7 @@ pub(super) async fn usage(
     Extension(principal): Extension<Principal>,
     ApiQuery(query): ApiQuery<SessionQuery>,
 ) -> Result<Json<UsageResponse>, HttpError> {
-    principal
-        .may_act_on(&state.store, &query.session_id)
-        .await?;
-    Ok(Json(ops::session_usage(&state, &query.session_id).await?))
+    Ok(Json(
+        ops::session_usage(&state, &principal, &query.session_id).await?,
+    ))
 }

@@ -13,9 +13,7 @@ pub(super) async fn sessions(
     ApiQuery(pairs): ApiQuery<Vec<(String, String)>>,
 ) -> Result<Json<SessionsPage>, HttpError> {
     let search = SessionSearch::from_query_pairs(pairs)?;
-    Ok(Json(
-        ops::list_sessions(&state, &principal.search_scope(), &search).await?,
-    ))
+    Ok(Json(ops::list_sessions(&state, &principal, &search).await?))
 }
 
 /// `GET /pending`: every call waiting on a person, with the same filters and paging.
@@ -25,7 +23,5 @@ pub(super) async fn pending(
     ApiQuery(pairs): ApiQuery<Vec<(String, String)>>,
 ) -> Result<Json<PendingPage>, HttpError> {
     let search = SessionSearch::from_query_pairs(pairs)?;
-    Ok(Json(
-        ops::list_pending(&state, &principal.search_scope(), &search).await?,
-    ))
+    Ok(Json(ops::list_pending(&state, &principal, &search).await?))
 }

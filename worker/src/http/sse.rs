@@ -26,9 +26,7 @@ pub(super) async fn sse(
     Extension(credential): Extension<Credential>,
     ApiQuery(query): ApiQuery<SessionQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, HttpError> {
-    principal
-        .may_act_on(&state.store, &query.session_id)
-        .await?;
+    crate::ops::authorize(&state, &principal, "follow", &query.session_id).await?;
     let permit = state.streams.followers.admit(
         state.options.follower_caps,
         &query.session_id,

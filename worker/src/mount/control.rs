@@ -27,13 +27,11 @@ pub(super) async fn resume(
 ) -> Result<Json<ResumeResponse>, MountError> {
     state.served(&agent_type)?;
     let request: ResumeRequest = json_body(&state, &headers, body).await?;
-    principal
-        .may_act_on(&state.app.store, &request.session_id)
+    state
+        .session(&principal, &agent_type, &request.session_id)
         .await?;
-    state.session(&agent_type, &request.session_id).await?;
     let session_id = request.session_id.clone();
-    let resume = request.checked()?;
-    let resumed = ops::resume_session(&state.app, &session_id, resume).await?;
+    let resumed = ops::resume(&state.app, &principal, request).await?;
     ops::reindex_callback(&state.app, &session_id).await?;
     Ok(Json(ResumeResponse {
         session_id: resumed.session_id,
@@ -52,14 +50,10 @@ pub(super) fn stop(kind: StopKind) -> MethodRouter<MountState> {
               body: Body| async move {
             state.served(&agent_type)?;
             let request: SessionRequest = json_body(&state, &headers, body).await?;
-            principal
-                .may_act_on(&state.app.store, &request.session_id)
+            state
+                .session(&principal, &agent_type, &request.session_id)
                 .await?;
-            state.session(&agent_type, &request.session_id).await?;
-            if matches!(principal, Principal::Operator { .. }) {
-                ops::revoke_tokens_of_stopped(&state.app, &principal, &request.session_id).await?;
-            }
-            let stopped = ops::stop_session(&state.app, &request.session_id, kind).await?;
+            let stopped = ops::stop(&state.app, &principal, &request.session_id, kind).await?;
             Ok::<_, MountError>(Json(StopResponse {
                 session_id: stopped.session_id,
                 status: Status::of(stopped.status),

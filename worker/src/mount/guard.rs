@@ -6,7 +6,7 @@ use super::{
     MountState,
     error::{MountError, not_found},
 };
-use crate::ops;
+use crate::{auth::Principal, ops};
 use axum::{
     body::Body,
     extract::{FromRequestParts, Request, State},
@@ -24,14 +24,23 @@ pub(super) async fn authenticate(
     mut request: Request,
     next: Next,
 ) -> Response {
-    match crate::auth::authenticate(&state.app, request.headers()).await {
+    match state
+        .app
+        .authenticate(request.headers(), crate::auth::Surface::Mount)
+        .await
+    {
         Ok(principal) => {
             let credential = crate::stream::Credential::of(request.headers());
             request.extensions_mut().insert(principal);
             request.extensions_mut().insert(credential);
             next.run(request).await
         }
-        Err(error) => MountError::from(error).into_response(),
+        Err(error) => {
+            if crate::audit::is_audited_refusal(error.code) {
+                crate::audit::refusal(request.uri().path(), &error, None);
+            }
+            MountError::from(error).into_response()
+        }
     }
 }
 
@@ -47,14 +56,17 @@ impl MountState {
         }
     }
 
-    /// The session the request names, if it is of the route's agent type: `NOT_FOUND` for an
+    /// The session the request names, once the caller may act on it (`ops::authorize`, before
+    /// anything tells whether it exists), if it is of the route's agent type: `NOT_FOUND` for an
     /// unknown session or one of another type (which the route does not reach).
     pub(super) async fn session(
         &self,
+        principal: &Principal,
         agent_type: &str,
         session_id: &str,
     ) -> Result<SessionState, MountError> {
         self.served(agent_type)?;
+        ops::authorize(&self.app, principal, "mount", session_id).await?;
         let session = ops::existing_session(&self.app, session_id).await?;
         of_type(session, agent_type)
     }

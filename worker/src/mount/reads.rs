@@ -22,11 +22,10 @@ pub(super) async fn status(
     Path(agent_type): Path<String>,
     MountQuery(query): MountQuery<SessionQuery>,
 ) -> Result<Json<StatusResponse>, MountError> {
-    principal
-        .may_act_on(&state.app.store, &query.session_id)
+    state
+        .session(&principal, &agent_type, &query.session_id)
         .await?;
-    state.session(&agent_type, &query.session_id).await?;
-    let session = ops::session_status(&state.app, &query.session_id).await?;
+    let session = ops::session_status(&state.app, &principal, &query.session_id).await?;
     Ok(Json(StatusResponse {
         is_executing: session.is_executing.unwrap_or(false),
         awaiting_client_tool: session.status == Baton::SuspendedClientTool,
@@ -49,11 +48,10 @@ pub(super) async fn snapshot(
     Path(agent_type): Path<String>,
     MountQuery(query): MountQuery<SessionQuery>,
 ) -> Result<Json<SnapshotResponse>, MountError> {
-    principal
-        .may_act_on(&state.app.store, &query.session_id)
+    state
+        .session(&principal, &agent_type, &query.session_id)
         .await?;
-    state.session(&agent_type, &query.session_id).await?;
-    let snapshot = ops::session_snapshot(&state.app, &query.session_id).await?;
+    let snapshot = ops::session_snapshot(&state.app, &principal, &query.session_id).await?;
     Ok(Json(SnapshotResponse {
         session_id: snapshot.session_id,
         stream_id: snapshot.stream_id,
@@ -73,9 +71,6 @@ pub(super) async fn usage(
     Path(agent_type): Path<String>,
     MountQuery(query): MountQuery<SessionQuery>,
 ) -> Result<Json<UsageResponse>, MountError> {
-    principal
-        .may_act_on(&state.app.store, &query.session_id)
-        .await?;
     state.served(&agent_type)?;
     if !state.mount.serves_usage {
         return Err(ApiError::new(
@@ -84,8 +79,10 @@ pub(super) async fn usage(
         )
         .into());
     }
-    state.session(&agent_type, &query.session_id).await?;
-    let usage = ops::session_usage(&state.app, &query.session_id).await?;
+    state
+        .session(&principal, &agent_type, &query.session_id)
+        .await?;
+    let usage = ops::session_usage(&state.app, &principal, &query.session_id).await?;
     Ok(Json(UsageResponse {
         session_id: usage.session_id,
         rollup: state.mount.shown_usage(&usage.rollup),

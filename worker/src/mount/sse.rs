@@ -31,10 +31,9 @@ pub(super) async fn sse(
     Path(agent_type): Path<String>,
     MountQuery(query): MountQuery<SessionQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, MountError> {
-    principal
-        .may_act_on(&state.app.store, &query.session_id)
+    let session = state
+        .session(&principal, &agent_type, &query.session_id)
         .await?;
-    let session = state.session(&agent_type, &query.session_id).await?;
     let permit = state.app.streams.followers.admit(
         state.app.options.follower_caps,
         &query.session_id,

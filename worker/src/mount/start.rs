@@ -1,5 +1,5 @@
 //! `POST {base}/{agentType}/start`: a session of the caller's choosing (`sessionId` in the body),
-//! for service principals (operator keys); `ALREADY_RUNNING` with the session's `streamId` when
+//! for service principals (service keys, or operator keys); `ALREADY_RUNNING` with the session's `streamId` when
 //! it exists, so a consumer attaches instead of starting a second run.
 
 use super::{MountState, error::MountError, guard::json_body};
@@ -19,10 +19,9 @@ pub(super) async fn start(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Json<StartResponse>, MountError> {
-    principal.must_be_operator()?;
     state.served(&agent_type)?;
     let request: StartRequest = json_body(&state, &headers, body).await?;
     Ok(Json(
-        ops::start_or_attach(&state.app, &agent_type, &request).await?,
+        ops::start_or_attach(&state.app, &principal, &agent_type, &request).await?,
     ))
 }

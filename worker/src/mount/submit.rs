@@ -29,8 +29,7 @@ pub(super) async fn submit(
         .get("sessionId")
         .and_then(Value::as_str)
         .ok_or_else(|| ApiError::new(ErrorCode::ValidationError, "sessionId is required"))?;
-    principal.may_act_on(&state.app.store, session_id).await?;
-    state.session(&agent_type, session_id).await?;
+    state.session(&principal, &agent_type, session_id).await?;
     let bytes = serde_json::to_vec(&request)
         .map_err(|error| ApiError::new(ErrorCode::Internal, error.to_string()))?;
     Ok(Json(

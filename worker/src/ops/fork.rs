@@ -7,7 +7,7 @@ use super::{
     reads::existing_session,
     rewind::{RewindRequest, rewind_session},
 };
-use crate::state::AppState;
+use crate::{audit, auth::Principal, state::AppState};
 use baton_core::{
     ApiError, ErrorCode,
     fork::{ForkRequest, ForkResponse},
@@ -15,11 +15,27 @@ use baton_core::{
     store::{NewFork, ResumeEntry, SessionAddress, Status},
 };
 
-/// Copies `request.session_id` up to `request.checkpoint` into a new session.
+/// `/fork` (operators only): [`copy_session`], audited as the original's `fork` and the new
+/// session's start (and its token's mint).
 pub async fn fork_session(
     state: &AppState,
+    principal: &Principal,
     request: &ForkRequest,
 ) -> Result<ForkResponse, ApiError> {
+    let forked = async {
+        principal.must_be_operator()?;
+        copy_session(state, request).await
+    }
+    .await;
+    audit::action(principal, "fork", &request.session_id, &forked);
+    if let Ok(fork) = &forked {
+        audit::new_session(principal, &fork.session_id, fork.token.is_some());
+    }
+    forked
+}
+
+/// Copies `request.session_id` up to `request.checkpoint` into a new session.
+async fn copy_session(state: &AppState, request: &ForkRequest) -> Result<ForkResponse, ApiError> {
     let original = existing_session(state, &request.session_id).await?;
     let address = checked_address(&request.session_id)?;
     let agent = state.registry.get(&original.agent_type).ok_or_else(|| {

@@ -1,8 +1,13 @@
-//! The operations both transports call: start, resume (and rewind), stop, submit and the reads.
-//! Each takes a typed request and answers a typed response or an [`ApiError`]; none knows HTTP
-//! or gRPC. The adapters (`crate::http`, `crate::grpc`) authenticate, decode, call one of these
-//! and encode the answer. Every operation answers from Redis or by starting a workflow; none
-//! waits on a run.
+//! The operations every adapter calls: start, resume (and rewind), stop, submit, the reads, the
+//! search, fork, tokens and the mount's start. Each takes the caller's [`Principal`] and a typed
+//! request and answers a typed response or an [`ApiError`], and owns its policy: it authorizes
+//! (`crate::auth`'s rules), revokes what a stop revokes and writes its audit event, once, so no
+//! adapter decides any of it. None knows HTTP or gRPC. The adapters (`crate::http`,
+//! `crate::grpc`, `crate::mount`, the chat route) authenticate, decode, call one of these and
+//! encode the answer. Every operation answers from Redis or by starting a workflow; none waits
+//! on a run.
+//!
+//! [`Principal`]: crate::auth::Principal
 
 mod attach;
 mod body_limits;
@@ -25,14 +30,17 @@ mod tree;
 pub use attach::{reindex_callback, start_or_attach};
 pub use body_limits::{MAX_JSON_DEPTH, body_too_large, checked_body_size, checked_json_depth};
 pub use fork::fork_session;
-pub use reads::{existing_session, session_snapshot, session_status, session_usage};
+pub use reads::{authorize, existing_session, session_snapshot, session_status, session_usage};
 pub use remote_callback::take_remote_callback;
-pub use resume::{resume_session, resume_session_with};
-pub use search::{SearchScope, list_pending, list_sessions};
-pub use start::{MAX_MESSAGE_BYTES, checked_start, first_log, start_session, start_session_with};
-pub use stop::stop_session;
+pub use resume::{chat_resume, resume};
+pub use search::{list_pending, list_sessions};
+pub use start::{MAX_MESSAGE_BYTES, chat_start, checked_start, first_log};
+pub(crate) use stop::stop_session;
+pub use stop::{chat_stop, stop};
 pub use submit::{checked_submit, submit_and_continue};
-pub use tokens::{mint_user_token, revoke_token, revoke_tokens_of_stopped};
+pub use tokens::{mint_user_token, revoke_token};
+
+pub use crate::auth::SearchScope;
 
 use baton_core::{ApiError, ErrorCode, Refusal, escape::bounded, ids, store::SessionAddress};
 

@@ -18,7 +18,6 @@ use baton_activities::{Orphan, reconcile_orphans};
 use baton_core::{
     Agent, Message,
     store::{Checkpoint, SessionAddress, Status},
-    subagent::remote_child_id,
 };
 use std::time::Duration;
 
@@ -53,20 +52,36 @@ pub(super) async fn orphans_of_rewind(
         }
     };
     let kept = |id: &str| checkpoint.pending.iter().any(|c| c.tool_call_id == id);
-    calls
-        .into_iter()
-        .filter(|call| !kept(&call.tool_call_id))
-        .filter_map(|call| {
-            let remote = agent.sub_agent(&call.tool_name)?.remote_agent()?.clone();
-            Some(Orphan {
-                child_session_id: remote_child_id(address, &call.tool_call_id),
-                tool_call_id: call.tool_call_id,
-                tool_name: call.tool_name,
-                step: call.step,
-                remote,
-            })
-        })
-        .collect()
+    let mut orphans = Vec::new();
+    for call in calls.into_iter().filter(|call| !kept(&call.tool_call_id)) {
+        let Some(remote) = agent
+            .sub_agent(&call.tool_name)
+            .and_then(|sub| sub.remote_agent())
+            .cloned()
+        else {
+            continue;
+        };
+        let child_session_id = match state
+            .store
+            .remote_child_id(address, &call.tool_call_id)
+            .await
+        {
+            Ok(child) => child,
+            Err(error) => {
+                tracing::warn!(session_id = %address.session_id, %error,
+                    "a remote child's id could not be read; it is not reconciled");
+                continue;
+            }
+        };
+        orphans.push(Orphan {
+            child_session_id,
+            tool_call_id: call.tool_call_id,
+            tool_name: call.tool_name,
+            step: call.step,
+            remote,
+        });
+    }
+    orphans
 }
 
 /// How often the background task looks at the rewound run, and for how long at most.

@@ -1,7 +1,7 @@
 //! The reads: a session's state (with `isExecuting` from Temporal), its snapshot and its usage.
 
 use super::{checked_address, no_session, temporal::is_executing};
-use crate::state::AppState;
+use crate::{auth::Principal, state::AppState};
 use baton_core::{
     ApiError,
     api::{SnapshotResponse, UsageResponse},
@@ -21,8 +21,14 @@ pub async fn existing_session(
         .ok_or_else(|| no_session(session_id))
 }
 
-/// The session's state, with `isExecuting` from Temporal's view of its run.
-pub async fn session_status(state: &AppState, session_id: &str) -> Result<SessionState, ApiError> {
+/// `/status`: the session's state, with `isExecuting` from Temporal's view of its run and the
+/// calls waiting on a person, once the principal may act on it.
+pub async fn session_status(
+    state: &AppState,
+    principal: &Principal,
+    session_id: &str,
+) -> Result<SessionState, ApiError> {
+    authorize(state, principal, "status", session_id).await?;
     let mut session = existing_session(state, session_id).await?;
     session.is_executing = Some(is_executing(state, &session).await?);
     let address = checked_address(session_id)?;
@@ -38,18 +44,26 @@ pub async fn session_status(state: &AppState, session_id: &str) -> Result<Sessio
     Ok(session)
 }
 
-/// The session's log pinned to a stream position (see [`SnapshotResponse`]).
+/// `/snapshot`: the session's log pinned to a stream position (see [`SnapshotResponse`]), once
+/// the principal may act on it.
 pub async fn session_snapshot(
     state: &AppState,
+    principal: &Principal,
     session_id: &str,
 ) -> Result<SnapshotResponse, ApiError> {
+    authorize(state, principal, "snapshot", session_id).await?;
     let address = checked_address(session_id)?;
     let snapshot = state.store.snapshot(&address).await?;
     snapshot.ok_or_else(|| no_session(session_id))
 }
 
-/// What the session has spent so far.
-pub async fn session_usage(state: &AppState, session_id: &str) -> Result<UsageResponse, ApiError> {
+/// `/usage`: what the session has spent so far, once the principal may act on it.
+pub async fn session_usage(
+    state: &AppState,
+    principal: &Principal,
+    session_id: &str,
+) -> Result<UsageResponse, ApiError> {
+    authorize(state, principal, "usage", session_id).await?;
     let address = checked_address(session_id)?;
     let rollup = state
         .store
@@ -60,4 +74,21 @@ pub async fn session_usage(state: &AppState, session_id: &str) -> Result<UsageRe
         session_id: session_id.to_owned(),
         rollup,
     })
+}
+
+/// The authorization of a read, or of what acts on a session through more than one operation (a
+/// stream's follow: `/sse`, gRPC `Subscribe`, the mount's `sse`; the chat route): the principal
+/// may act on the session it names. Reads are not audited; their refusals are, as `action`,
+/// with the rule that refused. The follow itself is `crate::stream`'s.
+pub async fn authorize(
+    state: &AppState,
+    principal: &Principal,
+    action: &'static str,
+    session_id: &str,
+) -> Result<(), ApiError> {
+    let allowed = principal.may_act_on(&state.store, session_id).await;
+    if allowed.is_err() {
+        crate::audit::action(principal, action, session_id, &allowed);
+    }
+    allowed
 }

@@ -21,7 +21,6 @@ use baton_core::{
         Continuation, PendingKind, RelayedAnswer, RelayedCall, SessionAddress, SessionState,
         Status, StopKind,
     },
-    subagent,
     submit::{self, SubmitAnswer, SubmitRequest, SubmitStatus},
 };
 
@@ -155,7 +154,14 @@ pub(super) async fn pass_stop_on(
         let Some(remote) = agent.sub_agent(tool).and_then(|sub| sub.remote_agent()) else {
             continue;
         };
-        let child = subagent::remote_child_id(address, tool_call_id);
+        let child = match state.store.remote_child_id(address, tool_call_id).await {
+            Ok(child) => child,
+            Err(error) => {
+                tracing::warn!(session_id = %address.session_id, %error,
+                    "the remote child's id could not be read; the stop is not passed on");
+                continue;
+            }
+        };
         if let Err(error) = Producer::new(&state.http, remote)
             .stop(&child, action)
             .await

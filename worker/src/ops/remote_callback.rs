@@ -16,7 +16,6 @@ use baton_core::{
     ApiError, ErrorCode, ids,
     remote::{CallbackBody, Status as RemoteStatus},
     store::{CallbackAccepted, RemoteWait, SessionAddress, Status},
-    subagent,
 };
 use ring::hmac;
 
@@ -59,7 +58,7 @@ pub async fn take_remote_callback(
         CallbackAccepted::Replayed | CallbackAccepted::Unknown => return Err(refused()),
     }
     if callback.status != RemoteStatus::Running {
-        follow_waiting_child(state, &address, child).await?;
+        follow_waiting_child(state, &address, child, callback.sequence).await?;
     }
     Ok(())
 }
@@ -85,13 +84,17 @@ fn signed_with(token: &str, body: &[u8], signature: &str) -> bool {
 }
 
 /// Starts the follow of `child` when its caller waits on it holding nothing: suspended, the
-/// call pending and unanswered, no call of the child relayed (a paused child the root's resume
-/// goes on with). Otherwise there is nothing to do: a follower reads the child, or the call is
-/// answered.
+/// call pending and unanswered, and either no call of the child relayed, or relayed calls of a
+/// pause the child has moved on from (the turn that ended, `sequence`, is past the pause the
+/// caller recorded: the child's calls were answered on its producer, not through this root, so
+/// the follow reads its next pause or its end, and the answered calls leave the root's inbox).
+/// Otherwise there is nothing to do: a follower reads the child, the call is answered, or the
+/// root's resume goes on with a paused child.
 async fn follow_waiting_child(
     state: &AppState,
     address: &SessionAddress,
     child: &str,
+    sequence: u64,
 ) -> Result<(), ApiError> {
     let Some(caller) = state.store.session(address).await? else {
         return Ok(());
@@ -101,23 +104,27 @@ async fn follow_waiting_child(
     }
     let answers = state.store.answers(address).await?;
     let groups = state.store.relayed_groups(address).await?;
-    let call = state
-        .store
-        .pending_calls(address)
-        .await?
-        .into_iter()
-        .map(|(call, _run)| call)
-        .find(|call| {
-            call.kind.is_sub_agent()
-                && subagent::remote_child_id(address, &call.tool_call_id) == child
-        });
+    let mut call = None;
+    for (candidate, _run) in state.store.pending_calls(address).await? {
+        if candidate.kind.is_sub_agent()
+            && state
+                .store
+                .remote_child_id(address, &candidate.tool_call_id)
+                .await?
+                == child
+        {
+            call = Some(candidate);
+            break;
+        }
+    }
     let Some(call) = call else {
         return Ok(());
     };
     let relaying = groups
         .iter()
         .any(|group| group.via_call_id == call.tool_call_id);
-    if answers.contains_key(&call.tool_call_id) || relaying {
+    let moved_on = relaying && sequence > state.store.remote_cursor(address, child).await?;
+    if answers.contains_key(&call.tool_call_id) || (relaying && !moved_on) {
         return Ok(());
     }
     let workflow_id = format!(

@@ -12,18 +12,63 @@ use super::{
     start::checked_message_beside,
     tree,
 };
-use crate::state::AppState;
+use crate::{
+    audit::{self, audit_name_of},
+    auth::Principal,
+    state::AppState,
+};
 use baton_core::{
     ApiError, ErrorCode, Message, Refusal,
-    api::{Resume, ResumeResponse},
+    api::{Resume, ResumeRequest, ResumeResponse},
     message::UserExtras,
     store::{Claim, ResumeEntry, SessionAddress, Status},
 };
 
+/// `/resume` (both transports and the mount): the principal may act on the session, then the
+/// resume (or, `from_checkpoint`, the rewind) of [`resume_session`]; audited as `resume` or
+/// `rewind`.
+pub async fn resume(
+    state: &AppState,
+    principal: &Principal,
+    request: ResumeRequest,
+) -> Result<ResumeResponse, ApiError> {
+    let session_id = request.session_id.clone();
+    let mut action = "resume";
+    let resumed = async {
+        principal.may_act_on(&state.store, &session_id).await?;
+        let resume = request.checked()?;
+        action = audit_name_of(&resume);
+        resume_session(state, &session_id, resume).await
+    }
+    .await;
+    audit::action(principal, action, &session_id, &resumed);
+    resumed
+}
+
+/// A chat's next turn or regenerate (the chat route has authorized the chat): the resume of
+/// [`resume_session_with`], audited as the principal's `resume` or `rewind`.
+pub async fn chat_resume(
+    state: &AppState,
+    principal: &Principal,
+    session_id: &str,
+    resume: Resume,
+    extras: UserExtras,
+) -> Result<ResumeResponse, ApiError> {
+    let action = audit_name_of(&resume);
+    let resumed = async {
+        principal.may_act_on(&state.store, session_id).await?;
+        resume_session_with(state, session_id, resume, extras).await
+    }
+    .await;
+    audit::action(principal, action, session_id, &resumed);
+    resumed
+}
+
 /// Resumes a suspended session: claims it for a new run in one script (refusing a running
 /// session and a batch with calls still awaited, writing nothing), then starts the run's
-/// workflow `agent__<type>__<session>__resume-<runId>`, which drains the answers first.
-pub async fn resume_session(
+/// workflow `agent__<type>__<session>__resume-<runId>`, which drains the answers first. No
+/// policy: its callers authorize.
+pub(crate) async fn resume_session(
     state: &AppState,
     session_id: &str,
     resume: Resume,
@@ -33,7 +78,7 @@ pub async fn resume_session(
 
 /// [`resume_session`] with what a chat client sent beside the message's text (its id, metadata
 /// and files; a message with files may have no text).
-pub async fn resume_session_with(
+pub(crate) async fn resume_session_with(
     state: &AppState,
     session_id: &str,
     resume: Resume,

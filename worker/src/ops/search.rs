@@ -3,7 +3,10 @@
 //! The index only narrows: every hit is read back from its session and kept only if it still
 //! matches, and one that does not is marked for the repair sweep.
 
-use crate::state::AppState;
+use crate::{
+    auth::{Principal, SearchScope},
+    state::AppState,
+};
 use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
 use baton_core::{
     ApiError, ErrorCode,
@@ -17,24 +20,14 @@ use baton_core::{
     },
 };
 
-/// Which sessions a caller may see in a search.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SearchScope {
-    /// An operator: every session.
-    All,
-    /// A session token: its own tree only.
-    Tree { root_session_id: String },
-    /// An end user (a token whose subject is a `userId`): only the sessions for that user.
-    User { user_id: String },
-}
-
-/// A page of sessions, newest activity first.
+/// A page of sessions, newest activity first, of those the principal sees.
 pub async fn list_sessions(
     state: &AppState,
-    scope: &SearchScope,
+    principal: &Principal,
     search: &SessionSearch,
 ) -> Result<SessionsPage, ApiError> {
-    let (rows, next_cursor) = search_rows(state, scope, search).await?;
+    let scope = principal.search_scope()?;
+    let (rows, next_cursor) = search_rows(state, &scope, search).await?;
     Ok(SessionsPage {
         sessions: rows.into_iter().map(|row| row.summary).collect(),
         next_cursor,
@@ -46,15 +39,16 @@ pub async fn list_sessions(
 /// `limit` counts the sessions a page covers.
 pub async fn list_pending(
     state: &AppState,
-    scope: &SearchScope,
+    principal: &Principal,
     search: &SessionSearch,
 ) -> Result<PendingPage, ApiError> {
+    let scope = principal.search_scope()?;
     let search = SessionSearch {
         awaiting_person: true,
         include_children: false,
         ..search.clone()
     };
-    let (rows, next_cursor) = search_rows(state, scope, &search).await?;
+    let (rows, next_cursor) = search_rows(state, &scope, &search).await?;
     let now = now_ms();
     // A root's row holds its whole tree's calls; a `root` search also gives the rows of the
     // sessions below it (which a filter may have left alone): each call is listed once, under
@@ -124,6 +118,8 @@ pub(crate) fn pending_detail(
 struct Row {
     summary: SessionSummary,
     calls: Vec<PersonCall>,
+    /// Whether a service owns the session (a root the producer mount started).
+    owned: bool,
 }
 
 async fn search_rows(
@@ -132,12 +128,20 @@ async fn search_rows(
     search: &SessionSearch,
 ) -> Result<(Vec<Row>, Option<String>), ApiError> {
     if let Some(root) = &search.root {
-        if let SearchScope::Tree { root_session_id } = scope
-            && root_session_id != root
-        {
+        // One tree, whatever the other filters: only if its root is in the caller's scope.
+        let address = super::checked_address(root)?;
+        let in_scope = match scope {
+            SearchScope::All => true,
+            _ => state
+                .store
+                .session(&SessionAddress::root(baton_core::ids::root_of(root)))
+                .await?
+                .is_some_and(|session| scope.holds(&session)),
+        };
+        if !in_scope {
             return Ok((Vec::new(), None));
         }
-        return tree_rows(state, root, search)
+        return tree_rows(state, &address, search)
             .await
             .map(|rows| (rows, None));
     }
@@ -171,6 +175,12 @@ async fn search_rows(
                 // A stale entry: written again from the session.
                 state.store.reindex(&address).await?;
             }
+            // A user sees no session of a tree a service owns, though it carries their userId.
+            if let (Some(found), SearchScope::User { .. }) = (&row, scope)
+                && !in_user_scope(state, scope, found).await?
+            {
+                return Ok(None);
+            }
             Ok::<_, ApiError>(row)
         }
     }))
@@ -181,14 +191,28 @@ async fn search_rows(
     ))
 }
 
+/// Whether a row's tree is in a user's scope: its root is theirs and no service owns it.
+async fn in_user_scope(state: &AppState, scope: &SearchScope, row: &Row) -> Result<bool, ApiError> {
+    if row.summary.session_id == row.summary.root_session_id {
+        // The row was read from the root itself: its userId matched the search's.
+        return Ok(!row.owned);
+    }
+    let root = SessionAddress::root(&row.summary.root_session_id);
+    Ok(state
+        .store
+        .session(&root)
+        .await?
+        .is_some_and(|root| scope.holds(&root)))
+}
+
 /// The rows of one tree that match the search: the root, then its sessions in id order (a child
 /// id extends its parent's, so a parent comes before its children).
 async fn tree_rows(
     state: &AppState,
-    root: &str,
+    address: &SessionAddress,
     search: &SessionSearch,
 ) -> Result<Vec<Row>, ApiError> {
-    let address = super::checked_address(root)?;
+    let root = &address.session_id;
     if !address.is_root() {
         return Err(ApiError::new(
             ErrorCode::ValidationError,
@@ -199,11 +223,11 @@ async fn tree_rows(
         include_children: true,
         ..search.clone()
     };
-    let mut rows: Vec<Row> = checked_row(state, &address, &search)
+    let mut rows: Vec<Row> = checked_row(state, address, &search)
         .await?
         .into_iter()
         .collect();
-    for child in state.store.tree_sessions(&address).await? {
+    for child in state.store.tree_sessions(address).await? {
         let child = SessionAddress {
             root_session_id: root.to_owned(),
             session_id: child,
@@ -235,7 +259,9 @@ async fn checked_row(
             .await?
             .map(|(parent, _call)| parent.session_id)
     };
+    let owned = session.owner.is_some();
     Ok(Some(Row {
+        owned,
         summary: SessionSummary {
             session_id: session.session_id,
             root_session_id: session.root_session_id,

@@ -5,7 +5,7 @@ use super::{
     checked_address,
     temporal::{start_run_workflow, workflow_exists},
 };
-use crate::state::AppState;
+use crate::{audit, auth::Principal, state::AppState};
 use baton_activities::io::RunInput;
 use baton_core::{
     ApiError, ErrorCode, Message, Refusal,
@@ -13,45 +13,80 @@ use baton_core::{
     escape::bounded,
     ids,
     message::UserExtras,
-    store::{NewSession, SessionAddress},
+    store::{NewSession, SessionAddress, SessionOwner},
 };
 
 /// Largest user message `/start` accepts, in bytes.
 pub const MAX_MESSAGE_BYTES: usize = 1 << 20;
 
-/// An operator's start: a client-chosen session id only where the server allows it, then the
-/// session, and with built-in auth the new session's token. Both transports call it.
+/// `/start` (both transports): the principal may start the agent type (its `userId` fixed by a
+/// user token), a client-chosen session id only where the server allows it, then the session,
+/// and with built-in auth the new session's token; audited.
 pub async fn checked_start(
     state: &AppState,
-    request: StartRequest,
+    principal: &Principal,
+    mut request: StartRequest,
 ) -> Result<StartResponse, ApiError> {
-    if request.session_id.is_some() && !state.options.allow_client_session_ids {
-        return Err(ApiError::new(
-            ErrorCode::ValidationError,
-            "sessionId is chosen by the server; this server does not take one from clients",
-        ));
+    let started = async {
+        request.user_id = principal.may_start(&request.agent, request.user_id.take())?;
+        if request.session_id.is_some() && !state.options.allow_client_session_ids {
+            return Err(ApiError::new(
+                ErrorCode::ValidationError,
+                "sessionId is chosen by the server; this server does not take one from clients",
+            ));
+        }
+        let mut started = start_session(state, request).await?;
+        started.token = state.options.auth.token_for(&started.session_id);
+        Ok(started)
     }
-    let mut started = start_session(state, request).await?;
-    started.token = state.options.auth.token_for(&started.session_id);
-    Ok(started)
+    .await;
+    audit::started(principal, &started);
+    started
+}
+
+/// A chat's first message (the chat route): the principal may start the agent type, then the
+/// session under the chat's id with what the client sent beside the text; audited.
+pub async fn chat_start(
+    state: &AppState,
+    principal: &Principal,
+    mut request: StartRequest,
+    extras: UserExtras,
+) -> Result<StartResponse, ApiError> {
+    let started = async {
+        request.user_id = principal.may_start(&request.agent, request.user_id.take())?;
+        start_session_with(state, request, extras).await
+    }
+    .await;
+    audit::started(principal, &started);
+    started
 }
 
 /// Starts a session: checks the request, writes the session and its first run to Redis (with
 /// the server's stream retention), then starts the run's workflow. A refused request writes
-/// nothing.
-pub async fn start_session(
+/// nothing. No policy: its callers authorize.
+pub(crate) async fn start_session(
     state: &AppState,
     request: StartRequest,
 ) -> Result<StartResponse, ApiError> {
-    start_session_with(state, request, UserExtras::default()).await
+    start_session_owned(state, request, UserExtras::default(), None).await
 }
 
 /// [`start_session`] with what a chat client sent beside the first message's text (its id,
 /// metadata and files; a message with files may have no text).
-pub async fn start_session_with(
+pub(crate) async fn start_session_with(
     state: &AppState,
     request: StartRequest,
     extras: UserExtras,
+) -> Result<StartResponse, ApiError> {
+    start_session_owned(state, request, extras, None).await
+}
+
+/// [`start_session_with`] for a session a service owns (the producer mount's start).
+pub(crate) async fn start_session_owned(
+    state: &AppState,
+    request: StartRequest,
+    extras: UserExtras,
+    owner: Option<&SessionOwner>,
 ) -> Result<StartResponse, ApiError> {
     let agent = state.registry.get(&request.agent).ok_or_else(|| {
         // The name and the server's list only in verbose answers: a caller is not told which
@@ -118,6 +153,7 @@ pub async fn start_session_with(
             },
             custom_state.as_ref(),
             &meta,
+            owner,
         )
         .await?;
 

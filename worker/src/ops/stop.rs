@@ -7,7 +7,7 @@ use super::{
     temporal::{cancel_run_workflow, resume_parent_of_ended_children},
     tree::stop_descendants,
 };
-use crate::state::AppState;
+use crate::{audit, auth::Principal, state::AppState};
 use baton_core::{
     ApiError, ErrorCode,
     api::StopResponse,
@@ -29,9 +29,47 @@ async fn answer_parent(state: &AppState, child: &SessionAddress) -> Result<(), A
     Ok(())
 }
 
+/// `/interrupt`, `/abort` (both transports, the mount, the chat's stop): the principal may act
+/// on the session; an operator's stop of a root revokes its tree's session tokens first; then
+/// the stop of [`stop_session`]; audited.
+pub async fn stop(
+    state: &AppState,
+    principal: &Principal,
+    session_id: &str,
+    kind: StopKind,
+) -> Result<StopResponse, ApiError> {
+    let stopped = async {
+        principal.may_act_on(&state.store, session_id).await?;
+        if matches!(principal, Principal::Operator { .. }) {
+            super::tokens::revoke_tokens_of_stopped(state, principal, session_id).await?;
+        }
+        stop_session(state, session_id, kind).await
+    }
+    .await;
+    audit::action(principal, kind.as_str(), session_id, &stopped);
+    stopped
+}
+
+/// A chat's `stop()` (the chat route): the principal may act on the chat, then its interrupt,
+/// audited; a token holder's own stop revokes nothing.
+pub async fn chat_stop(
+    state: &AppState,
+    principal: &Principal,
+    chat_id: &str,
+) -> Result<StopResponse, ApiError> {
+    let stopped = async {
+        principal.may_act_on(&state.store, chat_id).await?;
+        stop_session(state, chat_id, StopKind::Interrupt).await
+    }
+    .await;
+    audit::action(principal, StopKind::Interrupt.as_str(), chat_id, &stopped);
+    stopped
+}
+
 /// Stops the session's current run: a durable stop record first (one script, which also ends the
-/// run in Redis), then Temporal cancellation of its workflow if one is still running.
-pub async fn stop_session(
+/// run in Redis), then Temporal cancellation of its workflow if one is still running. No policy:
+/// its callers authorize.
+pub(crate) async fn stop_session(
     state: &AppState,
     session_id: &str,
     kind: StopKind,

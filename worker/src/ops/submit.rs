@@ -4,6 +4,7 @@
 //! answer to a call a remote child relayed goes to its producer first (`relay.rs`).
 
 use super::resume::resume_session;
+use crate::audit;
 use crate::{auth::Principal, state::AppState};
 use baton_core::{
     ApiError, ErrorCode,
@@ -32,7 +33,7 @@ pub async fn checked_submit(
     }
     .await;
     if let Some(session_id) = &session_id {
-        crate::audit::action(principal, "answer", session_id, &answer);
+        audit::action(principal, "answer", session_id, &answer);
     }
     let label = match &answer {
         Ok(answer) => answer.status.as_str(),

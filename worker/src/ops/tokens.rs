@@ -50,6 +50,7 @@ pub async fn revoke_token(
         Principal::Session { token: mine, .. } | Principal::User { token: mine, .. } => {
             mine.id == token.id
         }
+        Principal::Service { .. } => false,
     };
     if !own {
         return Err(ApiError::new(
@@ -107,7 +108,7 @@ fn checked_request(state: &AppState, request: &TokenRequest) -> Result<u64, ApiE
 /// Before an operator's stop or abort of a root session: revokes the session tokens of its tree
 /// issued so far, so their holders cannot start it again (a stop of a sub-agent's session leaves
 /// them). Nothing for a session that does not exist (the stop answers that).
-pub async fn revoke_tokens_of_stopped(
+pub(crate) async fn revoke_tokens_of_stopped(
     state: &AppState,
     principal: &Principal,
     session_id: &str,
@@ -116,7 +117,8 @@ pub async fn revoke_tokens_of_stopped(
     if !address.is_root() || state.store.session(&address).await?.is_none() {
         return Ok(());
     }
-    let revoked = crate::auth::revoke_session_tokens(state, session_id).await;
+    let revoked =
+        crate::auth::revoke_session_tokens(&state.options.auth, &state.store, session_id).await;
     crate::audit::action(principal, "token_revoke", session_id, &revoked);
     revoked
 }

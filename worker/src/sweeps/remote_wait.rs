@@ -17,7 +17,6 @@ use baton_core::{
     AgentRegistry, Store,
     remote::Status as RemoteStatus,
     store::{RemoteWait, Status, now_ms},
-    subagent,
 };
 use std::time::Duration;
 use temporalio_client::Client;
@@ -137,7 +136,9 @@ async fn look_at(
         store.unindex_remote_wait(wait).await?;
         return Ok(false);
     }
-    let child = subagent::remote_child_id(&wait.address, &wait.tool_call_id);
+    let child = store
+        .remote_child_id(&wait.address, &wait.tool_call_id)
+        .await?;
     match Producer::new(http, remote).status(&child).await {
         Ok(status) if status.status == RemoteStatus::Running && status.is_executing => {
             store.index_remote_wait(&later).await?;

@@ -70,3 +70,111 @@ async fn every_action_logs_one_event_naming_its_principal() {
     });
     assert_eq!(logged, expected);
 }
+
+/// A chat's first and next message (a user token), the mount's start, interrupt, resume and
+/// abort (a service key) are each one audit event naming its principal, and a refusal by policy
+/// says which rule refused it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_turns_and_mount_actions_are_audited_and_a_refusal_says_why() {
+    events::capture();
+    const KEY: &str = "an operator key of at least thirty-two bytes";
+    let harness = Harness::start_with(agents::registry(), baton_tests::keyed_options(KEY)).await;
+    let base = format!("http://{}", harness.address);
+    let http = reqwest::Client::new();
+    let minted: serde_json::Value = http
+        .post(format!("{base}/tokens"))
+        .bearer_auth(KEY)
+        .json(&json!({"userId": "ada", "agents": ["two_steps"]}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let ada = minted["token"].as_str().unwrap().to_owned();
+    let chat = baton_tests::unique("audited-chat");
+    let operator = HttpClient::with_bearer(&base, KEY).unwrap();
+    for text in ["first", "second"] {
+        let response = http
+            .post(format!("{base}/chat"))
+            .bearer_auth(&ada)
+            .json(&json!({"id": chat, "trigger": "submit-message", "agent": "two_steps",
+                "messages": [{"id": text, "role": "user", "parts": [{"type": "text", "text": text}]}]}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        response.text().await.unwrap();
+        baton_tests::chunks_through(&operator, &chat, 0, baton_tests::WAIT_LIMIT, false).await;
+    }
+
+    let mount = crate::mount::MountClient::new(&harness, "/agents", None);
+    let session = crate::mount::chosen_id("audited");
+    mount.start("asker_only", &session, "go").await;
+    mount.frames("asker_only", &session, 0).await;
+    let (status, _) = mount
+        .post("asker_only", "interrupt", json!({"sessionId": session}))
+        .await;
+    assert_eq!(status, 200);
+    let (status, _) = mount
+        .post(
+            "asker_only",
+            "resume",
+            json!({"sessionId": session, "mode": "with_message", "message": "again"}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let (status, _) = mount
+        .post("asker_only", "abort", json!({"sessionId": session}))
+        .await;
+    assert_eq!(status, 200);
+    // A user token on a session of someone else's: refused, with the rule that refused it.
+    let refused = http
+        .get(format!("{base}/status?sessionId={session}"))
+        .bearer_auth(&ada)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 403);
+
+    let of = |session: &str| -> Vec<(String, String, String)> {
+        events::audit_of_session(session)
+            .into_iter()
+            .map(|fields| {
+                (
+                    fields["event"].clone(),
+                    fields["principal"].clone(),
+                    fields["outcome"].clone(),
+                )
+            })
+            .collect()
+    };
+    let triple = |event: &str, principal: &str, outcome: &str| {
+        (event.to_owned(), principal.to_owned(), outcome.to_owned())
+    };
+    assert_eq!(
+        of(&chat),
+        [
+            triple("start", "user:ada", "ok"),
+            triple("resume", "user:ada", "ok")
+        ]
+    );
+    let service = format!("service:{}", baton_tests::TEST_SERVICE);
+    let mut mount_events = of(&session);
+    let refusal = mount_events.pop().expect("the refusal is audited");
+    assert_eq!(
+        mount_events,
+        [
+            triple("start", &service, "ok"),
+            triple("interrupt", &service, "ok"),
+            triple("resume", &service, "ok"),
+            triple("abort", &service, "ok"),
+        ]
+    );
+    assert_eq!(refusal, triple("status", "user:ada", "session_mismatch"));
+    let reason = events::audit_of_session(&session)
+        .last()
+        .and_then(|fields| fields.get("reason").cloned())
+        .unwrap_or_default();
+    assert!(reason.contains("another session"), "{reason:?}");
+}

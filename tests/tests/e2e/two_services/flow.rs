@@ -7,7 +7,7 @@ use super::{
     Remote, activity_attempts, announced_child, assert_forwarded_once, consumer, delegate,
     delegated_to, producer, until_end, until_tool_heartbeats, until_tool_start,
 };
-use baton_core::{message::ToolOutcome, store::SessionAddress, subagent};
+use baton_core::{message::ToolOutcome, store::SessionAddress};
 use baton_tests::tool_outcomes;
 use serde_json::json;
 
@@ -24,7 +24,11 @@ async fn a_delegated_call_runs_its_child_once_on_the_producer_and_forwards_each_
         [&ToolOutcome::Result(json!("found 42"))]
     );
     let root = SessionAddress::root(&started.session_id);
-    let child = subagent::remote_child_id(&root, &crate::remote::first_call_id(&log));
+    let child = consumer
+        .store
+        .remote_child_id(&root, &crate::remote::first_call_id(&log))
+        .await
+        .unwrap();
     assert_forwarded_once(&producer, &child, &chunks, &started.stream_id).await;
 
     // One run on the producer, of the child; its session knows its caller's metadata.

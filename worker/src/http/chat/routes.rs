@@ -98,9 +98,7 @@ pub(super) async fn stop(
     Extension(principal): Extension<Principal>,
     Path(chat_id): Path<String>,
 ) -> Result<Json<StopResponse>, HttpError> {
-    let stopped = ai_sdk::chat_stop(&state, &principal, &chat_id).await;
-    crate::audit::action(&principal, "interrupt", &chat_id, &stopped);
-    Ok(Json(stopped?))
+    Ok(Json(ai_sdk::chat_stop(&state, &principal, &chat_id).await?))
 }
 
 /// One line per refused chat request, with its cause (a lost race is a warning). The chat id
