@@ -79,6 +79,7 @@ pub async fn serve_grpc(
     let incoming = connections::capped_incoming(
         listener,
         limits.max_grpc_connections,
+        limits.max_connections_per_peer,
         limits.header_read_timeout,
     );
     tonic::transport::Server::builder()
@@ -183,7 +184,7 @@ impl baton_server::Baton for GrpcService {
         request.user_id = principal
             .may_start(&request.agent, request.user_id.take())
             .map_err(refused)?;
-        let started = checked_start(&self.state, request).await;
+        let started = checked_start(&self.state, &principal, request).await;
         audit::started(&principal, &started);
         Ok(Response::new(started.map_err(refused)?.into()))
     }

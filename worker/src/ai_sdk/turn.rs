@@ -5,7 +5,7 @@
 use super::snapshot::assistant_message_id;
 use crate::{
     auth::Principal,
-    ops::{already_running, checked_address, no_session, resume_session_with, start_session_with},
+    ops::{already_running, checked_address, no_session, resume_session_with, start_session_for},
     state::AppState,
 };
 use baton_core::{
@@ -59,8 +59,9 @@ pub(super) async fn user_turn(
             )
         })?;
         let user_id = principal.may_start(&agent, meta.user_id)?;
-        start_session_with(
+        start_session_for(
             state,
+            principal,
             StartRequest {
                 session_id: Some(chat_id.to_owned()),
                 user_id,

@@ -1,6 +1,6 @@
 //! Authentication with revocation: the request's principal from the server's [`Auth`], then,
-//! for a token, whether it was revoked (one Redis read for a user token, two for a session
-//! token: its own mark and its tree's). Every transport authenticates through
+//! for a token, whether it was revoked (two Redis reads, sent together: a token's own mark and
+//! its tree's for a session token, or its user's for a user token). Every transport authenticates through
 //! [`authenticate`], so a revoked token is refused on every route the moment the revocation is
 //! written.
 
@@ -16,16 +16,32 @@ use baton_core::{
 /// revoked token).
 pub async fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Principal, ApiError> {
     let principal = state.options.auth.authenticate(headers).await?;
-    if is_revoked(&state.store, &principal).await? {
+    if is_revoked(state, headers, &principal).await? {
         return Err(unauthorized("this token was revoked"));
     }
     Ok(principal)
 }
 
-async fn is_revoked(store: &Store, principal: &Principal) -> Result<bool, ApiError> {
+async fn is_revoked(
+    state: &AppState,
+    headers: &HeaderMap,
+    principal: &Principal,
+) -> Result<bool, ApiError> {
+    let store = &state.store;
     Ok(match principal {
         Principal::Operator { .. } => false,
-        Principal::User { token, .. } => store.revocation(&token.id, None).await?.0,
+        Principal::User { user_id, token, .. } => {
+            let (revoked, user_until) = store.user_token_revocation(&token.id, user_id).await?;
+            // A token whose issue time is unknown (another scheme's, or one minted before tokens
+            // said) counts as issued at the epoch: any revocation of its user covers it.
+            let issued = match &state.options.auth {
+                Auth::Builtin(builtin) => super::bearer(headers)
+                    .ok()
+                    .and_then(|token| builtin.user_token_issued_ms(token)),
+                _ => None,
+            };
+            revoked || user_until.is_some_and(|until| issued.unwrap_or(0) <= until)
+        }
         Principal::Session {
             root_session_id,
             token,

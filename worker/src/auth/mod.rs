@@ -153,6 +153,19 @@ impl Principal {
             }
         }
     }
+
+    /// Whose rate limits a request spends (`ops/limits.rs`): `user:<userId>` for a user token
+    /// (every token of the user shares them), `session:<root>` for a session token, the key's
+    /// name for an operator.
+    pub fn subject(&self) -> String {
+        match self {
+            Self::Operator { name } => name.clone(),
+            Self::Session {
+                root_session_id, ..
+            } => format!("session:{root_session_id}"),
+            Self::User { user_id, .. } => format!("user:{user_id}"),
+        }
+    }
 }
 
 fn mismatch() -> ApiError {

@@ -36,7 +36,7 @@ pub(super) async fn start(
     ApiJson(mut request): ApiJson<StartRequest>,
 ) -> Result<Json<StartResponse>, HttpError> {
     request.user_id = principal.may_start(&request.agent, request.user_id.take())?;
-    let started = ops::checked_start(&state, request).await;
+    let started = ops::checked_start(&state, &principal, request).await;
     audit::started(&principal, &started);
     Ok(Json(started?))
 }

@@ -7,6 +7,7 @@
 mod attach;
 mod body_limits;
 mod fork;
+mod limits;
 mod new_run;
 mod orphans;
 mod reads;
@@ -29,10 +30,13 @@ pub use reads::{existing_session, session_snapshot, session_status, session_usag
 pub use remote_callback::take_remote_callback;
 pub use resume::{resume_session, resume_session_with};
 pub use search::{SearchScope, list_pending, list_sessions};
-pub use start::{MAX_MESSAGE_BYTES, checked_start, first_log, start_session, start_session_with};
+pub use start::{
+    MAX_MESSAGE_BYTES, checked_start, first_log, start_session, start_session_for,
+    start_session_with,
+};
 pub use stop::stop_session;
 pub use submit::{checked_submit, submit_and_continue};
-pub use tokens::{mint_user_token, revoke_token, revoke_tokens_of_stopped};
+pub use tokens::{mint_user_token, revoke_token, revoke_tokens_of_stopped, revoke_user_tokens};
 
 use baton_core::{ApiError, ErrorCode, Refusal, escape::bounded, ids, store::SessionAddress};
 

@@ -5,7 +5,7 @@ use super::{
     checked_address,
     temporal::{start_run_workflow, workflow_exists},
 };
-use crate::state::AppState;
+use crate::{auth::Principal, state::AppState};
 use baton_activities::io::RunInput;
 use baton_core::{
     ApiError, ErrorCode, Message, Refusal,
@@ -19,10 +19,12 @@ use baton_core::{
 /// Largest user message `/start` accepts, in bytes.
 pub const MAX_MESSAGE_BYTES: usize = 1 << 20;
 
-/// An operator's start: a client-chosen session id only where the server allows it, then the
-/// session, and with built-in auth the new session's token. Both transports call it.
+/// An operator's or a user's start: a client-chosen session id only where the server allows
+/// it, then the session (a token of the principal's start bucket spent just before it is
+/// written), and with built-in auth the new session's token. Both transports call it.
 pub async fn checked_start(
     state: &AppState,
+    principal: &Principal,
     request: StartRequest,
 ) -> Result<StartResponse, ApiError> {
     if request.session_id.is_some() && !state.options.allow_client_session_ids {
@@ -31,7 +33,8 @@ pub async fn checked_start(
             "sessionId is chosen by the server; this server does not take one from clients",
         ));
     }
-    let mut started = start_session(state, request).await?;
+    let subject = principal.subject();
+    let mut started = start_spending(state, request, UserExtras::default(), Some(&subject)).await?;
     started.token = state.options.auth.token_for(&started.session_id);
     Ok(started)
 }
@@ -52,6 +55,28 @@ pub async fn start_session_with(
     state: &AppState,
     request: StartRequest,
     extras: UserExtras,
+) -> Result<StartResponse, ApiError> {
+    start_spending(state, request, extras, None).await
+}
+
+/// [`start_session_with`] for `principal` (a chat's first message): a token of its start bucket
+/// is spent once the request is checked, just before the session is written.
+pub async fn start_session_for(
+    state: &AppState,
+    principal: &Principal,
+    request: StartRequest,
+    extras: UserExtras,
+) -> Result<StartResponse, ApiError> {
+    start_spending(state, request, extras, Some(&principal.subject())).await
+}
+
+/// A start, spending a token of `subject`'s start bucket (when given) after every check and
+/// before the first write: a refused request spends nothing, a refused spend writes nothing.
+async fn start_spending(
+    state: &AppState,
+    request: StartRequest,
+    extras: UserExtras,
+    subject: Option<&str>,
 ) -> Result<StartResponse, ApiError> {
     let agent = state.registry.get(&request.agent).ok_or_else(|| {
         // The name and the server's list only in verbose answers: a caller is not told which
@@ -98,6 +123,9 @@ pub async fn start_session_with(
             ErrorCode::SessionAlreadyExists,
             format!("session {session_id} was used before (its workflow {workflow_id} exists)"),
         ));
+    }
+    if let Some(subject) = subject {
+        super::limits::spend_start(state, subject).await?;
     }
     let mut messages = first_log(agent, &user_message);
     if let Some(first) = messages.last_mut() {

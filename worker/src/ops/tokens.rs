@@ -1,5 +1,6 @@
 //! Minting user tokens (an operator, for an app's end user) and revoking session and user
-//! tokens. The request is checked whole before the token is signed or anything written.
+//! tokens, one by one or every user token of a user. The request is checked whole before the
+//! token is signed or anything written.
 
 use crate::{
     auth::{Auth, BuiltinAuth, Principal, UserClaims},
@@ -9,7 +10,8 @@ use baton_core::{
     ApiError, ErrorCode, SessionMeta,
     tokens::{
         DEFAULT_USER_TOKEN_TTL_SECS, MAX_USER_TOKEN_AGENTS, MAX_USER_TOKEN_TTL_SECS,
-        MIN_USER_TOKEN_TTL_SECS, RevokeRequest, RevokeResponse, TokenRequest, TokenResponse,
+        MIN_USER_TOKEN_TTL_SECS, RevokeRequest, RevokeResponse, RevokeUserRequest,
+        RevokeUserResponse, TokenRequest, TokenResponse,
     },
 };
 
@@ -59,6 +61,35 @@ pub async fn revoke_token(
     }
     let revoked = crate::auth::revoke(&state.store, kind, &token).await?;
     Ok((revoked, holder))
+}
+
+/// `POST /tokens/revoke {"userId"}`: an operator revokes every user token of `userId` issued
+/// until now (those minted later hold). The mark is kept as long as the longest a user token
+/// lives, when every token it revokes has expired.
+pub async fn revoke_user_tokens(
+    state: &AppState,
+    principal: &Principal,
+    request: RevokeUserRequest,
+) -> Result<RevokeUserResponse, ApiError> {
+    principal.must_be_operator()?;
+    builtin(state)?;
+    SessionMeta {
+        user_id: Some(request.user_id.clone()),
+        ..SessionMeta::default()
+    }
+    .check()?;
+    let issued_until = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    let keep = std::time::Duration::from_secs(MAX_USER_TOKEN_TTL_SECS);
+    state
+        .store
+        .revoke_user_tokens(&request.user_id, issued_until, keep)
+        .await?;
+    Ok(RevokeUserResponse {
+        user_id: request.user_id,
+        issued_until,
+    })
 }
 
 fn builtin(state: &AppState) -> Result<&BuiltinAuth, ApiError> {
