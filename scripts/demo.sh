@@ -41,7 +41,9 @@ wait_up() {
 # `researcher` agent on its producer mount, behind an operator key; the first service's
 # `demo_remote` agent delegates to it as a remote sub-agent (docs/remote-agents.md).
 remote_listen=${BATON_DEMO_REMOTE_LISTEN:-127.0.0.1:8081}
-remote_key=demo-remote-key
+# An operator key of at least 32 bytes (batond refuses shorter ones); a real one comes from
+# `openssl rand -base64 32`.
+remote_key=demo-remote-operator-key-32-bytes
 cat >"$log_dir/demo-producer.toml" <<'TOML'
 [[agent]]
 name = "researcher"

@@ -20,7 +20,7 @@ expect.set_options(timeout=30_000)
 
 def main():
     with sync_playwright() as playwright:
-        browser, page = signed_in(playwright, BASE, KEY)
+        browser, page, violations = signed_in(playwright, BASE, KEY)
         expect(page.get_by_test_id("session-row")).to_have_count(1)
         page.get_by_test_id("nav-inbox").click()
         call = page.get_by_test_id("call-call_1_1")
@@ -38,6 +38,7 @@ def main():
             "temporalLink": page.get_by_test_id("temporal-link").get_attribute("href"),
             "keyInUrl": KEY in page.url,
             "keyStored": page.evaluate("sessionStorage.getItem('batonOperatorKey')") == KEY,
+            "cspViolations": violations,
         }
         browser.close()
     print(json.dumps(summary))

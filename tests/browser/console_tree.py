@@ -21,7 +21,7 @@ expect.set_options(timeout=30_000)
 
 def main():
     with sync_playwright() as playwright:
-        browser, page = signed_in(playwright, BASE, KEY)
+        browser, page, violations = signed_in(playwright, BASE, KEY)
         page.goto(f"{BASE}/console#/session/{ROOT}")
         tree = page.get_by_test_id("tree")
         expect(tree.locator("li[data-depth='2']")).to_have_count(1)
@@ -37,7 +37,7 @@ def main():
             })
         page.screenshot(path=SCREENSHOT, full_page=True)
         browser.close()
-    print(json.dumps({"rows": rows}))
+    print(json.dumps({"rows": rows, "cspViolations": violations}))
 
 
 main()

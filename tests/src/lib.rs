@@ -485,6 +485,27 @@ impl Harness {
         assert_eq!(workflows.count(), 0);
     }
 
+    /// `GET path` through the HTTP router without a socket: the status, the headers and the
+    /// body as text.
+    pub async fn get(&self, path: &str) -> (axum::http::StatusCode, axum::http::HeaderMap, String) {
+        use http_body_util::BodyExt;
+        use tower::ServiceExt;
+        let request = axum::http::Request::get(path)
+            .body(axum::body::Body::empty())
+            .unwrap();
+        let response = baton_worker::router(self.state.clone())
+            .oneshot(request)
+            .await
+            .unwrap();
+        let (parts, body) = response.into_parts();
+        let body = body.collect().await.unwrap().to_bytes();
+        (
+            parts.status,
+            parts.headers,
+            String::from_utf8_lossy(&body).into_owned(),
+        )
+    }
+
     /// Sends one request to the HTTP router without a socket and decodes the typed error it
     /// answers.
     pub async fn refusal(

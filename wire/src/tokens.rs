@@ -1,5 +1,6 @@
 //! `POST /tokens` (an operator mints a user token for an app's end user) and
-//! `POST /tokens/revoke` (a session or user token revoked before it expires).
+//! `POST /tokens/revoke` (a session or user token revoked before it expires, or every user token
+//! of a `userId` issued so far).
 
 use serde::{Deserialize, Serialize};
 
@@ -46,6 +47,25 @@ pub struct TokenResponse {
 pub struct RevokeRequest {
     /// The session or user token to revoke.
     pub token: String,
+}
+
+/// Body of `POST /tokens/revoke` revoking by user (operators only): every user token of
+/// `user_id` issued until now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RevokeUserRequest {
+    pub user_id: String,
+}
+
+/// Answer of `POST /tokens/revoke` by user: every user token of `user_id` issued at or before
+/// `issued_until` is refused (401 `unauthorized`) from now on, on every server sharing the Redis;
+/// tokens minted later are not.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RevokeUserResponse {
+    pub user_id: String,
+    /// The revocation's bound, in milliseconds since the epoch.
+    pub issued_until: u64,
 }
 
 /// What kind of token a revocation revoked.

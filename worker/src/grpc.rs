@@ -79,6 +79,7 @@ pub async fn serve_grpc(
     let incoming = connections::capped_incoming(
         listener,
         limits.max_grpc_connections,
+        limits.max_connections_per_peer,
         limits.header_read_timeout,
     );
     tonic::transport::Server::builder()

@@ -14,6 +14,7 @@ pub mod metrics;
 pub mod mount;
 pub mod ops;
 pub mod origins;
+mod peers;
 pub mod runner;
 pub mod state;
 pub mod stream;

@@ -37,6 +37,12 @@ async fn run() -> anyhow::Result<()> {
              BATON_* variable instead"
         );
     }
+    if cli.demo_mode() {
+        tracing::warn!(
+            "demo mode: POST /chat/demo-token answers the demo user's token to anyone who \
+             reaches this server (an open dev server only; an operator key turns it off)"
+        );
+    }
     let shutdown = CancellationToken::new();
     tokio::spawn(stop_on_signal(shutdown.clone()));
 

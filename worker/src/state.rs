@@ -16,6 +16,20 @@ pub const DEFAULT_STREAM_MAX_CHUNKS: u64 = 100_000;
 /// The default submit rate limit per session.
 pub const DEFAULT_SUBMITS_PER_MINUTE: u32 = 60;
 
+/// Starts one subject (a user, a session token's tree, an operator key) may make at once by
+/// default, and how many a minute refill its bucket (one a second).
+pub const DEFAULT_SUBJECT_STARTS: BucketLimit = BucketLimit {
+    burst: 20,
+    per_minute: 60,
+};
+
+/// Answers one subject may submit at once by default, and how many a minute refill its bucket
+/// (five a second): above a person's pace, below a script's flood.
+pub const DEFAULT_SUBJECT_SUBMITS: BucketLimit = BucketLimit {
+    burst: 60,
+    per_minute: 300,
+};
+
 /// Open streams of one session a server serves by default (tabs, devices, a monitor).
 pub const DEFAULT_MAX_FOLLOWERS_PER_SESSION: usize = 32;
 
@@ -28,6 +42,10 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
 /// The gRPC service's connection cap, unless configured (a gRPC client multiplexes its calls and
 /// streams over one connection, so services need few).
 pub const DEFAULT_MAX_GRPC_CONNECTIONS: usize = 256;
+
+/// Connections one client address holds by default, of the HTTP server and of the gRPC service
+/// each: an eighth of the HTTP cap, so one client cannot hold them all.
+pub const DEFAULT_MAX_CONNECTIONS_PER_PEER: usize = 64;
 
 /// How long a connection may take to send a request's headers by default (slow-loris).
 pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
@@ -86,6 +104,9 @@ pub struct ServerOptions {
     pub service_keys: ServiceKeys,
     /// Submits per minute and session (a token bucket in Redis); `None` is unlimited.
     pub submits_per_minute: Option<u32>,
+    /// Each subject's start and submit buckets (`Principal::subject`; in Redis, shared by all
+    /// servers).
+    pub subject_limits: SubjectLimits,
     /// Operators may name the session `/start` creates (`sessionId`); otherwise ids are the
     /// server's own.
     pub allow_client_session_ids: bool,
@@ -105,8 +126,47 @@ pub struct ServerOptions {
     /// The web origins browsers may call the API from (none by default).
     pub allowed_origins: crate::origins::AllowedOrigins,
     /// `batond dev`'s demo mode: `GET /chat/demo-token` mints a user token for the demo user,
-    /// so the demo page needs no credential in its URL. Never on in `batond server`.
+    /// so the demo page needs no credential in its URL. Never on in `batond server`, nor in a
+    /// `batond dev` with an operator key.
     pub demo_user_tokens: bool,
+}
+
+/// A token bucket: `burst` tokens at once, refilled at `per_minute`. A burst of 0 is no limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BucketLimit {
+    pub burst: u32,
+    pub per_minute: u32,
+}
+
+/// What one subject may do before it is refused 429 `rate_limited`: its starts (`/start`, gRPC
+/// `Start`, a chat's first message) and its answers (every submit, over any route).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SubjectLimits {
+    pub starts: BucketLimit,
+    pub submits: BucketLimit,
+}
+
+impl SubjectLimits {
+    /// No subject limit at all (a benchmark's or a test's load, all of one subject).
+    pub const OFF: Self = Self {
+        starts: BucketLimit {
+            burst: 0,
+            per_minute: 1,
+        },
+        submits: BucketLimit {
+            burst: 0,
+            per_minute: 1,
+        },
+    };
+}
+
+impl Default for SubjectLimits {
+    fn default() -> Self {
+        Self {
+            starts: DEFAULT_SUBJECT_STARTS,
+            submits: DEFAULT_SUBJECT_SUBMITS,
+        }
+    }
 }
 
 /// What the HTTP server and the gRPC service let connections hold.
@@ -117,6 +177,9 @@ pub struct ConnectionLimits {
     /// Open gRPC connections; past it a connection's first call is answered `server_busy`
     /// (`UNAVAILABLE`) and the connection closed.
     pub max_grpc_connections: usize,
+    /// Open connections of one client address, to each service; past it a connection gets the
+    /// answer of a connection past the cap in all. 0 is no such cap.
+    pub max_connections_per_peer: usize,
     /// How long a connection may take to send a request's headers before it is closed.
     pub header_read_timeout: Duration,
 }
@@ -126,6 +189,7 @@ impl Default for ConnectionLimits {
         Self {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_grpc_connections: DEFAULT_MAX_GRPC_CONNECTIONS,
+            max_connections_per_peer: DEFAULT_MAX_CONNECTIONS_PER_PEER,
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
         }
     }
@@ -140,6 +204,7 @@ impl Default for ServerOptions {
             auth: Auth::Unset,
             service_keys: ServiceKeys::none(),
             submits_per_minute: Some(DEFAULT_SUBMITS_PER_MINUTE),
+            subject_limits: SubjectLimits::default(),
             stream_max_chunks: DEFAULT_STREAM_MAX_CHUNKS,
             allow_client_session_ids: false,
             mounts: vec![crate::mount::Mount::new(crate::mount::DEFAULT_BASE_PATH)],

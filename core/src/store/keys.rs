@@ -32,6 +32,9 @@ pub(crate) enum Key {
     OpenDeadlines,
     /// Hash on the root session: the tree's submit token bucket.
     SubmitBucket,
+    /// Hash under a subject's own tag (no session's): one of its token buckets (see
+    /// `subject_bucket.rs`).
+    SubjectBucket,
     /// Hash: toolCallId → the child session a sub-agent call started.
     Children,
     /// Hash: the calls a paused remote child of the session waits on a person for (see
@@ -78,6 +81,7 @@ impl Key {
             Self::Completed => "completed",
             Self::OpenDeadlines => "openDeadlines",
             Self::SubmitBucket => "submitBucket",
+            Self::SubjectBucket => "subjectBucket",
             Self::Children | Self::ParentChildren => "children",
             Self::Relayed => "relayed",
             Self::ParentPending => "pending",
@@ -113,6 +117,7 @@ impl Key {
                 | Self::Completed
                 | Self::Tree
                 | Self::SubmitBucket
+                | Self::SubjectBucket
                 | Self::CallIds
                 | Self::RevokedTokens
         )
@@ -162,6 +167,12 @@ pub(crate) fn remote_id_key(prefix: &str) -> String {
 
 pub(crate) fn revoked_token_key(prefix: &str, token_id: &str) -> String {
     format!("{prefix}:revokedToken:{token_id}")
+}
+
+/// The mark of a user whose user tokens are revoked up to an issue time (see `revocation.rs`):
+/// outside the sessions' slots, since a user token is bound to no session.
+pub(crate) fn revoked_user_key(prefix: &str, user_id: &str) -> String {
+    format!("{prefix}:revokedUser:{user_id}")
 }
 
 /// The field of a stream entry that holds the chunk's JSON: all of it, or (beside

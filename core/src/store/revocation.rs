@@ -1,6 +1,7 @@
-//! Revoked tokens: a token revoked by its id (`<prefix>:revokedToken:<id>`), and the session
+//! Revoked tokens: a token revoked by its id (`<prefix>:revokedToken:<id>`), the session
 //! tokens of a tree revoked up to an expiry (`<prefix>:{<root>}:<root>:revokedTokens`, the
-//! latest expiry revoked). Each key expires when the last token it revokes would have, so the
+//! latest expiry revoked), and the user tokens of a user revoked up to an issue time
+//! (`<prefix>:revokedUser:<userId>`, in ms). Each key expires when the last token it revokes would have, so the
 //! set stays bounded by the tokens' lifetimes. Plain commands, not scripts: a revocation is no
 //! session state transition, and a repeat of one is a no-op.
 
@@ -66,6 +67,40 @@ impl Store {
         futures::try_join!(self.token_revoked(token_id), tree)
     }
 
+    /// Revokes every user token of `user_id` issued at or before `issued_until_ms` (ms since
+    /// the epoch), the mark kept for `keep` (the longest a user token lives: every token it
+    /// revokes has expired by then). A later revocation only raises the bound.
+    pub async fn revoke_user_tokens(
+        &self,
+        user_id: &str,
+        issued_until_ms: u64,
+        keep: std::time::Duration,
+    ) -> Result<(), Error> {
+        let key = keys::revoked_user_key(&self.prefix, user_id);
+        let current: Option<u64> = self.conn().get(&key).await?;
+        let bound = current.map_or(issued_until_ms, |current| current.max(issued_until_ms));
+        let _: () = self
+            .conn()
+            .set_ex(&key, bound, keep.as_secs().max(1))
+            .await?;
+        Ok(())
+    }
+
+    /// Whether the user token `token_id` was revoked, and the issue time up to which the user
+    /// tokens of `user_id` are: both reads at once, so one round trip (as [`Self::revocation`]).
+    pub async fn user_token_revocation(
+        &self,
+        token_id: &str,
+        user_id: &str,
+    ) -> Result<(bool, Option<u64>), Error> {
+        let key = keys::revoked_user_key(&self.prefix, user_id);
+        let user = async {
+            let until: Option<u64> = self.conn().get(&key).await?;
+            Ok::<_, Error>(until)
+        };
+        futures::try_join!(self.token_revoked(token_id), user)
+    }
+
     /// The latest expiry up to which the tree's session tokens are revoked, if any are.
     pub async fn session_tokens_revoked_until(
         &self,
@@ -110,6 +145,21 @@ mod tests {
         assert_eq!(
             store.session_tokens_revoked_until("r").await.unwrap(),
             Some(now + 100)
+        );
+        let keep = std::time::Duration::from_secs(60);
+        assert_eq!(
+            store.user_token_revocation("t1", "ada").await.unwrap(),
+            (true, None)
+        );
+        store.revoke_user_tokens("ada", 2_000, keep).await.unwrap();
+        store.revoke_user_tokens("ada", 1_000, keep).await.unwrap();
+        assert_eq!(
+            store.user_token_revocation("t3", "ada").await.unwrap(),
+            (false, Some(2_000))
+        );
+        assert_eq!(
+            store.user_token_revocation("t3", "bob").await.unwrap(),
+            (false, None)
         );
     }
 }

@@ -98,6 +98,8 @@ pub(super) static SUBMIT_ANSWER: StoreScript = store_script!(
 );
 pub(super) static TAKE_SUBMIT_TOKEN: StoreScript =
     store_script!("take_submit_token", [State, Stream, SubmitBucket]);
+pub(super) static TAKE_SUBJECT_TOKEN: StoreScript =
+    store_script!("take_subject_token", [State, Stream, SubjectBucket]);
 pub(super) static CLAIM_RESUME: StoreScript = store_script!(
     "claim_resume",
     [
@@ -235,7 +237,7 @@ pub(super) static CALLBACK_DELIVERED: StoreScript =
 
 /// Every script, for the tests that read their text.
 #[cfg(test)]
-static ALL: [&StoreScript; 30] = [
+static ALL: [&StoreScript; 31] = [
     &CREATE_FORK,
     &REGISTER_CALLBACK,
     &CALLBACK_DELIVERED,
@@ -254,6 +256,7 @@ static ALL: [&StoreScript; 30] = [
     &COMMIT_SUSPENDED_STEP,
     &SUBMIT_ANSWER,
     &TAKE_SUBMIT_TOKEN,
+    &TAKE_SUBJECT_TOKEN,
     &CLAIM_RESUME,
     &APPLY_ANSWERS,
     &STOP_RUN,

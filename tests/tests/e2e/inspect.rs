@@ -160,18 +160,9 @@ async fn metrics_count_requests_and_submits_by_answer() {
     assert!(refused.is_err());
 
     let text = {
-        use http_body_util::BodyExt;
-        use tower::ServiceExt;
-        let request = axum::http::Request::get("/metrics")
-            .body(axum::body::Body::empty())
-            .unwrap();
-        let response = baton_worker::router(harness.state.clone())
-            .oneshot(request)
-            .await
-            .unwrap();
-        assert_eq!(response.status(), axum::http::StatusCode::OK);
-        let body = response.into_body().collect().await.unwrap().to_bytes();
-        String::from_utf8(body.to_vec()).unwrap()
+        let (status, _, text) = harness.get("/metrics").await;
+        assert_eq!(status, axum::http::StatusCode::OK);
+        text
     };
     for line in [
         r#"baton_http_requests_total{route="/start",status="200"} 1"#,

@@ -218,3 +218,184 @@ async fn grpc_connections_past_the_cap_are_answered_server_busy() {
     .expect("a freed gRPC connection slot is taken again");
     harness.assert_nothing_written().await;
 }
+
+/// `POST path` with `bearer` and a JSON body: the answer.
+async fn post_as(
+    harness: &Harness,
+    bearer: &str,
+    path: &str,
+    body: serde_json::Value,
+) -> reqwest::Response {
+    reqwest::Client::new()
+        .post(format!("http://{}{path}", harness.address))
+        .bearer_auth(bearer)
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+}
+
+/// Sends `request` until it is refused (at most `most` times): how many were taken, and the
+/// refusal.
+async fn until_refused<F, Fut>(most: usize, mut request: F) -> (usize, reqwest::Response)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = reqwest::Response>,
+{
+    for taken in 0..most {
+        let response = request().await;
+        if response.status() == 429 {
+            return (taken, response);
+        }
+    }
+    panic!("{most} requests were taken: no bucket refused one");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_subject_past_its_start_or_submit_bucket_is_refused_429_and_nothing_is_written() {
+    // The root's own submit bucket off, so only the subject's refuses.
+    let options = ServerOptions {
+        submits_per_minute: None,
+        ..keyed_options(KEY)
+    };
+    let harness = Harness::server_only_with(agents::registry(), options).await;
+    let mint = |user: &'static str| {
+        let harness = &harness;
+        async move {
+            let body = serde_json::json!({"userId": user, "agents": ["chatter"]});
+            let minted: serde_json::Value = post_as(harness, KEY, "/tokens", body)
+                .await
+                .json()
+                .await
+                .unwrap();
+            minted["token"].as_str().unwrap().to_owned()
+        }
+    };
+    let (ada, bob) = (mint("ada").await, mint("bob").await);
+    let start = serde_json::json!({"agent": "chatter", "message": "hi"});
+    let (started, refused) =
+        until_refused(100, || post_as(&harness, &ada, "/start", start.clone())).await;
+    // A burst of 20, refilled at one a second while they are sent.
+    assert!((20..=25).contains(&started), "{started} starts taken");
+    let retry_after: u64 = refused.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(retry_after >= 1);
+    let body: baton_core::ApiError = refused.json().await.unwrap();
+    assert_eq!(body.code, ErrorCode::RateLimited);
+    assert!(body.retryable);
+    assert_eq!(
+        body.refusal(),
+        Some(baton_core::Refusal::RetryAfter { retry_after })
+    );
+    let sessions = |keys: Vec<String>| keys.iter().filter(|k| k.ends_with(":state")).count();
+    assert_eq!(
+        sessions(harness.keys().await),
+        started,
+        "the refused start wrote its session"
+    );
+    // Another subject has a bucket of its own.
+    let other = post_as(&harness, &bob, "/start", start.clone()).await;
+    assert_eq!(other.status(), 200);
+
+    // Submits (here to a session that does not exist, each refused after its token) are
+    // spent from the subject's submit bucket, over HTTP and gRPC alike.
+    let submit = serde_json::json!({"sessionId": "s-none", "toolCallId": "c", "result": 1});
+    let (submitted, refused) = until_refused(400, || {
+        post_as(&harness, &ada, "/submit-tool-result", submit.clone())
+    })
+    .await;
+    assert!((60..=90).contains(&submitted), "{submitted} submits taken");
+    let body: baton_core::ApiError = refused.json().await.unwrap();
+    assert_eq!(body.code, ErrorCode::RateLimited);
+    let grpc =
+        baton_client::GrpcClient::with_bearer(&harness.grpc_address.to_string(), &ada).unwrap();
+    let refused = grpc.submit_body(&submit).await.map_err(api_error);
+    assert_eq!(refused.unwrap_err().code, ErrorCode::RateLimited);
+    assert_eq!(sessions(harness.keys().await), started + 1);
+}
+
+/// Opens a connection to `address` from the loopback address `from` and sends a request line
+/// without finishing its headers: the connection stays open until the header deadline.
+async fn idle_connection_from(
+    from: std::net::IpAddr,
+    address: std::net::SocketAddr,
+) -> tokio::net::TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind(std::net::SocketAddr::new(from, 0)).unwrap();
+    let mut stream = socket.connect(address).await.unwrap();
+    stream
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        .await
+        .unwrap();
+    stream
+}
+
+/// A whole `GET /healthz` from the loopback address `from`: the status and the body.
+async fn healthz_from(from: std::net::IpAddr, address: std::net::SocketAddr) -> (u16, String) {
+    let mut stream = idle_connection_from(from, address).await;
+    stream
+        .write_all(b"Connection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let mut answer = Vec::new();
+    tokio::time::timeout(WAIT_LIMIT, stream.read_to_end(&mut answer))
+        .await
+        .expect("the server answers")
+        .unwrap();
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    let status = answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_default();
+    (status, answer)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_peer_holds_at_most_its_cap_of_connections_and_others_are_still_served() {
+    // The defaults: 64 connections of one address, 512 in all.
+    let harness = Harness::server_only_with(agents::registry(), open_options()).await;
+    let address = harness.address;
+    let (peer, other): (std::net::IpAddr, std::net::IpAddr) =
+        ([127, 0, 0, 1].into(), [127, 0, 0, 2].into());
+    let mut held = Vec::new();
+    for _ in 0..64 {
+        held.push(idle_connection_from(peer, address).await);
+    }
+    // Past the peer's cap: the global cap's answer, typed.
+    let (status, answer) = healthz_from(peer, address).await;
+    assert_eq!(status, 503, "{answer}");
+    assert!(answer.contains("server_busy"), "{answer}");
+    assert!(
+        answer.to_ascii_lowercase().contains("retry-after: 1"),
+        "{answer}"
+    );
+    // Another address is served, within the global cap.
+    let (status, answer) = healthz_from(other, address).await;
+    assert_eq!(status, 200, "{answer}");
+    // The peer's places free as its connections close.
+    drop(held);
+    tokio::time::timeout(WAIT_LIMIT, async {
+        while healthz_from(peer, address).await.0 != 200 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("a freed place of the peer is taken again");
+
+    // gRPC: one peer holds at most 64 connections too.
+    let mut clients = Vec::new();
+    for _ in 0..64 {
+        let (client, answer) = grpc_sessions(harness.grpc_address).await;
+        answer.unwrap();
+        clients.push(client);
+    }
+    let (_, refused) = grpc_sessions(harness.grpc_address).await;
+    let refused = refused.expect_err("a peer's connection is admitted past its cap");
+    assert_eq!(refused.code, ErrorCode::ServerBusy);
+    drop(clients);
+    harness.assert_nothing_written().await;
+}

@@ -360,6 +360,13 @@ async fn what_the_mount_does_not_have_is_not_found() {
         );
         assert!(harness.client.status(&fresh).await.is_err());
     }
+    // A 5 KB agent name is not echoed whole: the error names it bounded.
+    let long_name = "a".repeat(5000);
+    let (status, refused) = mount.get(&long_name, "status", &session).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let error = refused["error"].as_str().unwrap();
+    assert!(error.len() < 400, "{} bytes: {error}", error.len());
+    assert!(error.contains("[+"), "{error}");
     // The second mount serves every type but no usage.
     let bare = MountClient::new(&harness, "/bare", None);
     let (status, refused) = bare.get("two_steps", "usage", &session).await;

@@ -1,6 +1,7 @@
 //! What a user message of `useChat` carries besides its text, read and checked before anything
 //! is written: its id and `metadata` (kept as sent, bounded) and its `file` parts (images and
-//! PDFs inline as base64 `data:` URLs, at most [`MAX_CHAT_FILE_BYTES`] a message). The log keeps
+//! PDFs inline as base64 `data:` URLs, at most [`MAX_CHAT_FILES`] of them and
+//! [`MAX_CHAT_FILE_BYTES`] a message, each filename at most [`MAX_FILENAME_BYTES`]). The log keeps
 //! them with the message (`Message::User`'s `chat`), so the model adapters send the files and a
 //! reload shows the message as it was sent.
 
@@ -15,6 +16,10 @@ use serde_json::Value;
 
 /// The most a user message's files may hold, their `data:` URLs summed, in bytes.
 pub const MAX_CHAT_FILE_BYTES: usize = 4 << 20;
+/// The most file parts a user message may carry.
+pub const MAX_CHAT_FILES: usize = 32;
+/// The longest filename a file part may give, in bytes.
+pub const MAX_FILENAME_BYTES: usize = 256;
 /// The longest client message id kept.
 pub(super) const MAX_MESSAGE_ID_BYTES: usize = 256;
 /// The most a user message's `metadata` may hold, as JSON, in bytes.
@@ -31,17 +36,7 @@ const MEDIA_TYPES: [&str; 5] = [
 
 /// The id, metadata and files of the user message `message` (whose parts are `parts`).
 pub(super) fn user_extras(message: &Value, parts: &[Value]) -> Result<UserExtras, ApiError> {
-    let id = match message.get("id") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(id)) if !id.is_empty() && id.len() <= MAX_MESSAGE_ID_BYTES => {
-            Some(id.clone())
-        }
-        Some(_) => {
-            return Err(malformed(&format!(
-                "the user message's id must be a string of 1 to {MAX_MESSAGE_ID_BYTES} bytes"
-            )));
-        }
-    };
+    let id = bounded_text(message, "id", MAX_MESSAGE_ID_BYTES, "the user message's id")?;
     let metadata = match message.get("metadata") {
         None | Some(Value::Null) => None,
         Some(metadata) => {
@@ -55,9 +50,18 @@ pub(super) fn user_extras(message: &Value, parts: &[Value]) -> Result<UserExtras
             Some(metadata.clone())
         }
     };
-    let files = parts
+    let file_parts: Vec<&Value> = parts
         .iter()
         .filter(|part| part.get("type").and_then(Value::as_str) == Some("file"))
+        .collect();
+    if file_parts.len() > MAX_CHAT_FILES {
+        return Err(malformed(&format!(
+            "the user message has {} file parts; the limit is {MAX_CHAT_FILES}",
+            file_parts.len()
+        )));
+    }
+    let files = file_parts
+        .into_iter()
         .map(file_part)
         .collect::<Result<Vec<_>, _>>()?;
     let size: usize = files.iter().map(|f| f.url.len()).sum();
@@ -104,11 +108,35 @@ fn file_part(part: &Value) -> Result<FilePart, ApiError> {
     {
         return Err(malformed("a file part's data is not base64"));
     }
+    let filename = bounded_text(
+        part,
+        "filename",
+        MAX_FILENAME_BYTES,
+        "a file part's filename",
+    )?;
     Ok(FilePart {
         media_type: media_type.to_owned(),
         url: url.to_owned(),
-        filename: text("filename").map(str::to_owned),
+        filename,
     })
+}
+
+/// The optional string `field` of `value`, of 1 to `max` bytes (`what` names it in a refusal).
+fn bounded_text(
+    value: &Value,
+    field: &str,
+    max: usize,
+    what: &str,
+) -> Result<Option<String>, ApiError> {
+    match value.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) if !text.is_empty() && text.len() <= max => {
+            Ok(Some(text.clone()))
+        }
+        Some(_) => Err(malformed(&format!(
+            "{what} must be a string of 1 to {max} bytes"
+        ))),
+    }
 }
 
 #[cfg(test)]
@@ -162,5 +190,36 @@ mod tests {
         assert!(user_extras(&long_id, &[]).is_err());
         let heavy = json!({"metadata": {"a": "x".repeat(MAX_MESSAGE_METADATA_BYTES)}});
         assert!(user_extras(&heavy, &[]).is_err());
+    }
+
+    #[test]
+    fn the_files_are_capped_in_number_and_filename_not_only_in_bytes() {
+        let dot = || file("image/png", "data:image/png;base64,AAAA".into());
+        let named = |name: &str| {
+            let mut part = dot();
+            part["filename"] = json!(name);
+            part
+        };
+        let most: Vec<Value> = (0..MAX_CHAT_FILES).map(|_| dot()).collect();
+        assert_eq!(
+            user_extras(&json!({}), &most).unwrap().files.len(),
+            MAX_CHAT_FILES
+        );
+        let more: Vec<Value> = (0..=MAX_CHAT_FILES).map(|_| dot()).collect();
+        let refused = user_extras(&json!({}), &more).unwrap_err();
+        assert_eq!(refused.code, ErrorCode::ValidationError);
+        let longest = "f".repeat(MAX_FILENAME_BYTES);
+        let kept = user_extras(&json!({}), &[named(&longest)]).unwrap();
+        assert_eq!(kept.files[0].filename.as_deref(), Some(longest.as_str()));
+        for bad in [
+            named(&"f".repeat(MAX_FILENAME_BYTES + 1)),
+            named(""),
+            json!({"type": "file", "mediaType": "image/png",
+                   "url": "data:image/png;base64,AAAA", "filename": 7}),
+        ] {
+            let refused = user_extras(&json!({}), &[bad]).unwrap_err();
+            assert_eq!(refused.code, ErrorCode::ValidationError);
+            assert!(refused.error.len() < 200, "{}", refused.error);
+        }
     }
 }

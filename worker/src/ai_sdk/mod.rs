@@ -19,9 +19,9 @@ mod turn;
 mod ui;
 
 pub use answers::Rejection;
-pub use files::MAX_CHAT_FILE_BYTES;
+pub use files::{MAX_CHAT_FILE_BYTES, MAX_CHAT_FILES, MAX_FILENAME_BYTES};
 pub use mapper::{ToolRole, UiStreamMapper, tool_role};
-pub use request::{ChatBody, Trigger};
+pub use request::{ChatBody, MAX_MESSAGE_PARTS, Trigger};
 pub use snapshot::{SnapshotInputs, ui_messages};
 pub use tree::{Tree, TreeCall};
 pub use ui::{DataPart, FinishReason, UiChunk, UiFrame};

@@ -75,6 +75,9 @@ pub enum PartState {
     Other,
 }
 
+/// The most parts the trailing message may have (text, files, a turn's steps and tool calls).
+pub const MAX_MESSAGE_PARTS: usize = 1000;
+
 pub(super) fn malformed(message: &str) -> ApiError {
     ApiError::new(ErrorCode::ValidationError, message)
 }
@@ -91,6 +94,12 @@ impl ChatBody {
             .get("parts")
             .and_then(Value::as_array)
             .ok_or_else(|| malformed("the trailing message has no parts"))?;
+        if parts.len() > MAX_MESSAGE_PARTS {
+            return Err(malformed(&format!(
+                "the trailing message has {} parts; the limit is {MAX_MESSAGE_PARTS}",
+                parts.len()
+            )));
+        }
         match message.get("role").and_then(Value::as_str) {
             Some("user") => {
                 let text: Vec<&str> = parts
@@ -241,6 +250,16 @@ mod tests {
         );
         assert_eq!(tool_parts[3].state, PartState::Other);
         assert!(body(json!([])).trailing().is_err());
+        let text = json!({"type": "text", "text": "a"});
+        let many = |count| {
+            let parts = vec![text.clone(); count];
+            body(json!([{"id": "u", "role": "user", "parts": parts}])).trailing()
+        };
+        assert!(many(MAX_MESSAGE_PARTS).is_ok());
+        assert_eq!(
+            many(MAX_MESSAGE_PARTS + 1).unwrap_err().code,
+            ErrorCode::ValidationError
+        );
         assert!(
             body(json!([{"id": "s", "role": "system", "parts": []}]))
                 .trailing()

@@ -1,8 +1,9 @@
 //! Authentication with revocation: the request's principal (a service key first, then the
 //! server's [`Auth`]), whether it reaches the request's [`Surface`], then, for a token, whether
-//! it was revoked (one Redis read for a user token, two for a session token: its own mark and
-//! its tree's). Every transport authenticates through [`authenticate`], so a revoked token is
-//! refused on every route the moment the revocation is written.
+//! it was revoked (two Redis reads, sent together: a token's own mark and its tree's for a
+//! session token, or its user's for a user token). Every transport authenticates through
+//! [`authenticate`], so a revoked token is refused on every route the moment the revocation is
+//! written.
 
 use super::{Auth, BuiltinAuth, Principal, ServiceKeys, Surface, TokenRef, bearer, unauthorized};
 use axum::http::HeaderMap;
@@ -13,7 +14,7 @@ use baton_core::{
 
 /// The principal of a request on `surface`, or 401 `unauthorized` (no or a bad credential, an
 /// expired or a revoked token, the mount without a service key) or 403 `forbidden` (a service
-/// key off the mount, a token on it).
+/// key off the mount, a user token on it).
 pub async fn authenticate(
     auth: &Auth,
     services: &ServiceKeys,
@@ -29,16 +30,32 @@ pub async fn authenticate(
         None => auth.authenticate(headers).await?,
     };
     principal.may_reach(surface, matches!(auth, Auth::AllowUnauthenticated))?;
-    if is_revoked(store, &principal).await? {
+    if is_revoked(auth, store, headers, &principal).await? {
         return Err(unauthorized("this token was revoked"));
     }
     Ok(principal)
 }
 
-async fn is_revoked(store: &Store, principal: &Principal) -> Result<bool, ApiError> {
+async fn is_revoked(
+    auth: &Auth,
+    store: &Store,
+    headers: &HeaderMap,
+    principal: &Principal,
+) -> Result<bool, ApiError> {
     Ok(match principal {
         Principal::Operator { .. } | Principal::Service { .. } => false,
-        Principal::User { token, .. } => store.revocation(&token.id, None).await?.0,
+        Principal::User { user_id, token, .. } => {
+            let (revoked, user_until) = store.user_token_revocation(&token.id, user_id).await?;
+            // A token whose issue time is unknown (another scheme's, or one minted before tokens
+            // said) counts as issued at the epoch: any revocation of its user covers it.
+            let issued = match auth {
+                Auth::Builtin(builtin) => bearer(headers)
+                    .ok()
+                    .and_then(|token| builtin.user_token_issued_ms(token)),
+                _ => None,
+            };
+            revoked || user_until.is_some_and(|until| issued.unwrap_or(0) <= until)
+        }
         Principal::Session {
             root_session_id,
             token,

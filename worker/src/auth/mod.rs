@@ -84,6 +84,20 @@ impl Principal {
             Self::Service { name } => format!("service:{name}"),
         }
     }
+
+    /// Whose rate limits a request spends (`ops/limits.rs`): `user:<userId>` for a user token
+    /// (every token of the user shares them), `session:<root>` for a session token, the key's
+    /// name for an operator, `service:<name>` for a service key.
+    pub fn subject(&self) -> String {
+        match self {
+            Self::Operator { name } => name.clone(),
+            Self::Session {
+                root_session_id, ..
+            } => format!("session:{root_session_id}"),
+            Self::User { user_id, .. } => format!("user:{user_id}"),
+            Self::Service { name } => format!("service:{name}"),
+        }
+    }
 }
 
 pub(crate) fn mismatch() -> ApiError {

@@ -1,6 +1,9 @@
 //! User tokens: `u1.<claims>.<mac>`, the claims (subject `userId`, agent types, expiry) as
 //! base64url JSON, signed with the server's token secret like session tokens. An app's backend
-//! mints one with an operator key (`POST /tokens`) and hands it to the user's browser.
+//! mints one with an operator key (`POST /tokens`) and hands it to the user's browser. Each mint
+//! also signs when it was issued and a random nonce, so no two tokens are the same (each is
+//! revoked alone) and a user's tokens issued so far can be revoked at once; tokens minted
+//! before carry neither and still verify (their issue time counts as the epoch's).
 
 use super::{BuiltinAuth, TokenRef, unauthorized};
 use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
@@ -22,10 +25,28 @@ pub struct UserClaims {
     pub exp: u64,
 }
 
+/// What a user token signs: its claims, when it was issued, and a nonce.
+#[derive(Debug, Serialize, Deserialize)]
+struct SignedClaims {
+    #[serde(flatten)]
+    claims: UserClaims,
+    /// When it was issued, in milliseconds since the Unix epoch; absent in older tokens.
+    #[serde(default, rename = "iatMs", skip_serializing_if = "Option::is_none")]
+    issued_ms: Option<u64>,
+    /// A random nonce: two mints of the same claims in the same millisecond still differ.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    jti: Option<String>,
+}
+
 impl BuiltinAuth {
-    /// A user token carrying `claims`.
+    /// A user token carrying `claims`, issued now.
     pub fn issue_user(&self, claims: &UserClaims) -> String {
-        let json = serde_json::to_vec(claims).unwrap_or_default();
+        let signed = SignedClaims {
+            claims: claims.clone(),
+            issued_ms: Some(now_ms()),
+            jti: Some(uuid::Uuid::new_v4().simple().to_string()),
+        };
+        let json = serde_json::to_vec(&signed).unwrap_or_default();
         let signed = format!("{PREFIX}{}", URL_SAFE_NO_PAD.encode(json));
         let tag = hmac::sign(&self.signing_key, signed.as_bytes());
         format!("{signed}.{}", URL_SAFE_NO_PAD.encode(tag.as_ref()))
@@ -49,19 +70,38 @@ impl BuiltinAuth {
         &self,
         token: &str,
     ) -> Result<(UserClaims, TokenRef), ApiError> {
+        let (signed, reference) = self.signed_user_token(token)?;
+        Ok((signed.claims, reference))
+    }
+
+    /// When a genuine user token was issued, in ms since the epoch (0 for a token minted before
+    /// tokens said); `None` for text that is no user token of this server's.
+    pub(super) fn user_token_issued_ms(&self, token: &str) -> Option<u64> {
+        let (signed, _) = self.signed_user_token(token).ok()?;
+        Some(signed.issued_ms.unwrap_or(0))
+    }
+
+    fn signed_user_token(&self, token: &str) -> Result<(SignedClaims, TokenRef), ApiError> {
         let invalid = || unauthorized("invalid or expired token");
         let (signed, tag) = token.rsplit_once('.').ok_or_else(invalid)?;
         let mac = URL_SAFE_NO_PAD.decode(tag).map_err(|_| invalid())?;
         hmac::verify(&self.signing_key, signed.as_bytes(), &mac).map_err(|_| invalid())?;
         let payload = signed.strip_prefix(PREFIX).ok_or_else(invalid)?;
         let json = URL_SAFE_NO_PAD.decode(payload).map_err(|_| invalid())?;
-        let claims: UserClaims = serde_json::from_slice(&json).map_err(|_| invalid())?;
+        let signed: SignedClaims = serde_json::from_slice(&json).map_err(|_| invalid())?;
         let reference = TokenRef {
             id: tag.to_owned(),
-            expires_at: claims.exp,
+            expires_at: signed.claims.exp,
         };
-        Ok((claims, reference))
+        Ok((signed, reference))
     }
+}
+
+/// Now, in milliseconds since the Unix epoch.
+pub(super) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 #[cfg(test)]
@@ -137,5 +177,30 @@ mod tests {
         );
         let other = BuiltinAuth::new(vec![], b"other", Duration::from_secs(60));
         assert!(other.principal(&token).is_err());
+    }
+
+    #[test]
+    fn each_mint_differs_and_a_token_minted_before_nonces_still_verifies() {
+        let auth = BuiltinAuth::new(vec![], b"secret", Duration::from_secs(60));
+        let claims = UserClaims {
+            sub: "ada".into(),
+            agents: vec!["demo".into()],
+            exp: super::super::now_secs() + 30,
+        };
+        let (first, second) = (auth.issue_user(&claims), auth.issue_user(&claims));
+        assert_ne!(first, second);
+        let issued = auth.user_token_issued_ms(&first).unwrap();
+        assert!(issued > 0 && issued <= now_ms());
+        assert_eq!(auth.genuine_user_token(&second).unwrap().0, claims);
+        // A token of the older form: the claims alone, signed.
+        let signed = format!(
+            "{PREFIX}{}",
+            URL_SAFE_NO_PAD.encode(serde_json::to_vec(&claims).unwrap())
+        );
+        let tag = hmac::sign(&auth.signing_key, signed.as_bytes());
+        let old = format!("{signed}.{}", URL_SAFE_NO_PAD.encode(tag.as_ref()));
+        assert!(matches!(auth.principal(&old), Ok(Principal::User { .. })));
+        assert_eq!(auth.user_token_issued_ms(&old), Some(0));
+        assert_eq!(auth.user_token_issued_ms("u1.not.a-token"), None);
     }
 }

@@ -1,17 +1,21 @@
 //! Flags of the auth group: operator keys, session tokens, or explicitly none. Secrets are
-//! checked before the server serves: no empty key, no token secret under 32 bytes. The
+//! checked before the server serves: no operator key and no token secret under 32 bytes. The
 //! variables are the recommended way to give them (a flag shows in `ps`).
 
 use baton_worker::auth::{
     Auth, BuiltinAuth, DEFAULT_TOKEN_TTL, MIN_TOKEN_SECRET_BYTES, UNNAMED_OPERATOR,
 };
 use clap::{ArgMatches, Args, parser::ValueSource};
+
+/// The shortest operator key `batond` accepts: as long as the token secret, so a key cannot be
+/// guessed faster than a token forged.
+pub(crate) const MIN_OPERATOR_KEY_BYTES: usize = MIN_TOKEN_SECRET_BYTES;
 use std::{sync::Arc, time::Duration};
 
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Auth")]
 pub(crate) struct AuthArgs {
-    /// An operator API key (bearer); repeat for several. Enables built-in auth: `/start` then
+    /// An operator API key (bearer), at least 32 bytes; repeat for several. Enables built-in auth: `/start` then
     /// answers a session token bound to the new session. Prefer BATON_API_KEYS: a flag shows in
     /// `ps`.
     #[arg(
@@ -23,7 +27,7 @@ pub(crate) struct AuthArgs {
     )]
     pub(crate) api_keys: Vec<String>,
     /// An operator API key with the name the audit log gives its holder: `NAME=KEY` (the name
-    /// holds no `=`); repeat for several. Keys given by --api-key are named `operator`.
+    /// holds no `=`, the key at least 32 bytes); repeat for several. Keys given by --api-key are named `operator`.
     #[arg(
         long = "named-api-key",
         env = "BATON_NAMED_API_KEYS",
@@ -72,6 +76,22 @@ impl AuthArgs {
             anyhow::bail!(
                 "an operator key is empty (--api-key '' or an empty item in BATON_API_KEYS): \
                  refusing a key anyone can send"
+            );
+        }
+        let keys = self.api_keys.iter().map(|key| ("--api-key", key));
+        let named = self
+            .named_api_keys
+            .iter()
+            .map(|(_, key)| ("--named-api-key", key));
+        if let Some((flag, key)) = keys
+            .chain(named)
+            .find(|(_, key)| key.len() < MIN_OPERATOR_KEY_BYTES)
+        {
+            // The length, never the key: the error goes to the terminal and the logs.
+            anyhow::bail!(
+                "an operator key ({flag}) is {} bytes; it must be at least \
+                 {MIN_OPERATOR_KEY_BYTES} (make one with `openssl rand -base64 32`)",
+                key.len()
             );
         }
         let secret = match &self.token_secret {

@@ -1,13 +1,14 @@
 //! Flags of the limits group: how large a submit may be, how often a session may submit, how
-//! much of a stream is kept, and how many streams and connections the server holds (see
+//! often one subject may start and answer, how much of a stream is kept, and how many streams and connections the server holds (see
 //! docs/hardening.md for the reverse-proxy settings to pair them with).
 
 use baton_core::submit::SubmitLimits;
 use baton_worker::{
     state::{
-        ConnectionLimits, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
-        DEFAULT_MAX_FOLLOWERS_PER_CREDENTIAL, DEFAULT_MAX_FOLLOWERS_PER_SESSION,
-        DEFAULT_MAX_GRPC_CONNECTIONS, DEFAULT_STREAM_MAX_CHUNKS, DEFAULT_SUBMITS_PER_MINUTE,
+        BucketLimit, ConnectionLimits, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
+        DEFAULT_MAX_CONNECTIONS_PER_PEER, DEFAULT_MAX_FOLLOWERS_PER_CREDENTIAL,
+        DEFAULT_MAX_FOLLOWERS_PER_SESSION, DEFAULT_MAX_GRPC_CONNECTIONS, DEFAULT_STREAM_MAX_CHUNKS,
+        DEFAULT_SUBJECT_STARTS, DEFAULT_SUBJECT_SUBMITS, DEFAULT_SUBMITS_PER_MINUTE, SubjectLimits,
     },
     stream::FollowerCaps,
 };
@@ -34,6 +35,41 @@ pub(crate) struct LimitArgs {
         global = true
     )]
     pub(crate) submits_per_minute: u32,
+    /// Starts one subject (a user token's user, a session token's tree, an operator key's
+    /// name) may make at once (`/start`, gRPC Start, a chat's first message); past it 429
+    /// rate_limited. 0 is unlimited.
+    #[arg(
+        long,
+        env = "BATON_SUBJECT_START_BURST",
+        default_value_t = DEFAULT_SUBJECT_STARTS.burst,
+        global = true
+    )]
+    pub(crate) subject_start_burst: u32,
+    /// Starts a minute that refill a subject's start bucket (at least 1).
+    #[arg(
+        long,
+        env = "BATON_SUBJECT_STARTS_PER_MINUTE",
+        default_value_t = DEFAULT_SUBJECT_STARTS.per_minute,
+        global = true
+    )]
+    pub(crate) subject_starts_per_minute: u32,
+    /// Answers one subject may submit at once, over every route; past it 429 rate_limited. 0
+    /// is unlimited.
+    #[arg(
+        long,
+        env = "BATON_SUBJECT_SUBMIT_BURST",
+        default_value_t = DEFAULT_SUBJECT_SUBMITS.burst,
+        global = true
+    )]
+    pub(crate) subject_submit_burst: u32,
+    /// Answers a minute that refill a subject's submit bucket (at least 1).
+    #[arg(
+        long,
+        env = "BATON_SUBJECT_SUBMITS_PER_MINUTE",
+        default_value_t = DEFAULT_SUBJECT_SUBMITS.per_minute,
+        global = true
+    )]
+    pub(crate) subject_submits_per_minute: u32,
     /// Chunks a session's stream keeps (the oldest are trimmed; a follower asking for them is
     /// told TRUNCATED); 0 keeps all.
     #[arg(
@@ -70,6 +106,16 @@ pub(crate) struct LimitArgs {
         global = true
     )]
     pub(crate) max_connections: usize,
+    /// Open connections of one client address, to the HTTP server and to the gRPC service each;
+    /// past it a connection gets the answer of one past the cap in all. 0 is no such cap (behind
+    /// a proxy, every connection comes from the proxy's address).
+    #[arg(
+        long,
+        env = "BATON_MAX_CONNECTIONS_PER_PEER",
+        default_value_t = DEFAULT_MAX_CONNECTIONS_PER_PEER,
+        global = true
+    )]
+    pub(crate) max_connections_per_peer: usize,
     /// Open gRPC connections (`--grpc-listen`); past it a connection's first call is answered
     /// `server_busy` (UNAVAILABLE) and the connection closed.
     #[arg(
@@ -114,7 +160,27 @@ impl LimitArgs {
         Ok(ConnectionLimits {
             max_connections: self.max_connections,
             max_grpc_connections: self.max_grpc_connections,
+            max_connections_per_peer: self.max_connections_per_peer,
             header_read_timeout: Duration::from_secs(self.header_read_timeout_secs),
+        })
+    }
+
+    /// The subjects' buckets; a refill of 0 would never give a token back: it is refused.
+    pub(crate) fn subject_limits(&self) -> anyhow::Result<SubjectLimits> {
+        anyhow::ensure!(
+            self.subject_starts_per_minute > 0 && self.subject_submits_per_minute > 0,
+            "--subject-starts-per-minute and --subject-submits-per-minute must be at least 1 \
+             (a burst of 0 turns a bucket off)"
+        );
+        Ok(SubjectLimits {
+            starts: BucketLimit {
+                burst: self.subject_start_burst,
+                per_minute: self.subject_starts_per_minute,
+            },
+            submits: BucketLimit {
+                burst: self.subject_submit_burst,
+                per_minute: self.subject_submits_per_minute,
+            },
         })
     }
 

@@ -78,6 +78,7 @@ impl Cli {
             auth: self.auth.auth()?,
             service_keys: self.services.service_keys()?,
             submits_per_minute: self.limits.submits_per_minute(),
+            subject_limits: self.limits.subject_limits()?,
             allow_client_session_ids: self.server.allow_client_session_ids,
             stream_max_chunks: self.limits.stream_max_chunks,
             mounts: self.mount.mounts(self.model.declared_mounts()?)?,
@@ -85,8 +86,16 @@ impl Cli {
             connection_limits: self.limits.connection_limits()?,
             temporal_ui_url: self.server.temporal_ui_url.clone(),
             allowed_origins: self.allowed_origins()?,
-            demo_user_tokens: self.role == Role::Dev,
+            demo_user_tokens: self.demo_mode(),
         })
+    }
+
+    /// `batond dev`'s demo tokens (`POST /chat/demo-token`), only on an open dev server: with an
+    /// operator key set, nobody gets a token without one.
+    pub(crate) fn demo_mode(&self) -> bool {
+        self.role == Role::Dev
+            && self.auth.api_keys.is_empty()
+            && self.auth.named_api_keys.is_empty()
     }
 
     /// The flag's origins and the agents file's, checked together.
@@ -121,6 +130,7 @@ mod tests {
         let defaults = ServerOptions::default();
         assert_eq!(options.submit_limits, defaults.submit_limits);
         assert_eq!(options.submits_per_minute, defaults.submits_per_minute);
+        assert_eq!(options.subject_limits, defaults.subject_limits);
         assert_eq!(options.stream_max_chunks, defaults.stream_max_chunks);
         assert_eq!(options.follower_caps, defaults.follower_caps);
         assert_eq!(options.connection_limits, defaults.connection_limits);
@@ -165,7 +175,14 @@ mod tests {
         ]);
         assert!(bad.unwrap().server_options().is_err());
         assert_eq!(options.allowed_origins, AllowedOrigins::None);
-        assert!(options.demo_user_tokens, "dev mints demo tokens");
+        assert!(options.demo_user_tokens, "an open dev server has demo mode");
+        // With an operator key, `batond dev` hands out no demo tokens.
+        let key = "k".repeat(32);
+        let keyed = Cli::try_parse_from(["batond", "dev", "--api-key", &key]).unwrap();
+        assert!(!keyed.server_options().unwrap().demo_user_tokens);
+        let named = format!("ops={key}");
+        let named = Cli::try_parse_from(["batond", "dev", "--named-api-key", &named]).unwrap();
+        assert!(!named.server_options().unwrap().demo_user_tokens);
         let origins = Cli::try_parse_from([
             "batond",
             "server",
@@ -224,7 +241,8 @@ mod tests {
             let cli = Cli::try_parse_from(arguments).unwrap();
             cli.server_options().unwrap_err().to_string()
         };
-        let short = refused(&["batond", "server", "--api-key", "k", "--token-secret", "a"]);
+        let key = "k".repeat(32);
+        let short = refused(&["batond", "server", "--api-key", &key, "--token-secret", "a"]);
         assert!(short.contains("at least 32"), "{short}");
         let almost = "s".repeat(31);
         assert!(
@@ -232,7 +250,7 @@ mod tests {
                 "batond",
                 "server",
                 "--api-key",
-                "k",
+                &key,
                 "--token-secret",
                 &almost
             ])
@@ -243,11 +261,23 @@ mod tests {
             assert!(empty.contains("empty"), "{keys:?}: {empty}");
         }
         let strong = "s".repeat(32);
+        // An operator key under 32 bytes is refused as the token secret is, named or not.
+        let key31 = "k".repeat(31);
+        let weak_key = refused(&["batond", "server", "--api-key", &key31]);
+        assert!(weak_key.contains("31 bytes"), "{weak_key}");
+        let named = format!("ops={key31}");
+        let weak_named = refused(&["batond", "server", "--named-api-key", &named]);
+        assert!(weak_named.contains("31 bytes"), "{weak_named}");
+        assert!(
+            !weak_named.contains(&key31),
+            "the key is never echoed: {weak_named}"
+        );
+        let key = "k".repeat(32);
         let arguments = [
             "batond",
             "server",
             "--api-key",
-            "k",
+            &key,
             "--token-secret",
             &strong,
         ];
@@ -266,11 +296,13 @@ mod tests {
 
     #[test]
     fn flags_after_the_role_set_each_group() {
+        let (a, b) = ("a".repeat(32), "b".repeat(32));
+        let keys = format!("{a},{b}");
         let cli = Cli::try_parse_from([
             "batond",
             "server",
             "--api-key",
-            "a,b",
+            &keys,
             "--submits-per-minute",
             "0",
             "--stream-max-chunks",
@@ -293,7 +325,7 @@ mod tests {
         .unwrap();
         let bounds = cli.memory.log_cache();
         assert_eq!((bounds.runs, bounds.bytes), (8, 3 << 20));
-        assert_eq!(cli.auth.api_keys, ["a", "b"]);
+        assert_eq!(cli.auth.api_keys, [a, b]);
         assert_eq!(cli.temporal.task_queue, "q");
         let policy = cli.activities.policy();
         assert_eq!(policy.model_attempts, 2);

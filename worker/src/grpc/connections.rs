@@ -1,10 +1,11 @@
 //! The gRPC listener's connection cap: tonic's server has none, so the accept loop is ours. A
-//! connection within `--max-grpc-connections` goes to the service holding a slot until it
-//! closes; one past it is answered, on HTTP/2, with the typed `server_busy` status (its
+//! connection within `--max-grpc-connections`, and within `--max-connections-per-peer` of its
+//! client address, goes to the service holding a slot until it closes; one past it is answered, on HTTP/2, with the typed `server_busy` status (its
 //! `retryAfter` in the error metadata) for its first call and then closed, so a client is told
 //! why instead of finding the server out of file descriptors. A connection past the cap that
 //! sends no call in the header deadline is closed.
 
+use crate::peers::{PeerPermit, PeerSlots};
 use baton_core::{ApiError, ErrorCode, Refusal};
 use baton_proto::convert::status_from_api_error;
 use futures::Stream;
@@ -25,24 +26,27 @@ use tonic::transport::server::{Connected, TcpConnectInfo};
 /// How long a refused connection is told to wait, in seconds (`retryAfter`).
 const BUSY_RETRY_AFTER_SECS: u64 = 1;
 
-/// An accepted connection holding one of the cap's slots until it is dropped.
+/// An accepted connection holding one of the cap's slots and one of its peer's until it is
+/// dropped.
 pub(super) struct Capped {
     stream: TcpStream,
-    _slot: OwnedSemaphorePermit,
+    _slot: (OwnedSemaphorePermit, PeerPermit),
 }
 
-/// The connections of `listener` within `max` open at once; the others are refused (see the
-/// module). Ends only with the listener's task (the server stops polling it on shutdown).
+/// The connections of `listener` within `max` open at once, and `per_peer` of one client
+/// address (0: no such cap); the others are refused (see the module). Ends only with the
+/// listener's task (the server stops polling it on shutdown).
 pub(super) fn capped_incoming(
     listener: TcpListener,
     max: usize,
+    per_peer: usize,
     busy_deadline: Duration,
 ) -> impl Stream<Item = std::io::Result<Capped>> {
-    let slots = Arc::new(Semaphore::new(max));
+    let slots = (Arc::new(Semaphore::new(max)), PeerSlots::new(per_peer));
     futures::stream::unfold((listener, slots), move |(listener, slots)| async move {
         loop {
-            let stream = match listener.accept().await {
-                Ok((stream, _peer)) => stream,
+            let (stream, peer) = match listener.accept().await {
+                Ok(accepted) => accepted,
                 Err(error) => {
                     // Out of descriptors, or a connection reset before it was taken: go on.
                     tracing::debug!(%error, "accepting a gRPC connection failed");
@@ -53,15 +57,21 @@ pub(super) fn capped_incoming(
             if let Err(error) = stream.set_nodelay(true) {
                 tracing::debug!(%error, "TCP_NODELAY could not be set");
             }
-            match slots.clone().try_acquire_owned() {
-                Ok(slot) => {
+            let (cap, peers) = &slots;
+            // The peer's place first: a peer at its cap takes none of the others'.
+            let slot = peers.try_acquire(peer.ip()).and_then(|peer_permit| {
+                let slot = cap.clone().try_acquire_owned().ok()?;
+                Some((slot, peer_permit))
+            });
+            match slot {
+                Some(slot) => {
                     let capped = Capped {
                         stream,
                         _slot: slot,
                     };
                     return Some((Ok(capped), (listener, slots)));
                 }
-                Err(_) => {
+                None => {
                     tokio::spawn(refuse_busy(stream, busy_deadline));
                 }
             }
@@ -73,7 +83,8 @@ pub(super) fn capped_incoming(
 fn busy_status() -> tonic::Status {
     let error = ApiError::new(
         ErrorCode::ServerBusy,
-        "the server holds all the gRPC connections it is configured to; retry shortly",
+        "the server holds all the gRPC connections it is configured to (in all, or of this \
+         client); retry shortly",
     )
     .with(Refusal::RetryAfter {
         retry_after: BUSY_RETRY_AFTER_SECS,

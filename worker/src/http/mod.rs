@@ -12,6 +12,7 @@ mod error;
 mod extract;
 mod fork;
 mod metrics;
+mod page_headers;
 mod refusals;
 mod remote_callback;
 mod routes;
@@ -94,6 +95,8 @@ pub fn router(state: AppState) -> Router {
             post(remote_callback::callback),
         )
         .route("/console", get(console::page))
+        .route(console::SCRIPT_PATH, get(console::script))
+        .route(console::STYLE_PATH, get(console::style))
         .route_layer(from_fn_with_state(state.clone(), metrics::measure));
     // CORS wraps every route (a preflight carries no credential, so it is answered before the
     // authentication of the routes), inside the typed refusals.

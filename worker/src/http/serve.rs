@@ -1,12 +1,16 @@
 //! The HTTP server's accept loop, with the limits `axum::serve` does not have: a cap on open
-//! connections (past it a connection is answered 503 `server_busy` and closed, so the server
-//! answers before it runs out of file descriptors) and a deadline for a request's headers (a
+//! connections, in all and per client address (past either a connection is answered 503
+//! `server_busy` and closed, so the server answers before it runs out of file descriptors, and
+//! one client cannot hold every place) and a deadline for a request's headers (a
 //! slow-loris connection that never finishes them is closed). Small writes (SSE events) go out at
 //! once: Nagle's algorithm would hold them for the peer's delayed ACK (~40 ms). On shutdown it
 //! stops accepting, lets every connection finish its requests, and returns when all have closed.
 
 use super::error::HttpError;
-use crate::state::ConnectionLimits;
+use crate::{
+    peers::{PeerPermit, PeerSlots},
+    state::ConnectionLimits,
+};
 use axum::{
     Router,
     body::Body,
@@ -38,15 +42,16 @@ pub(super) async fn serve_connections(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let peers = PeerSlots::new(limits.max_connections_per_peer);
     let busy = Router::new().fallback(|| async { busy() });
     // Each connection holds a sender: when the last is dropped, every connection has closed.
     let (open_tx, mut open_rx) = mpsc::channel::<()>(1);
     let (closing_tx, closing_rx) = watch::channel(false);
     let mut shutdown = pin!(shutdown);
     loop {
-        let stream = tokio::select! {
+        let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, _peer)) => stream,
+                Ok(accepted) => accepted,
                 Err(error) => {
                     // Out of descriptors, or a connection reset before it was taken: go on.
                     tracing::debug!(%error, "accepting a connection failed");
@@ -59,7 +64,11 @@ pub(super) async fn serve_connections(
         if let Err(error) = stream.set_nodelay(true) {
             tracing::debug!(%error, "TCP_NODELAY could not be set");
         }
-        let permit = slots.clone().try_acquire_owned().ok();
+        // The peer's place first: a peer at its cap takes none of the others'.
+        let permit = peers.try_acquire(peer.ip()).and_then(|peer_permit| {
+            let slot = slots.clone().try_acquire_owned().ok()?;
+            Some((slot, peer_permit))
+        });
         let service = if permit.is_some() {
             app.clone()
         } else {
@@ -87,7 +96,7 @@ pub(super) async fn serve_connections(
 async fn serve_connection(
     stream: TcpStream,
     service: Router,
-    slot: Option<OwnedSemaphorePermit>,
+    slot: Option<(OwnedSemaphorePermit, PeerPermit)>,
     limits: ConnectionLimits,
     mut closing: watch::Receiver<bool>,
     _open: mpsc::Sender<()>,
@@ -122,7 +131,8 @@ async fn serve_connection(
 fn busy() -> Response {
     let error = ApiError::new(
         ErrorCode::ServerBusy,
-        "the server holds all the connections it is configured to; retry shortly",
+        "the server holds all the connections it is configured to (in all, or of this client); \
+         retry shortly",
     )
     .with(Refusal::RetryAfter {
         retry_after: BUSY_RETRY_AFTER_SECS,

@@ -1,10 +1,14 @@
-//! `POST /tokens` (an operator mints a user token) and `POST /tokens/revoke`, each written to
-//! the audit log.
+//! `POST /tokens` (an operator mints a user token) and `POST /tokens/revoke` (a token, or every
+//! user token of a `userId`); the operations write the audit log.
 
 use super::{error::HttpError, extract::ApiJson};
-use crate::{audit, auth::Principal, ops, state::AppState};
+use crate::{auth::Principal, ops, state::AppState};
 use axum::{Extension, Json, extract::State};
-use baton_core::tokens::{RevokeRequest, RevokeResponse, TokenRequest, TokenResponse};
+use baton_core::tokens::{
+    RevokeRequest, RevokeResponse, RevokeUserRequest, RevokeUserResponse, TokenRequest,
+    TokenResponse,
+};
+use serde::{Deserialize, Serialize};
 
 /// `POST /tokens`: a user token for an app's end user.
 pub(super) async fn mint(
@@ -12,22 +16,40 @@ pub(super) async fn mint(
     Extension(principal): Extension<Principal>,
     ApiJson(request): ApiJson<TokenRequest>,
 ) -> Result<Json<TokenResponse>, HttpError> {
-    let subject = format!("user:{}", baton_core::escape::bounded(&request.user_id));
-    let minted = ops::mint_user_token(&state, &principal, request).await;
-    audit::token(&principal, "token_mint", &subject, &minted);
-    Ok(Json(minted?))
+    Ok(Json(
+        ops::mint_user_token(&state, &principal, request).await?,
+    ))
 }
 
-/// `POST /tokens/revoke`: a session or user token refused from now on.
+/// The bodies `POST /tokens/revoke` takes: `{"token"}` or `{"userId"}`.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(super) enum Revoke {
+    Token(RevokeRequest),
+    User(RevokeUserRequest),
+}
+
+/// Its answers, one per body.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub(super) enum Revoked {
+    Token(RevokeResponse),
+    User(RevokeUserResponse),
+}
+
+/// `POST /tokens/revoke`: a session or user token refused from now on, or (operators) every
+/// user token of a `userId` issued so far.
 pub(super) async fn revoke(
     State(state): State<AppState>,
     Extension(principal): Extension<Principal>,
-    ApiJson(request): ApiJson<RevokeRequest>,
-) -> Result<Json<RevokeResponse>, HttpError> {
-    let revoked = ops::revoke_token(&state, &principal, request).await;
-    let subject = revoked
-        .as_ref()
-        .map_or_else(|_| String::new(), |(_, holder)| holder.clone());
-    audit::token(&principal, "token_revoke", &subject, &revoked);
-    Ok(Json(revoked?.0))
+    ApiJson(request): ApiJson<Revoke>,
+) -> Result<Json<Revoked>, HttpError> {
+    match request {
+        Revoke::Token(request) => Ok(Json(Revoked::Token(
+            ops::revoke_token(&state, &principal, request).await?,
+        ))),
+        Revoke::User(request) => Ok(Json(Revoked::User(
+            ops::revoke_user_tokens(&state, &principal, request).await?,
+        ))),
+    }
 }

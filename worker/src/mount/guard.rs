@@ -51,7 +51,8 @@ impl MountState {
             Ok(())
         } else {
             Err(not_found(format!(
-                "no agent type {agent_type:?} on this mount"
+                "no agent type \"{}\" on this mount",
+                baton_core::escape::bounded(agent_type)
             )))
         }
     }

@@ -14,7 +14,6 @@ use crate::{audit, auth::Principal, state::AppState};
 use baton_core::{
     ApiError, ErrorCode, Refusal,
     api::StartRequest,
-    message::UserExtras,
     remote,
     store::{SessionAddress, SessionOwner, SessionState},
 };
@@ -88,7 +87,7 @@ async fn start_owned(
         metadata: request.metadata.clone(),
         ..StartRequest::new(agent_type, message)
     };
-    match start_session_owned(state, start, UserExtras::default(), Some(&owner)).await {
+    match start_session_owned(state, start, &owner).await {
         Ok(started) => {
             register_callback(state, &address, request).await?;
             Ok(remote::StartResponse {

@@ -120,17 +120,29 @@ async fn follow_waiting_child(
     let Some(call) = call else {
         return Ok(());
     };
-    let relaying = groups
+    let group = groups
         .iter()
-        .any(|group| group.via_call_id == call.tool_call_id);
-    let moved_on = relaying && sequence > state.store.remote_cursor(address, child).await?;
-    if answers.contains_key(&call.tool_call_id) || (relaying && !moved_on) {
+        .find(|group| group.via_call_id == call.tool_call_id);
+    // Relayed calls none of which this root answered, and a turn past their pause: they were
+    // answered on the producer (with an answer of ours the root's resume follows the child).
+    let answered_elsewhere = match group {
+        Some(group) => {
+            group.calls.iter().all(|(_, answered)| !answered)
+                && sequence > state.store.remote_cursor(address, child).await?
+        }
+        None => false,
+    };
+    if answers.contains_key(&call.tool_call_id) || (group.is_some() && !answered_elsewhere) {
         return Ok(());
     }
-    let workflow_id = format!(
-        "remote_follow__{}__{}",
-        address.session_id, call.tool_call_id
-    );
+    // The follow's id is the one the root's resume gives it (its first relayed call's, see
+    // `relay.rs`), so a follow already running is not started twice.
+    let followed_id = group
+        .and_then(|group| group.calls.first())
+        .map_or(call.tool_call_id.as_str(), |(first, _)| {
+            first.call.tool_call_id.as_str()
+        });
+    let workflow_id = format!("remote_follow__{}__{followed_id}", address.session_id);
     let input = RemoteFollowInput {
         call: ToolInput {
             step: StepInput {

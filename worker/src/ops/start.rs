@@ -20,8 +20,9 @@ use baton_core::{
 pub const MAX_MESSAGE_BYTES: usize = 1 << 20;
 
 /// `/start` (both transports): the principal may start the agent type (its `userId` fixed by a
-/// user token), a client-chosen session id only where the server allows it, then the session,
-/// and with built-in auth the new session's token; audited.
+/// user token), a client-chosen session id only where the server allows it, then the session (a
+/// token of the principal's start bucket spent just before it is written), and with built-in
+/// auth the new session's token; audited.
 pub async fn checked_start(
     state: &AppState,
     principal: &Principal,
@@ -35,7 +36,9 @@ pub async fn checked_start(
                 "sessionId is chosen by the server; this server does not take one from clients",
             ));
         }
-        let mut started = start_session(state, request).await?;
+        let subject = principal.subject();
+        let mut started =
+            start_spending(state, request, UserExtras::default(), None, Some(&subject)).await?;
         started.token = state.options.auth.token_for(&started.session_id);
         Ok(started)
     }
@@ -45,7 +48,8 @@ pub async fn checked_start(
 }
 
 /// A chat's first message (the chat route): the principal may start the agent type, then the
-/// session under the chat's id with what the client sent beside the text; audited.
+/// session under the chat's id with what the client sent beside the text (a token of the
+/// principal's start bucket spent just before it is written); audited.
 pub async fn chat_start(
     state: &AppState,
     principal: &Principal,
@@ -54,39 +58,35 @@ pub async fn chat_start(
 ) -> Result<StartResponse, ApiError> {
     let started = async {
         request.user_id = principal.may_start(&request.agent, request.user_id.take())?;
-        start_session_with(state, request, extras).await
+        let subject = principal.subject();
+        start_spending(state, request, extras, None, Some(&subject)).await
     }
     .await;
     audit::started(principal, &started);
     started
 }
 
-/// Starts a session: checks the request, writes the session and its first run to Redis (with
-/// the server's stream retention), then starts the run's workflow. A refused request writes
-/// nothing. No policy: its callers authorize.
-pub(crate) async fn start_session(
-    state: &AppState,
-    request: StartRequest,
-) -> Result<StartResponse, ApiError> {
-    start_session_owned(state, request, UserExtras::default(), None).await
-}
-
-/// [`start_session`] with what a chat client sent beside the first message's text (its id,
-/// metadata and files; a message with files may have no text).
-pub(crate) async fn start_session_with(
-    state: &AppState,
-    request: StartRequest,
-    extras: UserExtras,
-) -> Result<StartResponse, ApiError> {
-    start_session_owned(state, request, extras, None).await
-}
-
-/// [`start_session_with`] for a session a service owns (the producer mount's start).
+/// Starts a session a service owns (the producer mount's start; a service's starts spend no
+/// per-subject bucket: its callers' roots spend theirs).
 pub(crate) async fn start_session_owned(
+    state: &AppState,
+    request: StartRequest,
+    owner: &SessionOwner,
+) -> Result<StartResponse, ApiError> {
+    start_spending(state, request, UserExtras::default(), Some(owner), None).await
+}
+
+/// Starts a session: checks the request, writes the session and its first run to Redis (with
+/// the server's stream retention), then starts the run's workflow; a refused request writes
+/// nothing. Owned by `owner` (when given), spending a token of `subject`'s start bucket (when
+/// given) after every check and before the first write: a refused request spends nothing, a
+/// refused spend writes nothing.
+async fn start_spending(
     state: &AppState,
     request: StartRequest,
     extras: UserExtras,
     owner: Option<&SessionOwner>,
+    subject: Option<&str>,
 ) -> Result<StartResponse, ApiError> {
     let agent = state.registry.get(&request.agent).ok_or_else(|| {
         // The name and the server's list only in verbose answers: a caller is not told which
@@ -133,6 +133,9 @@ pub(crate) async fn start_session_owned(
             ErrorCode::SessionAlreadyExists,
             format!("session {session_id} was used before (its workflow {workflow_id} exists)"),
         ));
+    }
+    if let Some(subject) = subject {
+        super::limits::spend_start(state, subject).await?;
     }
     let mut messages = first_log(agent, &user_message);
     if let Some(first) = messages.last_mut() {

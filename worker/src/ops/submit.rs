@@ -14,8 +14,8 @@ use baton_core::{
     submit::{SubmitAnswer, SubmitRequest, submit_tool_result},
 };
 
-/// A submit body from its bytes to its answer: parsed, authorized, rate-limited and stored (one
-/// script), and counted by answer. Both transports call it once the body has met the body limits
+/// A submit body from its bytes to its answer: parsed, authorized, a token of the principal's
+/// submit bucket spent, rate-limited on its root and stored (one script), and counted by answer. Both transports call it once the body has met the body limits
 /// (`super::body_limits`).
 pub async fn checked_submit(
     state: &AppState,
@@ -29,6 +29,7 @@ pub async fn checked_submit(
         principal
             .may_act_on(&state.store, request.session_id())
             .await?;
+        super::limits::spend_submit(state, &principal.subject()).await?;
         submit_and_continue(state, request).await
     }
     .await;

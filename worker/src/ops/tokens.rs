@@ -1,5 +1,6 @@
 //! Minting user tokens (an operator, for an app's end user) and revoking session and user
-//! tokens. The request is checked whole before the token is signed or anything written.
+//! tokens, one by one or every user token of a user. The request is checked whole before the
+//! token is signed or anything written.
 
 use crate::{
     auth::{Auth, BuiltinAuth, Principal, UserClaims},
@@ -9,13 +10,25 @@ use baton_core::{
     ApiError, ErrorCode, SessionMeta,
     tokens::{
         DEFAULT_USER_TOKEN_TTL_SECS, MAX_USER_TOKEN_AGENTS, MAX_USER_TOKEN_TTL_SECS,
-        MIN_USER_TOKEN_TTL_SECS, RevokeRequest, RevokeResponse, TokenRequest, TokenResponse,
+        MIN_USER_TOKEN_TTL_SECS, RevokeRequest, RevokeResponse, RevokeUserRequest,
+        RevokeUserResponse, TokenRequest, TokenResponse,
     },
 };
 
 /// `POST /tokens`: a user token for `request.user_id`, good for the agent types it names. Only
 /// built-in auth signs tokens (others answer `feature_unavailable`).
 pub async fn mint_user_token(
+    state: &AppState,
+    principal: &Principal,
+    request: TokenRequest,
+) -> Result<TokenResponse, ApiError> {
+    let subject = format!("user:{}", baton_core::escape::bounded(&request.user_id));
+    let minted = mint(state, principal, request).await;
+    crate::audit::token(principal, "token_mint", &subject, &minted);
+    minted
+}
+
+async fn mint(
     state: &AppState,
     principal: &Principal,
     request: TokenRequest,
@@ -42,6 +55,20 @@ pub async fn revoke_token(
     state: &AppState,
     principal: &Principal,
     request: RevokeRequest,
+) -> Result<RevokeResponse, ApiError> {
+    let revoked = revoke_one(state, principal, request).await;
+    let subject = revoked
+        .as_ref()
+        .map_or_else(|_| String::new(), |(_, holder)| holder.clone());
+    crate::audit::token(principal, "token_revoke", &subject, &revoked);
+    revoked.map(|(revoked, _)| revoked)
+}
+
+/// The revocation, and whom the revoked token was for (`user:<id>`, `session:<root>`).
+async fn revoke_one(
+    state: &AppState,
+    principal: &Principal,
+    request: RevokeRequest,
 ) -> Result<(RevokeResponse, String), ApiError> {
     let builtin = builtin(state)?;
     let (kind, token, holder) = builtin.revocable(&request.token)?;
@@ -60,6 +87,46 @@ pub async fn revoke_token(
     }
     let revoked = crate::auth::revoke(&state.store, kind, &token).await?;
     Ok((revoked, holder))
+}
+
+/// `POST /tokens/revoke {"userId"}`: an operator revokes every user token of `userId` issued
+/// until now (those minted later hold). The mark is kept as long as the longest a user token
+/// lives, when every token it revokes has expired.
+pub async fn revoke_user_tokens(
+    state: &AppState,
+    principal: &Principal,
+    request: RevokeUserRequest,
+) -> Result<RevokeUserResponse, ApiError> {
+    let subject = format!("user:{}", baton_core::escape::bounded(&request.user_id));
+    let revoked = revoke_of_user(state, principal, request).await;
+    crate::audit::token(principal, "token_revoke_user", &subject, &revoked);
+    revoked
+}
+
+async fn revoke_of_user(
+    state: &AppState,
+    principal: &Principal,
+    request: RevokeUserRequest,
+) -> Result<RevokeUserResponse, ApiError> {
+    principal.must_be_operator()?;
+    builtin(state)?;
+    SessionMeta {
+        user_id: Some(request.user_id.clone()),
+        ..SessionMeta::default()
+    }
+    .check()?;
+    let issued_until = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    let keep = std::time::Duration::from_secs(MAX_USER_TOKEN_TTL_SECS);
+    state
+        .store
+        .revoke_user_tokens(&request.user_id, issued_until, keep)
+        .await?;
+    Ok(RevokeUserResponse {
+        user_id: request.user_id,
+        issued_until,
+    })
 }
 
 fn builtin(state: &AppState) -> Result<&BuiltinAuth, ApiError> {

@@ -170,18 +170,28 @@ async fn main() -> anyhow::Result<()> {
     ];
     agents.extend(tree::agents());
     let registry = AgentRegistry::new(agents)?;
-    // The submit rate limit stays on (its token bucket is part of a submit's cost) but high
-    // enough never to refuse the benchmark's submits.
+    // The submit rate limits (the root's, the subject's) stay on (their token buckets are part
+    // of a submit's cost) but high enough never to refuse the benchmark's submits.
+    let high = baton_worker::state::BucketLimit {
+        burst: 1_000_000,
+        per_minute: 1_000_000,
+    };
     // The fan-out measures `BENCH_FOLLOWERS` followers of one session: no follower cap, and
     // room for that many connections (`ulimit -n` permitting).
     let options = baton_worker::ServerOptions {
         submits_per_minute: Some(1_000_000),
+        subject_limits: baton_worker::state::SubjectLimits {
+            starts: high,
+            submits: high,
+        },
         follower_caps: baton_worker::stream::FollowerCaps {
             per_session: 0,
             per_credential: 0,
         },
         connection_limits: baton_worker::state::ConnectionLimits {
             max_connections: 100_000,
+            // Every client is on loopback: one peer.
+            max_connections_per_peer: 0,
             ..Default::default()
         },
         ..baton_tests::open_options()

@@ -72,9 +72,19 @@ pub fn common_flags(redis_url: &str, prefix: &str, task_queue: &str, agents: &Pa
         agents,
     });
     flags.extend(
-        ["--allow-unauthenticated", "--submits-per-minute", "0"]
-            .iter()
-            .map(|s| (*s).to_owned()),
+        [
+            "--allow-unauthenticated",
+            "--submits-per-minute",
+            "0",
+            "--subject-start-burst",
+            "0",
+            "--subject-submit-burst",
+            "0",
+            "--max-connections-per-peer",
+            "0",
+        ]
+        .iter()
+        .map(|s| (*s).to_owned()),
     );
     flags
 }

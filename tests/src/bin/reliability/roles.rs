@@ -71,6 +71,8 @@ pub async fn run(role: &str) -> anyhow::Result<()> {
                     auth: baton_worker::auth::Auth::AllowUnauthenticated,
                     // The campaign's submits must never meet the rate limit: it measures loss.
                     submits_per_minute: None,
+                    // Nor the per-subject buckets: every caller of the campaign is one subject.
+                    subject_limits: baton_worker::state::SubjectLimits::OFF,
                     resume_on_submit: !variable(RESUME_ON_SUBMIT)?.is_empty(),
                     // The campaign's own load is above the default cap of 512 open connections
                     // (1,000 concurrent submits; 300 slow connections beside 256 followers), and
@@ -79,6 +81,8 @@ pub async fn run(role: &str) -> anyhow::Result<()> {
                     // expecting that many clients would.
                     connection_limits: baton_worker::state::ConnectionLimits {
                         max_connections: 2048,
+                        // Every client of the campaign is on loopback: one peer.
+                        max_connections_per_peer: 0,
                         ..baton_worker::state::ConnectionLimits::default()
                     },
                     ..Default::default()

@@ -88,6 +88,33 @@ async fn files_over_the_cap_or_of_another_type_are_refused_and_nothing_is_writte
         assert_eq!(body["code"], "validation_error", "{body}");
         assert_eq!(body["retryable"], false, "{body}");
     }
+    // The whole message is capped, not only the files' bytes: a 6 MiB filename, and 100,000
+    // tiny parts (files or text), are refused too.
+    let dot = "data:image/png;base64,AAAA";
+    let named = json!({"type": "file", "mediaType": "image/png", "url": dot,
+                       "filename": "f".repeat(6 << 20)});
+    let tiny_files: Vec<Value> = (0..100_000)
+        .map(|_| json!({"type": "file", "mediaType": "image/png", "url": dot}))
+        .collect();
+    let tiny_texts: Vec<Value> = (0..100_000)
+        .map(|_| json!({"type": "text", "text": "a"}))
+        .collect();
+    for (what, parts) in [
+        ("a 6 MiB filename", json!([named])),
+        ("100,000 file parts", Value::Array(tiny_files)),
+        ("100,000 text parts", Value::Array(tiny_texts)),
+    ] {
+        let body = json!({"id": chat, "trigger": "submit-message", "agent": "looker",
+                          "messages": [{"id": "m1", "role": "user", "parts": parts}]});
+        let response = post(&harness, body).await;
+        assert_eq!(response.status(), 400, "{what}");
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(body["code"], "validation_error", "{what}: {body}");
+        assert!(
+            body.to_string().len() < 1024,
+            "{what}: the answer echoes the request"
+        );
+    }
     let written = harness
         .store
         .session(&SessionAddress::root(&chat))

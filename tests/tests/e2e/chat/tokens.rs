@@ -470,3 +470,43 @@ async fn a_revoked_token_is_refused_on_every_transport() {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_mint_is_its_own_token_and_an_operator_revokes_every_token_of_a_user() {
+    let harness = Harness::server_only_with(chat_registry(), keyed_options(KEY)).await;
+    let api = Api::new(&harness);
+    // The same claims minted twice in the same second: two tokens, each revoked alone.
+    let first = api.mint("ada", &["asker_only"]).await;
+    let second = api.mint("ada", &["asker_only"]).await;
+    assert_ne!(first, second);
+    let bob = api.mint("bob", &["asker_only"]).await;
+    let (status, revoked) = api
+        .post(KEY, "/tokens/revoke", json!({"token": &first}))
+        .await;
+    assert_eq!((status, revoked["kind"].as_str()), (200, Some("user")));
+    assert_eq!(api.get(&first, "/sessions").await.0, 401);
+    assert_eq!(api.get(&second, "/sessions").await.0, 200, "its twin holds");
+
+    // Revoking a user's tokens is an operator's: a user token is refused, even for its own.
+    let refused = api
+        .post(&second, "/tokens/revoke", json!({"userId": "ada"}))
+        .await;
+    assert_eq!(code(&refused), (403, "forbidden"), "{}", refused.1);
+    let bad = api.post(KEY, "/tokens/revoke", json!({"userId": ""})).await;
+    assert_eq!(code(&bad), (400, "validation_error"), "{}", bad.1);
+    assert_eq!(api.get(&second, "/sessions").await.0, 200);
+
+    // Every token of ada issued so far is refused from the next request; bob's holds, and a
+    // token minted after the revocation does too.
+    let (status, revoked) = api
+        .post(KEY, "/tokens/revoke", json!({"userId": "ada"}))
+        .await;
+    assert_eq!(status, 200, "{revoked}");
+    assert_eq!(revoked["userId"], "ada", "{revoked}");
+    assert_eq!(api.get(&second, "/sessions").await.0, 401);
+    let (status, _) = api.chat(&second, &fresh(), "asker_only", "hi").await;
+    assert_eq!(status, 401);
+    assert_eq!(api.get(&bob, "/sessions").await.0, 200);
+    let after = api.mint("ada", &["asker_only"]).await;
+    assert_eq!(api.get(&after, "/sessions").await.0, 200);
+}

@@ -88,6 +88,7 @@ async fn an_operator_answers_a_waiting_call_from_the_inbox_and_sees_the_session_
     let summary = browse(&harness, "console_page.py", KEY, &session, &screenshot).await;
     assert_eq!(summary["keyInUrl"], false, "{summary}");
     assert_eq!(summary["keyStored"], true, "{summary}");
+    assert_eq!(summary["cspViolations"], serde_json::json!([]), "{summary}");
     let link = summary["temporalLink"].as_str().unwrap_or_default();
     assert!(
         link.starts_with(
@@ -101,4 +102,60 @@ async fn an_operator_answers_a_waiting_call_from_the_inbox_and_sees_the_session_
         operator.status(&session).await.unwrap()
     };
     assert_eq!(state.status, baton_core::store::Status::Completed);
+}
+
+/// The attributes of `html`'s tags that run or style inline: `style=` and `on*=`.
+fn inline_attributes(html: &str) -> Vec<String> {
+    html.split('<')
+        .skip(1)
+        .filter_map(|tag| tag.split_once('>').map(|(inside, _)| inside))
+        .filter(|inside| !inside.starts_with('!'))
+        .flat_map(|inside| inside.split_whitespace().skip(1))
+        .filter(|attribute| {
+            let name = attribute.split('=').next().unwrap_or_default();
+            attribute.contains('=') && (name == "style" || name.starts_with("on"))
+        })
+        .map(str::to_owned)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_is_served_under_the_pages_csp_with_no_inline_code_and_never_framed() {
+    let harness = Harness::server_only_with(agents::registry(), baton_tests::open_options()).await;
+    for path in ["/console", "/chat"] {
+        let (status, headers, html) = harness.get(path).await;
+        assert_eq!(status, 200, "{path}");
+        let csp = headers["content-security-policy"].to_str().unwrap();
+        for directive in [
+            "default-src 'none'",
+            "script-src 'self'",
+            "style-src 'self'",
+            "connect-src 'self'",
+            "frame-ancestors 'none'",
+        ] {
+            assert!(csp.contains(directive), "{path}: {csp}");
+        }
+        assert!(!csp.contains("unsafe-inline"), "{path}: {csp}");
+        assert_eq!(headers["x-frame-options"], "DENY", "{path}");
+        assert_eq!(headers["x-content-type-options"], "nosniff", "{path}");
+        assert_eq!(headers["referrer-policy"], "no-referrer", "{path}");
+        // No inline script or style: every script is a file, no style element or attribute.
+        assert!(!html.contains("<style"), "{path}");
+        for script in html.split("<script").skip(1) {
+            let tag = script.split_once('>').map_or(script, |(tag, _)| tag);
+            assert!(tag.contains("src="), "{path}: an inline script");
+        }
+        assert_eq!(inline_attributes(&html), Vec::<String>::new(), "{path}");
+    }
+    for (path, kind) in [
+        ("/console-assets/console.js", "text/javascript"),
+        ("/console-assets/console.css", "text/css"),
+    ] {
+        let (status, headers, body) = harness.get(path).await;
+        assert_eq!(status, 200, "{path}");
+        let content_type = headers["content-type"].to_str().unwrap();
+        assert!(content_type.starts_with(kind), "{path}: {content_type}");
+        assert_eq!(headers["x-content-type-options"], "nosniff", "{path}");
+        assert!(!body.is_empty(), "{path}");
+    }
 }

@@ -49,6 +49,7 @@ async fn the_tree_outline_shows_each_session_under_its_parent_one_level_deeper()
     let screenshot = artifacts_dir().join("console-tree.png");
     let summary =
         super::console::browse(&harness, "console_tree.py", KEY, &root, &screenshot).await;
+    assert_eq!(summary["cspViolations"], serde_json::json!([]), "{summary}");
     let rows = summary["rows"].as_array().unwrap();
     let shape: Vec<(u64, &str, Option<&str>)> = rows
         .iter()

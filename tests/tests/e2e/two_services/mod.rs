@@ -25,7 +25,7 @@ use std::{path::PathBuf, time::Duration};
 use temporalio_client::{Client, WorkflowCountOptions};
 
 /// The producer's operator key, which the consumer's agents file reads from [`TOKEN_ENV`].
-const PRODUCER_KEY: &str = "producer-operator-key";
+const PRODUCER_KEY: &str = "producer-operator-key-of-32-bytes";
 const TOKEN_ENV: &str = "PRODUCER_TOKEN";
 
 /// How long the producer's `sleeper` child works in its `sleep` tool: long enough to kill a

@@ -1,7 +1,8 @@
-//! `POST /chat/demo-token`: `batond dev`'s demo mode only (absent from `batond server`). The
-//! demo page asks it for a user token of the demo user, good for every agent type served, so the
-//! page never takes a credential from its URL. An open server (`--allow-unauthenticated`)
-//! answers no token: the page then sends none.
+//! `POST /chat/demo-token`: `batond dev`'s demo mode only (absent from `batond server`, and
+//! from `batond dev` with an operator key: the binary turns demo mode on for an open dev server
+//! only, with a warning at start). The demo page asks it for a user token of the demo user,
+//! good for every agent type served, so the page never takes a credential from its URL. An open
+//! server (`--allow-unauthenticated`) answers no token: the page then sends none.
 
 use crate::{
     auth::{Auth, UserClaims},
