@@ -41,9 +41,12 @@ wait_up() {
 # `researcher` agent on its producer mount, behind an operator key; the first service's
 # `demo_remote` agent delegates to it as a remote sub-agent (docs/remote-agents.md).
 remote_listen=${BATON_DEMO_REMOTE_LISTEN:-127.0.0.1:8081}
-# An operator key of at least 32 bytes (batond refuses shorter ones); a real one comes from
+# The key the demo's consumer calls the producer's mount with (a service key: the mount only,
+# which an open producer still requires), and the one curl plays another service with on this
+# batond's own mount. At least 32 bytes each (batond refuses shorter ones); real ones come from
 # `openssl rand -base64 32`.
-remote_key=demo-remote-operator-key-32-bytes
+remote_key=demo-consumer-service-key-32-bytes
+curl_service_key=demo-curl-service-key-of-32-bytes
 cat >"$log_dir/demo-producer.toml" <<'TOML'
 [[agent]]
 name = "researcher"
@@ -83,7 +86,8 @@ agent_type = "researcher"
 bearer_env = "DEMO_REMOTE_TOKEN"
 TOML
 say "starting a second batond dev (the producer of a remote child) on $remote_listen; its log: $log_dir/batond-remote.log"
-BATON_API_KEYS=$remote_key "$bin"/batond dev --listen "$remote_listen" \
+BATON_SERVICE_KEYS=demo-consumer=$remote_key "$bin"/batond dev --allow-unauthenticated \
+  --listen "$remote_listen" \
   --key-prefix baton-demo-remote --task-queue baton-demo-remote \
   --agents "$log_dir/demo-producer.toml" >"$log_dir/batond-remote.log" 2>&1 &
 remote_pid=$!
@@ -91,7 +95,8 @@ trap 'kill $remote_pid 2>/dev/null; wait $remote_pid 2>/dev/null || true' EXIT
 wait_up $remote_pid "$remote_listen" "$log_dir/batond-remote.log"
 
 say "starting batond dev (server and worker in one process) on $listen; its log: $log_dir/batond.log"
-DEMO_REMOTE_TOKEN=$remote_key "$bin"/batond dev --allow-unauthenticated \
+DEMO_REMOTE_TOKEN=$remote_key BATON_SERVICE_KEYS=demo-curl=$curl_service_key \
+  "$bin"/batond dev --allow-unauthenticated \
   --agents "$log_dir/demo-consumer.toml" >"$log_dir/batond.log" 2>&1 &
 batond_pid=$!
 trap 'kill $batond_pid $remote_pid 2>/dev/null; wait $batond_pid $remote_pid 2>/dev/null || true' EXIT
@@ -134,17 +139,18 @@ echo
 mount="http://$listen/agents/demo_hitl"
 remote_session="remote-demo-$$"
 say "the producer mount: POST $mount/start with the caller's own session id"
-curl -fsS -H 'content-type: application/json' \
+service=(-H "authorization: Bearer $curl_service_key")
+curl -fsS "${service[@]}" -H 'content-type: application/json' \
   -d "{\"sessionId\":\"$remote_session\",\"message\":\"Ask me something while you add 40 and 2.\"}" \
   "$mount/start"
 echo
 say "its stream, to the turn's end (the last two events: suspended, then end with status paused)"
-curl -fsS -N "$mount/sse?sessionId=$remote_session" | grep '^data:' | tail -n 2
+curl -fsS -N "${service[@]}" "$mount/sse?sessionId=$remote_session" | grep '^data:' | tail -n 2
 say "the same start again attaches instead of starting a second run"
-curl -sS -H 'content-type: application/json' \
+curl -sS "${service[@]}" -H 'content-type: application/json' \
   -d "{\"sessionId\":\"$remote_session\",\"message\":\"again\"}" "$mount/start"
 echo
-curl -fsS "$mount/status?sessionId=$remote_session"
+curl -fsS "${service[@]}" "$mount/status?sessionId=$remote_session"
 echo
 
 # Two services: the demo_remote agent calls `researcher`, which the second batond runs as a

@@ -381,6 +381,18 @@ impl ClientTool {
         self.output_schema.as_ref()
     }
 
+    /// The render hint as a front end reads it (`{kind, outputSchema?}`: the chat's
+    /// `data-render` part, `/status` and `/pending`'s `render`), if the tool declares one.
+    pub fn render_json(&self) -> Option<Value> {
+        self.render.map(|kind| {
+            let mut hint = serde_json::json!({ "kind": kind });
+            if let Some(schema) = &self.output_schema {
+                hint["outputSchema"] = schema.clone();
+            }
+            hint
+        })
+    }
+
     pub fn timeout_override(&self) -> Option<std::time::Duration> {
         self.timeout
     }

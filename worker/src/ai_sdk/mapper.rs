@@ -78,13 +78,7 @@ impl ToolRole {
 pub fn tool_role(agent: &Agent, name: &str) -> ToolRole {
     match agent.any_tool(name) {
         Some(AgentTool::Client(tool)) => ToolRole::Client {
-            render: tool.render_hint().map(|kind| {
-                let mut hint = json!({ "kind": kind });
-                if let Some(schema) = tool.declared_output_schema() {
-                    hint["outputSchema"] = schema.clone();
-                }
-                hint
-            }),
+            render: tool.render_json(),
         },
         Some(AgentTool::Server(tool)) if tool.requires_approval() => ToolRole::Approval,
         Some(AgentTool::SubAgent(_)) => ToolRole::SubAgent,

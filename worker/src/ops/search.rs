@@ -88,8 +88,8 @@ pub(crate) fn pending_detail(
     // A relayed call's hint is its producer's; a local call's, its tool's here.
     let render = render.or_else(|| {
         let agent = registry.get(&agent_type)?;
-        match crate::ai_sdk::tool_role(agent, &call.tool_name) {
-            crate::ai_sdk::ToolRole::Client { render } => render,
+        match agent.any_tool(&call.tool_name)? {
+            baton_core::agent::AgentTool::Client(tool) => tool.render_json(),
             _ => None,
         }
     });
