@@ -10,7 +10,7 @@
 mod remote;
 mod transport;
 pub use remote::{DEFAULT_MAX_FOLD_STATE_BYTES, RemoteAgent};
-pub use transport::SubAgentTransport;
+pub use transport::{SubAgentTransport, Transport};
 
 use crate::{
     ToolSpec,
@@ -106,9 +106,8 @@ pub struct SubAgent {
     output_validator: Option<Arc<jsonschema::Validator>>,
     /// The line of its declaration, for a file-declared agent (registry errors name it).
     line: Option<usize>,
-    transport: SubAgentTransport,
-    /// How a remote sub-agent is reached (transport `Remote` only).
-    remote: Option<Arc<RemoteAgent>>,
+    /// How its calls reach the child, with a remote child's declaration.
+    transport: Transport,
 }
 
 impl std::fmt::Debug for SubAgent {
@@ -118,7 +117,6 @@ impl std::fmt::Debug for SubAgent {
             .field("typed_input", &self.typed_input)
             .field("line", &self.line)
             .field("transport", &self.transport)
-            .field("remote", &self.remote)
             .finish()
     }
 }
@@ -143,8 +141,7 @@ impl SubAgent {
             typed_input: false,
             output_validator: None,
             line: None,
-            transport: SubAgentTransport::default(),
-            remote: None,
+            transport: Transport::Local,
         }
     }
 
@@ -154,14 +151,16 @@ impl SubAgent {
     pub fn remote(tool_name: &str, description: &str, remote: RemoteAgent) -> Self {
         let mut sub_agent = Self::new(remote.agent_type(), description);
         sub_agent.spec.name = tool_name.to_owned();
-        sub_agent.transport = SubAgentTransport::Remote;
-        sub_agent.remote = Some(Arc::new(remote));
+        sub_agent.transport = Transport::Remote(Arc::new(remote));
         sub_agent
     }
 
     /// How a remote sub-agent is reached; `None` for a local one.
     pub fn remote_agent(&self) -> Option<&RemoteAgent> {
-        self.remote.as_deref()
+        match &self.transport {
+            Transport::Remote(remote) => Some(remote),
+            Transport::Local => None,
+        }
     }
 
     /// A sub-agent whose input and output schemas are derived from Rust types.
@@ -193,16 +192,15 @@ impl SubAgent {
         self
     }
 
-    /// Its calls reach the child by `transport` (local unless set). A remote transport needs
-    /// its declaration: use [`Self::remote`].
-    pub fn via(mut self, transport: SubAgentTransport) -> Self {
-        self.transport = transport;
-        self
+    /// The transport its calls take (its tag: see [`Self::declared_transport`] for what a
+    /// remote one needs).
+    pub fn transport(&self) -> SubAgentTransport {
+        self.transport.kind()
     }
 
-    /// The transport its calls take.
-    pub fn transport(&self) -> SubAgentTransport {
-        self.transport
+    /// The transport with its declaration.
+    pub fn declared_transport(&self) -> &Transport {
+        &self.transport
     }
 
     pub fn agent_type(&self) -> &str {

@@ -9,7 +9,7 @@ use crate::{
     ids::is_valid_name,
     model::Model,
     state::{AfterSubAgent, ChildEnded, StateSchema, StateSchemaError, StateSet},
-    subagent::{SubAgent, SubAgentTransport},
+    subagent::{SubAgent, Transport},
     tool::{ClientTool, ServerTool, ToolSpec},
 };
 use std::{collections::BTreeMap, sync::Arc, time::Duration};
@@ -170,16 +170,8 @@ impl AgentBuilder {
         let sub_agents = sub_agents_by_tool_name(&self.name, self.sub_agents)?;
         for sub_agent in sub_agents.values() {
             let tool_name = &sub_agent.spec().name;
-            let remote = match (sub_agent.transport(), sub_agent.remote_agent()) {
-                (SubAgentTransport::Remote, Some(remote)) => remote,
-                (SubAgentTransport::Remote, None) => {
-                    return Err(DefinitionError::InvalidRemoteAgent {
-                        agent: self.name.clone(),
-                        tool: tool_name.clone(),
-                        reason: "a remote sub-agent is declared with SubAgent::remote".into(),
-                    });
-                }
-                _ => continue,
+            let Transport::Remote(remote) = sub_agent.declared_transport() else {
+                continue;
             };
             let taken = tools.contains_key(tool_name) || client_tools.contains_key(tool_name);
             check_tool_name(&self.name, tool_name, taken)?;

@@ -317,9 +317,9 @@ fn with_sub_agents(
             );
         }
         let schema_error = |e: SchemaError| at.error(line, e.to_string());
+        // A local sub-agent: a remote one was refused above.
         let mut sub_agent = SubAgent::new(sub.agent_type.get_ref(), &sub.description)
-            .at_line(line_of(at.text, line))
-            .via(sub.transport);
+            .at_line(line_of(at.text, line));
         if let Some(schema) = sub.input_schema {
             sub_agent = sub_agent.input_schema(schema).map_err(schema_error)?;
         }

@@ -24,7 +24,30 @@
 //! The route (`activities/src/plan/route.rs`) and the pending entry (`activities/src/plan.rs`)
 //! take the transport from the declaration as it is, so they need no edit.
 
+use super::RemoteAgent;
 use serde::Deserialize;
+use std::sync::Arc;
+
+/// A sub-agent's transport with what it needs to reach the child: nothing for a local child,
+/// the declaration (URL, credentials, retries, deadlines) for a remote one. A remote transport
+/// without its declaration cannot be written down; [`Self::kind`] is the tag the plan, the
+/// workflow and the pending entry carry.
+#[derive(Debug, Clone, Default)]
+pub enum Transport {
+    #[default]
+    Local,
+    Remote(Arc<RemoteAgent>),
+}
+
+impl Transport {
+    /// The tag of this transport, as routed, carried in payloads and stored in pending kinds.
+    pub fn kind(&self) -> SubAgentTransport {
+        match self {
+            Self::Local => SubAgentTransport::Local,
+            Self::Remote(_) => SubAgentTransport::Remote,
+        }
+    }
+}
 
 /// How a sub-agent's child session is reached and run.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Deserialize)]
