@@ -6,6 +6,7 @@
 //! `BATON_TEST_REDIS_URL` (default `redis://127.0.0.1:6379`); `scripts/services.sh` starts both.
 
 pub mod agents;
+pub mod bearer_api;
 pub mod events;
 pub mod histories;
 pub mod loader;

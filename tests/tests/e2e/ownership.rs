@@ -18,13 +18,14 @@ use baton_core::{
     subagent::SubAgent,
 };
 use baton_tests::{
-    Harness, TEST_SERVICE_KEY, WAIT_LIMIT, api_error, keyed_options, open_options,
+    Harness, TEST_SERVICE_KEY, WAIT_LIMIT, api_error,
+    bearer_api::{BearerApi, code},
+    keyed_options, open_options,
     remote_agents::{self, delegating},
     test_service_keys,
 };
 use baton_worker::{ServerOptions, auth::ServiceKeys};
-use reqwest::StatusCode;
-use serde_json::{Value, json};
+use serde_json::json;
 use std::time::Duration;
 
 const OPERATOR: &str = "an operator key of at least thirty-two bytes";
@@ -39,63 +40,6 @@ async fn producer_and_consumer() -> (Harness, Harness) {
     let remote = remote_agents::remote(&url, "ask_then_approve");
     let consumer = Harness::start(delegating(SubAgent::remote("research", "asks", remote))).await;
     (producer, consumer)
-}
-
-/// Plain HTTP calls of one server with a bearer.
-struct Api {
-    base: String,
-    http: reqwest::Client,
-}
-
-impl Api {
-    fn of(harness: &Harness) -> Self {
-        Self {
-            base: format!("http://{}", harness.address),
-            http: reqwest::Client::new(),
-        }
-    }
-
-    async fn get(&self, bearer: &str, path: &str) -> (StatusCode, Value) {
-        let response = self
-            .http
-            .get(format!("{}{path}", self.base))
-            .bearer_auth(bearer)
-            .send()
-            .await
-            .unwrap();
-        let status = response.status();
-        (status, response.json().await.unwrap_or(Value::Null))
-    }
-
-    async fn post(&self, bearer: &str, path: &str, body: Value) -> (StatusCode, Value) {
-        let response = self
-            .http
-            .post(format!("{}{path}", self.base))
-            .bearer_auth(bearer)
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        let status = response.status();
-        (status, response.json().await.unwrap_or(Value::Null))
-    }
-
-    /// A user token for `user` good for `agents`, minted with the operator key.
-    async fn mint(&self, user: &str, agents: &[&str]) -> String {
-        let (status, token) = self
-            .post(
-                OPERATOR,
-                "/tokens",
-                json!({"userId": user, "agents": agents}),
-            )
-            .await;
-        assert_eq!(status, StatusCode::OK, "{token}");
-        token["token"].as_str().unwrap().to_owned()
-    }
-}
-
-fn code(answer: &(StatusCode, Value)) -> (StatusCode, &str) {
-    (answer.0, answer.1["code"].as_str().unwrap_or_default())
 }
 
 /// Starts the consumer's `remote_delegator` for `user` and waits until its root lists the
@@ -119,7 +63,7 @@ async fn paused_for(consumer: &Harness, user: &str) -> (String, String) {
 async fn a_producer_user_with_the_callers_user_id_never_reads_lists_or_answers_its_remote_child() {
     let (producer, consumer) = producer_and_consumer().await;
     let (root, child) = paused_for(&consumer, "ada").await;
-    let api = Api::of(&producer);
+    let api = BearerApi::new(&producer, OPERATOR);
     let ada = api.mint("ada", &["ask_then_approve"]).await;
     let child_address = SessionAddress::root(&child);
     let owned = producer
@@ -139,14 +83,10 @@ async fn a_producer_user_with_the_callers_user_id_never_reads_lists_or_answers_i
     // Every read of the API refuses it, and no search lists it.
     for path in ["/status", "/snapshot", "/usage", "/sse"] {
         let answer = api.get(&ada, &format!("{path}?sessionId={child}")).await;
-        assert_eq!(
-            code(&answer),
-            (StatusCode::FORBIDDEN, "session_mismatch"),
-            "{path}"
-        );
+        assert_eq!(code(&answer), (403, "session_mismatch"), "{path}");
     }
     let answer = api.get(&ada, &format!("/chat/{child}/snapshot")).await;
-    assert_eq!(code(&answer), (StatusCode::FORBIDDEN, "session_mismatch"));
+    assert_eq!(code(&answer), (403, "session_mismatch"));
     for path in [
         "/sessions",
         "/pending",
@@ -154,12 +94,12 @@ async fn a_producer_user_with_the_callers_user_id_never_reads_lists_or_answers_i
         "/pending?userId=ada",
     ] {
         let (status, page) = api.get(&ada, path).await;
-        assert_eq!(status, StatusCode::OK, "{path}");
+        assert_eq!(status, 200, "{path}");
         assert!(!page.to_string().contains(&child), "{path}: {page}");
     }
     for root_search in ["/sessions", "/pending"] {
         let (status, page) = api.get(&ada, &format!("{root_search}?root={child}")).await;
-        assert_eq!(status, StatusCode::OK);
+        assert_eq!(status, 200);
         assert!(!page.to_string().contains(&child), "{root_search}: {page}");
     }
 
@@ -179,25 +119,21 @@ async fn a_producer_user_with_the_callers_user_id_never_reads_lists_or_answers_i
             json!({"sessionId": child, "toolCallId": call_id, "result": {"answer": "Mallory"}}),
         )
         .await;
-    assert_eq!(code(&answer), (StatusCode::FORBIDDEN, "session_mismatch"));
+    assert_eq!(code(&answer), (403, "session_mismatch"));
     for (route, body) in [
         ("/resume", json!({"sessionId": child, "mode": "continue"})),
         ("/interrupt", json!({"sessionId": child})),
         ("/abort", json!({"sessionId": child})),
     ] {
         let answer = api.post(&ada, route, body).await;
-        assert_eq!(
-            code(&answer),
-            (StatusCode::FORBIDDEN, "session_mismatch"),
-            "{route}"
-        );
+        assert_eq!(code(&answer), (403, "session_mismatch"), "{route}");
     }
     // The mount does not take a user token at all.
     let mount = MountClient::at(&format!("{}/agents", api.base), Some(&ada));
     let (status, refused) = mount.get("ask_then_approve", "status", &child).await;
     assert_eq!(
-        (status, refused["code"].as_str()),
-        (StatusCode::FORBIDDEN, Some("forbidden"))
+        (status.as_u16(), refused["code"].as_str()),
+        (403, Some("forbidden"))
     );
     assert_eq!(
         producer.store.session(&child_address).await.unwrap(),
@@ -233,7 +169,7 @@ async fn a_producer_user_with_the_callers_user_id_never_reads_lists_or_answers_i
 async fn a_user_tokens_root_search_sees_only_its_own_trees_on_both_transports() {
     let harness =
         Harness::start_with(baton_tests::agents::registry(), keyed_options(OPERATOR)).await;
-    let api = Api::of(&harness);
+    let api = BearerApi::new(&harness, OPERATOR);
     let ada = api.mint("ada", &["asker_only"]).await;
     let bob = api.mint("bob", &["asker_only"]).await;
     let (status, started) = api
@@ -243,7 +179,7 @@ async fn a_user_tokens_root_search_sees_only_its_own_trees_on_both_transports() 
             json!({"agent": "asker_only", "message": "secret plans"}),
         )
         .await;
-    assert_eq!(status, StatusCode::OK, "{started}");
+    assert_eq!(status, 200, "{started}");
     let bobs = started["sessionId"].as_str().unwrap().to_owned();
     let operator =
         HttpClient::with_bearer(format!("http://{}", harness.address), OPERATOR).unwrap();
@@ -251,10 +187,10 @@ async fn a_user_tokens_root_search_sees_only_its_own_trees_on_both_transports() 
     harness.index_settled().await;
     for path in ["/sessions", "/pending"] {
         let (status, own) = api.get(&bob, &format!("{path}?root={bobs}")).await;
-        assert_eq!(status, StatusCode::OK);
+        assert_eq!(status, 200);
         assert!(own.to_string().contains(&bobs), "bob sees his own: {own}");
         let (status, page) = api.get(&ada, &format!("{path}?root={bobs}")).await;
-        assert_eq!(status, StatusCode::OK);
+        assert_eq!(status, 200);
         assert!(!page.to_string().contains(&bobs), "{path}: {page}");
         assert!(!page.to_string().contains("secret plans"), "{path}: {page}");
     }
@@ -274,26 +210,18 @@ async fn a_service_key_acts_only_on_the_mounts_routes_and_an_open_server_still_a
         ..keyed_options(OPERATOR)
     };
     let keyed = Harness::start_with(baton_tests::agents::registry(), options).await;
-    let api = Api::of(&keyed);
+    let api = BearerApi::new(&keyed, OPERATOR);
     for (path, body) in [
         ("/start", json!({"agent": "two_steps", "message": "go"})),
         ("/tokens", json!({"userId": "ada", "agents": ["two_steps"]})),
         ("/fork", json!({"sessionId": "s", "checkpoint": 0})),
     ] {
         let answer = api.post(TEST_SERVICE_KEY, path, body).await;
-        assert_eq!(
-            code(&answer),
-            (StatusCode::FORBIDDEN, "forbidden"),
-            "{path}"
-        );
+        assert_eq!(code(&answer), (403, "forbidden"), "{path}");
     }
     for path in ["/sessions", "/pending", "/metrics", "/status?sessionId=s"] {
         let answer = api.get(TEST_SERVICE_KEY, path).await;
-        assert_eq!(
-            code(&answer),
-            (StatusCode::FORBIDDEN, "forbidden"),
-            "{path}"
-        );
+        assert_eq!(code(&answer), (403, "forbidden"), "{path}");
     }
     let grpc = GrpcClient::with_bearer(&keyed.grpc_address.to_string(), TEST_SERVICE_KEY).unwrap();
     let refused = api_error(grpc.start("two_steps", "go").await.unwrap_err());
@@ -307,18 +235,18 @@ async fn a_service_key_acts_only_on_the_mounts_routes_and_an_open_server_still_a
     let anonymous = MountClient::anonymous(&open, "/agents");
     let (status, refused) = anonymous.post("two_steps", "start", start.clone()).await;
     assert_eq!(
-        (status, refused["code"].as_str()),
-        (StatusCode::UNAUTHORIZED, Some("unauthorized"))
+        (status.as_u16(), refused["code"].as_str()),
+        (401, Some("unauthorized"))
     );
     let (status, _) = anonymous.get("two_steps", "status", &session).await;
-    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert_eq!(status, 401);
     open.assert_nothing_written().await;
     let service = MountClient::at(
         &format!("http://{}/agents", open.address),
         Some(TEST_SERVICE_KEY),
     );
     let (status, started) = service.post("two_steps", "start", start).await;
-    assert_eq!(status, StatusCode::OK, "{started}");
+    assert_eq!(status, 200, "{started}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -338,14 +266,14 @@ async fn a_start_attaches_only_for_the_service_and_caller_that_made_the_session(
     // The intruder claims the id first (as a producer user or another service might).
     let claim = json!({"sessionId": session, "message": "mine", "callerSessionId": "caller-a"});
     let (status, _) = intruder.post("asker_only", "start", claim).await;
-    assert_eq!(status, StatusCode::OK);
+    assert_eq!(status, 200);
     let callback = json!({"url": "http://127.0.0.1:9/cb", "token": "t".repeat(32)});
     let attach = json!({"sessionId": session, "message": "go", "callerSessionId": "caller-a",
         "callback": callback});
     let (status, refused) = consumer.post("asker_only", "start", attach.clone()).await;
     assert_eq!(
-        (status, refused["code"].as_str()),
-        (StatusCode::FORBIDDEN, Some("session_mismatch")),
+        (status.as_u16(), refused["code"].as_str()),
+        (403, Some("session_mismatch")),
         "{refused}"
     );
     // Nothing of the consumer's was registered on the intruder's session.
@@ -364,10 +292,10 @@ async fn a_start_attaches_only_for_the_service_and_caller_that_made_the_session(
     assert_eq!(attached["code"], "ALREADY_RUNNING");
     let other_caller = json!({"sessionId": session, "message": "mine", "callerSessionId": "b"});
     let (status, refused) = intruder.post("asker_only", "start", other_caller).await;
-    assert_eq!(status, StatusCode::FORBIDDEN, "{refused}");
+    assert_eq!(status, 403, "{refused}");
     // And a service never reads a session another one started.
     let (status, _) = consumer.get("asker_only", "status", &session).await;
-    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert_eq!(status, 403);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

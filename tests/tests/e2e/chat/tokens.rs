@@ -5,82 +5,17 @@
 //! answered exactly when configured.
 
 use super::chat_registry;
-use baton_tests::{Harness, events, keyed_options};
+use baton_tests::{
+    Harness,
+    bearer_api::{BearerApi, code},
+    events, keyed_options,
+};
 use baton_worker::{AllowedOrigins, ServerOptions};
 use serde_json::{Value, json};
 
 const KEY: &str = "operator-key";
 
-struct Api {
-    base: String,
-    http: reqwest::Client,
-}
-
-impl Api {
-    fn new(harness: &Harness) -> Self {
-        Self {
-            base: format!("http://{}", harness.address),
-            http: reqwest::Client::new(),
-        }
-    }
-
-    /// POSTs `body` to `path` with `bearer`; the status and the JSON answer (or `null`).
-    async fn post(&self, bearer: &str, path: &str, body: Value) -> (u16, Value) {
-        let response = self
-            .http
-            .post(format!("{}{path}", self.base))
-            .bearer_auth(bearer)
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        let status = response.status().as_u16();
-        let text = response.text().await.unwrap();
-        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
-    }
-
-    async fn get(&self, bearer: &str, path: &str) -> (u16, Value) {
-        let response = self
-            .http
-            .get(format!("{}{path}", self.base))
-            .bearer_auth(bearer)
-            .send()
-            .await
-            .unwrap();
-        let status = response.status().as_u16();
-        (status, response.json().await.unwrap_or(Value::Null))
-    }
-
-    /// A chat's first (or next) user message; the status, and the stream's text when it is 200.
-    async fn chat(&self, bearer: &str, chat: &str, agent: &str, text: &str) -> (u16, String) {
-        let response = self
-            .http
-            .post(format!("{}/chat", self.base))
-            .bearer_auth(bearer)
-            .json(&json!({"id": chat, "trigger": "submit-message", "agent": agent,
-                "messages": [{"id": "m", "role": "user", "parts": [{"type": "text", "text": text}]}]}))
-            .send()
-            .await
-            .unwrap();
-        (response.status().as_u16(), response.text().await.unwrap())
-    }
-
-    async fn mint(&self, user: &str, agents: &[&str]) -> String {
-        let (status, minted) = self
-            .post(
-                KEY,
-                "/tokens",
-                json!({"userId": user, "agents": agents, "ttlSecs": 600}),
-            )
-            .await;
-        assert_eq!(status, 200, "{minted}");
-        minted["token"].as_str().unwrap().to_owned()
-    }
-}
-
-fn code(answer: &(u16, Value)) -> (u16, &str) {
-    (answer.0, answer.1["code"].as_str().unwrap_or_default())
-}
+type Api = BearerApi;
 
 fn fresh() -> String {
     uuid::Uuid::new_v4().simple().to_string()
@@ -90,7 +25,7 @@ fn fresh() -> String {
 async fn a_user_token_starts_its_agents_for_its_user_and_sees_only_its_sessions() {
     events::capture();
     let harness = Harness::start_with(chat_registry(), keyed_options(KEY)).await;
-    let api = Api::new(&harness);
+    let api = Api::new(&harness, KEY);
     let ada = format!("ada-{}", fresh());
     let bob = format!("bob-{}", fresh());
 
@@ -145,16 +80,18 @@ async fn a_user_token_starts_its_agents_for_its_user_and_sees_only_its_sessions(
 
     // Ada's token starts a chat of her agent; the session's userId is hers.
     let chat = fresh();
-    let (status, streamed) = api.chat(&ada_token, &chat, "chatter", "hello").await;
+    let (status, streamed) = api.chat(&ada_token, &chat, "chatter", "m", "hello").await;
     assert_eq!(status, 200, "{streamed}");
     assert!(streamed.contains(r#""delta":"hello""#), "{streamed}");
     assert!(streamed.ends_with("data: [DONE]\n\n"), "{streamed}");
     let (_, state) = api.get(KEY, &format!("/status?sessionId={chat}")).await;
     assert_eq!(state["userId"], ada.as_str(), "{state}");
-    let (status, next) = api.chat(&ada_token, &chat, "chatter", "again").await;
+    let (status, next) = api.chat(&ada_token, &chat, "chatter", "m", "again").await;
     assert_eq!(status, 200, "{next}");
     // Not an agent the token names.
-    let (status, refused) = api.chat(&ada_token, &fresh(), "asker_only", "hi").await;
+    let (status, refused) = api
+        .chat(&ada_token, &fresh(), "asker_only", "m", "hi")
+        .await;
     assert_eq!(status, 403, "{refused}");
     // `/start` too, for her only.
     let started = api
@@ -194,7 +131,9 @@ async fn a_user_token_starts_its_agents_for_its_user_and_sees_only_its_sessions(
     assert_eq!(code(&read), (403, "session_mismatch"));
     let snapshot = api.get(&ada_token, &format!("/chat/{bobs}/snapshot")).await;
     assert_eq!(code(&snapshot), (403, "session_mismatch"));
-    let (status, _) = api.chat(&ada_token, &bobs, "chatter", "mine now").await;
+    let (status, _) = api
+        .chat(&ada_token, &bobs, "chatter", "m", "mine now")
+        .await;
     assert_eq!(status, 403);
     let stop = api
         .post(&ada_token, &format!("/chat/{bobs}/stop"), json!({}))
@@ -254,7 +193,9 @@ async fn a_user_token_starts_its_agents_for_its_user_and_sees_only_its_sessions(
         .get(&ada_token, &format!("/status?sessionId={chat}"))
         .await;
     assert_eq!(code(&after), (401, "unauthorized"));
-    let (status, _) = api.chat(&ada_token, &chat, "chatter", "still here?").await;
+    let (status, _) = api
+        .chat(&ada_token, &chat, "chatter", "m", "still here?")
+        .await;
     assert_eq!(status, 401);
     // Bob signs himself out.
     let (status, _) = api
@@ -287,7 +228,7 @@ async fn a_user_token_starts_its_agents_for_its_user_and_sees_only_its_sessions(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_operators_abort_revokes_the_sessions_tokens_and_a_holders_stop_does_not() {
     let harness = Harness::start_with(chat_registry(), keyed_options(KEY)).await;
-    let api = Api::new(&harness);
+    let api = Api::new(&harness, KEY);
     // The holder's own stop (the chat's stop button) leaves its token good.
     let (kept, kept_token) = start(&api, KEY).await;
     let stopped = api
@@ -328,7 +269,7 @@ async fn an_operators_abort_revokes_the_sessions_tokens_and_a_holders_stop_does_
         .await;
     assert_eq!(code(&restart), (401, "unauthorized"), "{}", restart.1);
     let (status, _) = api
-        .chat(&token, &aborted, "asker_only", "start again")
+        .chat(&token, &aborted, "asker_only", "m", "start again")
         .await;
     assert_eq!(status, 401);
     let (_, state) = api.get(KEY, &format!("/status?sessionId={aborted}")).await;
@@ -423,7 +364,7 @@ async fn browser_origins_are_none_by_default_and_exactly_those_configured() {
 async fn a_revoked_token_is_refused_on_every_transport() {
     use baton_client::{Client as _, Error, GrpcClient};
     let harness = Harness::start_with(chat_registry(), keyed_options(KEY)).await;
-    let api = Api::new(&harness);
+    let api = Api::new(&harness, KEY);
     let user = fresh();
     let (status, started) = api
         .post(
@@ -474,7 +415,7 @@ async fn a_revoked_token_is_refused_on_every_transport() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_mint_is_its_own_token_and_an_operator_revokes_every_token_of_a_user() {
     let harness = Harness::server_only_with(chat_registry(), keyed_options(KEY)).await;
-    let api = Api::new(&harness);
+    let api = Api::new(&harness, KEY);
     // The same claims minted twice in the same second: two tokens, each revoked alone.
     let first = api.mint("ada", &["asker_only"]).await;
     let second = api.mint("ada", &["asker_only"]).await;
@@ -504,7 +445,7 @@ async fn each_mint_is_its_own_token_and_an_operator_revokes_every_token_of_a_use
     assert_eq!(status, 200, "{revoked}");
     assert_eq!(revoked["userId"], "ada", "{revoked}");
     assert_eq!(api.get(&second, "/sessions").await.0, 401);
-    let (status, _) = api.chat(&second, &fresh(), "asker_only", "hi").await;
+    let (status, _) = api.chat(&second, &fresh(), "asker_only", "m", "hi").await;
     assert_eq!(status, 401);
     assert_eq!(api.get(&bob, "/sessions").await.0, 200);
     let after = api.mint("ada", &["asker_only"]).await;
