@@ -83,6 +83,9 @@ pub struct ServerOptions {
     /// `batond dev`'s demo mode: `GET /chat/demo-token` mints a user token for the demo user,
     /// so the demo page needs no credential in its URL. Never on in `batond server`.
     pub demo_user_tokens: bool,
+    /// The hosts a mount caller's callback URL may name (`--callback-hosts`); none by default:
+    /// every callback is refused.
+    pub callback_hosts: crate::ops::CallbackHosts,
 }
 
 /// What the HTTP server and the gRPC service let connections hold.
@@ -126,6 +129,7 @@ impl Default for ServerOptions {
             temporal_ui_url: None,
             allowed_origins: crate::origins::AllowedOrigins::None,
             demo_user_tokens: false,
+            callback_hosts: crate::ops::CallbackHosts::default(),
         }
     }
 }

@@ -244,6 +244,9 @@ impl Service {
                 "1000",
                 "--submits-per-minute",
                 "0",
+                // The producer calls back the consumer's `/remote-callbacks` on loopback.
+                "--callback-hosts",
+                "127.0.0.1",
             ]
             .iter()
             .map(|s| (*s).to_owned()),
