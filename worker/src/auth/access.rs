@@ -82,3 +82,15 @@ pub(crate) async fn revoke(
         expires_at: token.expires_at,
     })
 }
+
+impl Principal {
+    /// The refusal of a credential revoked since it was authenticated (a stream open before
+    /// the revocation re-checks its credential with this), or `Ok` while it holds. An operator
+    /// key is never revoked and costs no read.
+    pub async fn check_not_revoked(&self, store: &Store) -> Result<(), ApiError> {
+        if is_revoked(store, self).await? {
+            return Err(unauthorized("this token was revoked"));
+        }
+        Ok(())
+    }
+}
