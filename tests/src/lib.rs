@@ -78,6 +78,9 @@ pub fn test_policy() -> ActivityPolicy {
     }
 }
 
+/// How many failed POSTs of a turn drop its callback in the tests' workers.
+pub const TEST_CALLBACK_ATTEMPTS: u32 = 3;
+
 /// Worker settings of tests: quick heartbeats, and a short sticky time-out so a workflow moves to
 /// another worker soon after its worker dies.
 pub fn test_worker_settings(task_queue: &str) -> WorkerSettings {
@@ -89,7 +92,10 @@ pub fn test_worker_settings(task_queue: &str) -> WorkerSettings {
             every: Duration::from_millis(200),
             idle_every: Duration::from_millis(200),
             retry_after: Duration::from_millis(200),
+            retry_max: Duration::from_millis(400),
+            max_attempts: TEST_CALLBACK_ATTEMPTS,
             timeout: Duration::from_secs(5),
+            ..Default::default()
         }),
         remote_waits: Some(baton_worker::sweeps::RemoteWaitSweep {
             every: Duration::from_millis(200),
@@ -219,11 +225,12 @@ pub fn test_service_keys() -> baton_worker::auth::ServiceKeys {
 }
 
 /// Server options of the tests that are not about auth: an open server on loopback, its mount
-/// called with [`TEST_SERVICE_KEY`].
+/// called with [`TEST_SERVICE_KEY`], calling back loopback only.
 pub fn open_options() -> ServerOptions {
     ServerOptions {
         auth: baton_worker::auth::Auth::AllowUnauthenticated,
         service_keys: test_service_keys(),
+        callback_hosts: baton_worker::ops::CallbackHosts::loopback(),
         ..Default::default()
     }
 }
@@ -240,6 +247,7 @@ pub fn keyed_options(key: &str) -> ServerOptions {
             ),
         )),
         service_keys: test_service_keys(),
+        callback_hosts: baton_worker::ops::CallbackHosts::loopback(),
         ..Default::default()
     }
 }

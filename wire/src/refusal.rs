@@ -51,7 +51,8 @@ pub enum Refusal {
     CallsAwaited { awaited_tool_call_ids: Vec<String> },
     /// `rate_limited`: `{"retryAfter"}`, whole seconds (also the `Retry-After` header).
     RetryAfter { retry_after: u64 },
-    /// `TRUNCATED`: `{"oldestRetainedSequence"}`, the stream's floor.
+    /// `TRUNCATED`: `{"oldestRetainedSequence"}`, the stream's floor: the lowest valid cursor
+    /// (the oldest chunk held is this + 1).
     Truncated { oldest_retained_sequence: u64 },
     /// `ALREADY_RUNNING` (the producer mount's start): `{"streamId"}`, the existing session's
     /// stream, to attach to.

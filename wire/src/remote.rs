@@ -255,7 +255,8 @@ pub struct SnapshotResponse {
     pub stream_id: String,
     pub state: Value,
     pub stream_sequence: i64,
-    /// A `fromSequence` below this is no longer in the stream (`TRUNCATED`); 0 = all retained.
+    /// The lowest valid cursor: a `fromSequence` at or above it is served whole, one below it
+    /// is `TRUNCATED`; the oldest chunk held is this + 1 (0: every chunk is held).
     pub oldest_retained_sequence: u64,
     pub step_count: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]

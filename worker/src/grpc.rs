@@ -319,7 +319,8 @@ impl baton_server::Baton for GrpcService {
             permit,
         )
         .await
-        .map_err(refused)?;
+        .map_err(refused)?
+        .ends_on_revocation(&principal);
         let chunks = stream::unfold(follow, |mut follow| async move {
             let items: Vec<Result<v1::Chunk, Status>> = match follow.next_chunks().await? {
                 Ok(chunks) => chunks

@@ -9,6 +9,7 @@ use baton_worker::{
     AppState, WorkerSettings, connect_temporal,
     metrics::{Metrics, serve_metrics},
     run_worker, serve, serve_grpc,
+    sweeps::CallbackSweep,
 };
 use clap::{CommandFactory, FromArgMatches};
 use config::{Cli, LogFormat, Role};
@@ -112,7 +113,10 @@ async fn run() -> anyhow::Result<()> {
                     zombie_grace: cli.temporal.zombie_grace(),
                     deadline_horizon: cli.temporal.deadline_horizon(),
                     policy: cli.activities.policy(),
-                    callbacks: cli.mount.callback_sweep(),
+                    callbacks: cli.mount.callback_sweep().map(|sweep| CallbackSweep {
+                        dropped: Some(metrics.callbacks_dropped.clone()),
+                        ..sweep
+                    }),
                     remote_waits: cli.remote.remote_wait_sweep(),
                     remote_callback_url: cli.remote.callback_url()?,
                     log_cache: cli.memory.log_cache(),

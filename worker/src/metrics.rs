@@ -2,7 +2,8 @@
 //! `GET /metrics` (operators only; a worker serves them with `--metrics-listen`).
 
 use prometheus::{
-    Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts, Registry, TextEncoder,
+    Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts, Registry,
+    TextEncoder,
 };
 
 pub mod events;
@@ -31,6 +32,8 @@ pub struct Metrics {
     pub grpc_requests: IntCounterVec,
     /// gRPC request latency by method (for `Subscribe`: until the stream starts).
     pub grpc_latency: HistogramVec,
+    /// The mount's callbacks dropped after their last failed attempt (the callback sweep's).
+    pub callbacks_dropped: IntCounter,
 }
 
 /// Counters of client calls by tool, counted from the client-call log events of this process
@@ -114,8 +117,14 @@ impl Default for Metrics {
             "method",
             &LATENCY_BUCKETS,
         );
+        let callbacks_dropped = IntCounter::new(
+            "baton_callbacks_dropped_total",
+            "Producer-mount callbacks dropped after their last failed attempt",
+        )
+        .expect("valid");
         for collector in [
             Box::new(requests.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(callbacks_dropped.clone()),
             Box::new(latency.clone()),
             Box::new(submits.clone()),
             Box::new(followers.clone()),
@@ -141,6 +150,7 @@ impl Default for Metrics {
             client_calls,
             grpc_requests,
             grpc_latency,
+            callbacks_dropped,
         }
     }
 }

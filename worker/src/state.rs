@@ -129,6 +129,9 @@ pub struct ServerOptions {
     /// so the demo page needs no credential in its URL. Never on in `batond server`, nor in a
     /// `batond dev` with an operator key.
     pub demo_user_tokens: bool,
+    /// The hosts a mount caller's callback URL may name (`--callback-hosts`); none by default:
+    /// every callback is refused.
+    pub callback_hosts: crate::ops::CallbackHosts,
 }
 
 /// A token bucket: `burst` tokens at once, refilled at `per_minute`. A burst of 0 is no limit.
@@ -216,6 +219,7 @@ impl Default for ServerOptions {
             temporal_ui_url: None,
             allowed_origins: crate::origins::AllowedOrigins::None,
             demo_user_tokens: false,
+            callback_hosts: crate::ops::CallbackHosts::default(),
         }
     }
 }

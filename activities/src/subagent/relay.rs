@@ -160,10 +160,7 @@ impl AgentActivities {
             TurnEnd::Paused | TurnEnd::Waiting => return Ok(ParentNext::Nothing),
             TurnEnd::Stale => {
                 // The caller moved on: a stop of its tree is passed on to the child.
-                let stopped = self.store.session(&step.address).await?;
-                if stopped.is_none_or(|caller| caller.status.is_terminal()) {
-                    followed.stop_child("interrupt").await;
-                }
+                followed.pass_stop_on().await;
                 return Ok(ParentNext::Nothing);
             }
             TurnEnd::Ended(ending) => ending,

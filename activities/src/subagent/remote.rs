@@ -167,10 +167,15 @@ impl<'a> Followed<'a> {
                 // The caller was interrupted or aborted: pass it on, best effort. An attempt
                 // only taken away (a heartbeat timed out, a worker shutting down) leaves the
                 // child to the next attempt (`cancel.rs`).
-                if self.activities.caller_stopped(self.step).await {
-                    self.stop_child("interrupt").await;
-                }
+                self.pass_stop_on().await;
                 Err(Error::Cancelled)
+            }
+            Some(Ok(Err(error))) => {
+                // Fenced: the caller's stop refused this follower's next forward (its run
+                // guard) before Temporal's cancellation reached the activity. Passed on here,
+                // once, as the caller was stopped (`cancel.rs`); any other failure stops nothing.
+                self.pass_stop_on().await;
+                Err(error)
             }
             Some(Ok(end)) => end,
             Some(Err(_)) => {
@@ -526,7 +531,12 @@ impl<'a> Followed<'a> {
             ..
         } = match self.turn_end(sub_agent, end).await? {
             TurnEnd::Paused | TurnEnd::Waiting => return Ok(SubAgentEnd::AwaitingChild),
-            TurnEnd::Stale => return Ok(SubAgentEnd::Answered),
+            TurnEnd::Stale => {
+                // Fenced: the step is committed, or the caller was stopped before this
+                // follower's cancellation came; a stop is passed on (`cancel.rs`).
+                self.pass_stop_on().await;
+                return Ok(SubAgentEnd::Answered);
+            }
             TurnEnd::Ended(ending) => ending,
         };
         let state_patch = match status {

@@ -6,12 +6,15 @@
 //! The index is one sorted set per prefix (`<prefix>:callbackIndex`), scored by when to look
 //! next, outside every session's slot: like the deadline index it is written by plain commands
 //! next to the scripts, never inside one, and it is a hint, never the truth: the sweep reads the
-//! session before it acts and drops a member whose session or callback is gone.
+//! session before it acts and drops a member whose session or callback is gone. A turn's failed
+//! deliveries are counted in the state hash beside the callback (`callback_failed.lua`), so the
+//! count is written with the session's own guards and expires with it; the sweep's back-off is
+//! the index's score.
 
 use super::{
     Error, SessionAddress, Store,
     keys::{self, Key},
-    scripts::{CALLBACK_DELIVERED, REGISTER_CALLBACK},
+    scripts::{CALLBACK_DELIVERED, CALLBACK_FAILED, REGISTER_CALLBACK},
 };
 use redis::AsyncCommands;
 
@@ -32,6 +35,15 @@ impl std::fmt::Debug for RegisteredCallback {
             .field("delivered", &self.delivered)
             .finish()
     }
+}
+
+/// What a failed delivery left of a callback.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallbackFailure {
+    /// The turn has failed `attempts` times so far: try again after a back-off.
+    Retry { attempts: u32 },
+    /// The last attempt failed: the callback is removed.
+    Dropped,
 }
 
 /// The state hash fields of a callback.
@@ -93,6 +105,27 @@ impl Store {
             .run(self)
             .await?;
         Ok(raised == 1)
+    }
+
+    /// Records a failed delivery of the turn ending at `sequence` (one script): the attempts of
+    /// that turn so far, or [`CallbackFailure::Dropped`] when this one reached `max_attempts`
+    /// and the callback was removed (nothing is delivered to it again).
+    pub async fn callback_failed(
+        &self,
+        address: &SessionAddress,
+        sequence: u64,
+        max_attempts: u32,
+    ) -> Result<CallbackFailure, Error> {
+        let attempts: u32 = CALLBACK_FAILED
+            .on(self, address)
+            .arg(sequence)
+            .arg(max_attempts.max(1))
+            .run(self)
+            .await?;
+        Ok(match attempts {
+            0 => CallbackFailure::Dropped,
+            attempts => CallbackFailure::Retry { attempts },
+        })
     }
 
     /// Indexes a root session for the callback sweep, due at `due_at` (ms since the epoch; 0:
@@ -175,6 +208,43 @@ mod tests {
         assert!(!format!("{callback:?}").contains("t2"));
         // The session still reads as before: the fields are the callback's own.
         assert_eq!(store.session(&address).await.unwrap().unwrap().run_id, "r1");
+
+        // Failures of one turn are counted; a delivery forgets them; the last one drops it.
+        let failed = |sequence| store.callback_failed(&address, sequence, 3);
+        assert_eq!(
+            failed(7).await.unwrap(),
+            CallbackFailure::Retry { attempts: 1 }
+        );
+        assert_eq!(
+            failed(7).await.unwrap(),
+            CallbackFailure::Retry { attempts: 2 }
+        );
+        assert_eq!(
+            failed(8).await.unwrap(),
+            CallbackFailure::Retry { attempts: 1 }
+        );
+        assert!(store.callback_delivered(&address, 8).await.unwrap());
+        assert_eq!(
+            failed(9).await.unwrap(),
+            CallbackFailure::Retry { attempts: 1 }
+        );
+        assert_eq!(
+            failed(9).await.unwrap(),
+            CallbackFailure::Retry { attempts: 2 }
+        );
+        assert_eq!(failed(9).await.unwrap(), CallbackFailure::Dropped);
+        assert_eq!(store.callback(&address).await.unwrap(), None);
+        assert_eq!(failed(9).await.unwrap(), CallbackFailure::Dropped);
+        assert!(
+            store
+                .register_callback(&address, "http://c/3", "t3")
+                .await
+                .unwrap()
+        );
+        assert_eq!(
+            failed(9).await.unwrap(),
+            CallbackFailure::Retry { attempts: 1 }
+        );
 
         store.index_callback(&address, 1_000).await.unwrap();
         assert!(store.due_callbacks(999, 10).await.unwrap().is_empty());

@@ -60,7 +60,7 @@ mod tree;
 mod types;
 mod usage;
 
-pub use callback::RegisteredCallback;
+pub use callback::{CallbackFailure, RegisteredCallback};
 pub use deadline_index::IndexedDeadline;
 pub use error::Error;
 pub use fork::NewFork;

@@ -234,13 +234,15 @@ pub(super) static REGISTER_CALLBACK: StoreScript =
     store_script!("register_callback", [State, Stream]);
 pub(super) static CALLBACK_DELIVERED: StoreScript =
     store_script!("callback_delivered", [State, Stream]);
+pub(super) static CALLBACK_FAILED: StoreScript = store_script!("callback_failed", [State, Stream]);
 
 /// Every script, for the tests that read their text.
 #[cfg(test)]
-static ALL: [&StoreScript; 31] = [
+static ALL: [&StoreScript; 32] = [
     &CREATE_FORK,
     &REGISTER_CALLBACK,
     &CALLBACK_DELIVERED,
+    &CALLBACK_FAILED,
     &STAGE_STATE_PATCH,
     &QUEUE_MESSAGE,
     &START_CHILD,

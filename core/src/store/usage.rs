@@ -108,7 +108,8 @@ impl Store {
             .checkpoint
             .map(|record| from_json(&key, &record))
             .transpose()?;
-        // The floor is the sequence before the oldest retained entry (`<sequence>-0`).
+        // The floor is the lowest valid cursor: the sequence before the oldest retained entry
+        // (`<sequence>-0`), as the follower's `TRUNCATED` names it.
         let oldest_retained_sequence = match fields
             .oldest_entry_id
             .as_deref()

@@ -13,6 +13,7 @@ mod contract;
 mod messages;
 mod react;
 mod remote;
+mod revoked_streams;
 mod tokens;
 mod tree;
 

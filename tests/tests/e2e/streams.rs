@@ -114,6 +114,22 @@ async fn a_position_the_stream_no_longer_holds_answers_truncated() {
     assert_eq!(refused.details["oldestRetainedSequence"], json!(floor));
     assert!(follow.next().await.is_none());
 
+    // The floor is the lowest valid cursor: the oldest chunk the stream holds is the next one,
+    // and a cursor just below the floor is refused with the same floor.
+    let held = harness
+        .store
+        .chunks_after(
+            &baton_core::store::SessionAddress::root(&started.session_id),
+            0,
+            1,
+        )
+        .await
+        .unwrap();
+    assert_eq!(held[0].sequence, floor + 1);
+    let mut below = std::pin::pin!(harness.client.follow(&started.session_id, floor - 1));
+    let refused = baton_tests::api_error(below.next().await.unwrap().unwrap_err());
+    assert_eq!(refused.details["oldestRetainedSequence"], json!(floor));
+
     // From the floor, the kept chunks arrive, the last one the end.
     let kept = harness
         .chunks_after_until_end(&started.session_id, floor)

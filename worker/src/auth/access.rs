@@ -30,31 +30,18 @@ pub async fn authenticate(
         None => auth.authenticate(headers).await?,
     };
     principal.may_reach(surface, matches!(auth, Auth::AllowUnauthenticated))?;
-    if is_revoked(auth, store, headers, &principal).await? {
+    if is_revoked(store, &principal).await? {
         return Err(unauthorized("this token was revoked"));
     }
     Ok(principal)
 }
 
-async fn is_revoked(
-    auth: &Auth,
-    store: &Store,
-    headers: &HeaderMap,
-    principal: &Principal,
-) -> Result<bool, ApiError> {
+async fn is_revoked(store: &Store, principal: &Principal) -> Result<bool, ApiError> {
     Ok(match principal {
         Principal::Operator { .. } | Principal::Service { .. } => false,
         Principal::User { user_id, token, .. } => {
             let (revoked, user_until) = store.user_token_revocation(&token.id, user_id).await?;
-            // A token whose issue time is unknown (another scheme's, or one minted before tokens
-            // said) counts as issued at the epoch: any revocation of its user covers it.
-            let issued = match auth {
-                Auth::Builtin(builtin) => bearer(headers)
-                    .ok()
-                    .and_then(|token| builtin.user_token_issued_ms(token)),
-                _ => None,
-            };
-            revoked || user_until.is_some_and(|until| issued.unwrap_or(0) <= until)
+            revoked || user_until.is_some_and(|until| token.issued_at_ms <= until)
         }
         Principal::Session {
             root_session_id,
@@ -109,4 +96,16 @@ pub(crate) async fn revoke(
         kind,
         expires_at: token.expires_at,
     })
+}
+
+impl Principal {
+    /// The refusal of a credential revoked since it was authenticated (a stream open before
+    /// the revocation re-checks its credential with this), or `Ok` while it holds. An operator
+    /// key is never revoked and costs no read.
+    pub async fn check_not_revoked(&self, store: &Store) -> Result<(), ApiError> {
+        if is_revoked(store, self).await? {
+            return Err(unauthorized("this token was revoked"));
+        }
+        Ok(())
+    }
 }

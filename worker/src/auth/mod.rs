@@ -53,12 +53,16 @@ pub enum Principal {
     Service { name: String },
 }
 
-/// What revoking a token needs of it: its id (the token's signature) and its expiry.
+/// What revoking a token needs of it: its id (the token's signature), its expiry and, for a user
+/// token, when it was issued (a revocation of its user covers the tokens issued until then).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TokenRef {
     pub id: String,
     /// Seconds since the Unix epoch.
     pub expires_at: u64,
+    /// Milliseconds since the Unix epoch; 0 for a token that does not say (one minted before
+    /// tokens said, which any revocation of its user covers). Session tokens carry 0.
+    pub issued_at_ms: u64,
 }
 
 /// The name of an operator key given without one, and of every caller of an open server.
@@ -268,6 +272,7 @@ impl BuiltinAuth {
             TokenRef {
                 id,
                 expires_at: expiry,
+                issued_at_ms: 0,
             },
         ))
     }

@@ -74,13 +74,6 @@ impl BuiltinAuth {
         Ok((signed.claims, reference))
     }
 
-    /// When a genuine user token was issued, in ms since the epoch (0 for a token minted before
-    /// tokens said); `None` for text that is no user token of this server's.
-    pub(super) fn user_token_issued_ms(&self, token: &str) -> Option<u64> {
-        let (signed, _) = self.signed_user_token(token).ok()?;
-        Some(signed.issued_ms.unwrap_or(0))
-    }
-
     fn signed_user_token(&self, token: &str) -> Result<(SignedClaims, TokenRef), ApiError> {
         let invalid = || unauthorized("invalid or expired token");
         let (signed, tag) = token.rsplit_once('.').ok_or_else(invalid)?;
@@ -92,6 +85,7 @@ impl BuiltinAuth {
         let reference = TokenRef {
             id: tag.to_owned(),
             expires_at: signed.claims.exp,
+            issued_at_ms: signed.issued_ms.unwrap_or(0),
         };
         Ok((signed, reference))
     }
@@ -189,7 +183,7 @@ mod tests {
         };
         let (first, second) = (auth.issue_user(&claims), auth.issue_user(&claims));
         assert_ne!(first, second);
-        let issued = auth.user_token_issued_ms(&first).unwrap();
+        let issued = auth.genuine_user_token(&first).unwrap().1.issued_at_ms;
         assert!(issued > 0 && issued <= now_ms());
         assert_eq!(auth.genuine_user_token(&second).unwrap().0, claims);
         // A token of the older form: the claims alone, signed.
@@ -200,7 +194,7 @@ mod tests {
         let tag = hmac::sign(&auth.signing_key, signed.as_bytes());
         let old = format!("{signed}.{}", URL_SAFE_NO_PAD.encode(tag.as_ref()));
         assert!(matches!(auth.principal(&old), Ok(Principal::User { .. })));
-        assert_eq!(auth.user_token_issued_ms(&old), Some(0));
-        assert_eq!(auth.user_token_issued_ms("u1.not.a-token"), None);
+        assert_eq!(auth.genuine_user_token(&old).unwrap().1.issued_at_ms, 0);
+        assert!(auth.genuine_user_token("u1.not.a-token").is_err());
     }
 }

@@ -87,6 +87,7 @@ impl Cli {
             temporal_ui_url: self.server.temporal_ui_url.clone(),
             allowed_origins: self.allowed_origins()?,
             demo_user_tokens: self.demo_mode(),
+            callback_hosts: self.mount.callback_hosts(self.role == Role::Dev)?,
         })
     }
 
@@ -339,5 +340,53 @@ mod tests {
         let options = cli.server_options().unwrap();
         assert_eq!(options.submits_per_minute, None);
         assert_eq!(options.stream_max_chunks, 7);
+    }
+
+    #[test]
+    fn callbacks_go_to_listed_hosts_only_loopback_in_dev_and_retry_with_a_bound() {
+        use baton_worker::ops::CallbackHosts;
+        let parse = |args: &[&str]| Cli::try_parse_from(args).unwrap();
+        let server = parse(&["batond", "server", "--allow-unauthenticated"]);
+        let options = server.server_options().unwrap();
+        assert_eq!(options.callback_hosts, CallbackHosts::default());
+        let dev = parse(&["batond", "dev", "--allow-unauthenticated"]);
+        let options = dev.server_options().unwrap();
+        assert_eq!(options.callback_hosts, CallbackHosts::loopback());
+        let listed = parse(&[
+            "batond",
+            "dev",
+            "--allow-unauthenticated",
+            "--callback-hosts",
+            "consumer.internal,hooks.example:8443",
+        ]);
+        let hosts = listed.server_options().unwrap().callback_hosts;
+        assert!(hosts.allows("https://hooks.example:8443/cb"));
+        assert!(
+            !hosts.allows("http://127.0.0.1/cb"),
+            "a list replaces dev's loopback"
+        );
+        let bad = parse(&[
+            "batond",
+            "server",
+            "--allow-unauthenticated",
+            "--callback-hosts",
+            "http://consumer/",
+        ]);
+        assert!(bad.server_options().is_err());
+
+        let sweep = dev.mount.callback_sweep().unwrap();
+        assert_eq!(sweep.max_attempts, 20);
+        assert_eq!(sweep.retry_max, std::time::Duration::from_secs(300));
+        let bounded = parse(&[
+            "batond",
+            "worker",
+            "--callback-retry-max-ms",
+            "1000",
+            "--callback-max-attempts",
+            "3",
+        ]);
+        let sweep = bounded.mount.callback_sweep().unwrap();
+        assert_eq!((sweep.max_attempts, sweep.retry_max.as_millis()), (3, 1000));
+        assert!(Cli::try_parse_from(["batond", "worker", "--callback-max-attempts", "0"]).is_err());
     }
 }

@@ -5,7 +5,8 @@
 use baton_core::config::MountConfig;
 use baton_worker::{
     mount::{DEFAULT_BASE_PATH, Mount, check_mounts},
-    sweeps::CallbackSweep,
+    ops::CallbackHosts,
+    sweeps::{CallbackSweep, DEFAULT_MAX_ATTEMPTS, DEFAULT_RETRY_MAX},
 };
 use clap::Args;
 use std::time::Duration;
@@ -44,7 +45,8 @@ pub(crate) struct MountArgs {
         global = true
     )]
     pub(crate) callback_every_ms: u64,
-    /// How long after a refused or failed callback POST it is tried again, in ms.
+    /// How long after a turn's first refused or failed callback POST it is tried again, in ms
+    /// (each further failure doubles the wait, up to `--callback-retry-max-ms`).
     #[arg(
         long,
         env = "BATON_CALLBACK_RETRY_MS",
@@ -52,6 +54,35 @@ pub(crate) struct MountArgs {
         global = true
     )]
     pub(crate) callback_retry_ms: u64,
+    /// The longest wait between two POSTs of a turn's callback, in ms (the wait doubles from
+    /// `--callback-retry-ms` up to it).
+    #[arg(
+        long,
+        env = "BATON_CALLBACK_RETRY_MAX_MS",
+        default_value_t = DEFAULT_RETRY_MAX.as_millis() as u64,
+        global = true
+    )]
+    pub(crate) callback_retry_max_ms: u64,
+    /// How many failed POSTs of one turn drop its callback (a `callback.dropped` warning and
+    /// `baton_callbacks_dropped_total`); the consumer then reads the child's `status`.
+    #[arg(
+        long,
+        env = "BATON_CALLBACK_MAX_ATTEMPTS",
+        default_value_t = DEFAULT_MAX_ATTEMPTS,
+        value_parser = clap::value_parser!(u32).range(1..),
+        global = true
+    )]
+    pub(crate) callback_max_attempts: u32,
+    /// The hosts a mount caller's callback URL may name, `host` (any port) or `host:port`,
+    /// comma-separated. None given: `batond server` refuses every callback, `batond dev`
+    /// accepts loopback.
+    #[arg(
+        long,
+        env = "BATON_CALLBACK_HOSTS",
+        value_delimiter = ',',
+        global = true
+    )]
+    pub(crate) callback_hosts: Vec<String>,
 }
 
 impl MountArgs {
@@ -87,8 +118,20 @@ impl MountArgs {
         (self.callback_every_ms > 0).then(|| CallbackSweep {
             every: Duration::from_millis(self.callback_every_ms),
             retry_after: Duration::from_millis(self.callback_retry_ms),
+            retry_max: Duration::from_millis(self.callback_retry_max_ms),
+            max_attempts: self.callback_max_attempts,
             ..CallbackSweep::default()
         })
+    }
+
+    /// The callback hosts the mount accepts: the flag's, or loopback for `batond dev` without
+    /// it.
+    pub(crate) fn callback_hosts(&self, dev: bool) -> anyhow::Result<CallbackHosts> {
+        if self.callback_hosts.is_empty() && dev {
+            return Ok(CallbackHosts::loopback());
+        }
+        CallbackHosts::parse(&self.callback_hosts)
+            .map_err(|error| anyhow::anyhow!("--callback-hosts: {error}"))
     }
 }
 

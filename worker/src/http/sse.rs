@@ -33,7 +33,9 @@ pub(super) async fn sse(
         &credential,
     )?;
     let counted = FollowerGuard::new(&state.metrics.followers);
-    let follow = Follow::open(state, &query.session_id, query.from_sequence, permit).await?;
+    let follow = Follow::open(state, &query.session_id, query.from_sequence, permit)
+        .await?
+        .ends_on_revocation(&principal);
     let events = stream::unfold((counted, follow), |(counted, mut follow)| async move {
         let events = match follow.next_chunks().await? {
             Ok(chunks) => chunks.iter().map(|chunk| Ok(chunk_event(chunk))).collect(),

@@ -46,7 +46,8 @@ pub(super) async fn sse(
         query.from_sequence,
         permit,
     )
-    .await?;
+    .await?
+    .ends_on_revocation(&principal);
     let followed = MountFollow {
         address: SessionAddress {
             root_session_id: session.root_session_id,

@@ -11,6 +11,7 @@
 
 mod attach;
 mod body_limits;
+mod callback_policy;
 mod fork;
 mod limits;
 mod new_run;
@@ -30,6 +31,7 @@ mod tree;
 
 pub use attach::{reindex_callback, start_or_attach};
 pub use body_limits::{MAX_JSON_DEPTH, body_too_large, checked_body_size, checked_json_depth};
+pub use callback_policy::{CallbackHosts, check_callback_host};
 pub use fork::fork_session;
 pub use reads::{authorize, existing_session, session_snapshot, session_status, session_usage};
 pub use remote_callback::take_remote_callback;

@@ -3,8 +3,8 @@
 //! yields chunks or one typed error (`TRUNCATED`, `store_unavailable`) that each transport
 //! frames its own way.
 
-use super::FollowerPermit;
-use crate::{ops::existing_session, state::AppState};
+use super::{FollowerPermit, revocation::RevocationWatch};
+use crate::{auth::Principal, ops::existing_session, state::AppState};
 use baton_core::{
     ApiError, ErrorCode, Refusal,
     chunk::{ChunkKind, StreamChunk},
@@ -32,6 +32,8 @@ pub struct Follow {
     sequence_at_open: u64,
     /// Its place under the follower caps, freed when the follower is dropped.
     _permit: FollowerPermit,
+    /// The credential it was opened with, while it may be revoked.
+    revocation: Option<RevocationWatch>,
 }
 
 /// Most chunks read from Redis at once when a follower catches up.
@@ -66,7 +68,15 @@ impl Follow {
             run_at_open: session.run_id,
             sequence_at_open: session.last_sequence,
             _permit: permit,
+            revocation: None,
         })
+    }
+
+    /// Ends the stream with `unauthorized` within [`super::revocation::RECHECK_EVERY`] of a
+    /// revocation of `principal`'s token (every transport opens its followers so).
+    pub fn ends_on_revocation(mut self, principal: &Principal) -> Self {
+        self.revocation = RevocationWatch::of(principal);
+        self
     }
 
     /// The next chunks, up to and with the `end` chunk; `None` once the stream is over (after
@@ -76,6 +86,12 @@ impl Follow {
     pub async fn next_chunks(&mut self) -> Option<Result<Vec<StreamChunk>, ApiError>> {
         use tokio::sync::broadcast::error::RecvError;
         while !self.finished {
+            if let Some(watch) = &mut self.revocation
+                && let Some(revoked) = watch.revoked(&self.state.store).await
+            {
+                self.finished = true;
+                return Some(Err(revoked));
+            }
             if self.behind {
                 match self.catch_up().await {
                     Ok(chunks) if chunks.is_empty() => self.behind = false,
@@ -86,7 +102,11 @@ impl Follow {
                     }
                 }
             }
-            let wait = std::time::Duration::from_millis(STREAM_POLL_MS);
+            let poll = std::time::Duration::from_millis(STREAM_POLL_MS);
+            let wait = self
+                .revocation
+                .as_ref()
+                .map_or(poll, |watch| watch.due_in().min(poll));
             match tokio::time::timeout(wait, self.feed.recv()).await {
                 Ok(Ok(batch)) => {
                     let fresh: Vec<&StreamChunk> =

@@ -2,7 +2,10 @@
 //! one is in the callback index; each pass reads the due sessions and, for one whose turn has
 //! ended (`paused`, or ended) past the turn last delivered, POSTs the turn's
 //! [`CallbackBody`], signed with the consumer's token, then records it delivered (one script,
-//! the mark only rising). A failed POST is tried again a retry interval later. Every worker
+//! the mark only rising). A failed POST is tried again after a back-off doubling from
+//! `retry_after` up to `retry_max`; the turn's `max_attempts`-th failure drops the callback (a
+//! warning `callback.dropped` and the `baton_callbacks_dropped_total` counter): the consumer's
+//! remote-wait sweep still finds the child's end by polling its `status`. Every worker
 //! sweeps on its own and the truth is in Redis, so a killed worker's callbacks are delivered by
 //! the next pass of any worker; two workers may both deliver one turn (at least once: the body's
 //! `sequence` names the turn).
@@ -10,7 +13,7 @@
 use super::repeat_until;
 use baton_core::{
     remote::{CALLBACK_SIGNATURE_HEADER, CallbackBody, Status},
-    store::{RegisteredCallback, SessionAddress, SessionState, Store},
+    store::{CallbackFailure, RegisteredCallback, SessionAddress, SessionState, Store},
 };
 use ring::hmac;
 use std::time::Duration;
@@ -24,8 +27,15 @@ pub struct CallbackSweep {
     /// How soon a paused session whose turn was delivered is looked at again (a resume through
     /// the mount looks at once; one through the public API is noticed by then).
     pub idle_every: Duration,
-    /// How long after a failed POST it is tried again.
+    /// How long after a turn's first failed POST it is tried again; each further failure
+    /// doubles it, up to `retry_max`.
     pub retry_after: Duration,
+    /// The longest wait between two attempts.
+    pub retry_max: Duration,
+    /// How many failed POSTs of one turn drop the callback.
+    pub max_attempts: u32,
+    /// Counts the callbacks dropped (the process's `baton_callbacks_dropped_total`), if set.
+    pub dropped: Option<prometheus::IntCounter>,
     /// How long one POST may take.
     pub timeout: Duration,
 }
@@ -35,9 +45,30 @@ impl Default for CallbackSweep {
         Self {
             every: Duration::from_secs(1),
             idle_every: Duration::from_secs(30),
-            retry_after: Duration::from_secs(5),
+            retry_after: DEFAULT_RETRY_AFTER,
+            retry_max: DEFAULT_RETRY_MAX,
+            max_attempts: DEFAULT_MAX_ATTEMPTS,
+            dropped: None,
             timeout: Duration::from_secs(10),
         }
+    }
+}
+
+/// The first back-off after a failed POST.
+pub const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(5);
+/// The longest back-off between two POSTs of a turn.
+pub const DEFAULT_RETRY_MAX: Duration = Duration::from_secs(300);
+/// The failed POSTs of one turn that drop its callback: 5 s doubling to 5 min, about 75 min.
+pub const DEFAULT_MAX_ATTEMPTS: u32 = 20;
+
+impl CallbackSweep {
+    /// The wait after a turn's `attempts`-th failed POST: `retry_after` doubled per earlier
+    /// failure, at most `retry_max`.
+    pub fn back_off(&self, attempts: u32) -> Duration {
+        let doublings = attempts.saturating_sub(1).min(31);
+        self.retry_after
+            .saturating_mul(1u32 << doublings)
+            .min(self.retry_max.max(self.retry_after))
     }
 }
 
@@ -111,15 +142,38 @@ async fn look_at(
     let undelivered = status.ends_a_turn() && session.last_sequence > callback.delivered;
     if undelivered {
         if let Err(error) = post(http, &session, &callback, status).await {
-            tracing::warn!(
-                session_id = %address.session_id,
-                url = %callback.url,
-                %error,
-                "a callback was not delivered; it is tried again"
-            );
-            store
-                .index_callback(&address, later(sweep.retry_after))
+            let failure = store
+                .callback_failed(&address, session.last_sequence, sweep.max_attempts)
                 .await?;
+            match failure {
+                CallbackFailure::Retry { attempts } => {
+                    let wait = sweep.back_off(attempts);
+                    tracing::warn!(
+                        session_id = %address.session_id,
+                        url = %baton_core::escape::bounded(&callback.url),
+                        %error,
+                        attempts,
+                        retry_in_ms = wait.as_millis() as u64,
+                        "a callback was not delivered; it is tried again"
+                    );
+                    store.index_callback(&address, later(wait)).await?;
+                }
+                CallbackFailure::Dropped => {
+                    if let Some(dropped) = &sweep.dropped {
+                        dropped.inc();
+                    }
+                    tracing::warn!(
+                        event = "callback.dropped",
+                        session_id = %address.session_id,
+                        url = %baton_core::escape::bounded(&callback.url),
+                        %error,
+                        attempts = sweep.max_attempts,
+                        "a callback failed its last attempt and is dropped; the consumer reads \
+                         the session's status instead"
+                    );
+                    store.unindex_callback(&address).await?;
+                }
+            }
             return Ok(false);
         }
         store
@@ -198,6 +252,20 @@ fn now_ms() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_back_off_doubles_from_the_first_wait_up_to_its_cap() {
+        let sweep = CallbackSweep::default();
+        let waits: Vec<u64> = [1, 2, 3, 6, 7, 8, 20, u32::MAX]
+            .into_iter()
+            .map(|attempts| sweep.back_off(attempts).as_secs())
+            .collect();
+        assert_eq!(waits, [5, 10, 20, 160, 300, 300, 300, 300]);
+        let total: u64 = (1..DEFAULT_MAX_ATTEMPTS)
+            .map(|attempts| sweep.back_off(attempts).as_secs())
+            .sum();
+        assert_eq!(total, 315 + 13 * 300, "the attempts span about 70 minutes");
+    }
 
     #[test]
     fn a_signature_is_the_hmac_of_the_body_under_the_token() {

@@ -11,7 +11,10 @@ mod index;
 mod remote_wait;
 mod zombie;
 
-pub use callback::{CallbackSweep, signature, sweep_callbacks, sweep_callbacks_once};
+pub use callback::{
+    CallbackSweep, DEFAULT_MAX_ATTEMPTS, DEFAULT_RETRY_AFTER, DEFAULT_RETRY_MAX, signature,
+    sweep_callbacks, sweep_callbacks_once,
+};
 pub use deadline::{DeadlineSweep, sweep_deadlines, sweep_deadlines_once};
 pub use index::{INDEX_SWEEP_EVERY, sweep_index, sweep_index_once};
 pub use remote_wait::{

@@ -203,3 +203,91 @@ async fn an_ended_session_resumed_through_the_mount_is_called_back_again() {
     assert!(second.sequence > first.sequence);
     assert_eq!(second.run_id, resumed["runId"]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_callback_to_a_host_the_producer_does_not_list_is_refused_before_anything_is_written() {
+    // The tests' producers list loopback: another host is refused, naming the flag.
+    let harness = Harness::start(agents::registry()).await;
+    let mount = MountClient::new(&harness, "/agents", None);
+    for url in [
+        "http://consumer.example/cb",
+        "http://10.0.0.7:8080/cb",
+        "http://127.0.0.1.example/cb",
+    ] {
+        let callback = json!({"url": url, "token": TOKEN});
+        let body = json!({"sessionId": chosen_id("host"), "message": "go", "callback": callback});
+        let (status, refused) = mount.post("two_steps", "start", body).await;
+        assert_eq!(status, reqwest::StatusCode::BAD_REQUEST, "{url}");
+        assert_eq!(refused["code"], "validation_error");
+        assert!(
+            refused["error"]
+                .as_str()
+                .unwrap()
+                .contains("--callback-hosts")
+        );
+    }
+    harness.assert_nothing_written().await;
+
+    // A producer that lists none (a server's default) refuses loopback too.
+    let options = baton_worker::ServerOptions {
+        callback_hosts: baton_worker::ops::CallbackHosts::default(),
+        ..baton_tests::open_options()
+    };
+    let closed = Harness::start_with(agents::registry(), options).await;
+    let mount = MountClient::new(&closed, "/agents", None);
+    let receiver = Receiver::start(0).await;
+    let callback = json!({"url": receiver.url, "token": TOKEN});
+    let body = json!({"sessionId": chosen_id("none"), "message": "go", "callback": callback});
+    let (status, refused) = mount.post("two_steps", "start", body).await;
+    assert_eq!(status, reqwest::StatusCode::BAD_REQUEST);
+    assert!(
+        refused["error"]
+            .as_str()
+            .unwrap()
+            .contains("BATON_CALLBACK_HOSTS")
+    );
+    closed.assert_nothing_written().await;
+    // Without a callback the start goes on.
+    let body = json!({"sessionId": chosen_id("none"), "message": "go"});
+    let (status, started) = mount.post("two_steps", "start", body).await;
+    assert_eq!(status, reqwest::StatusCode::OK, "{started}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_callback_refused_at_every_attempt_is_dropped_after_the_last() {
+    let harness = Harness::start(agents::registry()).await;
+    let mount = MountClient::new(&harness, "/agents", None);
+    let receiver = Receiver::start(usize::MAX).await;
+    let session = chosen_id("cbdrop");
+    let callback = json!({"url": receiver.url, "token": TOKEN});
+    let body = json!({"sessionId": session, "message": "go", "callback": callback});
+    let (status, started) = mount.post("asker_only", "start", body).await;
+    assert_eq!(status, reqwest::StatusCode::OK, "{started}");
+
+    // The paused turn is POSTed (with a growing back-off) until its last attempt, then the
+    // callback is gone from the session: nothing is POSTed to it again.
+    let address = baton_core::store::SessionAddress::root(&session);
+    let dropped = async {
+        while harness.store.callback(&address).await.unwrap().is_some() {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    };
+    tokio::time::timeout(WAIT_LIMIT, dropped)
+        .await
+        .expect("the callback is dropped in time");
+    assert_eq!(
+        receiver.attempts.load(Ordering::SeqCst),
+        baton_tests::TEST_CALLBACK_ATTEMPTS as usize
+    );
+    assert!(
+        harness
+            .store
+            .due_callbacks(u64::MAX, 100)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // The session itself is untouched: paused for its person.
+    let state = harness.client.status(&session).await.unwrap();
+    assert_eq!(state.status, baton_core::store::Status::SuspendedClientTool);
+}

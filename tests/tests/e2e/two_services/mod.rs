@@ -10,6 +10,7 @@ mod flow;
 mod mount;
 mod orphans;
 mod people;
+mod stops;
 
 use baton_client::{Client as _, HttpClient};
 use baton_core::{
@@ -35,7 +36,7 @@ const NAP_MS: u64 = 4000;
 /// The producer's agents: `researcher` (a calculator call, then an answer), `sleeper` (a
 /// `sleep` call, then an answer), `chronicler` (its state set twice around a `sleep`), `asker`
 /// (a question to the person, then a calculator call they approve, then an answer with both),
-/// and a projected mount `/public/agents` keeping the chronicler's `phase`.
+/// `streamer` (a chunk every ~100 ms for seconds, then an answer), and a projected mount `/public/agents` keeping the chronicler's `phase`.
 fn producer_agents() -> String {
     format!(
         r#"
@@ -99,12 +100,30 @@ description = "Asks the person a question."
 input_schema = {{ type = "object", properties = {{ question = {{ type = "string" }} }}, required = ["question"] }}
 output_schema = {{ type = "object", properties = {{ answer = {{ type = "string" }} }}, required = ["answer"] }}
 
+[[agent]]
+name = "streamer"
+max_steps = {streamer_steps}
+tools = ["sleep"]
+[agent.model]
+kind = "scripted"
+turns = [
+  {streamer_turns}
+  {{ text = "streamed" }},
+]
+
 [[mount]]
 base_path = "/public/agents"
 state_fields = ["phase"]
-"#
+"#,
+        streamer_steps = STREAMER_STEPS + 2,
+        streamer_turns = r#"{ tool_calls = [{ name = "sleep", arguments = { ms = 100 } }] },"#
+            .repeat(STREAMER_STEPS),
     )
 }
+
+/// How many short `sleep` steps the producer's `streamer` takes before it answers: it writes a
+/// chunk every ~100 ms for several seconds, so its follower always has a chunk coming.
+const STREAMER_STEPS: usize = 40;
 
 /// How the consumer's `delegator` reaches the producer.
 struct Remote<'a> {
@@ -244,6 +263,9 @@ impl Service {
                 "1000",
                 "--submits-per-minute",
                 "0",
+                // The producer calls back the consumer's `/remote-callbacks` on loopback.
+                "--callback-hosts",
+                "127.0.0.1",
             ]
             .iter()
             .map(|s| (*s).to_owned()),

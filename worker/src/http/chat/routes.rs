@@ -50,7 +50,7 @@ pub(super) async fn post(
     let stop_on_abort = headers
         .get(STOP_ON_ABORT_HEADER)
         .is_some_and(|value| value.as_bytes().eq_ignore_ascii_case(b"true"));
-    Ok(respond(state, reply, permit, stop_on_abort).await?)
+    Ok(respond(state, reply, permit, &principal, stop_on_abort).await?)
 }
 
 /// `GET /chat/{id}/stream`: the running turn, or 204 when no run works.
@@ -63,7 +63,7 @@ pub(super) async fn reattach(
     let permit = admit(&state, &chat_id, &credential)?;
     match ai_sdk::chat_reattach(&state, &principal, &chat_id).await? {
         None => Ok(StatusCode::NO_CONTENT.into_response()),
-        Some(reply) => Ok(respond(state, reply, permit, false).await?),
+        Some(reply) => Ok(respond(state, reply, permit, &principal, false).await?),
     }
 }
 

@@ -4,6 +4,7 @@
 
 use crate::{
     ai_sdk::{ChatReply, UiFrame, UiStreamMapper, relayed},
+    auth::Principal,
     metrics::FollowerGuard,
     state::AppState,
     stream::{Follow, FollowerPermit},
@@ -52,11 +53,13 @@ impl Drop for StopOnAbort {
 
 /// The SSE answer of a chat reply. A streamed reply follows the session from its position
 /// until the mapper says the run suspended or ended; a stream error becomes an `error` chunk.
-/// `permit` is the follower's place under the caps, taken before the request wrote anything.
+/// `permit` is the follower's place under the caps, taken before the request wrote anything; a
+/// revocation of `principal`'s token ends the answer with an `error` chunk, as any stream error.
 pub(super) async fn respond(
     state: AppState,
     reply: ChatReply,
     permit: FollowerPermit,
+    principal: &Principal,
     stop_on_abort: bool,
 ) -> Result<Response, ApiError> {
     let events = match reply {
@@ -70,7 +73,9 @@ pub(super) async fn respond(
             let counted = FollowerGuard::new(&state.metrics.followers);
             let abort_state = state.clone();
             let read_state = state.clone();
-            let follow = Follow::open(state, &session_id, after, permit).await?;
+            let follow = Follow::open(state, &session_id, after, permit)
+                .await?
+                .ends_on_revocation(principal);
             // Armed once the answer is about to stream (a refusal before it stops nothing).
             let abort = StopOnAbort {
                 state: abort_state,
