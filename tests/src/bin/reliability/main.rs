@@ -51,6 +51,7 @@ impl Campaign {
             task_queue: baton_tests::unique("reliability"),
             prefix: baton_tests::unique("reliability"),
             resume_on_submit: false,
+            keyed: false,
         }
     }
 }

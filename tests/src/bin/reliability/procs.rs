@@ -19,6 +19,9 @@ pub struct BatonConfig {
     pub prefix: String,
     /// Server only: resume a session on its batch's last answer.
     pub resume_on_submit: bool,
+    /// Server only: built-in auth with the campaign's operator key, token secret and service
+    /// key (`roles::OPERATOR_KEY`, …) instead of an open server.
+    pub keyed: bool,
 }
 
 /// What a Baton process runs.
@@ -109,6 +112,10 @@ impl BatonProcess {
                 } else {
                     ""
                 },
+            )
+            .env(
+                crate::roles::KEYED,
+                if self.config.keyed { "1" } else { "" },
             )
             .stdout(log_file(&self.logs, &name)?)
             .stderr(log_file(&self.logs, &name)?)

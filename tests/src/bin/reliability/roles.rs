@@ -14,6 +14,19 @@ pub const TASK_QUEUE: &str = "RELIABILITY_TASK_QUEUE";
 pub const KEY_PREFIX: &str = "RELIABILITY_KEY_PREFIX";
 pub const LISTEN_PORT: &str = "RELIABILITY_LISTEN_PORT";
 pub const RESUME_ON_SUBMIT: &str = "RELIABILITY_RESUME_ON_SUBMIT";
+/// Set (non-empty) for a server with built-in auth and a service key (the credentials below)
+/// instead of an open one: only the scenarios whose clients carry those credentials set it.
+pub const KEYED: &str = "RELIABILITY_KEYED";
+
+/// A keyed server's one operator key (at least 32 bytes, as `batond` requires) and its name in
+/// the audit log.
+pub const OPERATOR_KEY: &str = "campaign-operator-key-0123456789abcdef";
+pub const OPERATOR_NAME: &str = "campaign-operator";
+/// A keyed server's token secret: it signs the session and user tokens (32 bytes).
+pub const TOKEN_SECRET: &[u8; 32] = b"campaign-token-secret-0123456789";
+/// A keyed server's service key, the producer mount's caller, and its service's name.
+pub const SERVICE_NAME: &str = "campaign-service";
+pub const SERVICE_KEY: &str = "campaign-service-key-0123456789abcdef";
 
 fn variable(name: &str) -> anyhow::Result<String> {
     std::env::var(name).map_err(|_| anyhow::anyhow!("{name} is not set"))
@@ -58,6 +71,26 @@ pub async fn run(role: &str) -> anyhow::Result<()> {
             .await
         }
         "server" => {
+            let keyed = !variable(KEYED)?.is_empty();
+            let (auth, service_keys) = if keyed {
+                let builtin = baton_worker::auth::BuiltinAuth::with_named_keys(
+                    vec![(OPERATOR_NAME.to_owned(), OPERATOR_KEY.to_owned())],
+                    TOKEN_SECRET,
+                    baton_worker::auth::DEFAULT_TOKEN_TTL,
+                );
+                (
+                    baton_worker::auth::Auth::Builtin(std::sync::Arc::new(builtin)),
+                    baton_worker::auth::ServiceKeys::new(vec![(
+                        SERVICE_NAME.to_owned(),
+                        SERVICE_KEY.to_owned(),
+                    )]),
+                )
+            } else {
+                (
+                    baton_worker::auth::Auth::AllowUnauthenticated,
+                    baton_worker::auth::ServiceKeys::none(),
+                )
+            };
             let state = AppState {
                 store,
                 registry: crate::agents::registry(),
@@ -68,7 +101,8 @@ pub async fn run(role: &str) -> anyhow::Result<()> {
                 http: reqwest::Client::new(),
                 metrics,
                 options: ServerOptions {
-                    auth: baton_worker::auth::Auth::AllowUnauthenticated,
+                    auth,
+                    service_keys,
                     // The campaign's submits must never meet the rate limit: it measures loss.
                     submits_per_minute: None,
                     // Nor the per-subject buckets: every caller of the campaign is one subject.

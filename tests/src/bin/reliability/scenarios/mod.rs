@@ -150,8 +150,15 @@ impl Fleet {
         Ok(fleet)
     }
 
+    /// A client of server `server`: with the campaign's operator key on a keyed fleet.
     pub fn client(&self, server: usize) -> HttpClient {
-        HttpClient::new(self.servers[server].base_url())
+        let base = self.servers[server].base_url();
+        if self.config.keyed {
+            HttpClient::with_bearer(base, crate::roles::OPERATOR_KEY)
+                .expect("the campaign's operator key is a header value")
+        } else {
+            HttpClient::new(base)
+        }
     }
 
     /// Checks the invariants over this fleet's keys and the tally's accepted answers.

@@ -1,70 +1,189 @@
-//! Generated HTTP requests (a seeded generator over methods, paths, headers and bodies, most of
-//! them near-valid mutations of real requests: the API's routes, the chat routes, a tree's child
-//! ids, the operator's routes) against a server holding a few real sessions: no answer may be a
-//! 5xx, every 4xx is the one error body, no key may be written outside the sessions the requests
-//! could touch (the pre-made ones and those their own `/start`s and chats created), and the
+//! Generated HTTP requests (a seeded generator over methods, paths, headers, bodies and
+//! credentials, most of them near-valid mutations of real requests: the API's routes, the chat
+//! routes, a tree's child ids, the operator's routes, the producer mount) against a keyed server
+//! holding a few real sessions of an operator's, of a user's and of the mount's service: no answer
+//! may be a 5xx, every 4xx is the one error body, no success may act on or show a session its
+//! credential does not own (`principals.rs`), no key may be written outside the sessions the
+//! requests could touch (the pre-made ones and those their own starts and chats created), and the
 //! server's memory stays flat.
 
+mod principals;
 mod requests;
 
+use principals::{CALLER_SESSION, Principals, USER_A, USER_B};
 use requests::{Known, request};
 
 use super::Fleet;
 use crate::{
     Campaign, agents,
     load::{Driver, Tally, lock},
-    procs::rss_kib,
+    procs::{BatonConfig, RedisServer, rss_kib},
     rng::Rng,
+    roles,
     table::Row,
 };
-use baton_client::Client as _;
-use baton_core::store::index_long_id;
+use baton_client::{Client as _, HttpClient};
+use baton_core::{api::StartRequest, store::index_long_id};
 use futures::StreamExt;
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::{
-    collections::HashSet,
+    collections::{BTreeMap, HashSet},
     sync::Mutex,
     sync::atomic::{AtomicU64, Ordering},
     time::Duration,
 };
 
-/// Makes a few real sessions for the requests to name: suspended `mixed` sessions (with calls and
-/// approval ids) and ended `chatter` ones.
+/// Who starts a known session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Starter {
+    /// The operator, for nobody in particular.
+    Operator,
+    /// The operator, with user A's `userId`.
+    OperatorForUserA,
+    /// User A's own token.
+    UserA,
+    /// The service key, through the producer mount, with user A's `userId` and a caller
+    /// session: the service's, not user A's.
+    Mount,
+}
+
+/// A user token minted with the operator key.
+async fn mint(
+    http: &reqwest::Client,
+    base: &str,
+    user_id: &str,
+    agents: &[&str],
+) -> anyhow::Result<String> {
+    let answer: Value = http
+        .post(format!("{base}/tokens"))
+        .bearer_auth(roles::OPERATOR_KEY)
+        .json(&json!({"userId": user_id, "agents": agents}))
+        .send()
+        .await?
+        .error_for_status()?
+        .json()
+        .await?;
+    answer["token"]
+        .as_str()
+        .map(str::to_owned)
+        .ok_or_else(|| anyhow::anyhow!("POST /tokens answered no token: {answer}"))
+}
+
+/// Mints the users' tokens and makes a few real sessions for the requests to name: suspended
+/// `mixed` sessions (with calls and approval ids) and ended `chatter` ones, of the operator's,
+/// of user A's and of the mount's service.
 async fn known_sessions(fleet: &Fleet, driver: &Driver<'_>) -> anyhow::Result<Known> {
     let client = fleet.client(0);
-    let mut known = Known {
-        sessions: Vec::new(),
-        calls: Vec::new(),
-        approvals: Vec::new(),
+    let base = fleet.servers[0].base_url();
+    let http = reqwest::Client::new();
+    let both = [agents::CHATTER, agents::MIXED];
+    let mut principals = Principals {
+        user_a: mint(&http, &base, USER_A, &both).await?,
+        user_b: mint(&http, &base, USER_B, &both).await?,
+        producer_user: mint(&http, &base, USER_A, &both).await?,
+        session_tokens: Vec::new(),
+        sessions: HashSet::new(),
+        of_user_a: HashSet::new(),
+        of_service: HashSet::new(),
     };
-    for _ in 0..4 {
-        let session = client.start(agents::MIXED, "go").await?.session_id;
-        let (_, calls) = driver.until_suspended(&session).await?;
-        known.calls.extend(calls);
-        let mut follow = client.follow(&session, 0);
-        while let Some(Ok(chunk)) = follow.next().await {
-            match chunk.kind {
-                baton_core::ChunkKind::ToolApprovalRequest { approval_id, .. } => {
-                    known.approvals.push(approval_id)
-                }
-                baton_core::ChunkKind::Suspended { .. } => break,
-                _ => {}
+    let user_a = HttpClient::with_bearer(base.as_str(), &principals.user_a)?;
+    let (mut sessions, mut calls, mut approvals) = (Vec::new(), Vec::new(), Vec::new());
+    use Starter::*;
+    let starts = [
+        (agents::MIXED, Operator),
+        (agents::MIXED, OperatorForUserA),
+        (agents::MIXED, UserA),
+        (agents::MIXED, Mount),
+        (agents::CHATTER, Operator),
+        (agents::CHATTER, UserA),
+        (agents::CHATTER, Mount),
+    ];
+    for (agent, starter) in starts {
+        let message = if agent == agents::MIXED {
+            "go"
+        } else {
+            "hello"
+        };
+        let (session, token) = match starter {
+            Operator => {
+                let started = client.start(agent, message).await?;
+                (started.session_id, started.token)
+            }
+            OperatorForUserA => {
+                let started = client
+                    .start_request(StartRequest {
+                        user_id: Some(USER_A.to_owned()),
+                        ..StartRequest::new(agent, message)
+                    })
+                    .await?;
+                (started.session_id, started.token)
+            }
+            UserA => {
+                let started = user_a.start(agent, message).await?;
+                (started.session_id, started.token)
+            }
+            Mount => {
+                // Unique across runs: the Temporal dev server is shared, and a workflow id of an
+                // earlier run's would answer the start `409`.
+                let session = baton_tests::unique("mount");
+                http.post(format!("{base}/agents/{agent}/start"))
+                    .bearer_auth(roles::SERVICE_KEY)
+                    .json(&json!({"sessionId": session, "message": message,
+                        "userId": USER_A, "callerSessionId": CALLER_SESSION}))
+                    .send()
+                    .await?
+                    .error_for_status()?;
+                (session, None)
+            }
+        };
+        match starter {
+            Operator => {}
+            OperatorForUserA | UserA => {
+                principals.of_user_a.insert(session.clone());
+            }
+            Mount => {
+                principals.of_service.insert(session.clone());
             }
         }
-        known.sessions.push(session);
+        principals
+            .session_tokens
+            .extend(token.map(|token| (session.clone(), token)));
+        let (_, awaited) = driver.until_suspended(&session).await?;
+        calls.extend(awaited);
+        if agent == agents::MIXED {
+            let mut follow = client.follow(&session, 0);
+            while let Some(Ok(chunk)) = follow.next().await {
+                match chunk.kind {
+                    baton_core::ChunkKind::ToolApprovalRequest { approval_id, .. } => {
+                        approvals.push(approval_id)
+                    }
+                    baton_core::ChunkKind::Suspended { .. } => break,
+                    _ => {}
+                }
+            }
+        }
+        principals.sessions.insert(session.clone());
+        sessions.push(session);
     }
-    for _ in 0..2 {
-        let session = client.start(agents::CHATTER, "hello").await?.session_id;
-        let (_, _) = driver.until_suspended(&session).await?;
-        known.sessions.push(session);
-    }
-    Ok(known)
+    Ok(Known {
+        sessions,
+        calls,
+        approvals,
+        principals,
+    })
 }
 
 pub async fn run(campaign: &Campaign) -> anyhow::Result<Row> {
     let total = campaign.scale(100_000, 5_000);
     let mut row = Row::new("generated HTTP requests");
-    let fleet = Fleet::start(campaign, &[], 1, 1).await?;
+    // The one keyed fleet of the campaign: its requests carry the credentials of several
+    // principals.
+    let redis = RedisServer::start(&campaign.dir, &[]).await?;
+    let config = BatonConfig {
+        keyed: true,
+        ..campaign.config(&redis.url(), &campaign.temporal_address)
+    };
+    let fleet = Fleet::on(campaign, redis, config, 1, 1).await?;
     let tally = Tally::default();
     let client = fleet.client(0);
     let driver = Driver::new(&client, &tally);
@@ -77,6 +196,9 @@ pub async fn run(campaign: &Campaign) -> anyhow::Result<Row> {
     let created = Mutex::new(HashSet::new());
     let server_errors = Mutex::new(Vec::new());
     let untyped = Mutex::new(Vec::new());
+    let trespasses = Mutex::new(Vec::new());
+    // Per credential: requests, successes, and requests naming a known session not its own.
+    let by_credential: Mutex<BTreeMap<&str, [u64; 3]>> = Mutex::new(BTreeMap::new());
     let hung = AtomicU64::new(0);
     let closed = AtomicU64::new(0);
     let hung_examples = Mutex::new(Vec::new());
@@ -97,6 +219,9 @@ pub async fn run(campaign: &Campaign) -> anyhow::Result<Row> {
                 early_rss,
                 hung_examples,
                 closed,
+                trespasses,
+                by_credential,
+                principals,
             ) = (
                 &http,
                 &base,
@@ -108,6 +233,9 @@ pub async fn run(campaign: &Campaign) -> anyhow::Result<Row> {
                 &early_rss,
                 &hung_examples,
                 &closed,
+                &trespasses,
+                &by_credential,
+                &known.principals,
             );
             async move {
                 let mut builder =
@@ -165,6 +293,21 @@ pub async fn run(campaign: &Campaign) -> anyhow::Result<Row> {
                                 request.method,
                                 &request.path[..request.path.len().min(80)],
                                 String::from_utf8_lossy(&body[..body.len().min(120)])
+                            ));
+                        }
+                        {
+                            let mut counts = lock(by_credential);
+                            let counts = counts.entry(request.credential.label()).or_default();
+                            counts[0] += 1;
+                            counts[1] += u64::from((200..300).contains(&status));
+                            counts[2] += u64::from(principals.names_foreign(&request));
+                        }
+                        if let Some(why) = principals.trespass(&request, status, &body) {
+                            lock(trespasses).push(format!(
+                                "{} {} as {} → {status}: {why}",
+                                request.method,
+                                &request.path[..request.path.len().min(100)],
+                                request.credential.label(),
                             ));
                         }
                         if status == 200
@@ -319,6 +462,20 @@ pub async fn run(campaign: &Campaign) -> anyhow::Result<Row> {
             untyped.first().map(String::as_str).unwrap_or("")
         ),
     );
+    let trespasses = lock(&trespasses).clone();
+    row.require(
+        trespasses.is_empty(),
+        format!(
+            "{} successes outside their credential's sessions, e.g. {}",
+            trespasses.len(),
+            trespasses
+                .iter()
+                .take(3)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(" | ")
+        ),
+    );
     let hung = hung.load(Ordering::Relaxed);
     row.require(
         hung == 0,
@@ -338,6 +495,16 @@ pub async fn run(campaign: &Campaign) -> anyhow::Result<Row> {
         flat,
         format!("server RSS grew from {early_rss} KiB to {late_rss} KiB"),
     );
+    row.note(format!(
+        "by credential (requests / 2xx / naming a known session not its own): {}",
+        lock(&by_credential)
+            .iter()
+            .map(|(credential, [sent, succeeded, foreign])| {
+                format!("{credential} {sent} / {succeeded} / {foreign}")
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
     row.note(format!(
         "server RSS {} MiB after 10% of the requests, {} MiB after all; {} sessions created by generated starts; {} keys checked; {} connections closed under a request",
         early_rss / 1024,

@@ -1,14 +1,17 @@
-//! The request generator: methods, paths, headers and bodies drawn from a seeded generator,
-//! most of them near-valid mutations of the API's real requests.
+//! The request generator: methods, paths, headers, bodies and credentials drawn from a seeded
+//! generator, most of them near-valid mutations of the API's real requests.
 
+use super::principals::{CALLER_SESSION, Credential, Principals, USER_A, USER_B};
 use crate::{agents, rng::Rng};
 use serde_json::{Value, json};
 
-/// What the requests may name: the pre-made sessions, their calls and approval ids.
+/// What the requests may name: the pre-made sessions, their calls and approval ids; and who
+/// they may speak as.
 pub struct Known {
     pub sessions: Vec<String>,
     pub calls: Vec<String>,
     pub approvals: Vec<String>,
+    pub principals: Principals,
 }
 
 pub struct Request {
@@ -18,6 +21,32 @@ pub struct Request {
     pub body: Option<Vec<u8>>,
     /// The session a chat request names: a `POST /chat` answered 200 may have created it.
     pub chat_id: Option<String>,
+    pub credential: Credential,
+    /// The route the request was made from (`/chat/{id}/stream`, `/agents/{agent}/start`, or
+    /// one of the paths off every route).
+    pub route: String,
+    /// The session ids the server reads from it: the path's, the query's on a `GET`, the
+    /// body's otherwise.
+    pub named: Vec<String>,
+}
+
+impl Request {
+    /// The pages anyone may load, without a credential.
+    pub fn is_public(&self) -> bool {
+        let get = self.method == reqwest::Method::GET || self.method == reqwest::Method::HEAD;
+        matches!(self.route.as_str(), "/healthz" | "/console") || (get && self.route == "/chat")
+    }
+
+    /// Whether it goes to the producer mount, the service key's one surface.
+    pub fn is_on_mount(&self) -> bool {
+        self.route.starts_with("/agents/")
+    }
+
+    /// `/sessions` and `/pending`, which answer a caller an empty page for a root outside its
+    /// scope.
+    pub fn is_listing(&self) -> bool {
+        matches!(self.route.as_str(), "/sessions" | "/pending")
+    }
 }
 
 const ROUTES: &[(&str, &str)] = &[
@@ -36,6 +65,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("POST", "/chat"),
     ("GET", "/chat/{id}/stream"),
     ("GET", "/chat/{id}/snapshot"),
+    ("POST", "/chat/{id}/stop"),
     ("GET", "/chat"),
     // The operator's routes (sessions search, pending calls, fork, the console): typed 404s
     // until a server has them, then exercised like the rest.
@@ -43,10 +73,13 @@ const ROUTES: &[(&str, &str)] = &[
     ("GET", "/pending"),
     ("POST", "/fork"),
     ("GET", "/console"),
+    // Minting user tokens: operator keys only.
+    ("POST", "/tokens"),
     // The producer mount of the remote-agent protocol; `{agent}` is an agent type (served or
     // not). Its refusals are the protocol's envelope `{code, error}`.
     ("POST", "/agents/{agent}/start"),
     ("POST", "/agents/{agent}/resume"),
+    ("POST", "/agents/{agent}/submit"),
     ("POST", "/agents/{agent}/interrupt"),
     ("POST", "/agents/{agent}/abort"),
     ("GET", "/agents/{agent}/status"),
@@ -57,6 +90,8 @@ const ROUTES: &[(&str, &str)] = &[
 
 /// The mount's start, whose caller names the session it creates.
 const MOUNT_START: &str = "/agents/{agent}/start";
+/// The mount's submit, the API's submit on a session the mount started.
+const MOUNT_SUBMIT: &str = "/agents/{agent}/submit";
 
 fn text(rng: &mut Rng) -> String {
     match rng.below(9) {
@@ -127,7 +162,7 @@ fn body(rng: &mut Rng, path: &str, known: &Known) -> Vec<u8> {
                 object.insert("sessionId".into(), session_id(rng, known));
             }
         }
-        "/submit-tool-result" => {
+        "/submit-tool-result" | MOUNT_SUBMIT => {
             if rng.chance(2, 3) {
                 let kind = *rng.pick(&["client-tool-result", "approval-response", "other"]);
                 object.insert("kind".into(), json!(kind));
@@ -176,9 +211,35 @@ fn body(rng: &mut Rng, path: &str, known: &Known) -> Vec<u8> {
             object.insert("message".into(), json!(text(rng)));
             if rng.chance(1, 4) {
                 object.insert("userId".into(), noise(rng, 2));
+            } else if rng.chance(1, 3) {
+                object.insert("userId".into(), json!(USER_A));
             }
             if rng.chance(1, 4) {
                 object.insert("tags".into(), noise(rng, 2));
+            }
+            match rng.below(4) {
+                0 | 1 => {
+                    object.insert("callerSessionId".into(), json!(CALLER_SESSION));
+                }
+                2 => {
+                    object.insert("callerSessionId".into(), session_id(rng, known));
+                }
+                _ => {}
+            }
+        }
+        "/tokens" => {
+            object.insert("userId".into(), json!(rng.pick(&[USER_A, USER_B, "", "x"])));
+            object.insert(
+                "agents".into(),
+                json!(rng.pick(&[
+                    vec![agents::CHATTER],
+                    vec![agents::CHATTER, agents::MIXED],
+                    vec!["nope"],
+                    vec![],
+                ])),
+            );
+            if rng.chance(1, 2) {
+                object.insert("ttlSecs".into(), json!(rng.pick(&[60, 900, 59, 100_000])));
             }
         }
         "/resume" => {
@@ -268,15 +329,39 @@ fn chat_body(rng: &mut Rng, known: &Known, object: &mut serde_json::Map<String, 
     object.insert("messages".into(), json!(messages));
 }
 
-fn query(rng: &mut Rng, known: &Known) -> String {
-    let mut parts = Vec::new();
+/// A session id as the text a path or query carries.
+fn session_text(rng: &mut Rng, known: &Known) -> String {
+    match session_id(rng, known) {
+        Value::String(s) => s,
+        other => other.to_string(),
+    }
+}
+
+/// A query string being made, and the session ids it names.
+#[derive(Default)]
+struct Query {
+    parts: Vec<String>,
+    named: Vec<String>,
+}
+
+impl Query {
+    /// Adds `name=<a session id>`.
+    fn session(&mut self, rng: &mut Rng, known: &Known, name: &str) {
+        let id = session_text(rng, known);
+        self.parts.push(format!("{name}={}", url_encode(&id)));
+        self.named.push(id);
+    }
+
+    fn finish(self) -> (String, Vec<String>) {
+        (self.parts.join("&"), self.named)
+    }
+}
+
+/// A query string and the session ids it names.
+fn query(rng: &mut Rng, known: &Known) -> (String, Vec<String>) {
+    let mut query = Query::default();
     if rng.chance(7, 8) {
-        let id = match session_id(rng, known) {
-            Value::String(s) => s,
-            other => other.to_string(),
-        };
-        let id: String = url_encode(&id);
-        parts.push(format!("sessionId={id}"));
+        query.session(rng, known, "sessionId");
     }
     if rng.chance(1, 2) {
         let from = match rng.below(4) {
@@ -285,16 +370,60 @@ fn query(rng: &mut Rng, known: &Known) -> String {
             2 => u64::MAX.to_string(),
             _ => rng.below(30).to_string(),
         };
-        parts.push(format!("fromSequence={from}"));
+        query.parts.push(format!("fromSequence={from}"));
     }
     if rng.chance(1, 10) {
-        parts.push(format!(
+        query.parts.push(format!(
             "{}={}",
             url_encode(&text(rng)),
             url_encode(&text(rng))
         ));
     }
-    parts.join("&")
+    query.finish()
+}
+
+/// A search of `/sessions` or `/pending`: mostly a tree (`root=`, the known sessions most
+/// often) and the users' ids, sometimes filters a search refuses.
+fn search_query(rng: &mut Rng, known: &Known) -> (String, Vec<String>) {
+    let mut query = Query::default();
+    if rng.chance(2, 3) {
+        query.session(rng, known, "root");
+    }
+    if rng.chance(1, 3) {
+        let user = rng.pick(&[USER_A, USER_B, "", "\u{0}"]).to_string();
+        query.parts.push(format!("userId={}", url_encode(&user)));
+    }
+    if rng.chance(1, 4) {
+        query.parts.push(format!(
+            "status={}",
+            rng.pick(&["active", "suspended_client_tool", "completed", "x"])
+        ));
+    }
+    if rng.chance(1, 5) {
+        query.parts.push("awaiting=person".to_owned());
+    }
+    if rng.chance(1, 5) {
+        query.parts.push(format!(
+            "includeChildren={}",
+            rng.pick(&["true", "false", "x"])
+        ));
+    }
+    if rng.chance(1, 5) {
+        query.parts.push(format!(
+            "limit={}",
+            rng.pick(&["1", "20", "100", "0", "1000"])
+        ));
+    }
+    if rng.chance(1, 10) {
+        query
+            .parts
+            .push(format!("cursor={}", url_encode(&text(rng))));
+    }
+    if rng.chance(1, 10) {
+        // An unknown parameter: `validation_error`.
+        query.session(rng, known, "sessionId");
+    }
+    query.finish()
 }
 
 fn url_encode(text: &str) -> String {
@@ -310,7 +439,16 @@ fn url_encode(text: &str) -> String {
 }
 
 pub fn request(rng: &mut Rng, known: &Known) -> Request {
-    let (method, path) = if rng.chance(17, 20) {
+    let mut credential = known.principals.pick(rng);
+    let (method, path) = if credential == Credential::Service && rng.chance(1, 2) {
+        // Half of a service key's requests go to its own surface, the mount.
+        let mount: Vec<_> = ROUTES
+            .iter()
+            .filter(|(_, path)| path.starts_with("/agents/"))
+            .collect();
+        let (method, path) = **rng.pick(&mount);
+        (method.to_owned(), path.to_owned())
+    } else if rng.chance(17, 20) {
         let (method, path) = *rng.pick(ROUTES);
         (method.to_owned(), path.to_owned())
     } else {
@@ -351,6 +489,9 @@ pub fn request(rng: &mut Rng, known: &Known) -> Request {
             "authorization".to_owned(),
             rng.pick(&["Bearer x", "Basic YTpi", "Bearer "]).to_string(),
         ));
+        credential = Credential::Garbage;
+    } else if let Some(value) = known.principals.header(credential) {
+        headers.push(("authorization".to_owned(), value));
     }
     if rng.chance(1, 30) {
         headers.push(("content-encoding".to_owned(), "gzip".to_owned()));
@@ -362,14 +503,20 @@ pub fn request(rng: &mut Rng, known: &Known) -> Request {
         ));
     }
     let route = path.split('?').next().unwrap_or("").to_owned();
+    let mut named = Vec::new();
     let path = if route.contains("{id}") {
-        let id = match session_id(rng, known) {
-            Value::String(s) => s,
-            other => other.to_string(),
-        };
-        route.replace("{id}", &url_encode(&id))
+        let id = session_text(rng, known);
+        let path = route.replace("{id}", &url_encode(&id));
+        named.push(id);
+        path
     } else if method == "GET" && ROUTES.iter().any(|(_, p)| *p == route) {
-        format!("{path}?{}", query(rng, known))
+        let (query, ids) = if matches!(route.as_str(), "/sessions" | "/pending") {
+            search_query(rng, known)
+        } else {
+            query(rng, known)
+        };
+        named.extend(ids);
+        format!("{path}?{query}")
     } else {
         path
     };
@@ -383,15 +530,31 @@ pub fn request(rng: &mut Rng, known: &Known) -> Request {
         MOUNT_START => Some("sessionId"),
         _ => None,
     };
-    let chat_id = id_field.zip(body.as_deref()).and_then(|(field, body)| {
-        let body = serde_json::from_slice::<Value>(body).ok()?;
-        body[field].as_str().map(str::to_owned)
-    });
+    let parsed = body
+        .as_deref()
+        .and_then(|body| serde_json::from_slice::<Value>(body).ok());
+    let chat_id = id_field
+        .zip(parsed.as_ref())
+        .and_then(|(field, body)| body[field].as_str().map(str::to_owned));
+    let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap_or(reqwest::Method::GET);
+    // A route with the id in its path is read from there; any other `GET` from its query, and
+    // anything else from its body.
+    if !route.contains("{id}")
+        && method != reqwest::Method::GET
+        && method != reqwest::Method::HEAD
+        && let Some(body) = &parsed
+    {
+        let field = if route == "/chat" { "id" } else { "sessionId" };
+        named.extend(body[field].as_str().map(str::to_owned));
+    }
     Request {
-        method: reqwest::Method::from_bytes(method.as_bytes()).unwrap_or(reqwest::Method::GET),
+        method,
         path,
         headers,
         body,
         chat_id,
+        credential,
+        route,
+        named,
     }
 }
