@@ -27,7 +27,7 @@ impl AgentActivities {
         policy: &ActivityPolicy,
     ) -> Result<ParentNext, Error> {
         let children = self.store.children(parent).await?;
-        for (call, _run) in self.store.pending_calls(parent).await? {
+        for call in self.store.pending_calls(parent).await? {
             if !call.kind.is_sub_agent() {
                 continue;
             }

@@ -59,11 +59,7 @@ impl AgentActivities {
             }
             Claim::Awaiting { tool_call_ids } => {
                 let pending = self.store.pending_calls(address).await?;
-                match plan::next_look(
-                    pending.iter().map(|(call, _run)| call),
-                    &tool_call_ids,
-                    store::now_ms(),
-                ) {
+                match plan::next_look(pending.iter(), &tool_call_ids, store::now_ms()) {
                     Some(wake_at) => DeadlineCheck::WaitUntil { wake_at },
                     None => DeadlineCheck::Nothing,
                 }

@@ -69,7 +69,7 @@ impl AgentActivities {
             .unwrap_or_default();
         let pending: HashMap<String, PendingCall> = pending
             .into_iter()
-            .map(|(call, _run)| (call.tool_call_id.clone(), call))
+            .map(|call| (call.tool_call_id.clone(), call))
             .collect();
         let resumption = Resumption::of(state.stop.is_some(), state.abandon_pending);
         let now = store::now_ms();
@@ -160,11 +160,11 @@ impl AgentActivities {
     }
 }
 
-/// The session as a drain finds it: its state, its pending calls (with the run each awaits) and
-/// the answers stored for them.
+/// The session as a drain finds it: its state, its pending calls and the answers stored for
+/// them.
 pub(crate) struct DrainRead {
     state: Option<store::SessionState>,
-    pending: Vec<(PendingCall, String)>,
+    pending: Vec<PendingCall>,
     answers: HashMap<String, store::StoredAnswer>,
 }
 

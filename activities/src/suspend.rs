@@ -117,7 +117,6 @@ impl AgentActivities {
             .pending_calls(&input.address)
             .await?
             .into_iter()
-            .map(|(call, _run)| call)
             .filter(|call| tool_call_ids.contains(&call.tool_call_id))
             .collect();
         let wake_at = plan::wake_at(agent, &pending);

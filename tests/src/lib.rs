@@ -461,6 +461,21 @@ impl Harness {
         assert_eq!(stopped.status, baton_core::store::Status::Interrupted);
     }
 
+    /// The one call a session waits on and the run that awaits it (the test fails otherwise).
+    pub async fn one_pending_call(
+        &self,
+        address: &SessionAddress,
+    ) -> (baton_core::store::PendingCall, String) {
+        let (run, mut pending) = self
+            .store
+            .pending_calls_with_run(address)
+            .await
+            .unwrap()
+            .expect("the session waits on a call");
+        assert_eq!(pending.len(), 1, "{pending:?}");
+        (pending.remove(0), run)
+    }
+
     /// The message log of a top-level session.
     pub async fn messages(&self, session_id: &str) -> Vec<Message> {
         self.store

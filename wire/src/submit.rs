@@ -86,16 +86,12 @@ impl SubmitRequest {
     /// Decodes a body. Anything that is not exactly one answer is refused with the fixed
     /// `validation_error` message (with serde's reason in `details` when `verbose`).
     pub fn from_json(body: &[u8], verbose: bool) -> Result<Self, ApiError> {
-        serde_json::from_slice(body).map_err(|error| {
-            let refusal = ApiError::new(ErrorCode::ValidationError, INVALID_SUBMIT_MESSAGE);
-            if verbose {
-                refusal.with(Refusal::Detail {
-                    details: error.to_string(),
-                })
-            } else {
-                refusal
-            }
-        })
+        serde_json::from_slice(body).map_err(|error| invalid_submit(&error, verbose))
+    }
+
+    /// Decodes a body already parsed as JSON, refusing as [`Self::from_json`] does.
+    pub fn from_value(body: serde_json::Value, verbose: bool) -> Result<Self, ApiError> {
+        serde_json::from_value(body).map_err(|error| invalid_submit(&error, verbose))
     }
 
     /// The root session the answer is for.
@@ -262,6 +258,19 @@ impl SubmitStatus {
     /// The snake_case form, as serialized (and as the submit metrics label it).
     pub fn as_str(self) -> &'static str {
         self.into()
+    }
+}
+
+/// The fixed refusal of a body that is not exactly one answer, with serde's reason in
+/// `details` when `verbose`.
+fn invalid_submit(error: &serde_json::Error, verbose: bool) -> ApiError {
+    let refusal = ApiError::new(ErrorCode::ValidationError, INVALID_SUBMIT_MESSAGE);
+    if verbose {
+        refusal.with(Refusal::Detail {
+            details: error.to_string(),
+        })
+    } else {
+        refusal
     }
 }
 

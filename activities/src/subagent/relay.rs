@@ -116,9 +116,9 @@ impl AgentActivities {
             return Ok(ParentNext::Nothing);
         }
         let pending = self.store.pending_calls(&step.address).await?;
-        let Some((pending, _run)) = pending
+        let Some(pending) = pending
             .into_iter()
-            .find(|(call, _)| call.tool_call_id == input.call.tool_call_id)
+            .find(|call| call.tool_call_id == input.call.tool_call_id)
         else {
             return Ok(ParentNext::Nothing);
         };

@@ -1,6 +1,7 @@
 //! The store's connections to Redis: one server, or a Redis Cluster (found out when connecting),
 //! behind one type so that every command and script runs the same way on both.
 
+use super::round_trips::RoundTrips;
 use redis::{
     Cmd, Pipeline, RedisFuture, RedisResult, Value,
     aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig, MultiplexedConnection},
@@ -23,6 +24,15 @@ pub(super) enum Connection {
     /// A Redis Cluster: each command goes to the master of its keys' slot (every script's keys
     /// are one session tree's, in one slot).
     Cluster(ClusterConnection),
+    /// Another connection, each of its round trips written down (see `round_trips.rs`).
+    Recorded(Box<Connection>, RoundTrips),
+}
+
+impl Connection {
+    /// This connection, recording its round trips in `round_trips`.
+    pub(super) fn recorded(self, round_trips: RoundTrips) -> Self {
+        Self::Recorded(Box::new(self), round_trips)
+    }
 }
 
 impl ConnectionLike for Connection {
@@ -31,6 +41,10 @@ impl ConnectionLike for Connection {
             Self::Single(connection) => connection.req_packed_command(cmd),
             Self::Dedicated(connection) => connection.req_packed_command(cmd),
             Self::Cluster(connection) => connection.req_packed_command(cmd),
+            Self::Recorded(connection, round_trips) => {
+                round_trips.record_command(cmd);
+                connection.req_packed_command(cmd)
+            }
         }
     }
 
@@ -44,6 +58,10 @@ impl ConnectionLike for Connection {
             Self::Single(connection) => connection.req_packed_commands(pipeline, offset, count),
             Self::Dedicated(connection) => connection.req_packed_commands(pipeline, offset, count),
             Self::Cluster(connection) => connection.req_packed_commands(pipeline, offset, count),
+            Self::Recorded(connection, round_trips) => {
+                round_trips.record_pipeline(pipeline);
+                connection.req_packed_commands(pipeline, offset, count)
+            }
         }
     }
 
@@ -52,6 +70,7 @@ impl ConnectionLike for Connection {
             Self::Single(connection) => connection.get_db(),
             Self::Dedicated(connection) => connection.get_db(),
             Self::Cluster(connection) => connection.get_db(),
+            Self::Recorded(connection, _) => connection.get_db(),
         }
     }
 }

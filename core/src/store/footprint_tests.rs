@@ -345,8 +345,8 @@ async fn a_suspended_session_keeps_no_key_its_state_derives_and_a_stream_at_its_
     assert!(!exists(Key::PendingRun).await);
     assert!(!exists(Key::Ownership).await);
     assert_eq!(
-        store.pending_calls(&root).await.unwrap(),
-        vec![(pending("c1", 1), "r1".to_owned())]
+        store.pending_calls_with_run(&root).await.unwrap(),
+        Some(("r1".to_owned(), vec![pending("c1", 1)]))
     );
     assert_eq!(
         store.call_owner("s1", "c1").await.unwrap().as_deref(),

@@ -215,6 +215,8 @@ pub(crate) mod state_field {
     pub(crate) const META: &str = "meta";
     /// Who a session the producer mount started belongs to (JSON text, `SessionOwner`).
     pub(crate) const OWNER: &str = "owner";
+    /// A child's parent session (see `start_child.lua`).
+    pub(crate) const PARENT_SESSION_ID: &str = "parentSessionId";
 }
 
 /// The fields of the `staged` hash, each scoped by run and step: `<name>:<runId>:<step>`, and

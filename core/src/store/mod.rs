@@ -44,6 +44,7 @@ mod replies;
 mod resume;
 mod revocation;
 mod rewind;
+mod round_trips;
 mod scripts;
 mod search_index;
 mod session;
@@ -57,6 +58,7 @@ mod suspension;
 mod sweep;
 mod tool_start;
 mod tree;
+mod tree_read;
 mod types;
 mod usage;
 
@@ -73,6 +75,7 @@ pub use remote_callback::CallbackAccepted;
 pub use remote_wait_index::RemoteWait;
 pub use resume::{Claim, ClaimedRun, DrainedCall, NewRunId, NextRun, ResumeEntry, RunClaim};
 pub use rewind::{Rewind, Rewound};
+pub use round_trips::{RoundTrip, RoundTrips};
 pub use search_index::{
     INDEX_SHARDS, IndexPage, IndexPosition, IndexQuery, IndexScope, IndexTerm,
     MAX_INDEXED_METADATA, MAX_METADATA_TERM_BYTES, REPAIR_AFTER_MS, metadata_value_text,
@@ -85,6 +88,7 @@ pub use subject_bucket::SubjectBucket;
 pub use suspension::{Answer, StoredAnswer, SubmitAttempt, SubmitOutcome, Submitted, approval_id};
 pub use sweep::QuietRun;
 pub use tree::{ChildEnd, ChildRun, NewChild, ParentReport};
+pub use tree_read::TreeSession;
 pub use types::{
     Checkpoint, NO_DEADLINE, NewRun, PendingCall, PendingKind, RunRef, SessionAddress, StepRef,
     StoredSuspension, Written,

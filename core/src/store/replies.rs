@@ -248,6 +248,20 @@ pub(super) struct SubmitReplyFields {
     pub(super) run_id: String,
 }
 
+/// `submit_answer.lua` for a root alone: its reply, or `None` when the tree has sessions below
+/// the root (`in_tree`: nothing was written).
+pub(super) struct AloneSubmitReply(pub(super) Option<SubmitReplyFields>);
+
+impl FromRedisValue for AloneSubmitReply {
+    fn from_redis_value(value: &RedisValue) -> RedisResult<Self> {
+        if Reply::parse(value)?.tag == "in_tree" {
+            return Ok(Self(None));
+        }
+        let SubmitReply(reply) = SubmitReply::from_redis_value(value)?;
+        Ok(Self(Some(reply)))
+    }
+}
+
 impl FromRedisValue for SubmitReply {
     fn from_redis_value(value: &RedisValue) -> RedisResult<Self> {
         let reply = Reply::parse(value)?;

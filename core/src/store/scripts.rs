@@ -94,6 +94,7 @@ pub(super) static SUBMIT_ANSWER: StoreScript = store_script!(
         Completed,
         OpenDeadlines,
         SubmitBucket,
+        Tree,
     ]
 );
 pub(super) static TAKE_SUBMIT_TOKEN: StoreScript =
@@ -236,8 +237,7 @@ pub(super) static CALLBACK_DELIVERED: StoreScript =
     store_script!("callback_delivered", [State, Stream]);
 pub(super) static CALLBACK_FAILED: StoreScript = store_script!("callback_failed", [State, Stream]);
 
-/// Every script, for the tests that read their text.
-#[cfg(test)]
+/// Every script: for the tests that read their text, and to name a recorded round trip's.
 static ALL: [&StoreScript; 32] = [
     &CREATE_FORK,
     &REGISTER_CALLBACK,
@@ -272,6 +272,15 @@ static ALL: [&StoreScript; 32] = [
     &ACCEPT_REMOTE_CALLBACK,
     &MARK_REMOTE_ORPHAN,
 ];
+
+/// The name of the store's script whose `EVALSHA` hash is `hash` (a state transition's, or
+/// one of the search index's), if it is one of them.
+pub(super) fn name_of_hash(hash: &str) -> Option<&'static str> {
+    ALL.iter()
+        .find(|script| script.script.get_hash() == hash)
+        .map(|script| script.name)
+        .or_else(|| super::search_index::index_script_name(hash))
+}
 
 impl StoreScript {
     /// An invocation of the script on `address`'s keys (each root key on its root); the caller
@@ -385,6 +394,28 @@ impl Invocation<'_> {
                 replies => replies?,
             };
         Ok((self.decode(first)?, then.decode(second)?))
+    }
+
+    /// A plain read of the same slot, then the script, in one round trip (a pipeline: Redis runs
+    /// them in that order), and decodes both replies. If Redis does not know the script, it is
+    /// loaded and the pair is sent again (the read changes nothing).
+    pub(super) async fn run_after<R: FromRedisValue, T: FromRedisValue>(
+        &self,
+        read: redis::Cmd,
+        store: &Store,
+    ) -> Result<(R, T), Error> {
+        let mut pipeline = redis::pipe();
+        pipeline.add_command(read).add_command(self.command.clone());
+        let mut connection = store.conn();
+        let (read, reply): (RedisValue, RedisValue) =
+            match pipeline.query_async(&mut connection).await {
+                Err(error) if error.kind() == ErrorKind::NoScriptError => {
+                    self.script.load_async(&mut connection).await?;
+                    pipeline.query_async(&mut connection).await?
+                }
+                replies => replies?,
+            };
+        Ok((redis::from_owned_redis_value(read)?, self.decode(reply)?))
     }
 
     /// Decodes a reply. A reply the script never gives is corrupt data (not Redis trouble, which

@@ -38,6 +38,18 @@ static INDEX_PAGE: LazyLock<redis::Script> =
 static INDEX_MARK: LazyLock<redis::Script> =
     LazyLock::new(|| redis::Script::new(include_str!("index_mark.lua")));
 
+/// The name of the index's script whose hash is `hash`, if it is one (see `round_trips.rs`).
+pub(super) fn index_script_name(hash: &str) -> Option<&'static str> {
+    [
+        (&INDEX_WRITE, "index_write"),
+        (&INDEX_PAGE, "index_page"),
+        (&INDEX_MARK, "index_mark"),
+    ]
+    .into_iter()
+    .find(|(script, _)| script.get_hash() == hash)
+    .map(|(_, name)| name)
+}
+
 /// Every status, in the order the `All` drive reads their sets.
 const STATUSES: [Status; 5] = [
     Status::Active,

@@ -131,65 +131,7 @@ impl Store {
     pub async fn session(&self, address: &SessionAddress) -> Result<Option<SessionState>, Error> {
         let key = self.key(address, Key::State);
         let fields: HashMap<String, String> = self.conn().hgetall(&key).await?;
-        if fields.is_empty() {
-            return Ok(None);
-        }
-        let text = |name: &str| {
-            fields.get(name).cloned().ok_or_else(|| Error::Corrupt {
-                key: key.clone(),
-                reason: format!("missing field {name}"),
-            })
-        };
-        let number = |name: &str| {
-            text(name)?.parse::<u64>().map_err(|e| Error::Corrupt {
-                key: key.clone(),
-                reason: format!("field {name}: {e}"),
-            })
-        };
-        let status_text = text(state_field::STATUS)?;
-        let run_id = text(state_field::RUN_ID)?;
-        let agent_type = text(state_field::AGENT_TYPE)?;
-        let workflow_id = workflow_id_of(
-            fields.get(state_field::WORKFLOW_ID).map(String::as_str),
-            &agent_type,
-            &address.session_id,
-            &run_id,
-        );
-        let suspension = json_field::<StoredSuspension>(&fields, &key, state_field::SUSPENSION)?
-            .map(|stored| {
-                stored.of_run(suspended_run_id(
-                    fields
-                        .get(state_field::SUSPENDED_RUN_ID)
-                        .map(String::as_str),
-                    &run_id,
-                ))
-            });
-        Ok(Some(SessionState {
-            session_id: address.session_id.clone(),
-            // The root is in the key (versions before this one also kept `rootSessionId`).
-            root_session_id: address.root_session_id.clone(),
-            agent_type,
-            status: Status::parse(&status_text).ok_or_else(|| Error::Corrupt {
-                key: key.clone(),
-                reason: format!("unknown status {status_text}"),
-            })?,
-            run_id,
-            stream_id: text(state_field::STREAM_ID)?,
-            step_count: number(state_field::STEP_COUNT)? as u32,
-            last_sequence: number(state_field::LAST_SEQUENCE)?,
-            created_at: number(state_field::CREATED_AT)?,
-            updated_at: number(state_field::UPDATED_AT)?,
-            output: fields.get(state_field::OUTPUT).cloned(),
-            error: json_field(&fields, &key, state_field::ERROR)?,
-            suspension,
-            abandon_pending: fields.contains_key(state_field::ABANDON),
-            workflow_id: Some(workflow_id),
-            stop: json_field(&fields, &key, state_field::STOP)?,
-            is_executing: None,
-            meta: json_field(&fields, &key, state_field::META)?.unwrap_or_default(),
-            pending: Vec::new(),
-            owner: json_field(&fields, &key, state_field::OWNER)?,
-        }))
+        session_of(address, &key, &fields)
     }
 
     /// The session's userId, tags and metadata (empty for an unknown session): written once, at
@@ -292,6 +234,73 @@ pub(super) fn stored_workflow_id<'a>(run: &NewRun<'a>, session_id: &str) -> &'a 
     } else {
         run.workflow_id
     }
+}
+
+/// The session at `address` from the fields of its state hash `key` (`None` when it has none).
+pub(super) fn session_of(
+    address: &SessionAddress,
+    key: &str,
+    fields: &HashMap<String, String>,
+) -> Result<Option<SessionState>, Error> {
+    if fields.is_empty() {
+        return Ok(None);
+    }
+    let text = |name: &str| {
+        fields.get(name).cloned().ok_or_else(|| Error::Corrupt {
+            key: key.to_owned(),
+            reason: format!("missing field {name}"),
+        })
+    };
+    let number = |name: &str| {
+        text(name)?.parse::<u64>().map_err(|e| Error::Corrupt {
+            key: key.to_owned(),
+            reason: format!("field {name}: {e}"),
+        })
+    };
+    let status_text = text(state_field::STATUS)?;
+    let run_id = text(state_field::RUN_ID)?;
+    let agent_type = text(state_field::AGENT_TYPE)?;
+    let workflow_id = workflow_id_of(
+        fields.get(state_field::WORKFLOW_ID).map(String::as_str),
+        &agent_type,
+        &address.session_id,
+        &run_id,
+    );
+    let suspension =
+        json_field::<StoredSuspension>(fields, key, state_field::SUSPENSION)?.map(|stored| {
+            stored.of_run(suspended_run_id(
+                fields
+                    .get(state_field::SUSPENDED_RUN_ID)
+                    .map(String::as_str),
+                &run_id,
+            ))
+        });
+    Ok(Some(SessionState {
+        session_id: address.session_id.clone(),
+        // The root is in the key (versions before this one also kept `rootSessionId`).
+        root_session_id: address.root_session_id.clone(),
+        agent_type,
+        status: Status::parse(&status_text).ok_or_else(|| Error::Corrupt {
+            key: key.to_owned(),
+            reason: format!("unknown status {status_text}"),
+        })?,
+        run_id,
+        stream_id: text(state_field::STREAM_ID)?,
+        step_count: number(state_field::STEP_COUNT)? as u32,
+        last_sequence: number(state_field::LAST_SEQUENCE)?,
+        created_at: number(state_field::CREATED_AT)?,
+        updated_at: number(state_field::UPDATED_AT)?,
+        output: fields.get(state_field::OUTPUT).cloned(),
+        error: json_field(fields, key, state_field::ERROR)?,
+        suspension,
+        abandon_pending: fields.contains_key(state_field::ABANDON),
+        workflow_id: Some(workflow_id),
+        stop: json_field(fields, key, state_field::STOP)?,
+        is_executing: None,
+        meta: json_field(fields, key, state_field::META)?.unwrap_or_default(),
+        pending: Vec::new(),
+        owner: json_field(fields, key, state_field::OWNER)?,
+    }))
 }
 
 /// The workflow of a session's current run `run_id` from its stored `workflowId` (see above).

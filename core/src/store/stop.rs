@@ -244,7 +244,7 @@ impl Store {
             .pending_calls(address)
             .await?
             .into_iter()
-            .map(|(call, _run)| (call.tool_call_id.clone(), call))
+            .map(|call| (call.tool_call_id.clone(), call))
             .collect();
         let awaited = state
             .suspension

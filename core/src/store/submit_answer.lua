@@ -9,6 +9,7 @@ local ownership_key = KEYS[5]
 local completed_key = KEYS[6]
 local open_deadlines_key = KEYS[7]
 local submit_bucket_key = KEYS[8]
+local tree_key = KEYS[9]
 local id = ARGV[1]
 local answer_json = ARGV[2]
 local now_text = ARGV[3]
@@ -17,12 +18,15 @@ local approval_id = ARGV[5] -- '' for a client tool's result
 local submit_kind = ARGV[6] -- 'client' (a result or error) or 'approval'
 local bucket_capacity = tonumber(ARGV[7]) -- 0: no rate limit (or a token already taken)
 local bucket_rate = tonumber(ARGV[8]) -- refill per ms
-local first_refused_tool = 9 -- then pairs (agentType, toolName) whose schema refuses the answer
+-- '1': the caller read no tree and passes no tree keys (below), so the answer is for a root
+-- alone; a tree with sessions below the root is refused ('in_tree') before anything is written.
+local root_alone = ARGV[9] == '1'
+local first_refused_tool = 10 -- then pairs (agentType, toolName) whose schema refuses the answer
 local now = tonumber(now_text)
 -- After the declared keys, and before the root's two (see the prelude), pairs (openDeadlines,
 -- children) of every session of the tree, the root's included, when the tree has more than the
 -- root; none for a session alone.
-local tree_keys_from = 9
+local tree_keys_from = 10
 local tree_keys_to = #KEYS - 2
 
 -- The calls of a session still neither answered nor past their deadline, not counting its
@@ -60,6 +64,8 @@ local function refused_by_schema(agent_type, tool_name)
   end
   return false
 end
+
+if root_alone and redis.call('SCARD', tree_key) > 0 then return {'in_tree'} end
 
 if bucket_capacity > 0 then
   local wait_ms = take_token(submit_bucket_key, bucket_capacity, bucket_rate, now, now_text)

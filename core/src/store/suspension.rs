@@ -3,11 +3,11 @@
 
 use super::{
     ApprovalDecision, Continuation, Error, PendingCall, PendingKind, SessionAddress, StepRef,
-    Store, StoredSuspension, Written, from_json,
+    Store, StoredSuspension, Written, flag, from_json,
     keys::{Key, state_field},
     now_ms,
-    replies::SubmitReply,
-    scripts::{COMMIT_SUSPENDED_STEP, SUBMIT_ANSWER},
+    replies::{AloneSubmitReply, SubmitReply, SubmitReplyFields},
+    scripts::{COMMIT_SUSPENDED_STEP, Invocation, SUBMIT_ANSWER},
     to_json,
 };
 use crate::{
@@ -190,29 +190,37 @@ impl Store {
         })
     }
 
-    /// The calls a session waits on, each with the run that awaits it (the session's run: a
-    /// claim or a release moves them all), in no particular order.
-    pub async fn pending_calls(
+    /// The calls a session waits on, in no particular order.
+    pub async fn pending_calls(&self, address: &SessionAddress) -> Result<Vec<PendingCall>, Error> {
+        let key = self.key(address, Key::Pending);
+        let calls: Vec<String> = self.conn().hvals(&key).await?;
+        calls.iter().map(|call| from_json(&key, call)).collect()
+    }
+
+    /// The run a session's pending calls await (the session's: a claim or a release moves them
+    /// all) and the calls, in no particular order; `None` when it waits on none.
+    pub async fn pending_calls_with_run(
         &self,
         address: &SessionAddress,
-    ) -> Result<Vec<(PendingCall, String)>, Error> {
+    ) -> Result<Option<(String, Vec<PendingCall>)>, Error> {
         let key = self.key(address, Key::Pending);
-        let (calls, run): (HashMap<String, String>, Option<String>) = redis::pipe()
-            .hgetall(&key)
+        let (calls, run): (Vec<String>, Option<String>) = redis::pipe()
+            .hvals(&key)
             .hget(self.key(address, Key::State), state_field::RUN_ID)
             .query_async(&mut self.conn())
             .await?;
         if calls.is_empty() {
-            return Ok(Vec::new());
+            return Ok(None);
         }
         let run = run.ok_or_else(|| Error::Corrupt {
             key: key.clone(),
             reason: "pending calls of a session without a run".into(),
         })?;
-        calls
-            .into_values()
-            .map(|call| Ok((from_json(&key, &call)?, run.clone())))
-            .collect()
+        let calls = calls
+            .iter()
+            .map(|call| from_json(&key, call))
+            .collect::<Result<_, _>>()?;
+        Ok(Some((run, calls)))
     }
 
     /// One pending call of the session, if it is still pending.
@@ -268,10 +276,21 @@ impl Store {
         attempt: &SubmitAttempt<'_>,
     ) -> Result<Submitted, Error> {
         let root = SessionAddress::root(attempt.root_session_id);
-        let tree_keys = self.tree_open_call_keys(&root).await?;
-        let first = self
-            .submit_answer_on(&root, attempt, attempt.submits_per_minute, &tree_keys)
+        // First as the answer of a root alone, with the tree's members read in the same round
+        // trip: the script refuses a tree with sessions below the root before writing anything,
+        // and the answer goes again with their keys. A session that joins the tree in between
+        // was started by a run that is active, so the tree is not suspended on it yet.
+        let (members, alone) = self
+            .submit_answer_alone(&root, attempt, attempt.submits_per_minute)
             .await?;
+        let tree_keys = self.tree_open_call_keys(&root, members);
+        let first = match alone {
+            Some(first) => first,
+            None => {
+                self.submit_answer_on(&root, attempt, attempt.submits_per_minute, &tree_keys)
+                    .await?
+            }
+        };
         let SubmitOutcome::OwnedBy(owner_session_id) = first.outcome else {
             return Ok(first);
         };
@@ -290,26 +309,41 @@ impl Store {
     }
 
     /// The keys `submit_answer.lua` reads a tree's open calls from: (openDeadlines, children) of
-    /// the root and of every session below it; none for a root alone.
-    async fn tree_open_call_keys(&self, root: &SessionAddress) -> Result<Vec<String>, Error> {
-        let members = self.tree_sessions(root).await?;
+    /// the root and of every session below it (`members`); none for a root alone.
+    fn tree_open_call_keys(&self, root: &SessionAddress, mut members: Vec<String>) -> Vec<String> {
         if members.is_empty() {
-            return Ok(Vec::new());
+            return Vec::new();
         }
+        members.sort();
         let sessions = std::iter::once(root.clone()).chain(members.into_iter().map(|session_id| {
             SessionAddress {
                 root_session_id: root.root_session_id.clone(),
                 session_id,
             }
         }));
-        Ok(sessions
+        sessions
             .flat_map(|address| {
                 [
                     self.key(&address, Key::OpenDeadlines),
                     self.key(&address, Key::Children),
                 ]
             })
-            .collect())
+            .collect()
+    }
+
+    /// The tree's members and `submit_answer.lua` for the root alone, in one round trip: the
+    /// script's reply, `None` when the tree has sessions below the root (nothing written).
+    async fn submit_answer_alone(
+        &self,
+        root: &SessionAddress,
+        attempt: &SubmitAttempt<'_>,
+        submits_per_minute: Option<u32>,
+    ) -> Result<(Vec<String>, Option<Submitted>), Error> {
+        let mut members = redis::cmd("SMEMBERS");
+        members.arg(self.key(root, Key::Tree));
+        let invocation = self.submit_invocation(root, attempt, submits_per_minute, &[], true);
+        let (members, AloneSubmitReply(reply)) = invocation.run_after(members, self).await?;
+        Ok((members, reply.map(|reply| submitted(root, reply))))
     }
 
     async fn submit_answer_on(
@@ -319,6 +353,22 @@ impl Store {
         submits_per_minute: Option<u32>,
         tree_keys: &[String],
     ) -> Result<Submitted, Error> {
+        let invocation =
+            self.submit_invocation(owner, attempt, submits_per_minute, tree_keys, false);
+        let SubmitReply(reply) = invocation.run(self).await?;
+        Ok(submitted(owner, reply))
+    }
+
+    /// `submit_answer.lua` on `owner`'s keys and `tree_keys`; `root_alone` for the answer of a
+    /// root alone (no tree keys), which the script refuses in a tree.
+    fn submit_invocation(
+        &self,
+        owner: &SessionAddress,
+        attempt: &SubmitAttempt<'_>,
+        submits_per_minute: Option<u32>,
+        tree_keys: &[String],
+        root_alone: bool,
+    ) -> Invocation<'static> {
         let kind = match attempt.answer.answer {
             Answer::Outcome { .. } => PendingKind::Client,
             Answer::Approval(_) => PendingKind::Approval,
@@ -333,17 +383,12 @@ impl Store {
             .arg(attempt.approval_id.unwrap_or_default())
             .arg(kind.as_str())
             .arg(per_minute)
-            .arg(f64::from(per_minute) / 60_000.0);
+            .arg(f64::from(per_minute) / 60_000.0)
+            .arg(flag(root_alone));
         for (agent_type, tool_name) in attempt.refused_by_schema {
             invocation.arg(agent_type).arg(tool_name);
         }
-        let SubmitReply(reply) = invocation.run(self).await?;
-        Ok(Submitted {
-            outcome: reply.outcome,
-            owner_session_id: owner.session_id.clone(),
-            tool_name: reply.tool_name,
-            run_id: reply.run_id,
-        })
+        invocation
     }
 
     /// The stored answers of a session's pending calls, by tool call id.
@@ -357,5 +402,15 @@ impl Store {
             .into_iter()
             .map(|(id, answer)| Ok((id, from_json(&key, &answer)?)))
             .collect()
+    }
+}
+
+/// What the submit script's reply on `owner`'s keys says.
+fn submitted(owner: &SessionAddress, reply: SubmitReplyFields) -> Submitted {
+    Submitted {
+        outcome: reply.outcome,
+        owner_session_id: owner.session_id.clone(),
+        tool_name: reply.tool_name,
+        run_id: reply.run_id,
     }
 }

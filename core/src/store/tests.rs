@@ -476,8 +476,8 @@ async fn a_suspended_step_commits_server_results_and_records_pending_calls() {
         ]
     );
     assert_eq!(
-        store.pending_calls(&address).await.unwrap(),
-        vec![(pending, "r1".to_owned())]
+        store.pending_calls_with_run(&address).await.unwrap(),
+        Some(("r1".to_owned(), vec![pending]))
     );
     assert_eq!(
         store.call_owner("s5", "c2").await.unwrap().as_deref(),

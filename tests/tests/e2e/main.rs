@@ -35,6 +35,7 @@ mod replay;
 mod resume;
 mod rewind;
 mod round_cost;
+mod round_trips;
 mod runs;
 mod state;
 mod stop;

@@ -223,11 +223,10 @@ async fn a_rewind_to_a_suspended_step_awaits_its_calls_again_without_a_model_cal
             Message::assistant("", vec![ask.clone()])
         ]
     );
-    let pending = harness.store.pending_calls(&address).await.unwrap();
-    assert_eq!(pending.len(), 1);
-    assert_eq!(pending[0].1, rewound.run_id);
+    let (call, run) = harness.one_pending_call(&address).await;
+    assert_eq!(run, rewound.run_id);
     // A fresh deadline, as long as the call first had (60 s).
-    let left = pending[0].0.deadline_at - baton_core::store::now_ms();
+    let left = call.deadline_at - baton_core::store::now_ms();
     assert!((50_000..=60_000).contains(&left), "{left} ms left");
 
     // The restored call takes a new answer, and the session finishes with it, once.

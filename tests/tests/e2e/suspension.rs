@@ -107,10 +107,8 @@ async fn a_step_with_a_client_call_suspends_after_its_server_tools_and_no_workfl
             Message::tool_result(&add, ToolOutcome::Result(json!(3))),
         ]
     );
-    let pending = harness.store.pending_calls(&address).await.unwrap();
-    assert_eq!(pending.len(), 1);
-    let (call, run) = &pending[0];
-    assert_eq!(run, &started.run_id);
+    let (call, run) = harness.one_pending_call(&address).await;
+    assert_eq!(run, started.run_id);
     assert_eq!(
         (call.tool_call_id.as_str(), call.tool_name.as_str()),
         ("call_1_2", "ask_user")
@@ -169,7 +167,7 @@ async fn a_step_of_client_calls_only_suspends_inside_the_model_step() {
         .unwrap();
     // No tool timeout: the agent's (60 s) applies.
     let window = before + 60_000..=now_ms() + 60_000;
-    assert!(window.contains(&pending[0].0.deadline_at), "{pending:?}");
+    assert!(window.contains(&pending[0].deadline_at), "{pending:?}");
     assert_eq!(
         harness
             .client
@@ -205,7 +203,7 @@ async fn a_client_call_with_a_bad_input_is_a_tool_error_the_model_corrects() {
         .unwrap();
     let ids: Vec<&str> = pending
         .iter()
-        .map(|(call, _)| call.tool_call_id.as_str())
+        .map(|call| call.tool_call_id.as_str())
         .collect();
     assert_eq!(ids, ["call_2_1"]);
     let answer = ToolOutcome::Result(json!({"answer": "Ann"}));

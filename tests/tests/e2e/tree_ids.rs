@@ -28,7 +28,7 @@ async fn two_children_on_one_script_ask_under_ids_unique_in_the_tree() {
     for twin in &twins {
         let pending = harness.store.pending_calls(twin).await.unwrap();
         assert_eq!(pending.len(), 1, "{twin:?}");
-        awaited.push(pending[0].0.tool_call_id.clone());
+        awaited.push(pending[0].tool_call_id.clone());
     }
     assert_ne!(awaited[0], awaited[1]);
     assert!(awaited.contains(&"ca_1_1".to_owned()), "{awaited:?}");

@@ -13,7 +13,7 @@ use super::{
 };
 use crate::{
     auth::Principal,
-    ops::{chat_resume, checked_submit},
+    ops::{chat_resume, submit},
     state::AppState,
 };
 use baton_core::{
@@ -208,8 +208,7 @@ async fn submit_one(
             };
         }
     };
-    let bytes = serde_json::to_vec(&request).expect("a submit body always serializes");
-    match checked_submit(state, principal, &bytes).await {
+    match submit(state, principal, request).await {
         Ok(answer) => Outcome::Stored(answer),
         Err(error) if error.code == ErrorCode::UnknownToolCall => Outcome::Rejected {
             cause: if error.refusal() == Some(Refusal::RunStopped) {

@@ -13,7 +13,10 @@ use axum::{
     extract::{Path, State},
     http::HeaderMap,
 };
-use baton_core::{ApiError, ErrorCode, submit::SubmitAnswer};
+use baton_core::{
+    ApiError, ErrorCode,
+    submit::{SubmitAnswer, SubmitRequest},
+};
 use serde_json::Value;
 
 pub(super) async fn submit(
@@ -30,9 +33,7 @@ pub(super) async fn submit(
         .and_then(Value::as_str)
         .ok_or_else(|| ApiError::new(ErrorCode::ValidationError, "sessionId is required"))?;
     state.session(&principal, &agent_type, session_id).await?;
-    let bytes = serde_json::to_vec(&request)
-        .map_err(|error| ApiError::new(ErrorCode::Internal, error.to_string()))?;
-    Ok(Json(
-        ops::checked_submit(&state.app, &principal, &bytes).await?,
-    ))
+    // Decoded once, from the JSON the guard read; refused as the API's submit refuses a body.
+    let request = SubmitRequest::from_value(request, state.app.options.verbose_errors)?;
+    Ok(Json(ops::submit(&state.app, &principal, request).await?))
 }

@@ -19,7 +19,7 @@ use baton_core::{
     ids,
     store::{
         Continuation, PendingKind, RelayedAnswer, RelayedCall, SessionAddress, SessionState,
-        Status, StopKind,
+        Status, StopKind, TreeSession,
     },
     submit::{self, SubmitAnswer, SubmitRequest, SubmitStatus},
 };
@@ -69,7 +69,6 @@ pub(super) async fn relayed_submit(
         .pending_calls(&owner)
         .await?
         .into_iter()
-        .map(|(call, _run)| call)
         .find(|call| call.tool_call_id == relayed.via_call_id)
         .ok_or_else(not_awaited)?;
     let forwarded = producer_request(request, &relayed)?;
@@ -227,48 +226,33 @@ async fn continuation(
     Ok(Continuation::CallerResumes)
 }
 
-/// A `continue` resume of `root`'s tree where a session awaits a remote child that relayed calls:
-/// refused while any call of the tree waits on a person (`state_not_resumable`, naming them);
-/// else the follow of each such child is started, and its workflow is the answer. `None` when no
-/// session of the tree awaits such a child.
+/// A `continue` resume of `root`'s tree (as `tree` read it) where a session awaits a remote child
+/// that relayed calls: refused while any call of the tree waits on a person
+/// (`state_not_resumable`, naming them); else the follow of each such child is started, and its
+/// workflow is the answer. `None` when no session of the tree awaits such a child.
 pub(super) async fn resume_relaying_children(
     state: &AppState,
     root: &SessionState,
+    tree: &[TreeSession],
 ) -> Result<Option<ResumeResponse>, ApiError> {
     let root_address = SessionAddress::root(&root.session_id);
-    let mut members = vec![root_address.clone()];
-    members.extend(
-        state
-            .store
-            .tree_sessions(&root_address)
-            .await?
-            .into_iter()
-            .map(|session_id| SessionAddress {
-                root_session_id: root.session_id.clone(),
-                session_id,
-            }),
-    );
     let mut follows = Vec::new();
-    for address in members {
-        let Some(session) = state.store.session(&address).await? else {
+    for member in tree.iter().filter(|member| member.is_suspended()) {
+        let (address, Some(session)) = (&member.address, &member.state) else {
             continue;
         };
-        if session.status != Status::SuspendedClientTool {
-            continue;
-        }
-        let answers = state.store.answers(&address).await?;
-        let pending = state.store.pending_calls(&address).await?;
-        for group in state.store.relayed_groups(&address).await? {
-            let Some((via, _run)) = pending
+        for group in &member.relayed {
+            let Some(via) = member
+                .pending
                 .iter()
-                .find(|(call, _)| call.tool_call_id == group.via_call_id)
+                .find(|call| call.tool_call_id == group.via_call_id)
             else {
                 continue;
             };
             let Some((first, _)) = group.calls.first() else {
                 continue;
             };
-            if answers.contains_key(&group.via_call_id) {
+            if member.answers.contains_key(&group.via_call_id) {
                 continue;
             }
             let workflow_id = format!(

@@ -105,7 +105,7 @@ async fn follow_waiting_child(
     let answers = state.store.answers(address).await?;
     let groups = state.store.relayed_groups(address).await?;
     let mut call = None;
-    for (candidate, _run) in state.store.pending_calls(address).await? {
+    for candidate in state.store.pending_calls(address).await? {
         if candidate.kind.is_sub_agent()
             && state
                 .store

@@ -3,11 +3,9 @@
 //! new run's workflow.
 
 use super::{
-    already_running,
+    already_running, checked_address,
     new_run::claim_and_start,
-    no_session,
-    reads::existing_session,
-    relay,
+    no_session, relay,
     rewind::{RewindRequest, rewind_session},
     start::checked_message_beside,
     tree,
@@ -93,7 +91,17 @@ pub(crate) async fn resume_session_with(
         abandon_pending: resume.abandon_pending(),
         expected_run_id: None,
     };
-    let session = existing_session(state, session_id).await?;
+    let continues = !matches!(resume, Resume::FromCheckpoint { .. });
+    // The tree is read once, in one pipelined round trip for a lone root (two for a tree): the
+    // relayed calls' follows, the tree's batch rule and the claims below all decide from it.
+    let tree = state
+        .store
+        .read_tree(&checked_address(session_id)?, continues)
+        .await?;
+    let session = tree
+        .first()
+        .and_then(|root| root.state.clone())
+        .ok_or_else(|| no_session(session_id))?;
     if session.session_id != session.root_session_id {
         // A tree goes on as a whole, from its root: a child resumed alone would run past the
         // batch rule of the tree.
@@ -105,14 +113,13 @@ pub(crate) async fn resume_session_with(
             ),
         ));
     }
-    let continues = !matches!(resume, Resume::FromCheckpoint { .. });
     // A remote child that relayed calls goes on first: its end resumes its caller.
     if matches!(resume, Resume::Continue)
-        && let Some(resumed) = relay::resume_relaying_children(state, &session).await?
+        && let Some(resumed) = relay::resume_relaying_children(state, &session, &tree).await?
     {
         return Ok(resumed);
     }
-    if continues && let Some(resumed) = tree::resume_tree(state, &session, &entry).await? {
+    if continues && let Some(resumed) = tree::resume_tree(state, &session, &entry, &tree).await? {
         return Ok(resumed);
     }
     let agent = state.registry.get(&session.agent_type).ok_or_else(|| {

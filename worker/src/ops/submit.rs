@@ -22,26 +22,40 @@ pub async fn checked_submit(
     principal: &Principal,
     bytes: &[u8],
 ) -> Result<SubmitAnswer, ApiError> {
-    let mut session_id = None;
+    let answer = match SubmitRequest::from_json(bytes, state.options.verbose_errors) {
+        Ok(request) => return submit(state, principal, request).await,
+        Err(refused) => Err(refused),
+    };
+    count(state, &answer);
+    answer
+}
+
+/// [`checked_submit`] of a body an adapter has already decoded (the producer mount's): the
+/// same policy (authorized, audited, the principal's bucket), then stored and counted.
+pub async fn submit(
+    state: &AppState,
+    principal: &Principal,
+    request: SubmitRequest,
+) -> Result<SubmitAnswer, ApiError> {
+    let session_id = request.session_id().to_owned();
     let answer = async {
-        let request = SubmitRequest::from_json(bytes, state.options.verbose_errors)?;
-        session_id = Some(request.session_id().to_owned());
-        principal
-            .may_act_on(&state.store, request.session_id())
-            .await?;
+        principal.may_act_on(&state.store, &session_id).await?;
         super::limits::spend_submit(state, &principal.subject()).await?;
         submit_and_continue(state, request).await
     }
     .await;
-    if let Some(session_id) = &session_id {
-        audit::action(principal, "answer", session_id, &answer);
-    }
-    let label = match &answer {
+    audit::action(principal, "answer", &session_id, &answer);
+    count(state, &answer);
+    answer
+}
+
+/// Counts a submit by its answer (its status, or its refusal's code).
+fn count(state: &AppState, answer: &Result<SubmitAnswer, ApiError>) {
+    let label = match answer {
         Ok(answer) => answer.status.as_str(),
         Err(error) => error.code.as_str(),
     };
     state.metrics.submits.with_label_values(&[label]).inc();
-    answer
 }
 
 /// Stores a client's answer (see `baton_core::submit`); when the answer completes its batch and

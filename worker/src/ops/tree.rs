@@ -11,32 +11,27 @@ use crate::state::AppState;
 use baton_core::{
     ApiError, ErrorCode, Refusal,
     api::ResumeResponse,
-    store::{Claim, ResumeEntry, SessionAddress, SessionState, Status, StopKind, now_ms},
+    store::{
+        Claim, ResumeEntry, SessionAddress, SessionState, Status, StopKind, TreeSession, now_ms,
+    },
 };
 use std::collections::HashMap;
 
-/// The sessions of the tree rooted at `root` (the root first), each with its ancestors
-/// (nearest first; none for the root).
-async fn tree_members(
-    state: &AppState,
+/// The sessions of `tree` (a read of the tree rooted at `root`, the root first) that have a
+/// state, each with its ancestors (nearest first; none for the root). The root is the one the
+/// caller holds.
+fn tree_members<'a>(
     root: &SessionState,
-) -> Result<Vec<(SessionAddress, SessionState, Vec<String>)>, ApiError> {
-    let root_address = SessionAddress::root(&root.session_id);
-    let members = state.store.tree_sessions(&root_address).await?;
-    let mut parents = HashMap::new();
-    let mut sessions = vec![(root_address.clone(), root.clone())];
-    for member in members {
-        let address = SessionAddress {
-            root_session_id: root.session_id.clone(),
-            session_id: member,
-        };
-        if let Some((parent, _call)) = state.store.parent_of(&address).await? {
-            parents.insert(address.session_id.clone(), parent.session_id);
-        }
-        if let Some(session) = state.store.session(&address).await? {
-            sessions.push((address, session));
-        }
-    }
+    tree: &'a [TreeSession],
+) -> Vec<(&'a TreeSession, SessionState, Vec<String>)> {
+    let parents: HashMap<&str, &str> = tree
+        .iter()
+        .skip(1)
+        .filter_map(|member| {
+            let parent = member.parent_session_id.as_deref()?;
+            Some((member.address.session_id.as_str(), parent))
+        })
+        .collect();
     let ancestors = |id: &str| {
         let mut ancestors: Vec<String> = Vec::new();
         let mut current = parents.get(id);
@@ -44,30 +39,24 @@ async fn tree_members(
         while let Some(parent) = current
             && ancestors.len() <= parents.len()
         {
-            ancestors.push(parent.clone());
-            current = parents.get(parent.as_str());
+            ancestors.push((*parent).to_owned());
+            current = parents.get(parent);
         }
         ancestors
     };
-    Ok(sessions
+    let root_member = tree.first().map(|member| (member, root.clone()));
+    let descendants = tree
+        .iter()
+        .skip(1)
+        .filter_map(|member| Some((member, member.state.clone()?)));
+    root_member
         .into_iter()
-        .map(|(address, session)| {
-            let ancestors = ancestors(&address.session_id);
-            (address, session, ancestors)
+        .chain(descendants)
+        .map(|(member, session)| {
+            let ancestors = ancestors(&member.address.session_id);
+            (member, session, ancestors)
         })
-        .collect())
-}
-
-/// The sessions of the tree rooted at `root` (the root first), each with its depth.
-async fn tree_states(
-    state: &AppState,
-    root: &SessionState,
-) -> Result<Vec<(SessionAddress, SessionState, usize)>, ApiError> {
-    Ok(tree_members(state, root)
-        .await?
-        .into_iter()
-        .map(|(address, session, ancestors)| (address, session, ancestors.len()))
-        .collect())
+        .collect()
 }
 
 /// Resumes a suspended tree from its root (`continue`): refused, writing nothing, while any call
@@ -83,15 +72,16 @@ pub(super) async fn resume_tree(
     state: &AppState,
     root: &SessionState,
     entry: &ResumeEntry,
+    tree: &[TreeSession],
 ) -> Result<Option<ResumeResponse>, ApiError> {
-    let sessions = tree_states(state, root).await?;
-    let mut suspended: Vec<_> = sessions
+    let mut suspended: Vec<_> = tree_members(root, tree)
         .into_iter()
         .filter(|(_, session, _)| session.status == Status::SuspendedClientTool)
+        .map(|(member, session, ancestors)| (member, session, ancestors.len()))
         .collect();
     if entry.message.is_none()
         && !entry.abandon_pending
-        && let Some(resumed) = report_unreported_ends(state, root, &suspended).await?
+        && let Some(resumed) = report_unreported_ends(state, root, tree, &suspended).await?
     {
         return Ok(Some(resumed));
     }
@@ -105,19 +95,17 @@ pub(super) async fn resume_tree(
 
     let now = now_ms();
     let mut open = Vec::new();
-    for (address, _, _) in &suspended {
-        let answers = state.store.answers(address).await?;
-        let pending = state.store.pending_calls(address).await?;
+    for (member, _, _) in &suspended {
         open.extend(
-            pending
-                .into_iter()
-                .map(|(call, _run)| call)
+            member
+                .pending
+                .iter()
                 .filter(|call| {
                     !call.kind.is_sub_agent()
-                        && !answers.contains_key(&call.tool_call_id)
+                        && !member.answers.contains_key(&call.tool_call_id)
                         && call.deadline_at > now
                 })
-                .map(|call| call.tool_call_id),
+                .map(|call| call.tool_call_id.clone()),
         );
     }
     if !open.is_empty() {
@@ -136,7 +124,8 @@ pub(super) async fn resume_tree(
     }
     suspended.sort_by_key(|(_, _, depth)| std::cmp::Reverse(*depth));
     let mut first_resumed = None;
-    for (address, session, _) in suspended {
+    for (member, session, _) in suspended {
+        let address = &member.address;
         let Some(agent) = state.registry.get(&session.agent_type) else {
             continue;
         };
@@ -144,7 +133,7 @@ pub(super) async fn resume_tree(
             expected_run_id: Some(session.run_id.clone()),
             ..ResumeEntry::default()
         };
-        let claim = claim_and_start(state, &address, agent, &session.stream_id, &entry).await?;
+        let claim = claim_and_start(state, address, agent, &session.stream_id, &entry).await?;
         // A session still awaiting its children is resumed by the last of them to end.
         let Claim::Claimed(claimed) = claim else {
             continue;
@@ -186,20 +175,27 @@ pub(super) fn calls_awaited(mut open: Vec<String>) -> ApiError {
 async fn report_unreported_ends(
     state: &AppState,
     root: &SessionState,
-    suspended: &[(SessionAddress, SessionState, usize)],
+    tree: &[TreeSession],
+    suspended: &[(&TreeSession, SessionState, usize)],
 ) -> Result<Option<ResumeResponse>, ApiError> {
-    for (address, _, _) in suspended {
-        let children = state.store.children(address).await?;
+    for (member, _, _) in suspended {
+        let address = &member.address;
         let mut awaits_an_ended_child = false;
-        for (call, _run) in state.store.pending_calls(address).await? {
-            let Some(child) = children.get(&call.tool_call_id) else {
+        for call in &member.pending {
+            let Some(child) = member.children.get(&call.tool_call_id) else {
                 continue;
             };
-            let child = SessionAddress {
-                root_session_id: root.session_id.clone(),
-                session_id: child.clone(),
+            // Every child is a member of its tree (`start_child.lua`), so in the read.
+            let ended = match tree.iter().find(|read| read.address.session_id == *child) {
+                Some(read) => read.state.clone(),
+                None => {
+                    let child = SessionAddress {
+                        root_session_id: root.session_id.clone(),
+                        session_id: child.clone(),
+                    };
+                    state.store.session(&child).await?
+                }
             };
-            let ended = state.store.session(&child).await?;
             awaits_an_ended_child |=
                 call.kind.is_sub_agent() && ended.is_some_and(|child| child.status.is_terminal());
         }
@@ -258,12 +254,17 @@ async fn stop_descendants_once(
     kind: StopKind,
 ) -> Result<usize, ApiError> {
     let mut running = 0;
-    for (address, session, ancestors) in tree_members(state, root).await? {
+    let tree = state
+        .store
+        .read_tree(&SessionAddress::root(&root.session_id), true)
+        .await?;
+    for (member, session, ancestors) in tree_members(root, &tree) {
+        let address = &member.address;
         if !ancestors.iter().any(|ancestor| ancestor == top) || session.status.is_terminal() {
             continue;
         }
         running += 1;
-        let stopped = state.store.stop_run(&address, kind).await?;
+        let stopped = state.store.stop_run(address, kind).await?;
         if let baton_core::store::Stopped::Stopped {
             workflow_id,
             closed_calls,
@@ -274,7 +275,7 @@ async fn stop_descendants_once(
                 cancel_run_workflow(state, &workflow_id).await;
             }
             // A session of the tree waiting on a remote child holds no follower that would.
-            super::relay::pass_stop_on(state, &address, &session.agent_type, &closed_calls, kind)
+            super::relay::pass_stop_on(state, address, &session.agent_type, &closed_calls, kind)
                 .await;
         }
         tracing::info!(session_id = %address.session_id, ?kind, "tree session stopped");

@@ -118,7 +118,6 @@ async fn look_at(
         .any(|group| group.via_call_id == wait.tool_call_id);
     let call = pending
         .into_iter()
-        .map(|(call, _run)| call)
         .find(|call| call.tool_call_id == wait.tool_call_id);
     let remote = call.as_ref().and_then(|call| {
         targets
