@@ -79,32 +79,13 @@ async fn chat_turns_and_mount_actions_are_audited_and_a_refusal_says_why() {
     events::capture();
     const KEY: &str = "an operator key of at least thirty-two bytes";
     let harness = Harness::start_with(agents::registry(), baton_tests::keyed_options(KEY)).await;
-    let base = format!("http://{}", harness.address);
-    let http = reqwest::Client::new();
-    let minted: serde_json::Value = http
-        .post(format!("{base}/tokens"))
-        .bearer_auth(KEY)
-        .json(&json!({"userId": "ada", "agents": ["two_steps"]}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let ada = minted["token"].as_str().unwrap().to_owned();
+    let api = baton_tests::bearer_api::BearerApi::new(&harness, KEY);
+    let ada = api.mint("ada", &["two_steps"]).await;
     let chat = baton_tests::unique("audited-chat");
-    let operator = HttpClient::with_bearer(&base, KEY).unwrap();
+    let operator = HttpClient::with_bearer(&api.base, KEY).unwrap();
     for text in ["first", "second"] {
-        let response = http
-            .post(format!("{base}/chat"))
-            .bearer_auth(&ada)
-            .json(&json!({"id": chat, "trigger": "submit-message", "agent": "two_steps",
-                "messages": [{"id": text, "role": "user", "parts": [{"type": "text", "text": text}]}]}))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 200);
-        response.text().await.unwrap();
+        let (status, streamed) = api.chat(&ada, &chat, "two_steps", text, text).await;
+        assert_eq!(status, 200, "{streamed}");
         baton_tests::chunks_through(&operator, &chat, 0, baton_tests::WAIT_LIMIT, false).await;
     }
 
@@ -129,13 +110,8 @@ async fn chat_turns_and_mount_actions_are_audited_and_a_refusal_says_why() {
         .await;
     assert_eq!(status, 200);
     // A user token on a session of someone else's: refused, with the rule that refused it.
-    let refused = http
-        .get(format!("{base}/status?sessionId={session}"))
-        .bearer_auth(&ada)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(refused.status(), 403);
+    let (status, refused) = api.get(&ada, &format!("/status?sessionId={session}")).await;
+    assert_eq!(status, 403, "{refused}");
 
     let of = |session: &str| -> Vec<(String, String, String)> {
         events::audit_of_session(session)
