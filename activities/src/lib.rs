@@ -23,8 +23,6 @@ mod model_step;
 mod plan;
 mod resume;
 mod subagent;
-pub use subagent::producer;
-pub use subagent::{Orphan, reconcile_orphans};
 mod suspend;
 mod tools;
 mod watch;

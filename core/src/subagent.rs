@@ -66,12 +66,23 @@ pub fn remote_child_id(secret: &str, parent: &SessionAddress, tool_call_id: &str
     )
 }
 
+/// What starts every relayed call's id and nothing else: a Baton id (`bt_`) marked `r`, which a
+/// deduplicated model id (`bt_` and hex digits only) never is.
+pub const RELAYED_CALL_MARKER: &str = "bt_r";
+
 /// The id under which a caller's tree lists the call `producer_call_id` that its remote child
-/// `child_session_id` waits on a person for: Baton's `bt_<20 hex>`, derived, so that a retried
-/// record of the child's pause names the same call.
+/// `child_session_id` waits on a person for: [`RELAYED_CALL_MARKER`] and 20 hex digits,
+/// derived, so that a retried record of the child's pause names the same call.
 pub fn relayed_call_id(child_session_id: &str, producer_call_id: &str) -> String {
     let hash = child_hash(child_session_id, &format!("relayed/{producer_call_id}"));
-    format!("bt_{}", &hash[..20])
+    format!("{RELAYED_CALL_MARKER}{}", &hash[..20])
+}
+
+/// Whether `tool_call_id` is one [`relayed_call_id`] gives: an answer to it is relayed.
+pub fn is_relayed_call_id(tool_call_id: &str) -> bool {
+    tool_call_id
+        .strip_prefix(RELAYED_CALL_MARKER)
+        .is_some_and(|hash| hash.len() == 20 && hash.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 /// A fresh token for a remote child's turn-end callbacks: 64 hex digits of randomness.
@@ -269,6 +280,18 @@ mod tests {
     #[allow(dead_code)]
     struct Findings {
         points: Vec<String>,
+    }
+
+    #[test]
+    fn a_relayed_call_id_is_marked_and_a_deduplicated_model_id_is_not() {
+        let relayed = relayed_call_id("rc-1", "call_1");
+        assert!(is_relayed_call_id(&relayed), "{relayed}");
+        assert_eq!(relayed, relayed_call_id("rc-1", "call_1"));
+        assert_ne!(relayed, relayed_call_id("rc-1", "call_2"));
+        // The shape `stage_turn.lua` gives a model id it deduplicates: `bt_` and 20 hex digits.
+        assert!(!is_relayed_call_id("bt_0123456789abcdef0123"));
+        assert!(!is_relayed_call_id("bt_r0123"));
+        assert!(!is_relayed_call_id("call_1"));
     }
 
     #[test]

@@ -106,6 +106,39 @@ impl Refusal {
         matches!(self, Self::AnswersNotStored { .. })
     }
 
+    /// The refusal with every tool call id it names passed through `rename`: how a service
+    /// that relays another's refusal names the calls as its own client knows them.
+    pub fn with_calls_renamed(self, rename: impl Fn(&str) -> String) -> Self {
+        let all = |ids: Vec<String>| ids.iter().map(|id| rename(id)).collect();
+        match self {
+            Self::SchemaMismatch {
+                tool_name,
+                tool_call_id,
+                details,
+            } => Self::SchemaMismatch {
+                tool_name,
+                tool_call_id: rename(&tool_call_id),
+                details,
+            },
+            Self::ToolCall { tool_call_id } => Self::ToolCall {
+                tool_call_id: rename(&tool_call_id),
+            },
+            Self::CallsAwaited {
+                awaited_tool_call_ids,
+            } => Self::CallsAwaited {
+                awaited_tool_call_ids: all(awaited_tool_call_ids),
+            },
+            Self::AnswersNotStored {
+                cause,
+                tool_call_ids,
+            } => Self::AnswersNotStored {
+                cause,
+                tool_call_ids: all(tool_call_ids),
+            },
+            other => other,
+        }
+    }
+
     /// The `cause` field, for the variants that have one (what a log line names).
     pub fn cause(&self) -> Option<&'static str> {
         match self {
@@ -189,6 +222,38 @@ tagged!(no_pending_call, { status: UnknownToolCall });
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_relayed_refusal_names_the_calls_as_the_relaying_service_does() {
+        let rename = |id: &str| id.replace("theirs", "ours");
+        let schema = Refusal::SchemaMismatch {
+            tool_name: "ask".into(),
+            tool_call_id: "theirs_1".into(),
+            details: Some("/answer: theirs_1 is not a string".into()),
+        };
+        assert_eq!(
+            schema.with_calls_renamed(rename),
+            Refusal::SchemaMismatch {
+                tool_name: "ask".into(),
+                tool_call_id: "ours_1".into(),
+                // A detail is about the answer's value, not a call: left as it is.
+                details: Some("/answer: theirs_1 is not a string".into()),
+            }
+        );
+        let awaited = Refusal::CallsAwaited {
+            awaited_tool_call_ids: vec!["theirs_1".into(), "theirs_2".into()],
+        };
+        assert_eq!(
+            awaited.with_calls_renamed(rename),
+            Refusal::CallsAwaited {
+                awaited_tool_call_ids: vec!["ours_1".into(), "ours_2".into()],
+            }
+        );
+        assert_eq!(
+            Refusal::NoPendingCall.with_calls_renamed(rename),
+            Refusal::NoPendingCall
+        );
+    }
 
     /// Every shape's exact JSON (as the API has always sent it), and back.
     #[test]

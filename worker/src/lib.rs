@@ -15,6 +15,7 @@ pub mod mount;
 pub mod ops;
 pub mod origins;
 mod peers;
+pub mod remote;
 pub mod runner;
 pub mod state;
 pub mod stream;

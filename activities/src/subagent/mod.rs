@@ -2,19 +2,16 @@
 //! matched. Each transport has a module: `local.rs` runs the child as a session of the caller's
 //! tree (its activities `start_sub_agent` and `finish_sub_agent`, declared in `lib.rs`);
 //! `remote.rs` follows a child served by another service over HTTP (its activity
-//! `follow_remote_sub_agent`), through the producer client of `producer.rs`; `relay.rs` a
+//! `follow_remote_sub_agent`), through the producer client of `baton_remote::producer`; `relay.rs` a
 //! remote child paused for a person: its calls recorded in the caller, and its follow after the
 //! caller's resume continued it (`follow_resumed_remote_sub_agent`).
 
 mod cancel;
 mod ending;
 mod local;
-mod orphans;
-pub mod producer;
 mod relay;
 mod remote;
 pub(crate) use local::child_outcome;
-pub use orphans::{Orphan, reconcile_orphans};
 
 use crate::{
     AgentActivities,

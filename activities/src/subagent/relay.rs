@@ -8,7 +8,6 @@
 //! when that completes its batch: the same path as a local child's end.
 
 use super::ending::{Ending, TurnEnd};
-use super::producer::CallError;
 use super::remote::Followed;
 use crate::{
     AgentActivities,
@@ -25,6 +24,7 @@ use baton_core::{
     },
     subagent,
 };
+use baton_remote::producer::CallError;
 use temporalio_sdk::activities::ActivityContext;
 
 impl Followed<'_> {

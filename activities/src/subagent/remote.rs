@@ -7,7 +7,6 @@
 //! second child nor forwarding a chunk twice.
 
 use super::ending::{EndFrame, Ending, TurnEnd, ending_of};
-use super::producer::{CallError, Producer, Started};
 use crate::{
     AgentActivities,
     failure::Error,
@@ -24,6 +23,7 @@ use baton_core::{
     subagent::{self, RemoteAgent, SubAgent},
     usage::UsageRollup,
 };
+use baton_remote::producer::{CallError, Producer, Started};
 use futures::StreamExt;
 use serde_json::Value;
 use std::time::Instant;

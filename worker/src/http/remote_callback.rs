@@ -1,10 +1,10 @@
 //! `POST /remote-callbacks/{callerSessionId}`: where remote children's producers POST their
-//! signed turn-end callbacks (see `ops::take_remote_callback`). Outside the API's
+//! signed turn-end callbacks (see `crate::remote::take_remote_callback`). Outside the API's
 //! authentication: the signature, under a token only the caller and the producer know, is the
 //! credential.
 
 use super::error::HttpError;
-use crate::{ops, state::AppState};
+use crate::state::AppState;
 use axum::{
     body::Bytes,
     extract::{Path, State},
@@ -21,6 +21,6 @@ pub(super) async fn callback(
     let signature = headers
         .get(CALLBACK_SIGNATURE_HEADER)
         .and_then(|value| value.to_str().ok());
-    ops::take_remote_callback(&state, &session_id, signature, &body).await?;
+    crate::remote::take_remote_callback(&state, &session_id, signature, &body).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -15,10 +15,7 @@ mod callback_policy;
 mod fork;
 mod limits;
 mod new_run;
-mod orphans;
 mod reads;
-mod relay;
-mod remote_callback;
 mod resume;
 mod rewind;
 mod search;
@@ -34,7 +31,6 @@ pub use body_limits::{MAX_JSON_DEPTH, body_too_large, checked_body_size, checked
 pub use callback_policy::{CallbackHosts, check_callback_host};
 pub use fork::fork_session;
 pub use reads::{authorize, existing_session, session_snapshot, session_status, session_usage};
-pub use remote_callback::take_remote_callback;
 pub use resume::{chat_resume, resume};
 pub use search::{list_pending, list_sessions};
 pub use start::{MAX_MESSAGE_BYTES, chat_start, checked_start, first_log};

@@ -5,7 +5,7 @@
 use super::{
     already_running, checked_address,
     new_run::claim_and_start,
-    no_session, relay,
+    no_session,
     rewind::{RewindRequest, rewind_session},
     start::checked_message_beside,
     tree,
@@ -13,6 +13,7 @@ use super::{
 use crate::{
     audit::{self, audit_name_of},
     auth::Principal,
+    remote::{self, ResumeFirst},
     state::AppState,
 };
 use baton_core::{
@@ -114,10 +115,12 @@ pub(crate) async fn resume_session_with(
         ));
     }
     // A remote child that relayed calls goes on first: its end resumes its caller.
-    if matches!(resume, Resume::Continue)
-        && let Some(resumed) = relay::resume_relaying_children(state, &session, &tree).await?
-    {
-        return Ok(resumed);
+    if matches!(resume, Resume::Continue) {
+        match remote::resume_first(state, &session, &tree).await? {
+            ResumeFirst::Nothing => {}
+            ResumeFirst::Awaited(open) => return Err(tree::calls_awaited(open)),
+            ResumeFirst::Followed(resumed) => return Ok(resumed),
+        }
     }
     if continues && let Some(resumed) = tree::resume_tree(state, &session, &entry, &tree).await? {
         return Ok(resumed);

@@ -2,7 +2,7 @@
 //! checks, the rewind script (for a run whose ids are minted as a claim mints them), then the new
 //! run's workflow, or, when the checkpoint's step suspended, the report of the children that
 //! ended meanwhile or the deadline workflow; the remote children the rewind orphans are
-//! reconciled beside (`orphans.rs`).
+//! reconciled beside (`crate::remote`'s rewind hooks).
 
 use super::{
     already_running, no_session,
@@ -73,7 +73,7 @@ pub(super) async fn rewind_session(
         }));
     }
     // Read before the rewind writes: the rewound run's own calls are not orphans.
-    let orphans = super::orphans::orphans_of_rewind(state, &address, agent, &checkpoint).await;
+    let orphans = crate::remote::before_rewind(state, &address, agent, &checkpoint).await;
     let rewound = state
         .store
         .rewind(
@@ -99,12 +99,12 @@ pub(super) async fn rewind_session(
     };
     let session_id = &session.session_id;
     if matches!(rewound, Rewound::Run { .. } | Rewound::Suspended { .. }) {
-        let run = super::orphans::RewoundRun {
+        let run = crate::remote::RewoundRun {
             address: &address,
             checkpoint_id,
             run_id: &next.run_id,
         };
-        super::orphans::reconcile_in_background(state, run, orphans);
+        crate::remote::after_rewind(state, run, orphans);
     }
     match rewound {
         Rewound::Run { step_count } => {

@@ -116,7 +116,7 @@ pub(crate) async fn stop_session(
     if session.session_id != session.root_session_id {
         answer_parent(state, &address).await?;
     }
-    super::relay::pass_stop_on(state, &address, &session.agent_type, &closed_calls, kind).await;
+    crate::remote::after_stop(state, &address, &session.agent_type, &closed_calls, kind).await;
     tracing::info!(%session_id, %run_id, ?kind, "run stopped");
     for (tool_call_id, tool) in &closed_calls {
         let ids = CallIds {

@@ -1,7 +1,7 @@
 //! Submitting a client's answer: parse, authorize, then rate-limit and store in one Redis round
 //! trip (see `baton_core::submit`),
 //! and with `resume_on_submit` resume the session when the answer completes its batch. An
-//! answer to a call a remote child relayed goes to its producer first (`relay.rs`).
+//! answer to a call a remote child relayed goes to its producer first (`crate::remote`).
 
 use super::resume::resume_session;
 use crate::audit;
@@ -68,8 +68,8 @@ pub async fn submit_and_continue(
     request: SubmitRequest,
 ) -> Result<SubmitAnswer, ApiError> {
     let session_id = request.session_id().to_owned();
-    // A call a remote child relayed is answered on its producer first (see `relay.rs`).
-    let mut answer = match super::relay::relayed_submit(state, &request).await? {
+    // A call a remote child relayed is answered on its producer first.
+    let mut answer = match crate::remote::route_submit(state, &request).await? {
         Some(relayed) => relayed,
         None => {
             submit_tool_result(

@@ -4,15 +4,13 @@
 //! [`start_options`].
 
 use crate::state::AppState;
-use baton_activities::io::{
-    ActivityPolicy, DeadlineStart, ParentNext, RemoteFollowInput, RunInput,
-};
+use baton_activities::io::{ActivityPolicy, DeadlineStart, ParentNext, RunInput};
 use baton_core::{
     AgentRegistry, ApiError, ErrorCode, Store,
     chunk::RunError,
     store::{RunRef, SessionAddress, SessionState, Status},
 };
-use baton_workflows::{AgentRunWorkflow, RemoteFollowWorkflow};
+use baton_workflows::AgentRunWorkflow;
 use temporalio_client::{
     Client, WorkflowDescribeOptions, WorkflowExecutionStatus, WorkflowIdReusePolicy,
     WorkflowStartOptions,
@@ -146,43 +144,6 @@ pub(super) async fn resume_parent_of_ended_children(
         parent,
     )
     .await
-}
-
-/// Starts the follow of a remote child that its caller's resume continued
-/// (`RemoteFollowWorkflow`). One already running under the id (a second resume of the same
-/// pause) is attached to; one that closed (its activity gave up: the producer was down) may be
-/// started again, since the activity does nothing for a call that is answered already.
-pub(super) async fn start_remote_follow(
-    state: &AppState,
-    workflow_id: &str,
-    input: RemoteFollowInput,
-) -> Result<(), ApiError> {
-    start_remote_follow_on(&state.temporal, &state.task_queue, workflow_id, input).await
-}
-
-/// [`start_remote_follow`] for a caller without the server's state (the remote-wait sweep).
-pub(crate) async fn start_remote_follow_on(
-    temporal: &Client,
-    task_queue: &str,
-    workflow_id: &str,
-    input: RemoteFollowInput,
-) -> Result<(), ApiError> {
-    let options = WorkflowStartOptions::new(task_queue.to_owned(), workflow_id.to_owned())
-        .id_reuse_policy(WorkflowIdReusePolicy::AllowDuplicate)
-        .build();
-    match temporal
-        .start_workflow(RemoteFollowWorkflow::run, input, options)
-        .await
-    {
-        Ok(_) | Err(WorkflowStartError::AlreadyStarted { .. }) => Ok(()),
-        Err(error) => {
-            tracing::error!(%workflow_id, %error, "starting a remote child's follow failed");
-            Err(ApiError::new(
-                ErrorCode::TemporalUnavailable,
-                format!("the remote child's follow could not be started: {error}"),
-            ))
-        }
-    }
 }
 
 /// Starts the deadline workflow of a run that suspended without a workflow of its own (a rewind

@@ -275,7 +275,7 @@ async fn stop_descendants_once(
                 cancel_run_workflow(state, &workflow_id).await;
             }
             // A session of the tree waiting on a remote child holds no follower that would.
-            super::relay::pass_stop_on(state, address, &session.agent_type, &closed_calls, kind)
+            crate::remote::after_stop(state, address, &session.agent_type, &closed_calls, kind)
                 .await;
         }
         tracing::info!(session_id = %address.session_id, ?kind, "tree session stopped");

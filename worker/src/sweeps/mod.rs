@@ -2,24 +2,21 @@
 //! zombie sweep (`zombie.rs`: sessions left `active` by a run whose workflow is gone) and the
 //! deadline sweep (`deadline.rs`: far deadlines whose workflow is due to start), the callback
 //! sweep (`callback.rs`: the producer mount's callbacks of ended turns) and the search index's
-//! repair sweep (`index.rs`), and the remote-wait sweep (`remote_wait.rs`: remote children that
-//! ran past their follower's window, polled until their turn ends).
+//! repair sweep (`index.rs`), and the remote-wait sweep (its pass in `crate::remote::wait`:
+//! remote children that ran past their follower's window, polled until their turn ends).
 
 mod callback;
 mod deadline;
 mod index;
-mod remote_wait;
 mod zombie;
 
+pub use crate::remote::{RemoteWaitSweep, RemoteWaitTargets, sweep_remote_waits_once};
 pub use callback::{
     CallbackSweep, DEFAULT_MAX_ATTEMPTS, DEFAULT_RETRY_AFTER, DEFAULT_RETRY_MAX, signature,
     sweep_callbacks, sweep_callbacks_once,
 };
 pub use deadline::{DeadlineSweep, sweep_deadlines, sweep_deadlines_once};
 pub use index::{INDEX_SWEEP_EVERY, sweep_index, sweep_index_once};
-pub use remote_wait::{
-    RemoteWaitSweep, RemoteWaitTargets, sweep_remote_waits, sweep_remote_waits_once,
-};
 pub use zombie::{sweep_once, sweep_zombies};
 
 use baton_activities::io::ActivityPolicy;
@@ -35,6 +32,19 @@ pub struct Cascade {
     pub registry: AgentRegistry,
     pub task_queue: String,
     pub policy: ActivityPolicy,
+}
+
+/// Runs the remote-wait sweep until `shutdown`.
+pub async fn sweep_remote_waits(
+    targets: RemoteWaitTargets,
+    sweep: RemoteWaitSweep,
+    shutdown: CancellationToken,
+) {
+    let http = reqwest::Client::new();
+    repeat_until(sweep.every, &shutdown, "remote wait", || {
+        sweep_remote_waits_once(&targets, &http, &sweep)
+    })
+    .await;
 }
 
 /// Runs `pass` every `every` until `shutdown`; a failed pass is logged, and the next one tries

@@ -1,4 +1,4 @@
-//! The remote-wait sweep: a caller whose remote child ran past its follower's window waits on
+//! The remote-wait sweep's pass (its loop is `crate::sweeps`'): a caller whose remote child ran past its follower's window waits on
 //! it holding nothing (no activity, no connection); this sweep reads the due members of the
 //! remote-wait index (`baton_core::store::RemoteWait`), each checked against its caller first,
 //! and polls the child's `status` on its producer. Once the child's turn has ended (or nothing
@@ -7,20 +7,16 @@
 //! or records the calls it waits on a person for. A child still running is looked at again a
 //! period later.
 
-use super::repeat_until;
-use crate::ops::temporal::start_remote_follow_on;
-use baton_activities::{
-    io::{ActivityPolicy, RemoteFollowInput, StepInput, ToolInput},
-    producer::Producer,
-};
+use super::follow::{ChildFollow, FollowTargets};
+use baton_activities::io::ActivityPolicy;
 use baton_core::{
     AgentRegistry, Store,
     remote::Status as RemoteStatus,
     store::{RemoteWait, Status, now_ms},
 };
+use baton_remote::Producer;
 use std::time::Duration;
 use temporalio_client::Client;
-use tokio_util::sync::CancellationToken;
 
 /// How the remote-wait sweep runs.
 #[derive(Debug, Clone)]
@@ -52,19 +48,6 @@ pub struct RemoteWaitTargets {
 
 /// Most members read from the index at once.
 const BATCH: usize = 128;
-
-/// Runs the sweep until `shutdown`.
-pub async fn sweep_remote_waits(
-    targets: RemoteWaitTargets,
-    sweep: RemoteWaitSweep,
-    shutdown: CancellationToken,
-) {
-    let http = reqwest::Client::new();
-    repeat_until(sweep.every, &shutdown, "remote wait", || {
-        sweep_remote_waits_once(&targets, &http, &sweep)
-    })
-    .await;
-}
 
 /// One pass over the due members; answers how many follows it started.
 pub async fn sweep_remote_waits_once(
@@ -119,13 +102,11 @@ async fn look_at(
     let call = pending
         .into_iter()
         .find(|call| call.tool_call_id == wait.tool_call_id);
-    let remote = call.as_ref().and_then(|call| {
-        targets
-            .registry
-            .get(&caller.agent_type)?
-            .sub_agent(&call.tool_name)?
-            .remote_agent()
-    });
+    let agent = targets.registry.get(&caller.agent_type);
+    let remote = call
+        .as_ref()
+        .zip(agent.as_ref())
+        .and_then(|(call, agent)| super::remote_of(agent, &call.tool_name));
     let (Some(call), Some(remote)) = (call, remote) else {
         store.unindex_remote_wait(wait).await?;
         return Ok(false);
@@ -150,32 +131,27 @@ async fn look_at(
             return Ok(false);
         }
     }
-    let workflow_id = format!(
-        "remote_follow__{}__{}",
-        wait.address.session_id, wait.tool_call_id
-    );
-    let input = RemoteFollowInput {
-        call: ToolInput {
-            step: StepInput {
-                address: wait.address.clone(),
-                agent_type: caller.agent_type.clone(),
-                run_id: caller.run_id.clone(),
-                stream_id: caller.stream_id.clone(),
-                step: call.step,
-                drain_first: false,
-            },
-            tool_call_id: wait.tool_call_id.clone(),
-        },
-        policy: targets.policy.clone(),
+    let follow = ChildFollow {
+        address: &wait.address,
+        caller: &caller,
+        call: &call,
+        first_relayed: None,
         resume_child: false,
     };
-    if let Err(error) =
-        start_remote_follow_on(&targets.temporal, &targets.task_queue, &workflow_id, input).await
-    {
-        tracing::warn!(%workflow_id, error = %error.error, "a remote child's follow did not start; looked at again later");
-        store.index_remote_wait(&later).await?;
-        return Ok(false);
-    }
+    let on = FollowTargets {
+        temporal: &targets.temporal,
+        task_queue: &targets.task_queue,
+        policy: &targets.policy,
+    };
+    let workflow_id = match follow.start(on).await {
+        Ok(workflow_id) => workflow_id,
+        Err(error) => {
+            let workflow_id = follow.workflow_id();
+            tracing::warn!(%workflow_id, error = %error.error, "a remote child's follow did not start; looked at again later");
+            store.index_remote_wait(&later).await?;
+            return Ok(false);
+        }
+    };
     tracing::info!(%child, %workflow_id, "a waiting remote child's turn ended; its follow started");
     store.unindex_remote_wait(wait).await?;
     Ok(true)

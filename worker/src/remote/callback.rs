@@ -9,9 +9,8 @@
 //! follow, which reads it on from the cursor and answers and resumes the caller (or records the
 //! calls it waits on a person for).
 
-use super::temporal::start_remote_follow;
+use super::follow::ChildFollow;
 use crate::state::AppState;
-use baton_activities::io::{RemoteFollowInput, StepInput, ToolInput};
 use baton_core::{
     ApiError, ErrorCode, ids,
     remote::{CallbackBody, Status as RemoteStatus},
@@ -135,30 +134,18 @@ async fn follow_waiting_child(
     if answers.contains_key(&call.tool_call_id) || (group.is_some() && !answered_elsewhere) {
         return Ok(());
     }
-    // The follow's id is the one the root's resume gives it (its first relayed call's, see
-    // `relay.rs`), so a follow already running is not started twice.
-    let followed_id = group
-        .and_then(|group| group.calls.first())
-        .map_or(call.tool_call_id.as_str(), |(first, _)| {
-            first.call.tool_call_id.as_str()
-        });
-    let workflow_id = format!("remote_follow__{}__{followed_id}", address.session_id);
-    let input = RemoteFollowInput {
-        call: ToolInput {
-            step: StepInput {
-                address: address.clone(),
-                agent_type: caller.agent_type.clone(),
-                run_id: caller.run_id.clone(),
-                stream_id: caller.stream_id.clone(),
-                step: call.step,
-                drain_first: false,
-            },
-            tool_call_id: call.tool_call_id.clone(),
-        },
-        policy: state.policy.clone(),
+    // The follow's id is the one the root's resume gives it (its first relayed call's), so a
+    // follow already running is not started twice.
+    let follow = ChildFollow {
+        address,
+        caller: &caller,
+        call: &call,
+        first_relayed: group
+            .and_then(|group| group.calls.first())
+            .map(|(first, _)| first.call.tool_call_id.as_str()),
         resume_child: false,
     };
-    start_remote_follow(state, &workflow_id, input).await?;
+    let workflow_id = follow.start(super::targets(state)).await?;
     tracing::info!(%child, %workflow_id, "a remote child's callback starts its follow");
     // The sweep need not poll the child any more (a member left behind finds nothing to do).
     let wait = RemoteWait {

@@ -6,7 +6,7 @@
 //! recorded in the caller's state (`Store::mark_remote_orphan`). A remote call that survived
 //! the rewind is never one of them: its child is the call's, as before the rewind.
 
-use super::producer::{CallError, Producer};
+use crate::producer::{CallError, Producer};
 use baton_core::{
     ErrorCode, Store,
     remote::Status,

@@ -1,10 +1,10 @@
-//! The remote children a rewind orphans: a remote call started after the checkpoint did not
+//! Around a rewind (hooks of `ops::rewind`): the remote children a rewind orphans: a remote call started after the checkpoint did not
 //! survive the rewind (its step's messages are cut), so its child, if it still runs, would
 //! spend on its producer for nothing. The candidates are found before the rewind's script (the
 //! calls the session's own stream started after the checkpoint's position, whose tool is a
 //! remote sub-agent and which the checkpoint does not give back) and reconciled after it
 //! succeeded, in the background: the rewind answers without waiting on another service
-//! (`baton_activities::reconcile_orphans`). A remote call the checkpoint keeps (in its log or
+//! (`baton_remote::reconcile_orphans`). A remote call the checkpoint keeps (in its log or
 //! its restored calls) is left alone.
 //!
 //! A rewind frees the cut calls' ids (`stage_turn.lua`), so a rewound run whose model makes the
@@ -14,16 +14,17 @@
 //! or another run took the session), then leaves out every candidate whose id is in the log.
 
 use crate::state::AppState;
-use baton_activities::{Orphan, reconcile_orphans};
 use baton_core::{
     Agent, Message,
     store::{Checkpoint, SessionAddress, Status},
+    subagent::SubAgentTransport,
 };
+use baton_remote::{Orphan, reconcile_orphans};
 use std::time::Duration;
 
 /// The remote children `address`'s rewind to `checkpoint` would orphan. Best effort: a read
 /// that fails finds none (and says so in the log); the rewind goes on.
-pub(super) async fn orphans_of_rewind(
+pub(crate) async fn before_rewind(
     state: &AppState,
     address: &SessionAddress,
     agent: &Agent,
@@ -31,7 +32,7 @@ pub(super) async fn orphans_of_rewind(
 ) -> Vec<Orphan> {
     let has_remote = agent
         .sub_agents()
-        .any(|sub_agent| sub_agent.remote_agent().is_some());
+        .any(|sub_agent| sub_agent.transport() == SubAgentTransport::Remote);
     if !has_remote {
         return Vec::new();
     }
@@ -54,11 +55,7 @@ pub(super) async fn orphans_of_rewind(
     let kept = |id: &str| checkpoint.pending.iter().any(|c| c.tool_call_id == id);
     let mut orphans = Vec::new();
     for call in calls.into_iter().filter(|call| !kept(&call.tool_call_id)) {
-        let Some(remote) = agent
-            .sub_agent(&call.tool_name)
-            .and_then(|sub| sub.remote_agent())
-            .cloned()
-        else {
+        let Some(remote) = super::remote_of(agent, &call.tool_name).cloned() else {
             continue;
         };
         let child_session_id = match state
@@ -89,19 +86,15 @@ const LOOK_EVERY: Duration = Duration::from_millis(250);
 const LONGEST_WAIT: Duration = Duration::from_secs(30 * 60);
 
 /// The rewind whose orphans are reconciled: its session, checkpoint and new run.
-pub(super) struct RewoundRun<'a> {
-    pub(super) address: &'a SessionAddress,
-    pub(super) checkpoint_id: u32,
-    pub(super) run_id: &'a str,
+pub(crate) struct RewoundRun<'a> {
+    pub(crate) address: &'a SessionAddress,
+    pub(crate) checkpoint_id: u32,
+    pub(crate) run_id: &'a str,
 }
 
 /// Reconciles the candidates `orphans` of a rewind in a task of its own, once the rewound run
 /// has passed their steps, leaving out each call the run made again.
-pub(super) fn reconcile_in_background(
-    state: &AppState,
-    rewound: RewoundRun<'_>,
-    mut orphans: Vec<Orphan>,
-) {
+pub(crate) fn after_rewind(state: &AppState, rewound: RewoundRun<'_>, mut orphans: Vec<Orphan>) {
     if orphans.is_empty() {
         return;
     }
