@@ -20,7 +20,7 @@ use baton_core::{
     remote::{Callback, ErrorBody, StartRequest, Status},
     sse::{Decoder, NotUtf8},
     store::{ChildEnd, FollowMode, Forwarded, ForwardedChunk, Recorded, RemoteWait},
-    subagent::{self, RemoteAgent, SubAgent},
+    subagent::{self, RemoteAgent, SubAgent, Transport},
     usage::UsageRollup,
 };
 use baton_remote::producer::{CallError, Producer, Started};
@@ -103,7 +103,10 @@ impl AgentActivities {
     ) -> Result<(&SubAgent, &RemoteAgent), Error> {
         self.agent(agent_type)?
             .sub_agent(tool_name)
-            .and_then(|sub| sub.remote_agent().map(|remote| (sub, remote)))
+            .and_then(|sub| match sub.declared_transport() {
+                Transport::Remote(remote) => Some((sub, remote.as_ref())),
+                Transport::Local => None,
+            })
             .ok_or_else(|| {
                 Error::typed(
                     ErrorCode::Internal,

@@ -22,7 +22,10 @@ impl AgentRegistry {
         }
         for agent in map.values() {
             // A remote sub-agent's type lives in another service's registry.
-            for sub_agent in agent.sub_agents().filter(|s| s.remote_agent().is_none()) {
+            for sub_agent in agent
+                .sub_agents()
+                .filter(|s| s.transport() == crate::subagent::SubAgentTransport::Local)
+            {
                 if !map.contains_key(sub_agent.agent_type()) {
                     return Err(DefinitionError::UnknownSubAgent {
                         agent: agent.name.clone(),
@@ -70,7 +73,10 @@ fn find_cycle(
     path: &mut Vec<String>,
 ) -> Option<(Vec<String>, Option<usize>)> {
     let current = agents.get(path.last()?)?;
-    for sub_agent in current.sub_agents().filter(|s| s.remote_agent().is_none()) {
+    for sub_agent in current
+        .sub_agents()
+        .filter(|s| s.transport() == crate::subagent::SubAgentTransport::Local)
+    {
         let next = sub_agent.agent_type().to_owned();
         if let Some(start) = path.iter().position(|name| *name == next) {
             let mut cycle = path[start..].to_vec();
