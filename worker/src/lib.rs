@@ -7,11 +7,13 @@
 pub mod ai_sdk;
 pub mod audit;
 pub mod auth;
+pub mod callback_hosts;
 pub mod demo;
 pub mod grpc;
 pub mod http;
 pub mod metrics;
 pub mod mount;
+pub mod mount_spec;
 pub mod ops;
 pub mod origins;
 mod peers;

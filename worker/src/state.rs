@@ -115,8 +115,8 @@ pub struct ServerOptions {
     /// store in [`AppState`] needs no setting of its own.
     pub stream_max_chunks: u64,
     /// The producer mounts of the remote-agent protocol (by default one raw mount of every
-    /// agent type under [`crate::mount::DEFAULT_BASE_PATH`]); empty serves none.
-    pub mounts: Vec<crate::mount::Mount>,
+    /// agent type under [`crate::mount_spec::DEFAULT_BASE_PATH`]); empty serves none.
+    pub mounts: Vec<crate::mount_spec::Mount>,
     /// Open streams per session and per credential on this server.
     pub follower_caps: FollowerCaps,
     /// The HTTP server's and the gRPC service's connection caps, and the header deadline.
@@ -131,7 +131,7 @@ pub struct ServerOptions {
     pub demo_user_tokens: bool,
     /// The hosts a mount caller's callback URL may name (`--callback-hosts`); none by default:
     /// every callback is refused.
-    pub callback_hosts: crate::ops::CallbackHosts,
+    pub callback_hosts: crate::callback_hosts::CallbackHosts,
 }
 
 /// A token bucket: `burst` tokens at once, refilled at `per_minute`. A burst of 0 is no limit.
@@ -210,7 +210,9 @@ impl Default for ServerOptions {
             subject_limits: SubjectLimits::default(),
             stream_max_chunks: DEFAULT_STREAM_MAX_CHUNKS,
             allow_client_session_ids: false,
-            mounts: vec![crate::mount::Mount::new(crate::mount::DEFAULT_BASE_PATH)],
+            mounts: vec![crate::mount_spec::Mount::new(
+                crate::mount_spec::DEFAULT_BASE_PATH,
+            )],
             follower_caps: FollowerCaps {
                 per_session: DEFAULT_MAX_FOLLOWERS_PER_SESSION,
                 per_credential: DEFAULT_MAX_FOLLOWERS_PER_CREDENTIAL,
@@ -219,7 +221,7 @@ impl Default for ServerOptions {
             temporal_ui_url: None,
             allowed_origins: crate::origins::AllowedOrigins::None,
             demo_user_tokens: false,
-            callback_hosts: crate::ops::CallbackHosts::default(),
+            callback_hosts: crate::callback_hosts::CallbackHosts::default(),
         }
     }
 }

@@ -75,7 +75,7 @@ async fn start_owned(
     if let Some(callback) = &request.callback {
         callback.check()?;
     }
-    super::check_callback_host(state, request.callback.as_ref())?;
+    super::check_callback_host(&state.options.callback_hosts, request.callback.as_ref())?;
     let address = SessionAddress::root(&request.session_id);
     if let Some(existing) = existing(state, &address, &request.session_id).await? {
         return Err(attached(state, &existing, &owner, agent_type, request).await);

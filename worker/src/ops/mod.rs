@@ -11,7 +11,6 @@
 
 mod attach;
 mod body_limits;
-mod callback_policy;
 mod fork;
 mod limits;
 mod new_run;
@@ -26,9 +25,9 @@ pub(crate) mod temporal;
 mod tokens;
 mod tree;
 
+pub use crate::callback_hosts::{CallbackHosts, check_callback_host};
 pub use attach::{reindex_callback, start_or_attach};
 pub use body_limits::{MAX_JSON_DEPTH, body_too_large, checked_body_size, checked_json_depth};
-pub use callback_policy::{CallbackHosts, check_callback_host};
 pub use fork::fork_session;
 pub use reads::{authorize, existing_session, session_snapshot, session_status, session_usage};
 pub use resume::{chat_resume, resume};

@@ -31,7 +31,7 @@ pub(super) fn kept_fields(state: &Value, fields: &BTreeSet<String>) -> Value {
 
 impl Mount {
     /// The state as this mount shows it.
-    pub(super) fn shown_state(&self, state: Value) -> Value {
+    pub(crate) fn shown_state(&self, state: Value) -> Value {
         match &self.state_projection {
             Some(project) => project(&state),
             None => state,
@@ -39,7 +39,7 @@ impl Mount {
     }
 
     /// The rollup as this mount shows it.
-    pub(super) fn shown_usage(&self, rollup: &UsageRollup) -> Value {
+    pub(crate) fn shown_usage(&self, rollup: &UsageRollup) -> Value {
         match &self.usage_projection {
             Some(project) => project(rollup),
             None => serde_json::to_value(rollup).unwrap_or(Value::Null),
@@ -48,7 +48,7 @@ impl Mount {
 
     /// A chunk as this mount's stream carries it: `None` for a `state_patch` on a projected
     /// mount; an `end` chunk with its state and usage shown; any other chunk as stored.
-    pub(super) fn shown_chunk(&self, chunk: &StreamChunk) -> Option<Value> {
+    pub(crate) fn shown_chunk(&self, chunk: &StreamChunk) -> Option<Value> {
         if self.is_projected() && matches!(chunk.kind, ChunkKind::StatePatch { .. }) {
             return None;
         }

@@ -4,7 +4,6 @@
 //! loopback, for its demo). A refused callback is a `validation_error` before anything is
 //! written; the caller still gets its child's end by polling `status`.
 
-use crate::state::AppState;
 use baton_core::{ApiError, ErrorCode, remote};
 
 /// The callback hosts a producer accepts.
@@ -78,13 +77,12 @@ impl CallbackHosts {
 /// Refuses a mount start's callback whose host this producer does not list, as a
 /// `validation_error` naming the flag; a start without one passes.
 pub fn check_callback_host(
-    state: &AppState,
+    hosts: &CallbackHosts,
     callback: Option<&remote::Callback>,
 ) -> Result<(), ApiError> {
     let Some(callback) = callback else {
         return Ok(());
     };
-    let hosts = &state.options.callback_hosts;
     if hosts.allows(&callback.url) {
         return Ok(());
     }
