@@ -10,8 +10,8 @@ use crate::{
     metrics::grpc::GrpcMetricsLayer,
     ops::{
         self, MAX_MESSAGE_BYTES, checked_body_size, checked_json_depth, checked_start,
-        checked_submit, fork_session, list_pending, list_sessions, refused_with_reason,
-        session_snapshot, session_status, session_usage,
+        checked_submit, existing_session, fork_session, list_pending, list_sessions,
+        refused_with_reason, session_snapshot, session_status, session_usage,
     },
     state::AppState,
     stream::{Credential, Follow},
@@ -312,9 +312,13 @@ impl baton_server::Baton for GrpcService {
                 &credential,
             )
             .map_err(refused)?;
+        let session = existing_session(&self.state, &request.session_id)
+            .await
+            .map_err(refused)?;
         let follow = Follow::open(
-            self.state.clone(),
-            &request.session_id,
+            self.state.store.clone(),
+            self.state.streams.clone(),
+            session,
             request.from_sequence,
             permit,
         )

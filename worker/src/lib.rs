@@ -12,7 +12,6 @@ pub mod demo;
 pub mod grpc;
 pub mod http;
 pub mod metrics;
-pub mod mount;
 pub mod mount_spec;
 pub mod ops;
 pub mod origins;
@@ -24,7 +23,7 @@ pub mod stream;
 pub mod sweeps;
 
 pub use grpc::serve_grpc;
-pub use http::{router, serve};
+pub use http::{mount, router, serve};
 pub use origins::AllowedOrigins;
 pub use runner::{TemporalSettings, WorkerSettings, connect_temporal, run_worker};
 pub use state::{AppState, ServerOptions};

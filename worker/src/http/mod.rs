@@ -12,6 +12,7 @@ mod error;
 mod extract;
 mod fork;
 mod metrics;
+pub mod mount;
 mod page_headers;
 mod refusals;
 mod remote_callback;
@@ -59,7 +60,7 @@ pub async fn serve(
         ),
         Auth::Builtin(_) | Auth::Custom(_) => {}
     }
-    crate::mount::check_mounts(&state.options.mounts).map_err(std::io::Error::other)?;
+    crate::http::mount::check_mounts(&state.options.mounts).map_err(std::io::Error::other)?;
     let limits = state.options.connection_limits;
     serve::serve_connections(listener, router(state), limits, shutdown).await
 }
@@ -88,7 +89,7 @@ pub fn router(state: AppState) -> Router {
         .route("/metrics", get(metrics::metrics))
         .route_layer(from_fn_with_state(state.clone(), authenticate))
         .merge(chat::router(state.clone()))
-        .merge(crate::mount::routers(&state))
+        .merge(crate::http::mount::routers(&state))
         .route("/healthz", get(|| async { "ok" }))
         .route(
             "/remote-callbacks/{session_id}",

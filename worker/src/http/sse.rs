@@ -33,9 +33,16 @@ pub(super) async fn sse(
         &credential,
     )?;
     let counted = FollowerGuard::new(&state.metrics.followers);
-    let follow = Follow::open(state, &query.session_id, query.from_sequence, permit)
-        .await?
-        .ends_on_revocation(&principal);
+    let session = crate::ops::existing_session(&state, &query.session_id).await?;
+    let follow = Follow::open(
+        state.store.clone(),
+        state.streams.clone(),
+        session,
+        query.from_sequence,
+        permit,
+    )
+    .await?
+    .ends_on_revocation(&principal);
     let events = stream::unfold((counted, follow), |(counted, mut follow)| async move {
         let events = match follow.next_chunks().await? {
             Ok(chunks) => chunks.iter().map(|chunk| Ok(chunk_event(chunk))).collect(),

@@ -1,6 +1,6 @@
 //! A producer mount's declaration, below the server's state that holds it: where the
 //! remote-agent protocol's routes live, which agent types they serve and at what fidelity (a
-//! state and a usage projection, `projection.rs`). The routes themselves are `crate::mount`'s.
+//! state and a usage projection, `projection.rs`). The routes themselves are `crate::http::mount`'s.
 
 pub(crate) mod projection;
 

@@ -3,7 +3,7 @@
 //! request and answers a typed response or an [`ApiError`], and owns its policy: it authorizes
 //! (`crate::auth`'s rules), revokes what a stop revokes and writes its audit event, once, so no
 //! adapter decides any of it. None knows HTTP or gRPC. The adapters (`crate::http`,
-//! `crate::grpc`, `crate::mount`, the chat route) authenticate, decode, call one of these and
+//! `crate::grpc`, `crate::http::mount`, the chat route) authenticate, decode, call one of these and
 //! encode the answer. Every operation answers from Redis or by starting a workflow; none waits
 //! on a run.
 //!

@@ -3,12 +3,12 @@
 //! yields chunks or one typed error (`TRUNCATED`, `store_unavailable`) that each transport
 //! frames its own way.
 
-use super::{FollowerPermit, revocation::RevocationWatch};
-use crate::{auth::Principal, ops::existing_session, state::AppState};
+use super::{FollowerPermit, StreamHub, revocation::RevocationWatch};
+use crate::auth::Principal;
 use baton_core::{
-    ApiError, ErrorCode, Refusal,
+    ApiError, ErrorCode, Refusal, Store,
     chunk::{ChunkKind, StreamChunk},
-    store::SessionAddress,
+    store::{SessionAddress, SessionState},
 };
 
 /// How long a follower waits for its feed before checking the session again.
@@ -17,7 +17,8 @@ const STREAM_POLL_MS: u64 = 10_000;
 /// The position of one follower (an SSE or a gRPC subscriber) in a session's stream: what it
 /// missed comes from Redis, new chunks from the session's shared feed.
 pub struct Follow {
-    state: AppState,
+    store: Store,
+    streams: StreamHub,
     address: SessionAddress,
     /// New chunks, from the session's shared feed.
     feed: tokio::sync::broadcast::Receiver<crate::stream::fanout::Batch>,
@@ -40,26 +41,27 @@ pub struct Follow {
 const CATCH_UP_BATCH: usize = 512;
 
 impl Follow {
-    /// Follows a session after sequence `after` (exclusive): `session_not_found` for an unknown
-    /// session. A follower that has seen everything of an ended session ends at once. `permit`
-    /// is its admission under the follower caps ([`crate::stream::Followers::admit`]), taken by
-    /// the caller before anything it does is written.
+    /// Follows `session` (as the caller has just read it) after sequence `after` (exclusive). A
+    /// follower that has seen everything of an ended session ends at once. `permit` is its
+    /// admission under the follower caps ([`crate::stream::Followers::admit`]), taken by the
+    /// caller before anything it does is written.
     pub async fn open(
-        state: AppState,
-        session_id: &str,
+        store: Store,
+        streams: StreamHub,
+        session: SessionState,
         after: u64,
         permit: FollowerPermit,
     ) -> Result<Self, ApiError> {
-        let session = existing_session(&state, session_id).await?;
         let finished = session.status.is_terminal() && session.last_sequence <= after;
         // A child session's keys are in its root's slot.
         let address = SessionAddress {
             root_session_id: session.root_session_id.clone(),
-            session_id: session_id.to_owned(),
+            session_id: session.session_id.clone(),
         };
-        let feed = state.streams.subscribe(&state.store, &address).await?;
+        let feed = streams.subscribe(&store, &address).await?;
         Ok(Self {
-            state,
+            store,
+            streams,
             address,
             feed,
             after,
@@ -87,7 +89,7 @@ impl Follow {
         use tokio::sync::broadcast::error::RecvError;
         while !self.finished {
             if let Some(watch) = &mut self.revocation
-                && let Some(revoked) = watch.revoked(&self.state.store).await
+                && let Some(revoked) = watch.revoked(&self.store).await
             {
                 self.finished = true;
                 return Some(Err(revoked));
@@ -123,12 +125,7 @@ impl Follow {
                 }
                 Ok(Err(RecvError::Lagged(_))) => self.behind = true,
                 Ok(Err(RecvError::Closed)) => {
-                    match self
-                        .state
-                        .streams
-                        .subscribe(&self.state.store, &self.address)
-                        .await
-                    {
+                    match self.streams.subscribe(&self.store, &self.address).await {
                         Ok(feed) => self.feed = feed,
                         Err(error) => {
                             tracing::warn!(%error, "re-subscribing to a stream failed");
@@ -141,7 +138,7 @@ impl Follow {
                     }
                     self.behind = true;
                 }
-                Err(_) => match self.state.store.session(&self.address).await {
+                Err(_) => match self.store.session(&self.address).await {
                     Ok(Some(session))
                         if session.status.is_terminal() && session.last_sequence <= self.after =>
                     {
@@ -158,7 +155,6 @@ impl Follow {
     /// Reads chunks after the position straight from Redis; `TRUNCATED` when they are gone.
     async fn catch_up(&mut self) -> Result<Vec<StreamChunk>, ApiError> {
         let chunks = self
-            .state
             .store
             .chunks_after(&self.address, self.after, CATCH_UP_BATCH)
             .await

@@ -73,9 +73,16 @@ pub(super) async fn respond(
             let counted = FollowerGuard::new(&state.metrics.followers);
             let abort_state = state.clone();
             let read_state = state.clone();
-            let follow = Follow::open(state, &session_id, after, permit)
-                .await?
-                .ends_on_revocation(principal);
+            let session = crate::ops::existing_session(&state, &session_id).await?;
+            let follow = Follow::open(
+                state.store.clone(),
+                state.streams.clone(),
+                session,
+                after,
+                permit,
+            )
+            .await?
+            .ends_on_revocation(principal);
             // Armed once the answer is about to stream (a refusal before it stops nothing).
             let abort = StopOnAbort {
                 state: abort_state,

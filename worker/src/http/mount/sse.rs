@@ -41,8 +41,9 @@ pub(super) async fn sse(
     )?;
     let counted = FollowerGuard::new(&state.app.metrics.followers);
     let follow = Follow::open(
-        state.app.clone(),
-        &query.session_id,
+        state.app.store.clone(),
+        state.app.streams.clone(),
+        session.clone(),
         query.from_sequence,
         permit,
     )
