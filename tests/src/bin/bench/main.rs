@@ -2,15 +2,17 @@
 //! the bare Temporal round trip of one empty activity measured in the same process and run;
 //! human-in-the-loop figures; sessions per second with 20 concurrent sessions; Temporal history
 //! bytes per step; SSE fan-out; Redis bytes per key of a suspended session; the first page of a
-//! filtered search by indexed sessions. One module per section.
+//! filtered search by indexed sessions; where a loaded session's Redis bytes go. One module per
+//! section.
 //!
 //! Run it in release against the dev server started with the fast transfer-queue setting:
 //! `source scripts/services.sh && cargo run --release -p baton-tests --bin bench`.
 //! `--only <section>[,<section>…]` (or `BENCH_ONLY`) runs some sections: `steps`, `submit`,
 //! `hitl`, `tree`, `throughput`, `fanout`, `footprint`, `search` (`BENCH_SEARCH_SIZES`, default
 //! `1000,100000`, the index sizes), and the process sections `rounds`, `soak` and `million`
-//! (real `batond` processes and a Redis of their own, see `procs.rs`), and `remote` (a remote
-//! sub-agent beside a local one, two in-process services). `BENCH_STEPS` (default
+//! (real `batond` processes and a Redis of their own, see `procs.rs`), `bytes` (loaded sessions
+//! in a Redis of its own, `BENCH_BYTES_SESSIONS`, default 20,000; see `bytes.rs`) and `remote` (a
+//! remote sub-agent beside a local one, two in-process services). `BENCH_STEPS` (default
 //! 200) sets the steps measured per
 //! configuration, `BENCH_FOLLOWERS` (default 1000) the SSE followers of the fan-out measurement.
 
