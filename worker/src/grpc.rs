@@ -10,11 +10,11 @@ use crate::{
     metrics::grpc::GrpcMetricsLayer,
     ops::{
         self, MAX_MESSAGE_BYTES, checked_body_size, checked_json_depth, checked_start,
-        checked_submit, existing_session, fork_session, list_pending, list_sessions,
-        refused_with_reason, session_snapshot, session_status, session_usage,
+        checked_submit, fork_session, list_pending, list_sessions, refused_with_reason,
+        session_snapshot, session_status, session_usage,
     },
     state::AppState,
-    stream::{Credential, Follow},
+    stream::Credential,
 };
 use baton_core::{
     ApiError, ErrorCode,
@@ -299,32 +299,15 @@ impl baton_server::Baton for GrpcService {
         let principal = self.principal(&request).await?;
         let credential = Credential::of(&request.metadata().clone().into_headers());
         let request = request.into_inner();
-        ops::authorize(&self.state, &principal, "follow", &request.session_id)
-            .await
-            .map_err(refused)?;
-        let permit = self
-            .state
-            .streams
-            .followers
-            .admit(
-                self.state.options.follower_caps,
-                &request.session_id,
-                &credential,
-            )
-            .map_err(refused)?;
-        let session = existing_session(&self.state, &request.session_id)
-            .await
-            .map_err(refused)?;
-        let follow = Follow::open(
-            self.state.store.clone(),
-            self.state.streams.clone(),
-            session,
+        let follow = ops::follow(
+            &self.state,
+            &principal,
+            &credential,
+            &request.session_id,
             request.from_sequence,
-            permit,
         )
         .await
-        .map_err(refused)?
-        .ends_on_revocation(&principal);
+        .map_err(refused)?;
         let chunks = stream::unfold(follow, |mut follow| async move {
             let items: Vec<Result<v1::Chunk, Status>> = match follow.next_chunks().await? {
                 Ok(chunks) => chunks

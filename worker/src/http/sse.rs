@@ -5,12 +5,7 @@ use super::{
     error::HttpError,
     extract::{ApiQuery, SessionQuery},
 };
-use crate::{
-    auth::Principal,
-    metrics::FollowerGuard,
-    state::AppState,
-    stream::{Credential, Follow},
-};
+use crate::{auth::Principal, metrics::FollowerGuard, state::AppState, stream::Credential};
 use axum::{
     Extension,
     extract::State,
@@ -26,23 +21,15 @@ pub(super) async fn sse(
     Extension(credential): Extension<Credential>,
     ApiQuery(query): ApiQuery<SessionQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, HttpError> {
-    crate::ops::authorize(&state, &principal, "follow", &query.session_id).await?;
-    let permit = state.streams.followers.admit(
-        state.options.follower_caps,
-        &query.session_id,
+    let follow = crate::ops::follow(
+        &state,
+        &principal,
         &credential,
-    )?;
-    let counted = FollowerGuard::new(&state.metrics.followers);
-    let session = crate::ops::existing_session(&state, &query.session_id).await?;
-    let follow = Follow::open(
-        state.store.clone(),
-        state.streams.clone(),
-        session,
+        &query.session_id,
         query.from_sequence,
-        permit,
     )
-    .await?
-    .ends_on_revocation(&principal);
+    .await?;
+    let counted = FollowerGuard::new(&state.metrics.followers);
     let events = stream::unfold((counted, follow), |(counted, mut follow)| async move {
         let events = match follow.next_chunks().await? {
             Ok(chunks) => chunks.iter().map(|chunk| Ok(chunk_event(chunk))).collect(),

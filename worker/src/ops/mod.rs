@@ -11,6 +11,7 @@
 
 mod attach;
 mod body_limits;
+mod follow;
 mod fork;
 mod limits;
 mod new_run;
@@ -28,8 +29,12 @@ mod tree;
 pub use crate::callback_hosts::{CallbackHosts, check_callback_host};
 pub use attach::{reindex_callback, start_or_attach};
 pub use body_limits::{MAX_JSON_DEPTH, body_too_large, checked_body_size, checked_json_depth};
+pub use follow::{admit_follower, follow, open_follow};
 pub use fork::fork_session;
-pub use reads::{authorize, existing_session, session_snapshot, session_status, session_usage};
+pub use reads::{
+    authorize, authorized_session, existing_session, session_snapshot, session_status,
+    session_usage,
+};
 pub use resume::{chat_resume, resume};
 pub use search::{list_pending, list_sessions};
 pub use start::{MAX_MESSAGE_BYTES, chat_start, checked_start, first_log};

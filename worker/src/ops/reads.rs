@@ -21,6 +21,18 @@ pub async fn existing_session(
         .ok_or_else(|| no_session(session_id))
 }
 
+/// The session `session_id` names, once `principal` may act on it for `action` (checked, and a
+/// refusal audited, before anything tells whether it exists); `session_not_found` after that.
+pub async fn authorized_session(
+    state: &AppState,
+    principal: &Principal,
+    action: &'static str,
+    session_id: &str,
+) -> Result<SessionState, ApiError> {
+    authorize(state, principal, action, session_id).await?;
+    existing_session(state, session_id).await
+}
+
 /// `/status`: the session's state, with `isExecuting` from Temporal's view of its run and the
 /// calls waiting on a person, once the principal may act on it.
 pub async fn session_status(
@@ -28,8 +40,7 @@ pub async fn session_status(
     principal: &Principal,
     session_id: &str,
 ) -> Result<SessionState, ApiError> {
-    authorize(state, principal, "status", session_id).await?;
-    let mut session = existing_session(state, session_id).await?;
+    let mut session = authorized_session(state, principal, "status", session_id).await?;
     session.is_executing = Some(is_executing(state, &session).await?);
     let address = checked_address(session_id)?;
     session.pending = state

@@ -11,7 +11,7 @@ use crate::{
     http::HttpError,
     ops::refused_with_reason,
     state::AppState,
-    stream::{Credential, FollowerPermit},
+    stream::Credential,
 };
 use axum::{
     Extension, Json,
@@ -42,8 +42,8 @@ pub(super) async fn post(
     })?;
     let chat_id = body.id.clone();
     // The answer is a stream: admitted under the follower caps before anything is written.
-    let permit =
-        admit(&state, &chat_id, &credential).inspect_err(|error| log_refusal(&chat_id, error))?;
+    let permit = crate::ops::admit_follower(&state, &chat_id, &credential)
+        .inspect_err(|error| log_refusal(&chat_id, error))?;
     let reply = ai_sdk::chat_post(&state, &principal, body)
         .await
         .inspect_err(|error| log_refusal(&chat_id, error))?;
@@ -60,23 +60,11 @@ pub(super) async fn reattach(
     Extension(credential): Extension<Credential>,
     Path(chat_id): Path<String>,
 ) -> Result<Response, HttpError> {
-    let permit = admit(&state, &chat_id, &credential)?;
+    let permit = crate::ops::admit_follower(&state, &chat_id, &credential)?;
     match ai_sdk::chat_reattach(&state, &principal, &chat_id).await? {
         None => Ok(StatusCode::NO_CONTENT.into_response()),
         Some(reply) => Ok(respond(state, reply, permit, &principal, false).await?),
     }
-}
-
-/// A chat stream's place under the follower caps (429 `rate_limited` past them).
-fn admit(
-    state: &AppState,
-    chat_id: &str,
-    credential: &Credential,
-) -> Result<FollowerPermit, ApiError> {
-    state
-        .streams
-        .followers
-        .admit(state.options.follower_caps, chat_id, credential)
 }
 
 /// `GET /chat/{id}/snapshot`: the session's UI messages.

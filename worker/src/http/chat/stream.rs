@@ -7,7 +7,7 @@ use crate::{
     auth::Principal,
     metrics::FollowerGuard,
     state::AppState,
-    stream::{Follow, FollowerPermit},
+    stream::FollowerPermit,
 };
 use axum::{
     http::{HeaderName, HeaderValue},
@@ -74,15 +74,7 @@ pub(super) async fn respond(
             let abort_state = state.clone();
             let read_state = state.clone();
             let session = crate::ops::existing_session(&state, &session_id).await?;
-            let follow = Follow::open(
-                state.store.clone(),
-                state.streams.clone(),
-                session,
-                after,
-                permit,
-            )
-            .await?
-            .ends_on_revocation(principal);
+            let follow = crate::ops::open_follow(&state, principal, session, after, permit).await?;
             // Armed once the answer is about to stream (a refusal before it stops nothing).
             let abort = StopOnAbort {
                 state: abort_state,

@@ -67,8 +67,7 @@ impl MountState {
         session_id: &str,
     ) -> Result<SessionState, MountError> {
         self.served(agent_type)?;
-        ops::authorize(&self.app, principal, "mount", session_id).await?;
-        let session = ops::existing_session(&self.app, session_id).await?;
+        let session = ops::authorized_session(&self.app, principal, "mount", session_id).await?;
         of_type(session, agent_type)
     }
 }

@@ -9,7 +9,7 @@
 //! envelope.
 
 use super::{MountState, error::MountError, guard::MountQuery};
-use crate::{auth::Principal, http::SessionQuery, metrics::FollowerGuard, stream::Follow};
+use crate::{auth::Principal, http::SessionQuery, metrics::FollowerGuard, ops, stream::Follow};
 use axum::{
     Extension,
     extract::{Path, State},
@@ -34,21 +34,16 @@ pub(super) async fn sse(
     let session = state
         .session(&principal, &agent_type, &query.session_id)
         .await?;
-    let permit = state.app.streams.followers.admit(
-        state.app.options.follower_caps,
-        &query.session_id,
-        &credential,
-    )?;
+    let permit = ops::admit_follower(&state.app, &query.session_id, &credential)?;
     let counted = FollowerGuard::new(&state.app.metrics.followers);
-    let follow = Follow::open(
-        state.app.store.clone(),
-        state.app.streams.clone(),
+    let follow = ops::open_follow(
+        &state.app,
+        &principal,
         session.clone(),
         query.from_sequence,
         permit,
     )
-    .await?
-    .ends_on_revocation(&principal);
+    .await?;
     let followed = MountFollow {
         address: SessionAddress {
             root_session_id: session.root_session_id,
