@@ -5,7 +5,6 @@
 //! table.
 
 use crate::{
-    audit,
     auth::{Auth, Principal, Surface},
     metrics::grpc::GrpcMetricsLayer,
     ops::{
@@ -107,7 +106,7 @@ impl GrpcService {
     async fn principal<T>(&self, request: &Request<T>) -> Result<Principal, Status> {
         let headers = request.metadata().clone().into_headers();
         self.state
-            .authenticate(&headers, Surface::Api)
+            .authenticate(&headers, Surface::Api, "grpc")
             .await
             .map_err(refused)
     }
@@ -134,9 +133,6 @@ impl GrpcService {
 
 /// A refusal as a gRPC status (see [`status_from_api_error`]).
 fn refused(error: ApiError) -> Status {
-    if audit::is_audited_refusal(error.code) {
-        audit::refusal("grpc", &error, None);
-    }
     if error.code.presentation().http_status >= 500 {
         tracing::error!(code = %error.code, error = %bounded(&error.error), "gRPC request failed");
     } else {

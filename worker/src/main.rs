@@ -142,8 +142,9 @@ async fn run() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The process's subscriber: the log on stdout (filtered by `RUST_LOG`, default `info`), and
-/// the client-call counters, which see their events whatever the log's filter.
+/// The process's subscriber: the log on stdout (filtered by `RUST_LOG`, default
+/// `info,temporalio_sdk_core=warn`), and the client-call counters, which see their events
+/// whatever the log's filter.
 fn init_logging(format: LogFormat, metrics: &Metrics) {
     use tracing_subscriber::{Layer, layer::SubscriberExt, util::SubscriberInitExt};
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()

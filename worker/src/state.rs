@@ -70,20 +70,30 @@ pub struct AppState {
 }
 
 impl AppState {
-    /// The principal of a request arriving on `surface` (see [`crate::auth::authenticate`]).
+    /// The principal of a request to `route` arriving on `surface` (see
+    /// [`crate::auth::authenticate`]). A refused credential is audited here, with its route and
+    /// reason, for every transport; a refusal by an operation's policy is the operation's own
+    /// audit event (`crate::ops`), so no transport audits anything.
     pub async fn authenticate(
         &self,
         headers: &axum::http::HeaderMap,
         surface: Surface,
+        route: &str,
     ) -> Result<Principal, baton_core::ApiError> {
-        crate::auth::authenticate(
+        let authenticated = crate::auth::authenticate(
             &self.options.auth,
             &self.options.service_keys,
             &self.store,
             headers,
             surface,
         )
-        .await
+        .await;
+        if let Err(error) = &authenticated
+            && crate::audit::is_audited_refusal(error.code)
+        {
+            crate::audit::refusal(route, error, None);
+        }
+        authenticated
     }
 }
 

@@ -18,7 +18,7 @@ pub(crate) struct MountArgs {
     #[arg(long, env = "BATON_NO_MOUNT", global = true)]
     pub(crate) no_mount: bool,
     /// The mount's base path: its routes are `<base>/<agentType>/(start|resume|sse|status|
-    /// snapshot|usage|interrupt|abort)`.
+    /// snapshot|usage|interrupt|abort|submit)`.
     #[arg(long, env = "BATON_MOUNT_BASE_PATH", default_value = DEFAULT_BASE_PATH, global = true)]
     pub(crate) mount_base_path: String,
     /// Serve only these agent types on the mount (comma-separated); default all.

@@ -40,15 +40,7 @@ pub(super) async fn metrics(
     State(state): State<AppState>,
     Extension(principal): Extension<Principal>,
 ) -> Result<Response, HttpError> {
-    if let Err(refused) = principal.must_be_operator() {
-        crate::audit::refusal("/metrics", &refused, Some(&principal));
-        return Err(refused.into());
-    }
-    let text = state.metrics.render(&[(
-        "baton_stream_feeds",
-        "Sessions whose stream this server reads for its followers",
-        state.streams.feed_count() as f64,
-    )]);
+    let text = crate::ops::metrics_text(&state, &principal)?;
     Ok((
         [(CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
         text,

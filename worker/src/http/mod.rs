@@ -26,7 +26,6 @@ pub use error::HttpError;
 pub(crate) use extract::{SessionQuery, json_body, query};
 
 use crate::{
-    audit,
     auth::{Auth, Surface},
     state::AppState,
 };
@@ -110,21 +109,19 @@ pub fn router(state: AppState) -> Router {
 }
 
 /// Puts the request's [`Principal`](crate::auth::Principal) in its extensions, or answers 401
-/// (403 for a credential off its surface). A refusal here goes to the audit log with its route
-/// and reason; the operations log their own refusals (`crate::ops`).
+/// (403 for a credential off its surface; audited by [`AppState::authenticate`]).
 async fn authenticate(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
-    match state.authenticate(request.headers(), Surface::Api).await {
+    let route = request.uri().path().to_owned();
+    match state
+        .authenticate(request.headers(), Surface::Api, &route)
+        .await
+    {
         Ok(principal) => {
             let credential = crate::stream::Credential::of(request.headers());
             request.extensions_mut().insert(principal);
             request.extensions_mut().insert(credential);
             next.run(request).await
         }
-        Err(error) => {
-            if audit::is_audited_refusal(error.code) {
-                audit::refusal(request.uri().path(), &error, None);
-            }
-            HttpError::from(error).into_response()
-        }
+        Err(error) => HttpError::from(error).into_response(),
     }
 }

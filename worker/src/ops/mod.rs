@@ -14,6 +14,7 @@ mod body_limits;
 mod follow;
 mod fork;
 mod limits;
+mod metrics;
 mod new_run;
 mod reads;
 mod resume;
@@ -31,6 +32,7 @@ pub use attach::{reindex_callback, start_or_attach};
 pub use body_limits::{MAX_JSON_DEPTH, body_too_large, checked_body_size, checked_json_depth};
 pub use follow::{admit_follower, follow, open_follow};
 pub use fork::fork_session;
+pub use metrics::metrics_text;
 pub use reads::{
     authorize, authorized_session, existing_session, session_snapshot, session_status,
     session_usage,

@@ -154,3 +154,45 @@ async fn chat_turns_and_mount_actions_are_audited_and_a_refusal_says_why() {
         .unwrap_or_default();
     assert!(reason.contains("another session"), "{reason:?}");
 }
+
+/// Over gRPC as over HTTP, a refusal by policy is one audit event, the operation's (with its
+/// principal and session), and only a refused credential is the transport's own `refused` event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grpc_refusal_is_audited_once_by_its_operation() {
+    events::capture();
+    const KEY: &str = "an operator key of at least thirty-two bytes";
+    let harness = Harness::start_with(agents::registry(), baton_tests::keyed_options(KEY)).await;
+    let api = baton_tests::bearer_api::BearerApi::new(&harness, KEY);
+    let user = baton_tests::unique("grpc-audited");
+    let token = api.mint(&user, &["two_steps"]).await;
+    let operator = HttpClient::with_bearer(&api.base, KEY).unwrap();
+    let session = operator.start("asker_only", "go").await.unwrap().session_id;
+    let grpc = harness.grpc_address.to_string();
+
+    let as_user = baton_client::GrpcClient::with_bearer(&grpc, &token).unwrap();
+    let baton_client::Error::Api(refused) = as_user.status(&session).await.unwrap_err() else {
+        panic!("a typed refusal");
+    };
+    let principal = format!("user:{user}");
+    let of_user: Vec<(String, String)> = events::audit_with("principal", &principal)
+        .into_iter()
+        .map(|fields| (fields["event"].clone(), fields["outcome"].clone()))
+        .collect();
+    assert_eq!(
+        of_user,
+        [("status".to_owned(), refused.code.as_str().to_owned())]
+    );
+    let by_transport = events::audit_with("route", "grpc")
+        .into_iter()
+        .filter(|fields| fields.get("reason") == Some(&refused.error))
+        .count();
+    assert_eq!(
+        by_transport, 0,
+        "the transport audited the operation's refusal again"
+    );
+
+    let garbage = baton_client::GrpcClient::with_bearer(&grpc, "not a credential").unwrap();
+    let before = events::audit_with("route", "grpc").len();
+    garbage.status(&session).await.unwrap_err();
+    assert!(events::audit_with("route", "grpc").len() > before);
+}

@@ -24,9 +24,10 @@ pub(super) async fn authenticate(
     mut request: Request,
     next: Next,
 ) -> Response {
+    let route = request.uri().path().to_owned();
     match state
         .app
-        .authenticate(request.headers(), crate::auth::Surface::Mount)
+        .authenticate(request.headers(), crate::auth::Surface::Mount, &route)
         .await
     {
         Ok(principal) => {
@@ -35,12 +36,7 @@ pub(super) async fn authenticate(
             request.extensions_mut().insert(credential);
             next.run(request).await
         }
-        Err(error) => {
-            if crate::audit::is_audited_refusal(error.code) {
-                crate::audit::refusal(request.uri().path(), &error, None);
-            }
-            MountError::from(error).into_response()
-        }
+        Err(error) => MountError::from(error).into_response(),
     }
 }
 
