@@ -43,7 +43,7 @@ pub use start::{MAX_MESSAGE_BYTES, chat_start, checked_start, first_log};
 pub(crate) use stop::stop_session;
 pub use stop::{chat_stop, stop};
 pub use submit::{checked_submit, submit, submit_and_continue};
-pub use tokens::{mint_user_token, revoke_token, revoke_user_tokens};
+pub use tokens::{mint_demo_token, mint_user_token, revoke_token, revoke_user_tokens};
 
 pub use crate::auth::SearchScope;
 

@@ -49,6 +49,26 @@ async fn mint(
     })
 }
 
+/// The demo page's token (`batond dev`'s demo mode): a user token of `user_id` good for every
+/// agent type served, minted and audited in the demo mode's name; none unless built-in auth
+/// signs tokens (an open server's page sends none).
+pub fn mint_demo_token(state: &AppState, user_id: &str) -> Option<String> {
+    let Auth::Builtin(builtin) = &state.options.auth else {
+        return None;
+    };
+    let claims = UserClaims {
+        sub: user_id.to_owned(),
+        agents: state.registry.agent_types().map(str::to_owned).collect(),
+        exp: crate::auth::now_secs() + DEFAULT_USER_TOKEN_TTL_SECS,
+    };
+    let demo = Principal::Operator {
+        name: "demo-mode".to_owned(),
+    };
+    let subject = format!("user:{}", baton_core::escape::bounded(user_id));
+    crate::audit::token(&demo, "token_mint", &subject, &Ok::<_, ApiError>(()));
+    Some(builtin.issue_user(&claims))
+}
+
 /// `POST /tokens/revoke`: an operator revokes any token of this server's; a token's holder its
 /// own (a sign-out). Revoking an expired token answers as a revocation and writes nothing.
 pub async fn revoke_token(

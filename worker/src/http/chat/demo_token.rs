@@ -4,12 +4,8 @@
 //! good for every agent type served, so the page never takes a credential from its URL. An open
 //! server (`--allow-unauthenticated`) answers no token: the page then sends none.
 
-use crate::{
-    auth::{Auth, UserClaims},
-    state::AppState,
-};
+use crate::state::AppState;
 use axum::{Json, extract::State};
-use baton_core::tokens::DEFAULT_USER_TOKEN_TTL_SECS;
 use serde::Serialize;
 
 /// The `userId` of the demo page's user.
@@ -25,22 +21,7 @@ pub(super) struct DemoToken {
 
 /// Mints the demo user's token (audited as a mint by the demo mode).
 pub(super) async fn demo_token(State(state): State<AppState>) -> Json<DemoToken> {
-    let token = match &state.options.auth {
-        Auth::Builtin(builtin) => {
-            let claims = UserClaims {
-                sub: DEMO_USER_ID.to_owned(),
-                agents: state.registry.agent_types().map(str::to_owned).collect(),
-                exp: crate::auth::now_secs() + DEFAULT_USER_TOKEN_TTL_SECS,
-            };
-            let minted = Ok::<_, baton_core::ApiError>(());
-            let demo = crate::auth::Principal::Operator {
-                name: "demo-mode".to_owned(),
-            };
-            crate::audit::token(&demo, "token_mint", "user:demo-user", &minted);
-            Some(builtin.issue_user(&claims))
-        }
-        _ => None,
-    };
+    let token = crate::ops::mint_demo_token(&state, DEMO_USER_ID);
     Json(DemoToken {
         token,
         user_id: DEMO_USER_ID,
