@@ -22,7 +22,8 @@
 //! - A chunk of another session of the tree (a sub-agent's) is a transient `data-subagent` part;
 //!   besides, a descendant's client call or approval is a tool part exactly like the root's
 //!   (its `tool_start`, `tool_approval_request` and `tool_end`), with its owner beside it
-//!   (`tree.rs`): the app answers it as it answers the root's, through the root. The agent of a
+//!   (`tree.rs`): the app answers it as it answers the root's, through the root. Outside a step
+//!   of the root's (an answer that resumed a child), those parts open one. The agent of a
 //!   descendant is known from the `subagent_start` or `run_start` chunks, or from the tree read
 //!   when the response began. `step_discarded` (a model call retried after it streamed text) closes the open text and
 //!   adds a kept `data-step-discarded` part `{step, textIds}` naming the text parts the discarded
@@ -214,7 +215,9 @@ impl UiStreamMapper {
         self.learn_agent_type(chunk);
         if chunk.header.agent_id != self.session_id {
             out.push(DataPart::transient("subagent", chunk_json(chunk)).into());
-            self.descendant(chunk, &mut out);
+            let mut parts = Vec::new();
+            self.descendant(chunk, &mut parts);
+            self.in_a_step(&mut out, parts);
             return out;
         }
         match &chunk.kind {
@@ -303,7 +306,9 @@ impl UiStreamMapper {
                 self.retrying = true;
             }
             ChunkKind::Suspended { .. } => {
-                self.relayed_parts(&mut out);
+                let mut parts = Vec::new();
+                self.relayed_parts(&mut parts);
+                self.in_a_step(&mut out, parts);
                 self.close_step(&mut out);
                 out.push(finish(Some(FinishReason::ToolCalls), chunk));
                 self.finished = true;
@@ -396,6 +401,21 @@ impl UiStreamMapper {
             } => self.call_output(out, tool_call_id, tool_name, result, error, &agent),
             _ => {}
         }
+    }
+
+    /// Adds `parts` (a descendant's tool parts, or relayed ones) inside a step: when the root has
+    /// none open (the response to an answer that resumed a child, not the root), they open one,
+    /// as any continuation streamed into the client's message does, so `ai`'s predicates read
+    /// them as a new step rather than the answered one.
+    fn in_a_step(&mut self, out: &mut Vec<UiFrame>, parts: Vec<UiFrame>) {
+        if parts.is_empty() {
+            return;
+        }
+        if !self.step_open {
+            out.push(UiChunk::StartStep.into());
+            self.step_open = true;
+        }
+        out.extend(parts);
     }
 
     /// A remote child's forwarded chunk: the output of a relayed call the message holds, when it

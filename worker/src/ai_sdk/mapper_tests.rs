@@ -13,7 +13,10 @@ use baton_core::{
     usage::UsageRollup,
 };
 use serde_json::{Value, json};
-use std::{collections::HashSet, sync::Arc};
+use std::{
+    collections::{HashMap, HashSet},
+    sync::Arc,
+};
 
 /// The agent of the chat unit tests: a server tool `add`, an approval-gated `send` and a client
 /// tool `ask` rendered as a form.
@@ -273,6 +276,7 @@ fn a_descendants_client_call_and_approval_are_tool_parts_with_their_owner() {
     let mut mapper =
         UiStreamMapper::new(agent(), "s", HashSet::new()).with_tree(registry, Default::default());
     let chunks = [
+        chunk(0, "s", ChunkKind::StepStart { step: 1 }),
         chunk(
             1,
             "s",
@@ -303,9 +307,10 @@ fn a_descendants_client_call_and_approval_are_tool_parts_with_their_owner() {
         .filter(|frame: &Value| frame["type"] != "data-subagent")
         .collect();
     let owner = |id: &str| json!({"toolCallId": id, "agentId": "s.k", "agentType": "a"});
-    assert_eq!(out[0]["type"], "data-baton-subagent-start");
+    assert_eq!(out[0]["type"], "start-step");
+    assert_eq!(out[1]["type"], "data-baton-subagent-start");
     assert_eq!(
-        out[1..],
+        out[2..],
         [
             json!({"type": "tool-input-available", "toolCallId": "c1", "toolName": "ask",
                    "input": {}, "providerMetadata": {"baton": owner("c1")}}),
@@ -321,6 +326,49 @@ fn a_descendants_client_call_and_approval_are_tool_parts_with_their_owner() {
     );
     // The child's suspension is not the message's end: the root's is.
     assert!(!mapper.is_finished());
+}
+
+/// The response to an answer that resumed a child, not the root: the child's next call opens a
+/// step of its own (the root's step ended with its suspension), and the root's suspension closes
+/// it, so `ai`'s predicates read the new call as a new step.
+#[test]
+fn a_descendants_call_after_an_answer_opens_a_step_the_roots_suspension_closes() {
+    let child = Arc::try_unwrap(agent()).unwrap();
+    let registry = baton_core::AgentRegistry::new([child]).unwrap();
+    let types = HashMap::from([("s.k".to_owned(), "a".to_owned())]);
+    let mut mapper = UiStreamMapper::new(agent(), "s", HashSet::from(["c1".to_owned()]))
+        .with_tree(registry, types);
+    let chunks = [
+        chunk(10, "s.k", end("c1", "ask", None)),
+        chunk(11, "s.k", start("c4", "ask")),
+        chunk(
+            12,
+            "s",
+            ChunkKind::Suspended {
+                step: 1,
+                tool_call_ids: vec!["p1".into()],
+            },
+        ),
+    ];
+    let kinds: Vec<String> = chunks
+        .iter()
+        .flat_map(|c| mapper.map(c))
+        .map(|frame| serde_json::from_str::<Value>(&frame.to_json()).unwrap())
+        .filter(|frame| frame["type"] != "data-subagent")
+        .map(|frame| frame["type"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "start-step",
+            "tool-output-available",
+            "tool-input-available",
+            "data-subagent-call",
+            "data-render",
+            "finish-step",
+            "finish",
+        ]
+    );
 }
 
 fn reasoning(delta: &str) -> ChunkKind {
@@ -483,6 +531,10 @@ fn a_remote_childs_relayed_calls_are_parts_under_their_relayed_ids_never_the_pro
             .map(|f| serde_json::from_str(&f.to_json()).unwrap())
             .collect::<Vec<Value>>()
     };
+    out.extend(map(
+        &mut mapper,
+        &chunk(0, "s", ChunkKind::StepStart { step: 1 }),
+    ));
     out.extend(map(&mut mapper, &chunk(1, "s", announced)));
     out.extend(map(&mut mapper, &forwarded(2, start("c1", "ask"))));
     out.extend(map(&mut mapper, &forwarded(3, start("c3", "send"))));
@@ -506,6 +558,7 @@ fn a_remote_childs_relayed_calls_are_parts_under_their_relayed_ids_never_the_pro
     assert_eq!(
         parts,
         [
+            &json!({"type": "start-step"}),
             &json!({"type": "tool-input-available", "toolCallId": q, "toolName": "ask",
                     "input": {}, "providerMetadata": {"baton": owner(&q)}}),
             &json!({"type": "data-subagent-call", "id": format!("subagent-call-{q}"), "data": owner(&q)}),
@@ -513,13 +566,14 @@ fn a_remote_childs_relayed_calls_are_parts_under_their_relayed_ids_never_the_pro
                     "input": {}, "providerMetadata": {"baton": owner(&a)}}),
             &json!({"type": "data-subagent-call", "id": format!("subagent-call-{a}"), "data": owner(&a)}),
             &json!({"type": "tool-approval-request", "approvalId": format!("r::{a}"), "toolCallId": a}),
+            &json!({"type": "finish-step"}),
             &json!({"type": "finish", "finishReason": "tool-calls",
                     "messageMetadata": {"finishedAt": 0}}),
         ]
     );
 
     // The continuation: a forwarded end of a held relayed call is its part's output, under the
-    // relayed id; the producer's id gives nothing.
+    // relayed id, in a step of its own (the root has none open); the producer's id gives nothing.
     let mut next = UiStreamMapper::new(agent(), "s", HashSet::new())
         .with_tree(registry, Default::default())
         .with_open_sub_agent_calls(open)
@@ -531,6 +585,7 @@ fn a_remote_childs_relayed_calls_are_parts_under_their_relayed_ids_never_the_pro
     assert_eq!(
         ended,
         [
+            json!({"type": "start-step"}),
             json!({"type": "tool-output-available", "toolCallId": a, "output": 1,
                 "providerExecuted": true})
         ]

@@ -52,6 +52,19 @@ async fn a_child_that_asks_again_after_its_answer_ends_the_continuation_with_its
         assert_ne!(again["first"], again["second"], "{s}");
         assert!(has_part(again, "tool-ask_user:output-available"), "{s}");
         assert!(has_part(again, "tool-ask_user:input-available"), "{s}");
+        // The answer's response opened a step for the child's next question (the spec's case
+        // A: a continuation opens a new step), after the answered one.
+        let parts: Vec<&str> = again["lastParts"]
+            .as_array()
+            .map(|parts| parts.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let at = |part: &str| parts.iter().position(|p| *p == part);
+        let last_step = parts.iter().rposition(|p| *p == "step-start");
+        assert!(
+            at("tool-ask_user:output-available") < last_step
+                && last_step < at("tool-ask_user:input-available"),
+            "{s}"
+        );
         assert_eq!(
             owner_types(&again["owners"]),
             ["child_asking_twice", "child_asking_twice"],
