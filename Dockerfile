@@ -18,4 +18,6 @@ RUN apt-get update \
 COPY --from=builder /src/target/release/batond /usr/local/bin/batond
 USER nobody
 ENTRYPOINT ["batond"]
-CMD ["dev"]
+# `server` is fail-closed: it refuses to start without operator keys (BATON_API_KEYS) and never
+# mints the demo page's tokens; `dev` (demo mode) must be asked for by name.
+CMD ["server"]

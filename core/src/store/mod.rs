@@ -29,6 +29,7 @@ mod custom_state;
 mod deadline_index;
 mod error;
 mod fork;
+mod health;
 mod index_id;
 mod index_record;
 mod keys;

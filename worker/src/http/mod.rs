@@ -14,6 +14,7 @@ mod fork;
 mod metrics;
 pub mod mount;
 mod page_headers;
+mod ready;
 mod refusals;
 mod remote_callback;
 mod routes;
@@ -64,7 +65,8 @@ pub async fn serve(
     serve::serve_connections(listener, router(state), limits, shutdown).await
 }
 
-/// The HTTP API. Every route but `/healthz` authenticates first (401 before anything is read).
+/// The HTTP API. Every route but `/healthz`, `/readyz`, the pages and the signed callback
+/// authenticates first (401 before anything is read).
 /// Every refusal, on every route and on no route (404, 405), is the one error body: the
 /// outermost layer ([`refusals::typed_refusals`]) types whatever is not, so a route added here or
 /// merged in later needs nothing of its own.
@@ -90,6 +92,7 @@ pub fn router(state: AppState) -> Router {
         .merge(chat::router(state.clone()))
         .merge(crate::http::mount::routers(&state))
         .route("/healthz", get(|| async { "ok" }))
+        .route("/readyz", get(ready::ready))
         .route(
             "/remote-callbacks/{session_id}",
             post(remote_callback::callback),

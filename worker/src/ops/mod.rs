@@ -17,6 +17,7 @@ mod limits;
 mod metrics;
 mod new_run;
 mod reads;
+mod ready;
 mod resume;
 mod rewind;
 mod search;
@@ -37,6 +38,7 @@ pub use reads::{
     authorize, authorized_session, existing_session, session_snapshot, session_status,
     session_usage,
 };
+pub use ready::{Readiness, readiness};
 pub use resume::{chat_resume, resume};
 pub use search::{list_pending, list_sessions};
 pub use start::{MAX_MESSAGE_BYTES, chat_start, checked_start, first_log};
