@@ -13,7 +13,8 @@ use baton_wire::{
     ChunkKind,
     chunk::EndStatus,
     message::{ToolError, ToolOutcome},
-    session::ApprovalDecision,
+    session::{ApprovalDecision, Continuation},
+    submit::SubmitAnswer,
 };
 use clap::{Parser, Subcommand};
 use futures::StreamExt;
@@ -59,7 +60,8 @@ enum Command {
         #[arg(long)]
         answer: bool,
     },
-    /// Follow a session's stream from a sequence (exclusive) until the run ends.
+    /// Follow a session's stream from a sequence (exclusive) until its run ends, across its
+    /// pauses for people (each named as it comes: answer them from another terminal).
     Watch {
         session_id: String,
         #[arg(long, default_value_t = 0)]
@@ -83,7 +85,8 @@ enum Command {
         error: Option<String>,
     },
     /// Approve an approval-gated call: by its call id alone (found in `baton pending`), or by
-    /// session, call and approval id (the approvalId comes with its tool_approval_request).
+    /// session, call and approval id (the approvalId comes with its tool_approval_request). Once
+    /// the session's batch is answered, it resumes and is followed to its next pause or end.
     Approve {
         /// The call id, or with the next two arguments the session id.
         first: String,
@@ -93,9 +96,11 @@ enum Command {
         /// Run the call with these arguments (JSON) instead of the model's.
         #[arg(long)]
         arguments: Option<String>,
+        #[command(flatten)]
+        then: Then,
     },
     /// Deny an approval-gated call (by call id alone, or session, call and approval id); the
-    /// model sees the denial with the reason.
+    /// model sees the denial with the reason. The session goes on as after `approve`.
     Deny {
         /// The call id, or with the next two arguments the session id.
         first: String,
@@ -104,9 +109,11 @@ enum Command {
         approval_id: Option<String>,
         #[arg(long)]
         reason: Option<String>,
+        #[command(flatten)]
+        then: Then,
     },
     /// Answer a client call waiting on a person by its call id (from `baton pending`): a JSON
-    /// result (or else text), or a failure message.
+    /// result (or else text), or a failure message. The session goes on as after `approve`.
     Answer {
         tool_call_id: String,
         /// The result: JSON, or else text.
@@ -114,6 +121,8 @@ enum Command {
         result: Option<String>,
         #[arg(long)]
         error: Option<String>,
+        #[command(flatten)]
+        then: Then,
     },
     /// List sessions, newest activity first (one page; --json for the page as JSON).
     Sessions {
@@ -148,6 +157,15 @@ enum Command {
         #[arg(long)]
         checkpoint: Option<u32>,
     },
+}
+
+/// What `answer`, `approve` and `deny` do once the answer is stored.
+#[derive(Debug, clap::Args)]
+struct Then {
+    /// Only store the answer: do not resume the session or follow it (prints the submit's
+    /// answer as JSON).
+    #[arg(long)]
+    no_follow: bool,
 }
 
 #[tokio::main]
@@ -193,10 +211,15 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     field(&agent)
                 );
             }
-            follow(client, &started.session_id, 0, cli.json, answer).await
+            let at_pause = if answer {
+                AtPause::Answer
+            } else {
+                AtPause::Stop
+            };
+            follow(client, &started.session_id, 0, cli.json, at_pause).await
         }
         Command::Watch { session_id, from } => {
-            follow(client, &session_id, from, cli.json, false).await
+            follow(client, &session_id, from, cli.json, AtPause::Watch).await
         }
         Command::Submit {
             session_id,
@@ -251,13 +274,14 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     ),
                 }
             }
-            follow(client, &session_id, before, cli.json, false).await
+            follow(client, &session_id, before, cli.json, AtPause::Stop).await
         }
         Command::Approve {
             first,
             tool_call_id,
             approval_id,
             arguments,
+            then,
         } => {
             let (session_id, tool_call_id, approval_id) =
                 approval_target(client, first, tool_call_id, approval_id).await?;
@@ -269,17 +293,18 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 reason: None,
                 arguments,
             };
+            let before = client.status(&session_id).await?.last_sequence;
             let answer = client
                 .submit_approval(&session_id, &tool_call_id, &approval_id, &decision)
                 .await?;
-            println!("{}", json_line(&answer)?);
-            Ok(ExitCode::SUCCESS)
+            go_on(client, &session_id, before, answer, then, cli.json).await
         }
         Command::Deny {
             first,
             tool_call_id,
             approval_id,
             reason,
+            then,
         } => {
             let (session_id, tool_call_id, approval_id) =
                 approval_target(client, first, tool_call_id, approval_id).await?;
@@ -288,16 +313,17 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 reason,
                 arguments: None,
             };
+            let before = client.status(&session_id).await?.last_sequence;
             let answer = client
                 .submit_approval(&session_id, &tool_call_id, &approval_id, &decision)
                 .await?;
-            println!("{}", json_line(&answer)?);
-            Ok(ExitCode::SUCCESS)
+            go_on(client, &session_id, before, answer, then, cli.json).await
         }
         Command::Answer {
             tool_call_id,
             result,
             error,
+            then,
         } => {
             let call = operator::find_pending(client, &tool_call_id).await?;
             let outcome = match (result, error) {
@@ -310,11 +336,11 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 )),
                 (None, None) => anyhow::bail!("give a result or --error"),
             };
+            let before = client.status(&call.session_id).await?.last_sequence;
             let answer = client
                 .submit(&call.session_id, &tool_call_id, &outcome)
                 .await?;
-            println!("{}", serde_json::to_string(&answer)?);
-            Ok(ExitCode::SUCCESS)
+            go_on(client, &call.session_id, before, answer, then, cli.json).await
         }
         Command::Fork {
             session_id,
@@ -369,6 +395,71 @@ async fn approval_target(
             Ok((call.session_id, first, approval_id))
         }
     }
+}
+
+/// After an answer to a call of `session_id` (a root) stored while its stream was at `before`:
+/// with `--no-follow` the submit's answer as JSON; else, when the answer completed the batch,
+/// the session resumed (unless the server resumed it already) and followed to its next pause or
+/// end, as `resume` does; when calls remain, which ones.
+async fn go_on(
+    client: &dyn Client,
+    session_id: &str,
+    before: u64,
+    answer: SubmitAnswer,
+    then: Then,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    if then.no_follow || json {
+        println!("{}", json_line(&answer)?);
+    }
+    if then.no_follow {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let said = |line: String| {
+        if !json {
+            println!("{line}");
+        }
+    };
+    match answer.continuation {
+        Continuation::CallerResumes => match client.resume(session_id).await {
+            Ok(resumed) => said(format!(
+                "answered; resumed as run {}",
+                field(&resumed.run_id)
+            )),
+            // Another entry (a second terminal, the deadline) resumed first: follow its run.
+            Err(baton_client::Error::Api(error))
+                if error.code == baton_wire::error::ErrorCode::StateAlreadyRunning =>
+            {
+                said("answered; the session was resumed elsewhere".to_owned());
+            }
+            Err(error) => return Err(error.into()),
+        },
+        Continuation::NewRun { run_id } => {
+            said(format!(
+                "answered; the server resumed it as run {}",
+                field(&run_id)
+            ));
+        }
+        Continuation::AwaitingBatch => {
+            let waiting: Vec<String> = client
+                .status(session_id)
+                .await?
+                .pending
+                .into_iter()
+                .map(|call| field(&call.tool_call_id).to_string())
+                .collect();
+            said(format!(
+                "answered; the session goes on once these are answered too: {}",
+                waiting.join(", ")
+            ));
+            return Ok(ExitCode::SUCCESS);
+        }
+        Continuation::Consumed => {
+            said("already answered: an earlier continuation took this answer".to_owned());
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
+    follow(client, session_id, before, json, AtPause::Stop).await
 }
 
 /// Prints an answer as indented JSON.
@@ -472,21 +563,50 @@ async fn follow_quietly(
     anyhow::bail!("the stream ended before the run did")
 }
 
-/// Follows a session; with `answer`, each suspension is answered from standard input (one line
-/// per awaited call: JSON, or else taken as text) and the session resumed, until the run ends.
+/// What following a session does when its run pauses for people.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AtPause {
+    /// Stop there.
+    Stop,
+    /// Answer each awaited call from standard input (one line per call: JSON, or else taken as
+    /// text; y/N for an approval), resume, and go on.
+    Answer,
+    /// Name the calls it waits on and go on following (someone else answers them).
+    Watch,
+}
+
+/// Follows a session from `from` (exclusive) until its run ends, or pauses and `at_pause` says
+/// stop.
 async fn follow(
     client: &dyn Client,
     session_id: &str,
     from: u64,
     json: bool,
-    answer: bool,
+    at_pause: AtPause,
 ) -> anyhow::Result<ExitCode> {
     let mut seen = Seen::default();
     let mut from = from;
     loop {
         match follow_once(client, session_id, from, json, &mut seen).await? {
             Stop::Ended(code) => return Ok(code),
-            Stop::Suspended { .. } if !answer => return Ok(ExitCode::SUCCESS),
+            Stop::Suspended { .. } if at_pause == AtPause::Stop => return Ok(ExitCode::SUCCESS),
+            Stop::Suspended {
+                tool_call_ids,
+                after,
+            } if at_pause == AtPause::Watch => {
+                if !json {
+                    let ids: Vec<String> = tool_call_ids
+                        .iter()
+                        .map(|id| field(id).to_string())
+                        .collect();
+                    println!(
+                        "waiting on a person for {} (answer with baton pending / answer / \
+                         approve); watching on",
+                        ids.join(", ")
+                    );
+                }
+                from = after;
+            }
             Stop::Suspended {
                 tool_call_ids,
                 after,

@@ -132,7 +132,7 @@ pub(crate) async fn pending(
             PersonCallKind::Approval => "approval",
         };
         println!(
-            "{}  {kind:<11} {}({})  session {}{}  waiting {}",
+            "{}  {kind:<11} {}({})  session {}{}  agent {}{}  waiting {}",
             call.tool_call_id,
             printable(&call.tool_name),
             printable(&call.input.to_string()),
@@ -142,11 +142,38 @@ pub(crate) async fn pending(
             } else {
                 format!(" (child {})", call.owner_session_id)
             },
+            printable(&call.agent_type),
+            call.user_id
+                .as_deref()
+                .map(|user| format!("  user {}", printable(user)))
+                .unwrap_or_default(),
             age(call.age_ms.unwrap_or_default()),
         );
+        println!("    {}", what_it_needs(call));
     }
     print_next(page.next_cursor.as_deref());
     Ok(())
+}
+
+/// What answering `call` takes, as the command that does it: an approval's decision (with its
+/// approval id), or a client call's result (with the output schema its render hint names).
+fn what_it_needs(call: &PendingDetail) -> String {
+    let id = &call.tool_call_id;
+    match call.kind {
+        PersonCallKind::Approval => format!(
+            "decide: baton approve {id}  |  baton deny {id} --reason TEXT  (approval id {})",
+            printable(call.approval_id.as_deref().unwrap_or("?"))
+        ),
+        PersonCallKind::ClientTool => {
+            let schema = call
+                .render
+                .as_ref()
+                .and_then(|render| render.get("outputSchema"))
+                .map(|schema| format!("  (JSON matching {})", printable(&schema.to_string())))
+                .unwrap_or_default();
+            format!("answer: baton answer {id} RESULT{schema}")
+        }
+    }
 }
 
 /// The waiting call with this id, found page by page in the inbox. Call ids are unique within

@@ -1,6 +1,7 @@
 //! The operator's commands of the real `baton` binary against a real server: `sessions` and
-//! `pending` (one line per row, and `--json` the page exactly as the API answers it), `answer`,
-//! `approve` and `deny` by a call id from the inbox, and `fork`.
+//! `pending` (one line per row and what answering it takes, and `--json` the page exactly as
+//! the API answers it), `answer`, `approve` and `deny` by a call id from the inbox (each answering
+//! and going on to the run's next pause or end), `watch` across pauses, and `fork`.
 
 use super::start_for;
 use baton_client::Client as _;
@@ -98,9 +99,19 @@ async fn the_cli_lists_sessions_and_the_inbox_and_answers_by_call_id() {
         .lines()
         .find(|line| line.starts_with("call_1_1"))
         .unwrap_or_else(|| panic!("no call_1_1 in the inbox: {inbox}"));
-    for part in ["client tool", "ask_user(", &format!("session {asker}")] {
+    for part in [
+        "client tool",
+        "ask_user(",
+        &format!("session {asker}"),
+        "agent asker_only",
+    ] {
         assert!(line.contains(part), "{part:?} not in {line:?}");
     }
+    // Under each row, what answering it takes.
+    assert!(
+        inbox.contains("answer: baton answer call_1_1 RESULT"),
+        "{inbox}"
+    );
     let json: PendingPage = serde_json::from_str(&baton(&harness, &["pending", "--json"]).await)
         .expect("`pending --json` prints the page as JSON");
     let api = harness
@@ -110,14 +121,17 @@ async fn the_cli_lists_sessions_and_the_inbox_and_answers_by_call_id() {
         .unwrap();
     assert_eq!(ageless(json), ageless(api));
 
-    // `answer` by the call id alone: the inbox names the session.
-    let answered: SubmitAnswer = serde_json::from_str(
-        &baton(&harness, &["answer", "call_1_1", r#"{"answer":"yes"}"#]).await,
-    )
-    .expect("`answer` prints the answer as JSON");
-    assert_eq!(answered.status, SubmitStatus::Accepted);
+    // `answer` by the call id alone: the inbox names the session, and the one command answers,
+    // resumes and follows the run to its end.
+    let answered = baton(&harness, &["answer", "call_1_1", r#"{"answer":"yes"}"#]).await;
+    assert!(answered.contains("answered; resumed as run"), "{answered}");
     let after = harness.client.status(&asker).await.unwrap();
     assert!(after.pending.is_empty(), "{after:?}");
+    assert_eq!(
+        after.status,
+        baton_core::store::Status::Completed,
+        "{answered}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -190,10 +204,15 @@ async fn the_cli_approves_and_denies_by_call_id_from_the_inbox() {
             .any(|line| line.starts_with("call_1_1") && line.contains("approval")),
         "{inbox}"
     );
+    // With --no-follow the answer is only stored, and printed as the API answered it.
     let denied: SubmitAnswer = serde_json::from_str(
-        &baton(&harness, &["deny", "call_1_1", "--reason", "not today"]).await,
+        &baton(
+            &harness,
+            &["deny", "call_1_1", "--reason", "not today", "--no-follow"],
+        )
+        .await,
     )
-    .expect("`deny` prints the answer as JSON");
+    .expect("`deny --no-follow` prints the answer as JSON");
     assert_eq!(denied.status, SubmitStatus::Accepted);
     harness.client.resume(&first).await.unwrap();
     let chunks = harness
@@ -210,13 +229,70 @@ async fn the_cli_approves_and_denies_by_call_id_from_the_inbox() {
 
     let second = harness.suspended_session("guarded").await;
     harness.index_settled().await;
-    let approved: SubmitAnswer =
-        serde_json::from_str(&baton(&harness, &["approve", "call_1_1"]).await)
-            .expect("`approve` prints the answer as JSON");
-    assert_eq!(approved.status, SubmitStatus::Accepted);
-    harness.client.resume(&second).await.unwrap();
-    harness
-        .chunks_until_end(&second, baton_tests::WAIT_LIMIT)
-        .await;
+    let inbox = baton(&harness, &["pending"]).await;
+    let approval_id = harness.client.status(&second).await.unwrap().pending[0]
+        .approval_id
+        .clone()
+        .expect("an approval");
+    assert!(
+        inbox.contains("decide: baton approve call_1_1")
+            && inbox.contains(&format!("(approval id {approval_id})")),
+        "{inbox}"
+    );
+    // `approve` answers, resumes and follows the run to its end (with --json: the answer, then
+    // the chunks, one JSON per line).
+    let approved = baton(&harness, &["approve", "call_1_1", "--json"]).await;
+    let mut lines = approved.lines();
+    let answer: SubmitAnswer = serde_json::from_str(lines.next().unwrap_or_default())
+        .expect("the first line is the answer");
+    assert_eq!(answer.status, SubmitStatus::Accepted);
+    let last: baton_core::StreamChunk =
+        serde_json::from_str(lines.last().unwrap_or_default()).expect("chunks follow");
+    assert_eq!(last.kind.name(), "end", "{approved}");
+    assert_eq!(
+        harness.client.status(&second).await.unwrap().status,
+        baton_core::store::Status::Completed
+    );
     assert!(baton(&harness, &["pending"]).await.trim().is_empty());
+}
+
+/// `watch` from 0 follows a session across its pause for a person to its run's end: it names
+/// the calls it waits on and goes on once someone else answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_watches_a_session_across_its_pause_to_its_end() {
+    let harness = Harness::start(agents::registry()).await;
+    let asker = harness.suspended_session("asker_only").await;
+    let watching = tokio::process::Command::new(baton_binary())
+        .arg("--server")
+        .arg(format!("http://{}", harness.address))
+        .args(["watch", &asker])
+        .env_remove("BATON_TOKEN")
+        .env_remove("BATON_GRPC")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("the baton binary runs");
+    // The watch has read past the suspension before the answer comes (it waits, not ends).
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    harness
+        .client
+        .submit(
+            &asker,
+            "call_1_1",
+            &baton_core::message::ToolOutcome::Result(serde_json::json!({"answer": "Ann"})),
+        )
+        .await
+        .unwrap();
+    harness.client.resume(&asker).await.unwrap();
+    let output = tokio::time::timeout(baton_tests::WAIT_LIMIT, watching.wait_with_output())
+        .await
+        .expect("the watch ends with the run")
+        .unwrap();
+    let printed = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{printed}");
+    assert!(
+        printed.contains("waiting on a person for call_1_1"),
+        "{printed}"
+    );
+    let waiting_at = printed.find("waiting on a person").unwrap_or_default();
+    assert!(printed[waiting_at..].contains("✓ completed"), "{printed}");
 }
