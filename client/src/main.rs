@@ -171,13 +171,42 @@ struct Then {
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
+    let had_token = cli.token.is_some();
     match run(cli).await {
         Ok(code) => code,
         Err(error) => {
             // The message may carry what the server said: escaped like all it sends.
             eprintln!("baton: {}", field(&format!("{error:#}")));
+            if let Some(hint) = credential_hint(&error, had_token) {
+                eprintln!("baton: {hint}");
+            }
             ExitCode::FAILURE
         }
+    }
+}
+
+/// What to do about a refused credential: which flag gives one, or that the one given was not
+/// taken (a wrong key, an expired or revoked token, one for another session).
+fn credential_hint(error: &anyhow::Error, had_token: bool) -> Option<&'static str> {
+    use baton_wire::error::ErrorCode;
+    let code = error.chain().find_map(|cause| match cause.downcast_ref() {
+        Some(baton_client::Error::Api(refused)) => Some(refused.code),
+        _ => None,
+    })?;
+    match (code, had_token) {
+        (ErrorCode::Unauthorized, false) => Some(
+            "the server wants a credential: pass --token <operator key or token> (or set \
+             BATON_TOKEN)",
+        ),
+        (ErrorCode::Unauthorized, true) => Some(
+            "the server refused the --token (BATON_TOKEN) given: a wrong key, or an expired or \
+             revoked token",
+        ),
+        (ErrorCode::Forbidden | ErrorCode::SessionMismatch, _) => Some(
+            "the --token (BATON_TOKEN) given may not act on this: use an operator key or the \
+             session's own token",
+        ),
+        _ => None,
     }
 }
 

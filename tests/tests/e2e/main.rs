@@ -26,6 +26,7 @@ mod observe;
 mod operator;
 mod ownership;
 mod providers;
+mod readme;
 mod ready;
 mod refusals;
 mod remote;

@@ -296,3 +296,19 @@ async fn the_cli_watches_a_session_across_its_pause_to_its_end() {
     let waiting_at = printed.find("waiting on a person").unwrap_or_default();
     assert!(printed[waiting_at..].contains("✓ completed"), "{printed}");
 }
+
+/// A refused credential says which flag gives one: none given names `--token`, a wrong one says
+/// it was refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_names_the_token_flag_when_the_server_wants_a_credential() {
+    const KEY: &str = "an operator key of at least thirty-two bytes";
+    let harness =
+        Harness::server_only_with(agents::registry(), baton_tests::keyed_options(KEY)).await;
+    let without = baton_failing(&harness, &["sessions"]).await;
+    assert!(without.contains("unauthorized"), "{without}");
+    assert!(without.contains("pass --token"), "{without}");
+    let wrong = baton_failing(&harness, &["--token", "not the key", "sessions"]).await;
+    assert!(wrong.contains("refused the --token"), "{wrong}");
+    let listed = baton(&harness, &["--token", KEY, "sessions"]).await;
+    assert!(!listed.contains("--token"), "{listed}");
+}
