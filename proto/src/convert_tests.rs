@@ -78,6 +78,7 @@ fn answers_convert_both_ways_and_refuse_unknown_values() {
             agent_type: "child".into(),
             user_id: Some("u".into()),
             render: Some(serde_json::json!({"kind": "confirm"})),
+            output_schema: Some(serde_json::json!({"type": "string"})),
         }],
         owner: None,
     };

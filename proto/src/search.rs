@@ -131,6 +131,7 @@ impl From<PendingDetail> for v1::PendingDetail {
             agent_type: call.agent_type,
             user_id: call.user_id,
             render_json: call.render.map(|render| render.to_string()),
+            output_schema_json: call.output_schema.map(|schema| schema.to_string()),
         }
     }
 }
@@ -164,6 +165,11 @@ impl TryFrom<v1::PendingDetail> for PendingDetail {
             user_id: call.user_id,
             render: call
                 .render_json
+                .map(|text| serde_json::from_str(&text))
+                .transpose()
+                .map_err(Error::StateJson)?,
+            output_schema: call
+                .output_schema_json
                 .map(|text| serde_json::from_str(&text))
                 .transpose()
                 .map_err(Error::StateJson)?,

@@ -80,6 +80,10 @@ pub struct PendingDetail {
     /// `data-render` part carries it (a consumer relaying the call shows it the same way).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub render: Option<serde_json::Value>,
+    /// For a client call whose tool declares one: the JSON Schema an answer's result must match
+    /// (a form can be built from it; a result that fails it is refused `INVALID_RESULT`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<serde_json::Value>,
 }
 
 /// A page of `GET /pending`: the calls of the sessions with the newest activity first.

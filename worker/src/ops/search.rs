@@ -85,14 +85,21 @@ pub(crate) fn pending_detail(
         user_id,
         render,
     } = waiting;
-    // A relayed call's hint is its producer's; a local call's, its tool's here.
-    let render = render.or_else(|| {
-        let agent = registry.get(&agent_type)?;
-        match agent.any_tool(&call.tool_name)? {
-            baton_core::agent::AgentTool::Client(tool) => tool.render_json(),
-            _ => None,
-        }
+    // A relayed call's hint is its producer's; a local call's, its tool's here. So is the
+    // output schema: a relayed call's is its hint's, when the producer's hint carries one.
+    let relayed = baton_core::subagent::is_relayed_call_id(&call.tool_call_id);
+    let agent = registry.get(&agent_type).filter(|_| !relayed);
+    let tool = agent.and_then(|agent| match agent.any_tool(&call.tool_name)? {
+        baton_core::agent::AgentTool::Client(tool) => Some(tool),
+        _ => None,
     });
+    let render = render.or_else(|| tool?.render_json());
+    let output_schema = match tool {
+        Some(tool) => tool.declared_output_schema().cloned(),
+        None => render
+            .as_ref()
+            .and_then(|hint| hint.get("outputSchema").cloned()),
+    };
     let kind = match call.kind {
         PendingKind::Approval => PersonCallKind::Approval,
         _ => PersonCallKind::ClientTool,
@@ -111,6 +118,7 @@ pub(crate) fn pending_detail(
         agent_type,
         user_id,
         render,
+        output_schema,
     })
 }
 

@@ -1,7 +1,8 @@
 //! The operator console in a real browser: `tests/browser/console_page.py` drives Debian's
 //! Chromium headless (as the chat page's test does) against a server with an operator key: sign
-//! in, find the waiting call in the inbox, answer it, watch the session finish. The screenshot is
-//! kept under the target directory (`chat-artifacts/console.png`).
+//! in, page through the sessions, find the waiting call in the inbox, answer it through the form
+//! its schema makes, watch the session finish. The screenshot is kept under the target
+//! directory (`chat-artifacts/console.png`).
 
 use crate::chat::browser::{artifacts_dir, playwright_python};
 use baton_tests::{Harness, agents};
@@ -83,6 +84,18 @@ async fn an_operator_answers_a_waiting_call_from_the_inbox_and_sees_the_session_
         }
         started.session_id
     };
+    // A second session, so that the list has a second page at one row a page.
+    {
+        use baton_client::Client as _;
+        use futures::StreamExt as _;
+        let other = operator.start("chatter", "hello").await.unwrap();
+        let mut chunks = operator.follow(&other.session_id, 0);
+        while let Some(chunk) = chunks.next().await {
+            if chunk.unwrap().kind.name() == "end" {
+                break;
+            }
+        }
+    }
     harness.index_settled().await;
     let screenshot = artifacts_dir().join("console.png");
     let summary = browse(&harness, "console_page.py", KEY, &session, &screenshot).await;
@@ -97,6 +110,28 @@ async fn an_operator_answers_a_waiting_call_from_the_inbox_and_sees_the_session_
         "{summary}"
     );
     assert!(std::fs::metadata(&screenshot).is_ok_and(|m| m.len() > 0));
+    assert_eq!(summary["paged"], true, "{summary}");
+    assert_eq!(
+        summary["rawBox"], 0,
+        "the answer is a form, not a JSON box: {summary}"
+    );
+    assert!(
+        summary["age"]
+            .as_str()
+            .is_some_and(|age| age.ends_with(" s") || age.ends_with(" min")),
+        "{summary}"
+    );
+    // The deadline in the browser's own zone, named (headless Chromium runs in UTC here).
+    let deadline = summary["deadline"].as_str().unwrap_or_default();
+    assert!(
+        deadline.contains("UTC") || deadline.contains("GMT"),
+        "{summary}"
+    );
+    // The start and after each of the session's steps.
+    assert!(
+        summary["checkpoints"].as_u64().is_some_and(|n| n >= 2),
+        "{summary}"
+    );
     let state = {
         use baton_client::Client as _;
         operator.status(&session).await.unwrap()
