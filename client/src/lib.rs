@@ -1,10 +1,12 @@
 //! A thin client of the Baton server: one [`Client`] trait with every operation, implemented over
 //! HTTP ([`HttpClient`]) and gRPC ([`GrpcClient`]). Both map refusals back to the same typed
 //! [`ApiError`], and both follow a session's stream with automatic reconnection from the last
-//! sequence received.
+//! sequence received. `render` and `prompt` are the `baton` CLI's: chunks as lines, and a
+//! waiting call asked at the terminal as its output schema says.
 
 mod grpc;
 mod http;
+pub mod prompt;
 pub mod render;
 
 /// The request, answer and chunk types the client speaks, for callers that build bodies.

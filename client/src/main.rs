@@ -5,6 +5,7 @@
 mod operator;
 
 use anyhow::Context;
+use baton_client::prompt::{self, Awaited};
 use baton_client::{
     Client, GrpcClient, HttpClient,
     render::{Printer, field, json as json_line, json_pretty},
@@ -645,7 +646,7 @@ async fn follow(
                 // writes the run's `suspended` chunk again, read as this one was.
                 let calls = awaited_calls(client, session_id, tool_call_ids, &mut seen).await?;
                 for call in calls {
-                    answer_call(client, session_id, call).await?;
+                    prompt::answer_call(client, session_id, call).await?;
                 }
                 let resumed = client.resume(session_id).await?;
                 if !json {
@@ -656,9 +657,6 @@ async fn follow(
         }
     }
 }
-
-/// One call a suspension waits on a person for: id, tool, input, and an approval's id.
-type Awaited = (String, String, serde_json::Value, Option<String>);
 
 /// The calls the tree of `session_id` (a root) waits on a person for: those its `/status`
 /// lists, which include the calls a remote child relayed (their ids are the caller's own, never
@@ -674,13 +672,12 @@ async fn awaited_calls(
     if !listed.is_empty() {
         let calls = listed
             .into_iter()
-            .map(|call| {
-                (
-                    call.tool_call_id,
-                    call.tool_name,
-                    call.input,
-                    call.approval_id,
-                )
+            .map(|call| Awaited {
+                id: call.tool_call_id,
+                tool: call.tool_name,
+                input: call.input,
+                approval_id: call.approval_id,
+                output_schema: call.output_schema,
             })
             .collect();
         return Ok(calls);
@@ -691,7 +688,13 @@ async fn awaited_calls(
         let Some(child) = seen.children.get(&id).cloned() else {
             let (tool, input) = seen.calls.get(&id).cloned().unwrap_or_default();
             let approval_id = seen.approvals.get(&id).cloned();
-            leaves.push((id, tool, input, approval_id));
+            leaves.push(Awaited {
+                id,
+                tool,
+                input,
+                approval_id,
+                output_schema: None,
+            });
             continue;
         };
         if let Stop::Suspended { tool_call_ids, .. } =
@@ -701,43 +704,4 @@ async fn awaited_calls(
         }
     }
     Ok(leaves)
-}
-
-/// Asks the terminal for one call's answer (a decision for an approval) and submits it.
-async fn answer_call(
-    client: &dyn Client,
-    session_id: &str,
-    (id, tool, input, approval_id): Awaited,
-) -> anyhow::Result<()> {
-    if let Some(approval_id) = approval_id {
-        eprint!("? approve {} {} [y/N] > ", field(&tool), json_line(&input)?);
-        let line = read_line().await?;
-        let approved = matches!(line.trim(), "y" | "Y" | "yes");
-        let decision = ApprovalDecision {
-            approved,
-            reason: (!approved).then(|| "declined at the terminal".to_owned()),
-            arguments: None,
-        };
-        client
-            .submit_approval(session_id, &id, &approval_id, &decision)
-            .await?;
-        return Ok(());
-    }
-    eprint!("? {} {} > ", field(&tool), json_line(&input)?);
-    let line = read_line().await?;
-    let result = serde_json::from_str(&line).unwrap_or(serde_json::Value::String(line));
-    client
-        .submit(session_id, &id, &ToolOutcome::Result(result))
-        .await?;
-    Ok(())
-}
-
-async fn read_line() -> anyhow::Result<String> {
-    tokio::task::spawn_blocking(|| {
-        let mut line = String::new();
-        let read = std::io::stdin().read_line(&mut line)?;
-        anyhow::ensure!(read > 0, "standard input ended before the answer");
-        Ok(line.trim_end_matches(['\r', '\n']).to_owned())
-    })
-    .await?
 }
