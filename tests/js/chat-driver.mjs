@@ -481,6 +481,23 @@ const scenarios = {
     return summary(c, { id, kept, seen, ...(await liveAndReloaded(c, id)) });
   },
 
+  // An edit: sendMessage with the second user message's id replaces it (and what followed), on
+  // the client as on the server, whose snapshot then holds the edited turn in its place.
+  async edit() {
+    const id = newId();
+    const c = chat({ id, agent: 'chatter' });
+    await c.sendMessage({ text: 'hello' });
+    await settled(c);
+    await c.sendMessage({ text: 'more' });
+    await settled(c);
+    const before = summary(c);
+    await c.sendMessage({ text: 'again', messageId: c.messages[2].id });
+    await settled(c);
+    const snapshot = await snapshotOf(id);
+    const texts = snapshot.messages.map((m) => m.parts.filter((p) => p.type === 'text').map((p) => p.text).join(''));
+    return summary(c, { before, snapshotTexts: texts });
+  },
+
   async regenerate() {
     const c = chat({ id: newId(), agent: 'chatter' });
     await c.sendMessage({ text: 'hello' });

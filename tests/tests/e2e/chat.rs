@@ -369,6 +369,20 @@ async fn a_reloaded_chat_sends_per_predicate_as_the_live_one() {
     .await;
 }
 
+/// `useChat`'s edit (`sendMessage` with a user message's `messageId`) replaces that message and
+/// what followed: the server rewinds to the checkpoint before it and answers the edited text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edited_user_message_replaces_its_turn() {
+    on_every_release("edit", |s| {
+        ready_with(&s["before"], 2, "second: more");
+        ready_with(s, 3, "second: again");
+        assert_eq!(s["messageCount"], 4, "{s}");
+        let texts = json!(["hello", "first: hello", "again", "second: again"]);
+        assert_eq!(s["snapshotTexts"], texts, "{s}");
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn regenerate_rewinds_and_a_next_turn_abandons_open_calls() {
     on_every_release("regenerate", |s| {

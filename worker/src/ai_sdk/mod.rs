@@ -106,8 +106,9 @@ pub async fn chat_post(
         (Trigger::SubmitMessage, Trailing::User { text, mut extras }) => {
             extras.received_at = Some(created_at);
             let message = turn::UserMessage { text, extras };
+            let edited = body.message_id.as_deref();
             let start = turn::user_turn(
-                state, principal, &chat_id, body.agent, body.meta, message, session,
+                state, principal, &chat_id, body.agent, body.meta, message, session, edited,
             )
             .await?;
             (start, ClientHolds::default())

@@ -36,7 +36,10 @@ pub(super) fn user_turns(log: &[Message]) -> usize {
 
 /// Sends a user message: starts the session (an operator only; the body names the agent type)
 /// or, for an existing one that is not running, its next turn (`with_message`, abandoning
-/// calls still awaited).
+/// calls still awaited). `edited` is the request's `messageId` (`useChat`'s `sendMessage` with
+/// a `messageId` edits that message): naming a user message of the log whose id the trailing
+/// message carries, the turn replaces it ([`edit`]) rather than following it.
+#[allow(clippy::too_many_arguments)]
 pub(super) async fn user_turn(
     state: &AppState,
     principal: &Principal,
@@ -45,6 +48,7 @@ pub(super) async fn user_turn(
     meta: SessionMeta,
     message: UserMessage,
     session: Option<SessionState>,
+    edited: Option<&str>,
 ) -> Result<TurnStart, ApiError> {
     let UserMessage { text, extras } = message;
     let Some(session) = session else {
@@ -81,6 +85,11 @@ pub(super) async fn user_turn(
     }
     let address = checked_address(chat_id)?;
     let log = state.store.messages(&address).await?;
+    let edits = edited.filter(|id| extras.id.as_deref() == Some(*id));
+    if let Some(index) = edits.and_then(|id| user_message_at(&log, id)) {
+        let message = UserMessage { text, extras };
+        return edit(state, principal, chat_id, &session, &log, index, message).await;
+    }
     let resume = Resume::WithMessage {
         message: text,
         abandon_pending: true,
@@ -89,6 +98,52 @@ pub(super) async fn user_turn(
     Ok(TurnStart {
         after: session.last_sequence,
         message_id: assistant_message_id(user_turns(&log) + 1),
+    })
+}
+
+/// The index in `log` of the user message whose client id is `id`.
+fn user_message_at(log: &[Message], id: &str) -> Option<usize> {
+    log.iter().position(|m| {
+        matches!(m, Message::User { chat: Some(extras), .. } if extras.id.as_deref() == Some(id))
+    })
+}
+
+/// Edits the user message at `index` of the log: rewinds to the newest checkpoint before it
+/// and sends `message` in its place (its id kept), abandoning calls that checkpoint awaited;
+/// what came after the old message is gone from the log, as from the client's copy.
+/// `state_not_resumable` when no checkpoint precedes it.
+async fn edit(
+    state: &AppState,
+    principal: &Principal,
+    chat_id: &str,
+    session: &SessionState,
+    log: &[Message],
+    index: usize,
+    message: UserMessage,
+) -> Result<TurnStart, ApiError> {
+    let address = checked_address(chat_id)?;
+    let checkpoints = state.store.checkpoints(&address).await?;
+    let checkpoint = checkpoints
+        .iter()
+        .rev()
+        .find(|checkpoint| checkpoint.message_count <= index as u64)
+        .ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::StateNotResumable,
+                "the chat's first message cannot be edited (nothing comes before it to go back \
+                 to); start a new chat with the edited text",
+            )
+        })?;
+    let UserMessage { text, extras } = message;
+    let resume = Resume::FromCheckpoint {
+        checkpoint_id: checkpoint.id,
+        message: Some(text),
+        abandon_pending: true,
+    };
+    chat_resume(state, principal, chat_id, resume, extras).await?;
+    Ok(TurnStart {
+        after: session.last_sequence,
+        message_id: assistant_message_id(user_turns(&log[..index]) + 1),
     })
 }
 
