@@ -27,6 +27,19 @@ let controller = null;
 let stopping = false;
 let autoResends = 0;
 let chats = [];
+/** The user message being edited (its id), while the composer holds its text. */
+let editing = null;
+/** Files picked for the next message, as file parts (`data:` URLs). */
+let attached = [];
+/** Chat titles (the first user message's text), by chat id: kept by this browser for the chats
+ * it started, read from a chat's snapshot for the others. */
+const TITLES = 'batonChatTitles';
+const titles = new Map(Object.entries(JSON.parse(localStorage.getItem(TITLES) ?? '{}')));
+const keepTitle = (id, text) => {
+  if (titles.has(id) || !text) return;
+  titles.set(id, text.slice(0, 80));
+  localStorage.setItem(TITLES, JSON.stringify(Object.fromEntries(titles)));
+};
 
 const $ = (id) => document.getElementById(id);
 const headers = () => ({
@@ -81,7 +94,7 @@ async function request(trigger, init) {
       method: 'POST', headers: headers(), signal: controller.signal,
       body: JSON.stringify({
         id: chatId, messages, trigger, agent, userId: token ? undefined : userId,
-        messageId: last()?.role === 'assistant' ? last().id : undefined,
+        messageId: init?.messageId ?? (last()?.role === 'assistant' ? last().id : undefined),
       }),
     });
     if (response.status === 204) { status = 'ready'; render(); return; }
@@ -117,9 +130,9 @@ async function resend() {
 }
 
 /** A send the person caused: the re-send count starts again. */
-function personSends(trigger) {
+function personSends(trigger, init) {
   autoResends = 0;
-  return request(trigger);
+  return request(trigger, init);
 }
 
 /** Applies a UI message stream to the trailing assistant message (or a new one). */
@@ -186,13 +199,47 @@ const addToolApprovalResponse = (part, approved) =>
   settle(part, { state: 'approval-responded', approval: { id: part.approval.id, approved } });
 
 function send(text) {
+  if (editing) return sendEdit(text);
   if (widgetOpen() || busy()) {
     held.push(text);
     render();
     return;
   }
-  messages.push({ id: freshId(), role: 'user', parts: [{ type: 'text', text }] });
+  const files = attached;
+  attached = [];
+  renderAttached();
+  if (!messages.length) keepTitle(chatId, text);
+  messages.push({ id: freshId(), role: 'user', parts: [{ type: 'text', text }, ...files] });
   personSends('submit-message');
+}
+
+/** Sends the edited text in place of the message being edited: it and what followed leave the
+ * chat, and the server answers the edited one (useChat's `sendMessage` with a `messageId`). */
+function sendEdit(text) {
+  const id = editing;
+  editing = null;
+  const at = messages.findIndex((m) => m.id === id);
+  if (at < 0 || busy()) { render(); return; }
+  const files = messages[at].parts.filter((p) => p.type === 'file');
+  messages = messages.slice(0, at);
+  messages.push({ id, role: 'user', parts: [{ type: 'text', text }, ...files] });
+  personSends('submit-message', { messageId: id });
+}
+
+/** Asks for the last answer again: the assistant message leaves the chat and the server
+ * answers the last user message anew (useChat's `regenerate`). */
+function regenerate() {
+  if (busy() || last()?.role !== 'assistant') return;
+  const removed = messages.pop();
+  personSends('regenerate-message', { messageId: removed.id });
+}
+
+/** Starts editing a user message: its text goes to the composer. */
+function startEdit(message) {
+  editing = message.id;
+  $('text').value = message.parts.filter((p) => p.type === 'text').map((p) => p.text).join('');
+  $('text').focus();
+  render();
 }
 function releaseHeld() {
   if (held.length && !widgetOpen() && !busy()) send(held.shift());
@@ -305,6 +352,7 @@ function stateSentence(part, stopped) {
 
 /** A call's input in a line: `key: value` pairs of an object, else its JSON. */
 function summaryOf(input) {
+  if (typeof input === 'string') return input;
   if (input && typeof input === 'object' && !Array.isArray(input)) {
     const pairs = Object.entries(input).map(([key, value]) => `${humanName(key).toLowerCase()}: ${typeof value === 'string' ? value : JSON.stringify(value)}`);
     if (pairs.length) return pairs.join(' · ');
@@ -396,15 +444,36 @@ function metaLine(metadata) {
   return bits.join(' · ');
 }
 
+/** A tool's title: a sub-agent call names its agent. */
+const titleOf = (name) => (name.startsWith('subagent__') ? `Sub-agent: ${humanName(name.slice('subagent__'.length))}` : humanName(name));
+
+/** What the person sent for a call, as they sent it (none for a server's call). */
+function sentAnswer(part) {
+  if (part.providerExecuted) return null;
+  if (part.state === 'output-available') return `You answered: ${summaryOf(part.output)}`;
+  if (part.state === 'output-error') return `You declined: ${part.errorText ?? ''}`;
+  if (part.state === 'approval-responded') return part.approval?.approved ? 'You approved it.' : 'You denied it.';
+  if (part.state === 'output-denied') return 'You denied it.';
+  return null;
+}
+
 function card(message, part) {
   const name = toolName(part);
   const child = askingAgentOf(message, part);
-  const node = el('div', { class: 'card', 'data-testid': `tool-${name}`, 'data-state': part.state },
+  const subAgent = name.startsWith('subagent__');
+  const sentence = subAgent && part.state === 'output-available' ? 'Finished'
+    : stateSentence(part, status === 'stopped' && message === last());
+  const node = el('div', { class: `card${subAgent ? ' subagent' : ''}`, 'data-testid': `tool-${name}`, 'data-state': part.state },
     el('div', { class: 'head' },
-      el('span', { class: 'title' }, humanName(name)),
+      el('span', { class: 'title' }, titleOf(name)),
       ...(child ? [el('span', { class: 'agent', 'data-testid': 'asking-agent' }, `asked by ${child}`)] : []),
-      el('span', { class: 'state' }, stateSentence(part, status === 'stopped' && message === last()))));
+      el('span', { class: 'state' }, sentence)));
   const body = el('div', { class: 'body' });
+  const sent = sentAnswer(part);
+  if (sent) body.append(el('p', { class: 'sent', 'data-testid': 'answer-as-sent' }, sent));
+  if (subAgent && part.state === 'output-available' && typeof part.output === 'string') {
+    body.append(el('p', { class: 'sent', 'data-testid': 'subagent-answer' }, part.output));
+  }
   const question = questionOf(part);
   if (question && asksPerson(part)) body.append(el('p', { class: 'question' }, question));
   else if (part.state === 'approval-requested') body.append(el('p', { class: 'question' }, `With ${summaryOf(part.input)}`));
@@ -421,6 +490,37 @@ function card(message, part) {
   node.append(el('details', { 'data-testid': 'raw' }, ...raw));
   return node;
 }
+
+/** A file of a user message: an image shown small, any other file by its name. */
+function fileChip(part) {
+  if (part.mediaType?.startsWith('image/') && part.url?.startsWith('data:')) {
+    return el('img', { class: 'attachment', src: part.url, alt: part.filename ?? 'image', 'data-testid': 'attachment' });
+  }
+  return el('span', { class: 'file', 'data-testid': 'attachment' }, `File: ${part.filename ?? part.mediaType ?? 'file'}`);
+}
+
+/** The files picked for the next message, each removable. */
+function renderAttached() {
+  $('attached').replaceChildren(...attached.map((part, index) => el('span', { class: 'file', 'data-testid': 'attached' },
+    part.filename ?? part.mediaType,
+    el('button', { type: 'button', class: 'link', 'aria-label': 'Remove', onclick: () => { attached.splice(index, 1); renderAttached(); } }, '×'))));
+}
+
+/** Reads picked files as file parts (`data:` URLs), the media types the route takes. */
+async function attach(files) {
+  const read = (file) => new Promise((resolve, reject) => {
+    const reader = new FileReader();
+    reader.onload = () => resolve({ type: 'file', mediaType: file.type, filename: file.name, url: reader.result });
+    reader.onerror = () => reject(reader.error);
+    reader.readAsDataURL(file);
+  });
+  for (const file of files) {
+    if (!ACCEPTED.includes(file.type)) { error = `${file.name}: only images and PDFs can be attached`; status = 'error'; render(); continue; }
+    attached.push(await read(file));
+  }
+  renderAttached();
+}
+const ACCEPTED = ['image/png', 'image/jpeg', 'image/gif', 'image/webp', 'application/pdf'];
 
 /** The state line: what the chat is doing, in a sentence. */
 function stateLine() {
@@ -446,14 +546,25 @@ function render() {
       // The model's reasoning, folded away as plain text (never as markup).
       if (part.type === 'reasoning') box.append(el('details', { class: 'reasoning', 'data-testid': 'reasoning' }, el('summary', {}, 'Thinking'), el('div', {}, part.text)));
       if (part.type === 'text') box.append(message.role === 'user' ? el('div', { 'data-testid': 'text' }, part.text) : markdown(part.text));
+      else if (part.type === 'file') box.append(fileChip(part));
       else if (isTool(part)) box.append(card(message, part));
       else if (isAppData(part)) box.append(dataCard(part));
     }
     const meta = message.role === 'assistant' && metaLine(message.metadata);
     if (meta) box.append(el('div', { class: 'meta', 'data-testid': 'meta' }, meta));
+    const idle = !busy() && !widgetOpen();
+    // Edit a user message (not the chat's first: nothing comes before it to go back to), and
+    // regenerate the last answer.
+    if (idle && message.role === 'user' && message !== messages[0] && !editing) {
+      box.append(el('button', { type: 'button', class: 'link', 'data-testid': 'edit', onclick: () => startEdit(message) }, 'Edit'));
+    }
+    if (idle && message.role === 'assistant' && message === last()) {
+      box.append(el('button', { type: 'button', class: 'link', 'data-testid': 'regenerate', onclick: regenerate }, 'Regenerate'));
+    }
     return box;
   }), ...held.map((text) => el('div', { class: 'msg user held', 'data-testid': 'held' }, `${text} (sent once you answer)`)));
   if (focused) log.querySelector(`[data-testid="${CSS.escape(focused)}"]`)?.focus();
+  $('editing').hidden = !editing;
   const [state, sentence] = stateLine();
   const line = $('status');
   line.textContent = sentence;
@@ -469,8 +580,8 @@ function renderChats() {
   if (!chats.length) { list.replaceChildren(el('li', { class: 'empty' }, 'No chats yet.')); return; }
   list.replaceChildren(...chats.map((chat) => el('li', { class: chat.sessionId === chatId ? 'current' : undefined },
     el('button', { type: 'button', 'data-testid': `chat-${chat.sessionId}`, onclick: () => open(chat.sessionId) },
-      `${humanName(chat.agentType)} · ${words[chat.status] ?? chat.status}`,
-      el('span', { class: 'when' }, when(chat.updatedAt))))));
+      el('span', { class: 'title', 'data-testid': 'chat-title' }, titles.get(chat.sessionId) ?? humanName(chat.agentType)),
+      el('span', { class: 'when' }, `${humanName(chat.agentType)} · ${words[chat.status] ?? chat.status} · ${when(chat.updatedAt)}`)))));
 }
 
 async function refreshChats() {
@@ -478,6 +589,14 @@ async function refreshChats() {
   const answer = await fetch(`${location.origin}/sessions?limit=30${query}`, { headers: headers() });
   if (!answer.ok) return;
   chats = (await answer.json()).sessions;
+  renderChats();
+  // The chats this browser has no title for: their first message, from their snapshots.
+  for (const chat of chats.filter((c) => !titles.has(c.sessionId)).slice(0, 10)) {
+    const snapshot = await fetch(`${api}/${chat.sessionId}/snapshot`, { headers: headers() });
+    if (!snapshot.ok) continue;
+    const first = (await snapshot.json()).messages.find((m) => m.role === 'user');
+    keepTitle(chat.sessionId, first?.parts.filter((p) => p.type === 'text').map((p) => p.text).join(''));
+  }
   renderChats();
 }
 
@@ -488,6 +607,9 @@ async function open(id) {
   history.replaceState(null, '', `${location.pathname}${location.search}#${id}`);
   messages = [];
   held = [];
+  editing = null;
+  attached = [];
+  renderAttached();
   status = 'ready';
   error = null;
   $('about').textContent = `${agent} · ${userId}`;
@@ -496,6 +618,8 @@ async function open(id) {
   if (snapshot.ok) {
     const body = await snapshot.json();
     messages = body.messages;
+    const first = messages.find((m) => m.role === 'user');
+    keepTitle(id, first?.parts.filter((p) => p.type === 'text').map((p) => p.text).join(''));
     if (body.status === 'interrupted') status = 'stopped';
     render();
     if (body.streaming) await request('resume-stream', { url: `${api}/${id}/stream` });
@@ -513,6 +637,9 @@ $('composer').addEventListener('submit', (event) => {
   input.value = '';
 });
 $('stop').addEventListener('click', stop);
+$('files').addEventListener('change', (event) => { attach([...event.target.files]).catch((e) => { error = String(e); render(); }); event.target.value = ''; });
+$('attach').addEventListener('click', () => $('files').click());
+$('cancel-edit').addEventListener('click', () => { editing = null; $('text').value = ''; render(); });
 $('new-chat').addEventListener('click', () => open(freshId()));
 
 // The demo mode's token (absent from `batond server`, and none on an open server).

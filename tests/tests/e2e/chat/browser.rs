@@ -162,6 +162,24 @@ async fn against_a_hostile_server_the_page_stops_re_sending_after_its_cap() {
     );
 }
 
+/// The page's editing features (`tests/browser/chat_page_editing.py`): a chat titled by its
+/// first message, regenerate, an edited later message (and its answer) replacing the old, an
+/// attached image kept across a reload, and the person's answer shown on its card as sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_titles_regenerates_edits_attaches_and_shows_answers_as_sent() {
+    let harness = Harness::start(chat_registry()).await;
+    let base = format!("http://{}", harness.address);
+    let dir = artifacts_dir();
+    let summary = run_page_script("chat_page_editing.py", &[base.as_ref(), dir.as_os_str()]).await;
+    assert_eq!(summary["afterRegenerate"], 1, "{summary}");
+    let users = serde_json::json!(["hello there", "instead"]);
+    assert_eq!(summary["users"], users, "{summary}");
+    assert_eq!(summary["usersReloaded"], users, "{summary}");
+    assert_eq!(summary["liveAttachments"], 1, "{summary}");
+    assert_eq!(summary["reloadedAttachments"], 1, "{summary}");
+    assert_eq!(summary["cspViolations"], serde_json::json!([]), "{summary}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_demo_page_answers_a_form_and_an_approval_across_a_reload_in_chromium() {
     let harness = Harness::start(chat_registry()).await;
