@@ -14,6 +14,8 @@ import sys
 
 from playwright.sync_api import expect, sync_playwright
 
+from chat_common import ask, new_page
+
 BASE, ARTIFACTS = sys.argv[1], sys.argv[2]
 expect.set_options(timeout=30_000)
 # A 1x1 PNG.
@@ -24,10 +26,7 @@ PIXEL = base64.b64decode(
 
 def main():
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", headless=True)
-        page = browser.new_page()
-        violations = []
-        page.on("console", lambda message: violations.append(message.text) if "Content Security Policy" in message.text else None)
+        browser, page, violations = new_page(playwright)
         page.goto(f"{BASE}/chat?agent=chatter")
         ask(page, "hello there")
         expect(last_reply(page)).to_contain_text("first: hello there")
@@ -96,11 +95,6 @@ def main():
 
 def last_reply(page):
     return page.get_by_test_id("message-assistant").last
-
-
-def ask(page, text):
-    page.get_by_test_id("input").fill(text)
-    page.get_by_test_id("send").click()
 
 
 def shot(page, name):

@@ -15,6 +15,8 @@ import sys
 
 from playwright.sync_api import expect, sync_playwright
 
+from chat_common import ask, new_page
+
 BASE, ARTIFACTS = sys.argv[1], sys.argv[2]
 expect.set_options(timeout=30_000)
 HOSTILE = "**bold** and `code` <img src=x onerror=\"window.owned=1\"> [site](https://example.org)"
@@ -22,10 +24,7 @@ HOSTILE = "**bold** and `code` <img src=x onerror=\"window.owned=1\"> [site](htt
 
 def main():
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", headless=True)
-        page = browser.new_page()
-        violations = []
-        page.on("console", lambda message: violations.append(message.text) if "Content Security Policy" in message.text else None)
+        browser, page, violations = new_page(playwright)
         # Markdown: the echo comes back rendered, the HTML in it shown as text.
         page.goto(f"{BASE}/chat?agent=chatter")
         ask(page, HOSTILE)
@@ -128,11 +127,6 @@ def seen(page):
         "meta": reply.get_by_test_id("meta").count(),
         "metaTokens": "tokens" in "".join(reply.get_by_test_id("meta").all_text_contents()),
     }
-
-
-def ask(page, text):
-    page.get_by_test_id("input").fill(text)
-    page.get_by_test_id("send").click()
 
 
 def shot(page, name):
