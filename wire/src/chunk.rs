@@ -12,6 +12,7 @@ use serde_json::Value;
 
 /// A chunk as stored and as sent to subscribers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct StreamChunk {
     /// Per session, monotonic across runs, starting at 1.
@@ -31,6 +32,7 @@ pub struct StreamChunk {
 /// grandchild's chunk carries the direct child's sequence, while `agentId` keeps naming the
 /// session that emitted it. A stream never holds one `(childSessionId, childSequence)` twice.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct RemoteSource {
     pub child_session_id: String,
@@ -40,6 +42,7 @@ pub struct RemoteSource {
 
 /// The fields every chunk carries besides its sequence.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ChunkHeader {
     /// Stable for the session.
@@ -54,6 +57,7 @@ pub struct ChunkHeader {
 
 /// Terminal status reported by the `end` chunk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 #[derive(strum::IntoStaticStr, strum::EnumString, strum::EnumIter)]
 #[strum(serialize_all = "snake_case")]
@@ -66,6 +70,7 @@ pub enum EndStatus {
 
 /// What happened.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, strum::IntoStaticStr)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[strum(serialize_all = "snake_case")]
 #[serde(
     tag = "type",
@@ -165,6 +170,7 @@ pub enum ChunkKind {
     /// `agentId` names the session whose state changed.
     StatePatch {
         step: u32,
+        #[cfg_attr(feature = "schema", schemars(with = "Vec<serde_json::Value>"))]
         patch: json_patch::Patch,
     },
     End {
@@ -184,6 +190,7 @@ pub enum ChunkKind {
 
 /// Why a run failed, as recorded in the session and on the `end` chunk.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RunError {
     pub code: ErrorCode,
     pub message: String,

@@ -7,6 +7,7 @@ use std::fmt;
 
 /// A stable, snake_case error code. Clients match on these; never rename one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 #[derive(strum::IntoStaticStr, strum::EnumString, strum::EnumIter)]
 #[strum(serialize_all = "snake_case")]
@@ -225,6 +226,7 @@ impl fmt::Display for ErrorCode {
 /// `validation_payload_too_large`): a [`Refusal`], kept as its JSON so that the body reads and
 /// writes as sent (`refusal` gives the typed form).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[error("{code}: {error}")]
 pub struct ApiError {
     /// Human-readable message.

@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 
 /// Body of `POST /fork`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ForkRequest {
     /// The session to copy (only read).
@@ -16,6 +17,7 @@ pub struct ForkRequest {
 /// same calls (`suspended_client_tool`); otherwise no run holds it (`interrupted`) and a rewind to
 /// its checkpoint 0 replays the next step, or a message starts the next turn.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ForkResponse {
     pub session_id: String,

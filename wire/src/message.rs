@@ -12,6 +12,7 @@ use serde_json::Value;
 /// assistant turn (its reasoning and server metadata) and a result's kept chat data are not
 /// compared.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "role", rename_all = "snake_case")]
 pub enum Message {
     System {
@@ -44,6 +45,7 @@ pub enum Message {
 /// What a chat shows of an assistant step besides its text, kept in the log so a reload shows
 /// what the live stream showed. The adapters never send it to a model.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct AssistantExtras {
     /// The model's reasoning, in the order it streamed, each piece at the byte offset of the
@@ -69,6 +71,7 @@ pub fn finish_metadata(finished_at: u64, usage: Option<&crate::UsageRollup>) -> 
 
 /// A piece of a model's reasoning, as a chat shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Reasoning {
     /// The byte offset in the step's text where it streamed (0: before any text).
@@ -83,6 +86,7 @@ pub const MAX_KEPT_REASONING_BYTES: usize = 64 * 1024;
 /// A `data-*` item a server tool emitted for the chat and asked to be kept, stored with the
 /// call's result so a reload shows it. Never sent to a model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct KeptData {
     /// The part is `data-<name>`.
     pub name: String,
@@ -92,6 +96,7 @@ pub struct KeptData {
 /// What a chat client's user message carries besides its text, kept in the log so a reload
 /// shows the message as it was sent and the model reads its files.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct UserExtras {
     /// The client's id of the message (`useChat`'s), kept as sent.
@@ -111,6 +116,7 @@ pub struct UserExtras {
 
 /// A file a user message carries: an image or a document, inline as a `data:` URL.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct FilePart {
     /// The IANA media type (`image/png`, `application/pdf`, ...).
@@ -138,6 +144,7 @@ impl FilePart {
 
 /// A call of a tool by the model, with the arguments it chose.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ToolCall {
     /// Unique within the session tree: the model's id, or Baton's own when the model's would
@@ -160,6 +167,7 @@ impl ToolCall {
 
 /// The answer to one tool call: a result or an error, never both.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ToolResult {
     pub tool_call_id: String,
@@ -230,6 +238,7 @@ impl ToolResult {
 
 /// What a tool call produced.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub enum ToolOutcome {
     Result(Value),
@@ -238,6 +247,7 @@ pub enum ToolOutcome {
 
 /// A tool error as the model sees it: a stable code and a message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[error("{code}: {message}")]
 pub struct ToolError {
     pub code: String,

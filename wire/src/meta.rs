@@ -18,6 +18,7 @@ pub const MAX_METADATA_BYTES: usize = 8 * 1024;
 
 /// The metadata of a session, as a start takes it and status returns it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SessionMeta {
     /// The end user the session is for.

@@ -68,6 +68,7 @@ pub enum Refusal {
 
 /// Which payload was over its limit (`cause` of `validation_payload_too_large`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 #[derive(strum::IntoStaticStr, strum::EnumString, strum::EnumIter)]
 #[strum(serialize_all = "snake_case")]
@@ -82,6 +83,7 @@ pub enum Payload {
 
 /// Why a chat request's answers were not stored (`cause` of the chat route's 409).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 #[derive(strum::IntoStaticStr, strum::EnumString, strum::EnumIter)]
 #[strum(serialize_all = "snake_case")]
@@ -170,6 +172,7 @@ impl Refusal {
 
 /// The constants that tell some shapes apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::IntoStaticStr)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 #[strum(serialize_all = "snake_case")]
 enum Tag {

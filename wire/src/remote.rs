@@ -17,6 +17,7 @@ use serde_json::{Map, Value};
 /// Body of `POST {base}/{agentType}/start`. The session id is the caller's (a consumer derives
 /// it from its own session and tool call, so a retried start names the same session).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct StartRequest {
     pub session_id: String,
@@ -89,6 +90,7 @@ impl StartRequest {
 /// [`CALLBACK_SIGNATURE_HEADER`] (the token itself is never sent); retried until a 2xx, and
 /// possibly delivered more than once (the body's `sequence` names the turn).
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Callback {
     pub url: String,
@@ -144,6 +146,7 @@ pub const CALLBACK_SIGNATURE_HEADER: &str = "x-baton-signature";
 /// What a callback POSTs when a turn ends: enough for a consumer to tell which turn (a repeat
 /// of the same `sequence` is the same turn, delivered again) and to fold it or read on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct CallbackBody {
     pub session_id: String,
@@ -163,6 +166,7 @@ pub struct CallbackBody {
 
 /// Answer of `start`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct StartResponse {
     pub session_id: String,
@@ -172,6 +176,7 @@ pub struct StartResponse {
 
 /// A session's status in the protocol's words (see the module's mapping).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 #[derive(strum::IntoStaticStr, strum::EnumString, strum::EnumIter)]
 #[strum(serialize_all = "snake_case")]
@@ -204,6 +209,7 @@ impl Status {
 
 /// Answer of `GET {base}/{agentType}/status`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct StatusResponse {
     pub session_id: String,
@@ -229,6 +235,7 @@ pub struct StatusResponse {
 
 /// Answer of `POST {base}/{agentType}/resume`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ResumeResponse {
     pub session_id: String,
@@ -238,6 +245,7 @@ pub struct ResumeResponse {
 
 /// Answer of `POST {base}/{agentType}/interrupt` and `…/abort`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct StopResponse {
     pub session_id: String,
@@ -249,6 +257,7 @@ pub struct StopResponse {
 /// checkpoint's state and `streamSequence`, read at once; an ended session, or one without a
 /// checkpoint, gives its state with `streamSequence: -1`, no position.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct SnapshotResponse {
     pub session_id: String,
@@ -266,6 +275,7 @@ pub struct SnapshotResponse {
 /// Answer of `GET {base}/{agentType}/usage`: the recursive rollup (projected on a mount with a
 /// usage projection).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct UsageResponse {
     pub session_id: String,
@@ -276,6 +286,7 @@ pub struct UsageResponse {
 /// `ALREADY_RUNNING`, `oldestRetainedSequence` of `TRUNCATED`). Made from an [`ApiError`] in
 /// one place ([`ErrorBody::from`]), which renames Baton's not-found family `NOT_FOUND`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ErrorBody {
     pub code: ErrorCode,
     pub error: String,

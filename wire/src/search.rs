@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 /// One session in a search: who it is for, where it stands, how much is waiting on a person.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct SessionSummary {
     pub session_id: String,
@@ -31,6 +32,7 @@ pub struct SessionSummary {
 
 /// A page of `GET /sessions`: newest activity first.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct SessionsPage {
     pub sessions: Vec<SessionSummary>,
@@ -42,6 +44,7 @@ pub struct SessionsPage {
 
 /// Whether a waiting call asks for a client tool's result or for an approval.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum PersonCallKind {
     ClientTool,
@@ -50,6 +53,7 @@ pub enum PersonCallKind {
 
 /// One call waiting on a person: what `/pending` lists and `/status` details.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct PendingDetail {
     /// The root of the tree, which a submit names.
@@ -88,6 +92,7 @@ pub struct PendingDetail {
 
 /// A page of `GET /pending`: the calls of the sessions with the newest activity first.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct PendingPage {
     pub calls: Vec<PendingDetail>,

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 /// Session status values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 #[derive(strum::IntoStaticStr, strum::EnumString, strum::EnumIter)]
 #[strum(serialize_all = "snake_case")]
@@ -38,6 +39,7 @@ impl Status {
 
 /// The state hash of a session, decoded.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct SessionState {
     pub session_id: String,
@@ -88,6 +90,7 @@ pub struct SessionState {
 /// started it and the caller's session it names. Written once, by the start; never taken from a
 /// request's own fields on the public API.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct SessionOwner {
     /// The service principal's name (its key's configured name).
@@ -99,6 +102,7 @@ pub struct SessionOwner {
 
 /// What a suspended run waits for.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Suspension {
     pub run_id: String,
@@ -109,6 +113,7 @@ pub struct Suspension {
 
 /// How a run was stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 #[derive(strum::IntoStaticStr, strum::EnumString, strum::EnumIter)]
 #[strum(serialize_all = "snake_case")]
@@ -121,6 +126,7 @@ pub enum StopKind {
 
 /// A durable stop on a run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct StopRecord {
     pub run_id: String,
@@ -130,6 +136,7 @@ pub struct StopRecord {
 
 /// A decision on an approval-gated call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ApprovalDecision {
     pub approved: bool,
@@ -142,6 +149,7 @@ pub struct ApprovalDecision {
 
 /// What a stored answer means for its batch.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, strum::IntoStaticStr)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[strum(serialize_all = "snake_case")]
 #[serde(
     tag = "kind",

@@ -27,6 +27,7 @@ const MAX_ID_BYTES: usize = 256;
 
 /// Body of `POST /submit-tool-result` (and the JSON text of gRPC `SubmitToolResult`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum SubmitRequest {
     /// A client tool's result or error. `kind` may be left out.
@@ -38,6 +39,7 @@ pub enum SubmitRequest {
 /// A client tool's answer: `result` (any JSON, `null` included) or `error` (a message, or
 /// `{code, message}`), never both.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(try_from = "RawToolResult")]
 pub struct ToolResultSubmit {
     /// The root session of the tree.
@@ -48,6 +50,7 @@ pub struct ToolResultSubmit {
 
 /// A decision on an approval-gated call, naming the approval it answers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", try_from = "RawApproval")]
 pub struct ApprovalSubmit {
     pub session_id: String,
@@ -143,6 +146,7 @@ impl Serialize for ToolResultSubmit {
 
 /// A client tool's answer as sent, before its rules are checked.
 #[derive(Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct RawToolResult {
     session_id: String,
@@ -179,6 +183,7 @@ impl TryFrom<RawToolResult> for ToolResultSubmit {
 
 /// An approval response as sent, before its rules are checked.
 #[derive(Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct RawApproval {
     session_id: String,
@@ -240,12 +245,14 @@ fn checked_session_id(id: String) -> Result<String, String> {
 
 /// The answer to an accepted (or repeated) submit.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SubmitAnswer {
     pub status: SubmitStatus,
     pub continuation: Continuation,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 #[derive(strum::IntoStaticStr, strum::EnumString, strum::EnumIter)]
 #[strum(serialize_all = "snake_case")]

@@ -15,6 +15,7 @@ pub const MAX_USER_TOKEN_AGENTS: usize = 32;
 
 /// Body of `POST /tokens`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TokenRequest {
     /// The end user: the token acts only on sessions whose `userId` is this, and the sessions
@@ -31,6 +32,7 @@ pub struct TokenRequest {
 
 /// Answer of `POST /tokens`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct TokenResponse {
     /// The bearer credential to hand to the user's browser.
@@ -43,6 +45,7 @@ pub struct TokenResponse {
 
 /// Body of `POST /tokens/revoke`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RevokeRequest {
     /// The session or user token to revoke.
@@ -52,6 +55,7 @@ pub struct RevokeRequest {
 /// Body of `POST /tokens/revoke` revoking by user (operators only): every user token of
 /// `user_id` issued until now.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RevokeUserRequest {
     pub user_id: String,
@@ -61,6 +65,7 @@ pub struct RevokeUserRequest {
 /// `issued_until` is refused (401 `unauthorized`) from now on, on every server sharing the Redis;
 /// tokens minted later are not.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct RevokeUserResponse {
     pub user_id: String,
@@ -70,6 +75,7 @@ pub struct RevokeUserResponse {
 
 /// What kind of token a revocation revoked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum TokenKind {
     Session,
@@ -79,6 +85,7 @@ pub enum TokenKind {
 /// Answer of `POST /tokens/revoke`: the token is refused (401 `unauthorized`) from now on, on
 /// every server sharing the Redis, until it would have expired anyway.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct RevokeResponse {
     pub kind: TokenKind,

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 /// The cache counts are what the provider reports (zero where it reports none); they are absent
 /// from the JSON when zero, so records written before they existed still parse and look the same.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Usage {
     /// Prompt tokens, cached or not (OpenAI's `prompt_tokens`; Anthropic's `input_tokens` plus
@@ -40,6 +41,7 @@ impl Usage {
 
 /// One model call's usage, as recorded per step.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct UsageRecord {
     pub run_id: String,
@@ -52,6 +54,7 @@ pub struct UsageRecord {
 /// A session's usage: its own, and with [`UsageRollup::merge`] its descendants' (a session's
 /// rollup on `/usage` and on its `end` chunk includes its whole subtree).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct UsageRollup {
     /// Tokens of every model call.
@@ -70,6 +73,7 @@ pub struct UsageRollup {
 
 /// One model's share.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ModelUsage {
     #[serde(flatten)]

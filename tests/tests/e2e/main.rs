@@ -23,6 +23,7 @@ mod log_cache;
 mod log_fields;
 mod mount;
 mod observe;
+mod openapi;
 mod operator;
 mod ownership;
 mod providers;

@@ -272,7 +272,7 @@ pub async fn chat_stop(
 }
 
 /// The answer of `GET /chat/{id}/snapshot`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ChatSnapshot {
     pub id: String,

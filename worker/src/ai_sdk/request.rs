@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 /// The body of `POST /chat`. Fields the app adds beside these are allowed and ignored.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ChatBody {
     /// The chat id: the Baton session it maps to.
@@ -29,7 +29,7 @@ pub struct ChatBody {
 }
 
 /// What the client asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Trigger {
     SubmitMessage,

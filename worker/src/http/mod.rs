@@ -13,6 +13,7 @@ mod extract;
 mod fork;
 mod metrics;
 pub mod mount;
+pub mod openapi;
 mod page_headers;
 mod ready;
 mod refusals;
@@ -65,7 +66,7 @@ pub async fn serve(
     serve::serve_connections(listener, router(state), limits, shutdown).await
 }
 
-/// The HTTP API. Every route but `/healthz`, `/readyz`, the pages and the signed callback
+/// The HTTP API. Every route but `/healthz`, `/readyz`, `/openapi.json`, the pages and the signed callback
 /// authenticates first (401 before anything is read).
 /// Every refusal, on every route and on no route (404, 405), is the one error body: the
 /// outermost layer ([`refusals::typed_refusals`]) types whatever is not, so a route added here or
@@ -93,6 +94,7 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::http::mount::routers(&state))
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(ready::ready))
+        .route("/openapi.json", get(openapi::openapi))
         .route(
             "/remote-callbacks/{session_id}",
             post(remote_callback::callback),

@@ -16,7 +16,7 @@ const READINESS_BOUND: Duration = Duration::from_secs(2);
 const PROBE_WORKFLOW_ID: &str = "baton__readiness-probe";
 
 /// The answer of a ready server: each dependency's check, `ok`.
-#[derive(Debug, Serialize, PartialEq, Eq)]
+#[derive(Debug, Serialize, PartialEq, Eq, schemars::JsonSchema)]
 pub struct Readiness {
     pub redis: &'static str,
     pub temporal: &'static str,

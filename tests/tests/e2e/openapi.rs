@@ -1,0 +1,103 @@
+//! `GET /openapi.json`: the OpenAPI 3.1 document generated from the routes' Rust types. It is
+//! served without a credential, equal to the checked-in `docs/openapi.json` (regenerate it with
+//! `BATON_WRITE_OPENAPI=1`), valid by an outside validator (PyPI `openapi-spec-validator`), and
+//! names every route the server's routers declare.
+
+use axum::{body::Body, http::Request};
+use baton_tests::{Harness, agents};
+use http_body_util::BodyExt;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use tower::ServiceExt;
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the workspace")
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_served_document_is_the_checked_in_one_and_valid() {
+    let options = baton_tests::keyed_options("an operator key of at least thirty-two bytes");
+    let harness = Harness::server_only_with(agents::registry(), options).await;
+    let response = baton_worker::router(harness.state.clone())
+        .oneshot(Request::get("/openapi.json").body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200, "served without a credential");
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    let served: Value = serde_json::from_slice(&body).unwrap();
+    let pretty = format!("{}\n", serde_json::to_string_pretty(&served).unwrap());
+    let checked_in = workspace().join("docs/openapi.json");
+    if std::env::var_os("BATON_WRITE_OPENAPI").is_some() {
+        std::fs::write(&checked_in, &pretty).unwrap();
+    }
+    let kept = std::fs::read_to_string(&checked_in).unwrap_or_default();
+    assert!(
+        kept == pretty,
+        "docs/openapi.json is not today's document: run the test with BATON_WRITE_OPENAPI=1"
+    );
+    let python = std::env::var("BATON_TEST_PYTHON").unwrap_or_else(|_| "python3".to_owned());
+    let checked = std::process::Command::new(python)
+        .args([
+            "-c",
+            "import sys, json; from openapi_spec_validator import validate; \
+             validate(json.load(open(sys.argv[1]))); print('valid')",
+        ])
+        .arg(&checked_in)
+        .output()
+        .expect("python runs (scripts/services.sh installs openapi-spec-validator)");
+    assert!(
+        checked.status.success(),
+        "{}",
+        String::from_utf8_lossy(&checked.stderr)
+    );
+}
+
+/// The route literals of the routers' source (`.route("/…"`, and the mount's `route("name")`).
+fn declared_routes() -> Vec<String> {
+    let mut found = Vec::new();
+    let mut dirs = vec![workspace().join("worker/src/http")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let text = text.split("#[cfg(test)]").next().unwrap_or_default();
+            for (prefix, mount) in [(".route(\"", false), (".route(&route(\"", true)] {
+                for piece in text.split(prefix).skip(1) {
+                    let literal = piece.split('"').next().unwrap_or_default();
+                    found.push(if mount {
+                        format!("/agents/{{agentType}}/{literal}")
+                    } else {
+                        literal.to_owned()
+                    });
+                }
+            }
+        }
+    }
+    found.sort();
+    found.dedup();
+    found
+}
+
+#[test]
+fn every_declared_route_is_in_the_document() {
+    let document =
+        baton_worker::http::openapi::document(&[baton_worker::mount::Mount::new("/agents")]);
+    let paths = document["paths"].as_object().unwrap();
+    // Routes named by constants (the console's and the chat page's assets) are files, not API.
+    let missing: Vec<String> = declared_routes()
+        .into_iter()
+        .filter(|route| route.starts_with('/') && !paths.contains_key(route))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "routes missing from the document: {missing:?}"
+    );
+    assert!(declared_routes().len() > 20, "{:?}", declared_routes());
+}

@@ -1,0 +1,392 @@
+//! `GET /openapi.json`: the OpenAPI 3.1 document of this server's HTTP routes. Every body's
+//! schema is generated from the Rust type the route decodes or answers (`schemars`, JSON Schema
+//! 2020-12, which OpenAPI 3.1 takes as it is), the one error envelope with its codes as an enum;
+//! the table below says which route takes and answers which type and which credentials it
+//! reads. `docs/openapi.json` is this document for the default options, kept equal by a test.
+
+use super::{error::HttpError, mount::Mount};
+use crate::{ai_sdk, ops::Readiness, state::AppState};
+use axum::{Json, extract::State};
+use baton_core::{
+    api, chunk::StreamChunk, error::ApiError, fork, remote, search, session, submit, tokens,
+};
+use schemars::{JsonSchema, SchemaGenerator, generate::SchemaSettings};
+use serde_json::{Map, Value, json};
+
+/// Who may call a route.
+#[derive(Clone, Copy)]
+enum Access {
+    /// Any of the API's credentials: an operator key, a user token, a session token.
+    Api,
+    /// An operator key only.
+    Operator,
+    /// An operator key or a user token (starting sessions).
+    Starter,
+    /// The producer mount's: a service key (or an operator key).
+    Mount,
+    /// No bearer credential is read.
+    Open,
+}
+
+/// What a route answers on success.
+enum Answer {
+    Json(Value),
+    /// A stream of server-sent events whose `data` is this schema.
+    Events(Value),
+    Text(&'static str),
+    NoContent,
+}
+
+struct Route {
+    method: &'static str,
+    path: String,
+    id: String,
+    summary: &'static str,
+    tag: &'static str,
+    access: Access,
+    query: Vec<Value>,
+    body: Option<Value>,
+    answer: Answer,
+}
+
+/// A route that takes nothing and answers 204, until told otherwise.
+fn op(
+    method: &'static str,
+    path: &str,
+    id: &str,
+    summary: &'static str,
+    tag: &'static str,
+    access: Access,
+) -> Route {
+    Route {
+        method,
+        path: path.to_owned(),
+        id: id.to_owned(),
+        summary,
+        tag,
+        access,
+        query: Vec::new(),
+        body: None,
+        answer: Answer::NoContent,
+    }
+}
+
+impl Route {
+    fn query(mut self, query: Vec<Value>) -> Self {
+        self.query = query;
+        self
+    }
+
+    fn body(mut self, schema: Value) -> Self {
+        self.body = Some(schema);
+        self
+    }
+
+    fn json(mut self, schema: Value) -> Self {
+        self.answer = Answer::Json(schema);
+        self
+    }
+
+    fn events(mut self, data: Value) -> Self {
+        self.answer = Answer::Events(data);
+        self
+    }
+
+    fn text(mut self, media: &'static str) -> Self {
+        self.answer = Answer::Text(media);
+        self
+    }
+}
+
+/// A query parameter.
+fn param(name: &str, required: bool, schema: Value, description: &str) -> Value {
+    json!({"name": name, "in": "query", "required": required, "schema": schema,
+           "description": description})
+}
+
+fn session_query(follow: bool) -> Vec<Value> {
+    let mut query = vec![param(
+        "sessionId",
+        true,
+        json!({"type": "string"}),
+        "the session",
+    )];
+    if follow {
+        query.push(param(
+            "fromSequence",
+            false,
+            json!({"type": "integer", "minimum": 0, "default": 0}),
+            "follow after this sequence (exclusive)",
+        ));
+    }
+    query
+}
+
+/// The search's query parameters (`/sessions`, `/pending`).
+fn search_query() -> Vec<Value> {
+    let text = json!({"type": "string"});
+    let ms = json!({"type": "integer", "minimum": 0});
+    vec![
+        param(
+            "status",
+            false,
+            json!({"enum": ["active", "suspended_client_tool", "completed", "failed", "interrupted"]}),
+            "the session's status",
+        ),
+        param("agent", false, text.clone(), "the agent type"),
+        param(
+            "userId",
+            false,
+            text.clone(),
+            "the end user the sessions are for",
+        ),
+        param(
+            "tag",
+            false,
+            json!({"type": "array", "items": {"type": "string"}}),
+            "a tag each session carries (repeatable: all of them)",
+        ),
+        param(
+            "awaiting",
+            false,
+            json!({"const": "person"}),
+            "only trees with a client call or approval open (`metadata.<key>=<value>` filters \
+             on a metadata entry too)",
+        ),
+        param(
+            "updatedAfter",
+            false,
+            ms.clone(),
+            "last activity at or after (ms since the epoch)",
+        ),
+        param(
+            "updatedBefore",
+            false,
+            ms,
+            "last activity at or before (ms since the epoch)",
+        ),
+        param(
+            "limit",
+            false,
+            json!({"type": "integer", "minimum": 1, "maximum": search::MAX_PAGE_LIMIT}),
+            "sessions a page covers",
+        ),
+        param(
+            "cursor",
+            false,
+            text.clone(),
+            "the `nextCursor` of the page before",
+        ),
+        param("root", false, text, "only this tree (no paging)"),
+        param(
+            "includeChildren",
+            false,
+            json!({"type": "boolean"}),
+            "children too (each row names its root)",
+        ),
+    ]
+}
+
+/// The routes of the API, the chat, the pages and, for each mount, the producer protocol.
+fn routes(schemas: &mut SchemaGenerator, mounts: &[Mount]) -> Vec<Route> {
+    fn schema<T: JsonSchema>(generator: &mut SchemaGenerator) -> schemars::Schema {
+        generator.subschema_for::<T>()
+    }
+    let mut of = |schema: fn(&mut SchemaGenerator) -> schemars::Schema| schema(schemas).to_value();
+    let chunk = of(schema::<StreamChunk>);
+    let state = of(schema::<session::SessionState>);
+    let mut list = vec![
+        op("post", "/start", "start", "Start a session", "sessions", Access::Starter).body(of(schema::<api::StartRequest>)).json(of(schema::<api::StartResponse>)),
+        op("get", "/status", "status", "A session's state, with the calls it awaits", "sessions", Access::Api).query(session_query(false)).json(state.clone()),
+        op("get", "/sse", "follow", "Follow a session's stream (an event per chunk, `id:` its sequence; a last event `error` ends it)", "sessions", Access::Api).query(session_query(true)).events(chunk.clone()),
+        op("post", "/submit-tool-result", "submit", "Answer a client call or an approval", "sessions", Access::Api).body(of(schema::<submit::SubmitRequest>)).json(of(schema::<submit::SubmitAnswer>)),
+        op("post", "/resume", "resume", "Continue, send the next message, or rewind", "sessions", Access::Api).body(of(schema::<api::ResumeRequest>)).json(of(schema::<api::ResumeResponse>)),
+        op("post", "/interrupt", "interrupt", "Stop the current run; the session becomes interrupted", "sessions", Access::Api).body(of(schema::<api::SessionRequest>)).json(of(schema::<api::StopResponse>)),
+        op("post", "/abort", "abort", "Stop the current run; the session fails", "sessions", Access::Api).body(of(schema::<api::SessionRequest>)).json(of(schema::<api::StopResponse>)),
+        op("get", "/snapshot", "snapshot", "The session's log pinned to a stream position", "sessions", Access::Api).query(session_query(false)).json(of(schema::<api::SnapshotResponse>)),
+        op("get", "/usage", "usage", "What the session has spent", "sessions", Access::Api).query(session_query(false)).json(of(schema::<api::UsageResponse>)),
+        op("get", "/sessions", "sessions", "Search sessions, newest activity first", "operators", Access::Api).query(search_query()).json(of(schema::<search::SessionsPage>)),
+        op("get", "/pending", "pending", "The calls waiting on a person", "operators", Access::Api).query(search_query()).json(of(schema::<search::PendingPage>)),
+        op("post", "/fork", "fork", "Copy a session up to a checkpoint into a new one", "operators", Access::Api).body(of(schema::<fork::ForkRequest>)).json(of(schema::<fork::ForkResponse>)),
+        op("post", "/tokens", "mintUserToken", "Mint a user token", "tokens", Access::Operator).body(of(schema::<tokens::TokenRequest>)).json(of(schema::<tokens::TokenResponse>)),
+        op("post", "/tokens/revoke", "revokeTokens", "Revoke a token, or every user token of a user", "tokens", Access::Api).body(
+                json!({"oneOf": [of(schema::<tokens::RevokeRequest>), of(schema::<tokens::RevokeUserRequest>)]}),
+            ).json(
+                json!({"oneOf": [of(schema::<tokens::RevokeResponse>), of(schema::<tokens::RevokeUserResponse>)]}),
+            ),
+        op("get", "/metrics", "metrics", "Prometheus text", "operations", Access::Operator).text("text/plain"),
+        op("get", "/healthz", "healthz", "Liveness: `ok`, reading nothing", "operations", Access::Open).text("text/plain"),
+        op("get", "/readyz", "readyz", "Readiness: Redis and Temporal answer (503 naming what did not)", "operations", Access::Open).json(of(schema::<Readiness>)),
+        op("get", "/openapi.json", "openapi", "This document", "operations", Access::Open).json(json!({"type": "object"})),
+        op("post", "/remote-callbacks/{callerSessionId}", "remoteCallback", "A remote child's signed turn-end callback (its signature is the credential)", "remote", Access::Open).body(of(schema::<remote::CallbackBody>)),
+        op("get", "/console", "console", "The operator console (a page; it calls the API with the key it is given)", "pages", Access::Open).text("text/html"),
+        op("get", "/chat", "chatPage", "The demo chat page", "pages", Access::Open).text("text/html"),
+        op("post", "/chat", "chat", "The Vercel AI SDK chat route (`useChat`)", "chat", Access::Api).body(of(schema::<ai_sdk::ChatBody>)).events(
+                json!({"type": "object", "description": "a chunk of the AI SDK's UI message stream (v1)"}),
+            ),
+        op("get", "/chat/{id}/stream", "chatReattach", "The running turn (204 when no run works)", "chat", Access::Api).events(
+                json!({"type": "object", "description": "a chunk of the AI SDK's UI message stream (v1)"}),
+            ),
+        op("get", "/chat/{id}/snapshot", "chatSnapshot", "The chat's UI messages", "chat", Access::Api).json(of(schema::<ai_sdk::ChatSnapshot>)),
+        op("post", "/chat/{id}/stop", "chatStop", "Interrupt the chat's run", "chat", Access::Api).json(of(schema::<api::StopResponse>)),
+        op(
+            "post",
+            "/chat/demo-token",
+            "chatDemoToken",
+            "The demo page's user token (`batond dev`'s demo mode only; none on an open server)",
+            "chat",
+            Access::Open,
+        )
+        .json(json!({"type": "object", "properties": {
+            "token": {"type": ["string", "null"]}, "userId": {"type": "string"}}})),
+    ];
+    for (index, mount) in mounts.iter().enumerate() {
+        let base = format!("{}/{{agentType}}", mount.base_path);
+        // The first mount's operations are `mountStart`…; a second mount's `mount2Start`….
+        let suffix = if index == 0 {
+            String::new()
+        } else {
+            (index + 1).to_string()
+        };
+        let mounted = |method, name: &str, summary| {
+            let mut title = name.to_owned();
+            title[..1].make_ascii_uppercase();
+            let path = format!("{base}/{name}");
+            let id = format!("mount{suffix}{title}");
+            op(method, &path, &id, summary, "mount", Access::Mount)
+        };
+        list.extend([
+            mounted("post", "start", "Start (or attach to) a remote child")
+                .body(of(schema::<remote::StartRequest>))
+                .json(of(schema::<remote::StartResponse>)),
+            mounted("post", "resume", "Resume a remote child")
+                .body(of(schema::<api::ResumeRequest>))
+                .json(of(schema::<remote::ResumeResponse>)),
+            mounted(
+                "get",
+                "sse",
+                "Follow a remote child at the mount's fidelity",
+            )
+            .query(session_query(true))
+            .events(chunk.clone()),
+            mounted("get", "status", "A remote child's status")
+                .query(session_query(false))
+                .json(of(schema::<remote::StatusResponse>)),
+            mounted("get", "snapshot", "A remote child's snapshot")
+                .query(session_query(false))
+                .json(of(schema::<remote::SnapshotResponse>)),
+            mounted("get", "usage", "A remote child's usage")
+                .query(session_query(false))
+                .json(of(schema::<remote::UsageResponse>)),
+            mounted("post", "interrupt", "Interrupt a remote child")
+                .body(of(schema::<api::SessionRequest>))
+                .json(of(schema::<remote::StopResponse>)),
+            mounted("post", "abort", "Abort a remote child")
+                .body(of(schema::<api::SessionRequest>))
+                .json(of(schema::<remote::StopResponse>)),
+            mounted(
+                "post",
+                "submit",
+                "A person's answer to a paused remote child's call, relayed",
+            )
+            .body(of(schema::<submit::SubmitRequest>))
+            .json(of(schema::<submit::SubmitAnswer>)),
+        ]);
+    }
+    list
+}
+
+fn security(access: Access) -> Value {
+    let any = |names: &[&str]| Value::Array(names.iter().map(|n| json!({ *n: [] })).collect());
+    match access {
+        Access::Api => any(&["operatorKey", "userToken", "sessionToken"]),
+        Access::Operator => any(&["operatorKey"]),
+        Access::Starter => any(&["operatorKey", "userToken"]),
+        Access::Mount => any(&["serviceKey", "operatorKey"]),
+        Access::Open => json!([]),
+    }
+}
+
+/// The OpenAPI document of a server serving `mounts`.
+pub fn document(mounts: &[Mount]) -> Value {
+    let mut schemas = SchemaSettings::draft2020_12()
+        .with(|settings| settings.definitions_path = "/components/schemas".into())
+        .into_generator();
+    let error = schemas.subschema_for::<ApiError>().to_value();
+    let mut paths = Map::new();
+    for route in routes(&mut schemas, mounts) {
+        let mut operation = Map::new();
+        operation.insert("operationId".into(), json!(route.id));
+        operation.insert("summary".into(), json!(route.summary));
+        operation.insert("tags".into(), json!([route.tag]));
+        operation.insert("security".into(), security(route.access));
+        let mut parameters = route.query;
+        for name in ["agentType", "id", "callerSessionId"] {
+            if route.path.contains(&format!("{{{name}}}")) {
+                parameters.push(json!({"name": name, "in": "path", "required": true,
+                                       "schema": {"type": "string"}}));
+            }
+        }
+        if !parameters.is_empty() {
+            operation.insert("parameters".into(), Value::Array(parameters));
+        }
+        if let Some(body) = route.body {
+            operation.insert(
+                "requestBody".into(),
+                json!({"required": true, "content": {"application/json": {"schema": body}}}),
+            );
+        }
+        let success = match route.answer {
+            Answer::Json(schema) => json!({"200": {"description": "the answer",
+                "content": {"application/json": {"schema": schema}}}}),
+            Answer::Events(data) => json!({"200": {"description": "server-sent events; each \
+                event's `data` is the schema of `x-baton-event-data`",
+                "content": {"text/event-stream": {"schema": {"type": "string"},
+                    "x-baton-event-data": data}}}}),
+            Answer::Text(media) => json!({"200": {"description": "the answer",
+                "content": {media: {"schema": {"type": "string"}}}}}),
+            Answer::NoContent => json!({"204": {"description": "taken"}}),
+        };
+        let mut responses = success.as_object().cloned().unwrap_or_default();
+        responses.insert(
+            "default".into(),
+            json!({"description": "a refusal: the one error envelope, its `code` telling why",
+                   "content": {"application/json": {"schema": error}}}),
+        );
+        operation.insert("responses".into(), Value::Object(responses));
+        let item = paths.entry(route.path.clone()).or_insert_with(|| json!({}));
+        if let Some(item) = item.as_object_mut() {
+            item.insert(route.method.into(), Value::Object(operation));
+        }
+    }
+    let bearer =
+        |description: &str| json!({"type": "http", "scheme": "bearer", "description": description});
+    json!({
+        "openapi": "3.1.0",
+        "info": {
+            "title": "Baton",
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": "A durable AI-agent runtime: sessions that suspend for people and \
+                resume, over HTTP. Every refusal is the one error envelope.",
+        },
+        "jsonSchemaDialect": "https://json-schema.org/draft/2020-12/schema",
+        "paths": paths,
+        "components": {
+            "schemas": schemas.take_definitions(true),
+            "securitySchemes": {
+                "operatorKey": bearer("an operator key (`--api-key`): may do anything"),
+                "userToken": bearer("a user token (`POST /tokens`): acts on its user's sessions \
+                    and starts sessions of its agent types"),
+                "sessionToken": bearer("a session token (the `token` of `/start`): acts on \
+                    that session's tree"),
+                "serviceKey": bearer("a service key (`--service-key`): reaches only the \
+                    producer mount"),
+            },
+        },
+    })
+}
+
+/// `GET /openapi.json`.
+pub(super) async fn openapi(State(state): State<AppState>) -> Result<Json<Value>, HttpError> {
+    Ok(Json(document(&state.options.mounts)))
+}
