@@ -76,10 +76,11 @@ if ! "$venv/bin/python" -c "import importlib.metadata as m; \
 fi
 export BATON_TEST_PYTHON="$venv/bin/python"
 
-# The chat tests' Node packages, from their lock files: the pinned `ai` releases (tests/js) and
-# the React app's React, @ai-sdk/react and esbuild (tests/web). A copy of the lock file in
-# node_modules says which one was installed.
-for js_dir in tests/js tests/web; do
+# The Node packages, from their lock files: the chat tests' pinned `ai` releases (tests/js), the
+# React app's React, @ai-sdk/react and esbuild (tests/web), and the TypeScript client's
+# openapi-fetch, openapi-typescript and typescript (clients/typescript). A copy of the lock file
+# in node_modules says which one was installed.
+for js_dir in tests/js tests/web clients/typescript; do
   js_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/$js_dir"
   if ! cmp -s "$js_dir/package-lock.json" "$js_dir/node_modules/.baton-installed-lock.json"; then
     say "installing the chat tests' Node packages (npm ci in $js_dir)"

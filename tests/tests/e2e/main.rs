@@ -56,3 +56,4 @@ mod tree_repair;
 mod tree_retention;
 mod tree_stop;
 mod two_services;
+mod typescript;
