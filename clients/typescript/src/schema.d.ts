@@ -192,23 +192,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/chat/demo-token": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** The demo page's user token (`batond dev`'s demo mode only; none on an open server) */
-        post: operations["chatDemoToken"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/chat/{id}/snapshot": {
         parameters: {
             query?: never;
@@ -698,6 +681,17 @@ export interface components {
         };
         /** @description Terminal status reported by the `end` chunk. */
         EndStatus: ("completed" | "failed") | "interrupted";
+        /**
+         * @description The mount's error envelope: `{code, error}` and the code's own fields (`streamId` of
+         *     `ALREADY_RUNNING`, `oldestRetainedSequence` of `TRUNCATED`). Made from an [`ApiError`] in
+         *     one place ([`ErrorBody::from`]), which renames Baton's not-found family `NOT_FOUND`.
+         */
+        ErrorBody: {
+            code: components["schemas"]["ErrorCode"];
+            error: string;
+        } & {
+            [key: string]: unknown;
+        };
         /** @description A stable, snake_case error code. Clients match on these; never rename one. */
         ErrorCode: "validation_error" | "unknown_agent_type" | "invalid_state" | "session_not_found" | "session_already_exists" | "max_steps_exceeded" | "model_failed" | "model_rate_limited" | "model_unavailable" | "model_auth_failed" | "model_context_length_exceeded" | "model_request_rejected" | "model_bad_response" | "invalid_tool_input" | "tool_failed" | "tool_panicked" | "unknown_tool" | "run_not_active" | "temporal_unavailable" | "store_unavailable" | "unknown_tool_call" | "state_run_superseded" | "INVALID_RESULT" | "validation_payload_too_large" | "state_not_resumable" | "state_already_running" | "framework_cancelled" | "checkpoint_not_found" | "unauthorized" | "session_mismatch" | "forbidden" | "rate_limited" | "TRUNCATED" | "run_lost" | "framework_internal_error" | "internal" | "NOT_FOUND" | "ALREADY_RUNNING" | "FEATURE_UNAVAILABLE" | "route_not_found" | "method_not_allowed" | "server_busy" | "remote_unavailable" | "producer_dead" | "client_tool_unsupported";
         /** @description A file a user message carries: an image or a document, inline as a `data:` URL. */
@@ -1636,7 +1630,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ApiError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -1671,7 +1665,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ApiError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -1706,7 +1700,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ApiError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -1740,7 +1734,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ApiError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -1776,7 +1770,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ApiError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -1811,7 +1805,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ApiError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -1845,7 +1839,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ApiError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -1880,7 +1874,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ApiError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -1914,7 +1908,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ApiError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -1968,38 +1962,6 @@ export interface operations {
                 };
                 content: {
                     "text/event-stream": string;
-                };
-            };
-            /** @description a refusal: the one error envelope, its `code` telling why */
-            default: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ApiError"];
-                };
-            };
-        };
-    };
-    chatDemoToken: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description the answer */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        token?: string | null;
-                        userId?: string;
-                    };
                 };
             };
             /** @description a refusal: the one error envelope, its `code` telling why */
@@ -2307,7 +2269,7 @@ export interface operations {
                 updatedBefore?: number;
                 /** @description sessions a page covers */
                 limit?: number;
-                /** @description the `nextCursor` of the page before */
+                /** @description the `nextCursor` of the page before (opaque: any other is refused) */
                 cursor?: string;
                 /** @description only this tree (no paging) */
                 root?: string;
@@ -2454,7 +2416,7 @@ export interface operations {
                 updatedBefore?: number;
                 /** @description sessions a page covers */
                 limit?: number;
-                /** @description the `nextCursor` of the page before */
+                /** @description the `nextCursor` of the page before (opaque: any other is refused) */
                 cursor?: string;
                 /** @description only this tree (no paging) */
                 root?: string;

@@ -40,6 +40,7 @@ mod rewind;
 mod round_cost;
 mod round_trips;
 mod runs;
+mod schemathesis;
 mod state;
 mod stop;
 mod streams;

@@ -47,6 +47,9 @@ struct Route {
     query: Vec<Value>,
     body: Option<Value>,
     answer: Answer,
+    /// Its refusals are the remote-agent protocol's envelope (`remote::ErrorBody`), not the
+    /// API's.
+    remote_errors: bool,
 }
 
 /// A route that takes nothing and answers 204, until told otherwise.
@@ -68,6 +71,7 @@ fn op(
         query: Vec::new(),
         body: None,
         answer: Answer::NoContent,
+        remote_errors: false,
     }
 }
 
@@ -104,13 +108,18 @@ fn param(name: &str, required: bool, schema: Value, description: &str) -> Value 
            "description": description})
 }
 
+/// What a session id is (`ids::is_valid_session_id`): a root's name (1 to 64 of letters,
+/// digits, `-` and `_`, no `__`), and for a child `.` and 32 hex digits.
+const SESSION_ID_PATTERN: &str = "^(?!.*__)[A-Za-z0-9_-]{1,64}(\\.[0-9a-fA-F]{32})?$";
+/// What an agent type is (`ids::is_valid_name`).
+const NAME_PATTERN: &str = "^(?!.*__)[A-Za-z0-9_-]{1,64}$";
+
+fn session_id() -> Value {
+    json!({"type": "string", "pattern": SESSION_ID_PATTERN})
+}
+
 fn session_query(follow: bool) -> Vec<Value> {
-    let mut query = vec![param(
-        "sessionId",
-        true,
-        json!({"type": "string"}),
-        "the session",
-    )];
+    let mut query = vec![param("sessionId", true, session_id(), "the session")];
     if follow {
         query.push(param(
             "fromSequence",
@@ -174,10 +183,10 @@ fn search_query() -> Vec<Value> {
         param(
             "cursor",
             false,
-            text.clone(),
-            "the `nextCursor` of the page before",
+            json!({"type": "string", "minLength": 1}),
+            "the `nextCursor` of the page before (opaque: any other is refused)",
         ),
-        param("root", false, text, "only this tree (no paging)"),
+        param("root", false, session_id(), "only this tree (no paging)"),
         param(
             "includeChildren",
             false,
@@ -188,7 +197,7 @@ fn search_query() -> Vec<Value> {
 }
 
 /// The routes of the API, the chat, the pages and, for each mount, the producer protocol.
-fn routes(schemas: &mut SchemaGenerator, mounts: &[Mount]) -> Vec<Route> {
+fn routes(schemas: &mut SchemaGenerator, mounts: &[Mount], demo: bool) -> Vec<Route> {
     fn schema<T: JsonSchema>(generator: &mut SchemaGenerator) -> schemars::Schema {
         generator.subschema_for::<T>()
     }
@@ -229,17 +238,21 @@ fn routes(schemas: &mut SchemaGenerator, mounts: &[Mount]) -> Vec<Route> {
             ),
         op("get", "/chat/{id}/snapshot", "chatSnapshot", "The chat's UI messages", "chat", Access::Api).json(of(schema::<ai_sdk::ChatSnapshot>)),
         op("post", "/chat/{id}/stop", "chatStop", "Interrupt the chat's run", "chat", Access::Api).json(of(schema::<api::StopResponse>)),
-        op(
-            "post",
-            "/chat/demo-token",
-            "chatDemoToken",
-            "The demo page's user token (`batond dev`'s demo mode only; none on an open server)",
-            "chat",
-            Access::Open,
-        )
-        .json(json!({"type": "object", "properties": {
-            "token": {"type": ["string", "null"]}, "userId": {"type": "string"}}})),
     ];
+    if demo {
+        list.push(
+            op(
+                "post",
+                "/chat/demo-token",
+                "chatDemoToken",
+                "The demo page's user token (`batond dev`'s demo mode only; none on an open server)",
+                "chat",
+                Access::Open,
+            )
+            .json(json!({"type": "object", "properties": {
+                "token": {"type": ["string", "null"]}, "userId": {"type": "string"}}})),
+        );
+    }
     for (index, mount) in mounts.iter().enumerate() {
         let base = format!("{}/{{agentType}}", mount.base_path);
         // The first mount's operations are `mountStart`…; a second mount's `mount2Start`….
@@ -253,7 +266,9 @@ fn routes(schemas: &mut SchemaGenerator, mounts: &[Mount]) -> Vec<Route> {
             title[..1].make_ascii_uppercase();
             let path = format!("{base}/{name}");
             let id = format!("mount{suffix}{title}");
-            op(method, &path, &id, summary, "mount", Access::Mount)
+            let mut route = op(method, &path, &id, summary, "mount", Access::Mount);
+            route.remote_errors = true;
+            route
         };
         list.extend([
             mounted("post", "start", "Start (or attach to) a remote child")
@@ -307,24 +322,34 @@ fn security(access: Access) -> Value {
     }
 }
 
-/// The OpenAPI document of a server serving `mounts`.
-pub fn document(mounts: &[Mount]) -> Value {
+/// The OpenAPI document of a server serving `mounts` (and, with `demo`, the demo page's token).
+pub fn document(mounts: &[Mount], demo: bool) -> Value {
     let mut schemas = SchemaSettings::draft2020_12()
         .with(|settings| settings.definitions_path = "/components/schemas".into())
         .into_generator();
-    let error = schemas.subschema_for::<ApiError>().to_value();
+    let api_error = schemas.subschema_for::<ApiError>().to_value();
+    let remote_error = schemas.subschema_for::<remote::ErrorBody>().to_value();
     let mut paths = Map::new();
-    for route in routes(&mut schemas, mounts) {
+    for route in routes(&mut schemas, mounts, demo) {
+        let error = if route.remote_errors {
+            remote_error.clone()
+        } else {
+            api_error.clone()
+        };
         let mut operation = Map::new();
         operation.insert("operationId".into(), json!(route.id));
         operation.insert("summary".into(), json!(route.summary));
         operation.insert("tags".into(), json!([route.tag]));
         operation.insert("security".into(), security(route.access));
         let mut parameters = route.query;
-        for name in ["agentType", "id", "callerSessionId"] {
+        for (name, pattern) in [
+            ("agentType", NAME_PATTERN),
+            ("id", SESSION_ID_PATTERN),
+            ("callerSessionId", SESSION_ID_PATTERN),
+        ] {
             if route.path.contains(&format!("{{{name}}}")) {
                 parameters.push(json!({"name": name, "in": "path", "required": true,
-                                       "schema": {"type": "string"}}));
+                                       "schema": {"type": "string", "pattern": pattern}}));
             }
         }
         if !parameters.is_empty() {
@@ -372,7 +397,7 @@ pub fn document(mounts: &[Mount]) -> Value {
         "jsonSchemaDialect": "https://json-schema.org/draft/2020-12/schema",
         "paths": paths,
         "components": {
-            "schemas": schemas.take_definitions(true),
+            "schemas": constrained(schemas.take_definitions(true)),
             "securitySchemes": {
                 "operatorKey": bearer("an operator key (`--api-key`): may do anything"),
                 "userToken": bearer("a user token (`POST /tokens`): acts on its user's sessions \
@@ -386,7 +411,45 @@ pub fn document(mounts: &[Mount]) -> Value {
     })
 }
 
+/// The schemas with what the server checks of an id written in: a session id's pattern on every
+/// property naming a session, an agent type's on `agent` and `agentType`, a length on the ids
+/// and user ids a body names.
+fn constrained(mut schemas: Map<String, Value>) -> Value {
+    fn walk(value: &mut Value) {
+        match value {
+            Value::Object(object) => {
+                if let Some(Value::Object(properties)) = object.get_mut("properties") {
+                    for (name, property) in properties.iter_mut() {
+                        let constraint = match name.as_str() {
+                            "sessionId" | "rootSessionId" | "parentSessionId"
+                            | "callerSessionId" => json!({"pattern": SESSION_ID_PATTERN}),
+                            "agent" | "agentType" => json!({"pattern": NAME_PATTERN}),
+                            // The ids a body names, and a user id (`submit.rs`, `meta.rs`).
+                            "toolCallId" | "approvalId" | "userId" => {
+                                json!({"minLength": 1, "maxLength": 256})
+                            }
+                            _ => continue,
+                        };
+                        if let (Some(property), Some(constraint)) =
+                            (property.as_object_mut(), constraint.as_object())
+                            && property.get("type") == Some(&json!("string"))
+                        {
+                            property.extend(constraint.clone());
+                        }
+                    }
+                }
+                object.values_mut().for_each(walk);
+            }
+            Value::Array(items) => items.iter_mut().for_each(walk),
+            _ => {}
+        }
+    }
+    schemas.values_mut().for_each(walk);
+    Value::Object(schemas)
+}
+
 /// `GET /openapi.json`.
 pub(super) async fn openapi(State(state): State<AppState>) -> Result<Json<Value>, HttpError> {
-    Ok(Json(document(&state.options.mounts)))
+    let options = &state.options;
+    Ok(Json(document(&options.mounts, options.demo_user_tokens)))
 }
