@@ -57,32 +57,22 @@ if ! TEMPORAL=$(temporal_bin); then
 fi
 export TEMPORAL
 
+# Installs PyPI package $1 at version $2 into the venv unless that version is there.
+pip_pinned() {
+  if ! "$venv/bin/python" -c "import importlib.metadata as m; \
+      assert m.version('$1') == '$2'" >/dev/null 2>&1; then
+    say "installing $1 $2 (PyPI) into $venv"
+    [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$1==$2"
+  fi
+}
 # The browser test's driver: playwright for Python, pinned to the release whose Chromium major
 # is Debian's (156), installed without its browsers (`playwright install` is never run).
-playwright_version=1.64.1
-if ! "$venv/bin/python" -c "import playwright, importlib.metadata as m; \
-    assert m.version('playwright') == '$playwright_version'" >/dev/null 2>&1; then
-  say "installing playwright $playwright_version (PyPI) into $venv"
-  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
-    "playwright==$playwright_version"
-fi
-# The OpenAPI document's outside check (tests/tests/e2e/openapi.rs): openapi-spec-validator.
-openapi_validator_version=0.9.0
-if ! "$venv/bin/python" -c "import importlib.metadata as m; \
-    assert m.version('openapi-spec-validator') == '$openapi_validator_version'" >/dev/null 2>&1; then
-  say "installing openapi-spec-validator $openapi_validator_version (PyPI) into $venv"
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
-    "openapi-spec-validator==$openapi_validator_version"
-fi
-# The outside fuzzer of the HTTP API (tests/tests/e2e/schemathesis.rs): Schemathesis.
-schemathesis_version=4.32.5
-if ! "$venv/bin/python" -c "import importlib.metadata as m; \
-    assert m.version('schemathesis') == '$schemathesis_version'" >/dev/null 2>&1; then
-  say "installing schemathesis $schemathesis_version (PyPI) into $venv"
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
-    "schemathesis==$schemathesis_version"
-fi
+pip_pinned playwright 1.64.1
+# The OpenAPI document's outside check (tests/tests/e2e/openapi.rs).
+pip_pinned openapi-spec-validator 0.9.0
+# The outside fuzzer of the HTTP API (tests/tests/e2e/schemathesis.rs).
+pip_pinned schemathesis 4.32.5
 export BATON_TEST_PYTHON="$venv/bin/python"
 
 # The Node packages, from their lock files: the chat tests' pinned `ai` releases (tests/js), the
