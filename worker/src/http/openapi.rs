@@ -311,6 +311,23 @@ fn routes(schemas: &mut SchemaGenerator, mounts: &[Mount], demo: bool) -> Vec<Ro
     list
 }
 
+/// The operations a session id in an answer's body (`sessionId`) can be passed to.
+fn session_links() -> Value {
+    let mut links = Map::new();
+    for (name, operation) in [
+        ("Status", "status"),
+        ("Snapshot", "snapshot"),
+        ("Usage", "usage"),
+    ] {
+        links.insert(
+            name.into(),
+            json!({"operationId": operation,
+                   "parameters": {"sessionId": "$response.body#/sessionId"}}),
+        );
+    }
+    Value::Object(links)
+}
+
 fn security(access: Access) -> Value {
     let any = |names: &[&str]| Value::Array(names.iter().map(|n| json!({ *n: [] })).collect());
     match access {
@@ -373,6 +390,12 @@ pub fn document(mounts: &[Mount], demo: bool) -> Value {
             Answer::NoContent => json!({"204": {"description": "taken"}}),
         };
         let mut responses = success.as_object().cloned().unwrap_or_default();
+        // What a started session's id leads to: its reads (stateful testing follows these).
+        if matches!(route.id.as_str(), "start" | "fork")
+            && let Some(ok) = responses.get_mut("200").and_then(Value::as_object_mut)
+        {
+            ok.insert("links".into(), session_links());
+        }
         responses.insert(
             "default".into(),
             json!({"description": "a refusal: the one error envelope, its `code` telling why",
