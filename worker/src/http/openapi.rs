@@ -471,8 +471,17 @@ fn constrained(mut schemas: Map<String, Value>) -> Value {
     Value::Object(schemas)
 }
 
-/// `GET /openapi.json`.
+/// `GET /openapi.json`: the document of this server's options, its start naming the agent
+/// types it serves (`docs/openapi.json`, the document of the default options, names none).
 pub(super) async fn openapi(State(state): State<AppState>) -> Result<Json<Value>, HttpError> {
     let options = &state.options;
-    Ok(Json(document(&options.mounts, options.demo_user_tokens)))
+    let mut document = document(&options.mounts, options.demo_user_tokens);
+    let served: Vec<&str> = state.registry.agent_types().collect();
+    if let Some(agent) = document
+        .pointer_mut("/components/schemas/StartRequest/properties/agent")
+        .and_then(Value::as_object_mut)
+    {
+        agent.insert("enum".into(), json!(served));
+    }
+    Ok(Json(document))
 }
