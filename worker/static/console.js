@@ -1,12 +1,12 @@
 // The operator console's script (console.html; served under the page's CSP: no inline script or
 // style, so every look is a class of console.css). Views: the sessions list (filters, pages,
-// bulk stop), the inbox (live, a form per waiting call) and one session (its conversation, a
+// bulk stop), the inbox (live over `/pending/stream`, a form per waiting call) and one session (its conversation, a
 // checkpoint timeline to fork or rewind from, the live stream, its tree and usage).
 "use strict";
 const main = document.getElementById("main");
 const KEY = "batonOperatorKey";
 const TEMPORAL_UI = document.querySelector('meta[name="baton-temporal-ui"]').content;
-// How often the open view reads again (the inbox and a session page are live).
+// How often the sessions list and a session page read again (the inbox is pushed).
 const REFRESH_MS = 2000;
 let timer = null;
 let follow = null;
@@ -281,27 +281,63 @@ async function inboxView(params) {
   const pages = el("div");
   const updated = el("span", { class: "muted", "data-testid": "inbox-updated" });
   main.replaceChildren(filtersForm(params, (next) => { location.hash = `#/inbox?${next}`; }),
-    el("p", { class: "muted" }, "Live: read again every 2 s. ", updated), list, pages);
+    el("p", { class: "muted" }, "Live: the server sends the inbox as it changes. ", updated), list, pages);
   let shown = "";
-  const refresh = async () => {
-    const page = await api("GET", `/pending?${apiQuery(params)}`);
-    updated.textContent = `Read at ${when(Date.now())}.`;
+  let calls = [];
+  const draw = (page) => {
+    updated.textContent = `Changed at ${when(Date.now())}.`;
+    calls = page.calls;
     const ids = page.calls.map((call) => `${call.sessionId}/${call.toolCallId}`).join(",");
     // A card being filled in is kept: only a change of the waiting calls redraws the list.
-    if (ids === shown) {
-      for (const call of page.calls) {
-        const age = document.querySelector(`[data-testid="age-${CSS.escape(call.toolCallId)}"]`);
-        if (age) age.textContent = span(Date.now() - call.awaitedSince);
-      }
-      return;
-    }
+    if (ids === shown) return;
     shown = ids;
-    list.replaceChildren(...(page.calls.length ? page.calls.map((call) => callForm(call, () => refresh().catch(showError)))
+    list.replaceChildren(...(page.calls.length ? page.calls.map((call) => callForm(call, () => {}))
       : [el("p", {}, "Nobody is waiting on a person.")]));
     pages.replaceChildren(pager("inbox", params, page.nextCursor));
   };
-  await refresh();
-  timer = setInterval(() => refresh().catch(showError), REFRESH_MS);
+  // Ages count on here; the stream sends only changes.
+  timer = setInterval(() => {
+    for (const call of calls) {
+      const age = document.querySelector(`[data-testid="age-${CSS.escape(call.toolCallId)}"]`);
+      if (age) age.textContent = span(Date.now() - call.awaitedSince);
+    }
+  }, 1000);
+  const controller = new AbortController();
+  follow = controller;
+  const response = await fetch(`/pending/stream?${apiQuery(params)}`, {
+    headers: { authorization: `Bearer ${key()}` }, signal: controller.signal });
+  if (!response.ok) {
+    const answer = await response.json().catch(() => ({}));
+    throw new Error(`${answer.code || response.status}: ${answer.error || ""}`);
+  }
+  readEvents(response, (name, data) => {
+    if (name === "pending") draw(JSON.parse(data));
+    if (name === "error") showError(new Error(JSON.parse(data).error || "the inbox stream ended"));
+  }).catch(() => {});
+}
+
+// Calls `onEvent(name, data)` for each server-sent event of `response` until it ends.
+async function readEvents(response, onEvent) {
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buffer += decoder.decode(value, { stream: true });
+    let cut;
+    while ((cut = buffer.indexOf("\n\n")) >= 0) {
+      const event = buffer.slice(0, cut);
+      buffer = buffer.slice(cut + 2);
+      let name = "message";
+      const data = [];
+      for (const line of event.split("\n")) {
+        if (line.startsWith("event:")) name = line.slice(6).trim();
+        if (line.startsWith("data:")) data.push(line.slice(5).trimStart());
+      }
+      if (data.length) onEvent(name, data.join("\n"));
+    }
+  }
 }
 
 // The conversation as people read it: messages, tool calls with their results beside them,
@@ -366,24 +402,10 @@ async function followStream(sessionId, into) {
   follow = controller;
   const response = await fetch(`/sse?sessionId=${encodeURIComponent(sessionId)}`, {
     headers: { authorization: `Bearer ${key()}` }, signal: controller.signal });
-  const reader = response.body.getReader();
-  const decoder = new TextDecoder();
-  let buffer = "";
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) return;
-    buffer += decoder.decode(value, { stream: true });
-    let cut;
-    while ((cut = buffer.indexOf("\n\n")) >= 0) {
-      const event = buffer.slice(0, cut);
-      buffer = buffer.slice(cut + 2);
-      for (const line of event.split("\n")) {
-        if (line.startsWith("data:")) {
-          try { into.append(describe(JSON.parse(line.slice(5)))); } catch (_) { /* not a chunk */ }
-        }
-      }
-    }
-  }
+  await readEvents(response, (name, data) => {
+    if (name !== "message") return;
+    try { into.append(describe(JSON.parse(data))); } catch (_) { /* not a chunk */ }
+  });
 }
 
 // The tree outline: each session inside the one whose sub-agent call started it (nested lists,

@@ -362,6 +362,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/pending/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The inbox as it changes: an event `pending` with the page at once and whenever its calls change */
+        get: operations["pendingStream"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/readyz": {
         parameters: {
             query?: never;
@@ -2289,6 +2306,58 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["PendingPage"];
+                };
+            };
+            /** @description a refusal: the one error envelope, its `code` telling why */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    pendingStream: {
+        parameters: {
+            query?: {
+                /** @description the session's status */
+                status?: "active" | "suspended_client_tool" | "completed" | "failed" | "interrupted";
+                /** @description the agent type */
+                agent?: string;
+                /** @description the end user the sessions are for */
+                userId?: string;
+                /** @description a tag each session carries (repeatable: all of them) */
+                tag?: string[];
+                /** @description only trees with a client call or approval open (`metadata.<key>=<value>` filters on a metadata entry too) */
+                awaiting?: "person";
+                /** @description last activity at or after (ms since the epoch) */
+                updatedAfter?: number;
+                /** @description last activity at or before (ms since the epoch) */
+                updatedBefore?: number;
+                /** @description sessions a page covers */
+                limit?: number;
+                /** @description the `nextCursor` of the page before (opaque: any other is refused) */
+                cursor?: string;
+                /** @description only this tree (no paging) */
+                root?: string;
+                /** @description children too (each row names its root) */
+                includeChildren?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description server-sent events; each event's `data` is the schema of `x-baton-event-data` */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
                 };
             };
             /** @description a refusal: the one error envelope, its `code` telling why */

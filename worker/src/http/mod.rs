@@ -15,6 +15,7 @@ mod metrics;
 pub mod mount;
 pub mod openapi;
 mod page_headers;
+mod pending_stream;
 mod ready;
 mod refusals;
 mod remote_callback;
@@ -85,6 +86,7 @@ pub fn router(state: AppState) -> Router {
         .route("/usage", get(routes::usage))
         .route("/sessions", get(sessions::sessions))
         .route("/pending", get(sessions::pending))
+        .route("/pending/stream", get(pending_stream::pending_stream))
         .route("/fork", post(fork::fork))
         .route("/tokens", post(tokens::mint))
         .route("/tokens/revoke", post(tokens::revoke))

@@ -216,6 +216,16 @@ fn routes(schemas: &mut SchemaGenerator, mounts: &[Mount], demo: bool) -> Vec<Ro
         op("get", "/usage", "usage", "What the session has spent", "sessions", Access::Api).query(session_query(false)).json(of(schema::<api::UsageResponse>)),
         op("get", "/sessions", "sessions", "Search sessions, newest activity first", "operators", Access::Api).query(search_query()).json(of(schema::<search::SessionsPage>)),
         op("get", "/pending", "pending", "The calls waiting on a person", "operators", Access::Api).query(search_query()).json(of(schema::<search::PendingPage>)),
+        op(
+            "get",
+            "/pending/stream",
+            "pendingStream",
+            "The inbox as it changes: an event `pending` with the page at once and whenever its calls change",
+            "operators",
+            Access::Api,
+        )
+        .query(search_query())
+        .events(of(schema::<search::PendingPage>)),
         op("post", "/fork", "fork", "Copy a session up to a checkpoint into a new one", "operators", Access::Api).body(of(schema::<fork::ForkRequest>)).json(of(schema::<fork::ForkResponse>)),
         op("post", "/tokens", "mintUserToken", "Mint a user token", "tokens", Access::Operator).body(of(schema::<tokens::TokenRequest>)).json(of(schema::<tokens::TokenResponse>)),
         op("post", "/tokens/revoke", "revokeTokens", "Revoke a token, or every user token of a user", "tokens", Access::Api).body(

@@ -27,6 +27,7 @@ mod submit;
 pub(crate) mod temporal;
 mod tokens;
 mod tree;
+mod watch_pending;
 
 pub use crate::callback_hosts::{CallbackHosts, check_callback_host};
 pub use attach::{reindex_callback, start_or_attach};
@@ -46,6 +47,7 @@ pub(crate) use stop::stop_session;
 pub use stop::{chat_stop, stop};
 pub use submit::{checked_submit, submit, submit_and_continue};
 pub use tokens::{mint_demo_token, mint_user_token, revoke_token, revoke_user_tokens};
+pub use watch_pending::{PendingWatch, WATCH_EVERY, watch_pending};
 
 pub use crate::auth::SearchScope;
 

@@ -8,6 +8,7 @@ mod console_tree;
 mod fork;
 mod meta;
 mod pending;
+mod pending_stream;
 mod search;
 
 use baton_core::api::StartRequest;
