@@ -39,7 +39,7 @@ use axum::{
     response::{IntoResponse, Response},
     routing::{get, post},
 };
-use baton_core::store::StopKind;
+use baton_core::{ApiError, store::StopKind};
 
 /// Serves the API on `listener` until `shutdown` resolves, then drains open requests, under the
 /// server's connection limits (`serve.rs`: a connection cap answered 503 `server_busy`, a
@@ -115,20 +115,29 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// Puts the request's [`Principal`](crate::auth::Principal) in its extensions, or answers 401
-/// (403 for a credential off its surface; audited by [`AppState::authenticate`]).
-async fn authenticate(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
+/// Puts the request's [`Principal`](crate::auth::Principal) and its stream
+/// [`Credential`](crate::stream::Credential) in its extensions, or refuses it: 401 (403 for a
+/// credential off `surface`), audited with its route by [`AppState::authenticate`]. Each
+/// router's middleware answers the refusal in its own envelope.
+async fn authenticated(
+    state: &AppState,
+    request: &mut Request,
+    surface: Surface,
+) -> Result<(), ApiError> {
     let route = request.uri().path().to_owned();
-    match state
-        .authenticate(request.headers(), Surface::Api, &route)
-        .await
-    {
-        Ok(principal) => {
-            let credential = crate::stream::Credential::of(request.headers());
-            request.extensions_mut().insert(principal);
-            request.extensions_mut().insert(credential);
-            next.run(request).await
-        }
+    let principal = state
+        .authenticate(request.headers(), surface, &route)
+        .await?;
+    let credential = crate::stream::Credential::of(request.headers());
+    request.extensions_mut().insert(principal);
+    request.extensions_mut().insert(credential);
+    Ok(())
+}
+
+/// The API's authentication ([`authenticated`]), refusals in the API's error body.
+async fn authenticate(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
+    match authenticated(&state, &mut request, Surface::Api).await {
+        Ok(()) => next.run(request).await,
         Err(error) => HttpError::from(error).into_response(),
     }
 }

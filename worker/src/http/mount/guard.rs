@@ -24,18 +24,8 @@ pub(super) async fn authenticate(
     mut request: Request,
     next: Next,
 ) -> Response {
-    let route = request.uri().path().to_owned();
-    match state
-        .app
-        .authenticate(request.headers(), crate::auth::Surface::Mount, &route)
-        .await
-    {
-        Ok(principal) => {
-            let credential = crate::stream::Credential::of(request.headers());
-            request.extensions_mut().insert(principal);
-            request.extensions_mut().insert(credential);
-            next.run(request).await
-        }
+    match crate::http::authenticated(&state.app, &mut request, crate::auth::Surface::Mount).await {
+        Ok(()) => next.run(request).await,
         Err(error) => MountError::from(error).into_response(),
     }
 }
