@@ -124,9 +124,8 @@ async fn authenticated(
     request: &mut Request,
     surface: Surface,
 ) -> Result<(), ApiError> {
-    let route = request.uri().path().to_owned();
     let principal = state
-        .authenticate(request.headers(), surface, &route)
+        .authenticate(request.headers(), surface, request.uri().path())
         .await?;
     let credential = crate::stream::Credential::of(request.headers());
     request.extensions_mut().insert(principal);
