@@ -147,6 +147,23 @@ async function liveAndReloaded(instance, id) {
   return { live: shape(last(instance)), reloadedMessage: shape((await snapshot(id)).at(-1)) };
 }
 
+/** Two turns (`hello`, `more`), then the message at `index` edited to `text`: the summary, with
+ * the one before the edit and the snapshot's texts after it. */
+async function editAt(index, text) {
+  const id = newId();
+  const c = chat({ id, agent: 'chatter' });
+  await c.sendMessage({ text: 'hello' });
+  await settled(c);
+  await c.sendMessage({ text: 'more' });
+  await settled(c);
+  const before = summary(c);
+  await c.sendMessage({ text, messageId: c.messages[index].id });
+  await settled(c);
+  const snapshot = await snapshotOf(id);
+  const texts = snapshot.messages.map((m) => m.parts.filter((p) => p.type === 'text').map((p) => p.text).join(''));
+  return summary(c, { before, snapshotTexts: texts });
+}
+
 async function snapshotOf(id) {
   const response = await fetch(`${base}/chat/${id}/snapshot`, {
     headers: { Authorization: 'Bearer test' },
@@ -483,20 +500,11 @@ const scenarios = {
 
   // An edit: sendMessage with the second user message's id replaces it (and what followed), on
   // the client as on the server, whose snapshot then holds the edited turn in its place.
-  async edit() {
-    const id = newId();
-    const c = chat({ id, agent: 'chatter' });
-    await c.sendMessage({ text: 'hello' });
-    await settled(c);
-    await c.sendMessage({ text: 'more' });
-    await settled(c);
-    const before = summary(c);
-    await c.sendMessage({ text: 'again', messageId: c.messages[2].id });
-    await settled(c);
-    const snapshot = await snapshotOf(id);
-    const texts = snapshot.messages.map((m) => m.parts.filter((p) => p.type === 'text').map((p) => p.text).join(''));
-    return summary(c, { before, snapshotTexts: texts });
-  },
+  edit: () => editAt(2, 'again'),
+
+  // An edit of the chat's first message: no checkpoint comes before it, yet it is replaced,
+  // and its answer with it, as a later one is.
+  edit_first: () => editAt(0, 'hi'),
 
   async regenerate() {
     const c = chat({ id: newId(), agent: 'chatter' });

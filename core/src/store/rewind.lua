@@ -34,9 +34,12 @@ local suspension_json = ARGV[10] -- '' for none
 local suspended_body = ARGV[11]
 local owner_session_id = ARGV[12]
 local custom_state = ARGV[13] -- the checkpoint's custom state (JSON text), or '' for none
+-- Keep at most this many of the checkpoint's messages ('' for all of them): an edit of a message
+-- the earliest checkpoint holds (a chat's first) cuts it too and sends the new one.
+local keep_at_most = tonumber(ARGV[14])
 -- Then per restored call: toolCallId, pendingCallJson, approvalRequestBody ('' for none),
 -- deadlineAtMs.
-local first_call = 14
+local first_call = 15
 
 local status = redis.call('HGET', state_key, 'status')
 if not status then return {'session_not_found'} end
@@ -63,8 +66,10 @@ for _, id in ipairs(redis.call('HKEYS', pending_key)) do
   end
 end
 redis.call('DEL', pending_key, pending_run_key, answers_key, open_deadlines_key)
-if checkpoint.messageCount > 0 then
-  redis.call('LTRIM', messages_key, 0, checkpoint.messageCount - 1)
+local kept = checkpoint.messageCount
+if keep_at_most and keep_at_most < kept then kept = keep_at_most end
+if kept > 0 then
+  redis.call('LTRIM', messages_key, 0, kept - 1)
 else
   redis.call('DEL', messages_key)
 end

@@ -24,6 +24,9 @@ pub struct Rewind<'a> {
     pub message: Option<Message>,
     /// Drain the restored calls of a checkpoint that suspended as `client_tool_abandoned`.
     pub abandon_pending: bool,
+    /// Keep at most this many of the checkpoint's messages (all of them for `None`): an edit of
+    /// a message the earliest checkpoint already holds cuts it too, and `message` replaces it.
+    pub keep_messages: Option<u64>,
 }
 
 /// How a rewind ended.
@@ -140,6 +143,12 @@ impl Store {
                     .custom_state
                     .as_ref()
                     .map(to_json)
+                    .unwrap_or_default(),
+            )
+            .arg(
+                rewind
+                    .keep_messages
+                    .map(|kept| kept.to_string())
                     .unwrap_or_default(),
             );
         for call in &restored {

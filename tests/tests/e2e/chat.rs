@@ -383,6 +383,19 @@ async fn an_edited_user_message_replaces_its_turn() {
     .await;
 }
 
+/// The chat's first message is edited too: no checkpoint precedes it, so the rewind goes to the
+/// session's first one and keeps none of its messages; the log is the edited turn alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edited_first_message_replaces_the_whole_chat() {
+    on_every_release("edit_first", |s| {
+        ready_with(&s["before"], 2, "second: more");
+        ready_with(s, 3, "first: hi");
+        assert_eq!(s["messageCount"], 2, "{s}");
+        assert_eq!(s["snapshotTexts"], json!(["hi", "first: hi"]), "{s}");
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn regenerate_rewinds_and_a_next_turn_abandons_open_calls() {
     on_every_release("regenerate", |s| {

@@ -303,7 +303,15 @@ async fn decide(
             return Ok(Answered::Continue { after: position });
         }
         let extras = baton_core::message::UserExtras::default();
-        match chat_resume(state, principal, session_id, Resume::Continue, extras).await {
+        match chat_resume(
+            state,
+            principal,
+            session_id,
+            Resume::Continue,
+            extras.into(),
+        )
+        .await
+        {
             Ok(_) => return Ok(Answered::Continue { after: position }),
             // Another entry (a second tab, the deadline) resumed first: it carries the answer.
             Err(error) if error.code == ErrorCode::StateAlreadyRunning => {

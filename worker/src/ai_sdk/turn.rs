@@ -5,7 +5,7 @@
 use super::snapshot::assistant_message_id;
 use crate::{
     auth::Principal,
-    ops::{already_running, chat_resume, chat_start, checked_address, no_session},
+    ops::{ResumeWith, already_running, chat_resume, chat_start, checked_address, no_session},
     state::AppState,
 };
 use baton_core::{
@@ -94,7 +94,7 @@ pub(super) async fn user_turn(
         message: text,
         abandon_pending: true,
     };
-    chat_resume(state, principal, chat_id, resume, extras).await?;
+    chat_resume(state, principal, chat_id, resume, extras.into()).await?;
     Ok(TurnStart {
         after: session.last_sequence,
         message_id: assistant_message_id(user_turns(&log) + 1),
@@ -110,8 +110,9 @@ fn user_message_at(log: &[Message], id: &str) -> Option<usize> {
 
 /// Edits the user message at `index` of the log: rewinds to the newest checkpoint before it
 /// and sends `message` in its place (its id kept), abandoning calls that checkpoint awaited;
-/// what came after the old message is gone from the log, as from the client's copy.
-/// `state_not_resumable` when no checkpoint precedes it.
+/// what came after the old message is gone from the log, as from the client's copy. A message
+/// no checkpoint precedes (the chat's first) is in the session's first checkpoint, which never
+/// awaits a call: the rewind to it keeps only the messages before the edited one.
 async fn edit(
     state: &AppState,
     principal: &Principal,
@@ -123,24 +124,36 @@ async fn edit(
 ) -> Result<TurnStart, ApiError> {
     let address = checked_address(chat_id)?;
     let checkpoints = state.store.checkpoints(&address).await?;
-    let checkpoint = checkpoints
+    let before = checkpoints
         .iter()
         .rev()
-        .find(|checkpoint| checkpoint.message_count <= index as u64)
-        .ok_or_else(|| {
-            ApiError::new(
-                ErrorCode::StateNotResumable,
-                "the chat's first message cannot be edited (nothing comes before it to go back \
-                 to); start a new chat with the edited text",
-            )
-        })?;
+        .find(|checkpoint| checkpoint.message_count <= index as u64);
+    let (checkpoint, keep_messages) = match before {
+        Some(checkpoint) => (checkpoint, None),
+        None => {
+            let first = checkpoints
+                .iter()
+                .find(|checkpoint| checkpoint.pending.is_empty())
+                .ok_or_else(|| {
+                    ApiError::new(
+                        ErrorCode::StateNotResumable,
+                        "the session has no checkpoint to go back to",
+                    )
+                })?;
+            (first, Some(index as u64))
+        }
+    };
     let UserMessage { text, extras } = message;
     let resume = Resume::FromCheckpoint {
         checkpoint_id: checkpoint.id,
         message: Some(text),
         abandon_pending: true,
     };
-    chat_resume(state, principal, chat_id, resume, extras).await?;
+    let with = ResumeWith {
+        extras,
+        keep_messages,
+    };
+    chat_resume(state, principal, chat_id, resume, with).await?;
     Ok(TurnStart {
         after: session.last_sequence,
         message_id: assistant_message_id(user_turns(&log[..index]) + 1),
@@ -207,7 +220,7 @@ pub(super) async fn regenerate(
         })
         .ok_or_else(nothing)?;
     // A message sent again keeps its id, metadata and files.
-    chat_resume(state, principal, chat_id, resume, extras).await?;
+    chat_resume(state, principal, chat_id, resume, extras.into()).await?;
     Ok(TurnStart {
         after: session.last_sequence,
         message_id: assistant_message_id(user_turns(&log[..through as usize])),

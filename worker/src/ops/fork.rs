@@ -112,6 +112,7 @@ async fn copy_session(state: &AppState, request: &ForkRequest) -> Result<ForkRes
                     abandon_pending: false,
                     expected_run_id: None,
                 },
+                keep_messages: None,
             },
         )
         .await?;

@@ -40,7 +40,7 @@ pub use reads::{
     session_usage,
 };
 pub use ready::{Readiness, readiness};
-pub use resume::{chat_resume, resume};
+pub use resume::{ResumeWith, chat_resume, resume};
 pub use search::{list_pending, list_sessions};
 pub use start::{MAX_MESSAGE_BYTES, chat_start, checked_start, first_log};
 pub(crate) use stop::stop_session;

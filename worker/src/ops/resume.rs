@@ -44,19 +44,37 @@ pub async fn resume(
     resumed
 }
 
-/// A chat's next turn or regenerate (the chat route has authorized the chat): the resume of
-/// [`resume_session_with`], audited as the principal's `resume` or `rewind`.
+/// What a chat's resume brings beside the [`Resume`]: what the client sent with the message's
+/// text (its id, metadata and files) and, for an edit of a message the earliest checkpoint
+/// already holds (a chat's first), how many of that checkpoint's messages the rewind keeps.
+#[derive(Debug, Clone, Default)]
+pub struct ResumeWith {
+    pub extras: UserExtras,
+    pub keep_messages: Option<u64>,
+}
+
+impl From<UserExtras> for ResumeWith {
+    fn from(extras: UserExtras) -> Self {
+        Self {
+            extras,
+            keep_messages: None,
+        }
+    }
+}
+
+/// A chat's next turn, edit or regenerate (the chat route has authorized the chat): the resume
+/// of [`resume_session_with`], audited as the principal's `resume` or `rewind`.
 pub async fn chat_resume(
     state: &AppState,
     principal: &Principal,
     session_id: &str,
     resume: Resume,
-    extras: UserExtras,
+    with: ResumeWith,
 ) -> Result<ResumeResponse, ApiError> {
     let action = audit_name_of(&resume);
     let resumed = async {
         principal.may_act_on(&state.store, session_id).await?;
-        resume_session_with(state, session_id, resume, extras).await
+        resume_session_with(state, session_id, resume, with).await
     }
     .await;
     audit::action(principal, action, session_id, &resumed);
@@ -72,17 +90,21 @@ pub(crate) async fn resume_session(
     session_id: &str,
     resume: Resume,
 ) -> Result<ResumeResponse, ApiError> {
-    resume_session_with(state, session_id, resume, UserExtras::default()).await
+    resume_session_with(state, session_id, resume, ResumeWith::default()).await
 }
 
 /// [`resume_session`] with what a chat client sent beside the message's text (its id, metadata
-/// and files; a message with files may have no text).
+/// and files; a message with files may have no text) and, for a rewind, the messages it keeps.
 pub(crate) async fn resume_session_with(
     state: &AppState,
     session_id: &str,
     resume: Resume,
-    extras: UserExtras,
+    with: ResumeWith,
 ) -> Result<ResumeResponse, ApiError> {
+    let ResumeWith {
+        extras,
+        keep_messages,
+    } = with;
     let message = resume
         .message()
         .map(|message| checked_message_beside(message.to_owned(), &extras))
@@ -142,6 +164,7 @@ pub(crate) async fn resume_session_with(
             address,
             checkpoint_id,
             entry,
+            keep_messages,
         };
         return rewind_session(state, rewind).await;
     }

@@ -26,6 +26,8 @@ pub(super) struct RewindRequest<'a> {
     pub(super) address: SessionAddress,
     pub(super) checkpoint_id: u32,
     pub(super) entry: ResumeEntry,
+    /// Keep at most this many of the checkpoint's messages (see `store::Rewind`).
+    pub(super) keep_messages: Option<u64>,
 }
 
 /// Rewinds a session to a checkpoint for a new run (one script; a refusal writes nothing). A
@@ -83,6 +85,7 @@ pub(super) async fn rewind_session(
                 checkpoint: &checkpoint,
                 message: entry.message,
                 abandon_pending: entry.abandon_pending,
+                keep_messages: request.keep_messages,
             },
         )
         .await?;
