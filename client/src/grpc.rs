@@ -10,8 +10,8 @@ use baton_proto::{
 use baton_wire::{
     StreamChunk,
     api::{
-        ResumeRequest, ResumeResponse, SnapshotResponse, StartRequest, StartResponse, StopResponse,
-        UsageResponse,
+        DeleteResponse, ResumeRequest, ResumeResponse, SnapshotResponse, StartRequest,
+        StartResponse, StopResponse, UsageResponse,
     },
     fork::{ForkRequest, ForkResponse},
     search::{PendingPage, SessionSearch, SessionsPage},
@@ -218,6 +218,18 @@ impl Client for GrpcClient {
             service.interrupt(request).await
         };
         Ok(answer.map_err(failed)?.into_inner().try_into()?)
+    }
+
+    async fn delete(&self, session_id: &str) -> Result<DeleteResponse, Error> {
+        let request = self.request(v1::SessionRequest {
+            session_id: session_id.to_owned(),
+        });
+        let answer = self.service().delete(request).await.map_err(failed)?;
+        let answer = answer.into_inner();
+        Ok(DeleteResponse {
+            session_id: answer.session_id,
+            deleted_sessions: answer.deleted_sessions,
+        })
     }
 
     /// One `Subscribe` call, its chunks converted (checked) as they arrive.

@@ -5,8 +5,8 @@ use async_trait::async_trait;
 use baton_wire::{
     ApiError, StreamChunk,
     api::{
-        ResumeRequest, ResumeResponse, SessionRequest, SnapshotResponse, StartRequest,
-        StartResponse, StopResponse, UsageResponse,
+        DeleteResponse, ResumeRequest, ResumeResponse, SessionRequest, SnapshotResponse,
+        StartRequest, StartResponse, StopResponse, UsageResponse,
     },
     fork::{ForkRequest, ForkResponse},
     search::{PendingPage, SessionSearch, SessionsPage},
@@ -137,6 +137,13 @@ impl Client for HttpClient {
             session_id: session_id.to_owned(),
         };
         self.post(route, &request).await
+    }
+
+    async fn delete(&self, session_id: &str) -> Result<DeleteResponse, Error> {
+        let request = SessionRequest {
+            session_id: session_id.to_owned(),
+        };
+        self.post("delete", &request).await
     }
 
     /// One `GET /sse` connection, its events decoded as they arrive.

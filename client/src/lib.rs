@@ -18,8 +18,8 @@ use async_trait::async_trait;
 use baton_wire::{
     ApiError, StreamChunk,
     api::{
-        Resume, ResumeRequest, ResumeResponse, SnapshotResponse, StartRequest, StartResponse,
-        StopResponse, UsageResponse,
+        DeleteResponse, Resume, ResumeRequest, ResumeResponse, SnapshotResponse, StartRequest,
+        StartResponse, StopResponse, UsageResponse,
     },
     chunk::ChunkKind,
     fork::{ForkRequest, ForkResponse},
@@ -128,6 +128,10 @@ pub trait Client: Send + Sync {
     /// Stops the session's current run: `abort` fails it (`framework_cancelled`), otherwise it is
     /// interrupted.
     async fn stop(&self, session_id: &str, abort: bool) -> Result<StopResponse, Error>;
+
+    /// Deletes the session tree rooted at `session_id` once no run works on it (one waiting on
+    /// a person is interrupted first).
+    async fn delete(&self, session_id: &str) -> Result<DeleteResponse, Error>;
 
     /// One connection's worth of the session's chunks after `from_sequence` (exclusive): ends
     /// when the server ends the stream (after the `end` chunk) or the connection breaks. A typed
@@ -375,6 +379,9 @@ mod tests {
             unimplemented!("not used by follow")
         }
         async fn stop(&self, _: &str, _: bool) -> Result<StopResponse, Error> {
+            unimplemented!("not used by follow")
+        }
+        async fn delete(&self, _: &str) -> Result<DeleteResponse, Error> {
             unimplemented!("not used by follow")
         }
         async fn subscribe(&self, _: &str, from_sequence: u64) -> Result<ChunkStream, Error> {

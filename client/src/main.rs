@@ -139,6 +139,9 @@ enum Command {
     Interrupt { session_id: String },
     /// Stop the session's current run; the session fails with framework_cancelled.
     Abort { session_id: String },
+    /// Delete a session tree from its root once no run works on it (one waiting on a person is
+    /// interrupted first): its log, stream, calls and answers are gone for good.
+    Delete { session_id: String },
     /// Continue a suspended session whose calls are all answered, or, with --message, send the
     /// next user message (to a suspended or an ended session), or, with --checkpoint, rewind the
     /// session to a checkpoint and go on from there; print the run as it goes.
@@ -395,6 +398,11 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Abort { session_id } => {
             let stopped = client.stop(&session_id, true).await?;
             println!("{}", json_line(&stopped)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Delete { session_id } => {
+            let deleted = client.delete(&session_id).await?;
+            println!("{}", json_line(&deleted)?);
             Ok(ExitCode::SUCCESS)
         }
         Command::Status { session_id } => print_json(&client.status(&session_id).await?),

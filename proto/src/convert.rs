@@ -6,8 +6,8 @@ use crate::v1;
 use baton_wire::{
     ApiError, Message, StreamChunk, Usage,
     api::{
-        ResumeRequest, ResumeResponse, SnapshotResponse, StartRequest, StartResponse, StopResponse,
-        UsageResponse,
+        DeleteResponse, ResumeRequest, ResumeResponse, SnapshotResponse, StartRequest,
+        StartResponse, StopResponse, UsageResponse,
     },
     chunk::RunError,
     session::{Continuation, SessionState, StopRecord, Suspension},
@@ -189,6 +189,15 @@ impl TryFrom<v1::ResumeResponse> for ResumeResponse {
             workflow_id: answer.workflow_id,
             status: from_wire_string("status", answer.status)?,
         })
+    }
+}
+
+impl From<DeleteResponse> for v1::DeleteResponse {
+    fn from(answer: DeleteResponse) -> Self {
+        Self {
+            session_id: answer.session_id,
+            deleted_sessions: answer.deleted_sessions,
+        }
     }
 }
 

@@ -1,7 +1,7 @@
 """The demo chat page's editing features in Debian's Chromium (headless, through playwright; no
 browser is downloaded): a chat's title in the list (its first message), regenerate, edit of a
-later message, an attached image kept across a reload, and the person's own answer shown on its
-card as sent. A screenshot of each stage is kept in the artifacts directory.
+later message and of the first, a chat deleted, an attached image kept across a reload, and the
+person's own answer shown on its card as sent. A screenshot of each stage is kept in the artifacts directory.
 
     python chat_page_editing.py <base URL> <artifacts dir>
 
@@ -55,6 +55,29 @@ def main():
         expect(last_reply(page)).to_contain_text("second: instead")
         users_reloaded = page.get_by_test_id("message-user").get_by_test_id("text").all_inner_texts()
 
+        # Edit the first message: the chat restarts from it, and its title follows.
+        page.get_by_test_id("message-user").first.get_by_test_id("edit").click()
+        page.get_by_test_id("input").fill("hi again")
+        page.get_by_test_id("send").click()
+        expect(last_reply(page)).to_contain_text("first: hi again")
+        expect(title).to_have_text("hi again")
+        first_edited = page.get_by_test_id("message-user").get_by_test_id("text").all_inner_texts()
+        replies_after_first_edit = page.get_by_test_id("message-assistant").count()
+        shot(page, "first-edited")
+
+        # Delete the chat, confirmed: it leaves the list, the page opens a new chat, and the
+        # server has nothing of it any more.
+        page.once("dialog", lambda dialog: dialog.accept())
+        page.get_by_test_id(f"chat-{chat}").hover()
+        page.get_by_test_id(f"delete-{chat}").click()
+        expect(page.get_by_test_id(f"chat-{chat}")).to_have_count(0)
+        expect(page.get_by_test_id("message-user")).to_have_count(0)
+        reopened = page.evaluate("location.hash.slice(1)")
+        deleted_snapshot = page.evaluate(
+            "async (id) => (await fetch(`/chat/${id}/snapshot`)).status", chat
+        )
+        shot(page, "deleted")
+
         # An attachment: an image sent with a message, shown, and kept across a reload.
         page.get_by_test_id("new-chat").click()
         page.goto(f"{BASE}/chat?agent=chatter")
@@ -87,6 +110,10 @@ def main():
         "afterRegenerate": after_regenerate,
         "users": users,
         "usersReloaded": users_reloaded,
+        "firstEdited": first_edited,
+        "repliesAfterFirstEdit": replies_after_first_edit,
+        "reopenedAnother": reopened != chat,
+        "deletedSnapshot": deleted_snapshot,
         "liveAttachments": live_attachments,
         "reloadedAttachments": reloaded_attachments,
         "cspViolations": violations,

@@ -58,8 +58,18 @@ def main():
         page.get_by_text("Live stream").click()
         expect(page.get_by_test_id("stream")).to_contain_text("completed")
         page.screenshot(path=SCREENSHOT, full_page=True)
+        temporal_link = page.get_by_test_id("temporal-link").get_attribute("href")
+        # Delete asks first, then the session is gone: the list shows, and the session does not.
+        page.get_by_test_id("delete").click()
+        page.get_by_test_id("delete-confirm").click()
+        expect(page.get_by_test_id("filter-agent")).to_be_visible()
+        deleted = page.evaluate(
+            "async ([id, key]) => (await fetch(`/status?sessionId=${id}`,"
+            " { headers: { Authorization: `Bearer ${key}` } })).status",
+            [SESSION, KEY],
+        )
         summary = {
-            "temporalLink": page.get_by_test_id("temporal-link").get_attribute("href"),
+            "temporalLink": temporal_link,
             "keyInUrl": KEY in page.url,
             "keyStored": page.evaluate("sessionStorage.getItem('batonOperatorKey')") == KEY,
             "cspViolations": violations,
@@ -68,6 +78,7 @@ def main():
             "deadline": deadline,
             "rawBox": raw_box,
             "checkpoints": checkpoints,
+            "deletedStatus": deleted,
         }
         browser.close()
     print(json.dumps(summary))

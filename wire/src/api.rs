@@ -257,6 +257,16 @@ pub struct StopResponse {
     pub status: crate::session::Status,
 }
 
+/// Answer of `POST /delete` (and a chat's `DELETE /chat/{id}`): the deleted tree's root and
+/// how many sessions went with it (the root and every session below it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct DeleteResponse {
+    pub session_id: String,
+    pub deleted_sessions: u32,
+}
+
 /// Answer of `GET /snapshot`: a session's custom state and log pinned to a stream position. For
 /// a session that has not ended, both and `streamSequence` come from its newest checkpoint,
 /// read at once: attach the stream at `fromSequence = streamSequence` and apply what follows

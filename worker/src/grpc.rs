@@ -211,6 +211,18 @@ impl baton_server::Baton for GrpcService {
         self.stop(request, StopKind::Abort).await
     }
 
+    async fn delete(
+        &self,
+        request: Request<v1::SessionRequest>,
+    ) -> Result<Response<v1::DeleteResponse>, Status> {
+        let principal = self.principal(&request).await?;
+        let session_id = request.into_inner().session_id;
+        let deleted = crate::ops::delete(&self.state, &principal, &session_id)
+            .await
+            .map_err(refused)?;
+        Ok(Response::new(deleted.into()))
+    }
+
     async fn status(
         &self,
         request: Request<v1::StatusRequest>,

@@ -35,10 +35,11 @@ let attached = [];
  * it started, read from a chat's snapshot for the others. */
 const TITLES = 'batonChatTitles';
 const titles = new Map(Object.entries(JSON.parse(localStorage.getItem(TITLES) ?? '{}')));
-const keepTitle = (id, text) => {
-  if (titles.has(id) || !text) return;
+const saveTitles = () => localStorage.setItem(TITLES, JSON.stringify(Object.fromEntries(titles)));
+const keepTitle = (id, text, replace = false) => {
+  if ((titles.has(id) && !replace) || !text) return;
   titles.set(id, text.slice(0, 80));
-  localStorage.setItem(TITLES, JSON.stringify(Object.fromEntries(titles)));
+  saveTitles();
 };
 
 const $ = (id) => document.getElementById(id);
@@ -221,6 +222,8 @@ function sendEdit(text) {
   const at = messages.findIndex((m) => m.id === id);
   if (at < 0 || busy()) { render(); return; }
   const files = messages[at].parts.filter((p) => p.type === 'file');
+  // The chat's first message, edited, titles it anew.
+  if (!messages.slice(0, at).some((m) => m.role === 'user')) keepTitle(chatId, text, true);
   messages = messages.slice(0, at);
   messages.push({ id, role: 'user', parts: [{ type: 'text', text }, ...files] });
   personSends('submit-message', { messageId: id });
@@ -553,9 +556,9 @@ function render() {
     const meta = message.role === 'assistant' && metaLine(message.metadata);
     if (meta) box.append(el('div', { class: 'meta', 'data-testid': 'meta' }, meta));
     const idle = !busy() && !widgetOpen();
-    // Edit a user message (not the chat's first: nothing comes before it to go back to), and
-    // regenerate the last answer.
-    if (idle && message.role === 'user' && message !== messages[0] && !editing) {
+    // Edit a user message (the chat's first too: the chat restarts from it), and regenerate
+    // the last answer.
+    if (idle && message.role === 'user' && !editing) {
       box.append(el('button', { type: 'button', class: 'link', 'data-testid': 'edit', onclick: () => startEdit(message) }, 'Edit'));
     }
     if (idle && message.role === 'assistant' && message === last()) {
@@ -579,9 +582,37 @@ function renderChats() {
   const words = { active: 'working', suspended_client_tool: 'waiting for you', completed: 'done', failed: 'failed', interrupted: 'stopped' };
   if (!chats.length) { list.replaceChildren(el('li', { class: 'empty' }, 'No chats yet.')); return; }
   list.replaceChildren(...chats.map((chat) => el('li', { class: chat.sessionId === chatId ? 'current' : undefined },
-    el('button', { type: 'button', 'data-testid': `chat-${chat.sessionId}`, onclick: () => open(chat.sessionId) },
+    el('button', { type: 'button', class: 'open', 'data-testid': `chat-${chat.sessionId}`, onclick: () => open(chat.sessionId) },
       el('span', { class: 'title', 'data-testid': 'chat-title' }, titles.get(chat.sessionId) ?? humanName(chat.agentType)),
-      el('span', { class: 'when' }, `${humanName(chat.agentType)} · ${words[chat.status] ?? chat.status} · ${when(chat.updatedAt)}`)))));
+      el('span', { class: 'when' }, `${humanName(chat.agentType)} · ${words[chat.status] ?? chat.status} · ${when(chat.updatedAt)}`)),
+    el('button', { type: 'button', class: 'delete', title: 'Delete this chat', 'aria-label': 'Delete this chat',
+      'data-testid': `delete-${chat.sessionId}`, onclick: () => removeChat(chat) }, '×'))));
+}
+
+/** Deletes a chat, once confirmed: a running one is stopped first (the server refuses to delete
+ * a chat a run works on); the chat leaves the list, and the page shows a new one if it was open. */
+async function removeChat(chat) {
+  const title = titles.get(chat.sessionId) ?? humanName(chat.agentType);
+  if (!confirm(`Delete the chat "${title}"? Its messages are gone for good.`)) return;
+  if (chat.sessionId === chatId && busy()) await stop();
+  let answer = await fetch(`${api}/${chat.sessionId}`, { method: 'DELETE', headers: headers() });
+  if (answer.status === 409) {
+    // A run still works on it (one this page did not start): stop it, then delete.
+    await fetch(`${api}/${chat.sessionId}/stop`, { method: 'POST', headers: headers() });
+    answer = await fetch(`${api}/${chat.sessionId}`, { method: 'DELETE', headers: headers() });
+  }
+  if (!answer.ok && answer.status !== 404) {
+    error = await refusal(answer);
+    status = 'error';
+    render();
+    return;
+  }
+  titles.delete(chat.sessionId);
+  saveTitles();
+  chats = chats.filter((c) => c.sessionId !== chat.sessionId);
+  if (chat.sessionId === chatId) await open(freshId());
+  else renderChats();
+  refreshChats();
 }
 
 async function refreshChats() {

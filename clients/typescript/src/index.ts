@@ -97,6 +97,11 @@ export class Baton {
     return answer(this.api.POST('/abort', { body: { sessionId } }));
   }
 
+  /** Deletes the session tree rooted at `sessionId` once no run works on it. */
+  delete(sessionId: string) {
+    return answer(this.api.POST('/delete', { body: { sessionId } }));
+  }
+
   snapshot(sessionId: string) {
     return answer(this.api.GET('/snapshot', { params: { query: { sessionId } } }));
   }

@@ -192,6 +192,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/chat/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Delete the chat (its session tree), once no run works on it */
+        delete: operations["chatDelete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/chat/{id}/snapshot": {
         parameters: {
             query?: never;
@@ -254,6 +271,23 @@ export interface paths {
         get: operations["console"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Delete a session tree from its root, once no run works on it (one waiting on a person is interrupted first) */
+        post: operations["delete"];
         delete?: never;
         options?: never;
         head?: never;
@@ -695,6 +729,15 @@ export interface components {
             /** @constant */
             kind: "new_run";
             runId: string;
+        };
+        /**
+         * @description Answer of `POST /delete` (and a chat's `DELETE /chat/{id}`): the deleted tree's root and
+         *     how many sessions went with it (the root and every session below it).
+         */
+        DeleteResponse: {
+            /** Format: uint32 */
+            deletedSessions: number;
+            sessionId: string;
         };
         /** @description Terminal status reported by the `end` chunk. */
         EndStatus: ("completed" | "failed") | "interrupted";
@@ -1992,6 +2035,37 @@ export interface operations {
             };
         };
     };
+    chatDelete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the answer */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteResponse"];
+                };
+            };
+            /** @description a refusal: the one error envelope, its `code` telling why */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
     chatSnapshot: {
         parameters: {
             query?: never;
@@ -2101,6 +2175,39 @@ export interface operations {
                 };
                 content: {
                     "text/html": string;
+                };
+            };
+            /** @description a refusal: the one error envelope, its `code` telling why */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SessionRequest"];
+            };
+        };
+        responses: {
+            /** @description the answer */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteResponse"];
                 };
             };
             /** @description a refusal: the one error envelope, its `code` telling why */

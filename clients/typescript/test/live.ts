@@ -58,6 +58,15 @@ try {
   }
 }
 
+// A finished session, deleted: then gone.
+const deleted = await baton.delete(asked.sessionId);
+let afterDelete: string | null = null;
+try {
+  await baton.status(asked.sessionId);
+} catch (error) {
+  if (error instanceof BatonError) afterDelete = error.code;
+}
+
 console.log(JSON.stringify({
   pendingKind: call?.kind,
   submitted: stored.status,
@@ -66,4 +75,6 @@ console.log(JSON.stringify({
   approval: approval?.kind,
   approvedEnd: { status: approvedEnd.status, output: approvedEnd.output },
   refused,
+  deleted: deleted.deletedSessions,
+  afterDelete,
 }));

@@ -40,7 +40,13 @@ pub(super) fn pending(id: &str, step: u32) -> PendingCall {
 }
 
 /// Suspends run `run_id` of `address` at `step` on one client call `id`.
-async fn suspend_on(store: &Store, address: &SessionAddress, run_id: &str, step: u32, id: &str) {
+pub(super) async fn suspend_on(
+    store: &Store,
+    address: &SessionAddress,
+    run_id: &str,
+    step: u32,
+    id: &str,
+) {
     let at = at(address, run_id, step);
     store
         .stage_turn(at, &mut turn(run_id, step, "asking", vec![call(id, "ask")]))

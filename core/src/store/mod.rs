@@ -27,6 +27,7 @@ mod callback;
 mod connection;
 mod custom_state;
 mod deadline_index;
+mod delete;
 mod error;
 mod fork;
 mod health;
@@ -65,6 +66,7 @@ mod usage;
 
 pub use callback::{CallbackFailure, RegisteredCallback};
 pub use deadline_index::IndexedDeadline;
+pub use delete::Deleted;
 pub use error::Error;
 pub use fork::NewFork;
 pub use index_id::{expand as index_long_id, shorten as index_short_id};
@@ -248,6 +250,8 @@ mod call_id_tests;
 mod claim_tests;
 #[cfg(test)]
 mod compact_state_tests;
+#[cfg(test)]
+mod delete_tests;
 #[cfg(test)]
 mod fault_tests;
 #[cfg(test)]

@@ -247,7 +247,11 @@ impl Store {
         Ok(())
     }
 
-    async fn reindex_one(&self, address: &SessionAddress, clear_upto: u64) -> Result<(), Error> {
+    pub(super) async fn reindex_one(
+        &self,
+        address: &SessionAddress,
+        clear_upto: u64,
+    ) -> Result<(), Error> {
         let entry = match self.session(address).await? {
             None => None,
             Some(state) => {

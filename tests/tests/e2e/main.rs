@@ -13,6 +13,7 @@ mod chat;
 mod config;
 mod config_state;
 mod deadline_index;
+mod delete;
 mod finish;
 mod index_upgrade;
 mod inspect;

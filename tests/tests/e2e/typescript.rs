@@ -119,4 +119,6 @@ async fn the_typescript_client_runs_a_round_an_approval_and_reads_a_refusal() {
     assert_eq!(summary["approvedEnd"]["status"], "completed", "{summary}");
     assert_eq!(summary["refused"]["code"], "session_not_found", "{summary}");
     assert_eq!(summary["refused"]["status"], 404, "{summary}");
+    assert_eq!(summary["deleted"], 1, "{summary}");
+    assert_eq!(summary["afterDelete"], "session_not_found", "{summary}");
 }

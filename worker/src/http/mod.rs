@@ -8,6 +8,7 @@ mod body;
 mod chat;
 mod console;
 mod cors;
+mod delete;
 mod error;
 mod extract;
 mod fork;
@@ -82,6 +83,7 @@ pub fn router(state: AppState) -> Router {
         .route("/resume", post(routes::resume))
         .route("/interrupt", routes::stop(StopKind::Interrupt))
         .route("/abort", routes::stop(StopKind::Abort))
+        .route("/delete", post(delete::delete))
         .route("/snapshot", get(routes::snapshot))
         .route("/usage", get(routes::usage))
         .route("/sessions", get(sessions::sessions))

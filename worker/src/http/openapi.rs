@@ -212,6 +212,7 @@ fn routes(schemas: &mut SchemaGenerator, mounts: &[Mount], demo: bool) -> Vec<Ro
         op("post", "/resume", "resume", "Continue, send the next message, or rewind", "sessions", Access::Api).body(of(schema::<api::ResumeRequest>)).json(of(schema::<api::ResumeResponse>)),
         op("post", "/interrupt", "interrupt", "Stop the current run; the session becomes interrupted", "sessions", Access::Api).body(of(schema::<api::SessionRequest>)).json(of(schema::<api::StopResponse>)),
         op("post", "/abort", "abort", "Stop the current run; the session fails", "sessions", Access::Api).body(of(schema::<api::SessionRequest>)).json(of(schema::<api::StopResponse>)),
+        op("post", "/delete", "delete", "Delete a session tree from its root, once no run works on it (one waiting on a person is interrupted first)", "sessions", Access::Api).body(of(schema::<api::SessionRequest>)).json(of(schema::<api::DeleteResponse>)),
         op("get", "/snapshot", "snapshot", "The session's log pinned to a stream position", "sessions", Access::Api).query(session_query(false)).json(of(schema::<api::SnapshotResponse>)),
         op("get", "/usage", "usage", "What the session has spent", "sessions", Access::Api).query(session_query(false)).json(of(schema::<api::UsageResponse>)),
         op("get", "/sessions", "sessions", "Search sessions, newest activity first", "operators", Access::Api).query(search_query()).json(of(schema::<search::SessionsPage>)),
@@ -248,6 +249,7 @@ fn routes(schemas: &mut SchemaGenerator, mounts: &[Mount], demo: bool) -> Vec<Ro
             ),
         op("get", "/chat/{id}/snapshot", "chatSnapshot", "The chat's UI messages", "chat", Access::Api).json(of(schema::<ai_sdk::ChatSnapshot>)),
         op("post", "/chat/{id}/stop", "chatStop", "Interrupt the chat's run", "chat", Access::Api).json(of(schema::<api::StopResponse>)),
+        op("delete", "/chat/{id}", "chatDelete", "Delete the chat (its session tree), once no run works on it", "chat", Access::Api).json(of(schema::<api::DeleteResponse>)),
     ];
     if demo {
         list.push(

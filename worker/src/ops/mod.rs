@@ -11,6 +11,7 @@
 
 mod attach;
 mod body_limits;
+mod delete;
 mod follow;
 mod fork;
 mod limits;
@@ -32,6 +33,7 @@ mod watch_pending;
 pub use crate::callback_hosts::{CallbackHosts, check_callback_host};
 pub use attach::{reindex_callback, start_or_attach};
 pub use body_limits::{MAX_JSON_DEPTH, body_too_large, checked_body_size, checked_json_depth};
+pub use delete::delete;
 pub use follow::{admit_follower, follow, open_follow};
 pub use fork::fork_session;
 pub use metrics::metrics_text;

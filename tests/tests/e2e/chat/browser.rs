@@ -163,8 +163,10 @@ async fn against_a_hostile_server_the_page_stops_re_sending_after_its_cap() {
 }
 
 /// The page's editing features (`tests/browser/chat_page_editing.py`): a chat titled by its
-/// first message, regenerate, an edited later message (and its answer) replacing the old, an
-/// attached image kept across a reload, and the person's answer shown on its card as sent.
+/// first message, regenerate, an edited later message (and its answer) replacing the old, the
+/// first message edited (the chat restarts from it, retitled), the chat deleted (gone from the
+/// list and the server), an attached image kept across a reload, and the person's answer shown
+/// on its card as sent.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_page_titles_regenerates_edits_attaches_and_shows_answers_as_sent() {
     let harness = Harness::start(chat_registry()).await;
@@ -175,6 +177,14 @@ async fn the_page_titles_regenerates_edits_attaches_and_shows_answers_as_sent() 
     let users = serde_json::json!(["hello there", "instead"]);
     assert_eq!(summary["users"], users, "{summary}");
     assert_eq!(summary["usersReloaded"], users, "{summary}");
+    assert_eq!(
+        summary["firstEdited"],
+        serde_json::json!(["hi again"]),
+        "{summary}"
+    );
+    assert_eq!(summary["repliesAfterFirstEdit"], 1, "{summary}");
+    assert_eq!(summary["reopenedAnother"], true, "{summary}");
+    assert_eq!(summary["deletedSnapshot"], 404, "{summary}");
     assert_eq!(summary["liveAttachments"], 1, "{summary}");
     assert_eq!(summary["reloadedAttachments"], 1, "{summary}");
     assert_eq!(summary["cspViolations"], serde_json::json!([]), "{summary}");

@@ -132,11 +132,16 @@ async fn an_operator_answers_a_waiting_call_from_the_inbox_and_sees_the_session_
         summary["checkpoints"].as_u64().is_some_and(|n| n >= 2),
         "{summary}"
     );
-    let state = {
+    // Deleted from its page at the end: gone for the API too.
+    assert_eq!(summary["deletedStatus"], 404, "{summary}");
+    let gone = {
         use baton_client::Client as _;
-        operator.status(&session).await.unwrap()
+        operator.status(&session).await.unwrap_err()
     };
-    assert_eq!(state.status, baton_core::store::Status::Completed);
+    assert_eq!(
+        baton_tests::api_error(gone).code,
+        baton_core::ErrorCode::SessionNotFound
+    );
 }
 
 /// The attributes of `html`'s tags that run or style inline: `style=` and `on*=`.

@@ -1,6 +1,6 @@
 //! The chat routes for the Vercel AI SDK's `useChat` (see `crate::ai_sdk`): `POST /chat`,
-//! `GET /chat/{id}/stream`, `GET /chat/{id}/snapshot` and `POST /chat/{id}/stop` (the chat's
-//! `stop()`) under the API's authentication (CORS
+//! `GET /chat/{id}/stream`, `GET /chat/{id}/snapshot`, `POST /chat/{id}/stop` (the chat's
+//! `stop()`) and `DELETE /chat/{id}` under the API's authentication (CORS
 //! is the API's, `super::cors`), and the demo chat page at `GET /chat` (no credential: it holds
 //! no data), with `POST /chat/demo-token` in `batond dev`'s demo mode only.
 
@@ -13,7 +13,7 @@ use crate::state::AppState;
 use axum::{
     Router,
     middleware::from_fn_with_state,
-    routing::{get, post},
+    routing::{delete, get, post},
 };
 
 /// The chat routes; the API's router merges them.
@@ -25,6 +25,7 @@ pub(super) fn router(state: AppState) -> Router<AppState> {
         .route("/chat/{id}/stream", get(routes::reattach))
         .route("/chat/{id}/snapshot", get(routes::snapshot))
         .route("/chat/{id}/stop", post(routes::stop))
+        .route("/chat/{id}", delete(routes::delete))
         .route_layer(from_fn_with_state(state, super::authenticate))
         .route("/chat", get(page::page))
         .route(page::SCRIPT_PATH, get(page::script))

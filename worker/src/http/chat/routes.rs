@@ -20,7 +20,11 @@ use axum::{
     http::{HeaderMap, StatusCode},
     response::{IntoResponse, Response},
 };
-use baton_core::{ApiError, ErrorCode, api::StopResponse, escape::bounded};
+use baton_core::{
+    ApiError, ErrorCode,
+    api::{DeleteResponse, StopResponse},
+    escape::bounded,
+};
 
 /// `POST /chat`: the body of `useChat`'s transport, answered as a UI message stream (or a typed
 /// error).
@@ -87,6 +91,17 @@ pub(super) async fn stop(
     Path(chat_id): Path<String>,
 ) -> Result<Json<StopResponse>, HttpError> {
     Ok(Json(ai_sdk::chat_stop(&state, &principal, &chat_id).await?))
+}
+
+/// `DELETE /chat/{id}`: deletes the chat (its session tree; see `ops::delete`).
+pub(super) async fn delete(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path(chat_id): Path<String>,
+) -> Result<Json<DeleteResponse>, HttpError> {
+    Ok(Json(
+        crate::ops::delete(&state, &principal, &chat_id).await?,
+    ))
 }
 
 /// One line per refused chat request, with its cause (a lost race is a warning). The chat id
