@@ -13,7 +13,7 @@ use crate::state::AppState;
 use axum::{
     Router,
     middleware::from_fn_with_state,
-    routing::{delete, get, post},
+    routing::{any, delete, get, post},
 };
 
 /// The chat routes; the API's router merges them.
@@ -33,6 +33,11 @@ pub(super) fn router(state: AppState) -> Router<AppState> {
     if demo {
         chat.route("/chat/demo-token", post(demo_token::demo_token))
     } else {
-        chat
+        // No such route off demo mode: a 404 (typed by the outer layer), not the chat
+        // `DELETE /chat/{id}` route's 401 for a request without a credential.
+        chat.route(
+            "/chat/demo-token",
+            any(|| async { axum::http::StatusCode::NOT_FOUND }),
+        )
     }
 }
