@@ -246,12 +246,14 @@ local function tree_stopped()
   return root[2] ~= false and is_ended(root[1])
 end
 
--- Returns nil when the run may write, or the reason it may not.
+-- Returns nil when the run may write, or the reason it may not. A run a stop is fencing (its
+-- steps moved on between the stop's read and its script, see stop_run.lua) may not write: the
+-- stop's next attempt then finds it where it read it.
 local function run_guard(run_id)
-  local fields = redis.call('HMGET', state_key, 'status', 'runId')
+  local fields = redis.call('HMGET', state_key, 'status', 'runId', 'stopping')
   if not fields[1] then return 'session_not_found' end
   if fields[2] ~= run_id then return 'run_superseded' end
-  if fields[1] ~= 'active' then return 'run_not_active' end
+  if fields[1] ~= 'active' or fields[3] == run_id then return 'run_not_active' end
   if tree_stopped() then return 'run_not_active' end
   return nil
 end

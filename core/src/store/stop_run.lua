@@ -44,8 +44,14 @@ if is_ended(fields[1]) then return {'not_running', fields[1]} end
 -- A run that suspended (or committed a step) since the read has calls (or a step) the caller did
 -- not pass: read it again.
 if fields[1] ~= expected_status or fields[3] ~= expected_step_count then
+  -- A run stepping faster than a stop reads it would never be caught: it is fenced (its next
+  -- write is refused run_not_active, as a stopped run's) until this stop's next attempt.
+  if fields[1] == 'active' and expected_status == 'active' then
+    redis.call('HSET', state_key, 'stopping', expected_run_id)
+  end
   return {'run_superseded', fields[2]}
 end
+redis.call('HDEL', state_key, 'stopping')
 local next_step = tostring(tonumber(expected_step_count) + 1)
 if redis.call('HEXISTS', staged_key, staged_field('emitted', expected_run_id, next_step)) == 1
     or redis.call('HEXISTS', staged_key, staged_field('turn', expected_run_id, next_step)) == 1 then

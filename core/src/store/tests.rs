@@ -610,6 +610,63 @@ async fn a_stop_is_fenced_on_the_run_it_read() {
     );
 }
 
+/// A run that commits a step between a stop's read and its script is fenced by the refused
+/// attempt: its next write is refused as a stopped run's, so the stop's next attempt, reading
+/// again, finds it where it read it and stops it (a run stepping faster than a stop reads is
+/// caught all the same).
+#[tokio::test]
+async fn a_run_that_steps_past_a_stops_read_is_fenced_until_the_stop_lands() {
+    let store = store().await;
+    let address = SessionAddress::root("s7");
+    new_session(&store, &address).await;
+    let read = store.session(&address).await.unwrap().unwrap();
+    store
+        .stage_turn(at(&address, "r1", 1), &mut turn("r1", 1, "one", vec![]))
+        .await
+        .unwrap();
+    store
+        .commit_step(at(&address, "r1", 1), None)
+        .await
+        .unwrap();
+
+    let stale = store
+        .stop_run_as_read(&address, StopKind::Interrupt, &read)
+        .await
+        .unwrap();
+    assert_eq!(
+        stale,
+        replies::StopReply::Superseded {
+            run_id: "r1".into()
+        }
+    );
+    // Fenced: the run's next step is refused as a stopped run's.
+    store
+        .stage_turn(at(&address, "r1", 2), &mut turn("r1", 2, "two", vec![]))
+        .await
+        .unwrap_err();
+    let refused = store.commit_step(at(&address, "r1", 2), None).await;
+    assert!(
+        matches!(&refused, Err(Error::RunRefused { reason, .. }) if reason == "run_not_active"),
+        "{refused:?}"
+    );
+    assert_eq!(
+        store.session(&address).await.unwrap().unwrap().step_count,
+        1
+    );
+    let stopped = store.stop_run(&address, StopKind::Interrupt).await.unwrap();
+    assert!(matches!(stopped, Stopped::Stopped { .. }), "{stopped:?}");
+    let state = store.session(&address).await.unwrap().unwrap();
+    assert_eq!(state.status, Status::Interrupted);
+    let fence: Option<String> = redis::AsyncCommands::hget(
+        &mut store.conn(),
+        store.key(&address, keys::Key::State),
+        "stopping",
+    )
+    .await
+    .unwrap();
+    assert_eq!(fence, None, "the stop clears its fence");
+}
+
 #[tokio::test]
 async fn the_log_after_the_messages_a_reader_holds_is_what_was_appended_since() {
     let store = store().await;
