@@ -11,6 +11,7 @@ use super::{
     now_ms,
     search_index::{INDEX_SHARDS, IndexScope, IndexTerm, address_of},
 };
+use crate::ids;
 use std::collections::BTreeSet;
 
 /// An `active` session not written for a while, and the run that holds it.
@@ -22,9 +23,28 @@ pub struct QuietRun {
     pub workflow_id: Option<String>,
     /// When the session was last written (ms since the epoch).
     pub updated_at: u64,
+    /// The session's agent type, and the steps it had committed.
+    pub agent_type: Option<String>,
+    pub step_count: u32,
 }
 
-/// `status`, `runId`, `streamId`, `workflowId`, `updatedAt` and `agentType` of a state hash.
+impl QuietRun {
+    /// Whether the run is one a claim gave the session after its first (a resume, a rewind, a
+    /// child's report): its workflow is `…__resume-<runId>`, and the claim holds all its input.
+    pub fn is_claimed(&self) -> bool {
+        self.agent_type.as_deref().is_some_and(|agent_type| {
+            self.workflow_id.as_deref()
+                == Some(&ids::resume_workflow_id(
+                    agent_type,
+                    &self.address.session_id,
+                    &self.run_id,
+                ))
+        })
+    }
+}
+
+/// `status`, `runId`, `streamId`, `workflowId`, `updatedAt`, `agentType` and `stepCount` of a
+/// state hash.
 type StateFields = (
     Option<String>,
     Option<String>,
@@ -32,6 +52,7 @@ type StateFields = (
     Option<String>,
     Option<u64>,
     Option<String>,
+    Option<u32>,
 );
 
 impl Store {
@@ -86,7 +107,7 @@ impl Store {
         now: u64,
         quiet_ms: u64,
     ) -> Result<Option<QuietRun>, Error> {
-        let (status, run_id, stream_id, workflow_id, updated_at, agent_type): StateFields =
+        let (status, run_id, stream_id, workflow_id, updated_at, agent_type, step_count): StateFields =
             redis::cmd("HMGET")
                 .arg(self.key(&address, super::keys::Key::State))
                 .arg(&[
@@ -96,6 +117,7 @@ impl Store {
                     "workflowId",
                     "updatedAt",
                     "agentType",
+                    "stepCount",
                 ])
                 .query_async(&mut self.conn())
                 .await?;
@@ -107,10 +129,10 @@ impl Store {
         if status != Status::Active.as_str() || now.saturating_sub(updated_at) < quiet_ms {
             return Ok(None);
         }
-        let workflow_id = agent_type.map(|agent_type| {
+        let workflow_id = agent_type.as_ref().map(|agent_type| {
             super::session::workflow_id_of(
                 workflow_id.as_deref(),
-                &agent_type,
+                agent_type,
                 &address.session_id,
                 &run_id,
             )
@@ -121,6 +143,8 @@ impl Store {
             stream_id,
             workflow_id,
             updated_at,
+            agent_type,
+            step_count: step_count.unwrap_or(0),
         }))
     }
 }

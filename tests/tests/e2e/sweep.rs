@@ -139,3 +139,67 @@ async fn a_zombie_whose_index_entry_was_never_written_is_found_from_its_mark() {
 
     assert_eq!(sweep_now(&harness).await, ["unindexed-zombie"]);
 }
+
+/// A resume whose claim Redis applied but whose reply was lost (the server answered 503 and
+/// started nothing): the session is `active` with its answer accepted and no workflow. The sweep
+/// starts the claimed run, which drains the answer once and finishes, instead of failing it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claimed_run_whose_workflow_never_started_is_started_by_the_sweep() {
+    use baton_core::{
+        message::ToolOutcome,
+        store::{Claim, NewRunId, ResumeEntry, RunClaim, SessionAddress},
+    };
+    let harness = Harness::start(agents::registry()).await;
+    let started = harness.client.start("asker", "go").await.unwrap();
+    let id = &started.session_id;
+    let suspended = harness.chunks_until_suspended(id).await;
+    let call = harness.client.status(id).await.unwrap().pending[0]
+        .tool_call_id
+        .clone();
+    let answer = ToolOutcome::Result(serde_json::json!({"answer": "yes"}));
+    harness.client.submit(id, &call, &answer).await.unwrap();
+    let claim = harness
+        .store
+        .claim_new_run(
+            &SessionAddress::root(id),
+            RunClaim {
+                agent_type: "asker",
+                stream_id: &started.stream_id,
+                run_id: NewRunId::Minted,
+            },
+            &ResumeEntry::default(),
+        )
+        .await
+        .unwrap();
+    let Claim::Claimed(claimed) = claim else {
+        panic!("not claimed: {claim:?}");
+    };
+    // The caller's retry is refused: the claim holds the session.
+    let retried = harness.client.resume(id).await.unwrap_err();
+    assert_eq!(
+        baton_tests::api_error(retried).code,
+        ErrorCode::StateAlreadyRunning
+    );
+
+    assert!(sweep_now(&harness).await.is_empty(), "nothing is failed");
+    let after = suspended.last().map_or(0, |c| c.sequence);
+    let chunks =
+        baton_tests::chunks_through(&harness.client, id, after, baton_tests::WAIT_LIMIT, false)
+            .await;
+    let ChunkKind::End { status, .. } = &chunks.last().unwrap().kind else {
+        panic!("no end chunk: {chunks:?}");
+    };
+    assert_eq!(*status, EndStatus::Completed);
+    let state = harness.client.status(id).await.unwrap();
+    assert_eq!(state.status, Status::Completed);
+    assert_eq!(state.run_id, claimed.run_id);
+    assert_eq!(
+        state.output.as_deref(),
+        Some(r#"The user said {"answer":"yes"}"#)
+    );
+    let results = baton_tests::tool_outcomes(&harness.client.snapshot(id).await.unwrap().messages)
+        .into_iter()
+        .filter(|outcome| **outcome == answer)
+        .count();
+    assert_eq!(results, 1, "the answer is drained once");
+}

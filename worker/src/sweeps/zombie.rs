@@ -1,6 +1,9 @@
 //! The zombie sweep: a session left `active` by a run whose workflow is gone (a crash between
 //! the session's write and its workflow's start, a terminated workflow) is failed with
-//! `run_lost`, so it ends instead of staying active forever. Every worker sweeps on its own:
+//! `run_lost`, so it ends instead of staying active forever. A claimed run whose workflow never
+//! started (a resume whose claim was applied but whose reply was lost, so its caller got a 503
+//! and started nothing) is started instead: the claim holds all its input, its workflow id names
+//! that run alone, and the answers it drains were accepted. Every worker sweeps on its own:
 //! the failure is one fenced script (`fail_run`, on the run read), so two workers sweeping the
 //! same session write one `end`, and a session that moved on is left alone. A failed child of a
 //! session tree answers its parent's sub-agent call with that failure (its workflow, gone, cannot),
@@ -9,10 +12,11 @@
 //! suspended or ended ones, however many there are.
 
 use super::{Cascade, repeat_until};
+use baton_activities::io::RunInput;
 use baton_core::{
     ErrorCode,
     chunk::RunError,
-    store::{QuietRun, RunRef, Store, Written},
+    store::{ClaimedRun, QuietRun, RunRef, Store, Written},
 };
 use baton_workflows::AgentRunWorkflow;
 use std::time::Duration;
@@ -47,16 +51,19 @@ pub async fn sweep_once(
     let quiet_ms = u64::try_from(grace.as_millis()).unwrap_or(u64::MAX);
     let mut failed = Vec::new();
     for run in store.quiet_active_runs(quiet_ms).await? {
-        let running = match &run.workflow_id {
-            Some(workflow_id) => match workflow_running(temporal, workflow_id).await {
-                Some(running) => running,
-                // Temporal did not answer: nothing is known, the next pass looks again.
-                None => continue,
-            },
-            None => false,
+        let workflow = match &run.workflow_id {
+            Some(workflow_id) => workflow_now(temporal, workflow_id).await,
+            None => Workflow::Never,
         };
-        if running {
-            continue;
+        match workflow {
+            // Temporal did not answer: nothing is known, the next pass looks again.
+            Workflow::Running | Workflow::Unknown => continue,
+            Workflow::Never
+                if run.is_claimed() && start_claimed(store, temporal, cascade, &run).await =>
+            {
+                continue;
+            }
+            Workflow::Never | Workflow::Closed => {}
         }
         let error = RunError {
             code: ErrorCode::RunLost,
@@ -89,17 +96,82 @@ pub async fn sweep_once(
     Ok(failed)
 }
 
-/// Whether Temporal runs the workflow; `None` when it cannot say.
-async fn workflow_running(temporal: &Client, workflow_id: &str) -> Option<bool> {
+/// What Temporal knows of a run's workflow.
+enum Workflow {
+    Running,
+    /// It ran and ended (completed, failed, terminated) without ending the session's run.
+    Closed,
+    /// Temporal has no workflow of that id: it was never started.
+    Never,
+    /// Temporal did not answer.
+    Unknown,
+}
+
+async fn workflow_now(temporal: &Client, workflow_id: &str) -> Workflow {
     let handle = temporal.get_workflow_handle::<AgentRunWorkflow>(workflow_id.to_owned());
     match handle.describe(WorkflowDescribeOptions::default()).await {
-        Ok(description) => Some(description.status() == WorkflowExecutionStatus::Running),
-        Err(WorkflowInteractionError::NotFound(_)) => Some(false),
+        Ok(description) if description.status() == WorkflowExecutionStatus::Running => {
+            Workflow::Running
+        }
+        Ok(_) => Workflow::Closed,
+        Err(WorkflowInteractionError::NotFound(_)) => Workflow::Never,
         Err(error) => {
             tracing::debug!(%workflow_id, %error, "the sweep cannot ask Temporal");
-            None
+            Workflow::Unknown
         }
     }
+}
+
+/// Starts the workflow of a claimed run that never started, from the claim (as the server
+/// starts a resumed run: a start Temporal refuses gives the claim back or fails the run).
+/// Whether the sweep took care of it; not for an agent type this worker lacks (failed then).
+async fn start_claimed(
+    store: &Store,
+    temporal: &Client,
+    cascade: &Cascade,
+    run: &QuietRun,
+) -> bool {
+    let (Some(agent), Some(workflow_id)) = (
+        run.agent_type
+            .as_deref()
+            .and_then(|agent| cascade.registry.get(agent)),
+        run.workflow_id.as_deref(),
+    ) else {
+        return false;
+    };
+    let claimed = ClaimedRun {
+        run_id: run.run_id.clone(),
+        workflow_id: workflow_id.to_owned(),
+        step_count: run.step_count,
+    };
+    let input = RunInput::resumed(
+        run.address.clone(),
+        agent,
+        &claimed,
+        &run.stream_id,
+        cascade.policy.clone(),
+    );
+    let session_id = &run.address.session_id;
+    match crate::ops::temporal::start_stored_run(
+        temporal,
+        store,
+        &cascade.task_queue,
+        workflow_id,
+        input,
+    )
+    .await
+    {
+        Ok(()) => {
+            tracing::warn!(event = "session.claim_started", %session_id, run_id = %run.run_id,
+                %workflow_id, "a claimed run whose workflow never started was started");
+        }
+        Err(error) => {
+            tracing::warn!(%session_id, run_id = %run.run_id, %workflow_id,
+                error = %baton_core::escape::bounded(&error.error),
+                "the sweep could not start a claimed run's workflow");
+        }
+    }
+    true
 }
 
 /// Answers the parent's sub-agent call of a child the sweep failed, and starts the parent's

@@ -61,9 +61,16 @@ pub async fn run(role: &str) -> anyhow::Result<()> {
     let task_queue = variable(TASK_QUEUE)?;
     match role {
         "worker" => {
+            // A claimed run whose workflow never started (a resume's reply lost to a Redis
+            // kill) is started by the zombie sweep once quiet this long: well within the
+            // campaign's wait for every session to end.
+            let settings = baton_worker::runner::WorkerSettings {
+                zombie_grace: Some(std::time::Duration::from_secs(10)),
+                ..baton_tests::test_worker_settings(&task_queue)
+            };
             run_worker(
                 temporal,
-                baton_tests::test_worker_settings(&task_queue),
+                settings,
                 store,
                 crate::agents::registry(),
                 CancellationToken::new(),
