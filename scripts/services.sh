@@ -73,6 +73,8 @@ pip_pinned playwright 1.64.1
 pip_pinned openapi-spec-validator 0.9.0
 # The outside fuzzer of the HTTP API (tests/tests/e2e/schemathesis.rs).
 pip_pinned schemathesis 4.32.5
+# The official MCP SDK, whose servers the MCP tests call (tests/mcp, tests/tests/e2e/mcp.rs).
+pip_pinned mcp 2.3.0
 export BATON_TEST_PYTHON="$venv/bin/python"
 
 # The Node packages, from their lock files: the chat tests' pinned `ai` releases (tests/js), the

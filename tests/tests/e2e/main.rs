@@ -22,6 +22,7 @@ mod loader;
 mod local_model_step;
 mod log_cache;
 mod log_fields;
+mod mcp;
 mod mount;
 mod observe;
 mod openapi;

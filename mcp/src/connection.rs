@@ -1,0 +1,201 @@
+//! One MCP server's connection, shared by the tools listed from it: the server process started
+//! on first use and started again when it has died (a call finds it closed), each call bounded
+//! by the declaration's timeout.
+
+use crate::{McpError, McpServer, McpTransport};
+use baton_core::{message::ToolError, tool::codes};
+use rmcp::{
+    RoleClient, ServiceError, ServiceExt, model::CallToolRequestParams, service::RunningService,
+    transport::TokioChildProcess,
+};
+use serde_json::{Map, Value};
+use tokio::sync::Mutex;
+
+type Client = RunningService<RoleClient, ()>;
+
+/// A tool as `tools/list` describes it, read from its JSON.
+#[derive(Debug, Clone)]
+pub(crate) struct ListedTool {
+    pub(crate) name: String,
+    pub(crate) description: String,
+    pub(crate) input_schema: Value,
+    pub(crate) output_schema: Option<Value>,
+    pub(crate) read_only: bool,
+    pub(crate) destructive: bool,
+    pub(crate) idempotent: bool,
+}
+
+/// A server's connection (see the module).
+pub struct Connection {
+    server: McpServer,
+    client: Mutex<Option<Client>>,
+}
+
+impl Connection {
+    pub(crate) fn new(server: McpServer) -> Self {
+        Self {
+            server,
+            client: Mutex::new(None),
+        }
+    }
+
+    pub fn server(&self) -> &McpServer {
+        &self.server
+    }
+
+    /// Starts the server and initializes the session.
+    async fn connect(&self) -> Result<Client, String> {
+        match &self.server.transport {
+            McpTransport::Stdio { command, args, env } => {
+                let mut process = tokio::process::Command::new(command);
+                process.args(args).env_clear().envs(env.iter().cloned());
+                let (transport, _stderr) = TokioChildProcess::builder(process)
+                    .stderr(std::process::Stdio::inherit())
+                    .spawn()
+                    .map_err(|error| format!("{command}: {error}"))?;
+                let started = tokio::time::timeout(self.server.timeout, ().serve(transport)).await;
+                match started {
+                    Ok(Ok(client)) => Ok(client),
+                    Ok(Err(error)) => Err(error.to_string()),
+                    Err(_) => Err(format!(
+                        "no answer to initialize within {} s",
+                        self.server.timeout.as_secs_f64()
+                    )),
+                }
+            }
+        }
+    }
+
+    /// The live connection's peer, the server started (again) first if it is not running.
+    async fn peer(&self) -> Result<rmcp::Peer<RoleClient>, String> {
+        let mut held = self.client.lock().await;
+        let client = match held.take().filter(|client| !client.is_closed()) {
+            Some(client) => client,
+            None => self.connect().await?,
+        };
+        let peer = client.peer().clone();
+        *held = Some(client);
+        Ok(peer)
+    }
+
+    /// The server's tools, every page of `tools/list`.
+    pub(crate) async fn list_tools(&self) -> Result<Vec<ListedTool>, McpError> {
+        let name = &self.server.name;
+        let peer = self.peer().await.map_err(|reason| McpError::Connect {
+            server: name.clone(),
+            reason,
+        })?;
+        let listed = tokio::time::timeout(self.server.timeout, peer.list_all_tools())
+            .await
+            .map_err(|_| McpError::List {
+                server: name.clone(),
+                reason: "no answer in time".to_owned(),
+            })?
+            .map_err(|error| McpError::List {
+                server: name.clone(),
+                reason: error.to_string(),
+            })?;
+        listed
+            .iter()
+            .map(|tool| {
+                let json = serde_json::to_value(tool).map_err(|error| McpError::List {
+                    server: name.clone(),
+                    reason: error.to_string(),
+                })?;
+                Ok(listed_tool(&json))
+            })
+            .collect()
+    }
+
+    /// Calls the tool `name` with `arguments`; with `retry`, once more on a server started
+    /// again when the first attempt found it dead. Answers the result's JSON (`content`,
+    /// `structuredContent`, `isError`).
+    pub(crate) async fn call(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+        retry: bool,
+    ) -> Result<Value, ToolError> {
+        let attempts = if retry { 2 } else { 1 };
+        let mut last = None;
+        for _ in 0..attempts {
+            match self.call_once(name, arguments.clone()).await {
+                Ok(result) => return Ok(result),
+                Err(Failure::Dead(reason)) => last = Some(reason),
+                Err(Failure::Other(error)) => return Err(error),
+            }
+        }
+        Err(ToolError::new(
+            codes::TOOL_FAILED,
+            format!(
+                "the MCP server {} is unavailable: {}",
+                self.server.name,
+                last.unwrap_or_default()
+            ),
+        ))
+    }
+
+    async fn call_once(&self, name: &str, arguments: Map<String, Value>) -> Result<Value, Failure> {
+        // The lock is not held across the call: calls of the agent's tools go out together.
+        let peer = self.peer().await.map_err(Failure::Dead)?;
+        let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
+        let answered = tokio::time::timeout(self.server.timeout, peer.call_tool(params)).await;
+        match answered {
+            Err(_) => Err(Failure::Other(ToolError::new(
+                codes::TOOL_FAILED,
+                format!(
+                    "the MCP server {} did not answer within {} s",
+                    self.server.name,
+                    self.server.timeout.as_secs_f64()
+                ),
+            ))),
+            Ok(Ok(result)) => serde_json::to_value(&result).map_err(|error| {
+                Failure::Other(ToolError::new(codes::TOOL_FAILED, error.to_string()))
+            }),
+            Ok(Err(error)) if is_dead(&error) => {
+                // The next call starts the server again.
+                self.client.lock().await.take();
+                Err(Failure::Dead(error.to_string()))
+            }
+            Ok(Err(error)) => Err(Failure::Other(ToolError::new(
+                codes::TOOL_FAILED,
+                format!(
+                    "the MCP server {} refused the call: {error}",
+                    self.server.name
+                ),
+            ))),
+        }
+    }
+}
+
+/// How a call attempt failed.
+enum Failure {
+    /// The server is gone (its process died, its connection closed).
+    Dead(String),
+    Other(ToolError),
+}
+
+fn is_dead(error: &ServiceError) -> bool {
+    matches!(
+        error,
+        ServiceError::TransportClosed | ServiceError::TransportSend(_)
+    )
+}
+
+/// A listed tool's fields, from its JSON (`name`, `description`, `inputSchema`,
+/// `outputSchema`, `annotations`).
+fn listed_tool(json: &Value) -> ListedTool {
+    let hint = |name: &str| json["annotations"][name].as_bool();
+    ListedTool {
+        name: json["name"].as_str().unwrap_or_default().to_owned(),
+        description: json["description"].as_str().unwrap_or_default().to_owned(),
+        input_schema: json
+            .get("inputSchema")
+            .cloned()
+            .unwrap_or_else(|| serde_json::json!({"type": "object"})),
+        output_schema: json.get("outputSchema").cloned().filter(|s| !s.is_null()),
+        read_only: hint("readOnlyHint").unwrap_or(false),
+        destructive: hint("destructiveHint").unwrap_or(false),
+        idempotent: hint("idempotentHint").unwrap_or(false),
+    }
+}

@@ -1,0 +1,84 @@
+//! The declaration of an MCP server: how to reach it, which of its tools an agent gets (renamed
+//! where names collide), how long a call may take, and which tools ask a person first.
+
+use std::{collections::HashMap, time::Duration};
+
+/// How Baton reaches an MCP server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum McpTransport {
+    /// A process Baton starts, speaking MCP on its stdin and stdout. Its environment is the
+    /// one given here alone (nothing of the worker's leaks into it), so a secret reaches a
+    /// server only when declared for it.
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        env: Vec<(String, String)>,
+    },
+}
+
+/// An MCP server whose tools an agent gets.
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpServer {
+    /// The name it is known by in logs and errors.
+    pub name: String,
+    pub transport: McpTransport,
+    /// Only these of its tools (by their names on the server); all of them for `None`.
+    pub only: Option<Vec<String>>,
+    /// Server name → the name the model knows the tool by.
+    pub renames: HashMap<String, String>,
+    /// Server name → whether a call asks a person first (the default: when the server
+    /// annotates the tool destructive and not read-only).
+    pub approvals: HashMap<String, bool>,
+    /// The longest a call (or the listing) waits for the server.
+    pub timeout: Duration,
+}
+
+impl McpServer {
+    /// A server Baton starts as `command args…`, with an empty environment (add to it with
+    /// [`Self::env`]).
+    pub fn stdio(name: &str, command: &str, args: &[&str]) -> Self {
+        Self {
+            name: name.to_owned(),
+            transport: McpTransport::Stdio {
+                command: command.to_owned(),
+                args: args.iter().map(|a| (*a).to_owned()).collect(),
+                env: Vec::new(),
+            },
+            only: None,
+            renames: HashMap::new(),
+            approvals: HashMap::new(),
+            timeout: crate::DEFAULT_CALL_TIMEOUT,
+        }
+    }
+
+    /// Passes `key=value` to a stdio server's environment.
+    pub fn env(mut self, key: &str, value: &str) -> Self {
+        let McpTransport::Stdio { env, .. } = &mut self.transport;
+        env.push((key.to_owned(), value.to_owned()));
+        self
+    }
+
+    /// Only these tools of the server.
+    pub fn only(mut self, tools: &[&str]) -> Self {
+        self.only = Some(tools.iter().map(|t| (*t).to_owned()).collect());
+        self
+    }
+
+    /// The model knows the server's tool `tool` as `name`.
+    pub fn rename(mut self, tool: &str, name: &str) -> Self {
+        self.renames.insert(tool.to_owned(), name.to_owned());
+        self
+    }
+
+    /// Whether a call of `tool` asks a person first, whatever the server's annotations say.
+    pub fn approval(mut self, tool: &str, required: bool) -> Self {
+        self.approvals.insert(tool.to_owned(), required);
+        self
+    }
+
+    /// The longest a call waits for its result.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+}

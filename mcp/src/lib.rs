@@ -1,0 +1,190 @@
+//! Tools from Model Context Protocol servers as Baton server tools, over the official Rust SDK
+//! (`rmcp`): a server is declared ([`McpServer`]: a stdio command with its arguments and an
+//! explicit environment), its tools are listed once when the agent is built ([`tools`]: a server
+//! that does not answer is a typed [`McpError`], not a crash), and each becomes a [`McpTool`]
+//! the agent's builder takes like any other. A call runs where a native server tool runs (an
+//! activity of the worker), with the same guarantees: a tool the server does not annotate
+//! read-only or idempotent is at most once (`tool_outcome_unknown` after a worker lost
+//! mid-call), a tool annotated destructive asks a person first unless overridden, a result is
+//! checked against the tool's output schema, and an error result is a tool error the model
+//! sees. The server process is shared by the agent's tools and started again when it dies.
+
+mod connection;
+mod declare;
+mod result;
+
+pub use connection::Connection;
+pub use declare::{McpServer, McpTransport};
+
+use baton_core::{
+    message::ToolError,
+    tool::{ServerTool, ToolContext, ToolSpec, codes},
+};
+use serde_json::Value;
+use std::{sync::Arc, time::Duration};
+
+/// Why a server's tools could not be listed: at load, before any run.
+#[derive(Debug, thiserror::Error)]
+pub enum McpError {
+    #[error("MCP server {server}: could not start or connect: {reason}")]
+    Connect { server: String, reason: String },
+    #[error("MCP server {server}: tools/list failed: {reason}")]
+    List { server: String, reason: String },
+    #[error("MCP server {server} has no tool {tool:?} (it lists: {listed})")]
+    UnknownTool {
+        server: String,
+        tool: String,
+        listed: String,
+    },
+    #[error("MCP server {server}: two tools would both be named {name:?}; rename one")]
+    DuplicateName { server: String, name: String },
+    #[error("MCP server {server}: tool {tool:?} has a schema Baton cannot use: {reason}")]
+    Schema {
+        server: String,
+        tool: String,
+        reason: String,
+    },
+}
+
+/// A tool of an MCP server, as the agent's model sees it (its name possibly renamed).
+pub struct McpTool {
+    spec: ToolSpec,
+    /// Its name on the server.
+    remote_name: String,
+    approval: bool,
+    at_most_once: bool,
+    output: Option<Arc<jsonschema::Validator>>,
+    connection: Arc<Connection>,
+}
+
+impl std::fmt::Debug for McpTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpTool")
+            .field("name", &self.spec.name)
+            .field("remote_name", &self.remote_name)
+            .field("approval", &self.approval)
+            .field("at_most_once", &self.at_most_once)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpTool {
+    /// Its name on the server (the model may know it by another).
+    pub fn remote_name(&self) -> &str {
+        &self.remote_name
+    }
+}
+
+/// Connects to `server` (starting its process), lists its tools and answers those the
+/// declaration selects, renamed as it says.
+pub async fn tools(server: McpServer) -> Result<Vec<McpTool>, McpError> {
+    let connection = Arc::new(Connection::new(server));
+    let listed = connection.list_tools().await?;
+    let declared = connection.server();
+    let name = declared.name.clone();
+    if let Some(only) = &declared.only {
+        for wanted in only {
+            if !listed.iter().any(|tool| tool.name == *wanted) {
+                let names: Vec<&str> = listed.iter().map(|t| t.name.as_str()).collect();
+                return Err(McpError::UnknownTool {
+                    server: name,
+                    tool: wanted.clone(),
+                    listed: names.join(", "),
+                });
+            }
+        }
+    }
+    let mut tools: Vec<McpTool> = Vec::new();
+    for listed in listed {
+        if declared
+            .only
+            .as_ref()
+            .is_some_and(|only| !only.contains(&listed.name))
+        {
+            continue;
+        }
+        let model_name = declared
+            .renames
+            .get(&listed.name)
+            .cloned()
+            .unwrap_or_else(|| listed.name.clone());
+        if tools.iter().any(|tool| tool.spec.name == model_name) {
+            return Err(McpError::DuplicateName {
+                server: name,
+                name: model_name,
+            });
+        }
+        let output = match &listed.output_schema {
+            Some(schema) => Some(Arc::new(jsonschema::validator_for(schema).map_err(
+                |error| McpError::Schema {
+                    server: name.clone(),
+                    tool: listed.name.clone(),
+                    reason: error.to_string(),
+                },
+            )?)),
+            None => None,
+        };
+        let approval = declared
+            .approvals
+            .get(&listed.name)
+            .copied()
+            .unwrap_or(listed.destructive && !listed.read_only);
+        tools.push(McpTool {
+            spec: ToolSpec {
+                name: model_name,
+                description: listed.description.clone(),
+                input_schema: listed.input_schema.clone(),
+            },
+            remote_name: listed.name.clone(),
+            approval,
+            at_most_once: !(listed.read_only || listed.idempotent),
+            output,
+            connection: connection.clone(),
+        });
+    }
+    Ok(tools)
+}
+
+#[async_trait::async_trait]
+impl ServerTool for McpTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn requires_approval(&self) -> bool {
+        self.approval
+    }
+
+    fn at_most_once(&self) -> bool {
+        self.at_most_once
+    }
+
+    async fn call(&self, _context: &ToolContext, input: Value) -> Result<Value, ToolError> {
+        let Value::Object(arguments) = input else {
+            return Err(ToolError::new(
+                codes::INVALID_TOOL_INPUT,
+                "the input is not a JSON object",
+            ));
+        };
+        // A call that may run twice (read-only, idempotent) is tried once more on a server the
+        // connection had to start again; any other fails as the model's tool error.
+        let retry = !self.at_most_once;
+        let result = self
+            .connection
+            .call(&self.remote_name, arguments, retry)
+            .await?;
+        let value = result::to_value(&result)?;
+        if let (Some(validator), Some(structured)) = (&self.output, result::structured(&result))
+            && let Some(first) = validator.iter_errors(structured).next()
+        {
+            return Err(ToolError::new(
+                codes::TOOL_FAILED,
+                format!("the MCP server's result does not match the tool's output schema: {first}"),
+            ));
+        }
+        Ok(value)
+    }
+}
+
+/// The longest a call waits for its result unless the declaration says otherwise.
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);

@@ -1,0 +1,61 @@
+"""An MCP server for Baton's tests, written with the official Python SDK (PyPI `mcp`, pinned by
+scripts/services.sh): a read-only tool with a structured result, a tool annotated destructive, a
+tool that answers an error result, and a slow one. With BATON_MCP_LOG set, each call appends
+`<tool> <pid>` to that file first, so a test sees which calls reached a server, and which process.
+
+    python tools_server.py            # stdio
+"""
+
+import asyncio
+import os
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import BaseModel
+
+server = MCPServer("baton-test-tools")
+
+
+def called(tool):
+    log = os.environ.get("BATON_MCP_LOG")
+    if log:
+        with open(log, "a", encoding="utf-8") as out:
+            out.write(f"{tool} {os.getpid()}\n")
+
+
+class Sum(BaseModel):
+    total: int
+
+
+@server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+def add(a: int, b: int) -> Sum:
+    """Adds two integers."""
+    called("add")
+    return Sum(total=a + b)
+
+
+@server.tool(annotations=ToolAnnotations(destructiveHint=True))
+def delete_file(path: str) -> str:
+    """Deletes a file (it only says so)."""
+    called("delete_file")
+    return f"deleted {path}"
+
+
+@server.tool()
+def refuse(reason: str) -> str:
+    """Always fails with the reason given."""
+    called("refuse")
+    raise ToolError(f"refused: {reason}")
+
+
+@server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+async def slow(seconds: float) -> str:
+    """Sleeps, then answers."""
+    called("slow")
+    await asyncio.sleep(seconds)
+    return f"slept {seconds}"
+
+
+if __name__ == "__main__":
+    server.run()

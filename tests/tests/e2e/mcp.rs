@@ -1,0 +1,259 @@
+//! Tools from an MCP server written with the official Python SDK (PyPI `mcp`,
+//! `tests/mcp/tools_server.py`), over stdio: listed at start with their schemas and
+//! annotations, called from a run like native tools (a structured result checked against its
+//! output schema, an error result as the model's tool error), a destructive one asking a person
+//! first (a denial never reaches the server), a server killed mid-call started again, and bad
+//! declarations refused at load with a typed error.
+
+use crate::chat::browser::playwright_python;
+use baton_client::Client as _;
+use baton_core::{
+    Agent, AgentRegistry, Message, message::ToolOutcome, scripted::ScriptedModel,
+    session::ApprovalDecision, store::Status, tool::ServerTool,
+};
+use baton_mcp::{McpError, McpServer, McpTool};
+use baton_tests::{Harness, WAIT_LIMIT};
+use serde_json::json;
+use std::{path::PathBuf, time::Duration};
+
+/// The test server, logging its calls to `log`.
+fn server(log: &std::path::Path) -> McpServer {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("mcp/tools_server.py");
+    let python = playwright_python();
+    McpServer::stdio(
+        "test-tools",
+        &python.to_string_lossy(),
+        &[&script.to_string_lossy()],
+    )
+    .env("BATON_MCP_LOG", &log.to_string_lossy())
+    .timeout(Duration::from_secs(20))
+}
+
+/// A fresh call log: its path, and the lines read from it.
+fn call_log() -> (PathBuf, impl Fn() -> Vec<String>) {
+    let path = std::env::temp_dir().join(format!("baton-mcp-{}.log", uuid::Uuid::new_v4()));
+    let read = path.clone();
+    (path, move || {
+        std::fs::read_to_string(&read)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    })
+}
+
+/// An agent of the server's tools whose model calls `calls` in turn, then answers `answer`.
+fn agent(
+    name: &str,
+    tools: Vec<McpTool>,
+    calls: &[(&str, serde_json::Value)],
+    answer: &str,
+) -> Agent {
+    let mut model = ScriptedModel::default();
+    for (tool, input) in calls {
+        model = model.call(tool, input.clone());
+    }
+    let mut builder = Agent::builder(name).model(model.answer(answer));
+    for tool in tools {
+        builder = builder.tool(tool);
+    }
+    builder.build().unwrap()
+}
+
+/// The outcomes of the log's `tool` messages.
+fn outcomes(messages: &[Message]) -> Vec<ToolOutcome> {
+    messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::Tool(result) => Some(result.outcome.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tools_are_listed_with_their_schemas_and_annotations() {
+    let (log, _) = call_log();
+    let tools = baton_mcp::tools(server(&log)).await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.spec().name.as_str()).collect();
+    assert_eq!(names, ["add", "delete_file", "refuse", "slow"]);
+    let by_name = |name: &str| tools.iter().find(|t| t.spec().name == name).unwrap();
+    let add = by_name("add");
+    assert_eq!(add.spec().description, "Adds two integers.");
+    assert_eq!(add.spec().input_schema["required"], json!(["a", "b"]));
+    // Read-only: no approval, and safe to run again.
+    assert!(!add.requires_approval() && !add.at_most_once());
+    // Annotated destructive: a person approves each call, and it runs at most once.
+    let delete = by_name("delete_file");
+    assert!(delete.requires_approval() && delete.at_most_once());
+    // Not annotated: no approval, at most once.
+    let refuse = by_name("refuse");
+    assert!(!refuse.requires_approval() && refuse.at_most_once());
+
+    // Selected, renamed and overridden by the declaration.
+    let chosen = server(&log)
+        .only(&["add", "delete_file"])
+        .rename("add", "sum")
+        .approval("delete_file", false);
+    let tools = baton_mcp::tools(chosen).await.unwrap();
+    let names: Vec<(&str, &str)> = tools
+        .iter()
+        .map(|t| (t.spec().name.as_str(), t.remote_name()))
+        .collect();
+    assert_eq!(names, [("sum", "add"), ("delete_file", "delete_file")]);
+    assert!(tools.iter().all(|t| !t.requires_approval()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_declarations_and_a_server_that_does_not_start_are_typed_errors_at_load() {
+    let (log, _) = call_log();
+    let missing = McpServer::stdio("nowhere", "/no/such/mcp-server", &[]);
+    let error = baton_mcp::tools(missing).await.unwrap_err();
+    assert!(
+        matches!(&error, McpError::Connect { server, .. } if server == "nowhere"),
+        "{error}"
+    );
+    assert!(error.to_string().contains("/no/such/mcp-server"), "{error}");
+
+    let unknown = baton_mcp::tools(server(&log).only(&["add", "multiply"]))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&unknown, McpError::UnknownTool { tool, .. } if tool == "multiply"),
+        "{unknown}"
+    );
+    assert!(
+        unknown.to_string().contains("add, delete_file"),
+        "{unknown}"
+    );
+
+    let clash = baton_mcp::tools(server(&log).rename("slow", "add"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&clash, McpError::DuplicateName { name, .. } if name == "add"),
+        "{clash}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_calls_mcp_tools_a_structured_result_and_an_error_result_reach_the_model() {
+    let (log, calls) = call_log();
+    let tools = baton_mcp::tools(server(&log)).await.unwrap();
+    let agent = agent(
+        "mcp_user",
+        tools,
+        &[
+            ("add", json!({"a": 2, "b": 3})),
+            ("refuse", json!({"reason": "not today"})),
+        ],
+        "sum {{result:add}}; refused {{result:refuse}}",
+    );
+    let harness = Harness::start(AgentRegistry::new([agent]).unwrap()).await;
+    let started = harness.client.start("mcp_user", "go").await.unwrap();
+    harness
+        .chunks_until_end(&started.session_id, WAIT_LIMIT)
+        .await;
+    let state = harness.client.status(&started.session_id).await.unwrap();
+    assert_eq!(state.status, Status::Completed, "{state:?}");
+    let messages = harness.messages(&started.session_id).await;
+    let outcomes = outcomes(&messages);
+    assert_eq!(outcomes[0], ToolOutcome::Result(json!({"total": 5})));
+    let ToolOutcome::Error(refused) = &outcomes[1] else {
+        panic!("{outcomes:?}");
+    };
+    assert_eq!(refused.code, "tool_failed");
+    assert!(
+        refused.message.contains("refused: not today"),
+        "{refused:?}"
+    );
+    let called: Vec<String> = calls()
+        .iter()
+        .map(|line| line.split(' ').next().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(called, ["add", "refuse"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_destructive_tool_asks_first_and_a_denied_call_never_reaches_the_server() {
+    let (log, calls) = call_log();
+    let tools = baton_mcp::tools(server(&log)).await.unwrap();
+    let agent = agent(
+        "mcp_deleter",
+        tools,
+        &[("delete_file", json!({"path": "/tmp/x"}))],
+        "delete: {{result:delete_file}}",
+    );
+    let harness = Harness::start(AgentRegistry::new([agent]).unwrap()).await;
+    let started = harness.client.start("mcp_deleter", "go").await.unwrap();
+    let id = &started.session_id;
+    harness.chunks_until_suspended(id).await;
+    let waiting = harness.client.status(id).await.unwrap();
+    let call = &waiting.pending[0];
+    assert_eq!(call.tool_name, "delete_file");
+    let deny = ApprovalDecision {
+        approved: false,
+        reason: Some("keep it".into()),
+        arguments: None,
+    };
+    harness
+        .client
+        .submit_approval(
+            id,
+            &call.tool_call_id,
+            call.approval_id.as_deref().unwrap(),
+            &deny,
+        )
+        .await
+        .unwrap();
+    let before = harness.client.status(id).await.unwrap().last_sequence;
+    harness.client.resume(id).await.unwrap();
+    harness.chunks_after_until_end(id, before).await;
+    let outcomes = outcomes(&harness.messages(id).await);
+    assert!(
+        matches!(&outcomes[0], ToolOutcome::Error(e) if e.code == "tool_denied"),
+        "{outcomes:?}"
+    );
+    assert!(calls().is_empty(), "{:?}", calls());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_killed_mid_call_is_started_again_and_a_safe_call_is_tried_once_more() {
+    let (log, calls) = call_log();
+    let tools = baton_mcp::tools(server(&log).only(&["slow"]))
+        .await
+        .unwrap();
+    let slow = tools.into_iter().next().unwrap();
+    let context = baton_core::tool::ToolContext::new(
+        baton_core::store::SessionAddress::root("s"),
+        "r1",
+        "call_1",
+    );
+    let call = tokio::spawn(async move {
+        let answer = slow.call(&context, json!({"seconds": 1.5})).await;
+        (slow, answer)
+    });
+    // Killed as it runs the call: the call is tried once more on a new server process.
+    let first_pid = loop {
+        if let Some(line) = calls().first() {
+            break line.split(' ').nth(1).unwrap().to_owned();
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    std::process::Command::new("kill")
+        .args(["-9", &first_pid])
+        .status()
+        .unwrap();
+    let (_slow, answer) = call.await.unwrap();
+    // A plain return is wrapped by the Python SDK as its structured `{result}`.
+    assert_eq!(answer.unwrap(), json!({"result": "slept 1.5"}));
+    let pids: Vec<String> = calls()
+        .iter()
+        .map(|line| line.split(' ').nth(1).unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(pids.len(), 2, "{pids:?}");
+    assert_ne!(
+        pids[0], pids[1],
+        "a new server process ran the second attempt"
+    );
+}
