@@ -4,11 +4,18 @@
 
 use crate::{McpError, McpServer, McpTransport};
 use baton_core::{message::ToolError, tool::codes};
+use http::{HeaderName, HeaderValue};
 use rmcp::{
-    RoleClient, ServiceError, ServiceExt, model::CallToolRequestParams, service::RunningService,
-    transport::TokioChildProcess,
+    RoleClient, ServiceError, ServiceExt,
+    model::CallToolRequestParams,
+    service::RunningService,
+    transport::{
+        StreamableHttpClientTransport, TokioChildProcess,
+        streamable_http_client::StreamableHttpClientTransportConfig,
+    },
 };
 use serde_json::{Map, Value};
+use std::collections::HashMap;
 use tokio::sync::Mutex;
 
 type Client = RunningService<RoleClient, ()>;
@@ -53,16 +60,48 @@ impl Connection {
                     .stderr(std::process::Stdio::inherit())
                     .spawn()
                     .map_err(|error| format!("{command}: {error}"))?;
-                let started = tokio::time::timeout(self.server.timeout, ().serve(transport)).await;
-                match started {
-                    Ok(Ok(client)) => Ok(client),
-                    Ok(Err(error)) => Err(error.to_string()),
-                    Err(_) => Err(format!(
-                        "no answer to initialize within {} s",
-                        self.server.timeout.as_secs_f64()
-                    )),
-                }
+                self.initialized(().serve(transport)).await
             }
+            McpTransport::Http {
+                url,
+                headers,
+                bearer_env,
+            } => {
+                install_tls_provider();
+                let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+                if let Some(variable) = bearer_env {
+                    let token = std::env::var(variable).map_err(|_| {
+                        format!("the environment variable {variable} (its bearer token) is not set")
+                    })?;
+                    config = config.auth_header(token);
+                }
+                let mut custom = HashMap::new();
+                for (name, value) in headers {
+                    let name = HeaderName::try_from(name.as_str())
+                        .map_err(|error| format!("header {name:?}: {error}"))?;
+                    let value = HeaderValue::try_from(value.as_str())
+                        .map_err(|error| format!("header {name}: {error}"))?;
+                    custom.insert(name, value);
+                }
+                let transport =
+                    StreamableHttpClientTransport::from_config(config.custom_headers(custom));
+                self.initialized(().serve(transport)).await
+            }
+        }
+    }
+
+    /// The initialized session, or why there is none, within the declaration's timeout.
+    async fn initialized<E: std::fmt::Display>(
+        &self,
+        serving: impl std::future::Future<Output = Result<Client, E>>,
+    ) -> Result<Client, String> {
+        match tokio::time::timeout(self.server.timeout, serving).await {
+            Ok(Ok(client)) => Ok(client),
+            Ok(Err(error)) => Err(error.to_string()),
+            Err(_) => Err(format!(
+                "no answer to initialize within {} s",
+                self.server.timeout.as_secs_f64()
+            )),
         }
     }
 
@@ -166,6 +205,16 @@ impl Connection {
             ))),
         }
     }
+}
+
+/// Makes ring the process's TLS provider if none is yet: the HTTP transport's client is built
+/// without one of its own (no second provider in the workspace), and would refuse to start.
+fn install_tls_provider() {
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        // Another part of the process may have installed one first: that one is kept.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
 }
 
 /// How a call attempt failed.

@@ -14,6 +14,14 @@ pub enum McpTransport {
         args: Vec<String>,
         env: Vec<(String, String)>,
     },
+    /// A server at a streamable HTTP endpoint, each request with these headers and, when
+    /// `bearer_env` names an environment variable, `Authorization: Bearer <its value>` (read
+    /// when the connection opens, so a secret never sits in the declaration).
+    Http {
+        url: String,
+        headers: Vec<(String, String)>,
+        bearer_env: Option<String>,
+    },
 }
 
 /// An MCP server whose tools an agent gets.
@@ -51,10 +59,40 @@ impl McpServer {
         }
     }
 
-    /// Passes `key=value` to a stdio server's environment.
+    /// A server at the streamable HTTP endpoint `url`.
+    pub fn http(name: &str, url: &str) -> Self {
+        Self {
+            transport: McpTransport::Http {
+                url: url.to_owned(),
+                headers: Vec::new(),
+                bearer_env: None,
+            },
+            ..Self::stdio(name, "", &[])
+        }
+    }
+
+    /// Passes `key=value` to a stdio server's environment (nothing for an HTTP server).
     pub fn env(mut self, key: &str, value: &str) -> Self {
-        let McpTransport::Stdio { env, .. } = &mut self.transport;
-        env.push((key.to_owned(), value.to_owned()));
+        if let McpTransport::Stdio { env, .. } = &mut self.transport {
+            env.push((key.to_owned(), value.to_owned()));
+        }
+        self
+    }
+
+    /// Sends `name: value` with every request to an HTTP server (nothing for a stdio one).
+    pub fn header(mut self, name: &str, value: &str) -> Self {
+        if let McpTransport::Http { headers, .. } = &mut self.transport {
+            headers.push((name.to_owned(), value.to_owned()));
+        }
+        self
+    }
+
+    /// Authenticates to an HTTP server with the bearer token in the environment variable
+    /// `variable` of the worker (nothing for a stdio server).
+    pub fn bearer_from_env(mut self, variable: &str) -> Self {
+        if let McpTransport::Http { bearer_env, .. } = &mut self.transport {
+            *bearer_env = Some(variable.to_owned());
+        }
         self
     }
 

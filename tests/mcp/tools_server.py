@@ -3,7 +3,9 @@ scripts/services.sh): a read-only tool with a structured result, a tool annotate
 tool that answers an error result, and a slow one. With BATON_MCP_LOG set, each call appends
 `<tool> <pid>` to that file first, so a test sees which calls reached a server, and which process.
 
-    python tools_server.py            # stdio
+    python tools_server.py                      # stdio
+    python tools_server.py http <port> <token>  # streamable HTTP on 127.0.0.1:<port>/mcp,
+                                                # every request needing `Bearer <token>`
 """
 
 import asyncio
@@ -57,5 +59,29 @@ async def slow(seconds: float) -> str:
     return f"slept {seconds}"
 
 
+def bearer_only(app, token):
+    """The ASGI app, answering 401 to a request without `Authorization: Bearer <token>`."""
+
+    async def checked(scope, receive, send):
+        if scope["type"] == "http":
+            headers = dict(scope.get("headers") or [])
+            if headers.get(b"authorization") != f"Bearer {token}".encode():
+                await send({"type": "http.response.start", "status": 401, "headers": []})
+                await send({"type": "http.response.body", "body": b"no"})
+                return
+        await app(scope, receive, send)
+
+    return checked
+
+
 if __name__ == "__main__":
-    server.run()
+    import sys
+
+    if len(sys.argv) > 1 and sys.argv[1] == "http":
+        import uvicorn
+
+        port, token = int(sys.argv[2]), sys.argv[3]
+        app = bearer_only(server.streamable_http_app(), token)
+        uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+    else:
+        server.run()
