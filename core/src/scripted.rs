@@ -4,7 +4,8 @@
 //! the number of assistant messages already in the log, so a retried call gives the same answer.
 //! A turn's text may name earlier tool results: `{{result:<tool>}}` becomes the latest result of
 //! that tool (strings without quotes, other values as JSON), `{{input}}` the latest user message
-//! and `{{files}}` the media types of its file parts (comma-separated; empty without any).
+//! and `{{files}}` the media types of its file parts (comma-separated; empty without any). The
+//! strings of a call's arguments may name them too.
 
 use crate::{
     message::{Message, ToolCall, ToolOutcome},
@@ -156,7 +157,7 @@ impl Model for ScriptedModel {
                     position + 1
                 ),
                 name: call.name.clone(),
-                arguments: call.arguments.clone(),
+                arguments: rendered_arguments(&call.arguments, request.messages),
                 provider_id: None,
             })
             .collect();
@@ -180,6 +181,27 @@ impl Model for ScriptedModel {
 /// Splits text into word-sized deltas, each word keeping the whitespace that follows it.
 fn split_keeping_spaces(text: &str) -> impl Iterator<Item = &str> {
     text.split_inclusive(' ')
+}
+
+/// A call's arguments with each string that names a result or the input rendered (see
+/// [`render`]); other values as they are.
+fn rendered_arguments(arguments: &Value, messages: &[Message]) -> Value {
+    match arguments {
+        Value::String(text) if text.contains("{{") => Value::String(render(text, messages)),
+        Value::Array(items) => Value::Array(
+            items
+                .iter()
+                .map(|item| rendered_arguments(item, messages))
+                .collect(),
+        ),
+        Value::Object(fields) => Value::Object(
+            fields
+                .iter()
+                .map(|(key, value)| (key.clone(), rendered_arguments(value, messages)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
 }
 
 fn render(template: &str, messages: &[Message]) -> String {
@@ -231,6 +253,40 @@ fn lookup(placeholder: &str, messages: &[Message]) -> Option<String> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[tokio::test]
+    async fn a_calls_argument_strings_render_the_results_and_the_input() {
+        let model = ScriptedModel::default().call("ask", json!({})).call(
+            "note",
+            json!({"text": "{{result:ask}} ({{input}})", "tags": ["{{input}}", 1]}),
+        );
+        let ask = ToolCall {
+            id: "call_1_1".into(),
+            name: "ask".into(),
+            arguments: json!({}),
+            provider_id: None,
+        };
+        let log = vec![
+            Message::user("go"),
+            Message::assistant("", vec![ask.clone()]),
+            Message::tool_result(&ask, ToolOutcome::Result(json!("buy milk"))),
+        ];
+        let (tx, _rx) = mpsc::unbounded_channel();
+        let turn = model
+            .generate(
+                ModelRequest {
+                    messages: &log,
+                    tools: &[],
+                },
+                tx,
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            turn.tool_calls[0].arguments,
+            json!({"text": "buy milk (go)", "tags": ["go", 1]})
+        );
+    }
 
     #[tokio::test]
     async fn turns_follow_the_log_and_render_results() {

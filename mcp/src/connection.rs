@@ -54,7 +54,7 @@ impl Connection {
     async fn connect(&self) -> Result<Client, String> {
         match &self.server.transport {
             McpTransport::Stdio { command, args, env } => {
-                let mut process = tokio::process::Command::new(command);
+                let mut process = tokio::process::Command::new(resolved(command));
                 process.args(args).env_clear().envs(env.iter().cloned());
                 let (transport, _stderr) = TokioChildProcess::builder(process)
                     .stderr(std::process::Stdio::inherit())
@@ -205,6 +205,20 @@ impl Connection {
             ))),
         }
     }
+}
+
+/// `command` as a path: a bare name is looked up in the worker's `PATH` (the server's own
+/// environment is only what its declaration gives, so the lookup cannot be left to it).
+fn resolved(command: &str) -> std::path::PathBuf {
+    if command.contains('/') {
+        return command.into();
+    }
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|dir| dir.join(command))
+        .find(|path| path.is_file())
+        .unwrap_or_else(|| command.into())
 }
 
 /// Makes ring the process's TLS provider if none is yet: the HTTP transport's client is built

@@ -120,3 +120,37 @@ impl McpServer {
         self
     }
 }
+
+impl McpServer {
+    /// The server an agents file declares (`[[mcp_server]]`, checked when the file was read).
+    pub fn from_config(config: &baton_core::config::McpServerConfig) -> Self {
+        use baton_core::config::McpTransportConfig;
+        let transport = match &config.transport {
+            McpTransportConfig::Stdio { command, args, env } => McpTransport::Stdio {
+                command: command.clone(),
+                args: args.clone(),
+                env: env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            },
+            McpTransportConfig::Http {
+                url,
+                headers,
+                bearer_env,
+            } => McpTransport::Http {
+                url: url.clone(),
+                headers: headers
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+                bearer_env: bearer_env.clone(),
+            },
+        };
+        Self {
+            name: config.name.clone(),
+            transport,
+            only: config.tools.clone(),
+            renames: config.rename.clone().into_iter().collect(),
+            approvals: config.approval.clone().into_iter().collect(),
+            timeout: config.timeout.unwrap_or(crate::DEFAULT_CALL_TIMEOUT),
+        }
+    }
+}

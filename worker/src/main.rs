@@ -49,7 +49,7 @@ async fn run() -> anyhow::Result<()> {
 
     let store = cli.redis.connect().await?;
     let temporal = connect_temporal(&cli.temporal.settings()).await?;
-    let registry = cli.model.registry()?;
+    let registry = cli.model.registry().await?;
 
     let server = match cli.role {
         Role::Server | Role::Dev => {

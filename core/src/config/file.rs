@@ -17,6 +17,31 @@ pub(super) struct File {
     pub(super) mount: Vec<MountEntry>,
     #[serde(default)]
     pub(super) browser: Option<BrowserEntry>,
+    #[serde(default)]
+    pub(super) mcp_server: Vec<Spanned<McpServerEntry>>,
+}
+
+/// An MCP server whose tools join the catalogue (see `super::McpServerConfig`): a stdio
+/// `command` or a streamable HTTP `url`, not both.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct McpServerEntry {
+    pub(super) name: Spanned<String>,
+    pub(super) command: Option<String>,
+    #[serde(default)]
+    pub(super) args: Vec<String>,
+    #[serde(default)]
+    pub(super) env: std::collections::BTreeMap<String, String>,
+    pub(super) url: Option<String>,
+    #[serde(default)]
+    pub(super) headers: std::collections::BTreeMap<String, String>,
+    pub(super) bearer_env: Option<String>,
+    pub(super) timeout_secs: Option<u64>,
+    pub(super) tools: Option<Vec<String>>,
+    #[serde(default)]
+    pub(super) rename: std::collections::BTreeMap<String, String>,
+    #[serde(default)]
+    pub(super) approval: std::collections::BTreeMap<String, bool>,
 }
 
 /// What browsers may do: `[browser] allowed_origins = ["https://app.example"]`.

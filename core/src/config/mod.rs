@@ -68,6 +68,18 @@
 //! schema = { type = "object", properties = { topic = { type = "string" } } }
 //! defaults = { topic = "" }             # must match the schema; a start may override fields
 //!
+//! [[mcp_server]]                        # an MCP server whose tools join the catalogue
+//! name = "files"
+//! command = "python3"                   # a stdio server: command, args, env (its whole env)
+//! args = ["files_server.py"]
+//! env = { ROOT = "/srv/files" }
+//! # url = "http://127.0.0.1:9000/mcp"   # or a streamable HTTP one: url, headers, bearer_env
+//! # bearer_env = "FILES_TOKEN"
+//! timeout_secs = 30                     # optional; default 60
+//! tools = ["read", "delete"]            # optional; default every tool it lists
+//! rename = { read = "read_file" }       # optional: where names collide
+//! approval = { delete = false }         # optional; default: a tool annotated destructive
+//!
 //! [[mount]]                             # optional: a producer mount beside the server's own
 //! base_path = "/public/agents"
 //! agents = ["greeter"]                  # optional; default every agent type served
@@ -85,6 +97,7 @@
 mod build;
 mod catalogue;
 mod file;
+mod mcp;
 mod model;
 mod remote;
 mod state_tool;
@@ -92,6 +105,7 @@ mod state_tool;
 mod tests;
 
 pub use catalogue::ToolCatalogue;
+pub use mcp::{McpServerConfig, McpTransportConfig, mcp_servers_from_toml};
 pub use model::{ModelBuilder, ModelConfig, Provider, ScriptedOnly};
 
 use crate::Agent;

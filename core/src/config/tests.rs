@@ -500,3 +500,73 @@ fn a_remote_agent_is_declared_with_its_transport_and_a_bad_one_is_refused_with_i
         );
     }
 }
+
+#[test]
+fn mcp_servers_are_read_and_bad_declarations_refused_with_their_line() {
+    let text = r#"
+[[mcp_server]]
+name = "files"
+command = "python3"
+args = ["files.py"]
+env = { ROOT = "/srv" }
+tools = ["read", "delete"]
+rename = { read = "read_file" }
+approval = { delete = false }
+
+[[mcp_server]]
+name = "search"
+url = "https://mcp.example/mcp"
+bearer_env = "SEARCH_TOKEN"
+headers = { x-tenant = "t1" }
+timeout_secs = 5
+"#;
+    let servers = super::mcp_servers_from_toml(text).unwrap();
+    assert_eq!(servers.len(), 2);
+    assert_eq!(servers[0].name, "files");
+    assert_eq!(servers[0].line, 2);
+    assert!(matches!(
+        &servers[0].transport,
+        super::McpTransportConfig::Stdio { command, args, env }
+            if command == "python3" && args == &["files.py"] && env["ROOT"] == "/srv"
+    ));
+    assert_eq!(servers[0].rename["read"], "read_file");
+    assert!(!servers[0].approval["delete"]);
+    assert!(matches!(
+        &servers[1].transport,
+        super::McpTransportConfig::Http { url, bearer_env: Some(v), .. }
+            if url == "https://mcp.example/mcp" && v == "SEARCH_TOKEN"
+    ));
+    assert_eq!(servers[1].timeout, Some(std::time::Duration::from_secs(5)));
+
+    let refused = |body: &str| super::mcp_servers_from_toml(body).unwrap_err();
+    let both = refused("[[mcp_server]]\nname = \"x\"\ncommand = \"a\"\nurl = \"http://h/mcp\"\n");
+    assert!(both.reason.contains("not both"), "{both}");
+    assert_eq!(both.line, 1);
+    let neither = refused("\n[[mcp_server]]\nname = \"x\"\n");
+    assert!(neither.reason.contains("needs `command`"), "{neither}");
+    assert_eq!(neither.line, 2);
+    let ftp = refused("[[mcp_server]]\nname = \"x\"\nurl = \"ftp://h\"\n");
+    assert!(ftp.reason.contains("not an http://"), "{ftp}");
+    let mixed = refused("[[mcp_server]]\nname = \"x\"\nurl = \"http://h\"\nenv = { A = \"1\" }\n");
+    assert!(mixed.reason.contains("for a `command` server"), "{mixed}");
+    let unselected = refused(
+        "[[mcp_server]]\nname = \"x\"\ncommand = \"a\"\ntools = [\"t\"]\nrename = { u = \"v\" }\n",
+    );
+    assert!(
+        unselected.reason.contains("does not select"),
+        "{unselected}"
+    );
+    let clash = refused(
+        "[[mcp_server]]\nname = \"x\"\ncommand = \"a\"\nrename = { t = \"v\", u = \"v\" }\n",
+    );
+    assert!(clash.reason.contains("renamed \"v\""), "{clash}");
+    let zero = refused("[[mcp_server]]\nname = \"x\"\ncommand = \"a\"\ntimeout_secs = 0\n");
+    assert!(zero.reason.contains("above 0"), "{zero}");
+    let twice = refused(
+        "[[mcp_server]]\nname = \"x\"\ncommand = \"a\"\n[[mcp_server]]\nname = \"x\"\ncommand = \"b\"\n",
+    );
+    assert!(twice.reason.contains("declared twice"), "{twice}");
+    assert_eq!(twice.line, 4);
+    let unknown = refused("[[mcp_server]]\nname = \"x\"\ncommand = \"a\"\ncwd = \"/\"\n");
+    assert!(unknown.reason.contains("unknown field"), "{unknown}");
+}

@@ -23,6 +23,7 @@ mod local_model_step;
 mod log_cache;
 mod log_fields;
 mod mcp;
+mod mcp_first_agent;
 mod mount;
 mod observe;
 mod openapi;

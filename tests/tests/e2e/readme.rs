@@ -10,7 +10,7 @@ use std::{
 };
 
 /// The fenced block of `lang` that comes first after `marker` in README.md.
-fn block_after(readme: &str, marker: &str, lang: &str) -> String {
+pub(crate) fn block_after(readme: &str, marker: &str, lang: &str) -> String {
     let after = &readme[readme.find(marker).expect("the README has the marker")..];
     let fence = format!("```{lang}\n");
     let start = after.find(&fence).expect("a block follows the marker") + fence.len();
@@ -20,7 +20,7 @@ fn block_after(readme: &str, marker: &str, lang: &str) -> String {
 
 /// The block's commands: continuation lines joined, comments and a trailing `&` dropped, each
 /// split into words (the README's commands quote nothing but single words).
-fn commands(block: &str) -> Vec<Vec<String>> {
+pub(crate) fn commands(block: &str) -> Vec<Vec<String>> {
     let joined = block.replace("\\\n", " ");
     joined
         .lines()
@@ -33,6 +33,64 @@ fn commands(block: &str) -> Vec<Vec<String>> {
                 .collect()
         })
         .collect()
+}
+
+/// Runs a doc's two commands as written, in `dir`: the server (`batond …`, with `env` beside
+/// the services' addresses) until it is healthy, then the client with `typed` at its prompt.
+/// Answers the client's output; the server is killed.
+pub(crate) async fn run_as_written(
+    dir: &std::path::Path,
+    run: &[Vec<String>],
+    env: &[(&str, String)],
+    typed: &[u8],
+) -> std::process::Output {
+    let binary = |word: &str| match word {
+        "./target/debug/batond" => workspace_binary("baton-worker", "batond").unwrap(),
+        "./target/debug/baton" => workspace_binary("baton-client", "baton").unwrap(),
+        other => panic!("the doc runs {other}"),
+    };
+    let (server, client) = (&run[0], &run[1]);
+    let listen = server
+        .iter()
+        .position(|word| word == "--listen")
+        .map(|at| server[at + 1].clone())
+        .expect("the server command names its --listen");
+    let mut batond = Some(
+        Command::new(binary(&server[0]))
+            .args(&server[1..])
+            .current_dir(dir)
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+            .env("BATON_REDIS_URL", baton_tests::redis_url())
+            .env("BATON_TEMPORAL_ADDRESS", baton_tests::temporal_address())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let base = format!("http://{listen}");
+    wait_healthy(
+        &base,
+        &mut batond,
+        "the doc's batond",
+        Duration::from_secs(60),
+    )
+    .await
+    .unwrap();
+    let mut baton = Command::new(binary(&client[0]))
+        .args(&client[1..])
+        .env_remove("BATON_TOKEN")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    baton.stdin.take().unwrap().write_all(typed).unwrap();
+    let output = tokio::task::spawn_blocking(move || baton.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    kill_child(&mut batond);
+    output
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -49,52 +107,7 @@ async fn the_readmes_first_agent_runs_as_written_beside_the_demo() {
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("greeter.toml"), toml).unwrap();
 
-    let binary = |word: &str| match word {
-        "./target/debug/batond" => workspace_binary("baton-worker", "batond").unwrap(),
-        "./target/debug/baton" => workspace_binary("baton-client", "baton").unwrap(),
-        other => panic!("the README runs {other}"),
-    };
-    let (server, client) = (&run[0], &run[1]);
-    let listen = server
-        .iter()
-        .position(|word| word == "--listen")
-        .map(|at| server[at + 1].clone())
-        .expect("the server command names its --listen");
-    let mut batond = Some(
-        Command::new(binary(&server[0]))
-            .args(&server[1..])
-            .current_dir(&dir)
-            .env("BATON_REDIS_URL", baton_tests::redis_url())
-            .env("BATON_TEMPORAL_ADDRESS", baton_tests::temporal_address())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let base = format!("http://{listen}");
-    wait_healthy(
-        &base,
-        &mut batond,
-        "README's batond",
-        Duration::from_secs(60),
-    )
-    .await
-    .unwrap();
-
-    let mut baton = Command::new(binary(&client[0]))
-        .args(&client[1..])
-        .env_remove("BATON_TOKEN")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    baton.stdin.take().unwrap().write_all(b"Ada\n").unwrap();
-    let output = tokio::task::spawn_blocking(move || baton.wait_with_output())
-        .await
-        .unwrap()
-        .unwrap();
-    kill_child(&mut batond);
+    let output = run_as_written(&dir, &run, &[], b"Ada\n").await;
     let _ = std::fs::remove_dir_all(&dir);
     let printed = String::from_utf8_lossy(&output.stdout);
     assert!(

@@ -42,7 +42,7 @@ impl ModelArgs {
     /// The built-in agents (on `--model` if given), plus those of the agents file if one is
     /// given. A bad file, or a model whose key variable is not set, stops the start with the
     /// reason.
-    pub(crate) fn registry(&self) -> anyhow::Result<AgentRegistry> {
+    pub(crate) async fn registry(&self) -> anyhow::Result<AgentRegistry> {
         // The only place API keys are read: from the variables the configuration names.
         let models = ProviderModels::new(|name| std::env::var(name).ok());
         let mut agents = match self.demo_model() {
@@ -64,7 +64,10 @@ impl ModelArgs {
         if let Some(path) = &self.agents {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("cannot read the agents file {}", path.display()))?;
-            let declared = agents_from_toml_with(&text, &demo::tool_catalogue(), &models)
+            let catalogue = with_mcp_tools(demo::tool_catalogue(), &text)
+                .await
+                .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+            let declared = agents_from_toml_with(&text, &catalogue, &models)
                 .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
             tracing::info!(count = declared.len(), file = %path.display(), "agents loaded");
             agents.extend(declared);
@@ -109,4 +112,34 @@ impl ModelArgs {
         });
         Some(config)
     }
+}
+
+/// `catalogue` with the tools of every MCP server the agents file declares: each server is
+/// connected to (its process started) and its tools listed now, so one that does not answer, or
+/// a tool named like a catalogue tool, stops the start with the reason.
+async fn with_mcp_tools(
+    mut catalogue: baton_core::config::ToolCatalogue,
+    text: &str,
+) -> anyhow::Result<baton_core::config::ToolCatalogue> {
+    for config in baton_core::config::mcp_servers_from_toml(text)? {
+        let server = baton_mcp::McpServer::from_config(&config);
+        let tools = baton_mcp::tools(server)
+            .await
+            .map_err(|e| anyhow::anyhow!("line {}: {e}", config.line))?;
+        let count = tools.len();
+        for tool in tools {
+            let name = baton_core::ServerTool::spec(&tool).name.clone();
+            if catalogue.contains_key(&name) {
+                anyhow::bail!(
+                    "line {}: MCP server {:?} lists a tool {name:?}, a name the catalogue has \
+                     already; rename it (rename = {{ {name} = \"…\" }})",
+                    config.line,
+                    config.name
+                );
+            }
+            catalogue.insert(name, std::sync::Arc::new(tool));
+        }
+        tracing::info!(server = %config.name, tools = count, "MCP server's tools listed");
+    }
+    Ok(catalogue)
 }
