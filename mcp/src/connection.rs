@@ -95,12 +95,12 @@ impl Connection {
         &self,
         serving: impl std::future::Future<Output = Result<Client, E>>,
     ) -> Result<Client, String> {
-        match tokio::time::timeout(self.server.timeout, serving).await {
+        match tokio::time::timeout(self.server.connect_timeout, serving).await {
             Ok(Ok(client)) => Ok(client),
             Ok(Err(error)) => Err(error.to_string()),
             Err(_) => Err(format!(
                 "no answer to initialize within {} s",
-                self.server.timeout.as_secs_f64()
+                self.server.connect_timeout.as_secs_f64()
             )),
         }
     }
@@ -124,7 +124,7 @@ impl Connection {
             server: name.clone(),
             reason,
         })?;
-        let listed = tokio::time::timeout(self.server.timeout, peer.list_all_tools())
+        let listed = tokio::time::timeout(self.server.connect_timeout, peer.list_all_tools())
             .await
             .map_err(|_| McpError::List {
                 server: name.clone(),
@@ -146,55 +146,73 @@ impl Connection {
             .collect()
     }
 
-    /// Calls the tool `name` with `arguments`; with `retry`, once more on a server started
-    /// again when the first attempt found it dead. Answers the result's JSON (`content`,
+    /// Calls the tool `name` with `arguments`. A server that could not be started is tried
+    /// once more (nothing was sent); one lost after the call went out, or a call past the
+    /// timeout, is tried once more for a tool safe to run twice, and is `tool_outcome_unknown`
+    /// for an `at_most_once` one (it may have run). Answers the result's JSON (`content`,
     /// `structuredContent`, `isError`).
     pub(crate) async fn call(
         &self,
         name: &str,
         arguments: Map<String, Value>,
-        retry: bool,
+        at_most_once: bool,
     ) -> Result<Value, ToolError> {
-        let attempts = if retry { 2 } else { 1 };
-        let mut last = None;
-        for _ in 0..attempts {
+        let server = &self.server.name;
+        let mut last = String::new();
+        for _ in 0..2 {
             match self.call_once(name, arguments.clone()).await {
                 Ok(result) => return Ok(result),
-                Err(Failure::Dead(reason)) => last = Some(reason),
+                Err(Failure::NotStarted(reason)) => last = reason,
+                Err(Failure::Lost(reason)) if at_most_once => {
+                    return Err(ToolError::new(
+                        codes::TOOL_OUTCOME_UNKNOWN,
+                        format!(
+                            "the MCP server {server} was lost during the call ({reason}); \
+                             whether the tool ran is not known"
+                        ),
+                    ));
+                }
+                Err(Failure::Lost(reason)) => last = reason,
+                Err(Failure::Timeout) => {
+                    let waited = self.server.timeout.as_secs_f64();
+                    return Err(if at_most_once {
+                        ToolError::new(
+                            codes::TOOL_OUTCOME_UNKNOWN,
+                            format!(
+                                "the MCP server {server} did not answer within {waited} s; \
+                                 whether the tool ran is not known"
+                            ),
+                        )
+                    } else {
+                        ToolError::new(
+                            codes::TOOL_FAILED,
+                            format!("the MCP server {server} did not answer within {waited} s"),
+                        )
+                    });
+                }
                 Err(Failure::Other(error)) => return Err(error),
             }
         }
         Err(ToolError::new(
             codes::TOOL_FAILED,
-            format!(
-                "the MCP server {} is unavailable: {}",
-                self.server.name,
-                last.unwrap_or_default()
-            ),
+            format!("the MCP server {server} is unavailable: {last}"),
         ))
     }
 
     async fn call_once(&self, name: &str, arguments: Map<String, Value>) -> Result<Value, Failure> {
         // The lock is not held across the call: calls of the agent's tools go out together.
-        let peer = self.peer().await.map_err(Failure::Dead)?;
+        let peer = self.peer().await.map_err(Failure::NotStarted)?;
         let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
         let answered = tokio::time::timeout(self.server.timeout, peer.call_tool(params)).await;
         match answered {
-            Err(_) => Err(Failure::Other(ToolError::new(
-                codes::TOOL_FAILED,
-                format!(
-                    "the MCP server {} did not answer within {} s",
-                    self.server.name,
-                    self.server.timeout.as_secs_f64()
-                ),
-            ))),
+            Err(_) => Err(Failure::Timeout),
             Ok(Ok(result)) => serde_json::to_value(&result).map_err(|error| {
                 Failure::Other(ToolError::new(codes::TOOL_FAILED, error.to_string()))
             }),
             Ok(Err(error)) if is_dead(&error) => {
                 // The next call starts the server again.
                 self.client.lock().await.take();
-                Err(Failure::Dead(error.to_string()))
+                Err(Failure::Lost(error.to_string()))
             }
             Ok(Err(error)) => Err(Failure::Other(ToolError::new(
                 codes::TOOL_FAILED,
@@ -233,8 +251,12 @@ fn install_tls_provider() {
 
 /// How a call attempt failed.
 enum Failure {
-    /// The server is gone (its process died, its connection closed).
-    Dead(String),
+    /// The server could not be started or reached: the call was not sent.
+    NotStarted(String),
+    /// The server was lost (its process died, its connection closed) after the call went out.
+    Lost(String),
+    /// No answer within the declaration's timeout.
+    Timeout,
     Other(ToolError),
 }
 

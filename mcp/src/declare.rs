@@ -37,8 +37,10 @@ pub struct McpServer {
     /// Server name → whether a call asks a person first (the default: when the server
     /// annotates the tool destructive and not read-only).
     pub approvals: HashMap<String, bool>,
-    /// The longest a call (or the listing) waits for the server.
+    /// The longest a call waits for its result.
     pub timeout: Duration,
+    /// The longest starting (or reaching) the server, initializing and listing its tools take.
+    pub connect_timeout: Duration,
 }
 
 impl McpServer {
@@ -56,6 +58,7 @@ impl McpServer {
             renames: HashMap::new(),
             approvals: HashMap::new(),
             timeout: crate::DEFAULT_CALL_TIMEOUT,
+            connect_timeout: crate::DEFAULT_CONNECT_TIMEOUT,
         }
     }
 
@@ -119,6 +122,12 @@ impl McpServer {
         self.timeout = timeout;
         self
     }
+
+    /// The longest starting the server, initializing and listing its tools take.
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
 }
 
 impl McpServer {
@@ -151,6 +160,9 @@ impl McpServer {
             renames: config.rename.clone().into_iter().collect(),
             approvals: config.approval.clone().into_iter().collect(),
             timeout: config.timeout.unwrap_or(crate::DEFAULT_CALL_TIMEOUT),
+            connect_timeout: config
+                .connect_timeout
+                .unwrap_or(crate::DEFAULT_CONNECT_TIMEOUT),
         }
     }
 }

@@ -166,12 +166,9 @@ impl ServerTool for McpTool {
                 "the input is not a JSON object",
             ));
         };
-        // A call that may run twice (read-only, idempotent) is tried once more on a server the
-        // connection had to start again; any other fails as the model's tool error.
-        let retry = !self.at_most_once;
         let result = self
             .connection
-            .call(&self.remote_name, arguments, retry)
+            .call(&self.remote_name, arguments, self.at_most_once)
             .await?;
         let value = result::to_value(&result)?;
         if let (Some(validator), Some(structured)) = (&self.output, result::structured(&result))
@@ -188,3 +185,6 @@ impl ServerTool for McpTool {
 
 /// The longest a call waits for its result unless the declaration says otherwise.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
+/// The longest starting a server and listing its tools take unless the declaration says
+/// otherwise (a Python server's imports alone can take a second or two).
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);

@@ -1,6 +1,6 @@
 """An MCP server for Baton's tests, written with the official Python SDK (PyPI `mcp`, pinned by
 scripts/services.sh): a read-only tool with a structured result, a tool annotated destructive, a
-tool that answers an error result, and a slow one. With BATON_MCP_LOG set, each call appends
+tool that answers an error result, a slow read-only one and a slow one that is not. With BATON_MCP_LOG set, each call appends
 `<tool> <pid>` to that file first, so a test sees which calls reached a server, and which process.
 
     python tools_server.py                      # stdio
@@ -72,6 +72,14 @@ def bearer_only(app, token):
         await app(scope, receive, send)
 
     return checked
+
+
+@server.tool()
+async def slow_write(seconds: float) -> str:
+    """Sleeps, then says it wrote. Not annotated: Baton runs each call at most once."""
+    called("slow_write")
+    await asyncio.sleep(seconds)
+    return "written"
 
 
 if __name__ == "__main__":

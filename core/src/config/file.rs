@@ -37,6 +37,7 @@ pub(super) struct McpServerEntry {
     pub(super) headers: std::collections::BTreeMap<String, String>,
     pub(super) bearer_env: Option<String>,
     pub(super) timeout_secs: Option<u64>,
+    pub(super) connect_timeout_secs: Option<u64>,
     pub(super) tools: Option<Vec<String>>,
     #[serde(default)]
     pub(super) rename: std::collections::BTreeMap<String, String>,

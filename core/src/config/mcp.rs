@@ -29,6 +29,8 @@ pub struct McpServerConfig {
     pub name: String,
     pub transport: McpTransportConfig,
     pub timeout: Option<Duration>,
+    /// The longest starting the server and listing its tools take.
+    pub connect_timeout: Option<Duration>,
     /// Only these of its tools (their names on the server); all for `None`.
     pub tools: Option<Vec<String>>,
     /// A server tool's name → the name the agents know it by.
@@ -125,6 +127,15 @@ fn checked(entry: McpServerEntry, line: usize) -> Result<McpServerConfig, String
         Some(secs) => Some(Duration::from_secs(secs)),
         None => None,
     };
+    let connect_timeout = match entry.connect_timeout_secs {
+        Some(0) => {
+            return Err(format!(
+                "MCP server {name:?}: `connect_timeout_secs` must be above 0"
+            ));
+        }
+        Some(secs) => Some(Duration::from_secs(secs)),
+        None => None,
+    };
     let selected = |tool: &str| {
         entry
             .tools
@@ -160,6 +171,7 @@ fn checked(entry: McpServerEntry, line: usize) -> Result<McpServerConfig, String
         name,
         transport,
         timeout,
+        connect_timeout,
         tools: entry.tools,
         rename: entry.rename,
         approval: entry.approval,

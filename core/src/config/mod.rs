@@ -75,7 +75,8 @@
 //! env = { ROOT = "/srv/files" }
 //! # url = "http://127.0.0.1:9000/mcp"   # or a streamable HTTP one: url, headers, bearer_env
 //! # bearer_env = "FILES_TOKEN"
-//! timeout_secs = 30                     # optional; default 60
+//! timeout_secs = 30                     # optional: longest a call takes; default 60
+//! connect_timeout_secs = 10             # optional: starting it and listing; default 30
 //! tools = ["read", "delete"]            # optional; default every tool it lists
 //! rename = { read = "read_file" }       # optional: where names collide
 //! approval = { delete = false }         # optional; default: a tool annotated destructive

@@ -76,7 +76,10 @@ async fn tools_are_listed_with_their_schemas_and_annotations() {
     let (log, _) = call_log();
     let tools = baton_mcp::tools(server(&log)).await.unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.spec().name.as_str()).collect();
-    assert_eq!(names, ["add", "delete_file", "refuse", "slow"]);
+    assert_eq!(
+        names,
+        ["add", "delete_file", "refuse", "slow", "slow_write"]
+    );
     let by_name = |name: &str| tools.iter().find(|t| t.spec().name == name).unwrap();
     let add = by_name("add");
     assert_eq!(add.spec().description, "Adds two integers.");
@@ -310,7 +313,7 @@ async fn a_streamable_http_server_is_reached_with_its_bearer_and_refused_without
     // Headers are sent as declared: the same token as a header reaches it too.
     let by_header =
         McpServer::http("http-tools", &url).header("Authorization", &format!("Bearer {token}"));
-    assert_eq!(baton_mcp::tools(by_header).await.unwrap().len(), 4);
+    assert_eq!(baton_mcp::tools(by_header).await.unwrap().len(), 5);
 
     let wrong = baton_mcp::tools(
         McpServer::http("http-tools", &url).header("Authorization", "Bearer nope"),
@@ -324,4 +327,91 @@ async fn a_streamable_http_server_is_reached_with_its_bearer_and_refused_without
         unset.to_string().contains("BATON_NO_SUCH_VARIABLE"),
         "{unset}"
     );
+}
+
+/// A call past the declaration's timeout is the model's tool error, naming the wait; the
+/// server, still alive, answers the next call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_past_its_timeout_is_a_tool_error_and_the_next_call_is_answered() {
+    let (log, _) = call_log();
+    let tools = baton_mcp::tools(
+        server(&log)
+            .only(&["slow", "add"])
+            .timeout(Duration::from_millis(700)),
+    )
+    .await
+    .unwrap();
+    let context = baton_core::tool::ToolContext::new(
+        baton_core::store::SessionAddress::root("s"),
+        "r1",
+        "call_1",
+    );
+    let slow = tools.iter().find(|t| t.spec().name == "slow").unwrap();
+    let late = slow
+        .call(&context, json!({"seconds": 3}))
+        .await
+        .unwrap_err();
+    assert_eq!(late.code, "tool_failed");
+    assert!(
+        late.message.contains("did not answer within 0.7 s"),
+        "{late:?}"
+    );
+    let add = tools.iter().find(|t| t.spec().name == "add").unwrap();
+    let sum = add.call(&context, json!({"a": 1, "b": 1})).await.unwrap();
+    assert_eq!(sum, json!({"total": 2}));
+}
+
+/// A tool that must run at most once, its server killed mid-call or silent past the timeout:
+/// the call is not sent again, and the model is told the outcome is not known.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_at_most_once_call_lost_or_late_is_an_unknown_outcome_never_a_second_call() {
+    let (log, calls) = call_log();
+    let tools = baton_mcp::tools(
+        server(&log)
+            .only(&["slow_write"])
+            .timeout(Duration::from_secs(4)),
+    )
+    .await
+    .unwrap();
+    let write = tools.into_iter().next().unwrap();
+    assert!(write.at_most_once());
+    let context = baton_core::tool::ToolContext::new(
+        baton_core::store::SessionAddress::root("s"),
+        "r1",
+        "call_1",
+    );
+    let call = tokio::spawn(async move {
+        let answer = write.call(&context, json!({"seconds": 2})).await;
+        (write, context, answer)
+    });
+    let pid = loop {
+        if let Some(line) = calls().first() {
+            break line.split(' ').nth(1).unwrap().to_owned();
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    std::process::Command::new("kill")
+        .args(["-9", &pid])
+        .status()
+        .unwrap();
+    let (write, context, lost) = call.await.unwrap();
+    let lost = lost.unwrap_err();
+    assert_eq!(lost.code, "tool_outcome_unknown", "{lost:?}");
+    assert!(
+        lost.message.contains("was lost during the call"),
+        "{lost:?}"
+    );
+    assert_eq!(calls().len(), 1, "not sent again");
+
+    // Late: past the 4 s timeout, on the server started again.
+    let late = write
+        .call(&context, json!({"seconds": 6}))
+        .await
+        .unwrap_err();
+    assert_eq!(late.code, "tool_outcome_unknown", "{late:?}");
+    assert!(
+        late.message.contains("did not answer within 4 s"),
+        "{late:?}"
+    );
+    assert_eq!(calls().len(), 2);
 }
