@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the demo offline: installs and starts what is missing, builds Baton, starts `batond dev`
 # and a second `batond dev` (another service, whose agent the first calls as a remote child),
-# and runs sessions of the demo agents (scripted models, calculator and clock tools).
+# and runs sessions of the demo agents (scripted models, calculator and clock tools, the tools of
+# an MCP server).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/services.sh
@@ -84,6 +85,34 @@ description = "Asks the researcher agent of the second service."
 url = "http://$remote_listen/agents"
 agent_type = "researcher"
 bearer_env = "DEMO_REMOTE_TOKEN"
+
+# Tools of an MCP server (examples/mcp/notes_server.py, the official Python SDK, which
+# services.sh installed), started by batond over stdio (docs/agents.md).
+[[mcp_server]]
+name = "notes"
+command = "$BATON_TEST_PYTHON"
+args = ["$PWD/examples/mcp/notes_server.py"]
+env = { NOTES_FILE = "$log_dir/demo-notes.json" }
+
+[[agent]]
+name = "demo_notes"
+system_prompt = "You keep the user's notes with the notes server's tools."
+max_steps = 5
+tools = ["add_note", "list_notes"]
+[agent.model]
+kind = "scripted"
+turns = [
+  { tool_calls = [{ name = "ask_user", arguments = { question = "What should I note?" } }] },
+  { tool_calls = [{ name = "add_note", arguments = { text = "{{result:ask_user}}" } }] },
+  { tool_calls = [{ name = "list_notes" }] },
+  { text = "Noted. Your notes: {{result:list_notes}}" },
+]
+
+[[agent.client_tool]]
+name = "ask_user"
+description = "Asks the user a question."
+input_schema = { type = "object", properties = { question = { type = "string" } } }
+output_schema = { type = "string" }
 TOML
 say "starting a second batond dev (the producer of a remote child) on $remote_listen; its log: $log_dir/batond-remote.log"
 BATON_SERVICE_KEYS=demo-consumer=$remote_key "$bin"/batond dev --allow-unauthenticated \
@@ -162,6 +191,13 @@ echo
 echo
 say "a remote child on the second service: demo_remote delegates to its researcher, which asks you"
 run_answering demo_remote "What is 6 times 7?" $'"Ada"\n'
+
+# Tools from an MCP server: demo_notes asks what to note, then calls the notes server's add_note
+# and list_notes (a Python process batond started over stdio) as it calls its own tools.
+echo
+say "tools from an MCP server: demo_notes writes your note down with the notes server's tools"
+rm -f "$log_dir/demo-notes.json"
+run_answering demo_notes "Take a note." $'"buy milk"\n'
 
 # The chat page talks to the demo_hitl agent in a browser; batond serves it until this script ends.
 echo

@@ -12,7 +12,8 @@
 //! `1000,100000`, the index sizes), and the process sections `rounds`, `soak` and `million`
 //! (real `batond` processes and a Redis of their own, see `procs.rs`), `bytes` (loaded sessions
 //! in a Redis of its own, `BENCH_BYTES_SESSIONS`, default 20,000; see `bytes.rs`) and `remote` (a
-//! remote sub-agent beside a local one, two in-process services). `BENCH_STEPS` (default
+//! remote sub-agent beside a local one, two in-process services), `mcp` (an MCP tool call
+//! beside a native one; `BENCH_MCP_CALLS`, default 500). `BENCH_STEPS` (default
 //! 200) sets the steps measured per
 //! configuration, `BENCH_FOLLOWERS` (default 1000) the SSE followers of the fan-out measurement.
 
@@ -23,6 +24,7 @@ mod bytes;
 mod fanout;
 mod footprint;
 mod hitl;
+mod mcp;
 mod million;
 mod million_fair;
 mod phases;
@@ -47,7 +49,7 @@ use std::{
 type Marks = Arc<Mutex<Vec<Instant>>>;
 
 /// The sections, in the order they run.
-const SECTIONS: [&str; 13] = [
+const SECTIONS: [&str; 14] = [
     "steps",
     "submit",
     "hitl",
@@ -61,12 +63,13 @@ const SECTIONS: [&str; 13] = [
     "million",
     "bytes",
     "remote",
+    "mcp",
 ];
 
 /// The sections that run real `batond` processes against a Redis of their own (`procs.rs`);
 /// they need no in-process server and run first.
 /// `remote` is run with them: it sets up its own two in-process services.
-const PROCESS_SECTIONS: [&str; 5] = ["rounds", "soak", "million", "remote", "bytes"];
+const PROCESS_SECTIONS: [&str; 6] = ["rounds", "soak", "million", "remote", "bytes", "mcp"];
 
 fn gaps_ms(marks: &[Instant]) -> Vec<f64> {
     marks
@@ -146,6 +149,9 @@ async fn main() -> anyhow::Result<()> {
     }
     if wants("remote") {
         remote_child::print_remote().await?;
+    }
+    if wants("mcp") {
+        mcp::print_mcp().await?;
     }
     if sections
         .iter()
