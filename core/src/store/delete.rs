@@ -71,6 +71,12 @@ impl Store {
                     session_id: session_id.clone(),
                 }))
                 .collect();
+            // Marked first: a crash between the delete and the index's entries leaves the
+            // marks for the repair sweep, which drops the entries of sessions it finds gone.
+            let mut marks = Vec::with_capacity(sessions.len());
+            for address in &sessions {
+                marks.push(self.mark_for_index(address).await?);
+            }
             let mut invocation = DELETE_TREE.prepare_invoke();
             for key in TREE_KEYS {
                 invocation.key(key.of(&self.prefix, &root));
@@ -98,8 +104,8 @@ impl Store {
                 }
                 Some("deleted") => {
                     let keys = reply.get(1).and_then(|n| n.parse().ok()).unwrap_or(0);
-                    for address in &sessions {
-                        self.reindex_one(address, u64::MAX).await?;
+                    for (address, mark) in sessions.iter().zip(marks) {
+                        self.reindex_one(address, mark).await?;
                     }
                     return Ok(Deleted::Deleted { sessions, keys });
                 }
