@@ -10,6 +10,7 @@ pub mod bearer_api;
 pub mod events;
 pub mod histories;
 pub mod loader;
+pub mod mcp_agents;
 pub mod procs;
 pub mod remote_agents;
 pub mod state_agents;

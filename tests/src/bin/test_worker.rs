@@ -1,7 +1,8 @@
 //! A Temporal worker serving the test agents, run as a separate process by tests that kill it.
 //! Configured by `BATON_TEST_TASK_QUEUE`, `BATON_TEST_KEY_PREFIX` and the usual test addresses;
 //! with `BATON_TEST_REMOTE_URL` (and `BATON_TEST_REMOTE_AGENT`) it serves the consumer's
-//! `remote_delegator` of a remote sub-agent test instead.
+//! `remote_delegator` of a remote sub-agent test instead, and with `BATON_TEST_MCP_LOG` the MCP
+//! tests' agents (`baton_tests::mcp_agents`).
 
 use baton_core::Store;
 use baton_core::subagent::SubAgent;
@@ -21,7 +22,10 @@ async fn main() -> anyhow::Result<()> {
             let remote = remote_agents::remote(&url, &agent);
             remote_agents::delegating(SubAgent::remote("research", "asks", remote))
         }
-        Err(_) => agents::registry(),
+        Err(_) => match std::env::var_os(baton_tests::mcp_agents::MCP_LOG_ENV) {
+            Some(log) => baton_tests::mcp_agents::mcp_registry(log.as_ref()).await?,
+            None => agents::registry(),
+        },
     };
     println!("worker: ready");
     run_worker(

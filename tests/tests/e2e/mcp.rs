@@ -5,7 +5,6 @@
 //! first (a denial never reaches the server), a server killed mid-call started again, and bad
 //! declarations refused at load with a typed error.
 
-use crate::chat::browser::playwright_python;
 use baton_client::Client as _;
 use baton_core::{
     Agent, AgentRegistry, Message, message::ToolOutcome, scripted::ScriptedModel,
@@ -18,15 +17,7 @@ use std::{path::PathBuf, time::Duration};
 
 /// The test server, logging its calls to `log`.
 fn server(log: &std::path::Path) -> McpServer {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("mcp/tools_server.py");
-    let python = playwright_python();
-    McpServer::stdio(
-        "test-tools",
-        &python.to_string_lossy(),
-        &[&script.to_string_lossy()],
-    )
-    .env("BATON_MCP_LOG", &log.to_string_lossy())
-    .timeout(Duration::from_secs(20))
+    baton_tests::mcp_agents::test_server(log).timeout(Duration::from_secs(20))
 }
 
 /// A fresh call log: its path, and the lines read from it.
@@ -270,7 +261,7 @@ async fn http_server(token: &str, log: &std::path::Path) -> (tokio::process::Chi
         .unwrap()
         .port();
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("mcp/tools_server.py");
-    let child = tokio::process::Command::new(playwright_python())
+    let child = tokio::process::Command::new(baton_tests::mcp_agents::python())
         .arg(script)
         .args(["http", &port.to_string(), token])
         .env("BATON_MCP_LOG", log)
@@ -414,4 +405,45 @@ async fn an_at_most_once_call_lost_or_late_is_an_unknown_outcome_never_a_second_
         "{late:?}"
     );
     assert_eq!(calls().len(), 2);
+}
+
+/// A worker killed while an MCP tool that must run at most once is being called (the call
+/// reached the server): the worker that takes the activity over does not call it again, and the
+/// model is told the outcome is unknown, as for a native at-most-once tool.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_killed_mid_mcp_call_does_not_call_the_tool_again() {
+    use baton_tests::{WorkerProcess, mcp_agents};
+    const TEST_WORKER: &str = env!("CARGO_BIN_EXE_baton-test-worker");
+    let (log, calls) = call_log();
+    let registry = mcp_agents::mcp_registry(&log).await.unwrap();
+    let harness = Harness::server_only(registry).await;
+    let log_text = log.to_string_lossy().into_owned();
+    let env = [(mcp_agents::MCP_LOG_ENV, log_text.as_str())];
+    let first = WorkerProcess::spawn_with_env(TEST_WORKER, &harness, false, &env);
+    let started = harness.client.start("mcp_writer", "go").await.unwrap();
+    // The call has reached the server: kill the worker (and with it its server process).
+    let began = std::time::Instant::now();
+    while calls().is_empty() {
+        assert!(
+            began.elapsed() < WAIT_LIMIT,
+            "the call never reached the server"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    drop(first);
+    let _second = WorkerProcess::spawn_with_env(TEST_WORKER, &harness, false, &env);
+    harness
+        .chunks_until_end(&started.session_id, WAIT_LIMIT)
+        .await;
+    assert_eq!(calls().len(), 1, "called again: {:?}", calls());
+    let outcomes = outcomes(&harness.messages(&started.session_id).await);
+    assert!(
+        matches!(&outcomes[..], [ToolOutcome::Error(e)] if e.code == "tool_outcome_unknown"),
+        "{outcomes:?}"
+    );
+    let state = harness.client.status(&started.session_id).await.unwrap();
+    assert_eq!(
+        state.output.as_deref(),
+        Some("wrote: error tool_outcome_unknown")
+    );
 }

@@ -59,14 +59,22 @@ pub async fn print_mcp() -> anyhow::Result<()> {
     let stdio = baton_mcp::tools(McpServer::stdio("bench", &python(), &[&script]).only(&["add"]))
         .await?
         .remove(0);
-    let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
     let mut server = tokio::process::Command::new(python())
         .args([script.as_str(), "http", &port.to_string(), "bench-token"])
         .kill_on_drop(true)
         .spawn()?;
     let began = Instant::now();
-    while tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err() {
-        anyhow::ensure!(began.elapsed().as_secs() < 30, "the MCP HTTP server did not start");
+    while tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .is_err()
+    {
+        anyhow::ensure!(
+            began.elapsed().as_secs() < 30,
+            "the MCP HTTP server did not start"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     let url = format!("http://127.0.0.1:{port}/mcp");
@@ -79,13 +87,21 @@ pub async fn print_mcp() -> anyhow::Result<()> {
     .remove(0);
 
     let (native_p50, native_p99, n) = super::summary(timed(&native, calls).await?);
-    println!("\n## An MCP tool call beside a native tool's ({n} calls each, one after the other)\n");
+    println!(
+        "\n## An MCP tool call beside a native tool's ({n} calls each, one after the other)\n"
+    );
     println!("| tool | p50 ms | p99 ms | p50 over native |");
     println!("|---|---:|---:|---:|");
     println!("| native server tool | {native_p50:.3} | {native_p99:.3} | |");
-    for (name, tool) in [("MCP over stdio", &stdio), ("MCP over streamable HTTP", &http)] {
+    for (name, tool) in [
+        ("MCP over stdio", &stdio),
+        ("MCP over streamable HTTP", &http),
+    ] {
         let (p50, p99, _) = super::summary(timed(tool, calls).await?);
-        println!("| {name} | {p50:.3} | {p99:.3} | +{:.3} |", p50 - native_p50);
+        println!(
+            "| {name} | {p50:.3} | {p99:.3} | +{:.3} |",
+            p50 - native_p50
+        );
     }
     server.kill().await.ok();
     Ok(())

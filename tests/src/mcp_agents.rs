@@ -1,0 +1,53 @@
+//! Test agents whose tools are an MCP server's (`tests/mcp/tools_server.py`, the official
+//! Python SDK), for the tests and the test worker process: built once the server's tools are
+//! listed.
+
+use baton_core::{Agent, AgentRegistry, scripted::ScriptedModel};
+use baton_mcp::McpServer;
+use serde_json::json;
+use std::path::{Path, PathBuf};
+
+/// The test worker serves [`mcp_registry`] when this names the servers' call log.
+pub const MCP_LOG_ENV: &str = "BATON_TEST_MCP_LOG";
+
+/// The Python with `mcp` installed: `BATON_TEST_PYTHON` (scripts/services.sh exports it), else
+/// the services' venv.
+pub fn python() -> PathBuf {
+    std::env::var_os("BATON_TEST_PYTHON")
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            let home = std::env::var_os("HOME").unwrap_or_default();
+            PathBuf::from(home).join(".cache/baton/venv/bin/python")
+        })
+}
+
+/// The test server over stdio, appending each call to `log`.
+pub fn test_server(log: &Path) -> McpServer {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("mcp/tools_server.py");
+    McpServer::stdio(
+        "test-tools",
+        &python().to_string_lossy(),
+        &[&script.to_string_lossy()],
+    )
+    .env("BATON_MCP_LOG", &log.to_string_lossy())
+}
+
+/// `mcp_writer`: step 1 calls the server's `slow_write` (at most once: not annotated) for
+/// `seconds`, step 2 answers with its result.
+pub async fn mcp_writer(log: &Path, seconds: u64) -> anyhow::Result<Agent> {
+    let tools = baton_mcp::tools(test_server(log).only(&["slow_write"])).await?;
+    let model = ScriptedModel::default()
+        .call("slow_write", json!({"seconds": seconds}))
+        .answer("wrote: {{result:slow_write}}");
+    let mut builder = Agent::builder("mcp_writer").model(model);
+    for tool in tools {
+        builder = builder.tool(tool);
+    }
+    Ok(builder.build()?)
+}
+
+/// The agents of the MCP tests, their server logging to `log`.
+pub async fn mcp_registry(log: &Path) -> anyhow::Result<AgentRegistry> {
+    Ok(AgentRegistry::new([mcp_writer(log, 30).await?])?)
+}
