@@ -1,5 +1,6 @@
 //! A tree whose parent awaits a child that has ended without reporting: a child the zombie
-//! sweep failed (its workflow gone), and a rewind that gave the parent back a sub-agent call
+//! sweep failed (its workflow gone), a child claimed whose workflow the sweep started, and a
+//! rewind that gave the parent back a sub-agent call
 //! whose child had already ended. The child's end answers the parent, which goes on.
 
 use crate::subagents::assert_completed;
@@ -41,26 +42,21 @@ async fn a_child_the_sweep_fails_answers_its_parent_which_goes_on() {
     let harness = Harness::start(agents::registry()).await;
     let (root, child, before) = suspended_tree(&harness).await;
     answer_red(&harness, &root).await;
-    // The child is claimed for its resumed run, whose workflow never runs (terminated by hand,
-    // or lost): the state such a child is left in.
-    let state = harness.client.status(&child.session_id).await.unwrap();
-    let claim = harness
-        .store
-        .claim_new_run(
-            &child,
-            RunClaim {
-                agent_type: "child_asker",
-                stream_id: &state.stream_id,
-                run_id: NewRunId::Derived("lost-run".into()),
-            },
-            &ResumeEntry {
-                expected_run_id: Some(state.run_id.clone()),
-                ..ResumeEntry::default()
-            },
-        )
+    // The child is left `active` on its first run, whose workflow has ended (the state a
+    // workflow terminated by hand leaves): nothing runs it any more.
+    let mut redis = redis::Client::open(baton_tests::redis_url())
+        .unwrap()
+        .get_multiplexed_async_connection()
         .await
         .unwrap();
-    assert!(matches!(claim, Claim::Claimed(_)), "{claim:?}");
+    let state_key = format!(
+        "{}:{{{}}}:{}:state",
+        harness.prefix, root.session_id, child.session_id
+    );
+    let () = redis::AsyncCommands::hset(&mut redis, &state_key, "status", "active")
+        .await
+        .unwrap();
+    harness.store.reindex(&child).await.unwrap();
 
     assert_eq!(
         crate::sweep::sweep_now(&harness).await,
@@ -84,6 +80,43 @@ async fn a_child_the_sweep_fails_answers_its_parent_which_goes_on() {
         panic!("no error result for m_1_1: {result:?}");
     };
     assert_eq!(error.code, ErrorCode::RunLost.as_str());
+}
+
+/// A child claimed for its resumed run whose workflow never started (the claim written, the
+/// start lost): the sweep starts it from the claim, the child drains its answer and ends, and
+/// its end answers the parent, which goes on with the child's real answer, not a failure.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_claimed_but_never_started_is_started_by_the_sweep_and_its_parent_goes_on() {
+    let harness = Harness::start(agents::registry()).await;
+    let (root, child, before) = suspended_tree(&harness).await;
+    answer_red(&harness, &root).await;
+    let state = harness.client.status(&child.session_id).await.unwrap();
+    let claim = harness
+        .store
+        .claim_new_run(
+            &child,
+            RunClaim {
+                agent_type: "child_asker",
+                stream_id: &state.stream_id,
+                run_id: NewRunId::Derived("lost-run".into()),
+            },
+            &ResumeEntry {
+                expected_run_id: Some(state.run_id.clone()),
+                ..ResumeEntry::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert!(matches!(claim, Claim::Claimed(_)), "{claim:?}");
+
+    assert!(crate::sweep::sweep_now(&harness).await.is_empty());
+    let rest = harness
+        .chunks_after_until_end(&root.session_id, before)
+        .await;
+    assert_completed(&rest, r#"middle got child heard {"answer":"red"}"#);
+    let done = harness.client.status(&child.session_id).await.unwrap();
+    assert_eq!(done.status, Status::Completed);
+    assert_eq!(done.run_id, "lost-run");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
