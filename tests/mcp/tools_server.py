@@ -1,6 +1,7 @@
 """An MCP server for Baton's tests, written with the official Python SDK (PyPI `mcp`, pinned by
 scripts/services.sh): a read-only tool with a structured result, a tool annotated destructive, a
-tool that answers an error result, a slow read-only one and a slow one that is not. With BATON_MCP_LOG set, each call appends
+tool that answers an error result, a slow read-only one, a slow one that is not, and one that
+asks the person through an elicitation before it acts. With BATON_MCP_LOG set, each call appends
 `<tool> <pid>` to that file first, so a test sees which calls reached a server, and which process.
 
     python tools_server.py                      # stdio
@@ -11,7 +12,7 @@ tool that answers an error result, a slow read-only one and a slow one that is n
 import asyncio
 import os
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel
@@ -80,6 +81,18 @@ async def slow_write(seconds: float) -> str:
     called("slow_write")
     await asyncio.sleep(seconds)
     return "written"
+
+
+class Confirmation(BaseModel):
+    ok: bool
+
+
+@server.tool()
+async def confirm_first(action: str, ctx: Context) -> str:
+    """Asks the person (an MCP elicitation) before it acts."""
+    called("confirm_first")
+    answer = await ctx.elicit(f"May I {action}?", Confirmation)
+    return f"{answer.action}: {action}"
 
 
 if __name__ == "__main__":

@@ -20,6 +20,11 @@ fn server(log: &std::path::Path) -> McpServer {
     baton_tests::mcp_agents::test_server(log).timeout(Duration::from_secs(20))
 }
 
+/// The context of a tool call made outside a run (a test calling the tool itself).
+fn context() -> baton_core::tool::ToolContext {
+    baton_core::tool::ToolContext::new(baton_core::store::SessionAddress::root("s"), "r1", "call_1")
+}
+
 /// A fresh call log: its path, and the lines read from it.
 fn call_log() -> (PathBuf, impl Fn() -> Vec<String>) {
     let path = std::env::temp_dir().join(format!("baton-mcp-{}.log", uuid::Uuid::new_v4()));
@@ -69,7 +74,14 @@ async fn tools_are_listed_with_their_schemas_and_annotations() {
     let names: Vec<&str> = tools.iter().map(|t| t.spec().name.as_str()).collect();
     assert_eq!(
         names,
-        ["add", "delete_file", "refuse", "slow", "slow_write"]
+        [
+            "add",
+            "delete_file",
+            "refuse",
+            "slow",
+            "slow_write",
+            "confirm_first"
+        ]
     );
     let by_name = |name: &str| tools.iter().find(|t| t.spec().name == name).unwrap();
     let add = by_name("add");
@@ -218,11 +230,7 @@ async fn a_server_killed_mid_call_is_started_again_and_a_safe_call_is_tried_once
         .await
         .unwrap();
     let slow = tools.into_iter().next().unwrap();
-    let context = baton_core::tool::ToolContext::new(
-        baton_core::store::SessionAddress::root("s"),
-        "r1",
-        "call_1",
-    );
+    let context = context();
     let call = tokio::spawn(async move {
         let answer = slow.call(&context, json!({"seconds": 1.5})).await;
         (slow, answer)
@@ -293,18 +301,14 @@ async fn a_streamable_http_server_is_reached_with_its_bearer_and_refused_without
         .await
         .unwrap();
     let add = tools.iter().find(|t| t.spec().name == "add").unwrap();
-    let context = baton_core::tool::ToolContext::new(
-        baton_core::store::SessionAddress::root("s"),
-        "r1",
-        "call_1",
-    );
+    let context = context();
     let sum = add.call(&context, json!({"a": 20, "b": 22})).await.unwrap();
     assert_eq!(sum, json!({"total": 42}));
     assert_eq!(calls().len(), 1);
     // Headers are sent as declared: the same token as a header reaches it too.
     let by_header =
         McpServer::http("http-tools", &url).header("Authorization", &format!("Bearer {token}"));
-    assert_eq!(baton_mcp::tools(by_header).await.unwrap().len(), 5);
+    assert_eq!(baton_mcp::tools(by_header).await.unwrap().len(), 6);
 
     let wrong = baton_mcp::tools(
         McpServer::http("http-tools", &url).header("Authorization", "Bearer nope"),
@@ -332,11 +336,7 @@ async fn a_call_past_its_timeout_is_a_tool_error_and_the_next_call_is_answered()
     )
     .await
     .unwrap();
-    let context = baton_core::tool::ToolContext::new(
-        baton_core::store::SessionAddress::root("s"),
-        "r1",
-        "call_1",
-    );
+    let context = context();
     let slow = tools.iter().find(|t| t.spec().name == "slow").unwrap();
     let late = slow
         .call(&context, json!({"seconds": 3}))
@@ -366,11 +366,7 @@ async fn an_at_most_once_call_lost_or_late_is_an_unknown_outcome_never_a_second_
     .unwrap();
     let write = tools.into_iter().next().unwrap();
     assert!(write.at_most_once());
-    let context = baton_core::tool::ToolContext::new(
-        baton_core::store::SessionAddress::root("s"),
-        "r1",
-        "call_1",
-    );
+    let context = context();
     let call = tokio::spawn(async move {
         let answer = write.call(&context, json!({"seconds": 2})).await;
         (write, context, answer)
@@ -446,4 +442,24 @@ async fn a_worker_killed_mid_mcp_call_does_not_call_the_tool_again() {
         state.output.as_deref(),
         Some("wrote: error tool_outcome_unknown")
     );
+}
+
+/// A server that asks the person mid-call (an MCP elicitation) is answered `decline` at once:
+/// Baton does not yet route an elicitation to a person, so the server goes on without the
+/// answer. Never a hang, and the call is sent once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_elicitation_mid_call_is_declined_at_once_never_a_hang() {
+    let (log, calls) = call_log();
+    let tools = baton_mcp::tools(server(&log).only(&["confirm_first"]))
+        .await
+        .unwrap();
+    let context = context();
+    let began = std::time::Instant::now();
+    let answer = tools[0]
+        .call(&context, json!({"action": "deploy"}))
+        .await
+        .unwrap();
+    assert!(began.elapsed() < Duration::from_secs(10), "it waited");
+    assert_eq!(answer, json!({"result": "decline: deploy"}));
+    assert_eq!(calls().len(), 1);
 }
