@@ -16,6 +16,8 @@ RUN apt-get update \
     && apt-get install -y --no-install-recommends ca-certificates \
     && rm -rf /var/lib/apt/lists/*
 COPY --from=builder /src/target/release/batond /usr/local/bin/batond
+# An agents file's stdio MCP servers (`[[mcp_server]] command = …`) run inside this container:
+# an image of your own FROM this one adds their runtime (e.g. python3 and `pip install mcp`).
 USER nobody
 ENTRYPOINT ["batond"]
 # `server` is fail-closed: it refuses to start without operator keys (BATON_API_KEYS) and never
