@@ -115,3 +115,55 @@ fn every_declared_route_is_in_the_document() {
     );
     assert!(declared_routes().len() > 20, "{:?}", declared_routes());
 }
+
+/// The document's session id pattern (every `sessionId` parameter's) accepts exactly the ids
+/// the server does (`ids::is_valid_session_id`): a client validating with the document never
+/// refuses an id the server takes, nor sends one it refuses.
+#[test]
+fn the_documents_session_id_pattern_is_the_servers_rule() {
+    let text = std::fs::read_to_string(workspace().join("docs/openapi.json")).unwrap();
+    let document: Value = serde_json::from_str(&text).unwrap();
+    let parameters = document["paths"]["/status"]["get"]["parameters"]
+        .as_array()
+        .unwrap();
+    let schema = parameters
+        .iter()
+        .find(|p| p["name"] == "sessionId")
+        .map(|p| p["schema"].clone())
+        .expect("/status documents sessionId");
+    assert!(schema["pattern"].is_string(), "{schema}");
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let hex = "0123456789abcdefABCDEF0123456789";
+    let long = "a".repeat(64);
+    let too_long = "a".repeat(65);
+    let minted = baton_core::ids::new_session_id();
+    let child = format!("{minted}.{}", &hex[..32]);
+    let cases = [
+        "s1",
+        "a",
+        "a-b_c",
+        "_a",
+        "a_",
+        &long,
+        &too_long,
+        "",
+        "a__b",
+        "a b",
+        "a/b",
+        "é",
+        "a.",
+        &child,
+        "a.0123",
+        "a.0123456789abcdef0123456789abcdeg",
+        "a__b.0123456789abcdef0123456789abcdef",
+        "a.0123456789abcdef0123456789abcdef.0123456789abcdef0123456789abcdef",
+        &minted,
+    ];
+    for id in cases {
+        assert_eq!(
+            validator.is_valid(&Value::String(id.to_owned())),
+            baton_core::ids::is_valid_session_id(id),
+            "{id:?}"
+        );
+    }
+}
