@@ -22,15 +22,50 @@ pub fn python() -> PathBuf {
         })
 }
 
+/// The test server's script, `tests/mcp/tools_server.py`.
+pub fn script() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("mcp/tools_server.py")
+}
+
 /// The test server over stdio, appending each call to `log`.
 pub fn test_server(log: &Path) -> McpServer {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("mcp/tools_server.py");
     McpServer::stdio(
         "test-tools",
         &python().to_string_lossy(),
-        &[&script.to_string_lossy()],
+        &[&script().to_string_lossy()],
     )
     .env("BATON_MCP_LOG", &log.to_string_lossy())
+}
+
+/// The test server over streamable HTTP on a free loopback port, each request needing
+/// `Bearer <token>` (its calls appended to `log` when given), once it accepts connections: the
+/// process (killed on drop) and its endpoint's URL.
+pub async fn http_server(
+    token: &str,
+    log: Option<&Path>,
+) -> anyhow::Result<(tokio::process::Child, String)> {
+    let port = crate::procs::free_port()?;
+    let mut command = tokio::process::Command::new(python());
+    command
+        .arg(script())
+        .args(["http", &port.to_string(), token])
+        .kill_on_drop(true);
+    if let Some(log) = log {
+        command.env("BATON_MCP_LOG", log);
+    }
+    let child = command.spawn()?;
+    let started = std::time::Instant::now();
+    while tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .is_err()
+    {
+        anyhow::ensure!(
+            started.elapsed() < crate::WAIT_LIMIT,
+            "the MCP HTTP server did not start"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    Ok((child, format!("http://127.0.0.1:{port}/mcp")))
 }
 
 /// `mcp_writer`: step 1 calls the server's `slow_write` (at most once: not annotated) for

@@ -260,42 +260,14 @@ async fn a_server_killed_mid_call_is_started_again_and_a_safe_call_is_tried_once
     );
 }
 
-/// The test server over streamable HTTP on a free port, each request needing `Bearer <token>`:
-/// the process (killed on drop) and its URL.
-async fn http_server(token: &str, log: &std::path::Path) -> (tokio::process::Child, String) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("mcp/tools_server.py");
-    let child = tokio::process::Command::new(baton_tests::mcp_agents::python())
-        .arg(script)
-        .args(["http", &port.to_string(), token])
-        .env("BATON_MCP_LOG", log)
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let started = std::time::Instant::now();
-    while tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .is_err()
-    {
-        assert!(
-            started.elapsed() < WAIT_LIMIT,
-            "the MCP HTTP server did not start"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    (child, format!("http://127.0.0.1:{port}/mcp"))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_streamable_http_server_is_reached_with_its_bearer_and_refused_without() {
     let (log, calls) = call_log();
     // The token is the worker's $HOME, so `bearer_from_env("HOME")` finds it set.
     let token = std::env::var("HOME").unwrap();
-    let (_server, url) = http_server(&token, &log).await;
+    let (_server, url) = baton_tests::mcp_agents::http_server(&token, Some(&log))
+        .await
+        .unwrap();
 
     let tools = baton_mcp::tools(McpServer::http("http-tools", &url).bearer_from_env("HOME"))
         .await

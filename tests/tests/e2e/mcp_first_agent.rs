@@ -3,17 +3,11 @@
 //! saved as `notes.toml` and its two commands as written, "buy milk" typed at the prompt. The
 //! `python3` the file names is the one with `mcp` installed (the venv's, first on `PATH`).
 
-use crate::{
-    chat::browser::playwright_python,
-    readme::{block_after, commands, run_as_written},
-};
+use crate::readme::{block_after, commands, run_as_written};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_docs_mcp_agent_runs_as_written_and_its_server_keeps_the_note() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the workspace")
-        .to_owned();
+    let root = crate::openapi::workspace();
     let doc = std::fs::read_to_string(root.join("docs/agents.md")).unwrap();
     let toml = block_after(&doc, "Save this as `notes.toml`", "toml");
     let run = commands(&block_after(&doc, "From the repository's root", "sh"));
@@ -27,7 +21,10 @@ async fn the_docs_mcp_agent_runs_as_written_and_its_server_keeps_the_note() {
     )
     .unwrap();
     std::fs::write(dir.join("notes.toml"), toml).unwrap();
-    let venv_bin = playwright_python().parent().unwrap().to_owned();
+    let venv_bin = baton_tests::mcp_agents::python()
+        .parent()
+        .unwrap()
+        .to_owned();
     let path = format!(
         "{}:{}",
         venv_bin.display(),

@@ -10,7 +10,8 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use tower::ServiceExt;
 
-fn workspace() -> PathBuf {
+/// The workspace's root (the repository's).
+pub(crate) fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("the workspace")

@@ -95,10 +95,7 @@ pub(crate) async fn run_as_written(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_readmes_first_agent_runs_as_written_beside_the_demo() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the workspace")
-        .to_owned();
+    let root = crate::openapi::workspace();
     let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
     let toml = block_after(&readme, "Save this as `greeter.toml`", "toml");
     let run = commands(&block_after(&readme, "beside the demo", "sh"));

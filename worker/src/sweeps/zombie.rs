@@ -56,7 +56,8 @@ pub async fn sweep_once(
             None => Workflow::Never,
         };
         match workflow {
-            // Temporal did not answer: nothing is known, the next pass looks again.
+            // Running: not a zombie. Unknown (Temporal did not answer): the next pass looks
+            // again.
             Workflow::Running | Workflow::Unknown => continue,
             Workflow::Never
                 if run.is_claimed() && start_claimed(store, temporal, cascade, &run).await =>

@@ -11,21 +11,14 @@ use baton_core::{
     tool::{ToolContext, tool},
 };
 use baton_mcp::McpServer;
+use baton_tests::mcp_agents;
 use serde_json::json;
-use std::{path::PathBuf, time::Instant};
+use std::time::Instant;
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct Add {
     a: i64,
     b: i64,
-}
-
-/// The Python with `mcp` installed: `BATON_TEST_PYTHON`, else the services' venv.
-fn python() -> String {
-    std::env::var("BATON_TEST_PYTHON").unwrap_or_else(|_| {
-        let home = std::env::var("HOME").unwrap_or_default();
-        format!("{home}/.cache/baton/venv/bin/python")
-    })
 }
 
 /// Per-call times (ms) of `calls` calls of `tool`.
@@ -51,33 +44,16 @@ pub async fn print_mcp() -> anyhow::Result<()> {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(500);
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("mcp/tools_server.py");
-    let script = script.to_string_lossy().into_owned();
     let native = tool("add", "Adds two integers.", |i: Add| async move {
         Ok::<_, String>(json!({"total": i.a + i.b}))
     });
-    let stdio = baton_mcp::tools(McpServer::stdio("bench", &python(), &[&script]).only(&["add"]))
+    // No call log: the server writes nothing beside its answer.
+    let python = mcp_agents::python().to_string_lossy().into_owned();
+    let script = mcp_agents::script().to_string_lossy().into_owned();
+    let stdio = baton_mcp::tools(McpServer::stdio("bench", &python, &[&script]).only(&["add"]))
         .await?
         .remove(0);
-    let port = std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port();
-    let mut server = tokio::process::Command::new(python())
-        .args([script.as_str(), "http", &port.to_string(), "bench-token"])
-        .kill_on_drop(true)
-        .spawn()?;
-    let began = Instant::now();
-    while tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .is_err()
-    {
-        anyhow::ensure!(
-            began.elapsed().as_secs() < 30,
-            "the MCP HTTP server did not start"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-    let url = format!("http://127.0.0.1:{port}/mcp");
+    let (mut server, url) = mcp_agents::http_server("bench-token", None).await?;
     let http = baton_mcp::tools(
         McpServer::http("bench", &url)
             .header("Authorization", "Bearer bench-token")
