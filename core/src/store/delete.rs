@@ -50,12 +50,12 @@ pub enum Deleted {
     },
 }
 
-impl Store {
-    /// The script's name for its hash, if it is this file's (see `round_trips.rs`).
-    pub(super) fn delete_script_name(hash: &str) -> Option<&'static str> {
-        (DELETE_TREE.get_hash() == hash).then_some("delete_tree")
-    }
+/// The script's name for its hash, if it is this file's (see `round_trips.rs`).
+pub(super) fn delete_script_name(hash: &str) -> Option<&'static str> {
+    (DELETE_TREE.get_hash() == hash).then_some("delete_tree")
+}
 
+impl Store {
     /// Deletes the tree whose root is `root_session_id` when no run works on any of its
     /// sessions (see `delete_tree.lua`), then drops its sessions from the search index.
     pub async fn delete_tree(&self, root_session_id: &str) -> Result<Deleted, Error> {

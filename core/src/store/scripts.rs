@@ -280,7 +280,7 @@ pub(super) fn name_of_hash(hash: &str) -> Option<&'static str> {
         .find(|script| script.script.get_hash() == hash)
         .map(|script| script.name)
         .or_else(|| super::search_index::index_script_name(hash))
-        .or_else(|| Store::delete_script_name(hash))
+        .or_else(|| super::delete::delete_script_name(hash))
 }
 
 impl StoreScript {
