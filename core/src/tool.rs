@@ -248,8 +248,8 @@ impl ServerTool for FnTool {
 }
 
 /// Checks a tool's input against its schema: the first mismatch is an `invalid_tool_input`
-/// error the model can correct.
-fn check_against(validator: &jsonschema::Validator, input: &Value) -> Result<(), ToolError> {
+/// error the model can correct. Tools made outside this crate (an MCP server's) check with it too.
+pub fn check_against(validator: &jsonschema::Validator, input: &Value) -> Result<(), ToolError> {
     if let Some(first) = validator.iter_errors(input).next() {
         let path = first.instance_path.to_string();
         let at = if path.is_empty() {

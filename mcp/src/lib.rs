@@ -53,6 +53,8 @@ pub struct McpTool {
     remote_name: String,
     approval: bool,
     at_most_once: bool,
+    /// The input schema the server lists, checked before a call goes out.
+    input: Arc<jsonschema::Validator>,
     output: Option<Arc<jsonschema::Validator>>,
     connection: Arc<Connection>,
 }
@@ -114,14 +116,18 @@ pub async fn tools(server: McpServer) -> Result<Vec<McpTool>, McpError> {
                 name: model_name,
             });
         }
-        let output = match &listed.output_schema {
-            Some(schema) => Some(Arc::new(jsonschema::validator_for(schema).map_err(
-                |error| McpError::Schema {
+        let compile = |which: &str, schema: &Value| {
+            jsonschema::validator_for(schema)
+                .map(Arc::new)
+                .map_err(|error| McpError::Schema {
                     server: name.clone(),
                     tool: listed.name.clone(),
-                    reason: error.to_string(),
-                },
-            )?)),
+                    reason: format!("its {which} schema: {error}"),
+                })
+        };
+        let input = compile("input", &listed.input_schema)?;
+        let output = match &listed.output_schema {
+            Some(schema) => Some(compile("output", schema)?),
             None => None,
         };
         let approval = declared
@@ -138,6 +144,7 @@ pub async fn tools(server: McpServer) -> Result<Vec<McpTool>, McpError> {
             remote_name: listed.name.clone(),
             approval,
             at_most_once: !(listed.read_only || listed.idempotent),
+            input,
             output,
             connection: connection.clone(),
         });
@@ -159,7 +166,13 @@ impl ServerTool for McpTool {
         self.at_most_once
     }
 
+    fn check_input(&self, input: &Value) -> Result<(), ToolError> {
+        baton_core::tool::check_against(&self.input, input)
+    }
+
     async fn call(&self, _context: &ToolContext, input: Value) -> Result<Value, ToolError> {
+        // A call the server would refuse never goes out: the model corrects it from the error.
+        self.check_input(&input)?;
         let Value::Object(arguments) = input else {
             return Err(ToolError::new(
                 codes::INVALID_TOOL_INPUT,

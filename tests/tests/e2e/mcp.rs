@@ -435,3 +435,22 @@ async fn an_elicitation_mid_call_is_declined_at_once_never_a_hang() {
     assert_eq!(answer, json!({"result": "decline: deploy"}));
     assert_eq!(calls().len(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_input_that_does_not_match_the_listed_schema_never_reaches_the_server() {
+    let (log, calls) = call_log();
+    let tools = baton_mcp::tools(server(&log).only(&["add"])).await.unwrap();
+    let add = &tools[0];
+    let context = context();
+    for wrong in [json!({"a": "two", "b": 3}), json!({"a": 2}), json!([2, 3])] {
+        let refused = add.check_input(&wrong).unwrap_err();
+        assert_eq!(refused.code, "invalid_tool_input", "{wrong}");
+        let refused = add.call(&context, wrong.clone()).await.unwrap_err();
+        assert_eq!(refused.code, "invalid_tool_input", "{wrong}");
+    }
+    assert!(calls().is_empty(), "{:?}", calls());
+    add.check_input(&json!({"a": 2, "b": 3})).unwrap();
+    let answer = add.call(&context, json!({"a": 2, "b": 3})).await.unwrap();
+    assert_eq!(answer, json!({"total": 5}));
+    assert_eq!(calls().len(), 1);
+}
