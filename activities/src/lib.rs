@@ -9,6 +9,7 @@
 
 pub mod io;
 
+mod ask;
 mod cascade;
 pub use cascade::{ReportError, report_ended_children};
 pub use deadline_start::{DEFAULT_DEADLINE_HORIZON, DeadlineStartError, start_delayed_deadline};

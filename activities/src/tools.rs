@@ -143,7 +143,9 @@ impl AgentActivities {
                 Vec::new(),
             ));
         }
-        let mut context = tool_context(step, tool_call_id);
+        let mut context = tool_context(step, tool_call_id).with_asker(std::sync::Arc::new(
+            crate::ask::StoreAsker::new(self.store.clone(), step.step_ref()),
+        ));
         if let Some(schema) = agent.and_then(|agent| agent.state_schema()) {
             let committed = self
                 .store

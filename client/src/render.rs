@@ -113,6 +113,30 @@ impl Printer {
                 inline(input),
                 field(approval_id)
             ),
+            ChunkKind::Question {
+                question_id,
+                tool_name,
+                message,
+                schema,
+                ..
+            } => writeln!(
+                out,
+                "  ? {} asks: {} (question {}, an answer matching {})",
+                field(tool_name),
+                prose(message),
+                field(question_id),
+                inline(schema)
+            ),
+            ChunkKind::QuestionClosed {
+                question_id,
+                answer,
+                ..
+            } => writeln!(
+                out,
+                "  · question {} closed: {}",
+                field(question_id),
+                field(answer)
+            ),
             ChunkKind::Suspended { tool_call_ids, .. } => writeln!(
                 out,
                 "⏸ suspended, waiting for the answers to {}",

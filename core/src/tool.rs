@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize, de::DeserializeOwned};
 use serde_json::Value;
 use std::{future::Future, panic::AssertUnwindSafe, sync::Arc};
 
+pub mod ask;
 mod context;
 pub mod data;
 

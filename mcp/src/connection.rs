@@ -1,9 +1,16 @@
 //! One MCP server's connection, shared by the tools listed from it: the server process started
 //! on first use and started again when it has died (a call finds it closed), each call bounded
-//! by the declaration's timeout.
+//! by the declaration's timeout (which stops while the server waits on a person, see
+//! `elicit.rs`).
 
-use crate::{McpError, McpServer, McpTransport};
-use baton_core::{message::ToolError, tool::codes};
+use crate::{
+    McpError, McpServer, McpTransport,
+    elicit::{Calls, Elicitations, InFlight, Registered},
+};
+use baton_core::{
+    message::ToolError,
+    tool::{ToolContext, codes},
+};
 use http::{HeaderName, HeaderValue};
 use rmcp::{
     RoleClient, ServiceError, ServiceExt,
@@ -18,7 +25,7 @@ use serde_json::{Map, Value};
 use std::collections::HashMap;
 use tokio::sync::Mutex;
 
-type Client = RunningService<RoleClient, ()>;
+type Client = RunningService<RoleClient, Elicitations>;
 
 /// A tool as `tools/list` describes it, read from its JSON.
 #[derive(Debug, Clone)]
@@ -36,6 +43,8 @@ pub(crate) struct ListedTool {
 pub struct Connection {
     server: McpServer,
     client: Mutex<Option<Client>>,
+    /// The calls in flight, for the handler to find whose elicitation a request is.
+    calls: Calls,
 }
 
 impl Connection {
@@ -43,6 +52,16 @@ impl Connection {
         Self {
             server,
             client: Mutex::new(None),
+            calls: Calls::default(),
+        }
+    }
+
+    /// The client handler of a new session.
+    fn handler(&self) -> Elicitations {
+        Elicitations {
+            calls: self.calls.clone(),
+            window: self.server.question_timeout,
+            server: self.server.name.clone(),
         }
     }
 
@@ -60,7 +79,7 @@ impl Connection {
                     .stderr(std::process::Stdio::inherit())
                     .spawn()
                     .map_err(|error| format!("{command}: {error}"))?;
-                self.initialized(().serve(transport)).await
+                self.initialized(self.handler().serve(transport)).await
             }
             McpTransport::Http {
                 url,
@@ -85,7 +104,7 @@ impl Connection {
                 }
                 let transport =
                     StreamableHttpClientTransport::from_config(config.custom_headers(custom));
-                self.initialized(().serve(transport)).await
+                self.initialized(self.handler().serve(transport)).await
             }
         }
     }
@@ -153,6 +172,7 @@ impl Connection {
     /// `structuredContent`, `isError`).
     pub(crate) async fn call(
         &self,
+        context: &ToolContext,
         name: &str,
         arguments: Map<String, Value>,
         at_most_once: bool,
@@ -160,7 +180,20 @@ impl Connection {
         let server = &self.server.name;
         let mut last = String::new();
         for _ in 0..2 {
-            match self.call_once(name, arguments.clone()).await {
+            let registered = Registered::new(&self.calls, InFlight::new(context.clone(), name));
+            let answered = self
+                .call_once(registered.call(), name, arguments.clone())
+                .await;
+            if let Some(window) = registered.call().timed_out() {
+                return Err(ToolError::new(
+                    codes::QUESTION_TIMED_OUT,
+                    format!(
+                        "the MCP server {server} asked a person, and nobody answered within {} s",
+                        window.as_secs_f64()
+                    ),
+                ));
+            }
+            match answered {
                 Ok(result) => return Ok(result),
                 Err(Failure::NotStarted(reason)) => last = reason,
                 Err(Failure::Lost(reason)) if at_most_once => {
@@ -199,11 +232,16 @@ impl Connection {
         ))
     }
 
-    async fn call_once(&self, name: &str, arguments: Map<String, Value>) -> Result<Value, Failure> {
+    async fn call_once(
+        &self,
+        call: &InFlight,
+        name: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<Value, Failure> {
         // The lock is not held across the call: calls of the agent's tools go out together.
         let peer = self.peer().await.map_err(Failure::NotStarted)?;
         let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
-        let answered = tokio::time::timeout(self.server.timeout, peer.call_tool(params)).await;
+        let answered = self.within_timeout(call, peer.call_tool(params)).await;
         match answered {
             Err(_) => Err(Failure::Timeout),
             Ok(Ok(result)) => serde_json::to_value(&result).map_err(|error| {
@@ -224,6 +262,39 @@ impl Connection {
         }
     }
 }
+
+impl Connection {
+    /// `future` within the declaration's timeout, not counting the time the call waited on a
+    /// person (see `elicit.rs`): `Err(())` past it.
+    async fn within_timeout<T>(
+        &self,
+        call: &InFlight,
+        future: impl std::future::Future<Output = T>,
+    ) -> Result<T, ()> {
+        let started = tokio::time::Instant::now();
+        tokio::pin!(future);
+        let mut deadline = started + self.server.timeout;
+        loop {
+            tokio::select! {
+                done = &mut future => return Ok(done),
+                () = tokio::time::sleep_until(deadline) => match call.waited() {
+                    // A person is being asked: the question's own window bounds that.
+                    None => deadline = tokio::time::Instant::now() + PERSON_CHECK,
+                    Some(waited) => {
+                        let extended = started + self.server.timeout + waited;
+                        if tokio::time::Instant::now() >= extended {
+                            return Err(());
+                        }
+                        deadline = extended;
+                    }
+                },
+            }
+        }
+    }
+}
+
+/// How often a call whose server waits on a person looks whether the wait is over.
+const PERSON_CHECK: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// `command` as a path: a bare name is looked up in the worker's `PATH` (the server's own
 /// environment is only what its declaration gives, so the lookup cannot be left to it).

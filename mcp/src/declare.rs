@@ -41,6 +41,9 @@ pub struct McpServer {
     pub timeout: Duration,
     /// The longest starting (or reaching) the server, initializing and listing its tools take.
     pub connect_timeout: Duration,
+    /// How long a person may take to answer the server's elicitation during a call (the call's
+    /// own timeout stops meanwhile); zero declines every elicitation at once.
+    pub question_timeout: Duration,
 }
 
 impl McpServer {
@@ -59,6 +62,7 @@ impl McpServer {
             approvals: HashMap::new(),
             timeout: crate::DEFAULT_CALL_TIMEOUT,
             connect_timeout: crate::DEFAULT_CONNECT_TIMEOUT,
+            question_timeout: crate::DEFAULT_QUESTION_TIMEOUT,
         }
     }
 
@@ -128,6 +132,13 @@ impl McpServer {
         self.connect_timeout = timeout;
         self
     }
+
+    /// How long a person may take to answer the server's elicitation during a call; zero
+    /// declines every elicitation at once.
+    pub fn question_timeout(mut self, timeout: Duration) -> Self {
+        self.question_timeout = timeout;
+        self
+    }
 }
 
 impl McpServer {
@@ -163,6 +174,9 @@ impl McpServer {
             connect_timeout: config
                 .connect_timeout
                 .unwrap_or(crate::DEFAULT_CONNECT_TIMEOUT),
+            question_timeout: config
+                .question_timeout
+                .unwrap_or(crate::DEFAULT_QUESTION_TIMEOUT),
         }
     }
 }

@@ -11,6 +11,7 @@
 
 mod connection;
 mod declare;
+mod elicit;
 mod result;
 
 pub use connection::Connection;
@@ -170,7 +171,7 @@ impl ServerTool for McpTool {
         baton_core::tool::check_against(&self.input, input)
     }
 
-    async fn call(&self, _context: &ToolContext, input: Value) -> Result<Value, ToolError> {
+    async fn call(&self, context: &ToolContext, input: Value) -> Result<Value, ToolError> {
         // A call the server would refuse never goes out: the model corrects it from the error.
         self.check_input(&input)?;
         let Value::Object(arguments) = input else {
@@ -181,7 +182,7 @@ impl ServerTool for McpTool {
         };
         let result = self
             .connection
-            .call(&self.remote_name, arguments, self.at_most_once)
+            .call(context, &self.remote_name, arguments, self.at_most_once)
             .await?;
         let value = result::to_value(&result)?;
         if let (Some(validator), Some(structured)) = (&self.output, result::structured(&result))
@@ -198,6 +199,9 @@ impl ServerTool for McpTool {
 
 /// The longest a call waits for its result unless the declaration says otherwise.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a person may take to answer an elicitation unless the declaration says otherwise:
+/// within the worker's tool activity timeout (300 s by default), which the whole call must meet.
+pub const DEFAULT_QUESTION_TIMEOUT: Duration = Duration::from_secs(120);
 /// The longest starting a server and listing its tools take unless the declaration says
 /// otherwise (a Python server's imports alone can take a second or two).
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);

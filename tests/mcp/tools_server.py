@@ -92,6 +92,8 @@ async def confirm_first(action: str, ctx: Context) -> str:
     """Asks the person (an MCP elicitation) before it acts."""
     called("confirm_first")
     answer = await ctx.elicit(f"May I {action}?", Confirmation)
+    if answer.action == "accept":
+        return f"accept: {action} ok={answer.data.ok}"
     return f"{answer.action}: {action}"
 
 

@@ -138,6 +138,27 @@ pub enum ChunkKind {
         input: Value,
         approval_id: String,
     },
+    /// A server tool call of step `step` asks a person mid-call (an MCP server's elicitation):
+    /// `message` and the answer's JSON Schema. The call waits, its run still active, until the
+    /// question is answered through the tree's root (`toolCallId` = `questionId` on the submit)
+    /// or `deadlineAt` (ms since the epoch) passes.
+    Question {
+        step: u32,
+        question_id: String,
+        /// The call that asks.
+        tool_call_id: String,
+        tool_name: String,
+        message: String,
+        schema: Value,
+        deadline_at: u64,
+    },
+    /// A question is closed: `answer` is `accept`, `decline` or `cancel` when a person answered
+    /// it, `timed_out` when its deadline passed first, `withdrawn` when its call ended first.
+    QuestionClosed {
+        step: u32,
+        question_id: String,
+        answer: String,
+    },
     /// The run is suspended until these client calls are answered; its workflow has ended.
     Suspended {
         step: u32,

@@ -338,6 +338,9 @@ pub mod codes {
     /// An at-most-once server tool whose earlier attempt started and was lost before its
     /// result was recorded: it may or may not have taken effect, and it is not run again.
     pub const TOOL_OUTCOME_UNKNOWN: &str = "tool_outcome_unknown";
+    /// A server tool call asked a person mid-call (an MCP server's elicitation) and nobody
+    /// answered within the question's window.
+    pub const QUESTION_TIMED_OUT: &str = "question_timed_out";
     /// A client-side failure reported with a message only.
     pub const CLIENT_TOOL_ERROR: &str = "client_tool_error";
     /// A sub-agent whose final output does not match the output schema its caller declared.

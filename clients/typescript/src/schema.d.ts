@@ -1383,6 +1383,26 @@ export interface components {
             /** @constant */
             type: "tool_approval_request";
         } | {
+            /** Format: uint64 */
+            deadlineAt: number;
+            message: string;
+            questionId: string;
+            schema: unknown;
+            /** Format: uint32 */
+            step: number;
+            /** @description The call that asks. */
+            toolCallId: string;
+            toolName: string;
+            /** @constant */
+            type: "question";
+        } | {
+            answer: string;
+            questionId: string;
+            /** Format: uint32 */
+            step: number;
+            /** @constant */
+            type: "question_closed";
+        } | {
             /** Format: uint32 */
             step: number;
             toolCallIds: string[];

@@ -38,6 +38,7 @@ pub(super) struct McpServerEntry {
     pub(super) bearer_env: Option<String>,
     pub(super) timeout_secs: Option<u64>,
     pub(super) connect_timeout_secs: Option<u64>,
+    pub(super) question_timeout_secs: Option<u64>,
     pub(super) tools: Option<Vec<String>>,
     #[serde(default)]
     pub(super) rename: std::collections::BTreeMap<String, String>,

@@ -31,6 +31,9 @@ pub struct McpServerConfig {
     pub timeout: Option<Duration>,
     /// The longest starting the server and listing its tools take.
     pub connect_timeout: Option<Duration>,
+    /// How long a person may take to answer the server's elicitation during a call (zero:
+    /// declined at once).
+    pub question_timeout: Option<Duration>,
     /// Only these of its tools (their names on the server); all for `None`.
     pub tools: Option<Vec<String>>,
     /// A server tool's name → the name the agents know it by.
@@ -136,6 +139,7 @@ fn checked(entry: McpServerEntry, line: usize) -> Result<McpServerConfig, String
         Some(secs) => Some(Duration::from_secs(secs)),
         None => None,
     };
+    let question_timeout = entry.question_timeout_secs.map(Duration::from_secs);
     let selected = |tool: &str| {
         entry
             .tools
@@ -172,6 +176,7 @@ fn checked(entry: McpServerEntry, line: usize) -> Result<McpServerConfig, String
         transport,
         timeout,
         connect_timeout,
+        question_timeout,
         tools: entry.tools,
         rename: entry.rename,
         approval: entry.approval,

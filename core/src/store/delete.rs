@@ -27,12 +27,13 @@ const SESSION_KEYS: [Key; 12] = [
 
 /// The keys the root keeps for its tree, its members' set first. Not [`Key::RevokedTokens`]: a
 /// revocation outlives the tree, to its own expiry.
-const TREE_KEYS: [Key; 5] = [
+const TREE_KEYS: [Key; 6] = [
     Key::Tree,
     Key::Ownership,
     Key::Completed,
     Key::SubmitBucket,
     Key::CallIds,
+    Key::Questions,
 ];
 
 /// How a delete ended.

@@ -50,6 +50,9 @@ pub(crate) enum Key {
     /// String on the root session: the latest expiry up to which the tree's session tokens
     /// are revoked (see `revocation.rs`).
     RevokedTokens,
+    /// Hash on the root session: the questions the tree's running tool calls ask a person
+    /// (questionId → its record, see `question.rs`), and `answer:<questionId>` → the answer.
+    Questions,
     /// The parent's state hash, for the scripts that span a child and its parent.
     ParentState,
     /// The parent's stream.
@@ -90,6 +93,7 @@ impl Key {
             Self::Tree => "tree",
             Self::CallIds => "callIds",
             Self::RevokedTokens => "revokedTokens",
+            Self::Questions => "questions",
             Self::ParentState => "state",
             Self::ParentStream => "stream",
         }
@@ -120,6 +124,7 @@ impl Key {
                 | Self::SubjectBucket
                 | Self::CallIds
                 | Self::RevokedTokens
+                | Self::Questions
         )
     }
 

@@ -178,6 +178,12 @@ pub(super) static REMOTE_CALLBACK_TOKEN: StoreScript =
     store_script!("remote_callback_token", [State, Stream]);
 pub(super) static ACCEPT_REMOTE_CALLBACK: StoreScript =
     store_script!("accept_remote_callback", [State, Stream]);
+pub(super) static ASK_QUESTION: StoreScript =
+    store_script!("ask_question", [State, Stream, Questions]);
+pub(super) static ANSWER_QUESTION: StoreScript =
+    store_script!("answer_question", [State, Stream, Questions]);
+pub(super) static CLOSE_QUESTION: StoreScript =
+    store_script!("close_question", [State, Stream, Questions]);
 pub(super) static RELAY_REMOTE_CALLS: StoreScript = store_script!(
     "relay_remote_calls",
     [State, Stream, Pending, Answers, Relayed, Ownership]
@@ -238,7 +244,7 @@ pub(super) static CALLBACK_DELIVERED: StoreScript =
 pub(super) static CALLBACK_FAILED: StoreScript = store_script!("callback_failed", [State, Stream]);
 
 /// Every script: for the tests that read their text, and to name a recorded round trip's.
-static ALL: [&StoreScript; 32] = [
+static ALL: [&StoreScript; 35] = [
     &CREATE_FORK,
     &REGISTER_CALLBACK,
     &CALLBACK_DELIVERED,
@@ -266,6 +272,9 @@ static ALL: [&StoreScript; 32] = [
     &SNAPSHOT,
     &FORWARD_REMOTE,
     &RELAY_REMOTE_CALLS,
+    &ASK_QUESTION,
+    &ANSWER_QUESTION,
+    &CLOSE_QUESTION,
     &STORE_RELAYED_ANSWER,
     &ANSWER_REMOTE_CALL,
     &REMOTE_CALLBACK_TOKEN,

@@ -29,6 +29,8 @@ pub struct ToolContext {
     state: Option<Arc<CallState>>,
     /// What the call emitted for the chat, and the bytes of it; shared by the clones.
     data: Arc<Mutex<(Vec<ToolData>, usize)>>,
+    /// Who asks a person for this call, when it runs in a run (see [`Self::ask_person`]).
+    asker: Option<Arc<dyn super::ask::Asker>>,
 }
 
 /// One call's view of the session's custom state: the state as committed before the step, with
@@ -59,6 +61,27 @@ impl ToolContext {
             tool_call_id: tool_call_id.into(),
             state: None,
             data: Arc::default(),
+            asker: None,
+        }
+    }
+
+    /// The context with who asks a person for the call (the runtime sets it).
+    pub fn with_asker(mut self, asker: Arc<dyn super::ask::Asker>) -> Self {
+        self.asker = Some(asker);
+        self
+    }
+
+    /// Asks a person `ask` for this call of the tool `tool_name` and waits for the answer
+    /// within its window: answered through the tree's root under the question's own id, as a
+    /// client call is, while the run stays active. Outside a run there is nobody to ask.
+    pub async fn ask_person(
+        &self,
+        tool_name: &str,
+        ask: super::ask::Ask,
+    ) -> Result<super::ask::PersonAnswer, super::ask::AskError> {
+        match &self.asker {
+            Some(asker) => asker.ask(self, tool_name, ask).await,
+            None => Err(super::ask::AskError::NoPerson),
         }
     }
 

@@ -24,6 +24,7 @@ mod log_cache;
 mod log_fields;
 mod mcp;
 mod mcp_first_agent;
+mod mcp_questions;
 mod mount;
 mod observe;
 mod openapi;

@@ -53,6 +53,12 @@ pub(crate) fn describe(chunk: &StreamChunk) -> String {
             step,
             tool_call_ids,
         } => format!("suspended {step} {}", tool_call_ids.join(",")),
+        ChunkKind::Question {
+            step, tool_name, ..
+        } => format!("question {step} {tool_name}"),
+        ChunkKind::QuestionClosed { step, answer, .. } => {
+            format!("question_closed {step} {answer}")
+        }
         ChunkKind::Rewind { checkpoint_id, .. } => format!("rewind {checkpoint_id}"),
         ChunkKind::SubagentStart { sub_session_id, .. } => {
             format!("subagent_start {sub_session_id}")

@@ -17,6 +17,7 @@ mod fork;
 mod limits;
 mod metrics;
 mod new_run;
+mod question;
 mod reads;
 mod ready;
 mod resume;

@@ -1,7 +1,8 @@
 //! Submitting a client's answer: parse, authorize, then rate-limit and store in one Redis round
 //! trip (see `baton_core::submit`),
 //! and with `resume_on_submit` resume the session when the answer completes its batch. An
-//! answer to a call a remote child relayed goes to its producer first (`crate::remote`).
+//! answer to a call a remote child relayed goes to its producer first (`crate::remote`), one to
+//! a running call's question beside it (`question.rs`).
 
 use super::resume::resume_session;
 use crate::audit;
@@ -68,6 +69,10 @@ pub async fn submit_and_continue(
     request: SubmitRequest,
 ) -> Result<SubmitAnswer, ApiError> {
     let session_id = request.session_id().to_owned();
+    // A question a running call asks is answered beside it; nothing resumes.
+    if let Some(answered) = super::question::route_submit(state, &request).await? {
+        return Ok(answered);
+    }
     // A call a remote child relayed is answered on its producer first.
     let mut answer = match crate::remote::route_submit(state, &request).await? {
         Some(relayed) => relayed,

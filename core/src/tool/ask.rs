@@ -1,0 +1,147 @@
+//! A server tool asking a person mid-call (an MCP server's elicitation is one): the question
+//! ([`Ask`]), the person's [`PersonAnswer`], and the runtime's [`Asker`], which the worker sets
+//! on each call's [`ToolContext`](super::ToolContext). The call waits, its run still active,
+//! within the question's window; past it the answer is [`AskError::TimedOut`] and the call goes
+//! on without one. The question is answered through the tree's root like a client call, under
+//! the question's own id.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::time::Duration;
+
+/// A question for a person: what to ask and the JSON Schema of the answer's content.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ask {
+    pub message: String,
+    pub schema: Value,
+    /// The longest the call waits for the answer.
+    pub window: Duration,
+}
+
+/// What the person answered: content matching the question's schema, or no content.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum PersonAnswer {
+    /// The person answered with `content`.
+    Accept { content: Value },
+    /// The person chose not to answer; the call goes on without.
+    Decline,
+    /// The person dismissed the question and what asked it.
+    Cancel,
+}
+
+impl PersonAnswer {
+    /// The `action` tag, as serialized.
+    pub fn action(&self) -> &'static str {
+        match self {
+            Self::Accept { .. } => "accept",
+            Self::Decline => "decline",
+            Self::Cancel => "cancel",
+        }
+    }
+
+    /// A submitted result read as an answer: `{"action": …, "content"?: …}` as such, any other
+    /// value as the content of an `accept`.
+    pub fn from_result(result: Value) -> Self {
+        let tagged = result.as_object().is_some_and(|object| {
+            object.contains_key("action")
+                && object.keys().all(|key| key == "action" || key == "content")
+        });
+        if tagged && let Ok(answer) = serde_json::from_value::<Self>(result.clone()) {
+            return answer;
+        }
+        Self::Accept { content: result }
+    }
+}
+
+/// Why a question got no answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AskError {
+    /// The call runs where no person can be asked (a tool called outside a run).
+    #[error("no person can be asked here")]
+    NoPerson,
+    /// Nobody answered within the window.
+    #[error("no answer within {} s", .0.as_secs_f64())]
+    TimedOut(Duration),
+    /// The run stopped or moved on while the question was open.
+    #[error("the run no longer works on this call")]
+    RunEnded,
+    /// The question could not be stored or read.
+    #[error("the question could not be asked: {0}")]
+    Store(String),
+}
+
+/// Asks a person for a call, the worker's side (see the module).
+#[async_trait::async_trait]
+pub trait Asker: Send + Sync {
+    /// Asks `ask` for the call of `context` (whose tool is `tool_name`) and waits for the answer
+    /// within its window.
+    async fn ask(
+        &self,
+        context: &super::ToolContext,
+        tool_name: &str,
+        ask: Ask,
+    ) -> Result<PersonAnswer, AskError>;
+}
+
+/// Why `content` does not match a question's `schema` (its first mismatch), if it does not. A
+/// schema that is no JSON Schema (a server's mistake) refuses nothing.
+pub fn content_mismatch(schema: &Value, content: &Value) -> Option<String> {
+    let validator = jsonschema::validator_for(schema).ok()?;
+    let first = validator.iter_errors(content).next()?;
+    Some(first.to_string())
+}
+
+/// A new question's id: `bt_q` and 20 hex digits (a model's call id, even deduplicated, never
+/// has that form).
+pub fn new_question_id() -> String {
+    let hex = uuid::Uuid::new_v4().simple().to_string();
+    format!("bt_q{}", &hex[..20])
+}
+
+/// Whether `id` has the form of a question's id (see [`new_question_id`]).
+pub fn is_question_id(id: &str) -> bool {
+    id.strip_prefix("bt_q")
+        .is_some_and(|hex| hex.len() == 20 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn question_ids_have_their_own_form() {
+        let id = new_question_id();
+        assert!(is_question_id(&id), "{id}");
+        assert!(!is_question_id("bt_0123456789abcdef0123"));
+        assert!(!is_question_id("bt_q0123"));
+        assert!(!is_question_id("call_1"));
+    }
+
+    #[test]
+    fn a_submitted_result_is_an_answer_tagged_or_the_content_of_an_accept() {
+        assert_eq!(
+            PersonAnswer::from_result(json!({"action": "decline"})),
+            PersonAnswer::Decline
+        );
+        assert_eq!(
+            PersonAnswer::from_result(json!({"action": "accept", "content": {"ok": true}})),
+            PersonAnswer::Accept {
+                content: json!({"ok": true})
+            }
+        );
+        // A content that happens to have an action field among others is content.
+        let content = json!({"action": "deploy", "target": "prod"});
+        assert_eq!(
+            PersonAnswer::from_result(content.clone()),
+            PersonAnswer::Accept { content }
+        );
+        assert_eq!(
+            PersonAnswer::from_result(json!({"action": "later"})),
+            PersonAnswer::Accept {
+                content: json!({"action": "later"})
+            }
+        );
+    }
+}
