@@ -332,6 +332,19 @@ const scenarios = {
 
   // A child that asks again once its first answer resumed it: the continuation ends with the
   // second question (the root's stream says the tree waits again), answered to the end.
+  async mcp_question() {
+    const c = chat({ id: newId(), agent: 'mcp_tree_root', predicate: toolCallsDone });
+    await c.sendMessage({ text: 'go' });
+    await settled(c);
+    const call = asked(c, 'input-available');
+    const render = last(c).parts.find((p) => p.type === 'data-render' && p.data?.toolCallId === call.toolCallId);
+    const question = summary(c, { owners: owners(c), type: call.type, input: call.input, render: render?.data?.render ?? null });
+    const before = c.own.posts;
+    await c.addToolOutput({ tool: 'question', toolCallId: call.toolCallId, output: { ok: true } });
+    await settled(c);
+    return summary(c, { question, answerPosts: c.own.posts - before });
+  },
+
   async tree_asks_again() {
     const c = chat({ id: newId(), agent: 'parent_of_twice_asker', predicate: toolCallsDone });
     await c.sendMessage({ text: 'go' });

@@ -37,6 +37,46 @@ pub fn test_server(log: &Path) -> McpServer {
     .env("BATON_MCP_LOG", &log.to_string_lossy())
 }
 
+/// An agent named `name` whose model calls the test server's `confirm_first` (which elicits
+/// before it acts, a person given at most `window`) with `{"action": "deploy"}`, then answers
+/// `done: <its result>`.
+pub async fn confirm_agent(
+    name: &str,
+    log: &Path,
+    window: std::time::Duration,
+) -> baton_core::Agent {
+    let server = test_server(log)
+        .only(&["confirm_first"])
+        .timeout(std::time::Duration::from_secs(20))
+        .question_timeout(window);
+    let tools = baton_mcp::tools(server)
+        .await
+        .expect("the test server lists its tools");
+    let model = baton_core::scripted::ScriptedModel::default()
+        .call("confirm_first", serde_json::json!({"action": "deploy"}))
+        .answer("done: {{result:confirm_first}}");
+    let mut builder = baton_core::Agent::builder(name).model(model);
+    for tool in tools {
+        builder = builder.tool(tool);
+    }
+    builder.build().expect("the agent builds")
+}
+
+/// `mcp_tree_root`, whose model calls the sub-agent `child` (one of [`confirm_agent`]) to
+/// deploy, then answers `root: <its result>`.
+pub fn asking_tree_root(child: &str) -> baton_core::Agent {
+    let call = format!("subagent__{child}");
+    baton_core::Agent::builder("mcp_tree_root")
+        .model(
+            baton_core::scripted::ScriptedModel::default()
+                .call(&call, serde_json::json!({"message": "deploy"}))
+                .answer(&format!("root: {{{{result:{call}}}}}")),
+        )
+        .sub_agent(child, "Deploys after asking.")
+        .build()
+        .expect("the agent builds")
+}
+
 /// The test server over streamable HTTP on a free loopback port, each request needing
 /// `Bearer <token>` (its calls appended to `log` when given), once it accepts connections: the
 /// process (killed on drop) and its endpoint's URL.

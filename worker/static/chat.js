@@ -387,18 +387,29 @@ function widget(message, part) {
   if (hint?.kind === 'elicitation') {
     const schema = hint.outputSchema ?? { type: 'string' };
     const fields = schema.type === 'object' ? Object.keys(schema.properties ?? {}) : [null];
+    const typeOf = (field) => (field ? schema.properties?.[field]?.type : schema.type);
     const inputs = fields.map((field) => {
       const draft = `${part.toolCallId}:${field ?? ''}`;
+      const checkbox = typeOf(field) === 'boolean';
       const input = el('input', {
         'data-testid': `field-${name}${field ? `-${field}` : ''}`, placeholder: field ? humanName(field) : 'Your answer',
-        'aria-label': field ? humanName(field) : 'Your answer', oninput: () => drafts.set(draft, input.value),
+        'aria-label': field ? humanName(field) : 'Your answer', ...(checkbox ? { type: 'checkbox' } : {}),
+        oninput: () => drafts.set(draft, checkbox ? input.checked : input.value),
       });
-      input.value = drafts.get(draft) ?? '';
+      if (checkbox) input.checked = drafts.get(draft) ?? false;
+      else input.value = drafts.get(draft) ?? '';
       return input;
     });
+    // A field's value in its schema's type: a checkbox's state, a number typed as text.
+    const valueOf = (input, field) => {
+      const type = typeOf(field);
+      if (type === 'boolean') return input.checked;
+      if ((type === 'number' || type === 'integer') && input.value.trim() !== '' && !Number.isNaN(Number(input.value))) return Number(input.value);
+      return input.value;
+    };
     return el('form', { class: 'widget', 'data-testid': `widget-${name}`, onsubmit: (event) => {
       event.preventDefault();
-      const values = inputs.map((input) => input.value);
+      const values = inputs.map((input, i) => valueOf(input, fields[i]));
       addToolOutput(part, fields[0] === null ? values[0] : Object.fromEntries(fields.map((f, i) => [f, values[i]])));
     } }, ...inputs, el('button', { class: 'yes', 'data-testid': `submit-${name}` }, 'Answer'), cancel);
   }

@@ -10,6 +10,7 @@ mod answers;
 mod auth;
 pub(crate) mod browser;
 mod contract;
+mod mcp;
 mod messages;
 mod react;
 mod remote;

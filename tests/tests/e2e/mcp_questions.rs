@@ -7,9 +7,8 @@
 use baton_client::Client as _;
 use baton_core::{
     Agent, AgentRegistry, ChunkKind, ErrorCode, Message, StreamChunk, message::ToolOutcome,
-    scripted::ScriptedModel, session::Continuation, store::Status, submit::SubmitStatus,
+    session::Continuation, store::Status, submit::SubmitStatus,
 };
-use baton_mcp::McpServer;
 use baton_tests::{Harness, WAIT_LIMIT, api_error};
 use futures::StreamExt as _;
 use serde_json::{Value, json};
@@ -26,21 +25,8 @@ fn call_log() -> (PathBuf, impl Fn() -> usize) {
     })
 }
 
-/// `confirm_first` of the test server, asking for at most `window`.
 async fn confirm_agent(name: &str, log: &std::path::Path, window: Duration) -> Agent {
-    let server: McpServer = baton_tests::mcp_agents::test_server(log)
-        .only(&["confirm_first"])
-        .timeout(Duration::from_secs(20))
-        .question_timeout(window);
-    let tools = baton_mcp::tools(server).await.unwrap();
-    let model = ScriptedModel::default()
-        .call("confirm_first", json!({"action": "deploy"}))
-        .answer("done: {{result:confirm_first}}");
-    let mut builder = Agent::builder(name).model(model);
-    for tool in tools {
-        builder = builder.tool(tool);
-    }
-    builder.build().unwrap()
+    baton_tests::mcp_agents::confirm_agent(name, log, window).await
 }
 
 /// Follows `session_id`'s stream until its first question: the chunks up to it.
@@ -196,15 +182,7 @@ async fn a_question_nobody_answers_in_its_window_ends_the_call_with_a_typed_erro
 async fn a_childs_question_is_answered_through_its_root_and_a_decline_reaches_the_server() {
     let (log, calls) = call_log();
     let child = confirm_agent("mcp_child_asker", &log, Duration::from_secs(60)).await;
-    let root = Agent::builder("mcp_tree_root")
-        .model(
-            ScriptedModel::default()
-                .call("subagent__mcp_child_asker", json!({"message": "deploy"}))
-                .answer("root: {{result:subagent__mcp_child_asker}}"),
-        )
-        .sub_agent("mcp_child_asker", "Deploys after asking.")
-        .build()
-        .unwrap();
+    let root = baton_tests::mcp_agents::asking_tree_root("mcp_child_asker");
     let harness = Harness::start(AgentRegistry::new([root, child]).unwrap()).await;
     let started = harness.client.start("mcp_tree_root", "go").await.unwrap();
     let session = &started.session_id;
