@@ -172,6 +172,32 @@ impl ServerTool for McpTool {
     }
 
     async fn call(&self, context: &ToolContext, input: Value) -> Result<Value, ToolError> {
+        let began = std::time::Instant::now();
+        let answer = self.call_checked(context, input).await;
+        tracing::info!(
+            target: CALL_TARGET,
+            event = "mcp_call",
+            server = %self.connection.server().name,
+            tool = %self.remote_name,
+            outcome = match &answer {
+                Ok(_) => "ok",
+                Err(error) => error.code.as_str(),
+            },
+            elapsed_ms = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX),
+            session_id = context.session_id(),
+            tool_call_id = context.tool_call_id(),
+            "an MCP tool call ended"
+        );
+        answer
+    }
+}
+
+/// The target of the `mcp_call` event each call ends with (server, tool, outcome: `ok` or the
+/// tool error's code, `elapsed_ms`), which the worker's metrics count.
+pub const CALL_TARGET: &str = "baton::mcp";
+
+impl McpTool {
+    async fn call_checked(&self, context: &ToolContext, input: Value) -> Result<Value, ToolError> {
         // A call the server would refuse never goes out: the model corrects it from the error.
         self.check_input(&input)?;
         let Value::Object(arguments) = input else {

@@ -157,6 +157,7 @@ fn init_logging(format: LogFormat, metrics: &Metrics) {
     tracing_subscriber::registry()
         .with(log.with_filter(filter))
         .with(metrics.client_calls.layer())
+        .with(metrics.mcp_calls.layer())
         .init();
 }
 

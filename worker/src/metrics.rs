@@ -8,6 +8,7 @@ use prometheus::{
 
 pub mod events;
 pub mod grpc;
+pub mod mcp;
 
 /// The buckets of the request latency histograms, in seconds.
 const LATENCY_BUCKETS: [f64; 12] = [
@@ -34,6 +35,17 @@ pub struct Metrics {
     pub grpc_latency: HistogramVec,
     /// The mount's callbacks dropped after their last failed attempt (the callback sweep's).
     pub callbacks_dropped: IntCounter,
+    /// The calls of MCP servers' tools, fed by their log events (see [`mcp`]).
+    pub mcp_calls: McpCallMetrics,
+}
+
+/// Calls of MCP servers' tools, counted from the `mcp_call` events of this process (a worker's).
+#[derive(Clone)]
+pub struct McpCallMetrics {
+    /// Calls by server, tool (its name on the server) and outcome (`ok` or the tool error code).
+    pub calls: IntCounterVec,
+    /// How long each call took, by server and tool (a wait on a person included).
+    pub seconds: HistogramVec,
 }
 
 /// Counters of client calls by tool, counted from the client-call log events of this process
@@ -122,8 +134,26 @@ impl Default for Metrics {
             "Producer-mount callbacks dropped after their last failed attempt",
         )
         .expect("valid");
+        let mcp_calls = McpCallMetrics {
+            calls: counter(
+                "baton_mcp_calls_total",
+                "Calls of MCP servers' tools by server, tool and outcome",
+                &["server", "tool", "outcome"],
+            ),
+            seconds: HistogramVec::new(
+                HistogramOpts::new(
+                    "baton_mcp_call_duration_seconds",
+                    "How long calls of MCP servers' tools took, by server and tool",
+                )
+                .buckets(mcp::CALL_BUCKETS.to_vec()),
+                &["server", "tool"],
+            )
+            .expect("valid metric"),
+        };
         for collector in [
             Box::new(requests.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(mcp_calls.calls.clone()),
+            Box::new(mcp_calls.seconds.clone()),
             Box::new(callbacks_dropped.clone()),
             Box::new(latency.clone()),
             Box::new(submits.clone()),
@@ -151,6 +181,7 @@ impl Default for Metrics {
             grpc_requests,
             grpc_latency,
             callbacks_dropped,
+            mcp_calls,
         }
     }
 }
