@@ -60,3 +60,148 @@ async fn the_sdk_client_sends_streams_answers_cancels_and_resubscribes_over_a2a(
             .is_none_or(|e| e.code != ErrorCode::FrameworkCancelled)
     );
 }
+
+/// A second service's key, for the ownership test.
+const OTHER_SERVICE_KEY: &str = "another service key, also of 32 bytes";
+
+/// One JSON-RPC call to `agent`'s A2A endpoint with `key`: the HTTP status and the answer.
+async fn rpc(
+    harness: &Harness,
+    agent: &str,
+    key: &str,
+    method: &str,
+    params: serde_json::Value,
+) -> (reqwest::StatusCode, serde_json::Value) {
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params});
+    let response = reqwest::Client::new()
+        .post(format!("http://{}/agents/{agent}/a2a", harness.address))
+        .bearer_auth(key)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    (response.status(), response.json().await.unwrap())
+}
+
+fn user_message(text: &str, context_id: Option<&str>) -> serde_json::Value {
+    let mut message = serde_json::json!({
+        "kind": "message", "messageId": baton_tests::unique("msg"), "role": "user",
+        "parts": [{"kind": "text", "text": text}],
+    });
+    if let Some(context_id) = context_id {
+        message["contextId"] = context_id.into();
+    }
+    serde_json::json!({"message": message})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_context_is_its_services_alone_and_an_agent_off_the_mount_is_not_served() {
+    let options = baton_worker::ServerOptions {
+        service_keys: baton_worker::auth::ServiceKeys::new(vec![
+            (
+                baton_tests::TEST_SERVICE.to_owned(),
+                baton_tests::TEST_SERVICE_KEY.to_owned(),
+            ),
+            ("other".to_owned(), OTHER_SERVICE_KEY.to_owned()),
+        ]),
+        mounts: vec![baton_worker::mount::Mount::new("/agents").allow(["chatter"])],
+        ..baton_tests::open_options()
+    };
+    let harness = Harness::start_with(agents::registry(), options).await;
+    let key = baton_tests::TEST_SERVICE_KEY;
+
+    let (status, sent) = rpc(
+        &harness,
+        "chatter",
+        key,
+        "message/send",
+        user_message("one", None),
+    )
+    .await;
+    assert_eq!(status, reqwest::StatusCode::OK);
+    let task = &sent["result"];
+    assert_eq!(sent["id"], 7);
+    assert_eq!(task["kind"], "task");
+    assert_eq!(task["status"]["state"], "completed", "{sent}");
+    let (task_id, context_id) = (
+        task["id"].as_str().unwrap(),
+        task["contextId"].as_str().unwrap(),
+    );
+    let before = harness.client.status(context_id).await.unwrap();
+
+    // Another service reaches none of it, and its message on the context writes nothing.
+    for (method, params) in [
+        ("tasks/get", serde_json::json!({"id": task_id})),
+        ("tasks/cancel", serde_json::json!({"id": task_id})),
+        ("message/send", user_message("two", Some(context_id))),
+    ] {
+        let (status, refused) = rpc(&harness, "chatter", OTHER_SERVICE_KEY, method, params).await;
+        assert_eq!(status, reqwest::StatusCode::OK, "{method}");
+        assert_eq!(refused["error"]["code"], -32001, "{method}: {refused}");
+        assert_eq!(
+            refused["error"]["data"]["code"], "session_mismatch",
+            "{method}"
+        );
+    }
+    let after = harness.client.status(context_id).await.unwrap();
+    assert_eq!(
+        (after.status, after.step_count, after.run_id, after.output),
+        (
+            before.status,
+            before.step_count,
+            before.run_id,
+            before.output
+        )
+    );
+
+    // No credential, or a wrong one: 401 before anything is read.
+    let (status, refused) = rpc(
+        &harness,
+        "chatter",
+        "not a key",
+        "tasks/get",
+        serde_json::json!({"id": task_id}),
+    )
+    .await;
+    assert_eq!(status, reqwest::StatusCode::UNAUTHORIZED);
+    assert_eq!(refused["error"]["data"]["code"], "unauthorized");
+    // An agent off the mount's allowlist has neither a card nor an endpoint.
+    let card = reqwest::Client::new()
+        .get(format!(
+            "http://{}/agents/two_steps/.well-known/agent-card.json",
+            harness.address
+        ))
+        .bearer_auth(key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(card.status(), reqwest::StatusCode::NOT_FOUND);
+    let (_, refused) = rpc(
+        &harness,
+        "two_steps",
+        key,
+        "message/send",
+        user_message("x", None),
+    )
+    .await;
+    assert_eq!(refused["error"]["code"], -32001, "{refused}");
+    // Not a method here; not JSON-RPC.
+    let (_, refused) = rpc(
+        &harness,
+        "chatter",
+        key,
+        "tasks/list",
+        serde_json::json!({}),
+    )
+    .await;
+    assert_eq!(refused["error"]["code"], -32601);
+    let (_, refused) = rpc(
+        &harness,
+        "chatter",
+        key,
+        "message/send",
+        serde_json::json!({"nope": 1}),
+    )
+    .await;
+    assert_eq!(refused["error"]["code"], -32602);
+}
