@@ -75,6 +75,9 @@ pip_pinned openapi-spec-validator 0.9.0
 pip_pinned schemathesis 4.32.5
 # The official MCP SDK, whose servers the MCP tests call (tests/mcp, tests/tests/e2e/mcp.rs).
 pip_pinned mcp 2.3.0
+# The official A2A SDK, whose client calls Baton's A2A endpoints (tests/a2a, tests/tests/e2e/a2a.rs);
+# the 0.3 line speaks A2A v0.3's JSON-RPC methods (message/send, …). The client needs no extra.
+pip_pinned a2a-sdk 0.3.26
 export BATON_TEST_PYTHON="$venv/bin/python"
 
 # The Node packages, from their lock files: the chat tests' pinned `ai` releases (tests/js), the

@@ -17,8 +17,8 @@ pub mod tool;
 
 /// The wire types, at the paths the rest of Baton has always used.
 pub use baton_wire::{
-    api, chunk, error, escape, fork, ids, message, meta, refusal, remote, search, session, sse,
-    tokens, usage,
+    a2a, api, chunk, error, escape, fork, ids, message, meta, refusal, remote, search, session,
+    sse, tokens, usage,
 };
 
 pub use agent::{Agent, AgentRegistry};

@@ -5,6 +5,7 @@
 //! Every enum that has a string form takes it from one place, its serde attributes, with
 //! `strum` deriving the same snake_case names for `as_str`/`FromStr` (tests check they agree).
 
+pub mod a2a;
 pub mod api;
 pub mod chunk;
 pub mod error;

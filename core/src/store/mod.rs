@@ -23,6 +23,7 @@ pub use baton_wire::{
     usage::UsageRecord,
 };
 
+mod a2a;
 mod callback;
 mod connection;
 mod custom_state;
@@ -65,6 +66,7 @@ mod tree_read;
 mod types;
 mod usage;
 
+pub use a2a::A2aRecord;
 pub use callback::{CallbackFailure, RegisteredCallback};
 pub use deadline_index::IndexedDeadline;
 pub use delete::Deleted;

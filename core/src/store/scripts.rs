@@ -242,10 +242,12 @@ pub(super) static REGISTER_CALLBACK: StoreScript =
 pub(super) static CALLBACK_DELIVERED: StoreScript =
     store_script!("callback_delivered", [State, Stream]);
 pub(super) static CALLBACK_FAILED: StoreScript = store_script!("callback_failed", [State, Stream]);
+pub(super) static RECORD_A2A: StoreScript = store_script!("record_a2a", [State, Stream]);
 
 /// Every script: for the tests that read their text, and to name a recorded round trip's.
-static ALL: [&StoreScript; 35] = [
+static ALL: [&StoreScript; 36] = [
     &CREATE_FORK,
+    &RECORD_A2A,
     &REGISTER_CALLBACK,
     &CALLBACK_DELIVERED,
     &CALLBACK_FAILED,

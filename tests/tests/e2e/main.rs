@@ -5,6 +5,7 @@
 //! the tests of all modules run in parallel against one Redis and one Temporal dev server. The
 //! `replay` module needs neither: it replays recorded workflow histories offline.
 
+mod a2a;
 mod api;
 mod approval;
 mod at_most_once;

@@ -4,6 +4,7 @@
 //! gives every other refusal that body), the request metrics in `metrics.rs` and the chat routes
 //! for the AI SDK's `useChat` in `chat/`.
 
+pub(crate) mod a2a;
 mod body;
 mod chat;
 mod console;
@@ -96,6 +97,7 @@ pub fn router(state: AppState) -> Router {
         .route_layer(from_fn_with_state(state.clone(), authenticate))
         .merge(chat::router(state.clone()))
         .merge(crate::http::mount::routers(&state))
+        .merge(a2a::routers(&state))
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(ready::ready))
         .route("/openapi.json", get(openapi::openapi))
