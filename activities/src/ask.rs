@@ -16,6 +16,7 @@ use std::time::Duration;
 const POLL_EVERY: Duration = Duration::from_millis(200);
 
 /// Asks for the calls of one step (see the module).
+#[derive(Clone)]
 pub(crate) struct StoreAsker {
     store: Store,
     address: SessionAddress,
@@ -121,11 +122,7 @@ impl Asker for StoreAsker {
         );
         // Dropped mid-wait (the call ended first), the question is closed all the same.
         let mut guard = CloseOnDrop {
-            store: self.store.clone(),
-            address: self.address.clone(),
-            stream_id: self.stream_id.clone(),
-            run_id: self.run_id.clone(),
-            step: self.step,
+            asker: self.clone(),
             question_id: Some(question.question_id.clone()),
         };
         let answer = self.wait(&question, ask.window).await;
@@ -147,11 +144,7 @@ impl Asker for StoreAsker {
 
 /// Closes a question whose wait was dropped (see [`StoreAsker::ask`]).
 struct CloseOnDrop {
-    store: Store,
-    address: SessionAddress,
-    stream_id: String,
-    run_id: String,
-    step: u32,
+    asker: StoreAsker,
     question_id: Option<String>,
 }
 
@@ -163,22 +156,11 @@ impl Drop for CloseOnDrop {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
-        let (store, address, stream_id, run_id, step) = (
-            self.store.clone(),
-            self.address.clone(),
-            self.stream_id.clone(),
-            self.run_id.clone(),
-            self.step,
-        );
+        let asker = self.asker.clone();
         runtime.spawn(async move {
-            let step = StepRef {
-                address: &address,
-                stream_id: &stream_id,
-                run_id: &run_id,
-                step,
-            };
-            if let Err(error) = store
-                .close_question(step, &question_id, Closing::Withdrawn)
+            if let Err(error) = asker
+                .store
+                .close_question(asker.step(), &question_id, Closing::Withdrawn)
                 .await
             {
                 tracing::warn!(%error, question_id, "a dropped question was not closed");

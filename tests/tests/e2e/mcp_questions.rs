@@ -6,10 +6,10 @@
 
 use baton_client::Client as _;
 use baton_core::{
-    Agent, AgentRegistry, ChunkKind, ErrorCode, Message, StreamChunk, message::ToolOutcome,
+    AgentRegistry, ChunkKind, ErrorCode, Message, StreamChunk, message::ToolOutcome,
     session::Continuation, store::Status, submit::SubmitStatus,
 };
-use baton_tests::{Harness, WAIT_LIMIT, api_error};
+use baton_tests::{Harness, WAIT_LIMIT, api_error, mcp_agents::confirm_agent};
 use futures::StreamExt as _;
 use serde_json::{Value, json};
 use std::{path::PathBuf, time::Duration};
@@ -23,10 +23,6 @@ fn call_log() -> (PathBuf, impl Fn() -> usize) {
             .lines()
             .count()
     })
-}
-
-async fn confirm_agent(name: &str, log: &std::path::Path, window: Duration) -> Agent {
-    baton_tests::mcp_agents::confirm_agent(name, log, window).await
 }
 
 /// Follows `session_id`'s stream until its first question: the chunks up to it.

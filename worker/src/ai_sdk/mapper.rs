@@ -55,6 +55,8 @@ use std::{
     sync::Arc,
 };
 
+mod question;
+
 /// How the front end meets one of the agent's tools.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ToolRole {
@@ -74,9 +76,6 @@ impl ToolRole {
         matches!(self, Self::Client { .. } | Self::Approval)
     }
 }
-
-/// The tool name of a question's part (see [`UiStreamMapper::question`]).
-const QUESTION_TOOL: &str = "question";
 
 /// The role of the tool `name` in `agent`.
 pub fn tool_role(agent: &Agent, name: &str) -> ToolRole {
@@ -369,47 +368,6 @@ impl UiStreamMapper {
             }
             _ => {}
         }
-    }
-
-    /// A running call's question (the root's or a descendant's): a client part of its own, named
-    /// `question` under the question's id, in a step of its own (so `ai`'s predicates read it
-    /// answered once the person answers, whatever the asking call's part says), with an
-    /// `elicitation` render hint of the answer's schema; the response ends there, as at a
-    /// suspension, and the client's answer continues it.
-    fn question(&mut self, out: &mut Vec<UiFrame>, chunk: &StreamChunk) {
-        let ChunkKind::Question {
-            question_id,
-            tool_call_id,
-            tool_name,
-            message,
-            schema,
-            deadline_at,
-            ..
-        } = &chunk.kind
-        else {
-            return;
-        };
-        let agent_id = chunk.header.agent_id.as_str();
-        let agent_type = self.agent_types.get(agent_id).cloned();
-        let owner = (agent_id != self.session_id)
-            .then_some(())
-            .and(agent_type.as_deref().map(|kind| (agent_id, kind)));
-        let input = json!({
-            "message": message,
-            "tool": tool_name,
-            "toolCallId": tool_call_id,
-            "deadlineAt": deadline_at,
-        });
-        let role = ToolRole::Client {
-            render: Some(json!({ "kind": "elicitation", "outputSchema": schema })),
-        };
-        self.close_step(out);
-        out.push(UiChunk::StartStep.into());
-        self.step_open = true;
-        self.call_part(out, (question_id, QUESTION_TOOL, &input), role, owner);
-        self.close_step(out);
-        out.push(finish(Some(FinishReason::ToolCalls), chunk));
-        self.finished = true;
     }
 
     /// A descendant's client call or approval as a tool part (see the module's documentation);
