@@ -254,6 +254,18 @@ impl AgentActivities {
         Ok(self.follow_remote_child_of(&ctx, &input).await?)
     }
 
+    /// The A2A transport: sends the call's message to the agent (once), follows the task it
+    /// began onto the caller's stream, and stages the call's result from the task's end, or
+    /// relays its question. Heartbeats; a retry follows the task recorded in Redis.
+    #[activity]
+    pub async fn follow_a2a_sub_agent(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        input: ToolInput,
+    ) -> Result<SubAgentEnd, ActivityError> {
+        Ok(self.follow_a2a_child_of(&ctx, &input).await?)
+    }
+
     /// A remote child whose relayed calls were answered, continued by its caller's resume: resumes
     /// it on its producer, follows it from the cursor, and at its end answers the caller's call
     /// (claiming the caller when that completes its batch; the workflow then starts it) or, paused

@@ -7,8 +7,10 @@
 //! The tool name of a sub-agent, `subagent__<type>`, is made by [`tool_name`] alone (and read
 //! back by [`agent_type_of`]); the prefix is one of the agent builder's reserved ones.
 
+mod a2a;
 mod remote;
 mod transport;
+pub use a2a::A2aAgent;
 pub use remote::{DEFAULT_MAX_FOLD_STATE_BYTES, RemoteAgent};
 pub use transport::{SubAgentTransport, Transport};
 
@@ -166,11 +168,29 @@ impl SubAgent {
         sub_agent
     }
 
-    /// How a remote sub-agent is reached; `None` for a local one.
+    /// An A2A sub-agent, called as the tool `tool_name`: its child is a task of the agent whose
+    /// card `agent` names (see [`A2aAgent`]), taking `{message}` unless an input schema is set.
+    /// Its agent type, as the caller's stream names it, is the tool's name.
+    pub fn a2a(tool_name: &str, description: &str, agent: A2aAgent) -> Self {
+        let mut sub_agent = Self::new(tool_name, description);
+        sub_agent.spec.name = tool_name.to_owned();
+        sub_agent.transport = Transport::A2a(Arc::new(agent));
+        sub_agent
+    }
+
+    /// How a remote sub-agent is reached; `None` for a local or an A2A one.
     pub fn remote_agent(&self) -> Option<&RemoteAgent> {
         match &self.transport {
             Transport::Remote(remote) => Some(remote),
-            Transport::Local => None,
+            Transport::Local | Transport::A2a(_) => None,
+        }
+    }
+
+    /// How an A2A sub-agent is reached; `None` for any other.
+    pub fn a2a_agent(&self) -> Option<&A2aAgent> {
+        match &self.transport {
+            Transport::A2a(agent) => Some(agent),
+            Transport::Local | Transport::Remote(_) => None,
         }
     }
 

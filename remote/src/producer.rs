@@ -4,6 +4,7 @@
 //! retryable status (5xx, 429) is retried with a doubling wait, a typed refusal is handed back
 //! as the producer's envelope, as it is.
 
+use crate::http::{error_text as shown, retryable};
 use baton_core::{
     ErrorCode,
     api::{ResumeMode, ResumeRequest, SessionRequest},
@@ -12,7 +13,7 @@ use baton_core::{
     submit::{SubmitAnswer, SubmitRequest},
     usage::UsageRollup,
 };
-use reqwest::{Method, RequestBuilder, Response, StatusCode};
+use reqwest::{Method, RequestBuilder, Response};
 use serde::de::DeserializeOwned;
 
 /// Why a request to the producer did not succeed.
@@ -76,7 +77,7 @@ impl<'a> Producer<'a> {
                     format!("it answered {}", response.status())
                 }
                 Ok(response) => return Err(refusal(response).await),
-                Err(error) => error_text(&error),
+                Err(error) => shown(&error, "the producer"),
             };
             if attempt >= self.remote.max_retries {
                 return Err(CallError::Unavailable(format!(
@@ -98,7 +99,7 @@ impl<'a> Producer<'a> {
         let read = tokio::time::timeout(self.remote.read_timeout, response.bytes()).await;
         let bytes = match read {
             Ok(Ok(bytes)) => bytes,
-            Ok(Err(error)) => return Err(CallError::Unavailable(error_text(&error))),
+            Ok(Err(error)) => return Err(CallError::Unavailable(shown(&error, "the producer"))),
             Err(_) => return Err(CallError::Unavailable("the answer timed out".into())),
         };
         serde_json::from_slice(&bytes).map_err(|error| {
@@ -175,7 +176,7 @@ impl<'a> Producer<'a> {
             .timeout(self.remote.read_timeout)
             .send()
             .await
-            .map_err(|error| CallError::Unavailable(error_text(&error)))?;
+            .map_err(|error| CallError::Unavailable(shown(&error, "the producer")))?;
         if !response.status().is_success() {
             if retryable(response.status()) {
                 return Err(CallError::Unavailable(format!(
@@ -201,7 +202,7 @@ impl<'a> Producer<'a> {
             .timeout(self.remote.read_timeout)
             .send()
             .await
-            .map_err(|error| CallError::Unavailable(error_text(&error)))?;
+            .map_err(|error| CallError::Unavailable(shown(&error, "the producer")))?;
         if response.status().is_success() {
             Ok(())
         } else {
@@ -221,30 +222,11 @@ impl<'a> Producer<'a> {
     }
 }
 
-fn retryable(status: StatusCode) -> bool {
-    status.is_server_error() || status == StatusCode::TOO_MANY_REQUESTS
-}
-
 /// A refusal's envelope; a body that is not one is the producer being unavailable.
 async fn refusal(response: Response) -> CallError {
     let status = response.status();
     match response.json::<ErrorBody>().await {
         Ok(body) => CallError::Refused(body),
         Err(_) => CallError::Unavailable(format!("it answered {status} without the envelope")),
-    }
-}
-
-/// A request's failure, without its URL's query (which names nothing secret, but is noise).
-fn error_text(error: &reqwest::Error) -> String {
-    if error.is_timeout() {
-        "the request timed out".to_owned()
-    } else if error.is_connect() {
-        "it could not be connected to".to_owned()
-    } else {
-        let mut shown = error.to_string();
-        if let Some(url) = error.url() {
-            shown = shown.replace(url.as_str(), "the producer");
-        }
-        shown
     }
 }

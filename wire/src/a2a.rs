@@ -138,6 +138,35 @@ impl Message {
     }
 }
 
+impl MessageSendParams {
+    /// A client's message of `parts`, in the context `context_id` (and on the task `task_id`,
+    /// answering it), sent without waiting for the task (`blocking: false`).
+    pub fn user(
+        message_id: String,
+        parts: Vec<Part>,
+        context_id: String,
+        task_id: Option<String>,
+    ) -> Self {
+        Self {
+            message: Message {
+                message_id,
+                role: Role::User,
+                parts,
+                context_id: Some(context_id),
+                task_id,
+                reference_task_ids: Vec::new(),
+                metadata: None,
+                extensions: Vec::new(),
+            },
+            configuration: Some(MessageSendConfiguration {
+                blocking: Some(false),
+                ..MessageSendConfiguration::default()
+            }),
+            metadata: None,
+        }
+    }
+}
+
 /// A piece of a message or an artifact, told apart by `kind`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]

@@ -30,6 +30,14 @@ pub struct SubAgentCalls {
         skip_serializing_if = "Vec::is_empty"
     )]
     remote: Vec<String>,
+    /// Calls whose child is a task of an agent served over A2A, each followed by a
+    /// `follow_a2a_sub_agent` activity.
+    #[serde(
+        rename = "a2aSubAgentCallIds",
+        default,
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    a2a: Vec<String>,
 }
 
 /// One sub-agent call of a step and the transport it takes.
@@ -45,11 +53,12 @@ impl SubAgentCalls {
         match call.transport {
             SubAgentTransport::Local => self.local.push(call.tool_call_id),
             SubAgentTransport::Remote => self.remote.push(call.tool_call_id),
+            SubAgentTransport::A2a => self.a2a.push(call.tool_call_id),
         }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.local.is_empty() && self.remote.is_empty()
+        self.local.is_empty() && self.remote.is_empty() && self.a2a.is_empty()
     }
 
     /// The calls with their transports: by transport, each transport's in call order.
@@ -61,7 +70,9 @@ impl SubAgentCalls {
             }
         };
         let local = self.local.into_iter().map(with(SubAgentTransport::Local));
-        local.chain(self.remote.into_iter().map(with(SubAgentTransport::Remote)))
+        local
+            .chain(self.remote.into_iter().map(with(SubAgentTransport::Remote)))
+            .chain(self.a2a.into_iter().map(with(SubAgentTransport::A2a)))
     }
 }
 

@@ -4,8 +4,13 @@
 //! `remote.rs` follows a child served by another service over HTTP (its activity
 //! `follow_remote_sub_agent`), through the producer client of `baton_remote::producer`; `relay.rs` a
 //! remote child paused for a person: its calls recorded in the caller, and its follow after the
-//! caller's resume continued it (`follow_resumed_remote_sub_agent`).
+//! caller's resume continued it (`follow_resumed_remote_sub_agent`); `a2a.rs` follows a task of
+//! an agent served over A2A (its activity `follow_a2a_sub_agent`), `a2a_question.rs` relays its
+//! questions and `a2a_resume.rs` follows it on after its caller's resume.
 
+mod a2a;
+mod a2a_question;
+mod a2a_resume;
 mod cancel;
 mod ending;
 mod local;
@@ -63,7 +68,7 @@ impl AgentActivities {
             }
             // A remote child that ended after its caller suspended (it had paused for a person)
             // left the caller's fold beside its answer.
-            SubAgentTransport::Remote => {
+            SubAgentTransport::Remote | SubAgentTransport::A2a => {
                 Ok(self.store.remote_fold(&step.address, tool_call_id).await?)
             }
         }
@@ -115,5 +120,32 @@ impl AgentActivities {
                 Ok(None)
             }
         }
+    }
+
+    /// Stages the result of `call` of `step` from how its remote child `child` (of either remote
+    /// transport) ended, with the caller's fold of a completed one.
+    async fn stage_remote_end(
+        &self,
+        step: &StepInput,
+        call: &ToolCall,
+        child: &str,
+        ending: ending::Ending,
+        state_patch: Option<json_patch::Patch>,
+    ) -> Result<(), Error> {
+        let result = baton_core::message::ToolResult::new(&call.id, &call.name, ending.outcome);
+        self.store
+            .stage_sub_agent_result(
+                step.step_ref(),
+                &result,
+                baton_core::store::ChildEnd {
+                    child_session_id: child,
+                    tool_call_id: &call.id,
+                    status: ending.status,
+                    output: ending.output.as_deref(),
+                },
+                state_patch.as_ref(),
+            )
+            .await?;
+        Ok(())
     }
 }

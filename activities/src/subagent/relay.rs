@@ -75,6 +75,7 @@ impl Followed<'_> {
                     producer_call_id: detail.tool_call_id,
                     producer_approval_id: detail.approval_id,
                     render: detail.render,
+                    a2a: None,
                 }
             })
             .collect();
@@ -128,6 +129,11 @@ impl AgentActivities {
             arguments: pending.input,
             provider_id: None,
         };
+        if let Ok((sub_agent, agent)) = self.a2a_sub_agent(&step.agent_type, &call.name) {
+            return self
+                .follow_resumed_a2a_child(ctx, input, &caller, &call, (sub_agent, agent))
+                .await;
+        }
         let (sub_agent, remote) = self.remote_sub_agent(&step.agent_type, &call.name)?;
         let mut followed = Followed::new(self, remote, step, &call, FollowMode::Suspended).await?;
         // A child resumed already (a retried attempt) or ended answers a refusal: read on. A
@@ -171,6 +177,39 @@ impl AgentActivities {
             }
             _ => None,
         };
+        self.answer_followed_call(
+            input,
+            &caller,
+            &followed.child,
+            Ending {
+                status,
+                outcome,
+                output,
+                state: None,
+                usage: None,
+            },
+            fold,
+        )
+        .await
+    }
+
+    /// A followed child's end (of either remote transport) answers its caller's call `input`,
+    /// and resumes the caller when that completes its batch.
+    pub(super) async fn answer_followed_call(
+        &self,
+        input: &RemoteFollowInput,
+        caller: &store::SessionState,
+        child: &str,
+        ending: Ending,
+        fold: Option<json_patch::Patch>,
+    ) -> Result<ParentNext, Error> {
+        let step = &input.call.step;
+        let Ending {
+            status,
+            outcome,
+            output,
+            ..
+        } = ending;
         let answer = StoredAnswer {
             answer: Answer::Outcome { outcome },
             submitted_at: store::now_ms(),
@@ -182,8 +221,8 @@ impl AgentActivities {
                 &step.run_id,
                 &answer,
                 ChildEnd {
-                    child_session_id: &followed.child,
-                    tool_call_id: &call.id,
+                    child_session_id: child,
+                    tool_call_id: &input.call.tool_call_id,
                     status,
                     output: output.as_deref(),
                 },
@@ -192,11 +231,11 @@ impl AgentActivities {
             .await?;
         tracing::info!(
             session = %step.address.session_id,
-            child = %followed.child,
+            %child,
             ?status,
             "a resumed remote child ended; its end answers the caller's call"
         );
-        self.resume_answered_parent(&step.address, &caller, report, &input.policy)
+        self.resume_answered_parent(&step.address, caller, report, &input.policy)
             .await
     }
 }

@@ -6,7 +6,7 @@
 //! `forward_remote.lua` keeps), so a retried attempt attaches and reads on, never starting a
 //! second child nor forwarding a chunk twice.
 
-use super::ending::{EndFrame, Ending, TurnEnd, ending_of};
+use super::ending::{EndFrame, TurnEnd, ending_of};
 use crate::{
     AgentActivities,
     failure::Error,
@@ -16,10 +16,10 @@ use crate::{
 use baton_core::{
     ErrorCode, StreamChunk, ToolError,
     chunk::{ChunkKind, EndStatus, RemoteSource},
-    message::{ToolCall, ToolOutcome, ToolResult},
+    message::{ToolCall, ToolOutcome},
     remote::{Callback, ErrorBody, StartRequest, Status},
     sse::{Decoder, NotUtf8},
-    store::{ChildEnd, FollowMode, Forwarded, ForwardedChunk, Recorded, RemoteWait},
+    store::{FollowMode, Forwarded, ForwardedChunk, Recorded, RemoteWait},
     subagent::{self, RemoteAgent, SubAgent, Transport},
     usage::UsageRollup,
 };
@@ -105,7 +105,7 @@ impl AgentActivities {
             .sub_agent(tool_name)
             .and_then(|sub| match sub.declared_transport() {
                 Transport::Remote(remote) => Some((sub, remote.as_ref())),
-                Transport::Local => None,
+                Transport::Local | Transport::A2a(_) => None,
             })
             .ok_or_else(|| {
                 Error::typed(
@@ -526,13 +526,7 @@ impl<'a> Followed<'a> {
     /// Stages the call's result from how the child ended; a child paused for a person leaves
     /// the step awaiting it.
     async fn stage(&self, sub_agent: &SubAgent, end: CallEnd) -> Result<SubAgentEnd, Error> {
-        let Ending {
-            status,
-            outcome,
-            output,
-            state,
-            ..
-        } = match self.turn_end(sub_agent, end).await? {
+        let mut ending = match self.turn_end(sub_agent, end).await? {
             TurnEnd::Paused | TurnEnd::Waiting => return Ok(SubAgentEnd::AwaitingChild),
             TurnEnd::Stale => {
                 // Fenced: the step is committed, or the caller was stopped before this
@@ -542,24 +536,15 @@ impl<'a> Followed<'a> {
             }
             TurnEnd::Ended(ending) => ending,
         };
-        let state_patch = match status {
-            EndStatus::Completed => self.fold(state, output.as_deref()).await?,
+        let state_patch = match ending.status {
+            EndStatus::Completed => {
+                self.fold(ending.state.take(), ending.output.as_deref())
+                    .await?
+            }
             _ => None,
         };
-        let result = ToolResult::new(&self.call.id, &self.call.name, outcome);
         self.activities
-            .store
-            .stage_sub_agent_result(
-                self.step.step_ref(),
-                &result,
-                ChildEnd {
-                    child_session_id: &self.child,
-                    tool_call_id: &self.call.id,
-                    status,
-                    output: output.as_deref(),
-                },
-                state_patch.as_ref(),
-            )
+            .stage_remote_end(self.step, self.call, &self.child, ending, state_patch)
             .await?;
         Ok(SubAgentEnd::Answered)
     }

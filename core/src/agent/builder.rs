@@ -170,18 +170,18 @@ impl AgentBuilder {
         let sub_agents = sub_agents_by_tool_name(&self.name, self.sub_agents)?;
         for sub_agent in sub_agents.values() {
             let tool_name = &sub_agent.spec().name;
-            let Transport::Remote(remote) = sub_agent.declared_transport() else {
-                continue;
+            let checked = match sub_agent.declared_transport() {
+                Transport::Local => continue,
+                Transport::Remote(remote) => remote.check(),
+                Transport::A2a(agent) => agent.check(),
             };
             let taken = tools.contains_key(tool_name) || client_tools.contains_key(tool_name);
             check_tool_name(&self.name, tool_name, taken)?;
-            remote
-                .check()
-                .map_err(|reason| DefinitionError::InvalidRemoteAgent {
-                    agent: self.name.clone(),
-                    tool: tool_name.clone(),
-                    reason,
-                })?;
+            checked.map_err(|reason| DefinitionError::InvalidRemoteAgent {
+                agent: self.name.clone(),
+                tool: tool_name.clone(),
+                reason,
+            })?;
         }
         let mut tool_specs: Vec<ToolSpec> = tools
             .values()

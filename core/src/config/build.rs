@@ -42,6 +42,7 @@ pub(super) fn build_agent(
         client_tool,
         sub_agent,
         remote_agent,
+        a2a_agent,
         state,
         state_tool,
         ..
@@ -65,6 +66,11 @@ pub(super) fn build_agent(
     };
     let builder = with_state_tools(at, builder, state_tool, state_schema.as_ref())?;
     let builder = with_sub_agents(at, builder, sub_agent, remote_agent, models)?;
+    let builder = a2a_agent.into_iter().try_fold(builder, |builder, entry| {
+        let sub_agent = super::a2a::a2a_sub_agent(entry, models)
+            .map_err(|(offset, reason)| at.error(offset, reason))?;
+        Ok::<_, ConfigError>(builder.sub_agent_with(sub_agent))
+    })?;
     builder
         .build()
         .map_err(|e: DefinitionError| at.error(agent_line, e.to_string()))
@@ -295,12 +301,21 @@ fn with_sub_agents(
     }
     for sub in sub_agents {
         let line = sub.agent_type.span().start;
-        if sub.transport == SubAgentTransport::Remote {
+        let declared_as = match sub.transport {
+            SubAgentTransport::Local => None,
+            SubAgentTransport::Remote => Some("[[agent.remote_agent]] (with its url)"),
+            SubAgentTransport::A2a => Some("[[agent.a2a_agent]] (with its card_url)"),
+        };
+        if let Some(declared_as) = declared_as {
             return Err(at.error(
                 line,
-                "a remote sub-agent is declared as [[agent.remote_agent]] (with its url), not \
-                 transport = \"remote\""
-                    .to_owned(),
+                format!(
+                    "a sub-agent of another service is declared as {declared_as}, not with \
+                     transport = \"{}\"",
+                    sub.transport
+                        .pending_kind()
+                        .trim_start_matches("sub_agent_")
+                ),
             ));
         }
         for fold in sub.fold {

@@ -92,6 +92,8 @@ pub(super) struct AgentEntry {
     pub(super) sub_agent: Vec<SubAgentEntry>,
     #[serde(default)]
     pub(super) remote_agent: Vec<Spanned<RemoteAgentEntry>>,
+    #[serde(default)]
+    pub(super) a2a_agent: Vec<Spanned<A2aAgentEntry>>,
     pub(super) state: Option<Spanned<StateEntry>>,
     #[serde(default)]
     pub(super) state_tool: Vec<StateToolEntry>,
@@ -224,4 +226,27 @@ pub(super) struct RemoteAgentEntry {
     pub(super) follow_window_secs: Option<u64>,
     #[serde(default)]
     pub(super) fold: Vec<Spanned<FoldEntry>>,
+}
+
+/// An A2A sub-agent: an agent of any vendor served over A2A, reached by its card's URL and
+/// called as the tool `name` (see `config/a2a.rs`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct A2aAgentEntry {
+    pub(super) name: Spanned<String>,
+    #[serde(default)]
+    pub(super) description: String,
+    pub(super) input_schema: Option<Value>,
+    pub(super) output_schema: Option<Value>,
+    /// The agent card's URL.
+    pub(super) card_url: String,
+    /// The environment variable holding the bearer token (read by the binary).
+    pub(super) bearer_env: Option<String>,
+    #[serde(default)]
+    pub(super) headers: std::collections::BTreeMap<String, String>,
+    pub(super) max_retries: Option<u32>,
+    pub(super) retry_base_delay_ms: Option<u64>,
+    pub(super) read_timeout_secs: Option<u64>,
+    pub(super) timeout_secs: Option<u64>,
+    pub(super) poll_interval_ms: Option<u64>,
 }

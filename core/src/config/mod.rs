@@ -64,6 +64,20 @@
 //! resume_dead_producer = false          # optional: resume a lost child, not producer_dead
 //! dead_after_attaches = 3               # optional: attaches finding it lost before that
 //!
+//! [[agent.a2a_agent]]                   # an agent served over A2A (docs/remote-agents.md)
+//! name = "travel"                       # the tool's name
+//! description = "Books trips."
+//! card_url = "https://example.com/.well-known/agent-card.json"
+//! bearer_env = "TRAVEL_TOKEN"           # optional: the variable holding the bearer token
+//! headers = { x-tenant = "t1" }         # optional: sent with every request
+//! input_schema = { type = "object" }    # optional; default {message}
+//! output_schema = { type = "object" }   # optional; checks the task's output
+//! max_retries = 3                       # optional: retries of a failed request
+//! retry_base_delay_ms = 200             # optional: the first retry's wait, doubling
+//! read_timeout_secs = 30                # optional: longest wait for one read
+//! timeout_secs = 600                    # optional: longest a call takes
+//! poll_interval_ms = 1000               # optional: how often a task is read without a stream
+//!
 //! [agent.state]                         # optional: the sessions' custom state
 //! schema = { type = "object", properties = { topic = { type = "string" } } }
 //! defaults = { topic = "" }             # must match the schema; a start may override fields
@@ -96,6 +110,7 @@
 //! real model is described, `build.rs` how an entry becomes an [`Agent`], `catalogue.rs` the
 //! server tools a file may name.
 
+mod a2a;
 mod build;
 mod catalogue;
 mod file;

@@ -570,3 +570,79 @@ timeout_secs = 5
     let unknown = refused("[[mcp_server]]\nname = \"x\"\ncommand = \"a\"\ncwd = \"/\"\n");
     assert!(unknown.reason.contains("unknown field"), "{unknown}");
 }
+
+const A2A: &str = r#"
+[[agent]]
+name = "planner"
+
+[agent.model]
+kind = "scripted"
+turns = [{ text = "ok" }]
+
+[[agent.a2a_agent]]
+name = "travel"
+description = "Books trips."
+card_url = "http://127.0.0.1:9/.well-known/agent-card.json"
+bearer_env = "TOKEN"
+headers = { x-tenant = "t1" }
+timeout_secs = 5
+poll_interval_ms = 250
+"#;
+
+#[test]
+fn an_a2a_agent_is_declared_by_its_card_and_a_bad_one_is_refused_with_its_line() {
+    let agents = agents_from_toml_with(A2A, &catalogue(), &Secrets).unwrap();
+    let travel = agents[0].sub_agent("travel").unwrap();
+    assert_eq!(travel.transport(), SubAgentTransport::A2a);
+    assert!(travel.remote_agent().is_none());
+    let agent = travel.a2a_agent().unwrap();
+    assert_eq!(
+        agent.card_url(),
+        "http://127.0.0.1:9/.well-known/agent-card.json"
+    );
+    assert_eq!(
+        agent.headers(),
+        &[
+            ("authorization".to_owned(), "Bearer t0ken".to_owned()),
+            ("x-tenant".to_owned(), "t1".to_owned())
+        ]
+    );
+    assert_eq!(agent.timeout, Duration::from_secs(5));
+    assert_eq!(agent.poll_interval, Duration::from_millis(250));
+    assert_eq!(agent.max_retries, 3, "a default");
+    assert!(crate::AgentRegistry::new(agents).is_ok());
+
+    let missing = agents_from_toml_with(A2A, &catalogue(), &ScriptedOnly).unwrap_err();
+    assert!(
+        missing.to_string().contains("TOKEN (bearer_env)"),
+        "{missing}"
+    );
+    let edits = [
+        ("http://127.0.0.1:9", "ftp://x", "card_url \"ftp://x"),
+        ("name = \"travel\"", "name = \"sub__x\"", "sub__x"),
+        (
+            "poll_interval_ms = 250",
+            "poll_interval_ms = 0",
+            "poll_interval must be more than 0",
+        ),
+        ("timeout_secs = 5", "url = \"http://x\"", "unknown field"),
+    ];
+    let mut cases: Vec<(String, &str)> = edits
+        .iter()
+        .map(|(from, to, reason)| (A2A.replace(from, to), *reason))
+        .collect();
+    cases.push((
+        "[[agent]]\nname = \"a\"\n[agent.model]\nkind = \"scripted\"\nturns = []\n\
+         [[agent.sub_agent]]\ntype = \"b\"\ntransport = \"a2a\"\n"
+            .to_owned(),
+        "[[agent.a2a_agent]]",
+    ));
+    for (text, reason) in cases {
+        let error = agents_from_toml_with(&text, &catalogue(), &Secrets).unwrap_err();
+        assert!(error.line > 0);
+        assert!(
+            error.to_string().contains(reason),
+            "{error} should say {reason:?}"
+        );
+    }
+}

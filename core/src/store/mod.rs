@@ -24,6 +24,7 @@ pub use baton_wire::{
 };
 
 mod a2a;
+mod a2a_child;
 mod callback;
 mod connection;
 mod custom_state;
@@ -67,6 +68,7 @@ mod types;
 mod usage;
 
 pub use a2a::A2aRecord;
+pub use a2a_child::A2aChild;
 pub use callback::{CallbackFailure, RegisteredCallback};
 pub use deadline_index::IndexedDeadline;
 pub use delete::Deleted;
@@ -76,7 +78,7 @@ pub use index_id::{expand as index_long_id, shorten as index_short_id};
 pub use orphans::{OrphanOutcome, RemoteOrphan, StartedCall};
 pub use person_calls::{AwaitingSession, PersonCall, RelayedEntry};
 pub use question::{Closing, Question, QuestionAnswered};
-pub use relay::{Recorded, RelayedAnswer, RelayedCall, RelayedGroup};
+pub use relay::{A2aQuestion, Recorded, RelayedAnswer, RelayedCall, RelayedGroup};
 pub use remote::{FollowMode, Forwarded, ForwardedChunk};
 pub use remote_callback::CallbackAccepted;
 pub use remote_wait_index::RemoteWait;

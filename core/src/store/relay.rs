@@ -37,6 +37,22 @@ pub struct RelayedCall {
     /// shows the call with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub render: Option<serde_json::Value>,
+    /// For a child reached over A2A: the task its answer is a message on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub a2a: Option<A2aQuestion>,
+}
+
+/// The A2A task a relayed call was asked in, and how its answer is sent: a message on the task
+/// with one data part, Baton's submit body under the producer's ids (an agent that lists
+/// `pendingCalls`, as Baton's own A2A server does), or the answer alone (a text part for a
+/// string, a data part for an object) for any other agent's question.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct A2aQuestion {
+    pub task_id: String,
+    pub context_id: String,
+    /// The answer is Baton's submit body (`pendingCalls`), not the answer alone.
+    pub as_submit: bool,
 }
 
 /// The relayed calls of one remote call of a session, each with whether it has an answer.

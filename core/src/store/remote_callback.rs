@@ -6,7 +6,7 @@
 use super::{
     Error, SessionAddress, StepRef, Store,
     keys::Key,
-    replies::Reply,
+    replies::{OkValue, Reply},
     scripts::{ACCEPT_REMOTE_CALLBACK, REMOTE_CALLBACK_TOKEN},
 };
 use redis::{FromRedisValue, RedisResult, Value as RedisValue};
@@ -36,19 +36,6 @@ impl FromRedisValue for CallbackAccepted {
     }
 }
 
-/// The reply of `remote_callback_token.lua`: the token kept, or `None` for a stale step.
-struct KeptToken(Option<String>);
-
-impl FromRedisValue for KeptToken {
-    fn from_redis_value(value: &RedisValue) -> RedisResult<Self> {
-        let reply = Reply::parse(value)?;
-        Ok(Self(match reply.tag.as_str() {
-            "ok" => Some(reply.value(0)?),
-            _ => None,
-        }))
-    }
-}
-
 impl Store {
     /// Keeps `candidate` as the callback token of the remote child `child_session_id` of
     /// `step`'s call unless one is kept already; the token kept, or `None` when the step is no
@@ -59,7 +46,7 @@ impl Store {
         child_session_id: &str,
         candidate: &str,
     ) -> Result<Option<String>, Error> {
-        let kept: KeptToken = REMOTE_CALLBACK_TOKEN
+        let kept: OkValue = REMOTE_CALLBACK_TOKEN
             .on(self, step.address)
             .arg(step.run_id)
             .arg(step.step)

@@ -165,6 +165,20 @@ impl FromRedisValue for ForwardReply {
     }
 }
 
+/// A script's `{'ok', value}`, or `None` for any refusal (a stale step): the callback token a
+/// child's follower keeps, what a caller knew of its A2A task.
+pub(super) struct OkValue(pub(super) Option<String>);
+
+impl FromRedisValue for OkValue {
+    fn from_redis_value(value: &RedisValue) -> RedisResult<Self> {
+        let reply = Reply::parse(value)?;
+        Ok(Self(match reply.tag.as_str() {
+            "ok" => Some(reply.value(0)?),
+            _ => None,
+        }))
+    }
+}
+
 /// `mark_remote_orphan`: recorded, or the session is gone.
 pub(super) enum MarkReply {
     Marked,

@@ -243,11 +243,14 @@ pub(super) static CALLBACK_DELIVERED: StoreScript =
     store_script!("callback_delivered", [State, Stream]);
 pub(super) static CALLBACK_FAILED: StoreScript = store_script!("callback_failed", [State, Stream]);
 pub(super) static RECORD_A2A: StoreScript = store_script!("record_a2a", [State, Stream]);
+pub(super) static A2A_CHILD: StoreScript =
+    store_script!("a2a_child", [State, Stream, Pending, Answers]);
 
 /// Every script: for the tests that read their text, and to name a recorded round trip's.
-static ALL: [&StoreScript; 36] = [
+static ALL: [&StoreScript; 37] = [
     &CREATE_FORK,
     &RECORD_A2A,
+    &A2A_CHILD,
     &REGISTER_CALLBACK,
     &CALLBACK_DELIVERED,
     &CALLBACK_FAILED,

@@ -104,35 +104,14 @@ impl RemoteAgent {
 
     /// Refuses a declaration no call could use, with the reason.
     pub fn check(&self) -> Result<(), String> {
-        let web = self.url.starts_with("http://") || self.url.starts_with("https://");
-        if !web
-            || self
-                .url
-                .chars()
-                .any(|c| c.is_whitespace() || c.is_control())
-        {
-            return Err(format!(
-                "url {:?} must be an http:// or https:// URL without spaces",
-                self.url
-            ));
-        }
+        check_url("url", &self.url)?;
         if !is_valid_name(&self.agent_type) {
             return Err(format!(
                 "agent_type {:?} is not a valid agent type",
                 self.agent_type
             ));
         }
-        for (name, value) in &self.headers {
-            let token = |c: char| c.is_ascii_alphanumeric() || "-_".contains(c);
-            if name.is_empty() || !name.chars().all(token) {
-                return Err(format!("header name {name:?} is not a header name"));
-            }
-            if value.is_empty() || value.chars().any(|c| c.is_control()) {
-                return Err(format!(
-                    "the value of header {name:?} is empty or has control characters"
-                ));
-            }
-        }
+        check_headers(&self.headers)?;
         let zero = |what: &str| Err(format!("{what} must be more than 0"));
         if self.read_timeout.is_zero() {
             return zero("read_timeout");
@@ -148,6 +127,33 @@ impl RemoteAgent {
         }
         Ok(())
     }
+}
+
+/// Refuses `url` (the declaration's field `what`) unless it is an http(s) URL without spaces.
+pub(super) fn check_url(what: &str, url: &str) -> Result<(), String> {
+    let web = url.starts_with("http://") || url.starts_with("https://");
+    if !web || url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(format!(
+            "{what} {url:?} must be an http:// or https:// URL without spaces"
+        ));
+    }
+    Ok(())
+}
+
+/// Refuses a header no request could carry.
+pub(super) fn check_headers(headers: &[(String, String)]) -> Result<(), String> {
+    for (name, value) in headers {
+        let token = |c: char| c.is_ascii_alphanumeric() || "-_".contains(c);
+        if name.is_empty() || !name.chars().all(token) {
+            return Err(format!("header name {name:?} is not a header name"));
+        }
+        if value.is_empty() || value.chars().any(|c| c.is_control()) {
+            return Err(format!(
+                "the value of header {name:?} is empty or has control characters"
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

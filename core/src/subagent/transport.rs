@@ -24,7 +24,7 @@
 //! The route (`activities/src/plan/route.rs`) and the pending entry (`activities/src/plan.rs`)
 //! take the transport from the declaration as it is, so they need no edit.
 
-use super::RemoteAgent;
+use super::{A2aAgent, RemoteAgent};
 use serde::Deserialize;
 use std::sync::Arc;
 
@@ -37,6 +37,7 @@ pub enum Transport {
     #[default]
     Local,
     Remote(Arc<RemoteAgent>),
+    A2a(Arc<A2aAgent>),
 }
 
 impl Transport {
@@ -45,6 +46,7 @@ impl Transport {
         match self {
             Self::Local => SubAgentTransport::Local,
             Self::Remote(_) => SubAgentTransport::Remote,
+            Self::A2a(_) => SubAgentTransport::A2a,
         }
     }
 }
@@ -62,11 +64,17 @@ pub enum SubAgentTransport {
     /// the consumer starts it with an id derived from the call and follows its stream in an
     /// activity, copying its chunks onto the caller's stream.
     Remote,
+    /// The child is a task of an agent served over A2A by any vendor (declared with
+    /// [`super::SubAgent::a2a`], in an agents file `[[agent.a2a_agent]]`): the consumer sends the
+    /// call's message in a context derived from the call and follows the task in an activity,
+    /// copying its status messages and artifacts onto the caller's stream; its `input-required`
+    /// is relayed to a person through the caller's root, as a remote child's pause is.
+    A2a,
 }
 
 impl SubAgentTransport {
     /// Every transport, for reading a stored pending kind back.
-    pub const ALL: [Self; 2] = [Self::Local, Self::Remote];
+    pub const ALL: [Self; 3] = [Self::Local, Self::Remote, Self::A2a];
 
     /// The stored name of the pending kind of a call awaiting a child of this transport. Every
     /// one starts with `sub_agent`, which the submit script refuses (a child answers it, never a
@@ -75,6 +83,7 @@ impl SubAgentTransport {
         match self {
             Self::Local => "sub_agent",
             Self::Remote => "sub_agent_remote",
+            Self::A2a => "sub_agent_a2a",
         }
     }
 }
@@ -94,6 +103,10 @@ mod tests {
             (
                 PendingKind::SubAgent(SubAgentTransport::Remote),
                 "sub_agent_remote",
+            ),
+            (
+                PendingKind::SubAgent(SubAgentTransport::A2a),
+                "sub_agent_a2a",
             ),
         ];
         for (kind, name) in kinds {

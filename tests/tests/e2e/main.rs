@@ -6,6 +6,7 @@
 //! `replay` module needs neither: it replays recorded workflow histories offline.
 
 mod a2a;
+mod a2a_consume;
 mod api;
 mod approval;
 mod at_most_once;

@@ -17,6 +17,7 @@
 //! mount's in `baton_remote`, and its activity body beside `subagent/remote.rs`
 //! (ARCHITECTURE.md, "A new transport").
 
+mod a2a_relay;
 mod callback;
 mod follow;
 mod orphans;
@@ -35,7 +36,7 @@ pub use wait::{RemoteWaitSweep, RemoteWaitTargets, sweep_remote_waits_once};
 use crate::state::AppState;
 use baton_core::{
     Agent,
-    subagent::{RemoteAgent, Transport},
+    subagent::{A2aAgent, RemoteAgent, Transport},
 };
 use follow::FollowTargets;
 
@@ -43,7 +44,15 @@ use follow::FollowTargets;
 fn remote_of<'a>(agent: &'a Agent, tool: &str) -> Option<&'a RemoteAgent> {
     match agent.sub_agent(tool)?.declared_transport() {
         Transport::Remote(remote) => Some(remote),
-        Transport::Local => None,
+        Transport::Local | Transport::A2a(_) => None,
+    }
+}
+
+/// The A2A declaration of `agent`'s tool `tool`, if that tool is an A2A sub-agent.
+fn a2a_of<'a>(agent: &'a Agent, tool: &str) -> Option<&'a A2aAgent> {
+    match agent.sub_agent(tool)?.declared_transport() {
+        Transport::A2a(a2a) => Some(a2a),
+        Transport::Local | Transport::Remote(_) => None,
     }
 }
 

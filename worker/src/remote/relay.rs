@@ -3,13 +3,14 @@
 //! `baton_core::store::RelayedCall`), is relayed to the child's producer with the producer's
 //! ids before anything is written here. The producer's refusal is answered with its code and
 //! typed details, its ids renamed to the ones the root lists; only an answer the producer took
-//! is stored, so the root's `/pending` drops it.
+//! is stored, so the root's `/pending` drops it. An A2A child's answer goes as a message on its
+//! task (`a2a_relay.rs`).
 
 use crate::state::AppState;
 use baton_core::{
     ApiError, ErrorCode, Refusal, ids,
     store::{Continuation, PendingKind, RelayedAnswer, RelayedCall, SessionAddress, Status},
-    subagent,
+    subagent::{self, SubAgent, Transport},
     submit::{self, SubmitAnswer, SubmitRequest, SubmitStatus},
 };
 use baton_remote::{CallError, Producer};
@@ -74,18 +75,30 @@ pub(crate) async fn route_submit(
             format!("this server has no agent type {:?}", owner_state.agent_type),
         )
     })?;
-    let remote = super::remote_of(agent, &via.tool_name).ok_or_else(not_awaited)?;
-    let accepted = match Producer::new(&state.http, remote).submit(&forwarded).await {
-        Ok(accepted) => accepted,
-        Err(CallError::Refused(body)) => {
-            return Err(named_as_relayed(body.into_api_error(), &relayed));
+    let status = match agent
+        .sub_agent(&via.tool_name)
+        .map(SubAgent::declared_transport)
+    {
+        Some(Transport::Remote(remote)) => {
+            match Producer::new(&state.http, remote).submit(&forwarded).await {
+                Ok(accepted) => accepted.status,
+                Err(CallError::Refused(body)) => {
+                    return Err(named_as_relayed(body.into_api_error(), &relayed));
+                }
+                Err(CallError::Unavailable(reason)) => {
+                    return Err(ApiError::new(
+                        ErrorCode::RemoteUnavailable,
+                        format!(
+                            "the answer could not be relayed to the remote sub-agent: {reason}"
+                        ),
+                    ));
+                }
+            }
         }
-        Err(CallError::Unavailable(reason)) => {
-            return Err(ApiError::new(
-                ErrorCode::RemoteUnavailable,
-                format!("the answer could not be relayed to the remote sub-agent: {reason}"),
-            ));
+        Some(Transport::A2a(a2a)) => {
+            super::a2a_relay::relay_answer(state, a2a, request, &forwarded, &relayed).await?
         }
+        Some(Transport::Local) | None => return Err(not_awaited()),
     };
     let answer = serde_json::to_string(request)
         .map_err(|error| ApiError::new(ErrorCode::Internal, error.to_string()))?;
@@ -113,7 +126,7 @@ pub(crate) async fn route_submit(
         "an answer is relayed to a remote sub-agent"
     );
     Ok(Some(SubmitAnswer {
-        status: accepted.status,
+        status,
         continuation,
     }))
 }
@@ -178,7 +191,7 @@ async fn continuation(
 /// producer's code, and its typed details with the producer's call id renamed to the relayed
 /// call's. The producer's message is not passed on: it names calls and sessions of another
 /// service.
-fn named_as_relayed(theirs: ApiError, relayed: &RelayedCall) -> ApiError {
+pub(super) fn named_as_relayed(theirs: ApiError, relayed: &RelayedCall) -> ApiError {
     let ours = &relayed.call.tool_call_id;
     let mut error = ApiError::new(
         theirs.code,

@@ -30,7 +30,7 @@ pub(super) async fn run_call(
     .await
 }
 
-fn follow_options(input: &RunInput) -> ActivityOptions {
+pub(super) fn follow_options(input: &RunInput) -> ActivityOptions {
     let policy = &input.policy;
     ActivityOptions::with_start_to_close_timeout(ATTEMPT_LIMIT)
         .heartbeat_timeout(policy.heartbeat_timeout)

@@ -1,0 +1,680 @@
+//! The A2A transport of sub-agent calls: the body of `follow_a2a_sub_agent`, one activity that
+//! sends the call's message to an agent served over A2A (in a context derived from the call),
+//! follows the task it began (its stream, or `tasks/get` every `poll_interval` for an agent that
+//! does not stream), forwards its status messages and artifacts onto the caller's stream, and
+//! stages the call's result from the task's end. A task that asks for input (`input-required`)
+//! is relayed to people through the caller's root (`a2a_question.rs`), and the follow after the
+//! caller's resume goes on with the same task (`follow_resumed_a2a_child`).
+//!
+//! At most once: the message is marked sent in the caller's state before it goes out and the
+//! task's id is recorded once the agent names it (`Store::mark_a2a_sent`), so a retried attempt
+//! follows the same task, and one that finds the mark without a task stages
+//! `tool_outcome_unknown` rather than sending the message a second time.
+
+use super::ending::{EndFrame, Ending, TurnEnd, ending_of};
+use crate::{
+    AgentActivities,
+    failure::Error,
+    heartbeat::with_heartbeats,
+    io::{StepInput, SubAgentEnd, ToolInput},
+};
+use baton_core::{
+    ErrorCode, ToolError,
+    a2a::{Event, MessageSendParams, Part, Task, TaskState},
+    chunk::{ChunkKind, EndStatus, RemoteSource},
+    message::{ToolCall, ToolOutcome},
+    remote::Status,
+    store::{A2aChild, FollowMode, Forwarded, ForwardedChunk, Recorded},
+    subagent::{A2aAgent, SubAgent, Transport},
+    tool::codes,
+    usage::UsageRollup,
+};
+use baton_remote::a2a::{A2aClient, A2aError, EventStream, Next};
+use std::collections::BTreeMap;
+use temporalio_sdk::activities::ActivityContext;
+
+/// How following the task stopped.
+pub(super) enum TaskStop {
+    /// The task reached a state that ends a stream (terminal, or waiting on the client).
+    Ended(Box<Task>),
+    /// The agent answered with a message and no task: the call's answer.
+    Answered(String),
+    Failed(ToolError),
+    /// The caller's step is committed, or the caller moved on: nothing more is written.
+    Stale,
+}
+
+/// One call's task being followed: within its step, or after its caller's resume.
+pub(super) struct A2aFollow<'a> {
+    pub(super) activities: &'a AgentActivities,
+    pub(super) agent: &'a A2aAgent,
+    pub(super) sub_agent: &'a SubAgent,
+    pub(super) step: &'a StepInput,
+    pub(super) call: &'a ToolCall,
+    /// The derived id the call's context and chunks are named by.
+    pub(super) child: String,
+    pub(super) mode: FollowMode,
+    pub(super) task_id: Option<String>,
+    /// The child sequence the next forwarded chunk gets (A2A events carry none).
+    next_sequence: u64,
+    /// Text of the task's artifacts seen so far, by artifact id.
+    artifacts: BTreeMap<String, String>,
+    /// Questions already answered (their producer ids), which a task that has not yet moved on
+    /// from still shows: not asked again.
+    pub(super) answered: Vec<String>,
+}
+
+impl AgentActivities {
+    /// The body of `follow_a2a_sub_agent`.
+    pub(crate) async fn follow_a2a_child_of(
+        &self,
+        ctx: &ActivityContext,
+        input: &ToolInput,
+    ) -> Result<SubAgentEnd, Error> {
+        let step = &input.step;
+        let Some(call) = self.unanswered_call(input).await? else {
+            return Ok(SubAgentEnd::Answered);
+        };
+        let (sub_agent, agent) = self.a2a_sub_agent(&step.agent_type, &call.name)?;
+        let message = match sub_agent.first_message(&call.arguments) {
+            Ok(message) => message,
+            Err(error) => {
+                self.stage_outcome(step, &call, ToolOutcome::Error(error))
+                    .await?;
+                return Ok(SubAgentEnd::Answered);
+            }
+        };
+        let mut follow =
+            A2aFollow::new(self, agent, sub_agent, step, &call, FollowMode::InStep).await?;
+        let stop = follow.bounded(ctx, Some(message)).await?;
+        match follow.turn_end(stop).await? {
+            TurnEnd::Paused | TurnEnd::Waiting => Ok(SubAgentEnd::AwaitingChild),
+            TurnEnd::Stale => {
+                follow.cancel_task().await;
+                Ok(SubAgentEnd::Answered)
+            }
+            TurnEnd::Ended(ending) => {
+                follow.stage(ending).await?;
+                Ok(SubAgentEnd::Answered)
+            }
+        }
+    }
+
+    /// The A2A sub-agent `tool_name` of `agent_type`, with its declaration.
+    pub(super) fn a2a_sub_agent(
+        &self,
+        agent_type: &str,
+        tool_name: &str,
+    ) -> Result<(&SubAgent, &A2aAgent), Error> {
+        self.agent(agent_type)?
+            .sub_agent(tool_name)
+            .and_then(|sub| match sub.declared_transport() {
+                Transport::A2a(agent) => Some((sub, agent.as_ref())),
+                Transport::Local | Transport::Remote(_) => None,
+            })
+            .ok_or_else(|| {
+                Error::typed(
+                    ErrorCode::Internal,
+                    format!("{tool_name} is not an A2A sub-agent"),
+                )
+            })
+    }
+}
+
+impl<'a> A2aFollow<'a> {
+    pub(super) async fn new(
+        activities: &'a AgentActivities,
+        agent: &'a A2aAgent,
+        sub_agent: &'a SubAgent,
+        step: &'a StepInput,
+        call: &'a ToolCall,
+        mode: FollowMode,
+    ) -> Result<Self, Error> {
+        let child = activities
+            .store
+            .remote_child_id(&step.address, &call.id)
+            .await?;
+        let cursor = activities
+            .store
+            .remote_cursor(&step.address, &child)
+            .await?;
+        let task_id = match activities.store.a2a_child(&step.address, &child).await? {
+            A2aChild::Task(task_id) => Some(task_id),
+            A2aChild::Unsent | A2aChild::Sent => None,
+        };
+        Ok(Self {
+            activities,
+            agent,
+            sub_agent,
+            step,
+            call,
+            child,
+            mode,
+            task_id,
+            next_sequence: cursor + 1,
+            artifacts: BTreeMap::new(),
+            answered: Vec::new(),
+        })
+    }
+
+    /// Sends the call's message (`message` some, the first attempt) or follows the task it
+    /// began, heartbeating, within the call's `timeout`: past it, or when the activity is
+    /// cancelled because the caller was interrupted or aborted, the task is canceled, best
+    /// effort.
+    pub(super) async fn bounded(
+        &mut self,
+        ctx: &ActivityContext,
+        message: Option<String>,
+    ) -> Result<TaskStop, Error> {
+        let (timeout, heartbeat_every) = (self.agent.timeout, self.activities.heartbeat_every);
+        let end = {
+            let work = tokio::time::timeout(timeout, self.run(message));
+            tokio::select! {
+                end = with_heartbeats(ctx, heartbeat_every, work) => Some(end),
+                () = ctx.cancelled() => None,
+            }
+        };
+        match end {
+            None => {
+                self.cancel_task().await;
+                Err(Error::Cancelled)
+            }
+            Some(Ok(end)) => end,
+            Some(Err(_)) => {
+                self.cancel_task().await;
+                Ok(TaskStop::Failed(ToolError::new(
+                    ErrorCode::RemoteUnavailable.as_str(),
+                    format!(
+                        "the A2A agent's task did not end within {} s",
+                        timeout.as_secs()
+                    ),
+                )))
+            }
+        }
+    }
+
+    async fn run(&mut self, message: Option<String>) -> Result<TaskStop, Error> {
+        let client = match A2aClient::connect(&self.activities.http, self.agent).await {
+            Ok(client) => client,
+            Err(error) => return Ok(TaskStop::Failed(tool_error_of(&error))),
+        };
+        if self.task_id.is_none() {
+            let Some(message) = message else {
+                return Ok(TaskStop::Failed(unknown_outcome()));
+            };
+            if let Some(stop) = self.send(&client, message).await? {
+                return Ok(stop);
+            }
+        }
+        self.follow(&client).await
+    }
+
+    /// Sends the call's message, once: the stop it already came to, or `None` with the task
+    /// recorded, to follow.
+    async fn send(
+        &mut self,
+        client: &A2aClient<'_>,
+        text: String,
+    ) -> Result<Option<TaskStop>, Error> {
+        let child = (self.call.id.as_str(), self.child.as_str());
+        let before = self
+            .activities
+            .store
+            .mark_a2a_sent(self.mode, self.step.step_ref(), child)
+            .await?;
+        match before {
+            None => return Ok(Some(TaskStop::Stale)),
+            Some(A2aChild::Sent) => return Ok(Some(TaskStop::Failed(unknown_outcome()))),
+            Some(A2aChild::Task(task_id)) => {
+                self.task_id = Some(task_id);
+                return Ok(None);
+            }
+            Some(A2aChild::Unsent) => {}
+        }
+        let params = MessageSendParams::user(
+            format!("{}-call", self.child),
+            vec![Part::text(text)],
+            self.child.clone(),
+            None,
+        );
+        tracing::info!(
+            session = %self.step.address.session_id,
+            child = %self.child,
+            streams = client.streams(),
+            "an A2A sub-agent's message is sent"
+        );
+        // The first forward writes subagent_start, once for the child.
+        if self.forward(&[], None).await? == Forwarded::AlreadyCommitted {
+            return Ok(Some(TaskStop::Stale));
+        }
+        if client.streams() {
+            let mut events = match client.stream(&params).await {
+                Ok(events) => events,
+                Err(error) => return Ok(Some(TaskStop::Failed(tool_error_of(&error)))),
+            };
+            return self.read(&mut events).await.map(|stop| match stop {
+                Read::Stop(stop) => Some(stop),
+                // Broken or quiet: the task, if one was named, is followed on.
+                Read::Closed(_) | Read::Quiet if self.task_id.is_some() => None,
+                Read::Closed(_) | Read::Quiet => Some(TaskStop::Failed(unknown_outcome())),
+            });
+        }
+        match client.send(&params).await {
+            Ok(Event::Message(message)) => Ok(Some(TaskStop::Answered(text_of(&message.parts)))),
+            Ok(Event::Task(task)) => {
+                if !self.record_task(&task.id).await? {
+                    return Ok(Some(TaskStop::Stale));
+                }
+                Ok(None)
+            }
+            Ok(_) => Ok(Some(TaskStop::Failed(ToolError::new(
+                ErrorCode::RemoteUnavailable.as_str(),
+                "the A2A agent answered message/send with neither a task nor a message",
+            )))),
+            Err(error) => Ok(Some(TaskStop::Failed(tool_error_of(&error)))),
+        }
+    }
+
+    /// Follows the recorded task to a state that ends a stream: its stream (resubscribed after a
+    /// break) when the agent streams, else `tasks/get` every `poll_interval`.
+    async fn follow(&mut self, client: &A2aClient<'_>) -> Result<TaskStop, Error> {
+        let Some(task_id) = self.task_id.clone() else {
+            return Ok(TaskStop::Failed(unknown_outcome()));
+        };
+        let mut breaks = 0u32;
+        loop {
+            let task = match client.get(&task_id).await {
+                Ok(task) => task,
+                Err(error) => return Ok(TaskStop::Failed(tool_error_of(&error))),
+            };
+            if self.ends(&task) {
+                return Ok(TaskStop::Ended(Box::new(task)));
+            }
+            if !client.streams() {
+                tokio::time::sleep(self.agent.poll_interval).await;
+                continue;
+            }
+            let mut events = match client.resubscribe(&task_id).await {
+                Ok(events) => events,
+                Err(error) if breaks < self.agent.max_retries => {
+                    tracing::info!(child = %self.child, %error, "an A2A task's resubscribe failed; reading it again");
+                    breaks += 1;
+                    tokio::time::sleep(self.agent.poll_interval).await;
+                    continue;
+                }
+                Err(error) => return Ok(TaskStop::Failed(tool_error_of(&error))),
+            };
+            match self.read(&mut events).await? {
+                Read::Stop(stop) => return Ok(stop),
+                Read::Quiet => {}
+                Read::Closed(reason) => {
+                    tracing::info!(child = %self.child, %reason, "an A2A task's stream closed; reading the task");
+                }
+            }
+        }
+    }
+
+    /// Whether `task` is at a state this follow stops at: terminal, or asking for what nobody
+    /// answered yet (a task that still shows an answered question has not moved on).
+    fn ends(&self, task: &Task) -> bool {
+        let state = task.status.state;
+        if !state.ends_a_stream() {
+            return false;
+        }
+        if state == TaskState::InputRequired && !self.answered.is_empty() {
+            let asked = super::a2a_question::producer_ids(task);
+            return !asked.iter().all(|id| self.answered.contains(id));
+        }
+        true
+    }
+
+    /// Reads one stream, forwarding what it says, until the task's state ends it.
+    async fn read(&mut self, events: &mut EventStream) -> Result<Read, Error> {
+        loop {
+            let next = match events.next(self.agent.read_timeout).await {
+                Ok(next) => next,
+                Err(refused @ A2aError::Refused { .. }) => {
+                    return Ok(Read::Stop(TaskStop::Failed(tool_error_of(&refused))));
+                }
+                Err(A2aError::Unavailable(reason)) => return Ok(Read::Closed(reason)),
+            };
+            let event = match next {
+                Next::Event(event) => *event,
+                Next::Quiet => return Ok(Read::Quiet),
+                Next::Closed(reason) => return Ok(Read::Closed(reason)),
+            };
+            let (task_id, chunks, ended) = match event {
+                Event::Message(message) if self.task_id.is_none() => {
+                    return Ok(Read::Stop(TaskStop::Answered(text_of(&message.parts))));
+                }
+                Event::Message(message) => (None, texts(&message.parts), None),
+                Event::Task(task) => {
+                    for artifact in &task.artifacts {
+                        self.artifacts
+                            .insert(artifact.artifact_id.clone(), text_of(&artifact.parts));
+                    }
+                    let ended = self.ends(&task).then(|| task.clone());
+                    (Some(task.id.clone()), Vec::new(), ended)
+                }
+                Event::StatusUpdate(update) => {
+                    let said = match (&update.status.message, update.status.state) {
+                        (Some(message), TaskState::Working | TaskState::Submitted) => {
+                            texts(&message.parts)
+                        }
+                        _ => Vec::new(),
+                    };
+                    let ended = update.status.state.ends_a_stream().then(|| Task {
+                        id: update.task_id.clone(),
+                        context_id: update.context_id.clone(),
+                        status: update.status.clone(),
+                        history: Vec::new(),
+                        artifacts: Vec::new(),
+                        metadata: update.metadata.clone(),
+                    });
+                    let ended = ended.filter(|task| self.ends(task));
+                    (Some(update.task_id), said, ended)
+                }
+                Event::ArtifactUpdate(update) => {
+                    let text = text_of(&update.artifact.parts);
+                    let kept = self
+                        .artifacts
+                        .entry(update.artifact.artifact_id.clone())
+                        .or_default();
+                    if update.append {
+                        kept.push_str(&text);
+                    } else {
+                        kept.clone_from(&text);
+                    }
+                    (Some(update.task_id), vec![text], None)
+                }
+            };
+            if let Some(task_id) = task_id
+                && self.task_id.is_none()
+            {
+                if !self.record_task(&task_id).await? {
+                    return Ok(Read::Stop(TaskStop::Stale));
+                }
+                self.task_id = Some(task_id);
+            }
+            if !chunks.is_empty()
+                && self.forward_texts(chunks).await? == Forwarded::AlreadyCommitted
+            {
+                return Ok(Read::Stop(TaskStop::Stale));
+            }
+            if let Some(task) = ended {
+                return Ok(Read::Stop(TaskStop::Ended(Box::new(task))));
+            }
+        }
+    }
+
+    async fn record_task(&mut self, task_id: &str) -> Result<bool, Error> {
+        let child = (self.call.id.as_str(), self.child.as_str());
+        let recorded = self
+            .activities
+            .store
+            .record_a2a_child_task(self.mode, self.step.step_ref(), child, task_id)
+            .await?;
+        if recorded {
+            self.task_id = Some(task_id.to_owned());
+        }
+        Ok(recorded)
+    }
+
+    /// Forwards text the task said (a working status's message, a piece of an artifact).
+    async fn forward_texts(&mut self, texts: Vec<String>) -> Result<Forwarded, Error> {
+        let task_id = self.task_id.clone().unwrap_or_default();
+        let chunks: Vec<ForwardedChunk> = texts
+            .into_iter()
+            .filter(|text| !text.is_empty())
+            .map(|delta| {
+                let sequence = self.next_sequence;
+                self.next_sequence += 1;
+                ForwardedChunk {
+                    kind: ChunkKind::TextDelta { step: 1, delta },
+                    agent_id: self.child.clone(),
+                    run_id: task_id.clone(),
+                    source: RemoteSource {
+                        child_session_id: self.child.clone(),
+                        child_sequence: sequence,
+                        stream_id: task_id.clone(),
+                    },
+                }
+            })
+            .collect();
+        self.forward(&chunks, None).await
+    }
+
+    async fn forward(
+        &self,
+        chunks: &[ForwardedChunk],
+        usage: Option<&UsageRollup>,
+    ) -> Result<Forwarded, Error> {
+        let child = (
+            self.child.as_str(),
+            self.call.name.as_str(),
+            self.call.id.as_str(),
+        );
+        Ok(self
+            .activities
+            .store
+            .forward_remote_chunks(self.mode, self.step.step_ref(), child, chunks, usage)
+            .await?)
+    }
+
+    /// Cancels the call's task, best effort (a stop of the caller passed on).
+    pub(super) async fn cancel_task(&self) {
+        let Some(task_id) = &self.task_id else {
+            return;
+        };
+        let cancelled = match A2aClient::connect(&self.activities.http, self.agent).await {
+            Ok(client) => client.cancel(task_id).await.map(drop),
+            Err(error) => Err(error),
+        };
+        if let Err(error) = cancelled {
+            tracing::warn!(child = %self.child, %error, "canceling an A2A sub-agent's task failed");
+        }
+    }
+
+    /// How the task's stop reads for the caller: asking for input (its questions relayed), stale,
+    /// or ended (its usage recorded).
+    pub(super) async fn turn_end(&mut self, stop: TaskStop) -> Result<TurnEnd, Error> {
+        let task = match stop {
+            TaskStop::Stale => return Ok(TurnEnd::Stale),
+            TaskStop::Failed(error) => {
+                return Ok(TurnEnd::Ended(ending_of(self.sub_agent, Err(error))));
+            }
+            TaskStop::Answered(output) => {
+                let end = EndFrame {
+                    status: Status::Completed,
+                    sequence: 0,
+                    output: Some(output),
+                    error: None,
+                    usage: None,
+                    state: None,
+                };
+                return Ok(TurnEnd::Ended(ending_of(self.sub_agent, Ok(end))));
+            }
+            TaskStop::Ended(task) => *task,
+        };
+        if task.status.state == TaskState::InputRequired {
+            let sequence = self.next_sequence;
+            return Ok(match self.record_question(&task, sequence).await? {
+                Recorded::Written => TurnEnd::Paused,
+                Recorded::Stale => TurnEnd::Stale,
+            });
+        }
+        let ending = self.ending(task).await;
+        if let Some(usage) = ending
+            .usage
+            .clone()
+            .and_then(|value| serde_json::from_value::<UsageRollup>(value).ok())
+        {
+            self.forward(&[], Some(&usage)).await?;
+        }
+        Ok(TurnEnd::Ended(ending))
+    }
+
+    /// How a task in a terminal state (or asking for authentication) ends the call: the output
+    /// of a completed one is its artifacts' text (read again with `tasks/get`, which has them
+    /// whole), or its status message's.
+    async fn ending(&mut self, task: Task) -> Ending {
+        let said = task
+            .status
+            .message
+            .as_ref()
+            .map(|message| text_of(&message.parts))
+            .unwrap_or_default();
+        let usage = task
+            .metadata
+            .as_ref()
+            .and_then(|metadata| metadata.get("baton"))
+            .and_then(|baton| baton.get("usage"))
+            .cloned();
+        let status = match task.status.state {
+            TaskState::Completed => Status::Completed,
+            TaskState::Canceled => Status::Interrupted,
+            state => {
+                let error = ToolError::new(
+                    codes::TOOL_FAILED,
+                    format!(
+                        "the A2A agent's task ended {}{}",
+                        serde_json::to_value(state)
+                            .ok()
+                            .and_then(|v| v.as_str().map(str::to_owned))
+                            .unwrap_or_default(),
+                        if said.is_empty() {
+                            String::new()
+                        } else {
+                            format!(": {said}")
+                        }
+                    ),
+                );
+                return ending_of(self.sub_agent, Err(error));
+            }
+        };
+        let mut output = self.artifact_text();
+        if status == Status::Completed {
+            let whole = match A2aClient::connect(&self.activities.http, self.agent).await {
+                Ok(client) => client.get(&task.id).await.ok(),
+                Err(_) => None,
+            };
+            if let Some(whole) = whole.filter(|whole| !whole.artifacts.is_empty()) {
+                self.artifacts = whole
+                    .artifacts
+                    .iter()
+                    .map(|artifact| (artifact.artifact_id.clone(), text_of(&artifact.parts)))
+                    .collect();
+                output = self.artifact_text();
+            }
+            if output.is_empty() {
+                output = said;
+            }
+        }
+        let end = EndFrame {
+            status,
+            sequence: 0,
+            output: Some(output),
+            error: None,
+            usage,
+            state: None,
+        };
+        ending_of(self.sub_agent, Ok(end))
+    }
+
+    fn artifact_text(&self) -> String {
+        let texts: Vec<&str> = self
+            .artifacts
+            .values()
+            .map(String::as_str)
+            .filter(|text| !text.is_empty())
+            .collect();
+        texts.join("\n")
+    }
+
+    /// Stages the call's result from how the task ended (the caller's fold run on a completed
+    /// one).
+    async fn stage(&self, ending: Ending) -> Result<(), Error> {
+        let state_patch = match ending.status {
+            EndStatus::Completed => self.fold(ending.output.as_deref()).await?,
+            _ => None,
+        };
+        self.activities
+            .stage_remote_end(self.step, self.call, &self.child, ending, state_patch)
+            .await
+    }
+
+    /// The caller's `after_sub_agent` fold of a completed task (which has no state: its output
+    /// only).
+    pub(super) async fn fold(
+        &self,
+        output: Option<&str>,
+    ) -> Result<Option<json_patch::Patch>, Error> {
+        let agent = self.activities.agent(&self.step.agent_type)?;
+        self.activities
+            .fold_ended_child(
+                self.step,
+                agent,
+                &self.call.id,
+                &self.call.name,
+                None,
+                EndStatus::Completed,
+                output,
+            )
+            .await
+    }
+}
+
+/// How one read of a stream stopped.
+enum Read {
+    Stop(TaskStop),
+    /// Nothing came within the per-read deadline.
+    Quiet,
+    Closed(String),
+}
+
+/// The text parts of `parts`, one piece each.
+fn texts(parts: &[Part]) -> Vec<String> {
+    parts
+        .iter()
+        .filter_map(|part| match part {
+            Part::Text { text, .. } => Some(text.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// What `parts` say as text: the text parts, and each data part as its JSON, one per line.
+pub(super) fn text_of(parts: &[Part]) -> String {
+    let lines: Vec<String> = parts
+        .iter()
+        .filter_map(|part| match part {
+            Part::Text { text, .. } => Some(text.clone()),
+            Part::Data { data, .. } => Some(serde_json::Value::Object(data.clone()).to_string()),
+            Part::File { .. } => None,
+        })
+        .collect();
+    lines.join("\n")
+}
+
+/// The call's message may have begun a task whose id was never recorded.
+fn unknown_outcome() -> ToolError {
+    ToolError::new(
+        codes::TOOL_OUTCOME_UNKNOWN,
+        "the A2A sub-agent's message was sent and its task was never recorded (the worker was \
+         lost): whether it began a task is not known, and it is not sent again",
+    )
+}
+
+/// A failed request as the call's tool error.
+fn tool_error_of(error: &A2aError) -> ToolError {
+    match error {
+        A2aError::Refused { code, message, .. } => ToolError::new(
+            codes::TOOL_FAILED,
+            format!("the A2A agent refused the call ({code}): {message}"),
+        ),
+        A2aError::Unavailable(reason) => ToolError::new(
+            ErrorCode::RemoteUnavailable.as_str(),
+            format!("the A2A agent is unavailable: {reason}"),
+        ),
+    }
+}
