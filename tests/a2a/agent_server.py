@@ -5,9 +5,12 @@ text part and a data part with the JSON Schema of the answer); the next message 
 answers, and the task completes with a greeting artifact. Every request but the card's needs
 `Authorization: Bearer <token>`.
 
-Usage: agent_server.py <port> <token>
+Usage: agent_server.py <port> <token> [no-stream] [work=<seconds>]
+  no-stream       the card says the agent does not stream (its clients poll `tasks/get`)
+  work=<seconds>  the task works that long before it asks
 """
 
+import asyncio
 import sys
 
 import uvicorn
@@ -48,6 +51,9 @@ def answered_name(message):
 
 
 class Greeter(AgentExecutor):
+    def __init__(self, work_seconds: float):
+        self.work_seconds = work_seconds
+
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         task = context.current_task
         if task is None:
@@ -60,6 +66,7 @@ class Greeter(AgentExecutor):
                 TaskState.working,
                 new_agent_text_message(f"Looking into {topic}.", task.context_id, task.id),
             )
+            await asyncio.sleep(self.work_seconds)
             question = updater.new_agent_message(
                 [
                     Part(root=TextPart(text="What is your name?")),
@@ -106,12 +113,15 @@ def with_bearer(app, token):
 
 def main():
     port, token = int(sys.argv[1]), sys.argv[2]
+    flags = sys.argv[3:]
+    streams = "no-stream" not in flags
+    work = next((float(f.split("=", 1)[1]) for f in flags if f.startswith("work=")), 0.0)
     card = AgentCard(
         name="greeter",
         description="Greets a person by the name they give.",
         url=f"http://127.0.0.1:{port}/",
         version="1.0.0",
-        capabilities=AgentCapabilities(streaming=True),
+        capabilities=AgentCapabilities(streaming=streams),
         default_input_modes=["text"],
         default_output_modes=["text"],
         skills=[
@@ -127,7 +137,7 @@ def main():
         },
         security=[{"bearer": []}],
     )
-    handler = DefaultRequestHandler(agent_executor=Greeter(), task_store=InMemoryTaskStore())
+    handler = DefaultRequestHandler(agent_executor=Greeter(work), task_store=InMemoryTaskStore())
     app = A2AStarletteApplication(agent_card=card, http_handler=handler).build()
     uvicorn.run(with_bearer(app, token), host="127.0.0.1", port=port, log_level="warning")
 

@@ -30,7 +30,7 @@ use baton_core::{
     usage::UsageRollup,
 };
 use baton_remote::a2a::{A2aClient, A2aError, EventStream, Next};
-use std::collections::BTreeMap;
+use std::{collections::BTreeMap, time::Instant};
 use temporalio_sdk::activities::ActivityContext;
 
 /// How following the task stopped.
@@ -42,6 +42,9 @@ pub(super) enum TaskStop {
     Failed(ToolError),
     /// The caller's step is committed, or the caller moved on: nothing more is written.
     Stale,
+    /// The follow window passed with the task still working: the caller waits on it holding
+    /// nothing, and the consumer's remote-wait sweep reads the task from then on.
+    Waiting,
 }
 
 /// One call's task being followed: within its step, or after its caller's resume.
@@ -62,6 +65,8 @@ pub(super) struct A2aFollow<'a> {
     /// Questions already answered (their producer ids), which a task that has not yet moved on
     /// from still shows: not asked again.
     pub(super) answered: Vec<String>,
+    /// When the follow window ends: past it, a working task is let go of.
+    until: Instant,
 }
 
 impl AgentActivities {
@@ -154,6 +159,7 @@ impl<'a> A2aFollow<'a> {
             next_sequence: cursor + 1,
             artifacts: BTreeMap::new(),
             answered: Vec::new(),
+            until: Instant::now() + agent.follow_window,
         })
     }
 
@@ -290,6 +296,9 @@ impl<'a> A2aFollow<'a> {
             if self.ends(&task) {
                 return Ok(TaskStop::Ended(Box::new(task)));
             }
+            if Instant::now() >= self.until {
+                return Ok(TaskStop::Waiting);
+            }
             if !client.streams() {
                 tokio::time::sleep(self.agent.poll_interval).await;
                 continue;
@@ -331,7 +340,11 @@ impl<'a> A2aFollow<'a> {
     /// Reads one stream, forwarding what it says, until the task's state ends it.
     async fn read(&mut self, events: &mut EventStream) -> Result<Read, Error> {
         loop {
-            let next = match events.next(self.agent.read_timeout).await {
+            let left = self.until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(Read::Quiet);
+            }
+            let next = match events.next(self.agent.read_timeout.min(left)).await {
                 Ok(next) => next,
                 Err(refused @ A2aError::Refused { .. }) => {
                     return Ok(Read::Stop(TaskStop::Failed(tool_error_of(&refused))));
@@ -461,6 +474,22 @@ impl<'a> A2aFollow<'a> {
             .await?)
     }
 
+    /// Puts the call in the remote-wait index, due now: the consumer's sweep reads the task
+    /// (`tasks/get`) from its next pass on, and starts its follow once it has stopped working.
+    async fn index_wait(&self) -> Result<(), Error> {
+        tracing::info!(child = %self.child, window = ?self.agent.follow_window, "an A2A task works past its follow window; its caller waits holding nothing");
+        Ok(self
+            .activities
+            .store
+            .index_remote_wait(&baton_core::store::RemoteWait {
+                address: self.step.address.clone(),
+                run_id: self.step.run_id.clone(),
+                tool_call_id: self.call.id.clone(),
+                due_at: baton_core::store::now_ms(),
+            })
+            .await?)
+    }
+
     /// Cancels the call's task, best effort (a stop of the caller passed on).
     pub(super) async fn cancel_task(&self) {
         let Some(task_id) = &self.task_id else {
@@ -480,6 +509,10 @@ impl<'a> A2aFollow<'a> {
     pub(super) async fn turn_end(&mut self, stop: TaskStop) -> Result<TurnEnd, Error> {
         let task = match stop {
             TaskStop::Stale => return Ok(TurnEnd::Stale),
+            TaskStop::Waiting => {
+                self.index_wait().await?;
+                return Ok(TurnEnd::Waiting);
+            }
             TaskStop::Failed(error) => {
                 return Ok(TurnEnd::Ended(ending_of(self.sub_agent, Err(error))));
             }

@@ -51,6 +51,9 @@ pub(super) fn a2a_sub_agent(
     if let Some(ms) = entry.poll_interval_ms {
         agent.poll_interval = Duration::from_millis(ms);
     }
+    if let Some(secs) = entry.follow_window_secs {
+        agent.follow_window = Duration::from_secs(secs);
+    }
     agent.check().map_err(|reason| {
         (
             at,

@@ -249,4 +249,5 @@ pub(super) struct A2aAgentEntry {
     pub(super) read_timeout_secs: Option<u64>,
     pub(super) timeout_secs: Option<u64>,
     pub(super) poll_interval_ms: Option<u64>,
+    pub(super) follow_window_secs: Option<u64>,
 }

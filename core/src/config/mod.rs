@@ -77,6 +77,7 @@
 //! read_timeout_secs = 30                # optional: longest wait for one read
 //! timeout_secs = 600                    # optional: longest a call takes
 //! poll_interval_ms = 1000               # optional: how often a task is read without a stream
+//! follow_window_secs = 60               # optional: how long a working task is followed
 //!
 //! [agent.state]                         # optional: the sessions' custom state
 //! schema = { type = "object", properties = { topic = { type = "string" } } }

@@ -25,6 +25,10 @@ pub struct A2aAgent {
     /// How often a task is read (`tasks/get`) when the agent does not stream, or its stream
     /// broke.
     pub poll_interval: Duration,
+    /// How long a follower reads a task that is still working before it lets go: the caller
+    /// then waits on it holding nothing (no activity, no connection) until the consumer's
+    /// remote-wait sweep finds it stopped working.
+    pub follow_window: Duration,
 }
 
 impl std::fmt::Debug for A2aAgent {
@@ -42,7 +46,7 @@ impl std::fmt::Debug for A2aAgent {
 
 impl A2aAgent {
     /// The agent whose card is at `card_url`, with the defaults: 3 retries from 200 ms, 30 s per
-    /// read, 10 minutes per call, a poll every second.
+    /// read, 10 minutes per call, a poll every second, a follow window of a minute.
     pub fn new(card_url: impl Into<String>) -> Self {
         Self {
             card_url: card_url.into(),
@@ -52,6 +56,7 @@ impl A2aAgent {
             read_timeout: Duration::from_secs(30),
             timeout: Duration::from_secs(600),
             poll_interval: Duration::from_secs(1),
+            follow_window: Duration::from_secs(60),
         }
     }
 
@@ -89,6 +94,9 @@ impl A2aAgent {
         }
         if self.poll_interval.is_zero() {
             return zero("poll_interval");
+        }
+        if self.follow_window.is_zero() {
+            return zero("follow_window");
         }
         Ok(())
     }

@@ -28,6 +28,11 @@ const TOKEN: &str = "a2a test token";
 
 /// The Python SDK's agent on a free port, and its card's URL; killed when dropped.
 async fn sdk_agent() -> (tokio::process::Child, String) {
+    sdk_agent_with(&[]).await
+}
+
+/// [`sdk_agent`] with the script's flags (`no-stream`, `work=<seconds>`).
+async fn sdk_agent_with(flags: &[&str]) -> (tokio::process::Child, String) {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -38,6 +43,7 @@ async fn sdk_agent() -> (tokio::process::Child, String) {
         .arg(&script)
         .arg(port.to_string())
         .arg(TOKEN)
+        .args(flags)
         .kill_on_drop(true)
         .spawn()
         .expect("the A2A agent starts");
@@ -212,4 +218,79 @@ async fn a_baton_agent_over_a2a_asks_twice_through_the_consumers_root() {
     client.resume(&root).await.unwrap();
     let chunks = chunks_through(client, &root, 0, WAIT_LIMIT, false).await;
     crate::subagents::assert_completed(&chunks, r#"got {"answer":"Ada"} / sent 10 to alice"#);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_working_past_the_window_holds_nothing_and_is_polled_to_its_question() {
+    // An agent that does not stream, and works a while before it asks.
+    let (_agent, card) = sdk_agent_with(&["no-stream", "work=2"]).await;
+    let mut agent = declared(&card).bearer(TOKEN);
+    agent.follow_window = Duration::from_millis(300);
+    let consumer = Harness::start(consumer_of(agent)).await;
+    let root = start(&consumer, "remote_delegator").await.session_id;
+
+    // The caller lets go of the working task: nothing of the consumer runs meanwhile.
+    crate::remote_wait::holds_nothing(
+        &consumer.client,
+        (&consumer.temporal, &consumer.task_queue),
+        &root,
+    )
+    .await;
+    assert!(
+        consumer
+            .client
+            .pending(&Default::default())
+            .await
+            .unwrap()
+            .calls
+            .is_empty()
+    );
+    // The sweep finds the task asking; its question is the root's call.
+    let question = one_pending(&consumer.client, &root, PersonCallKind::ClientTool).await;
+    assert_eq!(question.input["question"], "What is your name?");
+    consumer
+        .client
+        .submit(
+            &root,
+            &question.tool_call_id,
+            &ToolOutcome::Result(json!({"name": "Grace"})),
+        )
+        .await
+        .unwrap();
+    consumer.client.resume(&root).await.unwrap();
+    let chunks = chunks_through(&consumer.client, &root, 0, WAIT_LIMIT, false).await;
+    crate::subagents::assert_completed(&chunks, "got Hello, Grace!");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupt_of_the_caller_cancels_the_task() {
+    let (_agent, card) = sdk_agent().await;
+    let agent = declared(&card).bearer(TOKEN);
+    let consumer = Harness::start(consumer_of(agent.clone())).await;
+    let root = start(&consumer, "remote_delegator").await.session_id;
+    one_pending(&consumer.client, &root, PersonCallKind::ClientTool).await;
+
+    consumer.client.stop(&root, false).await.unwrap();
+    let address = baton_core::store::SessionAddress::root(&root);
+    let child = crate::remote_relay::child_of(&consumer.store, &root).await;
+    let baton_core::store::A2aChild::Task(task_id) =
+        consumer.store.a2a_child(&address, &child).await.unwrap()
+    else {
+        panic!("the call's task is recorded")
+    };
+    // The agent says the task is canceled.
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"id": task_id}});
+    let endpoint = card.replace(AGENT_CARD_PATH, "/");
+    let state = reqwest::Client::new()
+        .post(&endpoint)
+        .bearer_auth(TOKEN)
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .json::<serde_json::Value>()
+        .await
+        .unwrap()["result"]["status"]["state"]
+        .clone();
+    assert_eq!(state, "canceled");
 }

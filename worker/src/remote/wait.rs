@@ -1,8 +1,8 @@
 //! The remote-wait sweep's pass (its loop is `crate::sweeps`'): a caller whose remote child ran past its follower's window waits on
 //! it holding nothing (no activity, no connection); this sweep reads the due members of the
 //! remote-wait index (`baton_core::store::RemoteWait`), each checked against its caller first,
-//! and polls the child's `status` on its producer. Once the child's turn has ended (or nothing
-//! executes it) the child's follow is started (`RemoteFollowWorkflow`, without a resume), which
+//! and polls the child's `status` on its producer (an A2A child's task, with `tasks/get`). Once
+//! the child's turn has ended (or nothing executes it) the child's follow is started (`RemoteFollowWorkflow`, without a resume), which
 //! reads the child on from the durable cursor and, at its end, answers and resumes the caller,
 //! or records the calls it waits on a person for. A child still running is looked at again a
 //! period later.
@@ -12,9 +12,10 @@ use baton_activities::io::ActivityPolicy;
 use baton_core::{
     AgentRegistry, Store,
     remote::Status as RemoteStatus,
-    store::{RemoteWait, Status, now_ms},
+    store::{A2aChild, RemoteWait, Status, now_ms},
+    subagent::{SubAgent, Transport},
 };
-use baton_remote::Producer;
+use baton_remote::{A2aClient, Producer};
 use std::time::Duration;
 use temporalio_client::Client;
 
@@ -103,11 +104,13 @@ async fn look_at(
         .into_iter()
         .find(|call| call.tool_call_id == wait.tool_call_id);
     let agent = targets.registry.get(&caller.agent_type);
-    let remote = call
+    let transport = call
         .as_ref()
         .zip(agent.as_ref())
-        .and_then(|(call, agent)| super::remote_of(agent, &call.tool_name));
-    let (Some(call), Some(remote)) = (call, remote) else {
+        .and_then(|(call, agent)| agent.sub_agent(&call.tool_name))
+        .map(SubAgent::declared_transport)
+        .filter(|transport| !matches!(transport, Transport::Local));
+    let (Some(call), Some(transport)) = (call, transport) else {
         store.unindex_remote_wait(wait).await?;
         return Ok(false);
     };
@@ -119,14 +122,14 @@ async fn look_at(
     let child = store
         .remote_child_id(&wait.address, &wait.tool_call_id)
         .await?;
-    match Producer::new(http, remote).status(&child).await {
-        Ok(status) if status.status == RemoteStatus::Running && status.is_executing => {
+    match still_works(store, http, transport, &wait.address, &child).await {
+        Ok(false) => {}
+        Ok(true) => {
             store.index_remote_wait(&later).await?;
             return Ok(false);
         }
-        Ok(_) => {}
         Err(error) => {
-            tracing::warn!(%child, %error, "a waiting remote child's status cannot be read; looked at again later");
+            tracing::warn!(%child, %error, "a waiting remote child cannot be read; looked at again later");
             store.index_remote_wait(&later).await?;
             return Ok(false);
         }
@@ -155,4 +158,43 @@ async fn look_at(
     tracing::info!(%child, %workflow_id, "a waiting remote child's turn ended; its follow started");
     store.unindex_remote_wait(wait).await?;
     Ok(true)
+}
+
+/// Whether the remote child `child` of `address` still works on its turn: a Baton child
+/// running and executing, an A2A task in a state that ends no stream (submitted, working).
+async fn still_works(
+    store: &Store,
+    http: &reqwest::Client,
+    transport: &Transport,
+    address: &baton_core::store::SessionAddress,
+    child: &str,
+) -> Result<bool, String> {
+    match transport {
+        Transport::Local => Ok(false),
+        Transport::Remote(remote) => {
+            let status = Producer::new(http, remote)
+                .status(child)
+                .await
+                .map_err(|error| error.to_string())?;
+            Ok(status.status == RemoteStatus::Running && status.is_executing)
+        }
+        Transport::A2a(agent) => {
+            let A2aChild::Task(task_id) = store
+                .a2a_child(address, child)
+                .await
+                .map_err(|error| error.to_string())?
+            else {
+                // No task to read: the follow says what that means for the call.
+                return Ok(false);
+            };
+            let client = A2aClient::connect(http, agent)
+                .await
+                .map_err(|error| error.to_string())?;
+            let task = client
+                .get(&task_id)
+                .await
+                .map_err(|error| error.to_string())?;
+            Ok(!task.status.state.ends_a_stream())
+        }
+    }
 }
