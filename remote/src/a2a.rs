@@ -96,6 +96,11 @@ impl<'a> A2aClient<'a> {
         })
     }
 
+    /// Whether the agent pushes a task's updates to a URL the client gives.
+    pub fn pushes(&self) -> bool {
+        self.capabilities.push_notifications
+    }
+
     /// Whether the agent streams (`message/stream`, `tasks/resubscribe`).
     pub fn streams(&self) -> bool {
         self.capabilities.streaming

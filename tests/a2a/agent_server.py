@@ -5,20 +5,28 @@ text part and a data part with the JSON Schema of the answer); the next message 
 answers, and the task completes with a greeting artifact. Every request but the card's needs
 `Authorization: Bearer <token>`.
 
-Usage: agent_server.py <port> <token> [no-stream] [work=<seconds>]
+Usage: agent_server.py <port> <token> [no-stream] [push] [work=<seconds>]
   no-stream       the card says the agent does not stream (its clients poll `tasks/get`)
+  push            the agent pushes a task's updates to the URL a client gives
   work=<seconds>  the task works that long before it asks
 """
 
 import asyncio
 import sys
 
+import httpx
+
 import uvicorn
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.apps import A2AStarletteApplication
 from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
-from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+from a2a.server.tasks import (
+    BasePushNotificationSender,
+    InMemoryPushNotificationConfigStore,
+    InMemoryTaskStore,
+    TaskUpdater,
+)
 from a2a.types import (
     AgentCapabilities,
     AgentCard,
@@ -115,13 +123,14 @@ def main():
     port, token = int(sys.argv[1]), sys.argv[2]
     flags = sys.argv[3:]
     streams = "no-stream" not in flags
+    pushes = "push" in flags
     work = next((float(f.split("=", 1)[1]) for f in flags if f.startswith("work=")), 0.0)
     card = AgentCard(
         name="greeter",
         description="Greets a person by the name they give.",
         url=f"http://127.0.0.1:{port}/",
         version="1.0.0",
-        capabilities=AgentCapabilities(streaming=streams),
+        capabilities=AgentCapabilities(streaming=streams, push_notifications=pushes),
         default_input_modes=["text"],
         default_output_modes=["text"],
         skills=[
@@ -137,7 +146,16 @@ def main():
         },
         security=[{"bearer": []}],
     )
-    handler = DefaultRequestHandler(agent_executor=Greeter(work), task_store=InMemoryTaskStore())
+    push = {}
+    if pushes:
+        configs = InMemoryPushNotificationConfigStore()
+        push = {
+            "push_config_store": configs,
+            "push_sender": BasePushNotificationSender(httpx.AsyncClient(), configs),
+        }
+    handler = DefaultRequestHandler(
+        agent_executor=Greeter(work), task_store=InMemoryTaskStore(), **push
+    )
     app = A2AStarletteApplication(agent_card=card, http_handler=handler).build()
     uvicorn.run(with_bearer(app, token), host="127.0.0.1", port=port, log_level="warning")
 

@@ -20,12 +20,12 @@ use crate::{
 };
 use baton_core::{
     ErrorCode, ToolError,
-    a2a::{Event, MessageSendParams, Part, Task, TaskState},
+    a2a::{Event, MessageSendParams, Part, PushNotificationConfig, Task, TaskState},
     chunk::{ChunkKind, EndStatus, RemoteSource},
     message::{ToolCall, ToolOutcome},
     remote::Status,
     store::{A2aChild, FollowMode, Forwarded, ForwardedChunk, Recorded},
-    subagent::{A2aAgent, SubAgent, Transport},
+    subagent::{self, A2aAgent, SubAgent, Transport},
     tool::codes,
     usage::UsageRollup,
 };
@@ -237,12 +237,38 @@ impl<'a> A2aFollow<'a> {
             }
             Some(A2aChild::Unsent) => {}
         }
-        let params = MessageSendParams::user(
+        let mut params = MessageSendParams::user(
             format!("{}-call", self.child),
             vec![Part::text(text)],
             self.child.clone(),
             None,
         );
+        if let Some(base) = self
+            .activities
+            .remote_callbacks
+            .as_ref()
+            .filter(|_| client.pushes())
+        {
+            // The task's updates are pushed to this service with a token only it and the
+            // agent know, so a caller past its window learns of the task's end.
+            let candidate = subagent::new_callback_token();
+            let Some(token) = self
+                .activities
+                .store
+                .remote_callback_token(self.step.step_ref(), &self.child, &candidate)
+                .await?
+            else {
+                return Ok(Some(TaskStop::Stale));
+            };
+            if let Some(configuration) = params.configuration.as_mut() {
+                configuration.push_notification_config = Some(PushNotificationConfig {
+                    id: None,
+                    url: format!("{base}/{}/a2a", self.step.address.session_id),
+                    token: Some(token),
+                    authentication: None,
+                });
+            }
+        }
         tracing::info!(
             session = %self.step.address.session_id,
             child = %self.child,

@@ -447,6 +447,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/remote-callbacks/{callerSessionId}/a2a": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** An A2A task's push notification (its `X-A2A-Notification-Token` is the credential) */
+        post: operations["a2aPush"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/resume": {
         parameters: {
             query?: never;
@@ -2539,6 +2556,39 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["CallbackBody"];
+            };
+        };
+        responses: {
+            /** @description taken */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description a refusal: the one error envelope, its `code` telling why */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    a2aPush: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                callerSessionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": Record<string, never>;
             };
         };
         responses: {

@@ -294,3 +294,63 @@ async fn an_interrupt_of_the_caller_cancels_the_task() {
         .clone();
     assert_eq!(state, "canceled");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_push_of_the_tasks_question_wakes_a_caller_that_holds_nothing() {
+    let (_agent, card) = sdk_agent_with(&["no-stream", "push", "work=2"]).await;
+    let mut agent = declared(&card).bearer(TOKEN);
+    agent.follow_window = Duration::from_millis(300);
+    let registry = consumer_of(agent);
+    let consumer = Harness::server_only(registry.clone()).await;
+    // No remote-wait sweep: only the agent's push can say the task stopped working.
+    let settings = baton_worker::WorkerSettings {
+        remote_waits: None,
+        remote_callback_url: Some(consumer.remote_callback_url()),
+        ..baton_tests::test_worker_settings(&consumer.task_queue)
+    };
+    let _worker = baton_tests::WorkerThread::spawn_with(settings, &consumer.prefix, registry);
+    let root = start(&consumer, "remote_delegator").await.session_id;
+    crate::remote_wait::holds_nothing(
+        &consumer.client,
+        (&consumer.temporal, &consumer.task_queue),
+        &root,
+    )
+    .await;
+
+    // A push without the call's token is refused, and starts nothing.
+    let address = baton_core::store::SessionAddress::root(&root);
+    let child = crate::remote_relay::child_of(&consumer.store, &root).await;
+    let forged = json!({"kind": "task", "id": "t", "contextId": child, "status": {"state": "input-required"}});
+    let push_url = format!("{}/{root}/a2a", consumer.remote_callback_url());
+    let refused = reqwest::Client::new()
+        .post(&push_url)
+        .header("x-a2a-notification-token", "guessed")
+        .json(&forged)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), reqwest::StatusCode::UNAUTHORIZED);
+    assert!(
+        consumer
+            .store
+            .relayed_groups(&address)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    let question = one_pending(&consumer.client, &root, PersonCallKind::ClientTool).await;
+    assert_eq!(question.input["question"], "What is your name?");
+    consumer
+        .client
+        .submit(
+            &root,
+            &question.tool_call_id,
+            &ToolOutcome::Result(json!({"name": "Lin"})),
+        )
+        .await
+        .unwrap();
+    consumer.client.resume(&root).await.unwrap();
+    let chunks = chunks_through(&consumer.client, &root, 0, WAIT_LIMIT, false).await;
+    crate::subagents::assert_completed(&chunks, "got Hello, Lin!");
+}

@@ -105,6 +105,10 @@ pub fn router(state: AppState) -> Router {
             "/remote-callbacks/{session_id}",
             post(remote_callback::callback),
         )
+        .route(
+            "/remote-callbacks/{session_id}/a2a",
+            post(remote_callback::a2a_push),
+        )
         .route("/console", get(console::page))
         .route(console::SCRIPT_PATH, get(console::script))
         .route(console::STYLE_PATH, get(console::style))

@@ -239,6 +239,7 @@ fn routes(schemas: &mut SchemaGenerator, mounts: &[Mount], demo: bool) -> Vec<Ro
         op("get", "/readyz", "readyz", "Readiness: Redis and Temporal answer (503 naming what did not)", "operations", Access::Open).json(of(schema::<Readiness>)),
         op("get", "/openapi.json", "openapi", "This document", "operations", Access::Open).json(json!({"type": "object"})),
         op("post", "/remote-callbacks/{callerSessionId}", "remoteCallback", "A remote child's signed turn-end callback (its signature is the credential)", "remote", Access::Open).body(of(schema::<remote::CallbackBody>)),
+        op("post", "/remote-callbacks/{callerSessionId}/a2a", "a2aPush", "An A2A task's push notification (its `X-A2A-Notification-Token` is the credential)", "remote", Access::Open).body(json!({"type": "object", "description": "the A2A Task, as the agent pushes it", "required": ["id", "contextId", "status"]})),
         op("get", "/console", "console", "The operator console (a page; it calls the API with the key it is given)", "pages", Access::Open).text("text/html"),
         op("get", "/chat", "chatPage", "The demo chat page", "pages", Access::Open).text("text/html"),
         op("post", "/chat", "chat", "The Vercel AI SDK chat route (`useChat`)", "chat", Access::Api).body(of(schema::<ai_sdk::ChatBody>)).events(

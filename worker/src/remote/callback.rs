@@ -89,7 +89,7 @@ fn signed_with(token: &str, body: &[u8], signature: &str) -> bool {
 /// the follow reads its next pause or its end, and the answered calls leave the root's inbox).
 /// Otherwise there is nothing to do: a follower reads the child, the call is answered, or the
 /// root's resume goes on with a paused child.
-async fn follow_waiting_child(
+pub(super) async fn follow_waiting_child(
     state: &AppState,
     address: &SessionAddress,
     child: &str,

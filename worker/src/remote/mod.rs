@@ -10,13 +10,15 @@
 //! | [`after_stop`]: a caller's stop is passed on to its remote children | `ops::stop`, `ops::tree` | `stop.rs` |
 //! | [`before_rewind`], [`after_rewind`]: the children a rewind orphans are reconciled | `ops::rewind` | `orphans.rs` |
 //!
-//! Beside the hooks: a child's turn-end callback ([`take_remote_callback`], `callback.rs`), the
+//! Beside the hooks: a child's turn-end callback ([`take_remote_callback`], `callback.rs`; an
+//! A2A task's push notification, [`take_a2a_push`], `a2a_push.rs`), the
 //! remote-wait sweep's pass (`wait.rs`) and the one start of a child's follow (`follow.rs`). The
 //! clients of the producers are in `baton_remote`; the activities that follow a call are in
 //! `baton_activities` (`subagent/`). A new transport adds its arms here, its client beside the
 //! mount's in `baton_remote`, and its activity body beside `subagent/remote.rs`
 //! (ARCHITECTURE.md, "A new transport").
 
+mod a2a_push;
 mod a2a_relay;
 mod callback;
 mod follow;
@@ -26,6 +28,7 @@ mod resume;
 mod stop;
 mod wait;
 
+pub use a2a_push::{A2A_PUSH_TOKEN_HEADER, take_a2a_push};
 pub use callback::take_remote_callback;
 pub(crate) use orphans::{RewoundRun, after_rewind, before_rewind};
 pub(crate) use relay::route_submit;
