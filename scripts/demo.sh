@@ -86,6 +86,24 @@ url = "http://$remote_listen/agents"
 agent_type = "researcher"
 bearer_env = "DEMO_REMOTE_TOKEN"
 
+# The same researcher over A2A (every mounted agent is also an A2A agent): declared by its card.
+[[agent]]
+name = "demo_a2a"
+system_prompt = "You delegate questions to the researcher another service serves over A2A."
+max_steps = 3
+[agent.model]
+kind = "scripted"
+turns = [
+  { tool_calls = [{ name = "researcher", arguments = { message = "What is 6 times 7?" } }] },
+  { text = "The researcher says, over A2A: {{result:researcher}}" },
+]
+
+[[agent.a2a_agent]]
+name = "researcher"
+description = "Asks the researcher agent of the second service, over A2A."
+card_url = "http://$remote_listen/agents/researcher/.well-known/agent-card.json"
+bearer_env = "DEMO_REMOTE_TOKEN"
+
 # Tools of an MCP server (examples/mcp/notes_server.py, the official Python SDK, which
 # services.sh installed), started by batond over stdio (docs/agents.md).
 [[mcp_server]]
@@ -191,6 +209,13 @@ echo
 echo
 say "a remote child on the second service: demo_remote delegates to its researcher, which asks you"
 run_answering demo_remote "What is 6 times 7?" $'"Ada"\n'
+
+# The same across A2A: the researcher's card says where its JSON-RPC endpoint is; the call's
+# message begins a task there, the task's input-required question is relayed to this root as the
+# remote child's was, the answer goes as a message on the task, and its artifact is the result.
+echo
+say "the same remote child over A2A: demo_a2a calls the researcher by its agent card"
+run_answering demo_a2a "What is 6 times 7?" $'"Grace"\n'
 
 # Tools from an MCP server: demo_notes asks what to note, then calls the notes server's add_note
 # and list_notes (a Python process batond started over stdio) as it calls its own tools.

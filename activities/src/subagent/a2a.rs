@@ -419,12 +419,17 @@ impl<'a> A2aFollow<'a> {
                         .artifacts
                         .entry(update.artifact.artifact_id.clone())
                         .or_default();
-                    if update.append {
+                    // What is new on the stream: an appended piece, or what a replacement adds
+                    // to the text already seen (an agent that sends the whole artifact last).
+                    let new = if update.append {
                         kept.push_str(&text);
+                        text
                     } else {
+                        let added = text.strip_prefix(kept.as_str()).unwrap_or(&text).to_owned();
                         kept.clone_from(&text);
-                    }
-                    (Some(update.task_id), vec![text], None)
+                        added
+                    };
+                    (Some(update.task_id), vec![new], None)
                 }
             };
             if let Some(task_id) = task_id
@@ -618,11 +623,24 @@ impl<'a> A2aFollow<'a> {
                 Err(_) => None,
             };
             if let Some(whole) = whole.filter(|whole| !whole.artifacts.is_empty()) {
-                self.artifacts = whole
+                let whole: BTreeMap<String, String> = whole
                     .artifacts
                     .iter()
                     .map(|artifact| (artifact.artifact_id.clone(), text_of(&artifact.parts)))
                     .collect();
+                // What this follow has not streamed of the output (all of it, for a task that
+                // ended before it was read) goes on the caller's stream before the end.
+                let unseen: Vec<String> = whole
+                    .iter()
+                    .map(|(id, text)| {
+                        let seen = self.artifacts.get(id).map_or("", String::as_str);
+                        text.strip_prefix(seen).unwrap_or(text).to_owned()
+                    })
+                    .collect();
+                if let Err(error) = self.forward_texts(unseen).await {
+                    tracing::warn!(child = %self.child, ?error, "an A2A task's output is not on the caller's stream");
+                }
+                self.artifacts = whole;
                 output = self.artifact_text();
             }
             if output.is_empty() {

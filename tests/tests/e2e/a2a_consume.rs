@@ -143,6 +143,7 @@ async fn an_sdk_agents_question_is_answered_through_the_consumers_root() {
         })
         .collect();
     assert!(said.contains(&"Looking into hello."), "{said:?}");
+    assert_eq!(said.concat().matches("Hello, Ada!").count(), 1, "{said:?}");
     let kinds: Vec<&str> = chunks.iter().map(|c| c.kind.name()).collect();
     assert_eq!(kinds.iter().filter(|k| **k == "subagent_start").count(), 1);
     assert_eq!(kinds.iter().filter(|k| **k == "subagent_end").count(), 1);
@@ -218,6 +219,16 @@ async fn a_baton_agent_over_a2a_asks_twice_through_the_consumers_root() {
     client.resume(&root).await.unwrap();
     let chunks = chunks_through(client, &root, 0, WAIT_LIMIT, false).await;
     crate::subagents::assert_completed(&chunks, r#"got {"answer":"Ada"} / sent 10 to alice"#);
+    // The child's text is on the caller's stream once, though its A2A stream ends with the
+    // whole artifact again.
+    let said: String = forwarded(&chunks)
+        .into_iter()
+        .filter_map(|chunk| match &chunk.kind {
+            ChunkKind::TextDelta { delta, .. } => Some(delta.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(said, r#"{"answer":"Ada"} / sent 10 to alice"#);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
