@@ -5,6 +5,7 @@
 //! `remote.rs` and `mount/` check on harnesses is checked here on the processes an operator
 //! runs, with their workers killed under them.
 
+mod a2a;
 mod faults;
 mod flow;
 mod mount;
@@ -139,6 +140,9 @@ struct Remote<'a> {
     calls: usize,
     /// Whether the delegator asks the person (client tool `ask`) after its first call.
     ask_after_first: bool,
+    /// Whether `research` is declared over A2A (`[[agent.a2a_agent]]`, by the agent's card on
+    /// the producer's mount) rather than the mount's protocol.
+    a2a: bool,
 }
 
 impl<'a> Remote<'a> {
@@ -152,6 +156,7 @@ impl<'a> Remote<'a> {
             follow_window_secs: 60,
             calls: 1,
             ask_after_first: false,
+            a2a: false,
         }
     }
 }
@@ -181,7 +186,23 @@ turns = [
   {turns},
 ]
 
-[[agent.remote_agent]]
+{declaration}
+{ask}
+"#,
+        declaration = if remote.a2a {
+            a2a_declaration(remote)
+        } else {
+            mount_declaration(remote)
+        },
+        max_steps = turns.len() + 2,
+        turns = turns.join(",\n  "),
+    )
+}
+
+/// `research` over the mount's protocol.
+fn mount_declaration(remote: &Remote<'_>) -> String {
+    format!(
+        r#"[[agent.remote_agent]]
 name = "research"
 description = "Delegates to the producer."
 url = "{url}"
@@ -192,8 +213,6 @@ retry_base_delay_ms = 20
 read_timeout_secs = {read_timeout_secs}
 dead_after_attaches = {dead_after_attaches}
 follow_window_secs = {follow_window_secs}
-
-{ask}
 "#,
         url = remote.url,
         agent_type = remote.agent_type,
@@ -201,8 +220,29 @@ follow_window_secs = {follow_window_secs}
         read_timeout_secs = remote.read_timeout_secs,
         dead_after_attaches = remote.dead_after_attaches,
         follow_window_secs = remote.follow_window_secs,
-        max_steps = turns.len() + 2,
-        turns = turns.join(",\n  "),
+    )
+}
+
+/// `research` over A2A: the producer's agent by its card.
+fn a2a_declaration(remote: &Remote<'_>) -> String {
+    format!(
+        r#"[[agent.a2a_agent]]
+name = "research"
+description = "Delegates to the producer over A2A."
+card_url = "{url}/{agent_type}{card}"
+bearer_env = "{TOKEN_ENV}"
+max_retries = {max_retries}
+retry_base_delay_ms = 20
+read_timeout_secs = {read_timeout_secs}
+poll_interval_ms = 100
+follow_window_secs = {follow_window_secs}
+"#,
+        url = remote.url,
+        agent_type = remote.agent_type,
+        card = baton_core::a2a::AGENT_CARD_PATH,
+        max_retries = remote.max_retries,
+        read_timeout_secs = remote.read_timeout_secs,
+        follow_window_secs = remote.follow_window_secs,
     )
 }
 
