@@ -1,19 +1,21 @@
 //! Section `remote`: a remote sub-agent beside a local one, on loopback. Two in-process
 //! services (each its own server, worker, key prefix and task queue): the consumer's agents call
-//! the 12-step `long` agent, once on the producer (a remote child, over the producer's mount)
-//! and once as a local child of the same service. Per sample, on the caller's stream: the time
+//! the 12-step `long` agent on the producer (a remote child, over the producer's mount, and
+//! again over A2A, by its agent card) and as a local child of the same service. Per sample, on the caller's stream: the time
 //! from the start to the first chunk of the child, from the child's `subagent_end` to the
 //! caller's next `step_start`, and the child's chunks per second (its chunks between its first
 //! and its `subagent_end`). Then a HITL round across the boundary beside a local one: the
-//! caller's child (`asker_only` on the producer, or a local child) asks the person; the round is
-//! from the answer's submit on the caller's root (relayed to the producer for the remote child)
-//! and the root's resume to the caller's next `step_start`.
+//! caller's child (`asker_only` on the producer, over the mount or A2A, or a local child) asks the
+//! person; the round is from the answer's submit on the caller's root (relayed to the producer for
+//! a remote child: its submit, or a message on the A2A task) and the root's resume to the
+//! caller's next `step_start`.
 
 use crate::summary;
 use baton_client::Client as _;
 use baton_core::{
     Agent, AgentRegistry, ChunkKind, ScriptedModel,
-    subagent::{RemoteAgent, SubAgent},
+    a2a::AGENT_CARD_PATH,
+    subagent::{A2aAgent, RemoteAgent, SubAgent},
 };
 use baton_tests::{Harness, agents};
 use futures::StreamExt;
@@ -69,7 +71,15 @@ async fn sample(consumer: &Harness, agent: &str) -> anyhow::Result<Sample> {
         anyhow::Ok(())
     };
     tokio::time::timeout(Duration::from_secs(60), read).await??;
-    let missing = || anyhow::anyhow!("session {} lacks a child chunk or step", started.session_id);
+    let missing = || {
+        anyhow::anyhow!(
+            "session {} lacks a child chunk ({}), the child's end ({}) or the caller's next step ({})",
+            started.session_id,
+            first.is_some(),
+            child_end.is_some(),
+            next_step.is_some()
+        )
+    };
     let (first, child_end, next_step) = (
         first.ok_or_else(missing)?,
         child_end.ok_or_else(missing)?,
@@ -130,12 +140,28 @@ async fn hitl_round(consumer: &Harness, agent: &str) -> anyhow::Result<f64> {
 
 /// Measures and prints the section.
 pub async fn print_remote() -> anyhow::Result<()> {
-    let producer = Harness::start(agents::registry()).await;
+    // A benchmark's load, all of one subject: no start or submit limit on the consumer (nor on
+    // the producer, which sees the consumer's service as one caller).
+    let unlimited = || baton_worker::ServerOptions {
+        subject_limits: baton_worker::state::SubjectLimits::OFF,
+        submits_per_minute: None,
+        ..baton_tests::open_options()
+    };
+    let producer = Harness::start_with(agents::registry(), unlimited()).await;
     let url = format!("http://{}/agents", producer.address);
-    let remote = SubAgent::remote("research", "asks", RemoteAgent::new(url.clone(), "long"));
-    let remote_asker = SubAgent::remote("ask", "asks", RemoteAgent::new(url, "asker_only"));
+    // The producer's mount serves a service's key (the test harness's).
+    let key = baton_tests::TEST_SERVICE_KEY;
+    let mount = |agent_type: &str| RemoteAgent::new(url.clone(), agent_type).bearer(key);
+    let remote = SubAgent::remote("research", "asks", mount("long"));
+    let remote_asker = SubAgent::remote("ask", "asks", mount("asker_only"));
+    let card = |agent_type: &str| {
+        A2aAgent::new(format!("{url}/{agent_type}{AGENT_CARD_PATH}")).bearer(key)
+    };
+    let a2a = SubAgent::a2a("research", "asks", card("long"));
+    let a2a_asker = SubAgent::a2a("ask", "asks", card("asker_only"));
     let registry = AgentRegistry::new([
         caller("bench_remote_caller", "research", remote),
+        caller("bench_a2a_caller", "research", a2a),
         caller(
             "bench_local_caller",
             "subagent__long",
@@ -143,6 +169,7 @@ pub async fn print_remote() -> anyhow::Result<()> {
         ),
         agents::bench_agent("long", 12, agents::bench_script(12, true)),
         caller("bench_remote_asking", "ask", remote_asker),
+        caller("bench_a2a_asking", "ask", a2a_asker),
         caller(
             "bench_local_asking",
             "subagent__asker_only",
@@ -150,8 +177,10 @@ pub async fn print_remote() -> anyhow::Result<()> {
         ),
         agents::asker_only(),
     ])?;
-    let consumer = Harness::start(registry).await;
-    eprintln!("remote: {SAMPLES} sessions with a remote child, {SAMPLES} with a local one");
+    let consumer = Harness::start_with(registry, unlimited()).await;
+    eprintln!(
+        "remote: {SAMPLES} sessions with a remote child (the mount's protocol, then A2A), {SAMPLES} with a local one"
+    );
     println!(
         "\n## remote child beside local child ({SAMPLES} each, loopback, in-process services)\n"
     );
@@ -160,12 +189,17 @@ pub async fn print_remote() -> anyhow::Result<()> {
     );
     println!("|---|---|---|---|");
     for (label, agent) in [
-        ("remote", "bench_remote_caller"),
+        ("remote (mount)", "bench_remote_caller"),
+        ("remote (A2A)", "bench_a2a_caller"),
         ("local", "bench_local_caller"),
     ] {
         let mut samples = Vec::with_capacity(SAMPLES);
         for _ in 0..SAMPLES {
-            samples.push(sample(&consumer, agent).await?);
+            samples.push(
+                sample(&consumer, agent)
+                    .await
+                    .map_err(|e| e.context(label))?,
+            );
         }
         let first = summary(samples.iter().map(|s| s.first_chunk_ms).collect());
         let next = summary(samples.iter().map(|s| s.end_to_next_step_ms).collect());
@@ -178,7 +212,8 @@ pub async fn print_remote() -> anyhow::Result<()> {
     println!("\n| child asking a person | answer → caller's next step p50 / p99 ms |");
     println!("|---|---|");
     for (label, agent) in [
-        ("remote", "bench_remote_asking"),
+        ("remote (mount)", "bench_remote_asking"),
+        ("remote (A2A)", "bench_a2a_asking"),
         ("local", "bench_local_asking"),
     ] {
         let mut rounds = Vec::with_capacity(SAMPLES);
