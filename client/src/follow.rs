@@ -1,6 +1,7 @@
 //! `baton`'s following of a session: its chunks printed as they come until the run ends or
 //! pauses, and what a pause does (stop, answer from the terminal and resume, or go on watching);
-//! a tree's awaited calls found through its root.
+//! a tree's awaited calls found through its root. With `--answer`, a running call's question
+//! (an MCP server's elicitation) is answered from the terminal too, the run going on.
 
 use anyhow::Context;
 use baton_client::{
@@ -20,6 +21,12 @@ enum Stop {
         tool_call_ids: Vec<String>,
         after: u64,
     },
+    /// A running call asks a person (the run goes on waiting for the answer); `after` is the
+    /// question's sequence.
+    Asked {
+        question: Awaited,
+        after: u64,
+    },
 }
 
 /// What following a session tree remembers: each tool call seen (to show what an awaited call
@@ -29,6 +36,8 @@ struct Seen {
     calls: HashMap<String, (String, serde_json::Value)>,
     approvals: HashMap<String, String>,
     children: HashMap<String, String>,
+    /// Whether a running call's question stops the follow (to answer it), or is only printed.
+    stop_at_questions: bool,
 }
 
 /// Prints a session's chunks after `from` until its run ends or suspends, remembering what a
@@ -40,6 +49,18 @@ async fn follow_once(
     json: bool,
     seen: &mut Seen,
 ) -> anyhow::Result<Stop> {
+    follow_quietly(client, session_id, from, Some(json), seen).await
+}
+
+/// [`follow_once`], stopping at a running call's question too (`baton run --answer`).
+async fn follow_to_question(
+    client: &dyn Client,
+    session_id: &str,
+    from: u64,
+    json: bool,
+    seen: &mut Seen,
+) -> anyhow::Result<Stop> {
+    seen.stop_at_questions = true;
     follow_quietly(client, session_id, from, Some(json), seen).await
 }
 
@@ -87,6 +108,25 @@ async fn follow_quietly(
             } => {
                 seen.children.insert(tool_call_id, sub_session_id);
             }
+            ChunkKind::Question {
+                question_id,
+                tool_name,
+                message,
+                schema,
+                ..
+            } if seen.stop_at_questions => {
+                let question = Awaited {
+                    id: question_id,
+                    tool: tool_name,
+                    input: serde_json::json!({ "question": message }),
+                    approval_id: None,
+                    output_schema: Some(schema),
+                };
+                return Ok(Stop::Asked {
+                    question,
+                    after: chunk.sequence,
+                });
+            }
             ChunkKind::End { status, .. } => {
                 return Ok(Stop::Ended(match status {
                     EndStatus::Completed | EndStatus::Interrupted => ExitCode::SUCCESS,
@@ -131,8 +171,22 @@ pub(crate) async fn follow(
     let mut seen = Seen::default();
     let mut from = from;
     loop {
-        match follow_once(client, session_id, from, json, &mut seen).await? {
+        let stop = match at_pause {
+            AtPause::Answer => {
+                follow_to_question(client, session_id, from, json, &mut seen).await?
+            }
+            AtPause::Stop | AtPause::Watch => {
+                follow_once(client, session_id, from, json, &mut seen).await?
+            }
+        };
+        match stop {
             Stop::Ended(code) => return Ok(code),
+            // A running call's question, answered through this (the root) session; the run
+            // reads the answer and goes on, with no resume.
+            Stop::Asked { question, after } => {
+                prompt::answer_call(client, session_id, question).await?;
+                from = after;
+            }
             Stop::Suspended { .. } if at_pause == AtPause::Stop => return Ok(ExitCode::SUCCESS),
             Stop::Suspended {
                 tool_call_ids,
@@ -211,9 +265,10 @@ async fn awaited_calls(
             });
             continue;
         };
-        if let Stop::Suspended { tool_call_ids, .. } =
-            follow_quietly(client, &child, 0, None, seen).await?
-        {
+        let answering = std::mem::take(&mut seen.stop_at_questions);
+        let stop = follow_quietly(client, &child, 0, None, seen).await?;
+        seen.stop_at_questions = answering;
+        if let Stop::Suspended { tool_call_ids, .. } = stop {
             awaited.extend(tool_call_ids);
         }
     }

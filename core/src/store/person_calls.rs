@@ -1,7 +1,8 @@
 //! The calls of a session tree that wait on a person: pending client calls and approvals that
 //! have no stored answer and have not lapsed. What `/pending`, `/status` and the search index's
 //! `awaiting` term read, and the chat's tree read (`AwaitingSession`), with the calls a paused
-//! remote child relayed (`relay.rs`); plain reads of one tree, so one slot, pipelined.
+//! remote child relayed (`relay.rs`) and the open questions of running calls (`question.rs`);
+//! plain reads of one tree, so one slot, pipelined.
 
 use super::relay::{RelayedCall, relayed_answer_of, relayed_groups_of};
 use super::{
@@ -9,7 +10,11 @@ use super::{
     keys::{Key, state_field},
     now_ms,
 };
-use crate::{meta::SessionMeta, session::Status};
+use crate::{
+    meta::SessionMeta,
+    session::Status,
+    tool::ask::{QUESTION_TOOL, question_input, question_render},
+};
 use std::{
     collections::{HashMap, HashSet},
     str::FromStr,
@@ -196,6 +201,58 @@ impl Store {
                 user_id: user_id.clone(),
                 render,
             }));
+        }
+        calls.extend(self.question_calls(address, whole_tree).await?);
+        Ok(calls)
+    }
+
+    /// The open questions running calls ask a person (`crate::tool::ask`), as person calls of
+    /// the sessions that ask: of `address`'s session, or (`whole_tree`, at the root) of its tree.
+    /// Each is a client call named [`QUESTION_TOOL`] under the question's id, rendered as a form
+    /// of its schema.
+    async fn question_calls(
+        &self,
+        address: &SessionAddress,
+        whole_tree: bool,
+    ) -> Result<Vec<PersonCall>, Error> {
+        let tree = whole_tree && address.is_root();
+        let mut calls = Vec::new();
+        for question in self.open_questions(address).await? {
+            if !tree && question.session_id != address.session_id {
+                continue;
+            }
+            let owner = SessionAddress {
+                root_session_id: address.root_session_id.clone(),
+                session_id: question.session_id.clone(),
+            };
+            let Some(session) = self.session(&owner).await? else {
+                continue;
+            };
+            if session.run_id != question.run_id || session.status != Status::Active {
+                continue;
+            }
+            calls.push(PersonCall {
+                owner,
+                call: PendingCall {
+                    tool_call_id: question.question_id.clone(),
+                    tool_name: QUESTION_TOOL.to_owned(),
+                    input: question_input(
+                        &question.message,
+                        &question.tool_name,
+                        &question.tool_call_id,
+                        question.deadline_at,
+                    ),
+                    kind: PendingKind::Client,
+                    step: question.step,
+                    deadline_at: question.deadline_at,
+                    completed_retention_ms: 0,
+                    approval_id: None,
+                    awaited_since: question.asked_at,
+                },
+                agent_type: session.agent_type,
+                user_id: session.meta.user_id,
+                render: Some(question_render(&question.schema)),
+            });
         }
         Ok(calls)
     }

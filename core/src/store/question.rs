@@ -16,6 +16,9 @@ use redis::{AsyncCommands, FromRedisValue, RedisResult, Value as RedisValue};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+/// The field of a question's answer in the questions hash: this and the question's id.
+const ANSWER_FIELD: &str = "answer:";
+
 /// How long the questions hash outlives the latest deadline it holds.
 const KEEP_PAST_DEADLINE_MS: u64 = 60_000;
 
@@ -91,6 +94,8 @@ impl Store {
             deadline_at: question.deadline_at,
         };
         let keep = question.deadline_at.saturating_sub(now_ms()) + KEEP_PAST_DEADLINE_MS;
+        // The tree's `awaiting` term follows the question.
+        let mark = self.mark_for_index(step.address).await?;
         let reply: WriteReply = ASK_QUESTION
             .on(self, step.address)
             .arg(step.run_id)
@@ -101,6 +106,7 @@ impl Store {
             .arg(keep)
             .run(self)
             .await?;
+        self.reindex_after_change(step.address, mark).await;
         self.step_written(step, reply)
     }
 
@@ -138,7 +144,7 @@ impl Store {
         question_id: &str,
     ) -> Result<Option<PersonAnswer>, Error> {
         let key = self.key(address, Key::Questions);
-        let field = format!("answer:{question_id}");
+        let field = format!("{ANSWER_FIELD}{question_id}");
         let answer: Option<String> = self.conn().hget(&key, field).await?;
         answer.map(|a| decode(&key, &a)).transpose()
     }
@@ -167,6 +173,7 @@ impl Store {
             Closing::TimedOut => "timed_out",
             Closing::Withdrawn => "withdrawn",
         };
+        let mark = self.mark_for_index(step.address).await?;
         let reply: Closed = CLOSE_QUESTION
             .on(self, step.address)
             .arg(step.run_id)
@@ -177,6 +184,7 @@ impl Store {
             .arg(body("cancel"))
             .run(self)
             .await?;
+        self.reindex_after_change(step.address, mark).await;
         match reply.0 {
             Some(answer) if !answer.is_empty() => Ok(Some(decode(
                 &self.key(step.address, Key::Questions),
@@ -184,6 +192,27 @@ impl Store {
             )?)),
             _ => Ok(None),
         }
+    }
+
+    /// The questions of `address`'s tree still open (asked, neither answered nor closed, before
+    /// their deadline), oldest first.
+    pub async fn open_questions(&self, address: &SessionAddress) -> Result<Vec<Question>, Error> {
+        let key = self.key(address, Key::Questions);
+        let fields: std::collections::HashMap<String, String> = self.conn().hgetall(&key).await?;
+        let now = now_ms();
+        let mut open = Vec::new();
+        for (field, record) in &fields {
+            if field.starts_with(ANSWER_FIELD) {
+                continue;
+            }
+            let question: Question = decode(&key, record)?;
+            let answered = fields.contains_key(&format!("{ANSWER_FIELD}{field}"));
+            if !answered && question.deadline_at > now {
+                open.push(question);
+            }
+        }
+        open.sort_by(|a, b| (a.asked_at, &a.question_id).cmp(&(b.asked_at, &b.question_id)));
+        Ok(open)
     }
 
     fn question_owner(&self, question: &Question) -> SessionAddress {

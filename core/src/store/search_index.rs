@@ -255,7 +255,8 @@ impl Store {
         let entry = match self.session(address).await? {
             None => None,
             Some(state) => {
-                let awaiting = state.status == Status::SuspendedClientTool
+                // A suspended tree's calls, or a running call's question to a person.
+                let awaiting = matches!(state.status, Status::SuspendedClientTool | Status::Active)
                     && !self.person_calls(address, true).await?.is_empty();
                 Some(state_entry(&state, awaiting, self.session_retention_ms))
             }

@@ -105,6 +105,26 @@ pub fn is_question_id(id: &str) -> bool {
         .is_some_and(|hex| hex.len() == 20 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
+/// The tool name a question is listed under where a person sees calls (`useChat`'s tool part,
+/// `/pending`, `/status`): its id is the question's (`bt_q…`), answered as a client tool's.
+pub const QUESTION_TOOL: &str = "question";
+
+/// A question's input as a person sees it listed: what it asks, the call that asks, and until
+/// when.
+pub fn question_input(message: &str, tool: &str, tool_call_id: &str, deadline_at: u64) -> Value {
+    serde_json::json!({
+        "message": message,
+        "tool": tool,
+        "toolCallId": tool_call_id,
+        "deadlineAt": deadline_at,
+    })
+}
+
+/// A question's render hint: a form of its schema.
+pub fn question_render(schema: &Value) -> Value {
+    serde_json::json!({ "kind": "elicitation", "outputSchema": schema })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,8 +6,12 @@
 
 use baton_client::Client as _;
 use baton_core::{
-    AgentRegistry, ChunkKind, ErrorCode, Message, StreamChunk, message::ToolOutcome,
-    session::Continuation, store::Status, submit::SubmitStatus,
+    AgentRegistry, ChunkKind, ErrorCode, Message, StreamChunk,
+    message::ToolOutcome,
+    search::{PersonCallKind, SessionSearch},
+    session::Continuation,
+    store::Status,
+    submit::SubmitStatus,
 };
 use baton_tests::{Harness, WAIT_LIMIT, api_error, mcp_agents::confirm_agent};
 use futures::StreamExt as _;
@@ -82,10 +86,44 @@ async fn an_elicitation_is_a_question_answered_through_the_root_while_the_run_st
     let (question_id, message, schema) = question_of(chunks.last().unwrap());
     assert_eq!(message, "May I deploy?");
     assert_eq!(schema["properties"]["ok"]["type"], "boolean", "{schema}");
-    assert_eq!(
-        harness.client.status(session).await.unwrap().status,
-        Status::Active
-    );
+    let status = harness.client.status(session).await.unwrap();
+    assert_eq!(status.status, Status::Active);
+    // Where a person looks for calls (`/status`, the root's `/pending`, the inbox), the open
+    // question is listed as a client call of its own, rendered as a form of its schema.
+    let [listed] = &status.pending[..] else {
+        panic!("one call waits on a person: {:?}", status.pending)
+    };
+    assert_eq!(listed.tool_call_id, question_id);
+    assert_eq!(listed.tool_name, "question");
+    assert_eq!(listed.kind, PersonCallKind::ClientTool);
+    assert_eq!(listed.input["message"], "May I deploy?");
+    assert_eq!(listed.input["tool"], "confirm_first");
+    let render = listed.render.clone().unwrap();
+    assert_eq!(render["kind"], "elicitation");
+    assert_eq!(render["outputSchema"], schema);
+    let of_root = SessionSearch {
+        root: Some(session.clone()),
+        ..SessionSearch::default()
+    };
+    let pending = harness.client.pending(&of_root).await.unwrap().calls;
+    assert_eq!(pending.len(), 1);
+    assert_eq!(pending[0].tool_call_id, question_id);
+    let inbox = SessionSearch {
+        awaiting_person: true,
+        ..SessionSearch::default()
+    };
+    let listed_in_inbox = async {
+        loop {
+            let calls = harness.client.pending(&inbox).await.unwrap().calls;
+            if calls.iter().any(|call| call.tool_call_id == question_id) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(WAIT_LIMIT, listed_in_inbox)
+        .await
+        .expect("the inbox lists the question in time");
 
     // An answer that does not match the schema is refused, nothing stored.
     let bad = ToolOutcome::Result(json!({"ok": "yes"}));
@@ -121,6 +159,7 @@ async fn an_elicitation_is_a_question_answered_through_the_root_while_the_run_st
     );
     let state = harness.client.status(session).await.unwrap();
     assert_eq!(state.status, Status::Completed, "{state:?}");
+    assert!(state.pending.is_empty(), "{:?}", state.pending);
     let messages = harness.messages(session).await;
     assert_eq!(
         tool_outcome(&messages),
@@ -205,4 +244,45 @@ async fn a_childs_question_is_answered_through_its_root_and_a_decline_reaches_th
         "{state:?}"
     );
     assert_eq!(calls(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn baton_run_answers_an_mcp_servers_question_from_standard_input() {
+    use std::process::Stdio;
+    use tokio::io::AsyncWriteExt;
+    let (log, calls) = call_log();
+    let agent = confirm_agent("mcp_cli_asker", &log, Duration::from_secs(60)).await;
+    let harness = Harness::start(AgentRegistry::new([agent]).unwrap()).await;
+    let binary = baton_tests::procs::workspace_binary("baton-client", "baton")
+        .expect("the baton binary builds");
+    let mut cli = tokio::process::Command::new(binary)
+        .arg("--server")
+        .arg(format!("http://{}", harness.address))
+        .args(["run", "--agent", "mcp_cli_asker", "--answer", "go"])
+        .env_remove("BATON_TOKEN")
+        .env_remove("BATON_GRPC")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the baton binary runs");
+    // The question's one field, a boolean, read as its schema says.
+    let mut stdin = cli.stdin.take().unwrap();
+    stdin.write_all(b"true\n").await.unwrap();
+    drop(stdin);
+    let output = tokio::time::timeout(WAIT_LIMIT * 2, cli.wait_with_output())
+        .await
+        .expect("baton run ends in time")
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(stderr.contains("confirm_first asks:"), "{stderr}");
+    assert!(stderr.contains("May I deploy?"), "{stderr}");
+    assert!(
+        stdout.contains("accept: deploy ok=True"),
+        "the tool saw the answer: {stdout}"
+    );
+    assert_eq!(calls(), 1, "the tool ran once");
 }

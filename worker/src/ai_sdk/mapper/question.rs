@@ -3,11 +3,10 @@
 
 use super::{ToolRole, UiStreamMapper, finish};
 use crate::ai_sdk::ui::{FinishReason, UiChunk, UiFrame};
-use baton_core::{ChunkKind, StreamChunk};
-use serde_json::json;
-
-/// The tool name of a question's part.
-const QUESTION_TOOL: &str = "question";
+use baton_core::{
+    ChunkKind, StreamChunk,
+    tool::ask::{QUESTION_TOOL, question_input, question_render},
+};
 
 impl UiStreamMapper {
     /// A running call's question (the root's or a descendant's): a client part of its own, named
@@ -33,14 +32,9 @@ impl UiStreamMapper {
         let owner = (agent_id != self.session_id)
             .then_some(())
             .and(agent_type.as_deref().map(|kind| (agent_id, kind)));
-        let input = json!({
-            "message": message,
-            "tool": tool_name,
-            "toolCallId": tool_call_id,
-            "deadlineAt": deadline_at,
-        });
+        let input = question_input(message, tool_name, tool_call_id, *deadline_at);
         let role = ToolRole::Client {
-            render: Some(json!({ "kind": "elicitation", "outputSchema": schema })),
+            render: Some(question_render(schema)),
         };
         self.close_step(out);
         out.push(UiChunk::StartStep.into());
