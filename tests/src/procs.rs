@@ -438,3 +438,33 @@ pub fn placement_flags(placement: &Placement<'_>) -> Vec<String> {
     .chain(["--agents".to_owned(), agents.display().to_string()])
     .collect()
 }
+
+/// `baton run --agent <agent> --answer go` against the server at `address` (`host:port`),
+/// `input` its standard input (the terminal's answers), without the environment's token or
+/// gRPC choice: its output once it ends, within twice the tests' limit.
+pub async fn baton_run_answering(address: &str, agent: &str, input: &[u8]) -> std::process::Output {
+    use tokio::io::AsyncWriteExt as _;
+    let binary = workspace_binary("baton-client", "baton").expect("the baton binary builds");
+    let mut cli = tokio::process::Command::new(binary)
+        .arg("--server")
+        .arg(format!("http://{address}"))
+        .args(["run", "--agent", agent, "--answer", "go"])
+        .env_remove("BATON_TOKEN")
+        .env_remove("BATON_GRPC")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the baton binary runs");
+    let mut stdin = cli.stdin.take().expect("a piped standard input");
+    stdin
+        .write_all(input)
+        .await
+        .expect("the answers are written");
+    drop(stdin);
+    tokio::time::timeout(crate::WAIT_LIMIT * 2, cli.wait_with_output())
+        .await
+        .expect("baton run ends in time")
+        .expect("baton run's output")
+}

@@ -248,33 +248,16 @@ async fn a_childs_question_is_answered_through_its_root_and_a_decline_reaches_th
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn baton_run_answers_an_mcp_servers_question_from_standard_input() {
-    use std::process::Stdio;
-    use tokio::io::AsyncWriteExt;
     let (log, calls) = call_log();
     let agent = confirm_agent("mcp_cli_asker", &log, Duration::from_secs(60)).await;
     let harness = Harness::start(AgentRegistry::new([agent]).unwrap()).await;
-    let binary = baton_tests::procs::workspace_binary("baton-client", "baton")
-        .expect("the baton binary builds");
-    let mut cli = tokio::process::Command::new(binary)
-        .arg("--server")
-        .arg(format!("http://{}", harness.address))
-        .args(["run", "--agent", "mcp_cli_asker", "--answer", "go"])
-        .env_remove("BATON_TOKEN")
-        .env_remove("BATON_GRPC")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("the baton binary runs");
     // The question's one field, a boolean, read as its schema says.
-    let mut stdin = cli.stdin.take().unwrap();
-    stdin.write_all(b"true\n").await.unwrap();
-    drop(stdin);
-    let output = tokio::time::timeout(WAIT_LIMIT * 2, cli.wait_with_output())
-        .await
-        .expect("baton run ends in time")
-        .unwrap();
+    let output = baton_tests::procs::baton_run_answering(
+        &harness.address.to_string(),
+        "mcp_cli_asker",
+        b"true\n",
+    )
+    .await;
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stdout}\n{stderr}");

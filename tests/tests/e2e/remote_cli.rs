@@ -5,36 +5,19 @@
 
 use crate::mount::runs;
 use crate::remote_relay::{consumer_registry, producer};
-use baton_tests::{Harness, WAIT_LIMIT, procs::workspace_binary};
-use std::process::Stdio;
-use tokio::io::AsyncWriteExt;
+use baton_tests::Harness;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn baton_run_answers_a_remote_childs_question_and_approval_from_standard_input() {
     let (producer, url) = producer().await;
     let consumer = Harness::start(consumer_registry(&url)).await;
-    let mut cli = tokio::process::Command::new(
-        workspace_binary("baton-client", "baton").expect("the baton binary builds"),
-    )
-    .arg("--server")
-    .arg(format!("http://{}", consumer.address))
-    .args(["run", "--agent", "remote_delegator", "--answer", "go"])
-    .env_remove("BATON_TOKEN")
-    .env_remove("BATON_GRPC")
-    .stdin(Stdio::piped())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .kill_on_drop(true)
-    .spawn()
-    .expect("the baton binary runs");
-    let mut stdin = cli.stdin.take().unwrap();
     // The question's answer, then the approval's decision; then standard input ends.
-    stdin.write_all(b"{\"answer\":\"Ada\"}\ny\n").await.unwrap();
-    drop(stdin);
-    let output = tokio::time::timeout(WAIT_LIMIT * 2, cli.wait_with_output())
-        .await
-        .expect("baton run ends in time")
-        .unwrap();
+    let output = baton_tests::procs::baton_run_answering(
+        &consumer.address.to_string(),
+        "remote_delegator",
+        b"{\"answer\":\"Ada\"}\ny\n",
+    )
+    .await;
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stdout}\n{stderr}");

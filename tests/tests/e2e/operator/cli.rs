@@ -317,27 +317,13 @@ async fn the_cli_names_the_token_flag_when_the_server_wants_a_credential() {
 /// answers `{answer: string}`, and the text typed at the `answer` prompt is that field.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_answer_prompts_each_field_of_the_output_schema() {
-    use tokio::io::AsyncWriteExt as _;
     let harness = Harness::start(agents::registry()).await;
-    let mut cli = tokio::process::Command::new(baton_binary())
-        .arg("--server")
-        .arg(format!("http://{}", harness.address))
-        .args(["run", "--agent", "asker_only", "--answer", "go"])
-        .env_remove("BATON_TOKEN")
-        .env_remove("BATON_GRPC")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("the baton binary runs");
-    let mut stdin = cli.stdin.take().unwrap();
-    stdin.write_all(b"Ann\n").await.unwrap();
-    drop(stdin);
-    let output = tokio::time::timeout(baton_tests::WAIT_LIMIT, cli.wait_with_output())
-        .await
-        .expect("baton run ends in time")
-        .unwrap();
+    let output = baton_tests::procs::baton_run_answering(
+        &harness.address.to_string(),
+        "asker_only",
+        b"Ann\n",
+    )
+    .await;
     let (stdout, stderr) = (
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr),
