@@ -205,3 +205,78 @@ async fn a_context_is_its_services_alone_and_an_agent_off_the_mount_is_not_serve
     .await;
     assert_eq!(refused["error"]["code"], -32602);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_calls_question_puts_the_task_in_input_required_and_a_message_answers_it() {
+    let log = std::env::temp_dir().join(format!("baton-a2a-q-{}.log", uuid::Uuid::new_v4()));
+    let agent = baton_tests::mcp_agents::confirm_agent(
+        "a2a_mcp_asker",
+        &log,
+        std::time::Duration::from_secs(60),
+    )
+    .await;
+    let harness = Harness::start(baton_core::AgentRegistry::new([agent]).unwrap()).await;
+    let key = baton_tests::TEST_SERVICE_KEY;
+    // A blocking send answers once the task asks: the MCP server's question, with its schema.
+    let (_, sent) = rpc(
+        &harness,
+        "a2a_mcp_asker",
+        key,
+        "message/send",
+        user_message("go", None),
+    )
+    .await;
+    let task = &sent["result"];
+    assert_eq!(task["status"]["state"], "input-required", "{sent}");
+    let (task_id, context_id) = (
+        task["id"].as_str().unwrap().to_owned(),
+        task["contextId"].as_str().unwrap().to_owned(),
+    );
+    let parts = task["status"]["message"]["parts"].as_array().unwrap();
+    let asked = &parts[1]["data"]["pendingCalls"][0];
+    assert_eq!(asked["toolName"], "question");
+    assert_eq!(asked["input"]["message"], "May I deploy?");
+    assert_eq!(
+        asked["outputSchema"]["properties"]["ok"]["type"], "boolean",
+        "{asked}"
+    );
+    let question_id = asked["toolCallId"].as_str().unwrap().to_owned();
+    // The run goes on meanwhile: the session is active.
+    assert_eq!(
+        harness.client.status(&context_id).await.unwrap().status,
+        Status::Active
+    );
+
+    // The next message on the task answers it (a refused answer first, writing nothing).
+    let answer = |result: serde_json::Value| {
+        serde_json::json!({"message": {
+            "kind": "message", "messageId": baton_tests::unique("msg"), "role": "user",
+            "taskId": task_id, "contextId": context_id,
+            "parts": [{"kind": "data", "data": {"toolCallId": question_id, "result": result}}],
+        }})
+    };
+    let (_, refused) = rpc(
+        &harness,
+        "a2a_mcp_asker",
+        key,
+        "message/send",
+        answer(serde_json::json!({"ok": "yes"})),
+    )
+    .await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    assert_eq!(refused["error"]["data"]["code"], "INVALID_RESULT", "{refused}");
+    let (_, answered) = rpc(
+        &harness,
+        "a2a_mcp_asker",
+        key,
+        "message/send",
+        answer(serde_json::json!({"ok": true})),
+    )
+    .await;
+    let task = &answered["result"];
+    assert_eq!(task["status"]["state"], "completed", "{answered}");
+    assert_eq!(
+        task["artifacts"][0]["parts"][0]["text"],
+        r#"done: {"result":"accept: deploy ok=True"}"#
+    );
+}

@@ -332,7 +332,8 @@ impl Call {
         task_id: &str,
     ) -> Result<Acted, RpcError> {
         let session = self.current_task(task_id).await?;
-        let state = task::state_of(&session);
+        // Its state as `tasks/get` shows it: with the calls (and questions) waiting on a person.
+        let state = self.view(task_id).await?.status.state;
         if state != TaskState::InputRequired {
             let word = serde_json::to_value(state).unwrap_or(Value::Null);
             let next = if state.is_terminal() {

@@ -3,7 +3,8 @@
 //! `tasks/resubscribe` (the task as it is, then its events from there), and the wait of a
 //! blocking `message/send`. The session's own chunks after the action's position map onto
 //! A2A's events: a run's start is `working`, its text deltas grow the output artifact, its
-//! suspension is the final `input-required` status (with the calls it waits on), its end the
+//! suspension (or a running call's question to a person) is the final `input-required` status
+//! (with the calls it waits on), its end the
 //! whole output artifact and the final status (`completed`, `failed` or `canceled`, the usage in
 //! its metadata). A sub-agent's chunks on the same stream are not the task's and are passed
 //! over. A refusal, before or during the stream, is its last event: a JSON-RPC error.
@@ -125,11 +126,18 @@ pub(super) async fn wait_for_turn(
 }
 
 fn ends_the_turn(chunk: &StreamChunk, session_id: &str) -> bool {
-    chunk.header.agent_id == session_id
-        && matches!(
-            chunk.kind,
-            ChunkKind::End { .. } | ChunkKind::Suspended { .. }
-        )
+    asks_a_person(chunk)
+        || chunk.header.agent_id == session_id
+            && matches!(
+                chunk.kind,
+                ChunkKind::End { .. } | ChunkKind::Suspended { .. }
+            )
+}
+
+/// A running call's question, the session's own or one of its tree's (copied onto the root's
+/// stream): the task asks for input while the run goes on.
+fn asks_a_person(chunk: &StreamChunk) -> bool {
+    matches!(chunk.kind, ChunkKind::Question { .. })
 }
 
 async fn open(
@@ -232,7 +240,7 @@ impl TaskStream {
         };
         let mut events = Vec::new();
         for chunk in chunks {
-            if chunk.header.agent_id != self.acted.session_id {
+            if chunk.header.agent_id != self.acted.session_id && !asks_a_person(&chunk) {
                 continue;
             }
             events.extend(self.events_of(&chunk).await);
@@ -251,7 +259,7 @@ impl TaskStream {
                 let append = std::mem::replace(&mut self.streamed_output, true);
                 vec![Ok(self.artifact(delta.clone(), append, false))]
             }
-            ChunkKind::Suspended { .. } => {
+            ChunkKind::Suspended { .. } | ChunkKind::Question { .. } => {
                 self.done = true;
                 // The calls it waits on, with their schemas: the task as it is now.
                 match self.call.view(&self.acted.task_id).await {

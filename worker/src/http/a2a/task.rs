@@ -42,9 +42,12 @@ pub(super) fn context_of(task_id: &str) -> Result<&str, RpcError> {
 }
 
 /// A task's state for a session's status: an abort (`failed` with `framework_cancelled`) and an
-/// interrupt are `canceled`.
+/// interrupt are `canceled`; a running session whose call asks a person (an MCP server's
+/// elicitation: its `pending` lists the question) is `input-required`.
 pub(super) fn state_of(session: &SessionState) -> TaskState {
     match session.status {
+        // A running call's question to a person (read with the session's person calls).
+        Status::Active if !session.pending.is_empty() => TaskState::InputRequired,
         Status::Active => TaskState::Working,
         Status::SuspendedClientTool => TaskState::InputRequired,
         Status::Completed => TaskState::Completed,
