@@ -4,6 +4,7 @@
 //! remote child relayed (`relay.rs`) and the open questions of running calls (`question.rs`);
 //! plain reads of one tree, so one slot, pipelined.
 
+use super::question::{Question, open_questions_of};
 use super::relay::{RelayedCall, relayed_answer_of, relayed_groups_of};
 use super::{
     Error, PendingCall, PendingKind, SessionAddress, Store, StoredAnswer, from_json,
@@ -47,6 +48,9 @@ pub struct AwaitingSession {
     /// The calls a paused remote child relayed through one of `pending`'s unanswered remote
     /// sub-agent calls (see `relay.rs`), with the answer stored for each, if any.
     pub relayed: Vec<RelayedEntry>,
+    /// The open questions a running call of this session's current run asks a person (see
+    /// `question.rs`), oldest first.
+    pub questions: Vec<Question>,
 }
 
 /// A call a paused remote child relayed to its caller, and the answer stored for it (once its
@@ -60,7 +64,8 @@ pub struct RelayedEntry {
 impl Store {
     /// `address`'s session and, with `whole_tree` when `address` is the root, every session of
     /// its tree after it (in id order), as [`AwaitingSession`]s: one round trip for the tree's
-    /// member list, one pipelined round trip for everything of every session.
+    /// member list, one pipelined round trip for everything of every session (the tree's
+    /// questions among it).
     pub async fn awaiting_sessions(
         &self,
         address: &SessionAddress,
@@ -84,9 +89,18 @@ impl Store {
                 .arg(state_field::AGENT_TYPE)
                 .arg(state_field::STATUS)
                 .arg(state_field::META)
+                .arg(state_field::RUN_ID)
                 .hgetall(self.key(session, Key::Relayed));
         }
-        let replies: Vec<redis::Value> = pipe.query_async(&mut self.conn()).await?;
+        pipe.hgetall(self.key(address, Key::Questions));
+        let mut replies: Vec<redis::Value> = pipe.query_async(&mut self.conn()).await?;
+        let questions_key = self.key(address, Key::Questions);
+        let questions = match replies.pop() {
+            Some(questions) => {
+                open_questions_of(&questions_key, &redis::from_redis_value(&questions)?)?
+            }
+            None => Vec::new(),
+        };
         let mut read = Vec::with_capacity(sessions.len());
         for (session, replies) in sessions.into_iter().zip(replies.chunks(4)) {
             let [pending, answers, state, relayed] = replies else {
@@ -94,8 +108,13 @@ impl Store {
             };
             let pending: Vec<String> = redis::from_redis_value(pending)?;
             let answers: HashMap<String, String> = redis::from_redis_value(answers)?;
-            let (agent_type, status, meta): (Option<String>, Option<String>, Option<String>) =
-                redis::from_redis_value(state)?;
+            type StateFields = (
+                Option<String>,
+                Option<String>,
+                Option<String>,
+                Option<String>,
+            );
+            let (agent_type, status, meta, run_id): StateFields = redis::from_redis_value(state)?;
             let state_key = self.key(&session, Key::State);
             let user_id = meta
                 .map(|text| from_json::<SessionMeta>(&state_key, &text))
@@ -146,6 +165,17 @@ impl Store {
                     })
                 })
                 .collect::<Result<_, Error>>()?;
+            // A question is the running call's of the session's current run: one a lost run
+            // left behind is not listed.
+            let questions = questions
+                .iter()
+                .filter(|question| {
+                    question.session_id == session.session_id
+                        && status == Some(Status::Active)
+                        && run_id.as_deref() == Some(question.run_id.as_str())
+                })
+                .cloned()
+                .collect();
             read.push(AwaitingSession {
                 address: session,
                 agent_type,
@@ -154,6 +184,7 @@ impl Store {
                 pending,
                 answers,
                 relayed,
+                questions,
             });
         }
         Ok(read)
@@ -176,6 +207,7 @@ impl Store {
                 mut pending,
                 answers,
                 relayed,
+                questions,
                 ..
             } = session;
             pending.retain(|call| {
@@ -194,66 +226,52 @@ impl Store {
             waiting.sort_by(|(a, _), (b, _)| {
                 (a.step, &a.tool_call_id).cmp(&(b.step, &b.tool_call_id))
             });
+            let agent_type = agent_type.unwrap_or_default();
             calls.extend(waiting.into_iter().map(|(call, render)| PersonCall {
                 owner: address.clone(),
                 call,
-                agent_type: agent_type.clone().unwrap_or_default(),
+                agent_type: agent_type.clone(),
                 user_id: user_id.clone(),
                 render,
             }));
+            calls.extend(
+                questions.into_iter().map(|question| {
+                    question_call(&address, question, &agent_type, user_id.as_ref())
+                }),
+            );
         }
-        calls.extend(self.question_calls(address, whole_tree).await?);
         Ok(calls)
     }
+}
 
-    /// The open questions running calls ask a person (`crate::tool::ask`), as person calls of
-    /// the sessions that ask: of `address`'s session, or (`whole_tree`, at the root) of its tree.
-    /// Each is a client call named [`QUESTION_TOOL`] under the question's id, rendered as a form
-    /// of its schema.
-    async fn question_calls(
-        &self,
-        address: &SessionAddress,
-        whole_tree: bool,
-    ) -> Result<Vec<PersonCall>, Error> {
-        let tree = whole_tree && address.is_root();
-        let mut calls = Vec::new();
-        for question in self.open_questions(address).await? {
-            if !tree && question.session_id != address.session_id {
-                continue;
-            }
-            let owner = SessionAddress {
-                root_session_id: address.root_session_id.clone(),
-                session_id: question.session_id.clone(),
-            };
-            let Some(session) = self.session(&owner).await? else {
-                continue;
-            };
-            if session.run_id != question.run_id || session.status != Status::Active {
-                continue;
-            }
-            calls.push(PersonCall {
-                owner,
-                call: PendingCall {
-                    tool_call_id: question.question_id.clone(),
-                    tool_name: QUESTION_TOOL.to_owned(),
-                    input: question_input(
-                        &question.message,
-                        &question.tool_name,
-                        &question.tool_call_id,
-                        question.deadline_at,
-                    ),
-                    kind: PendingKind::Client,
-                    step: question.step,
-                    deadline_at: question.deadline_at,
-                    completed_retention_ms: 0,
-                    approval_id: None,
-                    awaited_since: question.asked_at,
-                },
-                agent_type: session.agent_type,
-                user_id: session.meta.user_id,
-                render: Some(question_render(&question.schema)),
-            });
-        }
-        Ok(calls)
+/// An open question as a person call of the session that asks (`crate::tool::ask`): a client
+/// call named [`QUESTION_TOOL`] under the question's id, rendered as a form of its schema.
+fn question_call(
+    owner: &SessionAddress,
+    question: Question,
+    agent_type: &str,
+    user_id: Option<&String>,
+) -> PersonCall {
+    PersonCall {
+        owner: owner.clone(),
+        call: PendingCall {
+            tool_call_id: question.question_id,
+            tool_name: QUESTION_TOOL.to_owned(),
+            input: question_input(
+                &question.message,
+                &question.tool_name,
+                &question.tool_call_id,
+                question.deadline_at,
+            ),
+            kind: PendingKind::Client,
+            step: question.step,
+            deadline_at: question.deadline_at,
+            completed_retention_ms: 0,
+            approval_id: None,
+            awaited_since: question.asked_at,
+        },
+        agent_type: agent_type.to_owned(),
+        user_id: user_id.cloned(),
+        render: Some(question_render(&question.schema)),
     }
 }

@@ -194,27 +194,6 @@ impl Store {
         }
     }
 
-    /// The questions of `address`'s tree still open (asked, neither answered nor closed, before
-    /// their deadline), oldest first.
-    pub async fn open_questions(&self, address: &SessionAddress) -> Result<Vec<Question>, Error> {
-        let key = self.key(address, Key::Questions);
-        let fields: std::collections::HashMap<String, String> = self.conn().hgetall(&key).await?;
-        let now = now_ms();
-        let mut open = Vec::new();
-        for (field, record) in &fields {
-            if field.starts_with(ANSWER_FIELD) {
-                continue;
-            }
-            let question: Question = decode(&key, record)?;
-            let answered = fields.contains_key(&format!("{ANSWER_FIELD}{field}"));
-            if !answered && question.deadline_at > now {
-                open.push(question);
-            }
-        }
-        open.sort_by(|a, b| (a.asked_at, &a.question_id).cmp(&(b.asked_at, &b.question_id)));
-        Ok(open)
-    }
-
     fn question_owner(&self, question: &Question) -> SessionAddress {
         let root = baton_wire::ids::root_of(&question.session_id);
         SessionAddress {
@@ -250,4 +229,26 @@ fn decode<T: for<'de> Deserialize<'de>>(key: &str, text: &str) -> Result<T, Erro
         key: key.to_owned(),
         reason: error.to_string(),
     })
+}
+
+/// The questions of a tree's questions hash (`key`, read whole) still open: asked, neither
+/// answered nor closed, before their deadline; oldest first.
+pub(super) fn open_questions_of(
+    key: &str,
+    fields: &std::collections::HashMap<String, String>,
+) -> Result<Vec<Question>, Error> {
+    let now = now_ms();
+    let mut open = Vec::new();
+    for (field, record) in fields {
+        if field.starts_with(ANSWER_FIELD) {
+            continue;
+        }
+        let question: Question = decode(key, record)?;
+        let answered = fields.contains_key(&format!("{ANSWER_FIELD}{field}"));
+        if !answered && question.deadline_at > now {
+            open.push(question);
+        }
+    }
+    open.sort_by(|a, b| (a.asked_at, &a.question_id).cmp(&(b.asked_at, &b.question_id)));
+    Ok(open)
 }

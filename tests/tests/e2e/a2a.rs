@@ -264,7 +264,10 @@ async fn a_running_calls_question_puts_the_task_in_input_required_and_a_message_
     )
     .await;
     assert_eq!(refused["error"]["code"], -32602, "{refused}");
-    assert_eq!(refused["error"]["data"]["code"], "INVALID_RESULT", "{refused}");
+    assert_eq!(
+        refused["error"]["data"]["code"], "INVALID_RESULT",
+        "{refused}"
+    );
     let (_, answered) = rpc(
         &harness,
         "a2a_mcp_asker",
