@@ -57,13 +57,18 @@ if ! TEMPORAL=$(temporal_bin); then
 fi
 export TEMPORAL
 
-# Installs PyPI package $1 at version $2 into the venv unless that version is there.
+# Installs PyPI package $1 at version $2 into the venv unless that version is there; with $3,
+# its extra $3 too, unless the module $4 that extra brings imports already.
 pip_pinned() {
-  if ! "$venv/bin/python" -c "import importlib.metadata as m; \
-      assert m.version('$1') == '$2'" >/dev/null 2>&1; then
-    say "installing $1 $2 (PyPI) into $venv"
+  local spec="$1==$2" check="import importlib.metadata as m; assert m.version('$1') == '$2'"
+  if [ -n "${3:-}" ]; then
+    spec="$1[$3]==$2"
+    check="$check; import $4"
+  fi
+  if ! "$venv/bin/python" -c "$check" >/dev/null 2>&1; then
+    say "installing $spec (PyPI) into $venv"
     [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$1==$2"
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$spec"
   fi
 }
 # The browser test's driver: playwright for Python, pinned to the release whose Chromium major
@@ -75,9 +80,11 @@ pip_pinned openapi-spec-validator 0.9.0
 pip_pinned schemathesis 4.32.5
 # The official MCP SDK, whose servers the MCP tests call (tests/mcp, tests/tests/e2e/mcp.rs).
 pip_pinned mcp 2.3.0
-# The official A2A SDK, whose client calls Baton's A2A endpoints (tests/a2a, tests/tests/e2e/a2a.rs);
-# the 0.3 line speaks A2A v0.3's JSON-RPC methods (message/send, …). The client needs no extra.
-pip_pinned a2a-sdk 0.3.26
+# The official A2A SDK, whose client calls Baton's A2A endpoints (tests/a2a/client.py,
+# tests/tests/e2e/a2a.rs) and whose server Baton calls (tests/a2a/agent_server.py,
+# tests/tests/e2e/a2a_consume.rs; its `http-server` extra: Starlette, sse-starlette; uvicorn comes
+# with `mcp`); the 0.3 line speaks A2A v0.3's JSON-RPC methods (message/send, …).
+pip_pinned a2a-sdk 0.3.26 http-server sse_starlette
 export BATON_TEST_PYTHON="$venv/bin/python"
 
 # The Node packages, from their lock files: the chat tests' pinned `ai` releases (tests/js), the

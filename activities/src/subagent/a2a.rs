@@ -343,7 +343,10 @@ impl<'a> A2aFollow<'a> {
                 Read::Stop(stop) => return Ok(stop),
                 Read::Quiet => {}
                 Read::Closed(reason) => {
-                    tracing::info!(child = %self.child, %reason, "an A2A task's stream closed; reading the task");
+                    // A stream that ends at once (a task still showing an answered question,
+                    // which an agent's resubscribe answers and closes) is read again a poll later.
+                    tracing::debug!(child = %self.child, %reason, "an A2A task's stream closed; reading the task");
+                    tokio::time::sleep(self.agent.poll_interval).await;
                 }
             }
         }
