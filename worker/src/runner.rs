@@ -7,7 +7,9 @@ use baton_activities::{
 use baton_core::{AgentRegistry, Store};
 use baton_workflows::{AgentRunWorkflow, DeadlineWorkflow, RemoteFollowWorkflow};
 use std::time::Duration;
-use temporalio_client::{Client, ClientOptions, Connection, ConnectionOptions, Url};
+use temporalio_client::{
+    Client, ClientOptions, Connection, ConnectionOptions, GrpcCompression, Url,
+};
 use temporalio_sdk::{Runtime, Worker, WorkerOptions};
 use tokio_util::sync::CancellationToken;
 
@@ -90,9 +92,13 @@ impl WorkerSettings {
 pub async fn connect_temporal(settings: &TemporalSettings) -> anyhow::Result<Client> {
     let url = Url::parse(&settings.address)
         .with_context(|| format!("invalid Temporal address {:?}", settings.address))?;
+    // No gzip: Baton's payloads are ids and its histories small, so compressing every request
+    // and response only cost CPU on both sides (the dev server's most of all; docs/benchmarks.md,
+    // issue 40).
     let connection = Connection::connect(
         ConnectionOptions::new(url)
             .identity(format!("batond@{}", std::process::id()))
+            .grpc_compression(GrpcCompression::None)
             .build(),
     )
     .await
