@@ -222,21 +222,6 @@ impl<'a> A2aFollow<'a> {
         client: &A2aClient<'_>,
         text: String,
     ) -> Result<Option<TaskStop>, Error> {
-        let child = (self.call.id.as_str(), self.child.as_str());
-        let before = self
-            .activities
-            .store
-            .mark_a2a_sent(self.mode, self.step.step_ref(), child)
-            .await?;
-        match before {
-            None => return Ok(Some(TaskStop::Stale)),
-            Some(A2aChild::Sent) => return Ok(Some(TaskStop::Failed(unknown_outcome()))),
-            Some(A2aChild::Task(task_id)) => {
-                self.task_id = Some(task_id);
-                return Ok(None);
-            }
-            Some(A2aChild::Unsent) => {}
-        }
         let mut params = MessageSendParams::user(
             format!("{}-call", self.child),
             vec![Part::text(text)],
@@ -269,16 +254,33 @@ impl<'a> A2aFollow<'a> {
                 });
             }
         }
+        // The first forward writes subagent_start, once for the child.
+        if self.forward(&[], None).await? == Forwarded::AlreadyCommitted {
+            return Ok(Some(TaskStop::Stale));
+        }
+        // Marked last, right before the request: a lost worker between the two is the one
+        // case whose outcome is unknown.
+        let child = (self.call.id.as_str(), self.child.as_str());
+        let before = self
+            .activities
+            .store
+            .mark_a2a_sent(self.mode, self.step.step_ref(), child)
+            .await?;
+        match before {
+            None => return Ok(Some(TaskStop::Stale)),
+            Some(A2aChild::Sent) => return Ok(Some(TaskStop::Failed(unknown_outcome()))),
+            Some(A2aChild::Task(task_id)) => {
+                self.task_id = Some(task_id);
+                return Ok(None);
+            }
+            Some(A2aChild::Unsent) => {}
+        }
         tracing::info!(
             session = %self.step.address.session_id,
             child = %self.child,
             streams = client.streams(),
             "an A2A sub-agent's message is sent"
         );
-        // The first forward writes subagent_start, once for the child.
-        if self.forward(&[], None).await? == Forwarded::AlreadyCommitted {
-            return Ok(Some(TaskStop::Stale));
-        }
         if client.streams() {
             let mut events = match client.stream(&params).await {
                 Ok(events) => events,

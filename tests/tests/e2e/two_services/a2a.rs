@@ -37,6 +37,17 @@ async fn a_consumer_worker_killed_while_it_follows_an_a2a_task_leaves_it_to_the_
     let root = started.session_id.clone();
     let child = announced_child(&consumer, &root).await;
     until_tool_start(&producer, &child, "sleep").await;
+    // The consumer has recorded the task its message began (a worker lost before that, with
+    // the message sent, answers `tool_outcome_unknown`: not this test's case).
+    let address = SessionAddress::root(&root);
+    super::eventually("the task's record", || async {
+        matches!(
+            consumer.store.a2a_child(&address, &child).await.unwrap(),
+            baton_core::store::A2aChild::Task(_)
+        )
+        .then_some(())
+    })
+    .await;
 
     // The worker following the task dies; the next one follows the task it recorded.
     consumer.kill_worker();
