@@ -131,3 +131,50 @@ async fn a_remote_childs_question_and_approval_are_tool_parts_answered_through_t
         assert_eq!(runs(&producer, 3 * (done + 1)).await, 3 * (done + 1));
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_childs_questions_across_a2a_are_tool_parts_answered_through_the_chat() {
+    let (_producer, url) = producer().await;
+    let card = format!("{url}/ask_then_approve{}", baton_core::a2a::AGENT_CARD_PATH);
+    let mut agent = baton_core::subagent::A2aAgent::new(card).bearer(baton_tests::TEST_SERVICE_KEY);
+    agent.retry_base_delay = std::time::Duration::from_millis(20);
+    agent.poll_interval = std::time::Duration::from_millis(50);
+    let registry =
+        AgentRegistry::new([delegator(SubAgent::a2a("research", "asks", agent))]).unwrap();
+    let consumer = Harness::start(registry).await;
+    for release in AI_RELEASES {
+        let s = drive(&consumer, release, "remote_relay").await;
+        let root = s["chatId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no chat id: {s}"));
+        let child = child_of(&consumer.store, root).await;
+        // The child's agent type on the caller's stream is the A2A tool's name.
+        let owner =
+            |call: &Value| json!({"toolCallId": call, "agentId": child, "agentType": "research"});
+        let suspended = &s["suspended"];
+        let question = &suspended["toolCallId"];
+        assert!(has_part(suspended, "tool-ask_user:input-available"), "{s}");
+        assert!(has_part(suspended, "data-render"), "{s}");
+        assert_eq!(suspended["owners"], json!([owner(question)]), "{s}");
+        // The producer's refusal crosses A2A with its code; the question stays awaited.
+        let refused = &s["refused"];
+        assert_eq!(refused["status"], "error", "{s}");
+        assert!(
+            refused["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("INVALID_RESULT")),
+            "{s}"
+        );
+        let approval = &s["approvalAsked"];
+        assert_ne!(&approval["toolCallId"], question, "{s}");
+        assert!(
+            has_part(approval, "tool-transfer:approval-requested"),
+            "{s}"
+        );
+        assert_eq!(s["status"], "ready", "{s}");
+        assert_eq!(
+            s["lastText"], r#"got {"answer":"Ada"} / sent 10 to alice"#,
+            "{s}"
+        );
+    }
+}
