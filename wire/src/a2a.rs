@@ -13,6 +13,9 @@ pub const PROTOCOL_VERSION: &str = "0.3.0";
 /// Where a server publishes an agent's card, below the agent's base URL.
 pub const AGENT_CARD_PATH: &str = "/.well-known/agent-card.json";
 
+/// The header a push notification carries its configuration's token in.
+pub const PUSH_TOKEN_HEADER: &str = "x-a2a-notification-token";
+
 /// The method names of the JSON-RPC binding.
 pub mod methods {
     pub const MESSAGE_SEND: &str = "message/send";

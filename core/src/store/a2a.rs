@@ -3,7 +3,15 @@
 //! state hash, so that they expire with it. Each is written by one script (`record_a2a.lua`),
 //! which writes nothing for a session that does not exist; both are read with one `HMGET`.
 
-use super::{Error, SessionAddress, Store, keys::Key, scripts::RECORD_A2A};
+use super::{
+    Error, SessionAddress, SessionState, Store, callback::RegisteredCallback, keys::Key,
+    scripts::RECORD_A2A,
+};
+use crate::{
+    a2a::{TaskPushNotificationConfig, TaskState},
+    error::ErrorCode,
+    session::Status,
+};
 use redis::AsyncCommands;
 
 /// The state hash fields.
@@ -64,5 +72,62 @@ impl Store {
             task_id,
             push_config,
         })
+    }
+}
+
+/// Where the callback sweep pushes a session's A2A task (its push notification configuration,
+/// when it is the current task's), as a callback whose token the agent sends back in
+/// `X-A2A-Notification-Token`; the turn delivered last is the mount callback's mark.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct A2aPush {
+    pub task_id: String,
+    pub callback: RegisteredCallback,
+}
+
+impl Store {
+    /// The session's A2A push target, if its current task has a push configuration.
+    pub async fn a2a_push(&self, address: &SessionAddress) -> Result<Option<A2aPush>, Error> {
+        let key = self.key(address, Key::State);
+        let (task_id, config, delivered): (Option<String>, Option<String>, Option<u64>) = self
+            .conn()
+            .hget(&key, &[TASK, PUSH, super::callback::DELIVERED])
+            .await?;
+        let (Some(task_id), Some(config)) = (task_id, config) else {
+            return Ok(None);
+        };
+        let config: TaskPushNotificationConfig = super::from_json(&key, &config)?;
+        if config.task_id != task_id {
+            return Ok(None);
+        }
+        let push = config.push_notification_config;
+        Ok(Some(A2aPush {
+            task_id,
+            callback: RegisteredCallback {
+                url: push.url,
+                token: push.token.unwrap_or_default(),
+                delivered: delivered.unwrap_or(0),
+            },
+        }))
+    }
+}
+
+/// A task's state for a session's status, as the session's own state tells it: an abort
+/// (`failed` with `framework_cancelled`) and an interrupt are `canceled`. (A running call's
+/// question, which needs the session's person calls, is the A2A adapter's to add.)
+pub fn a2a_task_state(session: &SessionState) -> TaskState {
+    match session.status {
+        Status::Active => TaskState::Working,
+        Status::SuspendedClientTool => TaskState::InputRequired,
+        Status::Completed => TaskState::Completed,
+        Status::Interrupted => TaskState::Canceled,
+        Status::Failed
+            if session
+                .error
+                .as_ref()
+                .is_some_and(|error| error.code == ErrorCode::FrameworkCancelled) =>
+        {
+            TaskState::Canceled
+        }
+        Status::Failed => TaskState::Failed,
     }
 }

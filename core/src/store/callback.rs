@@ -49,7 +49,7 @@ pub enum CallbackFailure {
 /// The state hash fields of a callback.
 const URL: &str = "callbackUrl";
 const TOKEN: &str = "callbackToken";
-const DELIVERED: &str = "callbackDelivered";
+pub(super) const DELIVERED: &str = "callbackDelivered";
 
 impl Store {
     fn callback_index_key(&self) -> String {

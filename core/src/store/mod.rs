@@ -67,7 +67,7 @@ mod tree_read;
 mod types;
 mod usage;
 
-pub use a2a::A2aRecord;
+pub use a2a::{A2aPush, A2aRecord, a2a_task_state};
 pub use a2a_child::A2aChild;
 pub use callback::{CallbackFailure, RegisteredCallback};
 pub use deadline_index::IndexedDeadline;

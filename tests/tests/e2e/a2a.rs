@@ -283,3 +283,102 @@ async fn a_running_calls_question_puts_the_task_in_input_required_and_a_message_
         r#"done: {"result":"accept: deploy ok=True"}"#
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_push_configuration_gets_the_task_at_each_turn_end_with_its_token() {
+    use axum::{Router, extract::State, http::HeaderMap, routing::post};
+    type Pushes = std::sync::Arc<tokio::sync::Mutex<Vec<(Option<String>, serde_json::Value)>>>;
+    // The client's push endpoint, on loopback (the test server's callback hosts).
+    let pushes: Pushes = Default::default();
+    let endpoint = Router::new()
+        .route(
+            "/push",
+            post(
+                |State(pushes): State<Pushes>,
+                 headers: HeaderMap,
+                 body: axum::Json<serde_json::Value>| async move {
+                    let token = headers
+                        .get("x-a2a-notification-token")
+                        .and_then(|value| value.to_str().ok())
+                        .map(str::to_owned);
+                    pushes.lock().await.push((token, body.0));
+                    axum::http::StatusCode::NO_CONTENT
+                },
+            ),
+        )
+        .with_state(pushes.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/push", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, endpoint).await });
+
+    let harness = Harness::start(agents::registry()).await;
+    let key = baton_tests::TEST_SERVICE_KEY;
+    let card = reqwest::Client::new()
+        .get(format!(
+            "http://{}/agents/asker/.well-known/agent-card.json",
+            harness.address
+        ))
+        .bearer_auth(key)
+        .send()
+        .await
+        .unwrap()
+        .json::<serde_json::Value>()
+        .await
+        .unwrap();
+    assert_eq!(card["capabilities"]["pushNotifications"], true, "{card}");
+
+    let mut params = user_message("go", None);
+    params["configuration"] = serde_json::json!({
+        "blocking": false,
+        "pushNotificationConfig": {"url": url, "token": "client-token"},
+    });
+    let (_, sent) = rpc(&harness, "asker", key, "message/send", params).await;
+    let task_id = sent["result"]["id"].as_str().unwrap().to_owned();
+    // The turn suspends on its client call: the task is pushed, input-required.
+    let pushed = |state: &'static str| {
+        let pushes = pushes.clone();
+        let task_id = task_id.clone();
+        async move {
+            let seen = async {
+                loop {
+                    let got = pushes.lock().await.clone();
+                    if let Some(found) = got
+                        .into_iter()
+                        .find(|(_, task)| task["status"]["state"] == state)
+                    {
+                        return found;
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+            };
+            let (token, task) = tokio::time::timeout(WAIT_LIMIT, seen)
+                .await
+                .unwrap_or_else(|_| panic!("no push of a {state} task"));
+            assert_eq!(token.as_deref(), Some("client-token"));
+            assert_eq!(task["id"], task_id.as_str());
+            assert_eq!(task["kind"], "task");
+        }
+    };
+    pushed("input-required").await;
+    assert_eq!(pushes.lock().await.len(), 1, "one push per turn end");
+
+    // The client's answer on the task ends the turn: the task is pushed again, completed.
+    let (_, task) = rpc(
+        &harness,
+        "asker",
+        key,
+        "tasks/get",
+        serde_json::json!({"id": task_id}),
+    )
+    .await;
+    let asked = &task["result"]["status"]["message"]["parts"][1]["data"]["pendingCalls"][0];
+    let answer = serde_json::json!({"message": {
+        "kind": "message", "messageId": baton_tests::unique("msg"), "role": "user",
+        "taskId": task_id,
+        "parts": [{"kind": "data", "data": {"toolCallId": asked["toolCallId"], "result": {"answer": "yes"}}}],
+    }, "configuration": {"blocking": false}});
+    let (_, answered) = rpc(&harness, "asker", key, "message/send", answer).await;
+    assert!(answered.get("error").is_none(), "{answered}");
+    pushed("completed").await;
+    assert_eq!(pushes.lock().await.len(), 2, "{:?}", pushes.lock().await);
+}

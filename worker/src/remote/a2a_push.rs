@@ -13,7 +13,7 @@ use crate::state::AppState;
 use baton_core::{ApiError, ErrorCode, a2a::Task, ids, store::SessionAddress};
 
 /// The header the agent sends the push's token in.
-pub const A2A_PUSH_TOKEN_HEADER: &str = "x-a2a-notification-token";
+pub const A2A_PUSH_TOKEN_HEADER: &str = baton_core::a2a::PUSH_TOKEN_HEADER;
 
 /// Takes one push: `token` is the request's [`A2A_PUSH_TOKEN_HEADER`], `body` its bytes.
 pub async fn take_a2a_push(

@@ -1,4 +1,5 @@
-//! The callback sweep: delivers the producer mount's callbacks. A session whose start asked for
+//! The callback sweep: delivers the producer mount's callbacks, and the push notifications of
+//! tasks begun over A2A (the task at each turn end, to the URL its client set). A session whose start asked for
 //! one is in the callback index; each pass reads the due sessions and, for one whose turn has
 //! ended (`paused`, or ended) past the turn last delivered, POSTs the turn's
 //! [`CallbackBody`], signed with the consumer's token, then records it delivered (one script,
@@ -12,8 +13,12 @@
 
 use super::repeat_until;
 use baton_core::{
+    a2a::{PUSH_TOKEN_HEADER, Task, TaskStatus},
     remote::{CALLBACK_SIGNATURE_HEADER, CallbackBody, Status},
-    store::{CallbackFailure, RegisteredCallback, SessionAddress, SessionState, Store},
+    store::{
+        A2aPush, CallbackFailure, RegisteredCallback, SessionAddress, SessionState, Store,
+        a2a_task_state,
+    },
 };
 use ring::hmac;
 use std::time::Duration;
@@ -131,17 +136,30 @@ async fn look_at(
     let later = |after: Duration| {
         now.saturating_add(u64::try_from(after.as_millis()).unwrap_or(u64::MAX).max(1))
     };
-    let (Some(session), Some(callback)) = (
-        store.session(&address).await?,
-        store.callback(&address).await?,
-    ) else {
+    let Some(session) = store.session(&address).await? else {
         store.unindex_callback(&address).await?;
         return Ok(false);
     };
+    // A mount's callback, else the push configuration of the session's A2A task.
+    let target = match store.callback(&address).await? {
+        Some(callback) => Target::Mount(callback),
+        None => match store.a2a_push(&address).await? {
+            Some(push) => Target::A2a(push),
+            None => {
+                store.unindex_callback(&address).await?;
+                return Ok(false);
+            }
+        },
+    };
+    let callback = target.callback();
     let status = Status::of(session.status);
     let undelivered = status.ends_a_turn() && session.last_sequence > callback.delivered;
     if undelivered {
-        if let Err(error) = post(http, &session, &callback, status).await {
+        let posted = match &target {
+            Target::Mount(callback) => post(http, &session, callback, status).await,
+            Target::A2a(push) => push_task(http, &session, push).await,
+        };
+        if let Err(error) = posted {
             let failure = store
                 .callback_failed(&address, session.last_sequence, sweep.max_attempts)
                 .await?;
@@ -193,6 +211,63 @@ async fn look_at(
         _ => store.unindex_callback(&address).await?,
     }
     Ok(undelivered)
+}
+
+/// Where a session's turn ends go.
+enum Target {
+    /// The mount's start asked for a callback (`CallbackBody`, signed).
+    Mount(RegisteredCallback),
+    /// An A2A client set a push configuration on the session's current task (the task, with
+    /// its token in `X-A2A-Notification-Token`).
+    A2a(A2aPush),
+}
+
+impl Target {
+    fn callback(&self) -> &RegisteredCallback {
+        match self {
+            Self::Mount(callback) => callback,
+            Self::A2a(push) => &push.callback,
+        }
+    }
+}
+
+/// POSTs the A2A task to its push URL: the task's id, context and state (the client reads the
+/// rest with `tasks/get`), the token in `X-A2A-Notification-Token`; any answer but a 2xx is a
+/// failure.
+async fn push_task(
+    http: &reqwest::Client,
+    session: &SessionState,
+    push: &A2aPush,
+) -> Result<(), String> {
+    let task = Task {
+        id: push.task_id.clone(),
+        context_id: session.session_id.clone(),
+        status: TaskStatus {
+            state: a2a_task_state(session),
+            message: None,
+            timestamp: None,
+        },
+        history: Vec::new(),
+        artifacts: Vec::new(),
+        metadata: None,
+    };
+    let mut body = serde_json::to_value(&task).map_err(|e| e.to_string())?;
+    if let Some(fields) = body.as_object_mut() {
+        fields.insert("kind".into(), "task".into());
+    }
+    let mut request = http
+        .post(&push.callback.url)
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .json(&body);
+    if !push.callback.token.is_empty() {
+        request = request.header(PUSH_TOKEN_HEADER, &push.callback.token);
+    }
+    let response = request.send().await.map_err(|e| e.to_string())?;
+    if response.status().is_success() {
+        Ok(())
+    } else {
+        Err(format!("the A2A client answered {}", response.status()))
+    }
 }
 
 /// POSTs the turn's body, signed; any answer but a 2xx is a failure.

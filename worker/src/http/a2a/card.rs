@@ -63,8 +63,8 @@ pub(super) async fn agent_card(
         version: env!("CARGO_PKG_VERSION").into(),
         capabilities: AgentCapabilities {
             streaming: true,
-            // Configurations are stored and read back; this server does not POST them yet.
-            push_notifications: false,
+            // The callback sweep POSTs the task to its configuration at each turn end.
+            push_notifications: true,
             state_transition_history: false,
         },
         default_input_modes: vec!["text/plain".into(), "application/json".into()],

@@ -536,10 +536,15 @@ impl Call {
         };
         let json = serde_json::to_string(&stored)
             .map_err(|error| RpcError::new(codes::INTERNAL_ERROR, error.to_string()))?;
-        self.state
-            .app
-            .store
-            .record_a2a_push(&SessionAddress::root(&acted.session_id), &json)
+        let address = SessionAddress::root(&acted.session_id);
+        let store = &self.state.app.store;
+        store
+            .record_a2a_push(&address, &json)
+            .await
+            .map_err(ApiError::from)?;
+        // The callback sweep POSTs the task there at each of its turn's ends.
+        store
+            .index_callback(&address, 0)
             .await
             .map_err(ApiError::from)?;
         Ok(stored)

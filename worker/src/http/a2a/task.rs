@@ -8,7 +8,6 @@
 
 use super::error::RpcError;
 use baton_core::{
-    ErrorCode,
     a2a::codes,
     a2a::{Artifact, Message, Part, Role, Task, TaskState, TaskStatus},
     ids,
@@ -48,19 +47,7 @@ pub(super) fn state_of(session: &SessionState) -> TaskState {
     match session.status {
         // A running call's question to a person (read with the session's person calls).
         Status::Active if !session.pending.is_empty() => TaskState::InputRequired,
-        Status::Active => TaskState::Working,
-        Status::SuspendedClientTool => TaskState::InputRequired,
-        Status::Completed => TaskState::Completed,
-        Status::Interrupted => TaskState::Canceled,
-        Status::Failed
-            if session
-                .error
-                .as_ref()
-                .is_some_and(|error| error.code == ErrorCode::FrameworkCancelled) =>
-        {
-            TaskState::Canceled
-        }
-        Status::Failed => TaskState::Failed,
+        _ => baton_core::store::a2a_task_state(session),
     }
 }
 
