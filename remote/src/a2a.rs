@@ -282,6 +282,19 @@ pub enum Next {
 }
 
 impl EventStream {
+    /// The agent's refusal, when it is the stream's first event (a server that answers a
+    /// refused request as a one-event stream); any other first event is kept for [`Self::next`].
+    pub async fn refused_at_once(&mut self, wait: Duration) -> Option<A2aError> {
+        match self.next(wait).await {
+            Err(refused @ A2aError::Refused { .. }) => Some(refused),
+            Ok(Next::Event(event)) => {
+                self.ready.push_front(Ok(*event));
+                None
+            }
+            Err(A2aError::Unavailable(_)) | Ok(Next::Quiet | Next::Closed(_)) => None,
+        }
+    }
+
     /// The next event, waiting at most `wait` for bytes; a JSON-RPC error on the stream is the
     /// agent's refusal.
     pub async fn next(&mut self, wait: Duration) -> Result<Next, A2aError> {

@@ -284,8 +284,25 @@ impl<'a> A2aFollow<'a> {
         if client.streams() {
             let mut events = match client.stream(&params).await {
                 Ok(events) => events,
+                Err(refused) if without_push(&mut params, &refused) => {
+                    match client.stream(&params).await {
+                        Ok(events) => events,
+                        Err(error) => return Ok(Some(TaskStop::Failed(tool_error_of(&error)))),
+                    }
+                }
                 Err(error) => return Ok(Some(TaskStop::Failed(tool_error_of(&error)))),
             };
+            if has_push(&params)
+                && let Some(refused) = events.refused_at_once(self.agent.read_timeout).await
+            {
+                if !without_push(&mut params, &refused) {
+                    return Ok(Some(TaskStop::Failed(tool_error_of(&refused))));
+                }
+                events = match client.stream(&params).await {
+                    Ok(events) => events,
+                    Err(error) => return Ok(Some(TaskStop::Failed(tool_error_of(&error)))),
+                };
+            }
             return self.read(&mut events).await.map(|stop| match stop {
                 Read::Stop(stop) => Some(stop),
                 // Broken or quiet: the task, if one was named, is followed on.
@@ -293,7 +310,11 @@ impl<'a> A2aFollow<'a> {
                 Read::Closed(_) | Read::Quiet => Some(TaskStop::Failed(unknown_outcome())),
             });
         }
-        match client.send(&params).await {
+        let sent = match client.send(&params).await {
+            Err(refused) if without_push(&mut params, &refused) => client.send(&params).await,
+            sent => sent,
+        };
+        match sent {
             Ok(Event::Message(message)) => Ok(Some(TaskStop::Answered(text_of(&message.parts)))),
             Ok(Event::Task(task)) => {
                 if !self.record_task(&task.id).await? {
@@ -736,6 +757,32 @@ pub(super) fn text_of(parts: &[Part]) -> String {
         })
         .collect();
     lines.join("\n")
+}
+
+/// Whether the message asks for pushes.
+fn has_push(params: &MessageSendParams) -> bool {
+    params
+        .configuration
+        .as_ref()
+        .is_some_and(|configuration| configuration.push_notification_config.is_some())
+}
+
+/// Takes the push configuration off a message the agent refused (a JSON-RPC error: no task
+/// was begun), so it is sent again without: an agent that takes no pushes, or not to this
+/// service's URL, is followed by its stream or polled instead. `false` when there was none to
+/// take off (the refusal is the call's).
+fn without_push(params: &mut MessageSendParams, refused: &A2aError) -> bool {
+    let A2aError::Refused { code, message, .. } = refused else {
+        return false;
+    };
+    if *code == 0 || !has_push(params) {
+        return false;
+    }
+    tracing::info!(code, %message, "the A2A agent refused the message with a push configuration; it is sent again without");
+    if let Some(configuration) = params.configuration.as_mut() {
+        configuration.push_notification_config = None;
+    }
+    true
 }
 
 /// The call's message may have begun a task whose id was never recorded.

@@ -365,3 +365,28 @@ async fn a_push_of_the_tasks_question_wakes_a_caller_that_holds_nothing() {
     let chunks = chunks_through(&consumer.client, &root, 0, WAIT_LIMIT, false).await;
     crate::subagents::assert_completed(&chunks, "got Hello, Lin!");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_that_refuses_the_push_url_is_called_without_it() {
+    // A producer whose callback hosts list nothing: it refuses every push URL (as a JSON-RPC
+    // error, beginning no task).
+    let options = baton_worker::ServerOptions {
+        callback_hosts: baton_worker::ops::CallbackHosts::default(),
+        ..baton_tests::open_options()
+    };
+    let producer = Harness::start_with(baton_tests::agents::registry(), options).await;
+    let card = format!("http://{}/agents/chatter{AGENT_CARD_PATH}", producer.address);
+    let agent = declared(&card).bearer(baton_tests::TEST_SERVICE_KEY);
+    // The consumer has a callback URL, so its message asks for pushes.
+    let consumer = Harness::start(consumer_of(agent)).await;
+    let root = start(&consumer, "remote_delegator").await.session_id;
+    let chunks = consumer.chunks_until_end(&root, WAIT_LIMIT).await;
+    crate::subagents::assert_completed(&chunks, "got first: hello");
+    // One context on the producer: the refused message began nothing.
+    let page = producer
+        .client
+        .sessions(&Default::default())
+        .await
+        .unwrap();
+    assert_eq!(page.sessions.len(), 1, "{:?}", page.sessions);
+}
