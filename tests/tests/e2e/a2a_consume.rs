@@ -375,7 +375,10 @@ async fn an_agent_that_refuses_the_push_url_is_called_without_it() {
         ..baton_tests::open_options()
     };
     let producer = Harness::start_with(baton_tests::agents::registry(), options).await;
-    let card = format!("http://{}/agents/chatter{AGENT_CARD_PATH}", producer.address);
+    let card = format!(
+        "http://{}/agents/chatter{AGENT_CARD_PATH}",
+        producer.address
+    );
     let agent = declared(&card).bearer(baton_tests::TEST_SERVICE_KEY);
     // The consumer has a callback URL, so its message asks for pushes.
     let consumer = Harness::start(consumer_of(agent)).await;
@@ -383,10 +386,6 @@ async fn an_agent_that_refuses_the_push_url_is_called_without_it() {
     let chunks = consumer.chunks_until_end(&root, WAIT_LIMIT).await;
     crate::subagents::assert_completed(&chunks, "got first: hello");
     // One context on the producer: the refused message began nothing.
-    let page = producer
-        .client
-        .sessions(&Default::default())
-        .await
-        .unwrap();
+    let page = producer.client.sessions(&Default::default()).await.unwrap();
     assert_eq!(page.sessions.len(), 1, "{:?}", page.sessions);
 }
