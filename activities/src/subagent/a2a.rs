@@ -11,7 +11,7 @@
 //! follows the same task, and one that finds the mark without a task stages
 //! `tool_outcome_unknown` rather than sending the message a second time.
 
-use super::ending::{EndFrame, Ending, TurnEnd, ending_of};
+use super::ending::TurnEnd;
 use crate::{
     AgentActivities,
     failure::Error,
@@ -21,10 +21,9 @@ use crate::{
 use baton_core::{
     ErrorCode, ToolError,
     a2a::{Event, MessageSendParams, Part, PushNotificationConfig, Task, TaskState},
-    chunk::{ChunkKind, EndStatus, RemoteSource},
-    message::{ToolCall, ToolOutcome},
-    remote::Status,
-    store::{A2aChild, FollowMode, Forwarded, ForwardedChunk, Recorded},
+    chunk::{ChunkKind, RemoteSource},
+    message::ToolCall,
+    store::{A2aChild, FollowMode, Forwarded, ForwardedChunk},
     subagent::{self, A2aAgent, SubAgent, Transport},
     tool::codes,
     usage::UsageRollup,
@@ -59,9 +58,9 @@ pub(super) struct A2aFollow<'a> {
     pub(super) mode: FollowMode,
     pub(super) task_id: Option<String>,
     /// The child sequence the next forwarded chunk gets (A2A events carry none).
-    next_sequence: u64,
+    pub(super) next_sequence: u64,
     /// Text of the task's artifacts seen so far, by artifact id.
-    artifacts: BTreeMap<String, String>,
+    pub(super) artifacts: BTreeMap<String, String>,
     /// Questions already answered (their producer ids), which a task that has not yet moved on
     /// from still shows: not asked again.
     pub(super) answered: Vec<String>,
@@ -81,13 +80,8 @@ impl AgentActivities {
             return Ok(SubAgentEnd::Answered);
         };
         let (sub_agent, agent) = self.a2a_sub_agent(&step.agent_type, &call.name)?;
-        let message = match sub_agent.first_message(&call.arguments) {
-            Ok(message) => message,
-            Err(error) => {
-                self.stage_outcome(step, &call, ToolOutcome::Error(error))
-                    .await?;
-                return Ok(SubAgentEnd::Answered);
-            }
+        let Some(message) = self.first_message_or_staged(step, &call, sub_agent).await? else {
+            return Ok(SubAgentEnd::Answered);
         };
         let mut follow =
             A2aFollow::new(self, agent, sub_agent, step, &call, FollowMode::InStep).await?;
@@ -204,15 +198,28 @@ impl<'a> A2aFollow<'a> {
             Ok(client) => client,
             Err(error) => return Ok(TaskStop::Failed(tool_error_of(&error))),
         };
-        if self.task_id.is_none() {
-            let Some(message) = message else {
-                return Ok(TaskStop::Failed(unknown_outcome()));
-            };
-            if let Some(stop) = self.send(&client, message).await? {
-                return Ok(stop);
+        let stop = match (self.task_id.is_none(), message) {
+            (true, None) => TaskStop::Failed(unknown_outcome()),
+            (true, Some(message)) => match self.send(&client, message).await? {
+                Some(stop) => stop,
+                None => self.follow(&client).await?,
+            },
+            (false, _) => self.follow(&client).await?,
+        };
+        // A completed task's artifacts, whole: a stream's status event carries none.
+        Ok(match stop {
+            TaskStop::Ended(task)
+                if task.status.state == TaskState::Completed && task.artifacts.is_empty() =>
+            {
+                match client.get(&task.id).await {
+                    Ok(whole) if whole.status.state == TaskState::Completed => {
+                        TaskStop::Ended(Box::new(whole))
+                    }
+                    _ => TaskStop::Ended(task),
+                }
             }
-        }
-        self.follow(&client).await
+            stop => stop,
+        })
     }
 
     /// Sends the call's message, once: the stop it already came to, or `None` with the task
@@ -491,7 +498,7 @@ impl<'a> A2aFollow<'a> {
     }
 
     /// Forwards text the task said (a working status's message, a piece of an artifact).
-    async fn forward_texts(&mut self, texts: Vec<String>) -> Result<Forwarded, Error> {
+    pub(super) async fn forward_texts(&mut self, texts: Vec<String>) -> Result<Forwarded, Error> {
         let task_id = self.task_id.clone().unwrap_or_default();
         let chunks: Vec<ForwardedChunk> = texts
             .into_iter()
@@ -514,7 +521,7 @@ impl<'a> A2aFollow<'a> {
         self.forward(&chunks, None).await
     }
 
-    async fn forward(
+    pub(super) async fn forward(
         &self,
         chunks: &[ForwardedChunk],
         usage: Option<&UsageRollup>,
@@ -529,201 +536,6 @@ impl<'a> A2aFollow<'a> {
             .store
             .forward_remote_chunks(self.mode, self.step.step_ref(), child, chunks, usage)
             .await?)
-    }
-
-    /// Puts the call in the remote-wait index, due now: the consumer's sweep reads the task
-    /// (`tasks/get`) from its next pass on, and starts its follow once it has stopped working.
-    async fn index_wait(&self) -> Result<(), Error> {
-        tracing::info!(child = %self.child, window = ?self.agent.follow_window, "an A2A task works past its follow window; its caller waits holding nothing");
-        Ok(self
-            .activities
-            .store
-            .index_remote_wait(&baton_core::store::RemoteWait {
-                address: self.step.address.clone(),
-                run_id: self.step.run_id.clone(),
-                tool_call_id: self.call.id.clone(),
-                due_at: baton_core::store::now_ms(),
-            })
-            .await?)
-    }
-
-    /// Cancels the call's task, best effort (a stop of the caller passed on).
-    pub(super) async fn cancel_task(&self) {
-        let Some(task_id) = &self.task_id else {
-            return;
-        };
-        let cancelled = match A2aClient::connect(&self.activities.http, self.agent).await {
-            Ok(client) => client.cancel(task_id).await.map(drop),
-            Err(error) => Err(error),
-        };
-        if let Err(error) = cancelled {
-            tracing::warn!(child = %self.child, %error, "canceling an A2A sub-agent's task failed");
-        }
-    }
-
-    /// How the task's stop reads for the caller: asking for input (its questions relayed), stale,
-    /// or ended (its usage recorded).
-    pub(super) async fn turn_end(&mut self, stop: TaskStop) -> Result<TurnEnd, Error> {
-        let task = match stop {
-            TaskStop::Stale => return Ok(TurnEnd::Stale),
-            TaskStop::Waiting => {
-                self.index_wait().await?;
-                return Ok(TurnEnd::Waiting);
-            }
-            TaskStop::Failed(error) => {
-                return Ok(TurnEnd::Ended(ending_of(self.sub_agent, Err(error))));
-            }
-            TaskStop::Answered(output) => {
-                let end = EndFrame {
-                    status: Status::Completed,
-                    sequence: 0,
-                    output: Some(output),
-                    error: None,
-                    usage: None,
-                    state: None,
-                };
-                return Ok(TurnEnd::Ended(ending_of(self.sub_agent, Ok(end))));
-            }
-            TaskStop::Ended(task) => *task,
-        };
-        if task.status.state == TaskState::InputRequired {
-            let sequence = self.next_sequence;
-            return Ok(match self.record_question(&task, sequence).await? {
-                Recorded::Written => TurnEnd::Paused,
-                Recorded::Stale => TurnEnd::Stale,
-            });
-        }
-        let ending = self.ending(task).await;
-        if let Some(usage) = ending
-            .usage
-            .clone()
-            .and_then(|value| serde_json::from_value::<UsageRollup>(value).ok())
-        {
-            self.forward(&[], Some(&usage)).await?;
-        }
-        Ok(TurnEnd::Ended(ending))
-    }
-
-    /// How a task in a terminal state (or asking for authentication) ends the call: the output
-    /// of a completed one is its artifacts' text (read again with `tasks/get`, which has them
-    /// whole), or its status message's.
-    async fn ending(&mut self, task: Task) -> Ending {
-        let said = task
-            .status
-            .message
-            .as_ref()
-            .map(|message| text_of(&message.parts))
-            .unwrap_or_default();
-        let usage = task
-            .metadata
-            .as_ref()
-            .and_then(|metadata| metadata.get("baton"))
-            .and_then(|baton| baton.get("usage"))
-            .cloned();
-        let status = match task.status.state {
-            TaskState::Completed => Status::Completed,
-            TaskState::Canceled => Status::Interrupted,
-            state => {
-                let error = ToolError::new(
-                    codes::TOOL_FAILED,
-                    format!(
-                        "the A2A agent's task ended {}{}",
-                        serde_json::to_value(state)
-                            .ok()
-                            .and_then(|v| v.as_str().map(str::to_owned))
-                            .unwrap_or_default(),
-                        if said.is_empty() {
-                            String::new()
-                        } else {
-                            format!(": {said}")
-                        }
-                    ),
-                );
-                return ending_of(self.sub_agent, Err(error));
-            }
-        };
-        let mut output = self.artifact_text();
-        if status == Status::Completed {
-            let whole = match A2aClient::connect(&self.activities.http, self.agent).await {
-                Ok(client) => client.get(&task.id).await.ok(),
-                Err(_) => None,
-            };
-            if let Some(whole) = whole.filter(|whole| !whole.artifacts.is_empty()) {
-                let whole: BTreeMap<String, String> = whole
-                    .artifacts
-                    .iter()
-                    .map(|artifact| (artifact.artifact_id.clone(), text_of(&artifact.parts)))
-                    .collect();
-                // What this follow has not streamed of the output (all of it, for a task that
-                // ended before it was read) goes on the caller's stream before the end.
-                let unseen: Vec<String> = whole
-                    .iter()
-                    .map(|(id, text)| {
-                        let seen = self.artifacts.get(id).map_or("", String::as_str);
-                        text.strip_prefix(seen).unwrap_or(text).to_owned()
-                    })
-                    .collect();
-                if let Err(error) = self.forward_texts(unseen).await {
-                    tracing::warn!(child = %self.child, ?error, "an A2A task's output is not on the caller's stream");
-                }
-                self.artifacts = whole;
-                output = self.artifact_text();
-            }
-            if output.is_empty() {
-                output = said;
-            }
-        }
-        let end = EndFrame {
-            status,
-            sequence: 0,
-            output: Some(output),
-            error: None,
-            usage,
-            state: None,
-        };
-        ending_of(self.sub_agent, Ok(end))
-    }
-
-    fn artifact_text(&self) -> String {
-        let texts: Vec<&str> = self
-            .artifacts
-            .values()
-            .map(String::as_str)
-            .filter(|text| !text.is_empty())
-            .collect();
-        texts.join("\n")
-    }
-
-    /// Stages the call's result from how the task ended (the caller's fold run on a completed
-    /// one).
-    async fn stage(&self, ending: Ending) -> Result<(), Error> {
-        let state_patch = match ending.status {
-            EndStatus::Completed => self.fold(ending.output.as_deref()).await?,
-            _ => None,
-        };
-        self.activities
-            .stage_remote_end(self.step, self.call, &self.child, ending, state_patch)
-            .await
-    }
-
-    /// The caller's `after_sub_agent` fold of a completed task (which has no state: its output
-    /// only).
-    pub(super) async fn fold(
-        &self,
-        output: Option<&str>,
-    ) -> Result<Option<json_patch::Patch>, Error> {
-        let agent = self.activities.agent(&self.step.agent_type)?;
-        self.activities
-            .fold_ended_child(
-                self.step,
-                agent,
-                &self.call.id,
-                &self.call.name,
-                None,
-                EndStatus::Completed,
-                output,
-            )
-            .await
     }
 }
 

@@ -5,10 +5,12 @@
 //! `follow_remote_sub_agent`), through the producer client of `baton_remote::producer`; `relay.rs` a
 //! remote child paused for a person: its calls recorded in the caller, and its follow after the
 //! caller's resume continued it (`follow_resumed_remote_sub_agent`); `a2a.rs` follows a task of
-//! an agent served over A2A (its activity `follow_a2a_sub_agent`), `a2a_question.rs` relays its
-//! questions and `a2a_resume.rs` follows it on after its caller's resume.
+//! an agent served over A2A (its activity `follow_a2a_sub_agent`), `a2a_end.rs` reads how its
+//! task ended, `a2a_question.rs` relays its questions and `a2a_resume.rs` follows it on after
+//! its caller's resume.
 
 mod a2a;
+mod a2a_end;
 mod a2a_question;
 mod a2a_resume;
 mod cancel;
@@ -147,5 +149,24 @@ impl AgentActivities {
             )
             .await?;
         Ok(())
+    }
+
+    /// The child's first message for `call` of `step` (by either remote transport), or `None`
+    /// when its arguments do not fit the sub-agent's input: that tool error is then staged as
+    /// the call's result.
+    async fn first_message_or_staged(
+        &self,
+        step: &StepInput,
+        call: &ToolCall,
+        sub_agent: &baton_core::subagent::SubAgent,
+    ) -> Result<Option<String>, Error> {
+        match sub_agent.first_message(&call.arguments) {
+            Ok(message) => Ok(Some(message)),
+            Err(error) => {
+                self.stage_outcome(step, call, baton_core::message::ToolOutcome::Error(error))
+                    .await?;
+                Ok(None)
+            }
+        }
     }
 }

@@ -16,7 +16,7 @@ use crate::{
 use baton_core::{
     ErrorCode, StreamChunk, ToolError,
     chunk::{ChunkKind, EndStatus, RemoteSource},
-    message::{ToolCall, ToolOutcome},
+    message::ToolCall,
     remote::{Callback, ErrorBody, StartRequest, Status},
     sse::{Decoder, NotUtf8},
     store::{FollowMode, Forwarded, ForwardedChunk, Recorded, RemoteWait},
@@ -80,13 +80,8 @@ impl AgentActivities {
             return Ok(SubAgentEnd::Answered);
         };
         let (sub_agent, remote) = self.remote_sub_agent(&step.agent_type, &call.name)?;
-        let message = match sub_agent.first_message(&call.arguments) {
-            Ok(message) => message,
-            Err(error) => {
-                self.stage_outcome(step, &call, ToolOutcome::Error(error))
-                    .await?;
-                return Ok(SubAgentEnd::Answered);
-            }
+        let Some(message) = self.first_message_or_staged(step, &call, sub_agent).await? else {
+            return Ok(SubAgentEnd::Answered);
         };
         let mut followed = Followed::new(self, remote, step, &call, FollowMode::InStep).await?;
         let end = followed.bounded(ctx, Some(message)).await?;
