@@ -32,7 +32,7 @@ use baton_core::{Agent, AgentRegistry, ErrorCode, Store};
 use failure::Error;
 use io::{
     DeadlineCheck, DeadlineInput, DeadlineStart, FailInput, ParentNext, RemoteFollowInput,
-    RunInput, StepInput, StepPlan, SubAgentEnd, SubAgentStart, SuspendedRun, ToolInput,
+    RunInput, StepInput, StepPlan, SubAgentEnd, SubAgentStart, SuspendedRun, ToolAsked, ToolInput,
 };
 use std::{sync::Arc, time::Duration};
 use temporalio_common::ActivityError;
@@ -134,13 +134,15 @@ impl AgentActivities {
     }
 
     /// Runs one server tool call of a staged step and stages its result (or error) with its
-    /// `tool_end` chunk. Tool failures are results the model sees, not activity failures.
+    /// `tool_end` chunk. Tool failures are results the model sees, not activity failures. A
+    /// call that stopped to ask a person stages its question instead and says so: the step
+    /// suspends on it.
     #[activity]
     pub async fn execute_tool(
         self: Arc<Self>,
         ctx: ActivityContext,
         input: ToolInput,
-    ) -> Result<(), ActivityError> {
+    ) -> Result<Option<ToolAsked>, ActivityError> {
         Ok(self.execute_staged_call(&ctx, &input).await?)
     }
 

@@ -295,7 +295,10 @@ impl AgentActivities {
                 then_suspend,
                 then_finish,
             },
-            AfterInline::Suspend => StepPlan::Suspended(self.suspend(input, &calls.awaited).await?),
+            AfterInline::Suspend => StepPlan::Suspended(
+                self.suspend(input, &calls.awaited, &Default::default())
+                    .await?,
+            ),
             AfterInline::Commit => {
                 self.commit(input).await?;
                 StepPlan::Committed

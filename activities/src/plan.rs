@@ -12,9 +12,15 @@ use baton_core::{
     Agent, ToolError,
     agent::AgentTool,
     message::{ToolCall, ToolOutcome},
-    store::{self, Answer, PendingCall, PendingKind, StoredAnswer},
-    tool::codes,
+    store::{self, Answer, PendingAsk, PendingCall, PendingKind, StoredAnswer},
+    tool::{
+        ask::{
+            Asked, PersonAnswer, QUESTION_TOOL, content_mismatch, new_question_id, question_input,
+        },
+        codes,
+    },
 };
+use std::collections::HashMap;
 
 /// Where a suspension is in time: the step it suspends and now (ms since the epoch).
 #[derive(Debug, Clone, Copy)]
@@ -26,14 +32,22 @@ pub(crate) struct SuspendAt<'a> {
 
 /// The pending entries of the awaited calls of a step that suspends: a client tool waits for its
 /// result, any other call for its approval; each until now plus its answer timeout.
+///
+/// A server tool's call that stopped to ask a person (in `asks`, by call id) waits for the
+/// person's answer as a client call would, until now plus its question's window; its entry
+/// shows the question and keeps how the call goes on.
 pub(crate) fn pending_calls(
     agent: &Agent,
     at: SuspendAt<'_>,
     awaited: &[&ToolCall],
+    asks: &HashMap<String, Asked>,
 ) -> Vec<PendingCall> {
     awaited
         .iter()
         .map(|call| {
+            if let Some(asked) = asks.get(&call.id) {
+                return asking_call(agent, at, call, asked.clone());
+            }
             let (kind, approval_id) = match agent.any_tool(&call.name) {
                 Some(AgentTool::Client(_)) => (PendingKind::Client, None),
                 Some(AgentTool::SubAgent(sub_agent)) => {
@@ -58,9 +72,36 @@ pub(crate) fn pending_calls(
                 completed_retention_ms: agent.completed_retention().as_millis() as u64,
                 approval_id,
                 awaited_since: at.now,
+                asked: None,
             }
         })
         .collect()
+}
+
+/// The pending entry of the question `asked` that `call` stopped on: a client call named
+/// `question` under a question id of its own, whose input is the question as a person sees it.
+fn asking_call(agent: &Agent, at: SuspendAt<'_>, call: &ToolCall, asked: Asked) -> PendingCall {
+    let window = asked
+        .window_ms
+        .unwrap_or(agent.answer_timeout(&call.name).as_millis() as u64);
+    let deadline_at = at.now + window;
+    PendingCall {
+        tool_call_id: new_question_id(),
+        tool_name: QUESTION_TOOL.to_owned(),
+        input: question_input(&asked.message, &call.name, &call.id, deadline_at),
+        kind: PendingKind::Client,
+        step: at.step,
+        deadline_at,
+        completed_retention_ms: agent.completed_retention().as_millis() as u64,
+        approval_id: None,
+        awaited_since: at.now,
+        asked: Some(PendingAsk {
+            asked,
+            tool_call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+            arguments: call.arguments.clone(),
+        }),
+    }
 }
 
 /// When a deadline workflow should wake for these pending calls: the earliest deadline, if the
@@ -126,6 +167,12 @@ pub(crate) enum DrainedOutcome {
     /// An approved call: the tool runs now with these arguments (the approver's, else the
     /// model's).
     RunApproved(serde_json::Value),
+    /// A tool's call that asked a person: it goes on now with the answer.
+    Continue {
+        arguments: serde_json::Value,
+        continuation: serde_json::Value,
+        answer: PersonAnswer,
+    },
 }
 
 /// How a resume drains one awaited call.
@@ -158,8 +205,8 @@ pub(crate) fn drain(
     let error = |code: &str, message: String| {
         DrainedOutcome::Known(ToolOutcome::Error(ToolError::new(code, message)))
     };
-    let outcome = match (answer, resumption) {
-        (_, Resumption::Stopped) => error(
+    let outcome = match (answer, resumption, &call.asked) {
+        (_, Resumption::Stopped, _) => error(
             codes::NOT_EXECUTED,
             "the run was stopped before this call was carried on".to_owned(),
         ),
@@ -169,12 +216,31 @@ pub(crate) fn drain(
                 ..
             }),
             _,
+            Some(ask),
+        ) => went_on(ask, outcome),
+        (None, Resumption::CarriedOn, Some(_)) => error(
+            codes::QUESTION_TIMED_OUT,
+            format!(
+                "{} asked a person, and nobody answered before its deadline",
+                call.asked
+                    .as_ref()
+                    .map_or(&call.tool_name, |ask| &ask.tool_name)
+            ),
+        ),
+        (
+            Some(StoredAnswer {
+                answer: Answer::Outcome { outcome },
+                ..
+            }),
+            _,
+            None,
         ) => DrainedOutcome::Known(outcome),
         (
             Some(StoredAnswer {
                 answer: Answer::Approval(decision),
                 ..
             }),
+            _,
             _,
         ) => {
             if decision.approved {
@@ -190,11 +256,11 @@ pub(crate) fn drain(
                 )
             }
         }
-        (None, Resumption::Abandoned) => error(
+        (None, Resumption::Abandoned, _) => error(
             codes::CLIENT_TOOL_ABANDONED,
             "the user moved on with a new message before answering".to_owned(),
         ),
-        (None, Resumption::CarriedOn) => error(
+        (None, Resumption::CarriedOn, None) => error(
             codes::CLIENT_TOOL_TIMEOUT,
             format!("no answer to {} before its deadline", call.tool_name),
         ),
@@ -203,6 +269,28 @@ pub(crate) fn drain(
         outcome,
         wait_ms,
         marker_expiry: now + call.completed_retention_ms,
+    }
+}
+
+/// How a tool's call that asked `ask` goes on from what was submitted: a result is the person's
+/// answer (checked against the question's schema), an error dismisses the question.
+fn went_on(ask: &PendingAsk, submitted: ToolOutcome) -> DrainedOutcome {
+    let answer = match submitted {
+        ToolOutcome::Result(value) => PersonAnswer::from_result(value),
+        ToolOutcome::Error(_) => PersonAnswer::Cancel,
+    };
+    if let PersonAnswer::Accept { content } = &answer
+        && let Some(mismatch) = content_mismatch(&ask.asked.schema, content)
+    {
+        return DrainedOutcome::Known(ToolOutcome::Error(ToolError::new(
+            codes::TOOL_FAILED,
+            format!("the answer does not match the question's schema: {mismatch}"),
+        )));
+    }
+    DrainedOutcome::Continue {
+        arguments: ask.arguments.clone(),
+        continuation: ask.asked.continuation.clone(),
+        answer,
     }
 }
 
@@ -281,7 +369,7 @@ pub(crate) mod tests {
             step: 4,
             now: 1_000,
         };
-        let pending = pending_calls(&agent, at, &awaited);
+        let pending = pending_calls(&agent, at, &awaited, &HashMap::new());
 
         let kinds: Vec<PendingKind> = pending.iter().map(|call| call.kind).collect();
         assert_eq!(
@@ -342,6 +430,7 @@ pub(crate) mod tests {
             completed_retention_ms: 100,
             approval_id: None,
             awaited_since: 1_000,
+            asked: None,
         };
         let answered = |answer: Answer| {
             Some(StoredAnswer {
@@ -451,6 +540,7 @@ pub(crate) mod tests {
         assert_eq!(drain(&call, None, CarriedOn, 2_500).wait_ms, 1_500);
         let unstamped = PendingCall {
             awaited_since: 0,
+            asked: None,
             ..call.clone()
         };
         assert_eq!(drain(&unstamped, result(), CarriedOn, 9_000).wait_ms, 0);

@@ -1,5 +1,6 @@
 //! The drain at the start of a resumed run: each awaited call of the suspended step becomes a
-//! `tool` message in the log (its answer, an approved call's result, or the reason it has none),
+//! `tool` message in the log (its answer, an approved call's result, a tool's result once the
+//! person it asked answered, or the reason it has none),
 //! then the resume's user message is appended.
 
 use crate::{
@@ -8,6 +9,7 @@ use crate::{
     io::StepInput,
     plan::{self, DrainedOutcome, Resumption},
     suspend::call_ids,
+    tools::Invocation,
 };
 use baton_core::{
     ErrorCode,
@@ -82,10 +84,28 @@ impl AgentActivities {
                 )
             })?;
             let drain = plan::drain(call, answers.remove(id), resumption, now);
+            // A tool's question answers the model's call that stopped on it.
+            let (call_id, tool_name) = match &call.asked {
+                Some(ask) => (ask.tool_call_id.as_str(), ask.tool_name.as_str()),
+                None => (id.as_str(), call.tool_name.as_str()),
+            };
             let mut data = Vec::new();
-            let outcome = match drain.outcome {
-                DrainedOutcome::Known(outcome) => outcome,
-                DrainedOutcome::RunApproved(arguments) => {
+            let invocation = match drain.outcome {
+                DrainedOutcome::Known(outcome) => Err(outcome),
+                DrainedOutcome::RunApproved(arguments) => Ok(Invocation::Call(arguments)),
+                DrainedOutcome::Continue {
+                    arguments,
+                    continuation,
+                    answer,
+                } => Ok(Invocation::Continue {
+                    arguments,
+                    continuation,
+                    answer,
+                }),
+            };
+            let outcome = match invocation {
+                Err(outcome) => outcome,
+                Ok(invocation) => {
                     // The suspended step is committed: an at-most-once tool's start marker goes
                     // with the resumed run's next step, whose commit clears it.
                     let marker = StepRef {
@@ -94,10 +114,11 @@ impl AgentActivities {
                     };
                     // What it emits for the chat goes with its result: kept with it in the
                     // log, and its tool_data chunks after its tool_end, in the drain's script.
-                    let (outcome, state_patch, emitted) = self
-                        .outcome_and_state_of(ctx, input, marker, id, &call.tool_name, arguments)
+                    let (ran, state_patch, emitted) = self
+                        .invoke(ctx, input, marker, (call_id, tool_name), invocation)
                         .await?;
-                    self.stage_drained_state_patch(marker, id, state_patch)
+                    let outcome = ran.into_outcome();
+                    self.stage_drained_state_patch(marker, call_id, state_patch)
                         .await?;
                     data = emitted;
                     outcome
@@ -114,7 +135,7 @@ impl AgentActivities {
                 self.stage_drained_state_patch(next_step, id, state_patch)
                     .await?;
             }
-            let mut result = ToolResult::new(id, &call.tool_name, outcome);
+            let mut result = ToolResult::new(call_id, tool_name, outcome);
             let then = crate::tools::chat_data(call.step, &mut result, data);
             drained.push(DrainedCall {
                 result,
@@ -122,6 +143,7 @@ impl AgentActivities {
                 marker_expiry: drain.marker_expiry,
                 wait_ms: drain.wait_ms,
                 then,
+                pending_id: call.asked.is_some().then(|| id.clone()),
             });
         }
         // The suspended runs leave the deadline index (a deadline far away has no workflow yet,

@@ -1,4 +1,4 @@
-//! Suspending a run on the calls its step awaits (client tools, approvals): commit the step with
+//! Suspending a run on the calls its step awaits (client tools, approvals, a tool's question): commit the step with
 //! a pending entry per call, and tell the workflow when its deadline workflow should wake.
 
 use crate::{
@@ -12,7 +12,9 @@ use baton_core::{
     message::{Message, ToolCall},
     observe::{self, CallIds, ClientCallEvent},
     store::{self, PendingCall, StepProgress, Written},
+    tool::ask::Asked,
 };
+use std::collections::HashMap;
 
 impl AgentActivities {
     /// The body of the `commit_suspended_step` activity, after a step's tool activities.
@@ -38,14 +40,22 @@ impl AgentActivities {
         };
         let agent = self.agent(&input.agent_type)?;
         let Message::Assistant { tool_calls, .. } = &turn.message else {
-            return self.suspend(input, &[]).await;
+            return self.suspend(input, &[], &HashMap::new()).await;
         };
         let sorted = SortedCalls::new(agent, tool_calls);
-        // Awaited: the client calls and approvals, and the sub-agent calls whose child suspended
-        // (they have no result yet), in call order.
+        // The tool calls that stopped to ask a person.
+        let activity_ids: Vec<&str> = sorted.activities.iter().map(|c| c.id.as_str()).collect();
+        let asks = self
+            .store
+            .staged_asks(input.step_ref(), &activity_ids)
+            .await?;
+        // Awaited: the client calls and approvals, the tool calls that asked, and the sub-agent
+        // calls whose child suspended (they have no result yet), in call order.
         let mut awaited = Vec::with_capacity(sorted.awaited.len());
         for call in tool_calls {
-            let waits = if sorted.sub_agents.iter().any(|(sub, _)| sub.id == call.id) {
+            let waits = if asks.contains_key(&call.id) {
+                true
+            } else if sorted.sub_agents.iter().any(|(sub, _)| sub.id == call.id) {
                 !self
                     .store
                     .has_staged_tool_result(input.step_ref(), &call.id)
@@ -57,14 +67,16 @@ impl AgentActivities {
                 awaited.push(call);
             }
         }
-        self.suspend(input, &awaited).await
+        self.suspend(input, &awaited, &asks).await
     }
 
-    /// Commits the step and suspends the run on its awaited calls, each with its deadline.
+    /// Commits the step and suspends the run on its awaited calls, each with its deadline
+    /// (those in `asks` on what they asked).
     pub(crate) async fn suspend(
         &self,
         input: &StepInput,
         awaited: &[&ToolCall],
+        asks: &HashMap<String, Asked>,
     ) -> Result<SuspendedRun, Error> {
         let agent = self.agent(&input.agent_type)?;
         let at = SuspendAt {
@@ -72,7 +84,7 @@ impl AgentActivities {
             step: input.step,
             now: store::now_ms(),
         };
-        let pending = plan::pending_calls(agent, at, awaited);
+        let pending = plan::pending_calls(agent, at, awaited, asks);
         let written = self
             .store
             .commit_suspended_step(input.step_ref(), &pending)

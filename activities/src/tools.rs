@@ -5,35 +5,69 @@ use crate::{
     AgentActivities,
     failure::Error,
     heartbeat::with_heartbeats,
-    io::{StepInput, ToolInput},
+    io::{StepInput, ToolAsked, ToolInput},
 };
 use baton_core::{
     ChunkKind, ErrorCode, ToolError,
     message::{KeptData, Message, ToolCall, ToolOutcome, ToolResult},
     store::{StepRef, Written},
-    tool::{ToolContext, ToolData, codes},
+    tool::{
+        ToolContext, ToolData,
+        ask::{Asked, Called, PersonAnswer},
+        codes,
+    },
 };
 use json_patch::Patch;
 use temporalio_sdk::activities::ActivityContext;
 
 impl AgentActivities {
     /// The body of the `execute_tool` activity: runs the call unless an earlier attempt staged
-    /// its result already.
+    /// its result already. A call that stops to ask a person stages what it asked instead: the
+    /// step suspends on it (a retried attempt finds it staged).
     pub(crate) async fn execute_staged_call(
         &self,
         ctx: &ActivityContext,
         input: &ToolInput,
-    ) -> Result<(), Error> {
+    ) -> Result<Option<ToolAsked>, Error> {
         let step = &input.step;
-        if self
+        let asked = || ToolAsked {
+            tool_call_id: input.tool_call_id.clone(),
+        };
+        let staged = self
             .store
-            .has_staged_tool_result(step.step_ref(), &input.tool_call_id)
-            .await?
-        {
-            return Ok(());
+            .staged_call(step.step_ref(), &input.tool_call_id)
+            .await?;
+        if staged.has_result {
+            return Ok(None);
+        }
+        if staged.asked.is_some() {
+            return Ok(Some(asked()));
         }
         let call = self.staged_call(step, &input.tool_call_id).await?;
-        self.run_call(ctx, step, &call).await
+        let (ran, state_patch, data) = self
+            .invoke(
+                ctx,
+                step,
+                step.step_ref(),
+                (&call.id, &call.name),
+                Invocation::CallOrAsk(call.arguments.clone()),
+            )
+            .await?;
+        let outcome = match ran {
+            Ran::Outcome(outcome) => outcome,
+            Ran::Asked(question) => {
+                self.store
+                    .stage_tool_asks(step.step_ref(), &call.id, &question)
+                    .await?;
+                return Ok(Some(asked()));
+            }
+        };
+        let mut result = ToolResult::new(&call.id, &call.name, outcome);
+        let data = chat_data(step.step, &mut result, data);
+        self.store
+            .stage_tool_result_reporting(step.step_ref(), &result, state_patch.as_ref(), &data)
+            .await?;
+        Ok(None)
     }
 
     /// Runs one tool call and stages its result or error with its `tool_end` chunk.
@@ -105,18 +139,35 @@ impl AgentActivities {
         tool_name: &str,
         arguments: serde_json::Value,
     ) -> Result<(ToolOutcome, Option<Patch>, Vec<ToolData>), Error> {
+        let call = (tool_call_id, tool_name);
+        let (ran, state_patch, data) = self
+            .invoke(ctx, step, marker, call, Invocation::Call(arguments))
+            .await?;
+        Ok((ran.into_outcome(), state_patch, data))
+    }
+
+    /// Runs `invocation` of the tool of `call` (its id and tool name), as
+    /// [`Self::outcome_and_state_of`] says; a call that may ask answers what it asked.
+    pub(crate) async fn invoke(
+        &self,
+        ctx: &ActivityContext,
+        step: &StepInput,
+        marker: StepRef<'_>,
+        (tool_call_id, tool_name): (&str, &str),
+        invocation: Invocation,
+    ) -> Result<(Ran, Option<Patch>, Vec<ToolData>), Error> {
         let agent = self.registry.get(&step.agent_type);
         let Some(tool) = agent.and_then(|agent| agent.tool(tool_name)) else {
             // A client tool's call runs here only when its input failed the tool's schema.
             let client = agent.and_then(|agent| agent.client_tool(tool_name));
-            if let Some(Err(error)) = client.map(|tool| tool.check_input(&arguments)) {
-                return Ok((ToolOutcome::Error(error), None, Vec::new()));
+            if let Some(Err(error)) = client.map(|tool| tool.check_input(invocation.arguments())) {
+                return Ok((Ran::Outcome(ToolOutcome::Error(error)), None, Vec::new()));
             }
             return Ok((
-                ToolOutcome::Error(ToolError::new(
+                Ran::Outcome(ToolOutcome::Error(ToolError::new(
                     codes::UNKNOWN_TOOL,
                     format!("there is no tool named {tool_name:?}"),
-                )),
+                ))),
                 None,
                 Vec::new(),
             ));
@@ -134,11 +185,11 @@ impl AgentActivities {
                 "an at-most-once tool call was started by a lost attempt; it is not run again"
             );
             return Ok((
-                ToolOutcome::Error(ToolError::new(
+                Ran::Outcome(ToolOutcome::Error(ToolError::new(
                     codes::TOOL_OUTCOME_UNKNOWN,
                     "an earlier attempt of this call started and was lost before its result was \
                      recorded; the tool runs at most once, so it may or may not have taken effect",
-                )),
+                ))),
                 None,
                 Vec::new(),
             ));
@@ -154,20 +205,39 @@ impl AgentActivities {
                 .unwrap_or_else(|| schema.defaults());
             context = context.with_state(schema.clone(), committed);
         }
-        let answer =
-            with_heartbeats(ctx, self.heartbeat_every, tool.call(&context, arguments)).await;
-        let (outcome, state_patch) = match (answer, context.state_changes()) {
-            (Err(error), _) => (ToolOutcome::Error(error), None),
+        let called = async {
+            match invocation {
+                Invocation::Call(arguments) => {
+                    tool.call(&context, arguments).await.map(Called::Done)
+                }
+                Invocation::CallOrAsk(arguments) => tool.call_or_ask(&context, arguments).await,
+                Invocation::Continue {
+                    arguments,
+                    continuation,
+                    answer,
+                } => tool
+                    .continue_call(&context, arguments, continuation, answer)
+                    .await
+                    .map(Called::Done),
+            }
+        };
+        let answer = with_heartbeats(ctx, self.heartbeat_every, called).await;
+        let (ran, state_patch) = match (answer, context.state_changes()) {
+            (Err(error), _) => (Ran::Outcome(ToolOutcome::Error(error)), None),
+            // A call that asked has changed nothing yet: it goes on once answered.
+            (Ok(Called::Asked(asked)), _) => return Ok((Ran::Asked(asked), None, Vec::new())),
             (Ok(_), Err(refused)) => (
-                ToolOutcome::Error(ToolError::new(
+                Ran::Outcome(ToolOutcome::Error(ToolError::new(
                     codes::INVALID_STATE_PATCH,
                     refused.to_string(),
-                )),
+                ))),
                 None,
             ),
-            (Ok(value), Ok(state_patch)) => (ToolOutcome::Result(value), state_patch),
+            (Ok(Called::Done(value)), Ok(state_patch)) => {
+                (Ran::Outcome(ToolOutcome::Result(value)), state_patch)
+            }
         };
-        Ok((outcome, state_patch, context.emitted_data()))
+        Ok((ran, state_patch, context.emitted_data()))
     }
 
     /// The call `tool_call_id` of a step's staged turn.
@@ -232,4 +302,46 @@ pub(crate) fn chat_data(step: u32, result: &mut ToolResult, data: Vec<ToolData>)
             transient: item.transient,
         })
         .collect()
+}
+
+/// How a server tool is run for a call.
+pub(crate) enum Invocation {
+    /// With these arguments, where the run cannot suspend (inline, or a resume's drain).
+    Call(serde_json::Value),
+    /// With these arguments, where the run may suspend on what the call asks (its own activity).
+    CallOrAsk(serde_json::Value),
+    /// Going on with a call that asked, given the person's answer.
+    Continue {
+        arguments: serde_json::Value,
+        continuation: serde_json::Value,
+        answer: PersonAnswer,
+    },
+}
+
+impl Invocation {
+    fn arguments(&self) -> &serde_json::Value {
+        match self {
+            Self::Call(arguments) | Self::CallOrAsk(arguments) => arguments,
+            Self::Continue { arguments, .. } => arguments,
+        }
+    }
+}
+
+/// What running a tool came to: the outcome the model sees, or a question for a person.
+pub(crate) enum Ran {
+    Outcome(ToolOutcome),
+    Asked(Asked),
+}
+
+impl Ran {
+    /// The outcome, where the call could not ask (a tool that asks anyway is an error).
+    pub(crate) fn into_outcome(self) -> ToolOutcome {
+        match self {
+            Self::Outcome(outcome) => outcome,
+            Self::Asked(_) => ToolOutcome::Error(ToolError::new(
+                codes::TOOL_FAILED,
+                "the tool stopped to ask a person where the run cannot suspend",
+            )),
+        }
+    }
 }

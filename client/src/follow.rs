@@ -38,6 +38,9 @@ struct Seen {
     children: HashMap<String, String>,
     /// Whether a running call's question stops the follow (to answer it), or is only printed.
     stop_at_questions: bool,
+    /// The questions answered at their chunk: one a call suspended its run on is awaited by the
+    /// `suspended` chunk that follows, and is not asked twice.
+    answered: std::collections::HashSet<String>,
 }
 
 /// Prints a session's chunks after `from` until its run ends or suspends, remembering what a
@@ -181,10 +184,13 @@ pub(crate) async fn follow(
         };
         match stop {
             Stop::Ended(code) => return Ok(code),
-            // A running call's question, answered through this (the root) session; the run
-            // reads the answer and goes on, with no resume.
+            // A call's question, answered through this (the root) session: a running call reads
+            // the answer and goes on, with no resume; one that suspended its run on it is
+            // resumed at the `suspended` chunk that follows.
             Stop::Asked { question, after } => {
+                let id = question.id.clone();
                 prompt::answer_call(client, session_id, question).await?;
+                seen.answered.insert(id);
                 from = after;
             }
             Stop::Suspended { .. } if at_pause == AtPause::Stop => return Ok(ExitCode::SUCCESS),
@@ -237,9 +243,14 @@ async fn awaited_calls(
     seen: &mut Seen,
 ) -> anyhow::Result<Vec<Awaited>> {
     let listed = client.status(session_id).await?.pending;
+    let tool_call_ids: Vec<String> = tool_call_ids
+        .into_iter()
+        .filter(|id| !seen.answered.contains(id))
+        .collect();
     if !listed.is_empty() {
         let calls = listed
             .into_iter()
+            .filter(|call| !seen.answered.contains(&call.tool_call_id))
             .map(|call| Awaited {
                 id: call.tool_call_id,
                 tool: call.tool_name,

@@ -266,6 +266,18 @@ async fn store_submitted(
             };
             Err(error.with(mismatch))
         }
+        SubmitOutcome::RefusedByQuestion(detail) => {
+            let mismatch = Refusal::SchemaMismatch {
+                tool_name: seen.tool.clone(),
+                tool_call_id,
+                details: verbose.then_some(detail),
+            };
+            Err(ApiError::new(ErrorCode::InvalidResult, INVALID_RESULT_MESSAGE).with(mismatch))
+        }
+        SubmitOutcome::CheckAgainstQuestion(_) => Err(ApiError::new(
+            ErrorCode::Internal,
+            "the submit was not checked against its call's question",
+        )),
     }
 }
 

@@ -80,6 +80,34 @@ pub trait ServerTool: Send + Sync {
     /// Validates `input` and runs the tool for the call `context` describes. Errors, including a
     /// panic inside the tool, come back as a [`ToolError`].
     async fn call(&self, context: &ToolContext, input: Value) -> Result<Value, ToolError>;
+
+    /// Runs the call like [`Self::call`] where the run may suspend on a person: a tool that can
+    /// stop to ask and be called again with the answer (an MCP server's `input_required`)
+    /// answers [`ask::Called::Asked`], the run suspends with nothing held, and
+    /// [`Self::continue_call`] goes on once the person answered. The default runs `call`.
+    async fn call_or_ask(
+        &self,
+        context: &ToolContext,
+        input: Value,
+    ) -> Result<ask::Called, ToolError> {
+        self.call(context, input).await.map(ask::Called::Done)
+    }
+
+    /// Goes on with a call that asked ([`ask::Called::Asked`]), given the `continuation` it
+    /// answered then and the person's answer. A further question is asked while the call is
+    /// held ([`ToolContext::ask_person`]).
+    async fn continue_call(
+        &self,
+        _context: &ToolContext,
+        _input: Value,
+        _continuation: Value,
+        _answer: ask::PersonAnswer,
+    ) -> Result<Value, ToolError> {
+        Err(ToolError::new(
+            codes::TOOL_FAILED,
+            format!("the tool {} cannot go on from a question", self.spec().name),
+        ))
+    }
 }
 
 pub use baton_wire::message::codes;

@@ -1,26 +1,36 @@
 //! One MCP server's connection, shared by the tools listed from it: the server process started
-//! on first use and started again when it has died (a call finds it closed), each call bounded
-//! by the declaration's timeout (which stops while the server waits on a person, see
-//! `elicit.rs`).
+//! on first use and started again when it has died (a call finds it closed), MCP 2026-07-28
+//! where the server speaks it, each call bounded by the declaration's timeout (which stops
+//! while the server waits on a person, see `elicit.rs`) and taken round by round: a round
+//! answered `input_required` is the question a run suspends on, or one asked while the call
+//! is held.
 
 use crate::{
     McpError, McpServer, McpTransport,
-    elicit::{Calls, Elicitations, InFlight, Registered},
+    elicit::{Calls, Elicitations, InFlight, Registered, elicit_result},
 };
 use baton_core::{
     message::ToolError,
-    tool::{ToolContext, codes},
+    tool::{
+        ToolContext,
+        ask::{Asked, PersonAnswer},
+        codes,
+    },
 };
 use http::{HeaderName, HeaderValue};
 use rmcp::{
-    RoleClient, ServiceError, ServiceExt,
-    model::CallToolRequestParams,
+    ClientLifecycleMode, ClientServiceExt, RoleClient, ServiceError,
+    model::{
+        CallToolRequestParams, CallToolResponse, ElicitRequestParams, InputRequest, InputRequests,
+        InputRequiredResult, InputResponses, ProtocolVersion,
+    },
     service::RunningService,
     transport::{
         StreamableHttpClientTransport, TokioChildProcess,
         streamable_http_client::StreamableHttpClientTransportConfig,
     },
 };
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use tokio::sync::Mutex;
@@ -79,7 +89,11 @@ impl Connection {
                     .stderr(std::process::Stdio::inherit())
                     .spawn()
                     .map_err(|error| format!("{command}: {error}"))?;
-                self.initialized(self.handler().serve(transport)).await
+                self.initialized(
+                    self.handler()
+                        .serve_with_lifecycle(transport, self.lifecycle()),
+                )
+                .await
             }
             McpTransport::Http {
                 url,
@@ -104,7 +118,11 @@ impl Connection {
                 }
                 let transport =
                     StreamableHttpClientTransport::from_config(config.custom_headers(custom));
-                self.initialized(self.handler().serve(transport)).await
+                self.initialized(
+                    self.handler()
+                        .serve_with_lifecycle(transport, self.lifecycle()),
+                )
+                .await
             }
         }
     }
@@ -165,25 +183,36 @@ impl Connection {
             .collect()
     }
 
-    /// Calls the tool `name` with `arguments`. A server that could not be started is tried
-    /// once more (nothing was sent); one lost after the call went out, or a call past the
-    /// timeout, is tried once more for a tool safe to run twice, and is `tool_outcome_unknown`
-    /// for an `at_most_once` one (it may have run). Answers the result's JSON (`content`,
-    /// `structuredContent`, `isError`).
+    /// Calls the tool `name` with `arguments`, its questions asked as `mode` says. A server
+    /// that could not be started is tried once more (nothing was sent); one lost after the call
+    /// went out, or a call past the timeout, is tried once more for a tool safe to run twice,
+    /// and is `tool_outcome_unknown` for an `at_most_once` one (it may have run). Answers the
+    /// result's JSON (`content`, `structuredContent`, `isError`), or what the call asked.
     pub(crate) async fn call(
         &self,
         context: &ToolContext,
         name: &str,
         arguments: Map<String, Value>,
         at_most_once: bool,
-    ) -> Result<Value, ToolError> {
+        mode: &Mode,
+    ) -> Result<Reply, ToolError> {
         let server = &self.server.name;
         let mut last = String::new();
         for _ in 0..2 {
             let registered = Registered::new(&self.calls, InFlight::new(context.clone(), name));
-            let answered = self
-                .call_once(registered.call(), name, arguments.clone())
-                .await;
+            let mut params =
+                CallToolRequestParams::new(name.to_owned()).with_arguments(arguments.clone());
+            if let Mode::Answered {
+                continuation,
+                answer,
+            } = mode
+            {
+                let response =
+                    serde_json::to_value(elicit_result(answer.clone())).unwrap_or_default();
+                params.input_responses = Some([(continuation.key.clone(), response)].into());
+                params.request_state = continuation.request_state.clone();
+            }
+            let answered = self.call_once(registered.call(), params, mode).await;
             if let Some(window) = registered.call().timed_out() {
                 return Err(ToolError::new(
                     codes::QUESTION_TIMED_OUT,
@@ -194,7 +223,7 @@ impl Connection {
                 ));
             }
             match answered {
-                Ok(result) => return Ok(result),
+                Ok(reply) => return Ok(reply),
                 Err(Failure::NotStarted(reason)) => last = reason,
                 Err(Failure::Lost(reason)) if at_most_once => {
                     return Err(ToolError::new(
@@ -232,33 +261,178 @@ impl Connection {
         ))
     }
 
+    /// One attempt of a call: its rounds, until the server answers with a result. A round
+    /// answered `input_required` (MCP 2026-07-28) is asked of a person: the first one of a
+    /// call that may suspend its run ends the attempt with what it asks (one question, asked
+    /// as a form), any other is asked while the call is held and sent back with the answers.
     async fn call_once(
         &self,
         call: &InFlight,
-        name: &str,
-        arguments: Map<String, Value>,
-    ) -> Result<Value, Failure> {
+        mut params: CallToolRequestParams,
+        mode: &Mode,
+    ) -> Result<Reply, Failure> {
         // The lock is not held across the call: calls of the agent's tools go out together.
         let peer = self.peer().await.map_err(Failure::NotStarted)?;
-        let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
-        let answered = self.within_timeout(call, peer.call_tool(params)).await;
-        match answered {
-            Err(_) => Err(Failure::Timeout),
-            Ok(Ok(result)) => serde_json::to_value(&result).map_err(|error| {
-                Failure::Other(ToolError::new(codes::TOOL_FAILED, error.to_string()))
-            }),
-            Ok(Err(error)) if is_dead(&error) => {
-                // The next call starts the server again.
-                self.client.lock().await.take();
-                Err(Failure::Lost(error.to_string()))
+        for round in 0..MAX_ROUNDS {
+            let answered = self
+                .within_timeout(call, peer.call_tool_once(params.clone()))
+                .await;
+            let response = match answered {
+                Err(()) => return Err(Failure::Timeout),
+                Ok(Ok(response)) => response,
+                Ok(Err(error)) if is_dead(&error) => {
+                    // The next call starts the server again.
+                    self.client.lock().await.take();
+                    return Err(Failure::Lost(error.to_string()));
+                }
+                Ok(Err(error)) => {
+                    return Err(self.failed(format!("refused the call: {error}")));
+                }
+            };
+            let required = match response {
+                CallToolResponse::Complete(result) => {
+                    return serde_json::to_value(&result)
+                        .map(Reply::Result)
+                        .map_err(|error| self.failed(error.to_string()));
+                }
+                CallToolResponse::InputRequired(required) => required,
+                CallToolResponse::Task(_) => {
+                    return Err(self.failed(
+                        "answered with a task (the MCP tasks extension), which Baton does not \
+                         follow"
+                            .to_owned(),
+                    ));
+                }
+                _ => {
+                    return Err(
+                        self.failed("answered with a result Baton does not know".to_owned())
+                    );
+                }
+            };
+            if round == 0
+                && matches!(mode, Mode::MayAsk)
+                && let Some(asked) = self.suspending(&required)
+            {
+                return Ok(Reply::Asked(asked));
             }
-            Ok(Err(error)) => Err(Failure::Other(ToolError::new(
-                codes::TOOL_FAILED,
-                format!(
-                    "the MCP server {} refused the call: {error}",
-                    self.server.name
-                ),
-            ))),
+            params.input_responses = Some(self.answered_held(call, required.input_requests).await?);
+            params.request_state = required.request_state;
+        }
+        Err(self.failed(format!("was still asking after {MAX_ROUNDS} rounds")))
+    }
+
+    /// What a round answered `input_required` asks, when the run can suspend on it: one form
+    /// question, and a window to answer it in.
+    fn suspending(&self, required: &InputRequiredResult) -> Option<Asked> {
+        let requests = required.input_requests.as_ref()?;
+        let [(key, InputRequest::Elicitation(request))] = requests.iter().collect::<Vec<_>>()[..]
+        else {
+            return None;
+        };
+        let ElicitRequestParams::FormElicitationParams {
+            message,
+            requested_schema,
+            ..
+        } = &request.params
+        else {
+            return None;
+        };
+        if self.server.question_timeout.is_zero() {
+            return None;
+        }
+        let continuation = Continuation {
+            key: key.clone(),
+            request_state: required.request_state.clone(),
+        };
+        Some(Asked {
+            message: message.clone(),
+            schema: serde_json::to_value(requested_schema).ok()?,
+            continuation: serde_json::to_value(continuation).ok()?,
+            window_ms: u64::try_from(self.server.question_timeout.as_millis()).ok(),
+        })
+    }
+
+    /// The answers to a round's requests, each asked while the call is held: a question of a
+    /// person, the roots (none).
+    async fn answered_held(
+        &self,
+        call: &InFlight,
+        requests: Option<InputRequests>,
+    ) -> Result<InputResponses, Failure> {
+        let mut responses = InputResponses::new();
+        for (key, request) in requests.unwrap_or_default() {
+            let response = match request {
+                InputRequest::Elicitation(request) => {
+                    let result = self.handler().ask_held(call, request.params).await;
+                    serde_json::to_value(result).map_err(|error| self.failed(error.to_string()))?
+                }
+                InputRequest::ListRoots(_) => serde_json::json!({ "roots": [] }),
+                _ => {
+                    return Err(self.failed(
+                        "asked for a model's completion (sampling), which Baton does not offer"
+                            .to_owned(),
+                    ));
+                }
+            };
+            responses.insert(key, response);
+        }
+        Ok(responses)
+    }
+
+    /// A call's failure the model sees: `tool_failed`, naming the server.
+    fn failed(&self, what: String) -> Failure {
+        Failure::Other(ToolError::new(
+            codes::TOOL_FAILED,
+            format!("the MCP server {} {what}", self.server.name),
+        ))
+    }
+}
+
+/// How a call's questions are asked.
+pub(crate) enum Mode {
+    /// Every one while the call is held (where the run cannot suspend, or the declaration
+    /// says so).
+    Held,
+    /// The first one the server asks with `input_required` suspends the run.
+    MayAsk,
+    /// Going on from a question the run suspended on, with the person's answer.
+    Answered {
+        continuation: Continuation,
+        answer: PersonAnswer,
+    },
+}
+
+/// What a call that suspended on a question needs to go on: the question's key among the
+/// round's requests and the server's opaque state, sent back with the answer.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Continuation {
+    pub(crate) key: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) request_state: Option<String>,
+}
+
+/// What a call came to: the result's JSON, or the question it stopped on.
+pub(crate) enum Reply {
+    Result(Value),
+    Asked(Asked),
+}
+
+/// The most rounds of questions one call may take.
+const MAX_ROUNDS: usize = 10;
+
+impl Connection {
+    /// How a session opens: with the 2026-07-28 protocol where the server speaks it (its
+    /// questions come back as `input_required` results, on which a run can suspend), else with
+    /// the older `initialize`; only the latter when the declaration holds questions (a server
+    /// then sends each as a request mid-call, which a tool that elicits directly needs).
+    fn lifecycle(&self) -> ClientLifecycleMode {
+        if self.server.hold_questions {
+            return ClientLifecycleMode::Initialize;
+        }
+        ClientLifecycleMode::Auto {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            legacy_version: None,
         }
     }
 }

@@ -44,6 +44,11 @@ pub struct McpServer {
     /// How long a person may take to answer the server's elicitation during a call (the call's
     /// own timeout stops meanwhile); zero declines every elicitation at once.
     pub question_timeout: Duration,
+    /// Whether a question the server asks with an `input_required` result (MCP 2026-07-28) is
+    /// asked while the call is held in the worker, as an older server's elicitation request is,
+    /// instead of suspending the run (the default: nothing waits, the call goes on once
+    /// answered).
+    pub hold_questions: bool,
 }
 
 impl McpServer {
@@ -63,6 +68,7 @@ impl McpServer {
             timeout: crate::DEFAULT_CALL_TIMEOUT,
             connect_timeout: crate::DEFAULT_CONNECT_TIMEOUT,
             question_timeout: crate::DEFAULT_QUESTION_TIMEOUT,
+            hold_questions: false,
         }
     }
 
@@ -139,6 +145,13 @@ impl McpServer {
         self.question_timeout = timeout;
         self
     }
+
+    /// Asks the server's `input_required` questions while the call is held in the worker,
+    /// instead of suspending the run on them.
+    pub fn hold_questions(mut self) -> Self {
+        self.hold_questions = true;
+        self
+    }
 }
 
 impl McpServer {
@@ -177,6 +190,7 @@ impl McpServer {
             question_timeout: config
                 .question_timeout
                 .unwrap_or(crate::DEFAULT_QUESTION_TIMEOUT),
+            hold_questions: config.hold_questions,
         }
     }
 }

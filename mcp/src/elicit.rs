@@ -104,27 +104,25 @@ pub(crate) struct Elicitations {
     pub(crate) server: String,
 }
 
-impl ClientHandler for Elicitations {
-    async fn create_elicitation(
+impl Elicitations {
+    /// Asks `request` of a person for `call`, held: the call's own timeout stops meanwhile and
+    /// the question's window bounds the wait. A request that is no form is declined.
+    pub(crate) async fn ask_held(
         &self,
+        call: &InFlight,
         request: ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
-    ) -> Result<ElicitResult, ErrorData> {
+    ) -> ElicitResult {
         let ElicitRequestParams::FormElicitationParams {
             message,
             requested_schema,
             ..
         } = request
         else {
-            return Ok(ElicitResult::new(ElicitationAction::Decline));
+            return ElicitResult::new(ElicitationAction::Decline);
         };
-        let call = {
-            let calls = lock(&self.calls);
-            match calls.as_slice() {
-                [only] if !self.window.is_zero() => only.clone(),
-                _ => return Ok(ElicitResult::new(ElicitationAction::Decline)),
-            }
-        };
+        if self.window.is_zero() {
+            return ElicitResult::new(ElicitationAction::Decline);
+        }
         let schema = serde_json::to_value(&requested_schema).unwrap_or_default();
         lock(&call.held).asking_since = Some(Instant::now());
         let ask = Ask {
@@ -142,19 +140,44 @@ impl ClientHandler for Elicitations {
                 held.timed_out = Some(*window);
             }
         }
-        Ok(match answer {
-            Ok(PersonAnswer::Accept { content }) => {
-                ElicitResult::new(ElicitationAction::Accept).with_content(content)
-            }
-            Ok(PersonAnswer::Decline) | Err(AskError::NoPerson) => {
-                ElicitResult::new(ElicitationAction::Decline)
-            }
-            Ok(PersonAnswer::Cancel) => ElicitResult::new(ElicitationAction::Cancel),
+        match answer {
+            Ok(answer) => elicit_result(answer),
+            Err(AskError::NoPerson) => ElicitResult::new(ElicitationAction::Decline),
             Err(error) => {
                 tracing::warn!(server = %self.server, %error, "an elicitation got no answer");
                 ElicitResult::new(ElicitationAction::Cancel)
             }
-        })
+        }
+    }
+}
+
+/// A person's answer as the server is told it.
+pub(crate) fn elicit_result(answer: PersonAnswer) -> ElicitResult {
+    match answer {
+        PersonAnswer::Accept { content } => {
+            ElicitResult::new(ElicitationAction::Accept).with_content(content)
+        }
+        PersonAnswer::Decline => ElicitResult::new(ElicitationAction::Decline),
+        PersonAnswer::Cancel => ElicitResult::new(ElicitationAction::Cancel),
+    }
+}
+
+impl ClientHandler for Elicitations {
+    /// A server's elicitation request during a call (an older protocol's, sent mid-call): asked
+    /// for the one call in flight, else declined.
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let call = {
+            let calls = lock(&self.calls);
+            match calls.as_slice() {
+                [only] => only.clone(),
+                _ => return Ok(ElicitResult::new(ElicitationAction::Decline)),
+            }
+        };
+        Ok(self.ask_held(&call, request).await)
     }
 
     fn get_info(&self) -> ClientConfig {

@@ -8,6 +8,9 @@
 //! mid-call), a tool annotated destructive asks a person first unless overridden, a result is
 //! checked against the tool's output schema, and an error result is a tool error the model
 //! sees. The server process is shared by the agent's tools and started again when it dies.
+//! A question the server asks with an `input_required` result (MCP 2026-07-28) suspends the
+//! run where it can ([`ServerTool::call_or_ask`]) and goes on with the answer on resume
+//! ([`ServerTool::continue_call`]); any other is asked while the call is held (`elicit.rs`).
 
 mod connection;
 mod declare;
@@ -15,11 +18,16 @@ mod elicit;
 mod result;
 
 pub use connection::Connection;
+use connection::{Mode, Reply};
 pub use declare::{McpServer, McpTransport};
 
 use baton_core::{
     message::ToolError,
-    tool::{ServerTool, ToolContext, ToolSpec, codes},
+    tool::{
+        ServerTool, ToolContext, ToolSpec,
+        ask::{Called, PersonAnswer},
+        codes,
+    },
 };
 use serde_json::Value;
 use std::{sync::Arc, time::Duration};
@@ -172,15 +180,70 @@ impl ServerTool for McpTool {
     }
 
     async fn call(&self, context: &ToolContext, input: Value) -> Result<Value, ToolError> {
+        match self.logged(context, input, &Mode::Held).await? {
+            Called::Done(value) => Ok(value),
+            // A held call asks no question of its own: the person answered it during the call.
+            Called::Asked(_) => Err(ToolError::new(
+                codes::TOOL_FAILED,
+                "the MCP call stopped to ask where it cannot",
+            )),
+        }
+    }
+
+    async fn call_or_ask(&self, context: &ToolContext, input: Value) -> Result<Called, ToolError> {
+        let mode = if self.connection.server().hold_questions {
+            Mode::Held
+        } else {
+            Mode::MayAsk
+        };
+        self.logged(context, input, &mode).await
+    }
+
+    async fn continue_call(
+        &self,
+        context: &ToolContext,
+        input: Value,
+        continuation: Value,
+        answer: PersonAnswer,
+    ) -> Result<Value, ToolError> {
+        let continuation = serde_json::from_value(continuation).map_err(|error| {
+            ToolError::new(
+                codes::TOOL_FAILED,
+                format!("the question's continuation is unreadable: {error}"),
+            )
+        })?;
+        let mode = Mode::Answered {
+            continuation,
+            answer,
+        };
+        match self.logged(context, input, &mode).await? {
+            Called::Done(value) => Ok(value),
+            Called::Asked(_) => Err(ToolError::new(
+                codes::TOOL_FAILED,
+                "the MCP call stopped to ask where it cannot",
+            )),
+        }
+    }
+}
+
+impl McpTool {
+    /// Runs the call as `mode` says and logs how it ended.
+    async fn logged(
+        &self,
+        context: &ToolContext,
+        input: Value,
+        mode: &Mode,
+    ) -> Result<Called, ToolError> {
         let began = std::time::Instant::now();
-        let answer = self.call_checked(context, input).await;
+        let answer = self.call_checked(context, input, mode).await;
         tracing::info!(
             target: CALL_TARGET,
             event = "mcp_call",
             server = %self.connection.server().name,
             tool = %self.remote_name,
             outcome = match &answer {
-                Ok(_) => "ok",
+                Ok(Called::Done(_)) => "ok",
+                Ok(Called::Asked(_)) => "asked",
                 Err(error) => error.code.as_str(),
             },
             elapsed_ms = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX),
@@ -197,7 +260,12 @@ impl ServerTool for McpTool {
 pub const CALL_TARGET: &str = "baton::mcp";
 
 impl McpTool {
-    async fn call_checked(&self, context: &ToolContext, input: Value) -> Result<Value, ToolError> {
+    async fn call_checked(
+        &self,
+        context: &ToolContext,
+        input: Value,
+        mode: &Mode,
+    ) -> Result<Called, ToolError> {
         // A call the server would refuse never goes out: the model corrects it from the error.
         self.check_input(&input)?;
         let Value::Object(arguments) = input else {
@@ -206,10 +274,20 @@ impl McpTool {
                 "the input is not a JSON object",
             ));
         };
-        let result = self
+        let result = match self
             .connection
-            .call(context, &self.remote_name, arguments, self.at_most_once)
-            .await?;
+            .call(
+                context,
+                &self.remote_name,
+                arguments,
+                self.at_most_once,
+                mode,
+            )
+            .await?
+        {
+            Reply::Result(result) => result,
+            Reply::Asked(asked) => return Ok(Called::Asked(asked)),
+        };
         let value = result::to_value(&result)?;
         if let (Some(validator), Some(structured)) = (&self.output, result::structured(&result))
             && let Some(first) = validator.iter_errors(structured).next()
@@ -219,7 +297,7 @@ impl McpTool {
                 format!("the MCP server's result does not match the tool's output schema: {first}"),
             ));
         }
-        Ok(value)
+        Ok(Called::Done(value))
     }
 }
 

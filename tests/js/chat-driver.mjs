@@ -121,6 +121,18 @@ const owners = (instance) =>
 const newId = () => crypto.randomUUID().replaceAll('-', '');
 const either = (options) => toolCallsDone(options) || approvalsDone(options);
 
+/** Answers the MCP question part a chat waits on (`{ok: true}`): what it showed, and how many
+ * POSTs the answer took. */
+async function answerMcpQuestion(c) {
+  const call = asked(c, 'input-available');
+  const render = last(c).parts.find((p) => p.type === 'data-render' && p.data?.toolCallId === call.toolCallId);
+  const question = summary(c, { owners: owners(c), type: call.type, input: call.input, render: render?.data?.render ?? null });
+  const before = c.own.posts;
+  await c.addToolOutput({ tool: 'question', toolCallId: call.toolCallId, output: { ok: true } });
+  await settled(c);
+  return summary(c, { question, answerPosts: c.own.posts - before });
+}
+
 async function snapshot(id) {
   const response = await fetch(`${base}/chat/${id}/snapshot`, {
     headers: { Authorization: 'Bearer test' },
@@ -336,13 +348,17 @@ const scenarios = {
     const c = chat({ id: newId(), agent: 'mcp_tree_root', predicate: toolCallsDone });
     await c.sendMessage({ text: 'go' });
     await settled(c);
-    const call = asked(c, 'input-available');
-    const render = last(c).parts.find((p) => p.type === 'data-render' && p.data?.toolCallId === call.toolCallId);
-    const question = summary(c, { owners: owners(c), type: call.type, input: call.input, render: render?.data?.render ?? null });
-    const before = c.own.posts;
-    await c.addToolOutput({ tool: 'question', toolCallId: call.toolCallId, output: { ok: true } });
-    await settled(c);
-    return summary(c, { question, answerPosts: c.own.posts - before });
+    return answerMcpQuestion(c);
+  },
+
+  // `mcp_question` with a reload while the question waits: the snapshot's part is the live one.
+  async mcp_question_reload() {
+    const id = newId();
+    const live = chat({ id, agent: 'mcp_tree_root', predicate: toolCallsDone });
+    await live.sendMessage({ text: 'go' });
+    await settled(live);
+    const c = chat({ id, agent: 'mcp_tree_root', predicate: toolCallsDone, messages: await snapshot(id) });
+    return answerMcpQuestion(c);
   },
 
   async tree_asks_again() {

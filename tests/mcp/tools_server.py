@@ -11,8 +11,9 @@ asks the person through an elicitation before it acts. With BATON_MCP_LOG set, e
 
 import asyncio
 import os
+from typing import Annotated
 
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import Elicit, ElicitationResult, MCPServer, Resolve
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel
@@ -87,11 +88,20 @@ class Confirmation(BaseModel):
     ok: bool
 
 
+def ask_confirmation(action: str) -> Elicit[Confirmation]:
+    """The question `confirm_first` asks before it runs: an elicitation, sent as a request
+    mid-call to a client of protocol 2025-11-25 or earlier, and as an `input_required` result
+    (answered by calling again) to a 2026-07-28 one."""
+    return Elicit(f"May I {action}?", Confirmation)
+
+
 @server.tool()
-async def confirm_first(action: str, ctx: Context) -> str:
+async def confirm_first(
+    action: str,
+    answer: Annotated[ElicitationResult[Confirmation], Resolve(ask_confirmation)],
+) -> str:
     """Asks the person (an MCP elicitation) before it acts."""
     called("confirm_first")
-    answer = await ctx.elicit(f"May I {action}?", Confirmation)
     if answer.action == "accept":
         return f"accept: {action} ok={answer.data.ok}"
     return f"{answer.action}: {action}"

@@ -97,6 +97,7 @@ pub async fn load_suspended(
             completed_retention_ms: agent.completed_retention().as_millis() as u64,
             approval_id: None,
             awaited_since: now,
+            asked: None,
         });
     }
     let mut staged = StagedTurn {

@@ -39,13 +39,31 @@ pub fn test_server(log: &Path) -> McpServer {
 
 /// An agent named `name` whose model calls the test server's `confirm_first` (which elicits
 /// before it acts, a person given at most `window`) with `{"action": "deploy"}`, then answers
-/// `done: <its result>`.
+/// `done: <its result>`. The question is asked while the call is held (`hold_questions`).
 pub async fn confirm_agent(
     name: &str,
     log: &Path,
     window: std::time::Duration,
 ) -> baton_core::Agent {
-    let server = test_server(log)
+    confirm_agent_of(name, test_server(log).hold_questions(), window).await
+}
+
+/// Like [`confirm_agent`], the run suspending on the question (the server's `input_required`
+/// result, MCP 2026-07-28) instead of holding the call.
+pub async fn suspending_confirm_agent(
+    name: &str,
+    log: &Path,
+    window: std::time::Duration,
+) -> baton_core::Agent {
+    confirm_agent_of(name, test_server(log), window).await
+}
+
+async fn confirm_agent_of(
+    name: &str,
+    server: McpServer,
+    window: std::time::Duration,
+) -> baton_core::Agent {
+    let server = server
         .only(&["confirm_first"])
         .timeout(std::time::Duration::from_secs(20))
         .question_timeout(window);
@@ -125,4 +143,71 @@ pub async fn mcp_writer(log: &Path, seconds: u64) -> anyhow::Result<Agent> {
 /// The agents of the MCP tests, their server logging to `log`.
 pub async fn mcp_registry(log: &Path) -> anyhow::Result<AgentRegistry> {
     Ok(AgentRegistry::new([mcp_writer(log, 30).await?])?)
+}
+
+/// A fresh file for the test server's call log: its path, and the lines read from it.
+pub fn call_log() -> (PathBuf, impl Fn() -> Vec<String>) {
+    let path = std::env::temp_dir().join(format!("baton-mcp-{}.log", uuid::Uuid::new_v4()));
+    let read = path.clone();
+    (path, move || {
+        std::fs::read_to_string(&read)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    })
+}
+
+/// Like [`call_log`], reading how many calls it holds.
+pub fn counted_call_log() -> (PathBuf, impl Fn() -> usize) {
+    let (path, lines) = call_log();
+    (path, move || lines().len())
+}
+
+/// The outcome of the first tool result in `messages` (the test fails without one).
+pub fn first_tool_outcome(messages: &[baton_core::Message]) -> baton_core::message::ToolOutcome {
+    messages
+        .iter()
+        .find_map(|m| match m {
+            baton_core::Message::Tool(result) => Some(result.outcome.clone()),
+            _ => None,
+        })
+        .expect("a tool result")
+}
+
+/// Asserts that the tree of `session` (an [`asking_tree_root`]) completed with its child's
+/// `confirm_first` declined, the tool run once (`calls`, its log's count).
+pub async fn assert_tree_ended_declined(
+    harness: &crate::Harness,
+    session: &str,
+    calls: impl Fn() -> usize,
+) {
+    use baton_client::Client as _;
+    let state = harness.client.status(session).await.unwrap();
+    assert_eq!(
+        state.status,
+        baton_core::store::Status::Completed,
+        "{state:?}"
+    );
+    assert_eq!(
+        state.output.as_deref(),
+        Some(r#"root: done: {"result":"decline: deploy"}"#),
+        "{state:?}"
+    );
+    assert_eq!(calls(), 1, "the tool ran once");
+}
+
+/// Asserts that `baton run --answer` (its `output`) asked `confirm_first`'s question once, the
+/// tool saw the answer `true` and ran once (`calls`, its log's count).
+pub fn assert_answered_at_the_terminal(output: &std::process::Output, calls: impl Fn() -> usize) {
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(stderr.contains("confirm_first asks:"), "{stderr}");
+    assert_eq!(stderr.matches("May I deploy?").count(), 1, "{stderr}");
+    assert!(
+        stdout.contains("accept: deploy ok=True"),
+        "the tool saw the answer: {stdout}"
+    );
+    assert_eq!(calls(), 1, "the tool ran once");
 }

@@ -161,8 +161,15 @@ async fn run_steps(
                     .into_calls()
                     .map(|call| subagent::run_call(shared, input, &step, call));
                 let (tools, children) = join!(join_all(calls), join_all(children));
-                if let Some(error) = tools.into_iter().find_map(Result::err) {
-                    return Err(Failure::of_activity(&step, &error, ErrorCode::ToolFailed));
+                // A call that stopped to ask a person suspends the step on it.
+                let mut asked = false;
+                for tool in tools {
+                    match tool {
+                        Ok(ran) => asked |= ran.is_some(),
+                        Err(error) => {
+                            return Err(Failure::of_activity(&step, &error, ErrorCode::ToolFailed));
+                        }
+                    }
                 }
                 let mut awaiting_child = false;
                 for child in children {
@@ -174,8 +181,8 @@ async fn run_steps(
                     }
                 }
                 // A suspended child suspends the parent's step too, awaiting it.
-                let then_finish = then_finish && !awaiting_child;
-                if then_suspend || awaiting_child {
+                let then_finish = then_finish && !awaiting_child && !asked;
+                if then_suspend || awaiting_child || asked {
                     let suspended = ctx
                         .execute_local_activity(
                             AgentActivities::commit_suspended_step,

@@ -12,7 +12,7 @@ pub(crate) mod tests;
 
 pub use deadline::{DeadlineCheck, DeadlineInput, DeadlineOutcome, DeadlineStart};
 pub use run::{ActivityPolicy, FailInput, RunInput, RunOutcome, RunShape, SuspendedRun};
-pub use step::{StepInput, StepPlan, ToolInput};
+pub use step::{StepInput, StepPlan, ToolAsked, ToolInput};
 pub use subagent::{
     ChildStart, ParentNext, RemoteFollowInput, SubAgentCall, SubAgentCalls, SubAgentEnd,
     SubAgentStart,

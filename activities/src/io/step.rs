@@ -86,3 +86,12 @@ pub struct ToolInput {
     pub step: StepInput,
     pub tool_call_id: String,
 }
+
+/// Output of `execute_tool` when its call stopped to ask a person instead of answering (an MCP
+/// server's `input_required`): the step suspends on it. A call that answered returns nothing
+/// (`null`, as the activity did before it could ask), so histories of earlier runs replay.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolAsked {
+    pub tool_call_id: String,
+}

@@ -136,6 +136,7 @@ impl A2aFollow<'_> {
                                 completed_retention_ms: 0,
                                 approval_id,
                                 awaited_since: now,
+                                asked: None,
                             },
                         )
                     }
@@ -181,6 +182,7 @@ impl A2aFollow<'_> {
                             completed_retention_ms: 0,
                             approval_id: None,
                             awaited_since: now,
+                            asked: None,
                         },
                     )
                 }]

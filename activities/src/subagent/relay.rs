@@ -69,6 +69,7 @@ impl Followed<'_> {
                         completed_retention_ms: 0,
                         approval_id,
                         awaited_since: detail.awaited_since.min(now),
+                        asked: None,
                     },
                     via_call_id: self.call.id.clone(),
                     child_session_id: self.child.clone(),

@@ -39,6 +39,7 @@ pub(super) struct McpServerEntry {
     pub(super) timeout_secs: Option<u64>,
     pub(super) connect_timeout_secs: Option<u64>,
     pub(super) question_timeout_secs: Option<u64>,
+    pub(super) questions: Option<String>,
     pub(super) tools: Option<Vec<String>>,
     #[serde(default)]
     pub(super) rename: std::collections::BTreeMap<String, String>,

@@ -34,6 +34,9 @@ pub struct McpServerConfig {
     /// How long a person may take to answer the server's elicitation during a call (zero:
     /// declined at once).
     pub question_timeout: Option<Duration>,
+    /// Whether a question the server asks through an `input_required` result holds the call
+    /// (`hold`) instead of suspending the run (`suspend`, the default).
+    pub hold_questions: bool,
     /// Only these of its tools (their names on the server); all for `None`.
     pub tools: Option<Vec<String>>,
     /// A server tool's name → the name the agents know it by.
@@ -140,6 +143,15 @@ fn checked(entry: McpServerEntry, line: usize) -> Result<McpServerConfig, String
         None => None,
     };
     let question_timeout = entry.question_timeout_secs.map(Duration::from_secs);
+    let hold_questions = match entry.questions.as_deref() {
+        None | Some("suspend") => false,
+        Some("hold") => true,
+        Some(other) => {
+            return Err(format!(
+                "MCP server {name:?}: `questions` is \"suspend\" or \"hold\", not {other:?}"
+            ));
+        }
+    };
     let selected = |tool: &str| {
         entry
             .tools
@@ -177,6 +189,7 @@ fn checked(entry: McpServerEntry, line: usize) -> Result<McpServerConfig, String
         timeout,
         connect_timeout,
         question_timeout,
+        hold_questions,
         tools: entry.tools,
         rename: entry.rename,
         approval: entry.approval,

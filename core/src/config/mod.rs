@@ -93,6 +93,7 @@
 //! timeout_secs = 30                     # optional: longest a call takes; default 60
 //! connect_timeout_secs = 10             # optional: starting it and listing; default 30
 //! question_timeout_secs = 120           # optional: a person answering its elicitation; 0 declines
+//! questions = "suspend"                 # optional: "hold" keeps a call that asks in the worker
 //! tools = ["read", "delete"]            # optional; default every tool it lists
 //! rename = { read = "read_file" }       # optional: where names collide
 //! approval = { delete = false }         # optional; default: a tool annotated destructive

@@ -519,6 +519,7 @@ url = "https://mcp.example/mcp"
 bearer_env = "SEARCH_TOKEN"
 headers = { x-tenant = "t1" }
 timeout_secs = 5
+questions = "hold"
 "#;
     let servers = super::mcp_servers_from_toml(text).unwrap();
     assert_eq!(servers.len(), 2);
@@ -537,6 +538,7 @@ timeout_secs = 5
             if url == "https://mcp.example/mcp" && v == "SEARCH_TOKEN"
     ));
     assert_eq!(servers[1].timeout, Some(std::time::Duration::from_secs(5)));
+    assert!(!servers[0].hold_questions && servers[1].hold_questions);
 
     let refused = |body: &str| super::mcp_servers_from_toml(body).unwrap_err();
     let both = refused("[[mcp_server]]\nname = \"x\"\ncommand = \"a\"\nurl = \"http://h/mcp\"\n");
@@ -567,6 +569,14 @@ timeout_secs = 5
     );
     assert!(twice.reason.contains("declared twice"), "{twice}");
     assert_eq!(twice.line, 4);
+    let questions =
+        refused("[[mcp_server]]\nname = \"x\"\ncommand = \"a\"\nquestions = \"wait\"\n");
+    assert!(
+        questions
+            .reason
+            .contains(r#""suspend" or "hold", not "wait""#),
+        "{questions}"
+    );
     let unknown = refused("[[mcp_server]]\nname = \"x\"\ncommand = \"a\"\ncwd = \"/\"\n");
     assert!(unknown.reason.contains("unknown field"), "{unknown}");
 }

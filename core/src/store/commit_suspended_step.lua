@@ -1,8 +1,9 @@
 -- Commits a step that awaits client calls, and suspends the run, in one script: the staged step
 -- without the awaited calls' results (see append_staged_step), each awaited call pending for the
 -- run (see register_pending), the suspension context and status suspended_client_tool; a
--- tool_approval_request chunk per approval; then the suspended chunk (and, for a session below a
--- suspended root, the root's again: see root_waits_again). Twice changes nothing.
+-- tool_approval_request chunk per approval and a question chunk per tool's question; then the
+-- suspended chunk (and, for a session below a suspended root, the root's again: see
+-- root_waits_again). Twice changes nothing.
 local staged_key = KEYS[3]
 local messages_key = KEYS[4]
 local checkpoints_key = KEYS[5]
@@ -21,8 +22,9 @@ local state_before = ARGV[8] -- '' until the caller folded the step's state patc
 local state_after = ARGV[9]
 local state_patch_body = ARGV[10]
 local finish = ARGV[11] -- the chat message's server metadata, kept on the turn
--- Then per awaited call: toolCallId, pendingCallJson, approvalRequestBody ('' for a client
--- call), deadlineAtMs.
+-- Then per awaited call: toolCallId, pendingCallJson, personRequestBody ('' for a client call),
+-- deadlineAtMs, and the model's call it stands for (its own id, or for a question a tool's call
+-- stopped on, that call's: it has no result in the step either).
 local first_call = 12
 
 local refused = run_guard(run_id)
@@ -38,8 +40,8 @@ if refused then
 end
 local awaited = {}
 local pending_calls_json = {}
-for i = first_call, #ARGV, 4 do
-  awaited[ARGV[i]] = true
+for i = first_call, #ARGV, 5 do
+  awaited[ARGV[i + 4]] = true
   pending_calls_json[#pending_calls_json + 1] = ARGV[i + 1]
 end
 local step_keys = {
@@ -53,7 +55,7 @@ if refusal then return refusal end
 local pending_keys = {
   pending = pending_key, ownership = ownership_key, open_deadlines = open_deadlines_key,
 }
-for i = first_call, #ARGV, 4 do
+for i = first_call, #ARGV, 5 do
   register_pending(pending_keys, ARGV[i], ARGV[i + 1], owner_session_id, ARGV[i + 3])
   if ARGV[i + 2] ~= '' then emit(ARGV[i + 2]) end
 end

@@ -85,6 +85,7 @@ async fn suspend_on_one_call(store: &Store, address: &SessionAddress, kind: Pend
         completed_retention_ms: 60_000,
         approval_id: (kind == PendingKind::Approval).then(|| approval_id("r1", "c1")),
         awaited_since: now_ms(),
+        asked: None,
     };
     store
         .commit_suspended_step(step, std::slice::from_ref(&pending))

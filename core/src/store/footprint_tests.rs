@@ -36,6 +36,7 @@ pub(super) fn pending(id: &str, step: u32) -> PendingCall {
         completed_retention_ms: 60_000,
         approval_id: None,
         awaited_since: AWAITED_SINCE,
+        asked: None,
     }
 }
 

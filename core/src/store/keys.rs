@@ -249,6 +249,11 @@ pub(crate) mod staged_field {
     pub(crate) fn started(run_id: &str, step: u32, tool_call_id: &str) -> String {
         format!("started:{run_id}:{step}:{tool_call_id}")
     }
+
+    /// What a server tool's call of a step asked a person (see `stage_tool_asks.lua`).
+    pub(crate) fn asks(run_id: &str, step: u32, tool_call_id: &str) -> String {
+        format!("asks:{run_id}:{step}:{tool_call_id}")
+    }
 }
 
 #[cfg(test)]

@@ -61,6 +61,7 @@ mod subject_bucket;
 mod submit_token;
 mod suspension;
 mod sweep;
+mod tool_asks;
 mod tool_start;
 mod tree;
 mod tree_read;
@@ -96,11 +97,12 @@ pub use stream::Subscriber;
 pub use subject_bucket::SubjectBucket;
 pub use suspension::{Answer, StoredAnswer, SubmitAttempt, SubmitOutcome, Submitted, approval_id};
 pub use sweep::QuietRun;
+pub use tool_asks::StagedCall;
 pub use tree::{ChildEnd, ChildRun, NewChild, ParentReport};
 pub use tree_read::TreeSession;
 pub use types::{
-    Checkpoint, NO_DEADLINE, NewRun, PendingCall, PendingKind, RunRef, SessionAddress, StepRef,
-    StoredSuspension, Written,
+    Checkpoint, NO_DEADLINE, NewRun, PendingAsk, PendingCall, PendingKind, RunRef, SessionAddress,
+    StepRef, StoredSuspension, Written,
 };
 
 use crate::chunk::ChunkHeader;

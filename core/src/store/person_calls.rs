@@ -214,8 +214,17 @@ impl Store {
                 matches!(call.kind, PendingKind::Client | PendingKind::Approval)
                     && !answers.contains_key(&call.tool_call_id)
             });
-            let mut waiting: Vec<(PendingCall, Option<serde_json::Value>)> =
-                pending.into_iter().map(|call| (call, None)).collect();
+            // A server tool's call that asked is rendered as a form of its question's schema.
+            let mut waiting: Vec<(PendingCall, Option<serde_json::Value>)> = pending
+                .into_iter()
+                .map(|call| {
+                    let render = call
+                        .asked
+                        .as_ref()
+                        .map(|ask| question_render(&ask.asked.schema));
+                    (call, render)
+                })
+                .collect();
             waiting.extend(
                 relayed
                     .into_iter()
@@ -269,6 +278,7 @@ fn question_call(
             completed_retention_ms: 0,
             approval_id: None,
             awaited_since: question.asked_at,
+            asked: None,
         },
         agent_type: agent_type.to_owned(),
         user_id: user_id.cloned(),

@@ -445,10 +445,15 @@ local function append_staged_step(keys, run_id, step_text, now, step_end_body, a
   local seq = emit(step_end_body)
   push_checkpoint(keys.checkpoints, redis.call('LLEN', keys.messages), step, seq, checkpoint_extra)
   -- The start markers of at-most-once tools (see mark_tool_started.lua) of this step, including
-  -- those a resume's drain wrote for approved calls, are not in the call list: find them by name.
+  -- those a resume's drain wrote for approved calls, and the questions its calls stopped on (see
+  -- stage_tool_asks.lua) are not in the call list: find them by name.
   local started_prefix = staged_field('started', run_id, step_text) .. ':'
+  local asks_prefix = staged_field('asks', run_id, step_text) .. ':'
   for _, field in ipairs(redis.call('HKEYS', keys.staged)) do
-    if string.sub(field, 1, #started_prefix) == started_prefix then fields[#fields + 1] = field end
+    if string.sub(field, 1, #started_prefix) == started_prefix
+      or string.sub(field, 1, #asks_prefix) == asks_prefix then
+      fields[#fields + 1] = field
+    end
   end
   redis.call('HDEL', keys.staged, unpack(fields))
   return nil, seq

@@ -321,6 +321,13 @@ impl FromRedisValue for SubmitReply {
                 let owner = SubmitOutcome::OwnedBy(reply.value(0)?);
                 return Ok(Self(SubmitReplyFields::bare(owner)));
             }
+            "check_asked" => {
+                let entry: String = reply.value(0)?;
+                let call: super::PendingCall = serde_json::from_str(&entry)
+                    .map_err(|error| unexpected(format!("pending entry: {error}")))?;
+                let schema = call.asked.map(|ask| ask.asked.schema).unwrap_or_default();
+                (SubmitOutcome::CheckAgainstQuestion(schema), 1)
+            }
             _ => return Err(reply.unexpected()),
         };
         let read = |index: usize| -> RedisResult<String> {

@@ -128,6 +128,9 @@ pub struct DrainedCall {
     pub wait_ms: u64,
     /// The chunks written after its `tool_end` (what an approved call emitted for the chat).
     pub then: Vec<ChunkKind>,
+    /// The id of its pending entry where that is not the call's own: the question a tool's
+    /// call stopped on.
+    pub pending_id: Option<String>,
 }
 
 impl Store {
@@ -233,7 +236,7 @@ impl Store {
         for call in drained {
             let result = &call.result;
             invocation
-                .arg(&result.tool_call_id)
+                .arg(call.pending_id.as_deref().unwrap_or(&result.tool_call_id))
                 .arg(to_json(&Message::Tool(result.clone())))
                 .arg(encode_unsequenced(
                     &header,

@@ -5,7 +5,7 @@ use super::{
     now_ms,
     replies::RewindReply,
     scripts::REWIND,
-    suspension::{approval_id, approval_request_body},
+    suspension::{approval_id, person_request_body},
     to_json,
 };
 use crate::{
@@ -93,6 +93,7 @@ impl Store {
                     .as_ref()
                     .map(|_| approval_id(rewind.run.run_id, &call.tool_call_id)),
                 awaited_since: now,
+                asked: None,
                 ..call.clone()
             })
             .collect();
@@ -156,7 +157,7 @@ impl Store {
                 .arg(&call.tool_call_id)
                 .arg(to_json(call))
                 .arg(if suspend {
-                    approval_request_body(&header, call).unwrap_or_default()
+                    person_request_body(&header, call).unwrap_or_default()
                 } else {
                     String::new()
                 })

@@ -50,6 +50,8 @@ pub(super) static STAGE_TOOL_RESULT: StoreScript =
 pub(super) static RELEASE_CLAIM: StoreScript = store_script!("release_claim", [State, Stream]);
 pub(super) static MARK_TOOL_STARTED: StoreScript =
     store_script!("mark_tool_started", [State, Stream, Staged]);
+pub(super) static STAGE_TOOL_ASKS: StoreScript =
+    store_script!("stage_tool_asks", [State, Stream, Staged]);
 pub(super) static STAGE_STATE_PATCH: StoreScript =
     store_script!("stage_state_patch", [State, Stream, Staged]);
 /// The keys of the two scripts that end a run by a step or a failure: the step's, and those its
@@ -247,7 +249,7 @@ pub(super) static A2A_CHILD: StoreScript =
     store_script!("a2a_child", [State, Stream, Pending, Answers]);
 
 /// Every script: for the tests that read their text, and to name a recorded round trip's.
-static ALL: [&StoreScript; 37] = [
+static ALL: [&StoreScript; 38] = [
     &CREATE_FORK,
     &RECORD_A2A,
     &A2A_CHILD,
@@ -261,6 +263,7 @@ static ALL: [&StoreScript; 37] = [
     &CREATE_SESSION,
     &RELEASE_CLAIM,
     &MARK_TOOL_STARTED,
+    &STAGE_TOOL_ASKS,
     &EMIT_MODEL_CHUNKS,
     &STAGE_TURN,
     &STAGE_TOOL_RESULT,

@@ -21,7 +21,11 @@ local bucket_rate = tonumber(ARGV[8]) -- refill per ms
 -- '1': the caller read no tree and passes no tree keys (below), so the answer is for a root
 -- alone; a tree with sessions below the root is refused ('in_tree') before anything is written.
 local root_alone = ARGV[9] == '1'
-local first_refused_tool = 10 -- then pairs (agentType, toolName) whose schema refuses the answer
+-- '1': the caller checked the answer against the question of the tool's call that asked a person
+-- (the pending entry's `asked`, which only this script reads: it answers 'check_asked' with the
+-- entry first, writing nothing, and the caller checks and comes again with this flag).
+local asked_checked = ARGV[10] == '1'
+local first_refused_tool = 11 -- then pairs (agentType, toolName) whose schema refuses the answer
 local now = tonumber(now_text)
 -- After the declared keys, and before the root's two (see the prelude), pairs (openDeadlines,
 -- children) of every session of the tree, the root's included, when the tree has more than the
@@ -91,7 +95,8 @@ if (not owner and state_key ~= root_state_key) or redis.call('HEXISTS', pending_
   if expiry and tonumber(expiry) > now then return {'already_completed', 'consumed'} end
   return {'unknown_tool_call'}
 end
-local call = cjson.decode(redis.call('HGET', pending_key, id))
+local call_json = redis.call('HGET', pending_key, id)
+local call = cjson.decode(call_json)
 local fields = redis.call('HMGET', state_key, 'runId', 'status', 'stop', 'agentType')
 local run_id = fields[1] or ''
 -- The answer must be of the call's kind and pass its tool's schema (checked by the caller
@@ -99,6 +104,7 @@ local run_id = fields[1] or ''
 -- Every sub-agent transport's kind starts with 'sub_agent' (a local child's is just that).
 if string.sub(call.kind, 1, 9) == 'sub_agent' then return {'awaits_sub_agent', call.toolName, run_id} end
 if call.kind ~= submit_kind then return {'wrong_kind', call.toolName, run_id, call.kind} end
+if call.asked and not asked_checked then return {'check_asked', call_json, call.toolName, run_id} end
 if fields[4] and refused_by_schema(fields[4], call.toolName) then
   return {'refused_by_schema', call.toolName, run_id, fields[4]}
 end

@@ -13,6 +13,7 @@ use super::{
 use crate::{
     chunk::{ChunkHeader, ChunkKind, encode_unsequenced},
     message::{ToolOutcome, finish_metadata},
+    tool::ask::{PersonAnswer, content_mismatch},
 };
 use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
@@ -100,6 +101,13 @@ pub enum SubmitOutcome {
     RefusedBySchema {
         agent_type: String,
     },
+    /// The call is a tool's that asked a person: the answer's content must match this schema,
+    /// which the submit checks before it goes again. Never what [`Store::submit_answer`]
+    /// answers.
+    CheckAgainstQuestion(serde_json::Value),
+    /// The answer's content does not match the question the call asked (the first mismatch);
+    /// nothing was written.
+    RefusedByQuestion(String),
 }
 
 /// The id an approval request is answered with: `<runId>::<toolCallId>`.
@@ -107,8 +115,23 @@ pub fn approval_id(run_id: &str, tool_call_id: &str) -> String {
     format!("{run_id}::{tool_call_id}")
 }
 
-/// The `tool_approval_request` chunk of a pending approval (none for a client call).
-pub(super) fn approval_request_body(header: &ChunkHeader, call: &PendingCall) -> Option<String> {
+/// The chunk that asks a person for a pending call as it is written: `tool_approval_request` for
+/// an approval, `question` for a tool's question (none for a client call).
+pub(super) fn person_request_body(header: &ChunkHeader, call: &PendingCall) -> Option<String> {
+    if let Some(ask) = &call.asked {
+        return Some(encode_unsequenced(
+            header,
+            &ChunkKind::Question {
+                step: call.step,
+                question_id: call.tool_call_id.clone(),
+                tool_call_id: ask.tool_call_id.clone(),
+                tool_name: ask.tool_name.clone(),
+                message: ask.asked.message.clone(),
+                schema: ask.asked.schema.clone(),
+                deadline_at: call.deadline_at,
+            },
+        ));
+    }
     let approval_id = call.approval_id.as_ref()?;
     Some(encode_unsequenced(
         header,
@@ -176,8 +199,13 @@ impl Store {
                     invocation
                         .arg(&call.tool_call_id)
                         .arg(to_json(call))
-                        .arg(approval_request_body(&header, call).unwrap_or_default())
-                        .arg(call.deadline_at);
+                        .arg(person_request_body(&header, call).unwrap_or_default())
+                        .arg(call.deadline_at)
+                        .arg(
+                            call.asked
+                                .as_ref()
+                                .map_or(&call.tool_call_id, |ask| &ask.tool_call_id),
+                        );
                 }
                 invocation
             })
@@ -287,25 +315,73 @@ impl Store {
         let first = match alone {
             Some(first) => first,
             None => {
-                self.submit_answer_on(&root, attempt, attempt.submits_per_minute, &tree_keys)
-                    .await?
+                self.submit_answer_on(
+                    &root,
+                    attempt,
+                    attempt.submits_per_minute,
+                    &tree_keys,
+                    false,
+                )
+                .await?
             }
         };
-        let SubmitOutcome::OwnedBy(owner_session_id) = first.outcome else {
-            return Ok(first);
+        let second = match first.outcome {
+            SubmitOutcome::OwnedBy(owner_session_id) => {
+                let owner = SessionAddress {
+                    root_session_id: attempt.root_session_id.to_owned(),
+                    session_id: owner_session_id,
+                };
+                let mut second = self
+                    .submit_answer_on(&owner, attempt, None, &tree_keys, false)
+                    .await?;
+                // The call moved to yet another session between the two: it is not this one's
+                // to answer.
+                if matches!(second.outcome, SubmitOutcome::OwnedBy(_)) {
+                    second.outcome = SubmitOutcome::UnknownToolCall;
+                }
+                second
+            }
+            _ => first,
         };
+        self.checked_against_question(attempt, &tree_keys, second)
+            .await
+    }
+
+    /// A submit the script found to answer a tool's question (`check_asked`): refused when its
+    /// content does not match the question's schema, else stored by the script again, on the
+    /// same session and without a second token.
+    async fn checked_against_question(
+        &self,
+        attempt: &SubmitAttempt<'_>,
+        tree_keys: &[String],
+        submitted: Submitted,
+    ) -> Result<Submitted, Error> {
+        let SubmitOutcome::CheckAgainstQuestion(schema) = &submitted.outcome else {
+            return Ok(submitted);
+        };
+        let content = match &attempt.answer.answer {
+            Answer::Outcome {
+                outcome: ToolOutcome::Result(value),
+            } => match PersonAnswer::from_result(value.clone()) {
+                PersonAnswer::Accept { content } => Some(content),
+                PersonAnswer::Decline | PersonAnswer::Cancel => None,
+            },
+            _ => None,
+        };
+        if let Some(mismatch) = content.and_then(|content| content_mismatch(schema, &content)) {
+            return Ok(Submitted {
+                outcome: SubmitOutcome::RefusedByQuestion(mismatch),
+                ..submitted
+            });
+        }
         let owner = SessionAddress {
             root_session_id: attempt.root_session_id.to_owned(),
-            session_id: owner_session_id,
+            session_id: submitted.owner_session_id.clone(),
         };
-        let mut second = self
-            .submit_answer_on(&owner, attempt, None, &tree_keys)
+        let again = self
+            .submit_answer_on(&owner, attempt, None, tree_keys, true)
             .await?;
-        // The call moved to yet another session between the two: it is not this one's to answer.
-        if matches!(second.outcome, SubmitOutcome::OwnedBy(_)) {
-            second.outcome = SubmitOutcome::UnknownToolCall;
-        }
-        Ok(second)
+        Ok(again)
     }
 
     /// The keys `submit_answer.lua` reads a tree's open calls from: (openDeadlines, children) of
@@ -341,7 +417,8 @@ impl Store {
     ) -> Result<(Vec<String>, Option<Submitted>), Error> {
         let mut members = redis::cmd("SMEMBERS");
         members.arg(self.key(root, Key::Tree));
-        let invocation = self.submit_invocation(root, attempt, submits_per_minute, &[], true);
+        let invocation =
+            self.submit_invocation(root, attempt, submits_per_minute, &[], (true, false));
         let (members, AloneSubmitReply(reply)) = invocation.run_after(members, self).await?;
         Ok((members, reply.map(|reply| submitted(root, reply))))
     }
@@ -352,22 +429,29 @@ impl Store {
         attempt: &SubmitAttempt<'_>,
         submits_per_minute: Option<u32>,
         tree_keys: &[String],
+        asked_checked: bool,
     ) -> Result<Submitted, Error> {
-        let invocation =
-            self.submit_invocation(owner, attempt, submits_per_minute, tree_keys, false);
+        let invocation = self.submit_invocation(
+            owner,
+            attempt,
+            submits_per_minute,
+            tree_keys,
+            (false, asked_checked),
+        );
         let SubmitReply(reply) = invocation.run(self).await?;
         Ok(submitted(owner, reply))
     }
 
     /// `submit_answer.lua` on `owner`'s keys and `tree_keys`; `root_alone` for the answer of a
-    /// root alone (no tree keys), which the script refuses in a tree.
+    /// root alone (no tree keys), which the script refuses in a tree; `asked_checked` once the
+    /// answer was checked against the question of the call it answers.
     fn submit_invocation(
         &self,
         owner: &SessionAddress,
         attempt: &SubmitAttempt<'_>,
         submits_per_minute: Option<u32>,
         tree_keys: &[String],
-        root_alone: bool,
+        (root_alone, asked_checked): (bool, bool),
     ) -> Invocation<'static> {
         let kind = match attempt.answer.answer {
             Answer::Outcome { .. } => PendingKind::Client,
@@ -384,7 +468,8 @@ impl Store {
             .arg(kind.as_str())
             .arg(per_minute)
             .arg(f64::from(per_minute) / 60_000.0)
-            .arg(flag(root_alone));
+            .arg(flag(root_alone))
+            .arg(flag(asked_checked));
         for (agent_type, tool_name) in attempt.refused_by_schema {
             invocation.arg(agent_type).arg(tool_name);
         }

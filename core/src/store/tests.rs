@@ -450,6 +450,7 @@ async fn a_suspended_step_commits_server_results_and_records_pending_calls() {
         completed_retention_ms: 86_400_000,
         approval_id: None,
         awaited_since: 0,
+        asked: None,
     };
     let suspend =
         || store.commit_suspended_step(at(&address, "r1", 1), std::slice::from_ref(&pending));

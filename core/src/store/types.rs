@@ -151,6 +151,24 @@ pub struct PendingCall {
     /// Since when the call is awaited (ms since the epoch), for the client-tool wait time.
     #[serde(default)]
     pub awaited_since: u64,
+    /// For the question a server tool's call stopped on, which suspended its run: what it asks
+    /// and how the call goes on. Such an entry is a client call named `question` under a
+    /// question's id (`bt_q…`), its `input` the question as a person sees it; the call it
+    /// answers is the model's (`PendingAsk::tool_call_id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asked: Option<PendingAsk>,
+}
+
+/// What a server tool's call asked when it suspended its run (see [`PendingCall::asked`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingAsk {
+    #[serde(flatten)]
+    pub asked: crate::tool::ask::Asked,
+    /// The model's call that asked: its id, its tool and its arguments.
+    pub tool_call_id: String,
+    pub tool_name: String,
+    pub arguments: serde_json::Value,
 }
 
 /// A suspension as the store keeps it (the state's `suspension` field, a checkpoint's record):

@@ -54,6 +54,28 @@ impl PersonAnswer {
     }
 }
 
+/// A call that stopped to ask a person where the run may suspend on it (an MCP server's
+/// `input_required` result): what it asks, the JSON Schema of the answer's content, and what the
+/// tool needs to go on ([`ServerTool::continue_call`](super::ServerTool::continue_call)), which
+/// Baton keeps with the pending call and never reads.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Asked {
+    pub message: String,
+    pub schema: Value,
+    pub continuation: Value,
+    /// How long the person may take, in milliseconds (the agent's client-tool timeout if none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_ms: Option<u64>,
+}
+
+/// How a call that may suspend the run ended: with its result, or asking a person.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Called {
+    Done(Value),
+    Asked(Asked),
+}
+
 /// Why a question got no answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AskError {

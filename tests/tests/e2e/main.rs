@@ -27,6 +27,7 @@ mod log_fields;
 mod mcp;
 mod mcp_first_agent;
 mod mcp_questions;
+mod mcp_suspend;
 mod mount;
 mod observe;
 mod openapi;

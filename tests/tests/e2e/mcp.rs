@@ -11,9 +11,9 @@ use baton_core::{
     session::ApprovalDecision, store::Status, tool::ServerTool,
 };
 use baton_mcp::{McpError, McpServer, McpTool};
-use baton_tests::{Harness, WAIT_LIMIT};
+use baton_tests::{Harness, WAIT_LIMIT, mcp_agents::call_log};
 use serde_json::json;
-use std::{path::PathBuf, time::Duration};
+use std::time::Duration;
 
 /// The test server, logging its calls to `log`.
 fn server(log: &std::path::Path) -> McpServer {
@@ -23,19 +23,6 @@ fn server(log: &std::path::Path) -> McpServer {
 /// The context of a tool call made outside a run (a test calling the tool itself).
 fn context() -> baton_core::tool::ToolContext {
     baton_core::tool::ToolContext::new(baton_core::store::SessionAddress::root("s"), "r1", "call_1")
-}
-
-/// A fresh call log: its path, and the lines read from it.
-fn call_log() -> (PathBuf, impl Fn() -> Vec<String>) {
-    let path = std::env::temp_dir().join(format!("baton-mcp-{}.log", uuid::Uuid::new_v4()));
-    let read = path.clone();
-    (path, move || {
-        std::fs::read_to_string(&read)
-            .unwrap_or_default()
-            .lines()
-            .map(str::to_owned)
-            .collect()
-    })
 }
 
 /// An agent of the server's tools whose model calls `calls` in turn, then answers `answer`.

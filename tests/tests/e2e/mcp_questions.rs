@@ -6,28 +6,20 @@
 
 use baton_client::Client as _;
 use baton_core::{
-    AgentRegistry, ChunkKind, ErrorCode, Message, StreamChunk,
+    AgentRegistry, ChunkKind, ErrorCode, StreamChunk,
     message::ToolOutcome,
     search::{PersonCallKind, SessionSearch},
     session::Continuation,
     store::Status,
     submit::SubmitStatus,
 };
-use baton_tests::{Harness, WAIT_LIMIT, api_error, mcp_agents::confirm_agent};
+use baton_tests::{
+    Harness, WAIT_LIMIT, api_error,
+    mcp_agents::{confirm_agent, counted_call_log, first_tool_outcome},
+};
 use futures::StreamExt as _;
 use serde_json::{Value, json};
-use std::{path::PathBuf, time::Duration};
-
-fn call_log() -> (PathBuf, impl Fn() -> usize) {
-    let path = std::env::temp_dir().join(format!("baton-mcp-q-{}.log", uuid::Uuid::new_v4()));
-    let read = path.clone();
-    (path, move || {
-        std::fs::read_to_string(&read)
-            .unwrap_or_default()
-            .lines()
-            .count()
-    })
-}
+use std::time::Duration;
 
 /// Follows `session_id`'s stream until its first question: the chunks up to it.
 async fn until_question(harness: &Harness, session_id: &str) -> Vec<StreamChunk> {
@@ -65,19 +57,9 @@ fn question_of(chunk: &StreamChunk) -> (String, String, Value) {
     (question_id.clone(), message.clone(), schema.clone())
 }
 
-fn tool_outcome(messages: &[Message]) -> ToolOutcome {
-    messages
-        .iter()
-        .find_map(|m| match m {
-            Message::Tool(result) => Some(result.outcome.clone()),
-            _ => None,
-        })
-        .expect("a tool result")
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_elicitation_is_a_question_answered_through_the_root_while_the_run_stays_active() {
-    let (log, calls) = call_log();
+    let (log, calls) = counted_call_log();
     let agent = confirm_agent("mcp_asker", &log, Duration::from_secs(60)).await;
     let harness = Harness::start(AgentRegistry::new([agent]).unwrap()).await;
     let started = harness.client.start("mcp_asker", "go").await.unwrap();
@@ -162,7 +144,7 @@ async fn an_elicitation_is_a_question_answered_through_the_root_while_the_run_st
     assert!(state.pending.is_empty(), "{:?}", state.pending);
     let messages = harness.messages(session).await;
     assert_eq!(
-        tool_outcome(&messages),
+        first_tool_outcome(&messages),
         ToolOutcome::Result(json!({"result": "accept: deploy ok=True"}))
     );
     assert_eq!(calls(), 1, "the tool ran once");
@@ -179,7 +161,7 @@ async fn an_elicitation_is_a_question_answered_through_the_root_while_the_run_st
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_question_nobody_answers_in_its_window_ends_the_call_with_a_typed_error() {
-    let (log, calls) = call_log();
+    let (log, calls) = counted_call_log();
     let agent = confirm_agent("mcp_unanswered", &log, Duration::from_secs(1)).await;
     let harness = Harness::start(AgentRegistry::new([agent]).unwrap()).await;
     let started = harness.client.start("mcp_unanswered", "go").await.unwrap();
@@ -195,7 +177,7 @@ async fn a_question_nobody_answers_in_its_window_ends_the_call_with_a_typed_erro
         "{rest:?}"
     );
     let messages = harness.messages(session).await;
-    let ToolOutcome::Error(error) = tool_outcome(&messages) else {
+    let ToolOutcome::Error(error) = first_tool_outcome(&messages) else {
         panic!("{messages:?}");
     };
     assert_eq!(error.code, "question_timed_out", "{error:?}");
@@ -215,7 +197,7 @@ async fn a_question_nobody_answers_in_its_window_ends_the_call_with_a_typed_erro
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_childs_question_is_answered_through_its_root_and_a_decline_reaches_the_server() {
-    let (log, calls) = call_log();
+    let (log, calls) = counted_call_log();
     let child = confirm_agent("mcp_child_asker", &log, Duration::from_secs(60)).await;
     let root = baton_tests::mcp_agents::asking_tree_root("mcp_child_asker");
     let harness = Harness::start(AgentRegistry::new([root, child]).unwrap()).await;
@@ -236,19 +218,12 @@ async fn a_childs_question_is_answered_through_its_root_and_a_decline_reaches_th
     harness
         .chunks_after_until_end(session, asked.sequence)
         .await;
-    let state = harness.client.status(session).await.unwrap();
-    assert_eq!(state.status, Status::Completed, "{state:?}");
-    assert_eq!(
-        state.output.as_deref(),
-        Some(r#"root: done: {"result":"decline: deploy"}"#),
-        "{state:?}"
-    );
-    assert_eq!(calls(), 1);
+    baton_tests::mcp_agents::assert_tree_ended_declined(&harness, session, calls).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn baton_run_answers_an_mcp_servers_question_from_standard_input() {
-    let (log, calls) = call_log();
+    let (log, calls) = counted_call_log();
     let agent = confirm_agent("mcp_cli_asker", &log, Duration::from_secs(60)).await;
     let harness = Harness::start(AgentRegistry::new([agent]).unwrap()).await;
     // The question's one field, a boolean, read as its schema says.
@@ -258,14 +233,5 @@ async fn baton_run_answers_an_mcp_servers_question_from_standard_input() {
         b"true\n",
     )
     .await;
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stdout}\n{stderr}");
-    assert!(stderr.contains("confirm_first asks:"), "{stderr}");
-    assert!(stderr.contains("May I deploy?"), "{stderr}");
-    assert!(
-        stdout.contains("accept: deploy ok=True"),
-        "the tool saw the answer: {stdout}"
-    );
-    assert_eq!(calls(), 1, "the tool ran once");
+    baton_tests::mcp_agents::assert_answered_at_the_terminal(&output, calls);
 }

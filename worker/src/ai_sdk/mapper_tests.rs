@@ -495,6 +495,7 @@ fn relayed_call(producer_id: &str, name: &str, approval: bool) -> super::tree::T
             deadline_at: u64::MAX,
             completed_retention_ms: 0,
             awaited_since: 0,
+            asked: None,
         },
         answer: None,
         relayed: true,

@@ -23,6 +23,7 @@ use baton_core::{
     Agent, AgentRegistry, Message,
     message::{AssistantExtras, KeptData, ToolCall, ToolOutcome, UserExtras, codes},
     store::{Answer, PendingCall, StoredAnswer},
+    tool::ask::question_render,
 };
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
@@ -138,6 +139,7 @@ pub fn ui_messages(log: &[Message], inputs: &SnapshotInputs<'_>) -> Vec<Value> {
             }
         }
     }
+    question_parts(&mut assistant, inputs);
     if !inputs.tree.is_empty() {
         descendant_parts(
             &mut assistant.get_or_insert_with(Default::default).0,
@@ -219,6 +221,56 @@ fn user_message(turn: usize, content: &str, extras: Option<&UserExtras>) -> Valu
         message["metadata"] = metadata;
     }
     message
+}
+
+/// The questions the root's own tool calls suspended its run on, as live: each a client part
+/// named `question` with its render hint, in a step of its own.
+fn question_parts(
+    assistant: &mut Option<(Vec<Value>, Map<String, Value>)>,
+    inputs: &SnapshotInputs<'_>,
+) {
+    // The pending calls of the sessions below are theirs (see `descendant_parts`).
+    let below = |call: &PendingCall| {
+        inputs
+            .tree
+            .iter()
+            .any(|owned| owned.call.tool_call_id == call.tool_call_id)
+    };
+    let mut questions: Vec<&PendingCall> = inputs
+        .pending
+        .values()
+        .filter(|call| call.asked.is_some() && !below(call))
+        .collect();
+    questions.sort_by(|a, b| (a.step, &a.tool_call_id).cmp(&(b.step, &b.tool_call_id)));
+    for question in questions {
+        let parts = &mut assistant.get_or_insert_with(Default::default).0;
+        let role = question_role(question);
+        let call = ToolCall {
+            id: question.tool_call_id.clone(),
+            name: question.tool_name.clone(),
+            arguments: question.input.clone(),
+            provider_id: None,
+        };
+        parts.push(json!({"type": "step-start"}));
+        parts.push(tool_part(&call, &role, None, inputs));
+        if let ToolRole::Client {
+            render: Some(render),
+        } = &role
+        {
+            parts.push(serde_json::to_value(render_part(&call.id, render)).unwrap_or(Value::Null));
+        }
+    }
+}
+
+/// How the front end meets a question a tool's call suspended its run on: a client call
+/// rendered as a form of its schema.
+pub(super) fn question_role(call: &PendingCall) -> ToolRole {
+    ToolRole::Client {
+        render: call
+            .asked
+            .as_ref()
+            .map(|ask| question_render(&ask.asked.schema)),
+    }
 }
 
 /// The tool parts of the calls the sessions below the root await, each with its owner (and its
@@ -352,6 +404,7 @@ mod tests {
             completed_retention_ms: 0,
             approval_id: (kind == PendingKind::Approval).then(|| format!("r2::{id}")),
             awaited_since: 0,
+            asked: None,
         }
     }
 

@@ -44,6 +44,9 @@ impl TreeCall {
         if self.relayed {
             return Some(relayed::role(self.call.kind, self.render.clone()));
         }
+        if self.call.asked.is_some() {
+            return Some(super::snapshot::question_role(&self.call));
+        }
         let agent = registry.get(&self.agent_type)?;
         Some(tool_role(agent, &self.call.tool_name))
     }

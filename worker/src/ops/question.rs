@@ -33,8 +33,9 @@ pub(crate) async fn route_submit(
         )
         .with(Refusal::NoPendingCall)
     };
+    // A question a tool's call suspended its run on is a pending call: the submit stores it.
     let Some(question) = state.store.question(&root, id).await? else {
-        return Err(not_open());
+        return Ok(None);
     };
     let SubmitRequest::ClientToolResult(result) = request else {
         return Err(ApiError::new(

@@ -17,24 +17,60 @@ async fn a_childs_mcp_elicitation_is_a_question_part_answered_with_one_post() {
     let harness = Harness::start(AgentRegistry::new([root, child]).unwrap()).await;
     for release in AI_RELEASES {
         let s = drive(&harness, release, "mcp_question").await;
-        let question = &s["question"];
-        assert_eq!(question["status"], "ready", "{s}");
-        assert!(has_part(question, "tool-question:input-available"), "{s}");
-        assert_eq!(question["input"]["message"], "May I deploy?", "{s}");
-        assert_eq!(question["input"]["tool"], "confirm_first", "{s}");
-        assert_eq!(question["render"]["kind"], "elicitation", "{s}");
-        assert_eq!(
-            question["render"]["outputSchema"]["properties"]["ok"]["type"], "boolean",
-            "{s}"
-        );
-        assert_eq!(question["owners"][0]["agentType"], "mcp_child_asker", "{s}");
-        assert_eq!(s["answerPosts"], 1, "{s}");
-        ready_with(&s, 2, r#"root: done: {"result":"accept: deploy ok=True"}"#);
+        assert_eq!(s["question"]["status"], "ready", "{s}");
+        the_question_part_answered_once(&s, 2);
     }
     let calls = std::fs::read_to_string(&log).unwrap_or_default();
     assert_eq!(
         calls.lines().count(),
         AI_RELEASES.len(),
         "one call a chat: {calls}"
+    );
+}
+
+/// The same through a run that suspends on the question (the server's `input_required`, MCP
+/// 2026-07-28): the same `question` part, answered with one POST, which resumes the tree.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_childs_suspended_mcp_question_is_the_same_question_part_answered_with_one_post() {
+    let log = std::env::temp_dir().join(format!("baton-mcp-chat-{}.log", uuid::Uuid::new_v4()));
+    let child =
+        mcp_agents::suspending_confirm_agent("mcp_child_asker", &log, Duration::from_secs(300))
+            .await;
+    let root = mcp_agents::asking_tree_root("mcp_child_asker");
+    let harness = Harness::start(AgentRegistry::new([root, child]).unwrap()).await;
+    // Live, then with a reload while the question waits (the snapshot's part).
+    for scenario in ["mcp_question", "mcp_question_reload"] {
+        for release in AI_RELEASES {
+            let s = drive(&harness, release, scenario).await;
+            // The reloaded chat posts the answer only.
+            the_question_part_answered_once(&s, if scenario == "mcp_question" { 2 } else { 1 });
+        }
+    }
+    let calls = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(
+        calls.lines().count(),
+        2 * AI_RELEASES.len(),
+        "one call a chat: {calls}"
+    );
+}
+
+/// The summary of a chat answering the child's question: a `question` part owned by the child,
+/// its input and render hint, answered with one POST (`posts` in all) to the root's end.
+fn the_question_part_answered_once(s: &serde_json::Value, posts: u64) {
+    let question = &s["question"];
+    assert!(has_part(question, "tool-question:input-available"), "{s}");
+    assert_eq!(question["input"]["message"], "May I deploy?", "{s}");
+    assert_eq!(question["input"]["tool"], "confirm_first", "{s}");
+    assert_eq!(question["render"]["kind"], "elicitation", "{s}");
+    assert_eq!(
+        question["render"]["outputSchema"]["properties"]["ok"]["type"], "boolean",
+        "{s}"
+    );
+    assert_eq!(question["owners"][0]["agentType"], "mcp_child_asker", "{s}");
+    assert_eq!(s["answerPosts"], 1, "{s}");
+    ready_with(
+        s,
+        posts,
+        r#"root: done: {"result":"accept: deploy ok=True"}"#,
     );
 }
