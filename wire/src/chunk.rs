@@ -138,10 +138,11 @@ pub enum ChunkKind {
         input: Value,
         approval_id: String,
     },
-    /// A server tool call of step `step` asks a person mid-call (an MCP server's elicitation):
-    /// `message` and the answer's JSON Schema. The call waits, its run still active, until the
-    /// question is answered through the tree's root (`toolCallId` = `questionId` on the submit)
-    /// or `deadlineAt` (ms since the epoch) passes.
+    /// A server tool call of step `step` asks a person (an MCP server's elicitation): `message`
+    /// and the answer's JSON Schema, answered through the tree's root (`toolCallId` =
+    /// `questionId` on the submit) until `deadlineAt` (ms since the epoch). Either the call
+    /// waits, its run still active, or (a `suspended` chunk listing `questionId` follows) the
+    /// run suspends on it and the call goes on once the session resumes.
     Question {
         step: u32,
         question_id: String,
