@@ -112,11 +112,14 @@ impl AgentActivities {
             }
         };
 
+        // A toolset whose list changed is read again here, between steps, never during one.
+        agent.refresh_tools().await;
+        let tools = agent.tool_specs();
         let (delta_sender, mut delta_receiver) = mpsc::unbounded_channel::<Delta>();
         let generate = agent.model().generate(
             ModelRequest {
                 messages: &messages,
-                tools: agent.tool_specs(),
+                tools: &tools,
             },
             delta_sender,
         );

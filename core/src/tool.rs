@@ -13,9 +13,11 @@ use std::{future::Future, panic::AssertUnwindSafe, sync::Arc};
 pub mod ask;
 mod context;
 pub mod data;
+pub mod toolset;
 
 pub use context::ToolContext;
 pub use data::{DataError, ToolData};
+pub use toolset::Toolset;
 
 /// What the model is told about a tool.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

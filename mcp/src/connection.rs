@@ -22,7 +22,8 @@ use rmcp::{
     ClientLifecycleMode, ClientServiceExt, RoleClient, ServiceError,
     model::{
         CallToolRequestParams, CallToolResponse, ElicitRequestParams, InputRequest, InputRequests,
-        InputRequiredResult, InputResponses, ProtocolVersion,
+        InputRequiredResult, InputResponses, ProtocolVersion, ServerNotification,
+        SubscriptionFilter,
     },
     service::RunningService,
     transport::{
@@ -32,7 +33,13 @@ use rmcp::{
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use std::collections::HashMap;
+use std::{
+    collections::HashMap,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+};
 use tokio::sync::Mutex;
 
 type Client = RunningService<RoleClient, Elicitations>;
@@ -55,6 +62,10 @@ pub struct Connection {
     client: Mutex<Option<Client>>,
     /// The calls in flight, for the handler to find whose elicitation a request is.
     calls: Calls,
+    /// The server said its tools changed (or was started again) since they were last listed.
+    changed: Arc<AtomicBool>,
+    /// A session was opened before: the next one is the server started again.
+    connected: AtomicBool,
 }
 
 impl Connection {
@@ -63,6 +74,8 @@ impl Connection {
             server,
             client: Mutex::new(None),
             calls: Calls::default(),
+            changed: Arc::default(),
+            connected: AtomicBool::new(false),
         }
     }
 
@@ -72,7 +85,19 @@ impl Connection {
             calls: self.calls.clone(),
             window: self.server.question_timeout,
             server: self.server.name.clone(),
+            tools_changed: self.changed.clone(),
         }
+    }
+
+    /// Whether the server's tools may have changed since they were last listed (the flag is
+    /// taken: the caller lists them again).
+    pub(crate) fn take_changed(&self) -> bool {
+        self.changed.swap(false, Ordering::SeqCst)
+    }
+
+    /// Says the tools are to be listed again (a listing that failed).
+    pub(crate) fn mark_changed(&self) {
+        self.changed.store(true, Ordering::SeqCst);
     }
 
     pub fn server(&self) -> &McpServer {
@@ -147,7 +172,15 @@ impl Connection {
         let mut held = self.client.lock().await;
         let client = match held.take().filter(|client| !client.is_closed()) {
             Some(client) => client,
-            None => self.connect().await?,
+            None => {
+                let client = self.connect().await?;
+                // A server started again may list other tools than before.
+                if self.connected.swap(true, Ordering::SeqCst) {
+                    self.mark_changed();
+                }
+                self.listen_for_changes(&client);
+                client
+            }
         };
         let peer = client.peer().clone();
         *held = Some(client);
@@ -385,6 +418,48 @@ impl Connection {
             codes::TOOL_FAILED,
             format!("the MCP server {} {what}", self.server.name),
         ))
+    }
+}
+
+impl Connection {
+    /// On a 2026-07-28 session with a server that says its tool list can change, opens the
+    /// stream its changes come on (`subscriptions/listen`), which sets the flag on each; an
+    /// older server sends them unasked, to the handler. The stream ends with its session.
+    fn listen_for_changes(&self, client: &Client) {
+        let peer = client.peer().clone();
+        let Some(info) = peer.peer_info() else {
+            return;
+        };
+        let modern = info.protocol_version >= ProtocolVersion::V_2026_07_28;
+        let announces = info
+            .capabilities
+            .tools
+            .as_ref()
+            .and_then(|tools| tools.list_changed)
+            .unwrap_or(false);
+        if !modern || !announces {
+            return;
+        }
+        let changed = self.changed.clone();
+        let server = self.server.name.clone();
+        tokio::spawn(async move {
+            let filter = SubscriptionFilter::builder().tools_list_changed().build();
+            let mut subscription = match peer.listen(filter).await {
+                Ok(subscription) => subscription,
+                Err(error) => {
+                    tracing::warn!(%server, %error, "the MCP server's tool changes cannot be followed");
+                    return;
+                }
+            };
+            while let Ok(Some(notification)) = subscription.next().await {
+                if matches!(
+                    notification,
+                    ServerNotification::ToolListChangedNotification(_)
+                ) {
+                    changed.store(true, Ordering::SeqCst);
+                }
+            }
+        });
     }
 }
 

@@ -16,7 +16,7 @@ use rmcp::{
         ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
         ElicitationCapability, FormElicitationCapability, Implementation,
     },
-    service::RequestContext,
+    service::{NotificationContext, RequestContext},
 };
 use std::{
     sync::{Arc, Mutex, PoisonError},
@@ -102,6 +102,8 @@ pub(crate) struct Elicitations {
     /// How long a person may take; zero declines every request.
     pub(crate) window: Duration,
     pub(crate) server: String,
+    /// Set when the server says its tools changed (an older protocol's notification).
+    pub(crate) tools_changed: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Elicitations {
@@ -178,6 +180,11 @@ impl ClientHandler for Elicitations {
             }
         };
         Ok(self.ask_held(&call, request).await)
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.tools_changed
+            .store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
     fn get_info(&self) -> ClientConfig {

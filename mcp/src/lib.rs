@@ -16,10 +16,12 @@ mod connection;
 mod declare;
 mod elicit;
 mod result;
+mod toolset;
 
 pub use connection::Connection;
 use connection::{Mode, Reply};
 pub use declare::{McpServer, McpTransport};
+pub use toolset::{McpToolset, toolset};
 
 use baton_core::{
     message::ToolError,
@@ -91,9 +93,20 @@ impl McpTool {
 pub async fn tools(server: McpServer) -> Result<Vec<McpTool>, McpError> {
     let connection = Arc::new(Connection::new(server));
     let listed = connection.list_tools().await?;
+    selected(&connection, listed, true)
+}
+
+/// The tools of `listed` the declaration of `connection` selects, renamed as it says. `strict`:
+/// a tool named in `only` that the server does not list is an error (at load), else it is left
+/// out (a list that changed since).
+pub(crate) fn selected(
+    connection: &Arc<Connection>,
+    listed: Vec<connection::ListedTool>,
+    strict: bool,
+) -> Result<Vec<McpTool>, McpError> {
     let declared = connection.server();
     let name = declared.name.clone();
-    if let Some(only) = &declared.only {
+    if let Some(only) = declared.only.as_ref().filter(|_| strict) {
         for wanted in only {
             if !listed.iter().any(|tool| tool.name == *wanted) {
                 let names: Vec<&str> = listed.iter().map(|t| t.name.as_str()).collect();

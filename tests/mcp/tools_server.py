@@ -1,7 +1,8 @@
 """An MCP server for Baton's tests, written with the official Python SDK (PyPI `mcp`, pinned by
 scripts/services.sh): a read-only tool with a structured result, a tool annotated destructive, a
-tool that answers an error result, a slow read-only one, a slow one that is not, and one that
-asks the person through an elicitation before it acts. With BATON_MCP_LOG set, each call appends
+tool that answers an error result, a slow read-only one, a slow one that is not, one that
+asks the person through an elicitation before it acts, and one that adds a tool (the server's
+tool list changes). With BATON_MCP_LOG set, each call appends
 `<tool> <pid>` to that file first, so a test sees which calls reached a server, and which process.
 
     python tools_server.py                      # stdio
@@ -13,7 +14,7 @@ import asyncio
 import os
 from typing import Annotated
 
-from mcp.server.mcpserver import Elicit, ElicitationResult, MCPServer, Resolve
+from mcp.server.mcpserver import Context, Elicit, ElicitationResult, MCPServer, Resolve
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel
@@ -105,6 +106,22 @@ async def confirm_first(
     if answer.action == "accept":
         return f"accept: {action} ok={answer.data.ok}"
     return f"{answer.action}: {action}"
+
+
+@server.tool()
+async def grow(name: str, ctx: Context) -> str:
+    """Adds a tool `name` that echoes its `text`, and says the tool list changed."""
+    called("grow")
+
+    def echo(text: str) -> str:
+        return f"{name}: {text}"
+
+    server.add_tool(echo, name=name, description=f"Echoes a text ({name}).")
+    # To a 2026-07-28 client on its `subscriptions/listen` stream; to an older one on the
+    # session (each era drops the other's).
+    await ctx.notify_tools_changed()
+    await ctx.session.send_tool_list_changed()
+    return f"added {name}"
 
 
 if __name__ == "__main__":

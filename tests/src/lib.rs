@@ -12,6 +12,7 @@ pub mod histories;
 pub mod loader;
 pub mod mcp_agents;
 pub mod procs;
+pub mod recording;
 pub mod remote_agents;
 pub mod state_agents;
 pub mod tree_agents;

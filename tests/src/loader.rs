@@ -69,7 +69,7 @@ pub async fn load_suspended(
         .generate(
             ModelRequest {
                 messages: &messages,
-                tools: agent.tool_specs(),
+                tools: &agent.tool_specs(),
             },
             deltas,
         )

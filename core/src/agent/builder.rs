@@ -10,7 +10,7 @@ use crate::{
     model::Model,
     state::{AfterSubAgent, ChildEnded, StateSchema, StateSchemaError, StateSet},
     subagent::{SubAgent, Transport},
-    tool::{ClientTool, ServerTool, ToolSpec},
+    tool::{ClientTool, ServerTool, ToolSpec, Toolset},
 };
 use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
@@ -22,6 +22,7 @@ impl Agent {
             system_prompt: String::new(),
             model: None,
             tools: Vec::new(),
+            toolsets: Vec::new(),
             client_tools: Vec::new(),
             sub_agents: Vec::new(),
             max_steps: DEFAULT_MAX_STEPS,
@@ -40,6 +41,7 @@ pub struct AgentBuilder {
     system_prompt: String,
     model: Option<Arc<dyn Model>>,
     tools: Vec<Arc<dyn ServerTool>>,
+    toolsets: Vec<Arc<dyn Toolset>>,
     client_tools: Vec<ClientTool>,
     sub_agents: Vec<SubAgent>,
     max_steps: u32,
@@ -99,6 +101,13 @@ impl AgentBuilder {
 
     pub fn tool(mut self, tool: impl ServerTool + 'static) -> Self {
         self.tools.push(Arc::new(tool));
+        self
+    }
+
+    /// Tools that can change while the worker runs (see [`Toolset`]): those it offers at each
+    /// step are offered with the agent's own. Their names when the agent is built must be free.
+    pub fn toolset(mut self, toolset: Arc<dyn Toolset>) -> Self {
+        self.toolsets.push(toolset);
         self
     }
 
@@ -183,6 +192,14 @@ impl AgentBuilder {
                 reason,
             })?;
         }
+        for toolset in &self.toolsets {
+            for tool_name in toolset.current().keys() {
+                let taken = tools.contains_key(tool_name)
+                    || client_tools.contains_key(tool_name)
+                    || sub_agents.contains_key(tool_name);
+                check_tool_name(&self.name, tool_name, taken)?;
+            }
+        }
         let mut tool_specs: Vec<ToolSpec> = tools
             .values()
             .map(|t| t.spec().clone())
@@ -198,6 +215,7 @@ impl AgentBuilder {
             client_tools,
             sub_agents,
             tool_specs,
+            toolsets: self.toolsets,
             max_steps: self.max_steps,
             client_tool_timeout: self.client_tool_timeout,
             completed_retention: self.completed_retention,

@@ -18,9 +18,9 @@ use crate::{
     model::Model,
     state::{AfterSubAgent, ChildEnded, StateSchema, StateSet},
     subagent::{SUB_AGENT_TOOL_PREFIX, SubAgent},
-    tool::{ClientTool, ServerTool, ToolSpec},
+    tool::{ClientTool, ServerTool, ToolSpec, Toolset},
 };
-use std::{collections::BTreeMap, fmt, sync::Arc, time::Duration};
+use std::{borrow::Cow, collections::BTreeMap, fmt, sync::Arc, time::Duration};
 
 /// Default cap on model steps per run.
 pub const DEFAULT_MAX_STEPS: u32 = 20;
@@ -35,9 +35,9 @@ pub const DEFAULT_COMPLETED_RETENTION: Duration = Duration::from_secs(24 * 60 * 
 pub const RESERVED_TOOL_PREFIXES: [&str; 2] = [SUB_AGENT_TOOL_PREFIX, "companion__"];
 
 /// One of an agent's tools, by kind.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub enum AgentTool<'a> {
-    Server(&'a Arc<dyn ServerTool>),
+    Server(Arc<dyn ServerTool>),
     Client(&'a ClientTool),
     /// Another agent type, run as a child session of the caller's tree.
     SubAgent(&'a SubAgent),
@@ -53,6 +53,8 @@ pub struct Agent {
     /// By tool name (`subagent__<type>`).
     sub_agents: BTreeMap<String, SubAgent>,
     tool_specs: Vec<ToolSpec>,
+    /// Tools that can change while the worker runs (an MCP server's), after those above.
+    toolsets: Vec<Arc<dyn Toolset>>,
     max_steps: u32,
     client_tool_timeout: Duration,
     completed_retention: Duration,
@@ -88,9 +90,16 @@ impl Agent {
         self.model.as_ref()
     }
 
-    /// The server tool named `name`.
-    pub fn tool(&self, name: &str) -> Option<&Arc<dyn ServerTool>> {
-        self.tools.get(name)
+    /// The server tool named `name`: the agent's own, else a toolset's (one it offers now, or
+    /// one it offered before).
+    pub fn tool(&self, name: &str) -> Option<Arc<dyn ServerTool>> {
+        if let Some(tool) = self.tools.get(name) {
+            return Some(tool.clone());
+        }
+        if self.client_tools.contains_key(name) || self.sub_agents.contains_key(name) {
+            return None;
+        }
+        self.toolsets.iter().find_map(|toolset| toolset.tool(name))
     }
 
     /// The client tool named `name`.
@@ -98,9 +107,36 @@ impl Agent {
         self.client_tools.get(name)
     }
 
-    /// The server tools, by name.
-    pub fn tools(&self) -> impl Iterator<Item = (&str, &Arc<dyn ServerTool>)> {
-        self.tools.iter().map(|(name, tool)| (name.as_str(), tool))
+    /// The server tools offered now, by name: the agent's own, then its toolsets' current ones
+    /// (a name the agent's own tools take is theirs).
+    pub fn tools(&self) -> Vec<(String, Arc<dyn ServerTool>)> {
+        let mut tools: Vec<(String, Arc<dyn ServerTool>)> = self
+            .tools
+            .iter()
+            .map(|(name, tool)| (name.clone(), tool.clone()))
+            .collect();
+        for toolset in &self.toolsets {
+            for (name, tool) in toolset.current().iter() {
+                if !self.is_own_tool(name) && !tools.iter().any(|(taken, _)| taken == name) {
+                    tools.push((name.clone(), tool.clone()));
+                }
+            }
+        }
+        tools
+    }
+
+    /// Whether `name` is one of the agent's own tools (server, client or sub-agent).
+    fn is_own_tool(&self, name: &str) -> bool {
+        self.tools.contains_key(name)
+            || self.client_tools.contains_key(name)
+            || self.sub_agents.contains_key(name)
+    }
+
+    /// Reads each toolset's list again where it changed: before a step reads its tools.
+    pub async fn refresh_tools(&self) {
+        for toolset in &self.toolsets {
+            toolset.refresh().await;
+        }
     }
 
     /// The client tools, by name.
@@ -112,11 +148,13 @@ impl Agent {
 
     /// The tool named `name`, of any kind.
     pub fn any_tool(&self, name: &str) -> Option<AgentTool<'_>> {
-        self.tools
-            .get(name)
-            .map(AgentTool::Server)
-            .or_else(|| self.client_tools.get(name).map(AgentTool::Client))
-            .or_else(|| self.sub_agents.get(name).map(AgentTool::SubAgent))
+        if let Some(tool) = self.client_tools.get(name) {
+            return Some(AgentTool::Client(tool));
+        }
+        if let Some(sub_agent) = self.sub_agents.get(name) {
+            return Some(AgentTool::SubAgent(sub_agent));
+        }
+        self.tool(name).map(AgentTool::Server)
     }
 
     /// The sub-agent called by the tool named `tool_name` (`subagent__<type>`).
@@ -155,8 +193,20 @@ impl Agent {
     }
 
     /// The specs sent to the model (server and client tools), sorted by name.
-    pub fn tool_specs(&self) -> &[ToolSpec] {
-        &self.tool_specs
+    /// What the model is told of the tools it may call now, by name: the agent's own, then
+    /// its toolsets' current ones.
+    pub fn tool_specs(&self) -> Cow<'_, [ToolSpec]> {
+        if self.toolsets.is_empty() {
+            return Cow::Borrowed(&self.tool_specs);
+        }
+        let mut specs = self.tool_specs.clone();
+        for (name, tool) in self.tools() {
+            if !self.tools.contains_key(&name) {
+                specs.push(tool.spec().clone());
+            }
+        }
+        specs.sort_by(|a, b| a.name.cmp(&b.name));
+        Cow::Owned(specs)
     }
 
     pub fn max_steps(&self) -> u32 {

@@ -21,7 +21,7 @@ fn definitions_are_checked() {
         .max_steps(3)
         .build()
         .unwrap();
-    let names: Vec<_> = agent.tool_specs().iter().map(|s| s.name.as_str()).collect();
+    let names: Vec<_> = agent.tool_specs().iter().map(|s| s.name.clone()).collect();
     assert_eq!(names, ["a", "b"]);
     assert_eq!(agent.max_steps(), 3);
 
@@ -64,7 +64,7 @@ fn definitions_are_checked() {
         .client_tool_timeout(Duration::from_secs(9))
         .build()
         .unwrap();
-    let names: Vec<_> = mixed.tool_specs().iter().map(|s| s.name.as_str()).collect();
+    let names: Vec<_> = mixed.tool_specs().iter().map(|s| s.name.clone()).collect();
     assert_eq!(names, ["ask", "z"]);
     assert!(matches!(mixed.any_tool("ask"), Some(AgentTool::Client(_))));
     assert!(matches!(mixed.any_tool("z"), Some(AgentTool::Server(_))));
@@ -122,7 +122,7 @@ fn sub_agents_are_tools_and_the_registry_refuses_unknown_types_and_cycles() {
     let names: Vec<_> = planner
         .tool_specs()
         .iter()
-        .map(|s| s.name.as_str())
+        .map(|s| s.name.clone())
         .collect();
     assert_eq!(names, ["subagent__researcher"]);
     assert!(matches!(

@@ -22,11 +22,22 @@ use crate::{
 use std::{sync::Arc, time::Duration};
 use toml::Spanned;
 
+/// What an entry's server tools are taken from: the catalogue (`tools`), and the toolsets of
+/// the MCP servers (`mcp_servers`).
+#[derive(Clone, Copy)]
+pub(super) struct Tools<'a> {
+    pub(super) catalogue: &'a ToolCatalogue,
+    pub(super) toolsets: &'a super::Toolsets,
+}
+
 /// The agent an entry of the file declares, or the first problem with it.
 pub(super) fn build_agent(
     text: &str,
     entry: AgentEntry,
-    catalogue: &ToolCatalogue,
+    Tools {
+        catalogue,
+        toolsets,
+    }: Tools<'_>,
     models: &dyn ModelBuilder,
 ) -> Result<Agent, ConfigError> {
     let at = At { text };
@@ -37,6 +48,7 @@ pub(super) fn build_agent(
         system_prompt,
         model,
         tools,
+        mcp_servers,
         approval_required,
         finish_with,
         client_tool,
@@ -58,6 +70,24 @@ pub(super) fn build_agent(
     };
     check_tool_references(at, tool_names, &client_tool)?;
     let builder = with_catalogue_tools(at, builder, tool_names, catalogue)?;
+    let builder = mcp_servers.iter().try_fold(builder, |builder, server| {
+        let toolset = toolsets.get(server.get_ref()).ok_or_else(|| {
+            let known: Vec<&str> = toolsets.keys().map(String::as_str).collect();
+            at.error(
+                server.span().start,
+                format!(
+                    "unknown MCP server {:?} in mcp_servers; the file declares: {}",
+                    server.get_ref(),
+                    if known.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        known.join(", ")
+                    }
+                ),
+            )
+        })?;
+        Ok::<_, ConfigError>(builder.toolset(toolset.clone()))
+    })?;
     let builder = with_client_tools(at, builder, client_tool)?;
     let state_schema = state.as_ref().map(|state| state.get_ref().schema.clone());
     let builder = match state {

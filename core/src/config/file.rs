@@ -83,6 +83,10 @@ pub(super) struct AgentEntry {
     pub(super) completed_retention_secs: Option<u64>,
     #[serde(default)]
     pub(super) tools: Vec<Spanned<String>>,
+    /// MCP servers (`[[mcp_server]]` names) whose every selected tool the agent gets, as the
+    /// server lists them from step to step.
+    #[serde(default)]
+    pub(super) mcp_servers: Vec<Spanned<String>>,
     #[serde(default)]
     pub(super) approval_required: Vec<Spanned<String>>,
     #[serde(default)]

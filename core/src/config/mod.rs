@@ -11,6 +11,7 @@
 //! resume_on_deadline = true             # optional; default true
 //! completed_retention_secs = 86400      # optional; default 86400
 //! tools = ["calculator"]                # server tools from the catalogue
+//! mcp_servers = ["files"]               # every tool of these [[mcp_server]]s, as they list them
 //! approval_required = ["calculator"]    # of those, the ones a person must approve
 //! finish_with = []                      # of those, the ones whose result ends the run
 //!
@@ -150,10 +151,28 @@ pub fn agents_from_toml_with(
     catalogue: &ToolCatalogue,
     models: &dyn ModelBuilder,
 ) -> Result<Vec<Agent>, ConfigError> {
+    agents_from_toml_with_toolsets(text, catalogue, &Toolsets::new(), models)
+}
+
+/// The toolsets an agents file's agents may name (`mcp_servers`), by name: each declared MCP
+/// server's, connected to by the binary.
+pub type Toolsets = std::collections::BTreeMap<String, std::sync::Arc<dyn crate::tool::Toolset>>;
+
+/// Like [`agents_from_toml_with`], an agent's `mcp_servers` naming toolsets of `toolsets`.
+pub fn agents_from_toml_with_toolsets(
+    text: &str,
+    catalogue: &ToolCatalogue,
+    toolsets: &Toolsets,
+    models: &dyn ModelBuilder,
+) -> Result<Vec<Agent>, ConfigError> {
     let file = parsed(text)?;
+    let tools = build::Tools {
+        catalogue,
+        toolsets,
+    };
     file.agent
         .into_iter()
-        .map(|entry| build::build_agent(text, entry, catalogue, models))
+        .map(|entry| build::build_agent(text, entry, tools, models))
         .collect()
 }
 

@@ -76,7 +76,7 @@ fn a_file_declares_agents_with_client_tools_and_gated_tools() {
     assert!(finisher.tool("clock").unwrap().finishes_run());
     assert!(!finisher.tool("clock").unwrap().requires_approval());
     assert_eq!(agent.answer_timeout("clock"), Duration::from_secs(30));
-    let names: Vec<&str> = agent.tool_specs().iter().map(|s| s.name.as_str()).collect();
+    let names: Vec<String> = agent.tool_specs().iter().map(|s| s.name.clone()).collect();
     assert_eq!(names, ["ask_user", "clock"]);
 }
 
@@ -655,4 +655,68 @@ fn an_a2a_agent_is_declared_by_its_card_and_a_bad_one_is_refused_with_its_line()
             "{error} should say {reason:?}"
         );
     }
+}
+
+/// A toolset of one fixed tool, for `mcp_servers`.
+struct OneTool(Arc<crate::tool::toolset::Tools>);
+
+#[async_trait::async_trait]
+impl crate::tool::Toolset for OneTool {
+    fn name(&self) -> &str {
+        "files"
+    }
+    fn current(&self) -> Arc<crate::tool::toolset::Tools> {
+        self.0.clone()
+    }
+    fn tool(&self, name: &str) -> Option<Arc<dyn ServerTool>> {
+        self.0.get(name).cloned()
+    }
+    async fn refresh(&self) {}
+}
+
+#[test]
+fn an_agents_mcp_servers_are_toolsets_and_an_unknown_one_is_refused_with_its_line() {
+    let read = tool("read", "Reads.", |_: serde_json::Value| async {
+        Ok::<_, String>("text")
+    });
+    let tools: crate::tool::toolset::Tools =
+        [("read".to_owned(), Arc::new(read) as Arc<dyn ServerTool>)].into();
+    let toolsets: Toolsets = [(
+        "files".to_owned(),
+        Arc::new(OneTool(Arc::new(tools))) as Arc<dyn crate::tool::Toolset>,
+    )]
+    .into();
+    let file = |servers: &str| {
+        format!(
+            "[[agent]]\nname = \"reader\"\nmcp_servers = {servers}\n[agent.model]\nkind = \"scripted\"\nturns = [{{ text = \"ok\" }}]\n"
+        )
+    };
+    let agents = agents_from_toml_with_toolsets(
+        &file(r#"["files"]"#),
+        &catalogue(),
+        &toolsets,
+        &ScriptedOnly,
+    )
+    .unwrap();
+    let names: Vec<String> = agents[0]
+        .tool_specs()
+        .iter()
+        .map(|s| s.name.clone())
+        .collect();
+    assert_eq!(names, ["read"]);
+    assert!(agents[0].tool("read").is_some());
+    let refused = agents_from_toml_with_toolsets(
+        &file(r#"["files", "mail"]"#),
+        &catalogue(),
+        &toolsets,
+        &ScriptedOnly,
+    )
+    .unwrap_err();
+    assert!(
+        refused
+            .reason
+            .contains(r#"unknown MCP server "mail" in mcp_servers"#),
+        "{refused}"
+    );
+    assert_eq!(refused.line, 3);
 }

@@ -3,44 +3,15 @@
 //! resumed run, from the run it resumes) and read only the rest: a model that records every
 //! request it gets, over a session of inline steps, two suspensions and their resumes.
 
-use async_trait::async_trait;
 use baton_client::Client as _;
 use baton_core::{
-    Agent, AgentRegistry, Message, Model, ModelRequest, ModelTurn, ScriptedModel,
+    Agent, AgentRegistry, Message, ScriptedModel,
     message::ToolOutcome,
-    model,
     store::Status,
     tool::{ClientTool, tool},
 };
-use baton_tests::{Harness, WAIT_LIMIT, agents::AddInput};
+use baton_tests::{Harness, WAIT_LIMIT, agents::AddInput, recording::RecordingModel};
 use serde_json::json;
-use std::sync::{Arc, Mutex};
-use tokio::sync::mpsc;
-
-/// Records the messages of every request, then answers from its script.
-struct Recording {
-    requests: Arc<Mutex<Vec<Vec<Message>>>>,
-    script: ScriptedModel,
-}
-
-#[async_trait]
-impl Model for Recording {
-    fn name(&self) -> &str {
-        "recording"
-    }
-
-    async fn generate(
-        &self,
-        request: ModelRequest<'_>,
-        deltas: mpsc::UnboundedSender<baton_core::model::Delta>,
-    ) -> Result<ModelTurn, model::Error> {
-        self.requests
-            .lock()
-            .unwrap()
-            .push(request.messages.to_vec());
-        self.script.generate(request, deltas).await
-    }
-}
 
 /// Waits until the session is suspended after `steps` committed steps.
 async fn suspended_after(harness: &Harness, session: &str, steps: u32) {
@@ -59,18 +30,15 @@ async fn suspended_after(harness: &Harness, session: &str, steps: u32) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_model_call_gets_the_whole_log_across_steps_and_resumes() {
-    let requests = Arc::new(Mutex::new(Vec::new()));
     let script = ScriptedModel::default()
         .call("add", json!({"a": 1, "b": 2}))
         .call("ask_user", json!({"question": "Name?"}))
         .call("add", json!({"a": 3, "b": 4}))
         .call("ask_user", json!({"question": "Age?"}))
         .answer("Hello {{result:ask_user}}");
+    let (model, requests) = RecordingModel::new(script);
     let agent = Agent::builder("recorded")
-        .model(Recording {
-            requests: requests.clone(),
-            script,
-        })
+        .model(model)
         .tool(
             tool("add", "Adds.", |i: AddInput| async move {
                 Ok::<_, String>(i.a + i.b)
@@ -100,7 +68,12 @@ async fn every_model_call_gets_the_whole_log_across_steps_and_resumes() {
     harness.chunks_after_until_end(&session, 0).await;
 
     let log = harness.messages(&session).await;
-    let requests = requests.lock().unwrap().clone();
+    let requests: Vec<Vec<Message>> = requests
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|call| call.messages.clone())
+        .collect();
     assert_eq!(requests.len(), 5, "{requests:#?}");
     // Each request is the log as it was before that step's turn: a prefix of the final log, one
     // turn and its results longer than the last.

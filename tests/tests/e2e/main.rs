@@ -26,6 +26,7 @@ mod log_cache;
 mod log_fields;
 mod mcp;
 mod mcp_first_agent;
+mod mcp_list_changed;
 mod mcp_questions;
 mod mcp_suspend;
 mod mount;

@@ -67,7 +67,8 @@ async fn tools_are_listed_with_their_schemas_and_annotations() {
             "refuse",
             "slow",
             "slow_write",
-            "confirm_first"
+            "confirm_first",
+            "grow"
         ]
     );
     let by_name = |name: &str| tools.iter().find(|t| t.spec().name == name).unwrap();
@@ -267,7 +268,7 @@ async fn a_streamable_http_server_is_reached_with_its_bearer_and_refused_without
     // Headers are sent as declared: the same token as a header reaches it too.
     let by_header =
         McpServer::http("http-tools", &url).header("Authorization", &format!("Bearer {token}"));
-    assert_eq!(baton_mcp::tools(by_header).await.unwrap().len(), 6);
+    assert_eq!(baton_mcp::tools(by_header).await.unwrap().len(), 7);
 
     let wrong = baton_mcp::tools(
         McpServer::http("http-tools", &url).header("Authorization", "Bearer nope"),

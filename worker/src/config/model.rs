@@ -4,7 +4,7 @@ use anyhow::Context;
 use baton_core::{
     AgentRegistry, Model,
     config::{
-        ModelBuilder, ModelConfig, MountConfig, Provider, agents_from_toml_with,
+        ModelBuilder, ModelConfig, MountConfig, Provider, agents_from_toml_with_toolsets,
         allowed_origins_from_toml, mounts_from_toml,
     },
 };
@@ -64,10 +64,10 @@ impl ModelArgs {
         if let Some(path) = &self.agents {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("cannot read the agents file {}", path.display()))?;
-            let catalogue = with_mcp_tools(demo::tool_catalogue(), &text)
+            let (catalogue, toolsets) = with_mcp_tools(demo::tool_catalogue(), &text)
                 .await
                 .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-            let declared = agents_from_toml_with(&text, &catalogue, &models)
+            let declared = agents_from_toml_with_toolsets(&text, &catalogue, &toolsets, &models)
                 .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
             tracing::info!(count = declared.len(), file = %path.display(), "agents loaded");
             agents.extend(declared);
@@ -114,22 +114,27 @@ impl ModelArgs {
     }
 }
 
-/// `catalogue` with the tools of every MCP server the agents file declares: each server is
-/// connected to (its process started) and its tools listed now, so one that does not answer, or
-/// a tool named like a catalogue tool, stops the start with the reason.
+/// `catalogue` with the tools of every MCP server the agents file declares, and each server's
+/// toolset (for an agent's `mcp_servers`), sharing its one connection: each server is connected
+/// to (its process started) and its tools listed now, so one that does not answer, a tool named
+/// in its `tools` that it does not list, or a tool named like a catalogue tool, stops the start
+/// with the reason.
 async fn with_mcp_tools(
     mut catalogue: baton_core::config::ToolCatalogue,
     text: &str,
-) -> anyhow::Result<baton_core::config::ToolCatalogue> {
+) -> anyhow::Result<(
+    baton_core::config::ToolCatalogue,
+    baton_core::config::Toolsets,
+)> {
+    let mut toolsets = baton_core::config::Toolsets::new();
     for config in baton_core::config::mcp_servers_from_toml(text)? {
         let server = baton_mcp::McpServer::from_config(&config);
-        let tools = baton_mcp::tools(server)
-            .await
-            .map_err(|e| anyhow::anyhow!("line {}: {e}", config.line))?;
-        let count = tools.len();
-        for tool in tools {
-            let name = baton_core::ServerTool::spec(&tool).name.clone();
-            if catalogue.contains_key(&name) {
+        let at_line = |e: baton_mcp::McpError| anyhow::anyhow!("line {}: {e}", config.line);
+        let toolset = baton_mcp::toolset(server).await.map_err(at_line)?;
+        toolset.check_all_listed().map_err(at_line)?;
+        let tools = baton_core::tool::Toolset::current(&toolset);
+        for (name, tool) in tools.iter() {
+            if catalogue.contains_key(name) {
                 anyhow::bail!(
                     "line {}: MCP server {:?} lists a tool {name:?}, a name the catalogue has \
                      already; rename it (rename = {{ {name} = \"…\" }})",
@@ -137,9 +142,10 @@ async fn with_mcp_tools(
                     config.name
                 );
             }
-            catalogue.insert(name, std::sync::Arc::new(tool));
+            catalogue.insert(name.clone(), tool.clone());
         }
-        tracing::info!(server = %config.name, tools = count, "MCP server's tools listed");
+        tracing::info!(server = %config.name, tools = tools.len(), "MCP server's tools listed");
+        toolsets.insert(config.name.clone(), std::sync::Arc::new(toolset));
     }
-    Ok(catalogue)
+    Ok((catalogue, toolsets))
 }
