@@ -31,6 +31,7 @@ mod phases;
 mod procs;
 mod remote;
 mod remote_child;
+mod round_phases;
 mod rounds;
 mod search;
 mod soak;

@@ -7,7 +7,7 @@
 
 use crate::{
     procs::{self, Batond, CpuMeter},
-    remote, summary,
+    remote, round_phases, summary,
 };
 use baton_client::HttpClient;
 use baton_core::message::ToolOutcome;
@@ -42,6 +42,8 @@ struct Figures {
     rounds: usize,
     seconds: f64,
     to_step: Vec<f64>,
+    /// The plain API's rounds, by phase.
+    timed: Vec<round_phases::Timed>,
     cpu: Vec<(String, f64)>,
 }
 
@@ -96,31 +98,32 @@ async fn api_rounds(
     let outcomes = futures::future::join_all(sessions.into_iter().map(|(session, mut after)| {
         let answer = answer.clone();
         async move {
-            let mut to_step = Vec::with_capacity(rounds);
+            let mut timed = Vec::with_capacity(rounds);
             for turn in 1..=rounds {
                 let call = remote::call_of_turn(AGENT, turn);
-                let (pause, step) = remote::round(client, &session, &call, &answer, after).await?;
+                let (pause, round) =
+                    round_phases::timed_round(client, &session, &call, &answer, after).await?;
                 anyhow::ensure!(!pause.ended, "{session} ended at round {turn}");
                 after = pause.last_sequence;
-                to_step.extend(step.map(|d| d.as_secs_f64() * 1000.0));
+                timed.extend(round);
             }
-            anyhow::Ok(to_step)
+            anyhow::Ok(timed)
         }
     }))
     .await;
     let seconds = began.elapsed().as_secs_f64();
     let cpu = cpu.used();
-    let mut to_step = Vec::new();
+    let mut timed = Vec::new();
     let mut done = 0;
     for outcome in outcomes {
-        let latencies = outcome?;
+        timed.extend(outcome?);
         done += rounds;
-        to_step.extend(latencies);
     }
     Ok(Figures {
         rounds: done,
         seconds,
-        to_step,
+        to_step: timed.iter().map(round_phases::Timed::to_step).collect(),
+        timed,
         cpu,
     })
 }
@@ -209,6 +212,7 @@ async fn chat_rounds(base: &str, sessions: usize, rounds: usize) -> anyhow::Resu
         rounds: sessions * rounds,
         seconds,
         to_step,
+        timed: Vec::new(),
         cpu: Vec::new(),
     })
 }
@@ -233,6 +237,7 @@ pub async fn print_rounds() -> anyhow::Result<()> {
     );
     println!("|---|---:|---:|---:|---|");
     let mut workers: Vec<Batond> = Vec::new();
+    let mut phases_of_20 = Vec::new();
     for count in [1, 2] {
         while workers.len() < count {
             workers.push(
@@ -256,6 +261,9 @@ pub async fn print_rounds() -> anyhow::Result<()> {
             let figures = api_rounds(&client, started, rounds, &meter).await?;
             let workers = if count == 1 { "1 worker" } else { "2 workers" };
             figures.print(&format!("{sessions} sessions, {workers}, API"));
+            if count == 1 && sessions == 20 {
+                phases_of_20 = figures.timed;
+            }
         }
     }
     let rounds = rounds_per_session(20).min(MOST_ROUNDS - 1);
@@ -268,6 +276,7 @@ pub async fn print_rounds() -> anyhow::Result<()> {
         "\nchat ÷ API rounds/s: {:.2}× (target ≥ 0.8×)",
         (chat.rounds as f64 / chat.seconds) / (api.rounds as f64 / api.seconds)
     );
+    round_phases::print(&phases_of_20).await?;
     drop(workers);
     drop(server);
     procs::remove_redis(redis);
