@@ -7,14 +7,14 @@
 use super::question::{Question, open_questions_of};
 use super::relay::{RelayedCall, relayed_answer_of, relayed_groups_of};
 use super::{
-    Error, PendingCall, PendingKind, SessionAddress, Store, StoredAnswer, from_json,
+    Error, PendingAsk, PendingCall, PendingKind, SessionAddress, Store, StoredAnswer, from_json,
     keys::{Key, state_field},
     now_ms,
 };
 use crate::{
     meta::SessionMeta,
     session::Status,
-    tool::ask::{QUESTION_TOOL, question_input, question_render},
+    tool::ask::{Asked, QUESTION_TOOL, question_input, question_render},
 };
 use std::{
     collections::{HashMap, HashSet},
@@ -261,27 +261,47 @@ fn question_call(
     agent_type: &str,
     user_id: Option<&String>,
 ) -> PersonCall {
+    let render = Some(question_render(&question.schema));
     PersonCall {
         owner: owner.clone(),
-        call: PendingCall {
-            tool_call_id: question.question_id,
-            tool_name: QUESTION_TOOL.to_owned(),
-            input: question_input(
-                &question.message,
-                &question.tool_name,
-                &question.tool_call_id,
-                question.deadline_at,
-            ),
-            kind: PendingKind::Client,
-            step: question.step,
-            deadline_at: question.deadline_at,
-            completed_retention_ms: 0,
-            approval_id: None,
-            awaited_since: question.asked_at,
-            asked: None,
-        },
+        call: question.as_pending(),
         agent_type: agent_type.to_owned(),
         user_id: user_id.cloned(),
-        render: Some(question_render(&question.schema)),
+        render,
+    }
+}
+
+impl Question {
+    /// The question as the pending call a person sees: a client call named [`QUESTION_TOOL`]
+    /// under its id, whose input is what it asks, with the question as `asked` (the call that
+    /// asks goes on by itself once answered: nothing continues it).
+    pub fn as_pending(&self) -> PendingCall {
+        PendingCall {
+            tool_call_id: self.question_id.clone(),
+            tool_name: QUESTION_TOOL.to_owned(),
+            input: question_input(
+                &self.message,
+                &self.tool_name,
+                &self.tool_call_id,
+                self.deadline_at,
+            ),
+            kind: PendingKind::Client,
+            step: self.step,
+            deadline_at: self.deadline_at,
+            completed_retention_ms: 0,
+            approval_id: None,
+            awaited_since: self.asked_at,
+            asked: Some(PendingAsk {
+                asked: Asked {
+                    message: self.message.clone(),
+                    schema: self.schema.clone(),
+                    continuation: serde_json::Value::Null,
+                    window_ms: None,
+                },
+                tool_call_id: self.tool_call_id.clone(),
+                tool_name: self.tool_name.clone(),
+                arguments: serde_json::Value::Null,
+            }),
+        }
     }
 }

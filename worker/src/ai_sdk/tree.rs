@@ -17,7 +17,7 @@ use crate::state::AppState;
 use baton_core::{
     AgentRegistry, ApiError,
     session::Status,
-    store::{AwaitingSession, PendingCall, SessionAddress, StoredAnswer},
+    store::{AwaitingSession, PendingCall, Question, SessionAddress, StoredAnswer},
 };
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -76,6 +76,9 @@ pub(super) async fn read(state: &AppState, root: &SessionAddress) -> Result<Tree
         tree.calls
             .extend(relayed::tree_calls(&state.registry, &own));
         tree.root_pending = own.pending;
+        // A running call's open question is a call the person answers too.
+        tree.root_pending
+            .extend(own.questions.iter().map(Question::as_pending));
         tree.root_answers = own.answers;
     }
     for session in sessions {
@@ -87,6 +90,7 @@ pub(super) async fn read(state: &AppState, root: &SessionAddress) -> Result<Tree
             status,
             mut answers,
             pending,
+            questions,
             ..
         } = session
         else {
@@ -94,6 +98,14 @@ pub(super) async fn read(state: &AppState, root: &SessionAddress) -> Result<Tree
         };
         tree.agent_types
             .insert(address.session_id.clone(), agent_type.clone());
+        tree.calls.extend(questions.iter().map(|question| TreeCall {
+            session_id: address.session_id.clone(),
+            agent_type: agent_type.clone(),
+            call: question.as_pending(),
+            answer: None,
+            relayed: false,
+            render: None,
+        }));
         if status != Some(Status::SuspendedClientTool) {
             continue;
         }

@@ -15,15 +15,18 @@ async fn a_childs_mcp_elicitation_is_a_question_part_answered_with_one_post() {
     let child = mcp_agents::confirm_agent("mcp_child_asker", &log, Duration::from_secs(60)).await;
     let root = mcp_agents::asking_tree_root("mcp_child_asker");
     let harness = Harness::start(AgentRegistry::new([root, child]).unwrap()).await;
-    for release in AI_RELEASES {
-        let s = drive(&harness, release, "mcp_question").await;
-        assert_eq!(s["question"]["status"], "ready", "{s}");
-        the_question_part_answered_once(&s, 2);
+    // Live, then with a reload while the question is open (the snapshot's part).
+    for scenario in ["mcp_question", "mcp_question_reload"] {
+        for release in AI_RELEASES {
+            let s = drive(&harness, release, scenario).await;
+            assert_eq!(s["question"]["status"], "ready", "{s}");
+            the_question_part_answered_once(&s, if scenario == "mcp_question" { 2 } else { 1 });
+        }
     }
     let calls = std::fs::read_to_string(&log).unwrap_or_default();
     assert_eq!(
         calls.lines().count(),
-        AI_RELEASES.len(),
+        2 * AI_RELEASES.len(),
         "one call a chat: {calls}"
     );
 }
