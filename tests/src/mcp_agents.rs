@@ -45,7 +45,7 @@ pub async fn confirm_agent(
     log: &Path,
     window: std::time::Duration,
 ) -> baton_core::Agent {
-    confirm_agent_of(name, test_server(log).hold_questions(), window).await
+    confirm_agent_on(name, test_server(log).hold_questions(), window).await
 }
 
 /// Like [`confirm_agent`], the run suspending on the question (the server's `input_required`
@@ -55,10 +55,12 @@ pub async fn suspending_confirm_agent(
     log: &Path,
     window: std::time::Duration,
 ) -> baton_core::Agent {
-    confirm_agent_of(name, test_server(log), window).await
+    confirm_agent_on(name, test_server(log), window).await
 }
 
-async fn confirm_agent_of(
+/// An agent like [`confirm_agent`] whose `confirm_first` is `server`'s (any transport; its questions as
+/// the server's declaration says).
+pub async fn confirm_agent_on(
     name: &str,
     server: McpServer,
     window: std::time::Duration,

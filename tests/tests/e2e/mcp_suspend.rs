@@ -205,3 +205,40 @@ async fn baton_run_answers_a_suspended_question_from_standard_input_once_and_res
     .await;
     baton_tests::mcp_agents::assert_answered_at_the_terminal(&output, calls);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamable_http_server_suspends_the_run_too_and_takes_the_answer_on_resume() {
+    let (log, calls) = counted_call_log();
+    let token = uuid::Uuid::new_v4().simple().to_string();
+    let (_server, url) = baton_tests::mcp_agents::http_server(&token, Some(&log))
+        .await
+        .unwrap();
+    let server = baton_mcp::McpServer::http("http-tools", &url)
+        .header("Authorization", &format!("Bearer {token}"));
+    let agent = baton_tests::mcp_agents::confirm_agent_on(
+        "mcp_http_suspender",
+        server,
+        Duration::from_secs(300),
+    )
+    .await;
+    let harness = Harness::start(AgentRegistry::new([agent]).unwrap()).await;
+    let started = harness.suspended_run("mcp_http_suspender").await;
+    let session = &started.session_id;
+    let state = harness.client.status(session).await.unwrap();
+    assert_eq!(state.status, Status::SuspendedClientTool, "{state:?}");
+    let [question] = &state.pending[..] else {
+        panic!("{:?}", state.pending)
+    };
+    assert_eq!(question.tool_name, "question");
+    assert_eq!(calls(), 0);
+    let good = ToolOutcome::Result(json!({"ok": true}));
+    harness
+        .answer_and_finish(session, &question.tool_call_id, &good)
+        .await;
+    let messages = harness.messages(session).await;
+    assert_eq!(
+        first_tool_outcome(&messages),
+        ToolOutcome::Result(json!({"result": "accept: deploy ok=True"}))
+    );
+    assert_eq!(calls(), 1, "the tool ran once");
+}
