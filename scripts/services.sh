@@ -119,10 +119,15 @@ temporal_up() {
 }
 if ! temporal_up; then
   say "starting the Temporal dev server on 127.0.0.1:$temporal_port"
-  # Without the higher transfer-queue poll rate every workflow task waits ~40 ms on the dev server.
+  # Without the higher transfer-queue poll rate every workflow task waits ~40 ms on the dev server;
+  # with a task queue in the default four partitions, a resumed run's first task that lands on a
+  # partition with no poll waiting is forwarded late, the rounds' p99 at 20 sessions 8-10x their
+  # p50 (docs/benchmarks.md, issue 40): one partition.
   nohup "$TEMPORAL" server start-dev --ip 127.0.0.1 --port "$temporal_port" --headless \
     --log-level error \
     --dynamic-config-value history.transferProcessorMaxPollRPS=1000 \
+    --dynamic-config-value matching.numTaskqueueReadPartitions=1 \
+    --dynamic-config-value matching.numTaskqueueWritePartitions=1 \
     >"$log_dir/temporal.log" 2>&1 &
   for _ in $(seq 120); do
     temporal_up && break

@@ -66,8 +66,9 @@ fn first_task_wait(events: &[HistoryEvent]) -> Option<f64> {
     Some(at(EventType::WorkflowTaskStarted)? - at(EventType::WorkflowExecutionStarted)?)
 }
 
-/// Prints the phases of the median rounds and of the slowest 1% beside each other.
-pub async fn print(rounds: &[Timed]) -> anyhow::Result<()> {
+/// Prints the phases of the median rounds and of the slowest 1% beside each other, of a
+/// configuration of `sessions` sessions.
+pub async fn print(sessions: usize, rounds: &[Timed]) -> anyhow::Result<()> {
     if rounds.len() < 100 {
         return Ok(());
     }
@@ -78,8 +79,8 @@ pub async fn print(rounds: &[Timed]) -> anyhow::Result<()> {
     let slowest = &sorted[sorted.len() - sorted.len() / 100..];
     let temporal = baton_worker::connect_temporal(&baton_tests::temporal_settings()).await?;
     println!(
-        "\nWhere the answer → next step time goes (ms, mean of each group): the 10 rounds around \
-         the median and the slowest 1% ({} rounds).\n",
+        "\nWhere the answer → next step time goes, {sessions} sessions, 1 worker (ms, mean of each \
+         group): the 10 rounds around the median and the slowest 1% ({} rounds).\n",
         slowest.len()
     );
     println!(

@@ -237,8 +237,8 @@ pub async fn print_rounds() -> anyhow::Result<()> {
     );
     println!("|---|---:|---:|---:|---|");
     let mut workers: Vec<Batond> = Vec::new();
-    let mut phases_of_20 = Vec::new();
-    let mut rounds_of_20 = 0.0;
+    let mut phases = Vec::new();
+    let mut first = (0, 0.0);
     for count in [1, 2] {
         while workers.len() < count {
             workers.push(
@@ -262,9 +262,10 @@ pub async fn print_rounds() -> anyhow::Result<()> {
             let figures = api_rounds(&client, started, rounds, &meter).await?;
             let workers = if count == 1 { "1 worker" } else { "2 workers" };
             figures.print(&format!("{sessions} sessions, {workers}, API"));
-            if count == 1 && sessions == 20 {
-                rounds_of_20 = figures.rounds as f64 / figures.seconds;
-                phases_of_20 = figures.timed;
+            // The first configuration's rounds are split by phase and set beside the ceiling.
+            if count == 1 && phases.is_empty() {
+                first = (sessions, figures.rounds as f64 / figures.seconds);
+                phases = figures.timed;
             }
         }
     }
@@ -278,8 +279,8 @@ pub async fn print_rounds() -> anyhow::Result<()> {
         "\nchat ÷ API rounds/s: {:.2}× (target ≥ 0.8×)",
         (chat.rounds as f64 / chat.seconds) / (api.rounds as f64 / api.seconds)
     );
-    round_phases::print(&phases_of_20).await?;
-    print_ceiling(rounds_of_20).await?;
+    round_phases::print(first.0, &phases).await?;
+    print_ceiling(first).await?;
     drop(workers);
     drop(server);
     procs::remove_redis(redis);
@@ -287,10 +288,10 @@ pub async fn print_rounds() -> anyhow::Result<()> {
 }
 
 /// The dev server's ceiling measured in this run (issue 40's goal 4): bare workflows of a
-/// round's fewest operations (a start, one empty local activity, the end), 20 at a time, beside
-/// the 1-worker configuration's rounds/s at 20 sessions.
-async fn print_ceiling(rounds_per_second: f64) -> anyhow::Result<()> {
-    if rounds_per_second == 0.0 {
+/// round's fewest operations (a start, one empty local activity, the end), as many at a time as
+/// the first configuration's sessions, beside its rounds/s (1 worker).
+async fn print_ceiling((sessions, rounds_per_second): (usize, f64)) -> anyhow::Result<()> {
+    if sessions == 0 {
         return Ok(());
     }
     let bare = crate::bare::spawn_bare_worker(
@@ -298,11 +299,11 @@ async fn print_ceiling(rounds_per_second: f64) -> anyhow::Result<()> {
     );
     // Its worker polls before the first start.
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let ceiling = crate::bare::bare_workflows_per_second(&bare, 600, 20, true).await?;
+    let ceiling = crate::bare::bare_workflows_per_second(&bare, 600, sessions, true).await?;
     println!(
         "\nThe dev server's ceiling in this run: {ceiling:.1} bare workflows/s (a start, one empty \
-         local activity, the end; 20 at a time); 20 sessions with 1 worker ran {rounds_per_second:.1} \
-         rounds/s, {:.0}% of it (goal ≥ 95%).",
+         local activity, the end; {sessions} at a time); {sessions} sessions with 1 worker ran \
+         {rounds_per_second:.1} rounds/s, {:.0}% of it (goal ≥ 95%).",
         100.0 * rounds_per_second / ceiling
     );
     Ok(())
