@@ -3,7 +3,9 @@
 //! on each call's [`ToolContext`](super::ToolContext). The call waits, its run still active,
 //! within the question's window; past it the answer is [`AskError::TimedOut`] and the call goes
 //! on without one. The question is answered through the tree's root like a client call, under
-//! the question's own id.
+//! the question's own id. A tool that can instead stop and be called again with the answer (an
+//! MCP server's `input_required`) answers [`Called::Asked`] where the run may suspend: the run
+//! suspends on the question with nothing held, and the call goes on when the session resumes.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
