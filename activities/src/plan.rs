@@ -14,9 +14,7 @@ use baton_core::{
     message::{ToolCall, ToolOutcome},
     store::{self, Answer, PendingAsk, PendingCall, PendingKind, StoredAnswer},
     tool::{
-        ask::{
-            Asked, PersonAnswer, QUESTION_TOOL, content_mismatch, new_question_id, question_input,
-        },
+        ask::{Asked, PersonAnswer, QUESTION_TOOL, new_question_id, question_input},
         codes,
     },
 };
@@ -217,7 +215,7 @@ pub(crate) fn drain(
             }),
             _,
             Some(ask),
-        ) => went_on(ask, outcome),
+        ) => went_on(ask, &outcome),
         (None, Resumption::CarriedOn, Some(_)) => error(
             codes::QUESTION_TIMED_OUT,
             format!(
@@ -273,15 +271,12 @@ pub(crate) fn drain(
 }
 
 /// How a tool's call that asked `ask` goes on from what was submitted: a result is the person's
-/// answer (checked against the question's schema), an error dismisses the question.
-fn went_on(ask: &PendingAsk, submitted: ToolOutcome) -> DrainedOutcome {
-    let answer = match submitted {
-        ToolOutcome::Result(value) => PersonAnswer::from_result(value),
-        ToolOutcome::Error(_) => PersonAnswer::Cancel,
-    };
-    if let PersonAnswer::Accept { content } = &answer
-        && let Some(mismatch) = content_mismatch(&ask.asked.schema, content)
-    {
+/// answer, an error declines (as for a held question); an answer that does not match the
+/// question's schema (the submit refused any, this is its twin for an entry stored otherwise)
+/// is the model's `tool_failed`.
+fn went_on(ask: &PendingAsk, submitted: &ToolOutcome) -> DrainedOutcome {
+    let answer = PersonAnswer::from_outcome(submitted);
+    if let Some(mismatch) = answer.mismatch(&ask.asked.schema) {
         return DrainedOutcome::Known(ToolOutcome::Error(ToolError::new(
             codes::TOOL_FAILED,
             format!("the answer does not match the question's schema: {mismatch}"),

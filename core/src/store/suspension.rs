@@ -13,7 +13,7 @@ use super::{
 use crate::{
     chunk::{ChunkHeader, ChunkKind, encode_unsequenced},
     message::{ToolOutcome, finish_metadata},
-    tool::ask::{PersonAnswer, content_mismatch},
+    tool::ask::PersonAnswer,
 };
 use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
@@ -359,16 +359,11 @@ impl Store {
         let SubmitOutcome::CheckAgainstQuestion(schema) = &submitted.outcome else {
             return Ok(submitted);
         };
-        let content = match &attempt.answer.answer {
-            Answer::Outcome {
-                outcome: ToolOutcome::Result(value),
-            } => match PersonAnswer::from_result(value.clone()) {
-                PersonAnswer::Accept { content } => Some(content),
-                PersonAnswer::Decline | PersonAnswer::Cancel => None,
-            },
-            _ => None,
+        let mismatch = match &attempt.answer.answer {
+            Answer::Outcome { outcome } => PersonAnswer::from_outcome(outcome).mismatch(schema),
+            Answer::Approval(_) => None,
         };
-        if let Some(mismatch) = content.and_then(|content| content_mismatch(schema, &content)) {
+        if let Some(mismatch) = mismatch {
             return Ok(Submitted {
                 outcome: SubmitOutcome::RefusedByQuestion(mismatch),
                 ..submitted

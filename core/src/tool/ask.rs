@@ -78,6 +78,26 @@ pub enum Called {
     Asked(Asked),
 }
 
+impl PersonAnswer {
+    /// A submitted outcome read as an answer: a result as [`Self::from_result`] reads it, an
+    /// error result as a decline.
+    pub fn from_outcome(outcome: &crate::message::ToolOutcome) -> Self {
+        match outcome {
+            crate::message::ToolOutcome::Result(value) => Self::from_result(value.clone()),
+            crate::message::ToolOutcome::Error(_) => Self::Decline,
+        }
+    }
+
+    /// Why this answer does not match a question's `schema` (its content's first mismatch), if
+    /// it does not: only an accept carries content.
+    pub fn mismatch(&self, schema: &Value) -> Option<String> {
+        match self {
+            Self::Accept { content } => content_mismatch(schema, content),
+            Self::Decline | Self::Cancel => None,
+        }
+    }
+}
+
 /// Why a question got no answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AskError {
@@ -161,6 +181,19 @@ mod tests {
         assert!(!is_question_id("bt_0123456789abcdef0123"));
         assert!(!is_question_id("bt_q0123"));
         assert!(!is_question_id("call_1"));
+    }
+
+    #[test]
+    fn an_error_result_declines_and_only_an_accepts_content_is_checked() {
+        use crate::message::{ToolError, ToolOutcome};
+        let error = ToolOutcome::Error(ToolError::new("client_tool_error", "no"));
+        assert_eq!(PersonAnswer::from_outcome(&error), PersonAnswer::Decline);
+        let schema = json!({"type": "object", "required": ["ok"]});
+        let empty = PersonAnswer::from_outcome(&ToolOutcome::Result(json!({})));
+        assert!(empty.mismatch(&schema).is_some());
+        let ok = PersonAnswer::from_outcome(&ToolOutcome::Result(json!({"ok": true})));
+        assert_eq!(ok.mismatch(&schema), None);
+        assert_eq!(PersonAnswer::Decline.mismatch(&schema), None);
     }
 
     #[test]

@@ -9,11 +9,10 @@
 use crate::state::AppState;
 use baton_core::{
     ApiError, ErrorCode, Refusal, ids,
-    message::ToolOutcome,
     session::Continuation,
     store::{QuestionAnswered, SessionAddress},
     submit::{SubmitAnswer, SubmitRequest, SubmitStatus, take_submit_token},
-    tool::ask::{PersonAnswer, content_mismatch, is_question_id},
+    tool::ask::{PersonAnswer, is_question_id},
 };
 
 /// Answers `request` when it names a question (`None` when it does not: another kind of call).
@@ -43,13 +42,8 @@ pub(crate) async fn route_submit(
             format!("question {id} awaits a client-tool-result (its answer), not an approval"),
         ));
     };
-    let answer = match &result.outcome {
-        ToolOutcome::Result(value) => PersonAnswer::from_result(value.clone()),
-        ToolOutcome::Error(_) => PersonAnswer::Decline,
-    };
-    if let PersonAnswer::Accept { content } = &answer {
-        check_content(&question.schema, content, id, state.options.verbose_errors)?;
-    }
+    let answer = PersonAnswer::from_outcome(&result.outcome);
+    check_answer(&question.schema, &answer, id, state.options.verbose_errors)?;
     take_submit_token(&state.store, &root, state.options.submits_per_minute).await?;
     let answered = state.store.answer_question(&question, &answer).await?;
     tracing::info!(
@@ -73,14 +67,14 @@ pub(crate) async fn route_submit(
     }
 }
 
-/// Refuses content that does not match the question's schema, nothing stored.
-fn check_content(
+/// Refuses an answer whose content does not match the question's schema, nothing stored.
+fn check_answer(
     schema: &serde_json::Value,
-    content: &serde_json::Value,
+    answer: &PersonAnswer,
     id: &str,
     verbose: bool,
 ) -> Result<(), ApiError> {
-    let Some(first) = content_mismatch(schema, content) else {
+    let Some(first) = answer.mismatch(schema) else {
         return Ok(());
     };
     let error = ApiError::new(
