@@ -89,35 +89,42 @@ impl McpTool {
 }
 
 /// Connects to `server` (starting its process), lists its tools and answers those the
-/// declaration selects, renamed as it says.
+/// declaration selects, renamed as it says; a tool named in `only` that the server does not
+/// list is an error.
 pub async fn tools(server: McpServer) -> Result<Vec<McpTool>, McpError> {
     let connection = Arc::new(Connection::new(server));
     let listed = connection.list_tools().await?;
-    selected(&connection, listed, true)
+    let names: Vec<String> = listed.iter().map(|tool| tool.name.clone()).collect();
+    check_listed(connection.server(), &names)?;
+    selected(&connection, listed)
 }
 
-/// The tools of `listed` the declaration of `connection` selects, renamed as it says. `strict`:
-/// a tool named in `only` that the server does not list is an error (at load), else it is left
-/// out (a list that changed since).
+/// Refuses a listing (`listed`: the tools' names on the server) that lacks a tool the
+/// declaration's `only` names: the first one, as `UnknownTool`.
+pub(crate) fn check_listed(declared: &McpServer, listed: &[String]) -> Result<(), McpError> {
+    match declared
+        .only
+        .iter()
+        .flatten()
+        .find(|wanted| !listed.contains(wanted))
+    {
+        None => Ok(()),
+        Some(missing) => Err(McpError::UnknownTool {
+            server: declared.name.clone(),
+            tool: missing.clone(),
+            listed: listed.join(", "),
+        }),
+    }
+}
+
+/// The tools of `listed` the declaration of `connection` selects, renamed as it says (a tool
+/// `only` names that is not listed is left out).
 pub(crate) fn selected(
     connection: &Arc<Connection>,
     listed: Vec<connection::ListedTool>,
-    strict: bool,
 ) -> Result<Vec<McpTool>, McpError> {
     let declared = connection.server();
     let name = declared.name.clone();
-    if let Some(only) = declared.only.as_ref().filter(|_| strict) {
-        for wanted in only {
-            if !listed.iter().any(|tool| tool.name == *wanted) {
-                let names: Vec<&str> = listed.iter().map(|t| t.name.as_str()).collect();
-                return Err(McpError::UnknownTool {
-                    server: name,
-                    tool: wanted.clone(),
-                    listed: names.join(", "),
-                });
-            }
-        }
-    }
     let mut tools: Vec<McpTool> = Vec::new();
     for listed in listed {
         if declared
@@ -193,14 +200,7 @@ impl ServerTool for McpTool {
     }
 
     async fn call(&self, context: &ToolContext, input: Value) -> Result<Value, ToolError> {
-        match self.logged(context, input, &Mode::Held).await? {
-            Called::Done(value) => Ok(value),
-            // A held call asks no question of its own: the person answered it during the call.
-            Called::Asked(_) => Err(ToolError::new(
-                codes::TOOL_FAILED,
-                "the MCP call stopped to ask where it cannot",
-            )),
-        }
+        done(self.logged(context, input, &Mode::Held).await?)
     }
 
     async fn call_or_ask(&self, context: &ToolContext, input: Value) -> Result<Called, ToolError> {
@@ -229,13 +229,7 @@ impl ServerTool for McpTool {
             continuation,
             answer,
         };
-        match self.logged(context, input, &mode).await? {
-            Called::Done(value) => Ok(value),
-            Called::Asked(_) => Err(ToolError::new(
-                codes::TOOL_FAILED,
-                "the MCP call stopped to ask where it cannot",
-            )),
-        }
+        done(self.logged(context, input, &mode).await?)
     }
 }
 
@@ -265,6 +259,18 @@ impl McpTool {
             "an MCP tool call ended"
         );
         answer
+    }
+}
+
+/// The result of a call whose questions were asked while it was held (none can be left to
+/// ask: the person answered them during the call).
+fn done(called: Called) -> Result<Value, ToolError> {
+    match called {
+        Called::Done(value) => Ok(value),
+        Called::Asked(_) => Err(ToolError::new(
+            codes::TOOL_FAILED,
+            "the MCP call stopped to ask where it cannot",
+        )),
     }
 }
 

@@ -5,7 +5,7 @@
 //! made before still reaches the server; a list that cannot be read keeps the last one (and is
 //! tried again at the next step).
 
-use crate::{Connection, McpError, McpServer, McpTool, selected};
+use crate::{Connection, McpError, McpServer, McpTool, check_listed, selected};
 use baton_core::tool::{ServerTool, Toolset, toolset::Tools};
 use std::sync::{Arc, PoisonError, RwLock};
 
@@ -35,15 +35,12 @@ impl std::fmt::Debug for McpToolset {
 pub async fn toolset(server: McpServer) -> Result<McpToolset, McpError> {
     let connection = Arc::new(Connection::new(server));
     let listed = connection.list_tools().await?;
-    let declared = connection.server();
-    for wanted in declared.only.iter().flatten() {
-        if !listed.iter().any(|tool| tool.name == *wanted) {
-            tracing::warn!(server = %declared.name, tool = %wanted, "the MCP server does not list this tool yet; it is offered once it does");
-        }
+    let listed_at_start: Vec<String> = listed.iter().map(|tool| tool.name.clone()).collect();
+    if let Err(error) = check_listed(connection.server(), &listed_at_start) {
+        tracing::warn!(%error, "a tool the declaration names is offered once the server lists it");
     }
-    let listed_at_start = listed.iter().map(|tool| tool.name.clone()).collect();
     // Any change the server announced while it was being listed is read at the first step.
-    let tools = by_name(selected(&connection, listed, false)?);
+    let tools = by_name(selected(&connection, listed)?);
     Ok(McpToolset {
         connection,
         ever: RwLock::new(tools.clone()),
@@ -56,21 +53,7 @@ impl McpToolset {
     /// Refuses a toolset that does not list every tool its declaration's `only` names (as
     /// [`crate::tools`] refuses it at load), for a declaration that must not wait for them.
     pub fn check_all_listed(&self) -> Result<(), McpError> {
-        let declared = self.connection.server();
-        let listed = &self.listed_at_start;
-        match declared
-            .only
-            .iter()
-            .flatten()
-            .find(|wanted| !listed.contains(wanted))
-        {
-            None => Ok(()),
-            Some(missing) => Err(McpError::UnknownTool {
-                server: declared.name.clone(),
-                tool: missing.clone(),
-                listed: listed.join(", "),
-            }),
-        }
+        check_listed(self.connection.server(), &self.listed_at_start)
     }
 }
 
@@ -114,7 +97,7 @@ impl Toolset for McpToolset {
             .connection
             .list_tools()
             .await
-            .and_then(|listed| selected(&self.connection, listed, false));
+            .and_then(|listed| selected(&self.connection, listed));
         let tools = match listed {
             Ok(tools) => by_name(tools),
             Err(error) => {
