@@ -70,24 +70,7 @@ pub(super) fn build_agent(
     };
     check_tool_references(at, tool_names, &client_tool)?;
     let builder = with_catalogue_tools(at, builder, tool_names, catalogue)?;
-    let builder = mcp_servers.iter().try_fold(builder, |builder, server| {
-        let toolset = toolsets.get(server.get_ref()).ok_or_else(|| {
-            let known: Vec<&str> = toolsets.keys().map(String::as_str).collect();
-            at.error(
-                server.span().start,
-                format!(
-                    "unknown MCP server {:?} in mcp_servers; the file declares: {}",
-                    server.get_ref(),
-                    if known.is_empty() {
-                        "none".to_owned()
-                    } else {
-                        known.join(", ")
-                    }
-                ),
-            )
-        })?;
-        Ok::<_, ConfigError>(builder.toolset(toolset.clone()))
-    })?;
+    let builder = with_toolsets(at, builder, &mcp_servers, toolsets)?;
     let builder = with_client_tools(at, builder, client_tool)?;
     let state_schema = state.as_ref().map(|state| state.get_ref().schema.clone());
     let builder = match state {
@@ -211,6 +194,33 @@ fn check_tool_references(
         }
     }
     Ok(())
+}
+
+/// The toolsets of the MCP servers the entry names (`mcp_servers`).
+fn with_toolsets(
+    at: At<'_>,
+    builder: AgentBuilder,
+    servers: &[Spanned<String>],
+    toolsets: &super::Toolsets,
+) -> Result<AgentBuilder, ConfigError> {
+    servers.iter().try_fold(builder, |builder, server| {
+        let toolset = toolsets.get(server.get_ref()).ok_or_else(|| {
+            let known: Vec<&str> = toolsets.keys().map(String::as_str).collect();
+            let known = if known.is_empty() {
+                "none".to_owned()
+            } else {
+                known.join(", ")
+            };
+            at.error(
+                server.span().start,
+                format!(
+                    "unknown MCP server {:?} in mcp_servers; the file declares: {known}",
+                    server.get_ref()
+                ),
+            )
+        })?;
+        Ok(builder.toolset(toolset.clone()))
+    })
 }
 
 /// The server tools the entry names, from the catalogue, gated or finishing as it says.

@@ -118,8 +118,12 @@ mod build;
 mod catalogue;
 mod file;
 mod mcp;
+#[cfg(test)]
+mod mcp_tests;
 mod model;
 mod remote;
+#[cfg(test)]
+mod remote_tests;
 mod state_tool;
 #[cfg(test)]
 mod tests;
