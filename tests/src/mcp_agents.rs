@@ -199,9 +199,15 @@ pub async fn assert_tree_ended_declined(
     assert_eq!(calls(), 1, "the tool ran once");
 }
 
-/// Asserts that `baton run --answer` (its `output`) asked `confirm_first`'s question once, the
-/// tool saw the answer `true` and ran once (`calls`, its log's count).
-pub fn assert_answered_at_the_terminal(output: &std::process::Output, calls: impl Fn() -> usize) {
+/// Runs `baton run --answer` against a server of `agent` (one of [`confirm_agent`]'s, its tool
+/// logging to the file `calls` counts), typing `true`, and asserts that it asked
+/// `confirm_first`'s question once, the tool saw the answer and ran once.
+pub async fn assert_answered_at_the_terminal(agent: Agent, calls: impl Fn() -> usize) {
+    let name = agent.name().to_owned();
+    let harness = crate::Harness::start(AgentRegistry::new([agent]).unwrap()).await;
+    // The question's one field, a boolean, read as its schema says.
+    let output =
+        crate::procs::baton_run_answering(&harness.address.to_string(), &name, b"true\n").await;
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stdout}\n{stderr}");

@@ -225,13 +225,5 @@ async fn a_childs_question_is_answered_through_its_root_and_a_decline_reaches_th
 async fn baton_run_answers_an_mcp_servers_question_from_standard_input() {
     let (log, calls) = counted_call_log();
     let agent = confirm_agent("mcp_cli_asker", &log, Duration::from_secs(60)).await;
-    let harness = Harness::start(AgentRegistry::new([agent]).unwrap()).await;
-    // The question's one field, a boolean, read as its schema says.
-    let output = baton_tests::procs::baton_run_answering(
-        &harness.address.to_string(),
-        "mcp_cli_asker",
-        b"true\n",
-    )
-    .await;
-    baton_tests::mcp_agents::assert_answered_at_the_terminal(&output, calls);
+    baton_tests::mcp_agents::assert_answered_at_the_terminal(agent, calls).await;
 }

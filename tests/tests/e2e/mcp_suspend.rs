@@ -195,15 +195,7 @@ async fn a_suspended_question_nobody_answers_by_its_deadline_ends_the_call_with_
 async fn baton_run_answers_a_suspended_question_from_standard_input_once_and_resumes() {
     let (log, calls) = counted_call_log();
     let agent = suspending_confirm_agent("mcp_cli_suspender", &log, Duration::from_secs(300)).await;
-    let harness = Harness::start(AgentRegistry::new([agent]).unwrap()).await;
-    // One line: the question is asked once, at its chunk, and the run resumed after it.
-    let output = baton_tests::procs::baton_run_answering(
-        &harness.address.to_string(),
-        "mcp_cli_suspender",
-        b"true\n",
-    )
-    .await;
-    baton_tests::mcp_agents::assert_answered_at_the_terminal(&output, calls);
+    baton_tests::mcp_agents::assert_answered_at_the_terminal(agent, calls).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

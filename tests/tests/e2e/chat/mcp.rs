@@ -13,22 +13,7 @@ use std::time::Duration;
 async fn a_childs_mcp_elicitation_is_a_question_part_answered_with_one_post() {
     let log = std::env::temp_dir().join(format!("baton-mcp-chat-{}.log", uuid::Uuid::new_v4()));
     let child = mcp_agents::confirm_agent("mcp_child_asker", &log, Duration::from_secs(60)).await;
-    let root = mcp_agents::asking_tree_root("mcp_child_asker");
-    let harness = Harness::start(AgentRegistry::new([root, child]).unwrap()).await;
-    // Live, then with a reload while the question is open (the snapshot's part).
-    for scenario in ["mcp_question", "mcp_question_reload"] {
-        for release in AI_RELEASES {
-            let s = drive(&harness, release, scenario).await;
-            assert_eq!(s["question"]["status"], "ready", "{s}");
-            the_question_part_answered_once(&s, if scenario == "mcp_question" { 2 } else { 1 });
-        }
-    }
-    let calls = std::fs::read_to_string(&log).unwrap_or_default();
-    assert_eq!(
-        calls.lines().count(),
-        2 * AI_RELEASES.len(),
-        "one call a chat: {calls}"
-    );
+    question_chats(child, &log).await;
 }
 
 /// The same through a run that suspends on the question (the server's `input_required`, MCP
@@ -39,17 +24,24 @@ async fn a_childs_suspended_mcp_question_is_the_same_question_part_answered_with
     let child =
         mcp_agents::suspending_confirm_agent("mcp_child_asker", &log, Duration::from_secs(300))
             .await;
+    question_chats(child, &log).await;
+}
+
+/// Chats with a tree whose child is `child` (an `mcp_child_asker` calling the server that
+/// logs to `log`) on every release, live and with a reload while the question is open (the
+/// snapshot's part): each answered once, the tool called once a chat.
+async fn question_chats(child: baton_core::Agent, log: &std::path::Path) {
     let root = mcp_agents::asking_tree_root("mcp_child_asker");
     let harness = Harness::start(AgentRegistry::new([root, child]).unwrap()).await;
-    // Live, then with a reload while the question waits (the snapshot's part).
     for scenario in ["mcp_question", "mcp_question_reload"] {
         for release in AI_RELEASES {
             let s = drive(&harness, release, scenario).await;
+            assert_eq!(s["question"]["status"], "ready", "{s}");
             // The reloaded chat posts the answer only.
             the_question_part_answered_once(&s, if scenario == "mcp_question" { 2 } else { 1 });
         }
     }
-    let calls = std::fs::read_to_string(&log).unwrap_or_default();
+    let calls = std::fs::read_to_string(log).unwrap_or_default();
     assert_eq!(
         calls.lines().count(),
         2 * AI_RELEASES.len(),

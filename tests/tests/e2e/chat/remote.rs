@@ -42,14 +42,7 @@ fn relayed_through_the_chat(s: &Value, child: &str) {
     assert_eq!(asks(suspended), 1, "{s}");
 
     // The producer refuses the wrong answer, as it is; the question stays awaited.
-    let refused = &s["refused"];
-    assert_eq!(refused["status"], "error", "{s}");
-    assert!(
-        refused["error"]
-            .as_str()
-            .is_some_and(|e| e.contains("INVALID_RESULT")),
-        "{s}"
-    );
+    assert_refused_invalid_result(s);
     // It names the call as the chat knows it, never the producer's id.
     let body: Value = serde_json::from_str(s["errors"][0].as_str().unwrap_or("{}")).unwrap();
     assert_eq!(body["toolCallId"], *question, "{s}");
@@ -157,14 +150,7 @@ async fn a_childs_questions_across_a2a_are_tool_parts_answered_through_the_chat(
         assert!(has_part(suspended, "data-render"), "{s}");
         assert_eq!(suspended["owners"], json!([owner(question)]), "{s}");
         // The producer's refusal crosses A2A with its code; the question stays awaited.
-        let refused = &s["refused"];
-        assert_eq!(refused["status"], "error", "{s}");
-        assert!(
-            refused["error"]
-                .as_str()
-                .is_some_and(|e| e.contains("INVALID_RESULT")),
-            "{s}"
-        );
+        assert_refused_invalid_result(&s);
         let approval = &s["approvalAsked"];
         assert_ne!(&approval["toolCallId"], question, "{s}");
         assert!(
@@ -177,4 +163,17 @@ async fn a_childs_questions_across_a2a_are_tool_parts_answered_through_the_chat(
             "{s}"
         );
     }
+}
+
+/// Asserts that the scenario's wrong answer (its `refused` summary) ended in an error naming
+/// `INVALID_RESULT`, the producer's refusal as it is.
+fn assert_refused_invalid_result(s: &Value) {
+    let refused = &s["refused"];
+    assert_eq!(refused["status"], "error", "{s}");
+    assert!(
+        refused["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("INVALID_RESULT")),
+        "{s}"
+    );
 }
