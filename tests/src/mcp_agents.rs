@@ -219,3 +219,18 @@ pub async fn assert_answered_at_the_terminal(agent: Agent, calls: impl Fn() -> u
     );
     assert_eq!(calls(), 1, "the tool ran once");
 }
+
+/// Asserts that `confirm_first`'s call in `session` (a root) answered the person's accept of
+/// `{"ok": true}`, the tool run once (`calls`, its log's count).
+pub async fn assert_the_tool_saw_the_accept(
+    harness: &crate::Harness,
+    session: &str,
+    calls: impl Fn() -> usize,
+) {
+    let messages = harness.messages(session).await;
+    assert_eq!(
+        first_tool_outcome(&messages),
+        baton_core::message::ToolOutcome::Result(json!({"result": "accept: deploy ok=True"}))
+    );
+    assert_eq!(calls(), 1, "the tool ran once");
+}

@@ -142,12 +142,7 @@ async fn an_elicitation_is_a_question_answered_through_the_root_while_the_run_st
     let state = harness.client.status(session).await.unwrap();
     assert_eq!(state.status, Status::Completed, "{state:?}");
     assert!(state.pending.is_empty(), "{:?}", state.pending);
-    let messages = harness.messages(session).await;
-    assert_eq!(
-        first_tool_outcome(&messages),
-        ToolOutcome::Result(json!({"result": "accept: deploy ok=True"}))
-    );
-    assert_eq!(calls(), 1, "the tool ran once");
+    baton_tests::mcp_agents::assert_the_tool_saw_the_accept(&harness, session, &calls).await;
 
     // The question is closed: another answer finds nothing open.
     let again = harness

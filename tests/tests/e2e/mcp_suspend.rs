@@ -119,12 +119,7 @@ async fn an_input_required_result_suspends_the_run_and_the_answer_goes_on_with_t
     );
     let state = harness.client.status(session).await.unwrap();
     assert_eq!(state.status, Status::Completed, "{state:?}");
-    let messages = harness.messages(session).await;
-    assert_eq!(
-        first_tool_outcome(&messages),
-        ToolOutcome::Result(json!({"result": "accept: deploy ok=True"}))
-    );
-    assert_eq!(calls(), 1, "the tool ran once");
+    baton_tests::mcp_agents::assert_the_tool_saw_the_accept(&harness, session, &calls).await;
     // A second answer finds the call drained.
     let again = harness
         .client
@@ -227,10 +222,5 @@ async fn a_streamable_http_server_suspends_the_run_too_and_takes_the_answer_on_r
     harness
         .answer_and_finish(session, &question.tool_call_id, &good)
         .await;
-    let messages = harness.messages(session).await;
-    assert_eq!(
-        first_tool_outcome(&messages),
-        ToolOutcome::Result(json!({"result": "accept: deploy ok=True"}))
-    );
-    assert_eq!(calls(), 1, "the tool ran once");
+    baton_tests::mcp_agents::assert_the_tool_saw_the_accept(&harness, session, &calls).await;
 }
