@@ -62,8 +62,7 @@ impl AgentActivities {
                 return Ok(Some(asked()));
             }
         };
-        let mut result = ToolResult::new(&call.id, &call.name, outcome);
-        let data = chat_data(step.step, &mut result, data);
+        let (result, data) = result_of(step, &call, outcome, data);
         self.store
             .stage_tool_result_reporting(step.step_ref(), &result, state_patch.as_ref(), &data)
             .await?;
@@ -102,8 +101,7 @@ impl AgentActivities {
                 call.arguments.clone(),
             )
             .await?;
-        let mut result = ToolResult::new(&call.id, &call.name, outcome);
-        let data = chat_data(step.step, &mut result, data);
+        let (result, data) = result_of(step, call, outcome, data);
         Ok((result, state_patch, data))
     }
 
@@ -280,6 +278,19 @@ impl AgentActivities {
 /// The context a server tool gets for call `tool_call_id` of `step`'s run.
 pub(crate) fn tool_context(step: &StepInput, tool_call_id: &str) -> ToolContext {
     ToolContext::new(step.address.clone(), step.run_id.clone(), tool_call_id)
+}
+
+/// The result of `call` of `step` with `outcome`, and the `tool_data` chunks of what it emitted
+/// (see [`chat_data`]).
+fn result_of(
+    step: &StepInput,
+    call: &ToolCall,
+    outcome: ToolOutcome,
+    data: Vec<ToolData>,
+) -> (ToolResult, Vec<ChunkKind>) {
+    let mut result = ToolResult::new(&call.id, &call.name, outcome);
+    let data = chat_data(step.step, &mut result, data);
+    (result, data)
 }
 
 /// The `tool_data` chunks of what a call of step `step` emitted for the chat, its kept items also
