@@ -4,10 +4,14 @@
 //! then takes new chunks from its session's feed: a broadcast channel filled by one task that
 //! blocks on `XREAD` for the whole server. A follower that falls behind the channel, or sees a gap,
 //! reads Redis again; a gap Redis cannot fill (the chunks were trimmed) is `TRUNCATED`.
+//!
+//! A feed's blocking connection goes back to the hub when the feed retires and the next feed
+//! takes it: a session followed once a round (a client that follows each turn to its pause)
+//! would otherwise open a Redis connection every round.
 
 use baton_core::{
     StreamChunk,
-    store::{self, SessionAddress, Store},
+    store::{self, SessionAddress, Store, Subscriber},
 };
 use std::{
     collections::HashMap,
@@ -22,6 +26,8 @@ pub type Batch = Arc<[StreamChunk]>;
 const FEED_CAPACITY: usize = 256;
 /// How long the feed task blocks on Redis before checking whether anyone still follows.
 const FEED_POLL_MS: usize = 5_000;
+/// Most idle blocking connections the hub keeps for its next feeds.
+const IDLE_READERS: usize = 64;
 
 /// The live feeds of this server, one per followed session. Cheap to clone.
 #[derive(Clone, Default)]
@@ -29,6 +35,8 @@ pub struct StreamHub {
     feeds: Arc<Mutex<HashMap<SessionAddress, broadcast::Sender<Batch>>>>,
     /// The followers of this server, counted against the follower caps.
     pub followers: super::Followers,
+    /// Blocking connections of retired feeds, for the next feeds.
+    idle: Arc<Mutex<Vec<Subscriber>>>,
 }
 
 impl std::fmt::Debug for StreamHub {
@@ -41,20 +49,18 @@ impl std::fmt::Debug for StreamHub {
 
 impl StreamHub {
     /// A receiver of the session's new chunks. Every chunk written after this call (and maybe
-    /// some before) reaches it; the caller reads anything older from Redis.
-    pub async fn subscribe(
+    /// some before) reaches it; the caller reads anything older from Redis. `start` is a
+    /// sequence the session's stream had reached before this call (a feed that starts here reads
+    /// after it, so it starts no later than this point).
+    pub fn subscribe(
         &self,
         store: &Store,
         address: &SessionAddress,
-    ) -> Result<broadcast::Receiver<Batch>, store::Error> {
-        // Read before taking the lock: a feed that starts here starts no later than this point.
-        let start = store
-            .session(address)
-            .await?
-            .map_or(0, |session| session.last_sequence);
+        start: u64,
+    ) -> broadcast::Receiver<Batch> {
         let mut feeds = self.feeds.lock().expect("the feed map is never poisoned");
         if let Some(feed) = feeds.get(address) {
-            return Ok(feed.subscribe());
+            return feed.subscribe();
         }
         let (sender, receiver) = broadcast::channel(FEED_CAPACITY);
         feeds.insert(address.clone(), sender.clone());
@@ -63,7 +69,25 @@ impl StreamHub {
             self.clone()
                 .feed(store.clone(), address.clone(), sender, start),
         );
-        Ok(receiver)
+        receiver
+    }
+
+    /// A blocking connection for a new feed: an idle one, else a new one.
+    async fn reader(&self, store: &Store) -> Result<Subscriber, store::Error> {
+        let idle = self.idle.lock().ok().and_then(|mut idle| idle.pop());
+        match idle {
+            Some(reader) => Ok(reader),
+            None => store.subscriber().await,
+        }
+    }
+
+    /// Keeps a retired feed's connection (it answered its last read) for the next feed.
+    fn keep_reader(&self, reader: Subscriber) {
+        if let Ok(mut idle) = self.idle.lock()
+            && idle.len() < IDLE_READERS
+        {
+            idle.push(reader);
+        }
     }
 
     /// Sessions with a live feed.
@@ -80,7 +104,7 @@ impl StreamHub {
         sender: broadcast::Sender<Batch>,
         mut after: u64,
     ) {
-        let mut reader = match store.subscriber().await {
+        let mut reader = match self.reader(&store).await {
             Ok(reader) => Some(reader),
             Err(error) => {
                 tracing::warn!(session = %address.session_id, %error, "stream feed could not start");
@@ -89,6 +113,9 @@ impl StreamHub {
         };
         while let Some(connection) = reader.as_mut() {
             if self.retire_if_unfollowed(&address, &sender) {
+                if let Some(reader) = reader {
+                    self.keep_reader(reader);
+                }
                 return;
             }
             match connection

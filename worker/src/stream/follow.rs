@@ -58,7 +58,7 @@ impl Follow {
             root_session_id: session.root_session_id.clone(),
             session_id: session.session_id.clone(),
         };
-        let feed = streams.subscribe(&store, &address).await?;
+        let feed = streams.subscribe(&store, &address, session.last_sequence);
         Ok(Self {
             store,
             streams,
@@ -97,7 +97,12 @@ impl Follow {
             if self.behind {
                 match self.catch_up().await {
                     Ok(chunks) if chunks.is_empty() => self.behind = false,
-                    Ok(chunks) => return Some(Ok(self.taken(chunks))),
+                    Ok(chunks) => {
+                        // A short read reached the stream's end: what comes after it is written
+                        // after the feed was taken, so the feed has it (a gap reads Redis again).
+                        self.behind = chunks.len() >= CATCH_UP_BATCH;
+                        return Some(Ok(self.taken(chunks)));
+                    }
                     Err(error) => {
                         self.finished = true;
                         return Some(Err(error));
@@ -125,17 +130,11 @@ impl Follow {
                 }
                 Ok(Err(RecvError::Lagged(_))) => self.behind = true,
                 Ok(Err(RecvError::Closed)) => {
-                    match self.streams.subscribe(&self.store, &self.address).await {
-                        Ok(feed) => self.feed = feed,
-                        Err(error) => {
-                            tracing::warn!(%error, "re-subscribing to a stream failed");
-                            self.finished = true;
-                            return Some(Err(ApiError::new(
-                                ErrorCode::StoreUnavailable,
-                                "reading the stream failed",
-                            )));
-                        }
-                    }
+                    // Its feed ended (a Redis failure): a new one from the position, and what
+                    // came in between from Redis.
+                    self.feed = self
+                        .streams
+                        .subscribe(&self.store, &self.address, self.after);
                     self.behind = true;
                 }
                 Err(_) => match self.store.session(&self.address).await {
