@@ -34,6 +34,7 @@ mod error;
 mod fork;
 mod health;
 mod index_id;
+mod index_queue;
 mod index_record;
 mod keys;
 mod orphans;
@@ -132,6 +133,8 @@ pub struct Store {
     header_cache: stream::HeaderCache,
     /// The secret remote children's ids are derived with, once read (see `remote_ids.rs`).
     remote_id_secret: std::sync::Arc<tokio::sync::OnceCell<String>>,
+    /// The index writes due after changes, coalesced (see `index_queue.rs`).
+    index_queue: index_queue::IndexQueue,
 }
 
 /// How long an ended session is kept by default: a few days, for late reads and follow-ups.
@@ -176,6 +179,7 @@ impl Store {
             command_timeout_ms: retention_ms(timeout).max(1),
             header_cache: stream::HeaderCache::default(),
             remote_id_secret: Default::default(),
+            index_queue: Default::default(),
         })
     }
 

@@ -71,15 +71,26 @@ impl Store {
         address: &SessionAddress,
         whole_tree: bool,
     ) -> Result<Vec<AwaitingSession>, Error> {
+        let members = if whole_tree && address.is_root() {
+            self.tree_sessions(address).await?
+        } else {
+            Vec::new()
+        };
+        self.awaiting_sessions_of(address, members).await
+    }
+
+    /// [`Self::awaiting_sessions`] of `address` and the sessions `members` of its tree (read by
+    /// the caller: [`Self::tree_sessions`]; none for the session alone), in one round trip.
+    pub(super) async fn awaiting_sessions_of(
+        &self,
+        address: &SessionAddress,
+        members: Vec<String>,
+    ) -> Result<Vec<AwaitingSession>, Error> {
         let mut sessions = vec![address.clone()];
-        if whole_tree && address.is_root() {
-            sessions.extend(self.tree_sessions(address).await?.into_iter().map(|child| {
-                SessionAddress {
-                    root_session_id: address.root_session_id.clone(),
-                    session_id: child,
-                }
-            }));
-        }
+        sessions.extend(members.into_iter().map(|child| SessionAddress {
+            root_session_id: address.root_session_id.clone(),
+            session_id: child,
+        }));
         let mut pipe = redis::pipe();
         for session in &sessions {
             pipe.hvals(self.key(session, Key::Pending))
@@ -197,60 +208,65 @@ impl Store {
         address: &SessionAddress,
         whole_tree: bool,
     ) -> Result<Vec<PersonCall>, Error> {
-        let now = now_ms();
-        let mut calls = Vec::new();
-        for session in self.awaiting_sessions(address, whole_tree).await? {
-            let AwaitingSession {
-                address,
-                agent_type,
-                user_id,
-                mut pending,
-                answers,
-                relayed,
-                questions,
-                ..
-            } = session;
-            pending.retain(|call| {
-                matches!(call.kind, PendingKind::Client | PendingKind::Approval)
-                    && !answers.contains_key(&call.tool_call_id)
-            });
-            // A server tool's call that asked is rendered as a form of its question's schema.
-            let mut waiting: Vec<(PendingCall, Option<serde_json::Value>)> = pending
-                .into_iter()
-                .map(|call| {
-                    let render = call
-                        .asked
-                        .as_ref()
-                        .map(|ask| question_render(&ask.asked.schema));
-                    (call, render)
-                })
-                .collect();
-            waiting.extend(
-                relayed
-                    .into_iter()
-                    .filter(|entry| entry.answer.is_none())
-                    .map(|entry| (entry.relayed.call, entry.relayed.render)),
-            );
-            waiting.retain(|(call, _)| call.deadline_at > now);
-            waiting.sort_by(|(a, _), (b, _)| {
-                (a.step, &a.tool_call_id).cmp(&(b.step, &b.tool_call_id))
-            });
-            let agent_type = agent_type.unwrap_or_default();
-            calls.extend(waiting.into_iter().map(|(call, render)| PersonCall {
-                owner: address.clone(),
-                call,
-                agent_type: agent_type.clone(),
-                user_id: user_id.clone(),
-                render,
-            }));
-            calls.extend(
-                questions.into_iter().map(|question| {
-                    question_call(&address, question, &agent_type, user_id.as_ref())
-                }),
-            );
-        }
-        Ok(calls)
+        let sessions = self.awaiting_sessions(address, whole_tree).await?;
+        Ok(person_calls_of(sessions))
     }
+}
+
+/// The calls waiting on a person in `sessions` (as [`Store::awaiting_sessions`] read them):
+/// in session order, then call order.
+pub(super) fn person_calls_of(sessions: Vec<AwaitingSession>) -> Vec<PersonCall> {
+    let now = now_ms();
+    let mut calls = Vec::new();
+    for session in sessions {
+        let AwaitingSession {
+            address,
+            agent_type,
+            user_id,
+            mut pending,
+            answers,
+            relayed,
+            questions,
+            ..
+        } = session;
+        pending.retain(|call| {
+            matches!(call.kind, PendingKind::Client | PendingKind::Approval)
+                && !answers.contains_key(&call.tool_call_id)
+        });
+        // A server tool's call that asked is rendered as a form of its question's schema.
+        let mut waiting: Vec<(PendingCall, Option<serde_json::Value>)> = pending
+            .into_iter()
+            .map(|call| {
+                let render = call
+                    .asked
+                    .as_ref()
+                    .map(|ask| question_render(&ask.asked.schema));
+                (call, render)
+            })
+            .collect();
+        waiting.extend(
+            relayed
+                .into_iter()
+                .filter(|entry| entry.answer.is_none())
+                .map(|entry| (entry.relayed.call, entry.relayed.render)),
+        );
+        waiting.retain(|(call, _)| call.deadline_at > now);
+        waiting.sort_by(|(a, _), (b, _)| (a.step, &a.tool_call_id).cmp(&(b.step, &b.tool_call_id)));
+        let agent_type = agent_type.unwrap_or_default();
+        calls.extend(waiting.into_iter().map(|(call, render)| PersonCall {
+            owner: address.clone(),
+            call,
+            agent_type: agent_type.clone(),
+            user_id: user_id.clone(),
+            render,
+        }));
+        calls.extend(
+            questions
+                .into_iter()
+                .map(|question| question_call(&address, question, &agent_type, user_id.as_ref())),
+        );
+    }
+    calls
 }
 
 /// An open question as a person call of the session that asks (`crate::tool::ask`): a client

@@ -11,6 +11,7 @@
 //! hint, never the truth: a reader checks each hit against the session, and the repair sweep
 //! ([`Store::repair_index`]) rewrites the marked entries, reading only those.
 
+use super::person_calls::person_calls_of;
 use super::{
     Error, SessionAddress, SessionState, Status, Store,
     index_id::{expand, shorten},
@@ -216,11 +217,18 @@ impl Store {
 
     /// Rewrites the index entry of a session (and of its root, whose `awaiting` term covers the
     /// tree) from its state, after a change marked `mark`, in a task of its own: the change's
-    /// caller does not wait for it. An error is logged and the mark left for the sweep.
+    /// caller does not wait for it. The write waits [`super::index_queue::INDEX_DELAY`] for the
+    /// session's next changes in this process, which it takes too. An error is logged and the
+    /// marks left for the sweep.
     pub(super) async fn reindex_after_change(&self, address: &SessionAddress, mark: u64) {
+        if !self.index_queue.note(address, mark) {
+            return;
+        }
         let store = self.clone();
         let address = address.clone();
         tokio::spawn(async move {
+            tokio::time::sleep(super::index_queue::INDEX_DELAY).await;
+            let mark = store.index_queue.take(&address);
             if let Err(error) = store.reindex_clearing(&address, mark).await {
                 tracing::warn!(session_id = %address.session_id, %error, "search index not updated");
             }
@@ -252,30 +260,62 @@ impl Store {
         address: &SessionAddress,
         clear_upto: u64,
     ) -> Result<(), Error> {
-        let entry = match self.session(address).await? {
-            None => None,
-            Some(state) => {
-                // A suspended tree's calls, or a running call's question to a person.
-                let awaiting = matches!(state.status, Status::SuspendedClientTool | Status::Active)
-                    && !self.person_calls(address, true).await?.is_empty();
-                Some(state_entry(&state, awaiting, self.session_retention_ms))
-            }
-        };
         let shard = shard_of(&address.session_id);
         let records = self.index_key(shard, "records");
+        let dirty = self.index_key(shard, "dirty");
         let member = shorten(&address.session_id);
         let legacy = if member == address.session_id {
             String::new()
         } else {
             address.session_id.clone()
         };
-        // A write between our read of the record and the script's makes it answer `moved`.
-        for _ in 0..4 {
-            let (short, old): (Option<String>, Option<String>) = redis::pipe()
+        // The index's record of the session (both forms) and its mark.
+        let read_record = || async {
+            let read: (Option<String>, Option<String>, Option<f64>) = redis::pipe()
                 .hget(&records, &member)
                 .hget(&records, &address.session_id)
+                .zscore(&dirty, &member)
                 .query_async(&mut self.conn())
                 .await?;
+            Ok::<_, Error>(read)
+        };
+        let members = async {
+            if address.is_root() {
+                self.tree_sessions(address).await
+            } else {
+                Ok(Vec::new())
+            }
+        };
+        // The session, its tree's members and the record, in one round trip.
+        let (state, members, mut read) =
+            futures::try_join!(self.session(address), members, read_record())?;
+        let entry = match state {
+            None => None,
+            Some(state) => {
+                // A suspended tree's calls, or a running call's question to a person.
+                let awaiting = matches!(state.status, Status::SuspendedClientTool | Status::Active)
+                    && !person_calls_of(self.awaiting_sessions_of(address, members).await?)
+                        .is_empty();
+                Some(state_entry(&state, awaiting, self.session_retention_ms))
+            }
+        };
+        // A write between our read of the record and the script's makes it answer `moved`.
+        for attempt in 0..4 {
+            if attempt > 0 {
+                read = read_record().await?;
+            }
+            let (short, old, marked) = read.clone();
+            // Written already in its short form (by a write after a later change, maybe
+            // another process's) and no mark of this write's left to clear: nothing to do.
+            let cleared = marked.is_none_or(|mark| mark as u64 > clear_upto);
+            let legacy_left = !legacy.is_empty() && old.is_some();
+            if cleared
+                && !legacy_left
+                && let (Some(short), Some(entry)) = (&short, &entry)
+                && *short == entry.record.encode()
+            {
+                return Ok(());
+            }
             let current = short.or(if legacy.is_empty() { None } else { old });
             let old_terms = match &current {
                 Some(text) => {
@@ -291,7 +331,7 @@ impl Store {
             let mut invocation = INDEX_WRITE.prepare_invoke();
             invocation
                 .key(&records)
-                .key(self.index_key(shard, "dirty"))
+                .key(&dirty)
                 .key(self.index_key(shard, "expiry"));
             for term in &old_terms {
                 invocation.key(self.index_key(shard, term));
