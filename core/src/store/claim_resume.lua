@@ -51,7 +51,10 @@ redis.call('HSET', state_key, 'status', 'active', 'runId', new_run_id, 'updatedA
 redis.call('HDEL', state_key, 'output', 'error')
 if with_message then redis.call('HSET', state_key, 'resumeMessage', user_message_json) end
 if abandon then redis.call('HSET', state_key, 'abandon', '1') end
-keep_keys(session_keys({state_key, stream_key, messages_key, checkpoints_key, usage_key},
-  children_key, {tree_key, ownership_key, completed_key, call_ids_key}))
+-- Only an ended session's keys expire (see expire_ended): its next turn keeps them again.
+if is_ended(status) then
+  keep_keys(session_keys({state_key, stream_key, messages_key, checkpoints_key, usage_key},
+    children_key, {tree_key, ownership_key, completed_key, call_ids_key}))
+end
 emit(run_start_body)
 return {'ok', tonumber(fields[2])}
