@@ -33,6 +33,7 @@ mod remote;
 mod remote_child;
 mod round_phases;
 mod rounds;
+mod rounds_one_process;
 mod search;
 mod soak;
 mod steps;

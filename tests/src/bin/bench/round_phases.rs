@@ -67,8 +67,13 @@ fn first_task_wait(events: &[HistoryEvent]) -> Option<f64> {
 }
 
 /// Prints the phases of the median rounds and of the slowest 1% beside each other, of a
-/// configuration of `sessions` sessions.
+/// configuration of `sessions` sessions with 1 worker.
 pub async fn print(sessions: usize, rounds: &[Timed]) -> anyhow::Result<()> {
+    print_labelled("1 worker", sessions, rounds).await
+}
+
+/// [`print`] for the configuration `label`.
+pub async fn print_labelled(label: &str, sessions: usize, rounds: &[Timed]) -> anyhow::Result<()> {
     if rounds.len() < 100 {
         return Ok(());
     }
@@ -79,7 +84,7 @@ pub async fn print(sessions: usize, rounds: &[Timed]) -> anyhow::Result<()> {
     let slowest = &sorted[sorted.len() - sorted.len() / 100..];
     let temporal = baton_worker::connect_temporal(&baton_tests::temporal_settings()).await?;
     println!(
-        "\nWhere the answer → next step time goes, {sessions} sessions, 1 worker (ms, mean of each \
+        "\nWhere the answer → next step time goes, {sessions} sessions, {label} (ms, mean of each \
          group): the 10 rounds around the median and the slowest 1% ({} rounds).\n",
         slowest.len()
     );

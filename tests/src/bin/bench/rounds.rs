@@ -19,7 +19,7 @@ const AGENT: &str = "scale_ask";
 
 /// Rounds per configuration in all (`BENCH_ROUNDS_TOTAL`, default 2000), spread over its
 /// sessions, at least 3 each.
-fn rounds_per_session(sessions: usize) -> usize {
+pub(crate) fn rounds_per_session(sessions: usize) -> usize {
     let total: usize = std::env::var("BENCH_ROUNDS_TOTAL")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -35,10 +35,10 @@ fn concurrencies() -> Vec<usize> {
 }
 
 /// The most rounds any configuration runs per session, plus room: the agent's script length.
-const MOST_ROUNDS: usize = 120;
+pub(crate) const MOST_ROUNDS: usize = 120;
 
 /// One configuration's figures.
-struct Figures {
+pub(crate) struct Figures {
     rounds: usize,
     seconds: f64,
     to_step: Vec<f64>,
@@ -48,7 +48,7 @@ struct Figures {
 }
 
 impl Figures {
-    fn print(&self, label: &str) {
+    pub(crate) fn print(&self, label: &str) {
         let (p50, p99, _) = summary(self.to_step.clone());
         let total: f64 = self.cpu.iter().map(|(_, s)| s).sum::<f64>() * 1000.0 / self.rounds as f64;
         let cpu = if self.cpu.is_empty() {
@@ -71,7 +71,7 @@ impl Figures {
 }
 
 /// Starts `count` sessions (50 at a time) and follows each to its first suspension.
-async fn suspended_sessions(
+pub(crate) async fn suspended_sessions(
     client: &HttpClient,
     count: usize,
 ) -> anyhow::Result<Vec<(String, u64)>> {
@@ -86,7 +86,7 @@ async fn suspended_sessions(
 }
 
 /// Each session answers `rounds` rounds over the plain API, all sessions at once.
-async fn api_rounds(
+pub(crate) async fn api_rounds(
     client: &HttpClient,
     sessions: Vec<(String, u64)>,
     rounds: usize,
@@ -239,6 +239,14 @@ pub async fn print_rounds() -> anyhow::Result<()> {
     let mut workers: Vec<Batond> = Vec::new();
     let mut phases = Vec::new();
     let mut first = (0, 0.0);
+    // The dev server slows as its history grows: the ceiling is measured right before and
+    // right after each configuration it is set beside (the first, and the one process's,
+    // which runs next to it).
+    let bare = crate::bare::spawn_bare_worker(
+        baton_worker::connect_temporal(&baton_tests::temporal_settings()).await?,
+    );
+    let mut ceilings = vec![ceiling(&bare, concurrencies().first().copied().unwrap_or(20)).await?];
+    let mut one = None;
     for count in [1, 2] {
         while workers.len() < count {
             workers.push(
@@ -266,6 +274,13 @@ pub async fn print_rounds() -> anyhow::Result<()> {
             if count == 1 && phases.is_empty() {
                 first = (sessions, figures.rounds as f64 / figures.seconds);
                 phases = figures.timed;
+                ceilings.push(ceiling(&bare, sessions).await?);
+                // The same rounds with the server and its worker in one process (its resumed
+                // runs start eagerly), on a task queue of its own.
+                one = Some(
+                    crate::rounds_one_process::rounds(&redis, &prefix, &agents, temporal).await?,
+                );
+                ceilings.push(ceiling(&bare, sessions).await?);
             }
         }
     }
@@ -279,32 +294,41 @@ pub async fn print_rounds() -> anyhow::Result<()> {
         "\nchat ÷ API rounds/s: {:.2}× (target ≥ 0.8×)",
         (chat.rounds as f64 / chat.seconds) / (api.rounds as f64 / api.seconds)
     );
-    round_phases::print(first.0, &phases).await?;
-    print_ceiling(first).await?;
     drop(workers);
     drop(server);
+    round_phases::print(first.0, &phases).await?;
+    if let Some((sessions, one)) = one {
+        round_phases::print_labelled("`batond dev`", sessions, &one.timed).await?;
+        print_ceiling(&ceilings, first, one.rounds as f64 / one.seconds);
+    }
     procs::remove_redis(redis);
     Ok(())
 }
 
-/// The dev server's ceiling measured in this run (issue 40's goal 4): bare workflows of a
-/// round's fewest operations (a start, one empty local activity, the end), as many at a time as
-/// the first configuration's sessions, beside its rounds/s (1 worker).
-async fn print_ceiling((sessions, rounds_per_second): (usize, f64)) -> anyhow::Result<()> {
-    if sessions == 0 {
-        return Ok(());
-    }
-    let bare = crate::bare::spawn_bare_worker(
-        baton_worker::connect_temporal(&baton_tests::temporal_settings()).await?,
-    );
+/// The dev server's ceiling now (issue 40's goal 4): bare workflows of a round's fewest
+/// operations (a start, one empty local activity, the end), `sessions` at a time; per second.
+async fn ceiling(bare: &crate::bare::BareWorker, sessions: usize) -> anyhow::Result<f64> {
     // Its worker polls before the first start.
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let ceiling = crate::bare::bare_workflows_per_second(&bare, 600, sessions, true).await?;
+    crate::bare::bare_workflows_per_second(bare, 1500, sessions, true).await
+}
+
+/// The ceilings measured before the first configuration, between it and the one process's, and
+/// after that, beside each configuration's rounds/s: each with the mean of the two around it.
+fn print_ceiling(ceilings: &[f64], (sessions, separate): (usize, f64), one_process: f64) {
+    let [before, between, after] = ceilings else {
+        return;
+    };
+    let around_separate = (before + between) / 2.0;
+    let around_one = (between + after) / 2.0;
     println!(
-        "\nThe dev server's ceiling in this run: {ceiling:.1} bare workflows/s (a start, one empty \
-         local activity, the end; {sessions} at a time); {sessions} sessions with 1 worker ran \
-         {rounds_per_second:.1} rounds/s, {:.0}% of it (goal ≥ 95%).",
-        100.0 * rounds_per_second / ceiling
+        "\nThe dev server's ceiling in this run (a start, one empty local activity, the end; \
+         {sessions} at a time): {before:.1}, {between:.1} and {after:.1} bare workflows/s, before \
+         the first configuration, after it and after the one process's. {sessions} sessions with \
+         1 worker ran {separate:.1} rounds/s, {:.0}% of the ceiling around it (goal ≥ 95%); with \
+         the server and the worker in one process (`batond dev`, eager starts), \
+         {one_process:.1} rounds/s, {:.0}% of the ceiling around it.",
+        100.0 * separate / around_separate,
+        100.0 * one_process / around_one,
     );
-    Ok(())
 }

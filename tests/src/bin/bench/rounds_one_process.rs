@@ -1,0 +1,40 @@
+//! The rounds of `rounds` with the server and its worker in one process (`batond dev`): a
+//! resume's workflow starts eagerly there, its first task handed to the worker in the start's
+//! answer instead of waiting in Temporal's matching. 20 sessions (the first of
+//! `BENCH_ROUNDS_CONCURRENCY`), the CPU per round of the dev server, the process and Redis.
+
+use crate::{
+    procs,
+    rounds::{Figures, MOST_ROUNDS, api_rounds, rounds_per_session, suspended_sessions},
+};
+use baton_client::HttpClient;
+use std::{path::Path, time::Duration};
+
+/// Runs the configuration against the benchmark's Redis (`prefix`, the agents file `agents`)
+/// and prints its row; answers its sessions and figures.
+pub async fn rounds(
+    redis: &procs::RedisServer,
+    prefix: &str,
+    agents: &Path,
+    temporal: Option<u32>,
+) -> anyhow::Result<(usize, Figures)> {
+    let task_queue = format!("bench-rounds-dev-{}", std::process::id());
+    let flags = procs::common_flags(&redis.url(), prefix, &task_queue, agents);
+    let dev = procs::launcher()?.dev("rounds-dev", &flags).await?;
+    let client = HttpClient::new(dev.base_url());
+    // Its worker polls before the first session starts.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let sessions = 20;
+    let rounds = rounds_per_session(sessions).min(MOST_ROUNDS - 1);
+    let started = suspended_sessions(&client, sessions).await?;
+    let meter = [
+        ("temporal", temporal),
+        ("batond dev", dev.pid()),
+        ("redis", redis.pid()),
+    ];
+    let figures = api_rounds(&client, started, rounds, &meter).await?;
+    figures.print(&format!(
+        "{sessions} sessions, `batond dev` (server and worker in one process), API"
+    ));
+    Ok((sessions, figures))
+}
