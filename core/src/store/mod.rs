@@ -271,6 +271,8 @@ mod footprint_tests;
 #[cfg(test)]
 mod index_format_tests;
 #[cfg(test)]
+mod index_queue_tests;
+#[cfg(test)]
 mod pipelined_tests;
 #[cfg(test)]
 mod remote_tests;

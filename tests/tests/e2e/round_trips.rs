@@ -1,7 +1,7 @@
 //! What a human-in-the-loop round costs Redis on the server: the round trips of a submit before
-//! its script and of a lone root's resume before its claim, counted where each request leaves
-//! the server's store (`Store::recording_round_trips`: a pipeline is one, a script Redis did
-//! not know is three). The operations are called as both transports call them, with an
+//! its script, of a lone root's resume before its claim and of a follow, counted where each
+//! request leaves the server's store (`Store::recording_round_trips`: a pipeline is one, a script
+//! Redis did not know is three). The operations are called as both transports call them, with an
 //! operator's principal (whose authorization reads nothing).
 
 use baton_client::Client as _;
@@ -14,6 +14,7 @@ use baton_core::{
 use baton_tests::{Harness, agents};
 use baton_worker::{AppState, auth::Principal, ops};
 use serde_json::json;
+use std::time::Duration;
 
 /// The round trips sent before the first one that runs `script`, and that one's position.
 fn before_script(sent: &[RoundTrip], script: &str) -> Vec<RoundTrip> {
@@ -88,4 +89,45 @@ async fn a_submit_is_its_script_after_the_callers_bucket_and_a_lone_roots_resume
     let chunks = harness.chunks_after_until_end(&session, before).await;
     assert!(chunks.iter().all(|c| c.header.run_id == resumed.run_id));
     assert_eq!(chunks.last().map(|c| c.kind.name()), Some("end"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follow_reads_the_session_once_and_its_stream_once_before_its_first_chunks() {
+    let harness = Harness::start(agents::registry()).await;
+    let session = harness.suspended_session("asker").await;
+    let (store, round_trips) = harness.store.recording_round_trips();
+    let state = AppState {
+        store,
+        ..harness.state.clone()
+    };
+    let operator = Principal::Operator {
+        name: "operator".into(),
+    };
+    let credential = baton_worker::stream::Credential::of(&Default::default());
+    let mut follow = ops::follow(&state, &operator, &credential, &session, 0)
+        .await
+        .unwrap();
+    let chunks = follow.next_chunks().await.unwrap().unwrap();
+    assert_eq!(chunks.first().map(|c| c.sequence), Some(1));
+    assert_eq!(
+        chunks.last().map(|c| c.kind.name()),
+        Some("suspended"),
+        "the whole stream so far, in one read"
+    );
+    // Then it waits on the feed, reading nothing more (the session waits for its answer).
+    let waiting = tokio::time::timeout(Duration::from_millis(300), follow.next_chunks()).await;
+    assert!(waiting.is_err(), "nothing more was written: {waiting:?}");
+    let sent = round_trips.sent();
+    eprintln!("a follow's round trips: {sent:#?}");
+    let count = |name: &str| {
+        sent.iter()
+            .filter(|round_trip| round_trip.commands.iter().any(|c| c == name))
+            .count()
+    };
+    // The session read by the operation (the feed starts from it), one catch-up read of the
+    // stream (shorter than its batch: the rest comes from the feed), and at most the chunk
+    // headers this server had not read yet.
+    assert_eq!(count("HGETALL"), 1, "{sent:#?}");
+    assert_eq!(count("XRANGE"), 1, "{sent:#?}");
+    assert!(sent.len() <= 3, "{sent:#?}");
 }
