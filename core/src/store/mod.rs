@@ -135,6 +135,8 @@ pub struct Store {
     remote_id_secret: std::sync::Arc<tokio::sync::OnceCell<String>>,
     /// The index writes due after changes, coalesced (see `index_queue.rs`).
     index_queue: index_queue::IndexQueue,
+    /// Blocking connections to this store's Redis that their readers gave back (`stream.rs`).
+    idle_subscribers: stream::IdleSubscribers,
 }
 
 /// How long an ended session is kept by default: a few days, for late reads and follow-ups.
@@ -180,6 +182,7 @@ impl Store {
             header_cache: stream::HeaderCache::default(),
             remote_id_secret: Default::default(),
             index_queue: Default::default(),
+            idle_subscribers: Default::default(),
         })
     }
 

@@ -101,11 +101,22 @@ impl Store {
             .collect()
     }
 
-    /// A connection of its own for blocking stream reads, which would stall the shared one.
+    /// A connection of its own for blocking stream reads, which would stall the shared one: one
+    /// a reader gave back ([`Self::keep_subscriber`]), else a new one.
     pub async fn subscriber(&self) -> Result<Subscriber, Error> {
+        if let Some(idle) = self.idle_subscribers.take() {
+            return Ok(idle);
+        }
         Ok(Subscriber {
             connection: self.endpoint.dedicated().await?,
         })
+    }
+
+    /// Gives back a subscriber whose last read was answered, for the next reader (a session
+    /// followed once a round would otherwise open a connection every round); with 64 kept
+    /// already, it is closed.
+    pub fn keep_subscriber(&self, subscriber: Subscriber) {
+        self.idle_subscribers.keep(subscriber);
     }
 
     /// The chunks of these entries of `address`'s stream (`key`), their headers put back.
@@ -290,6 +301,27 @@ fn own_header(stream_id: &str, session_id: &str, run_id: &str) -> String {
 /// A dedicated connection that waits for new chunks of a session.
 pub struct Subscriber {
     connection: super::connection::Connection,
+}
+
+/// Most idle subscribers a store keeps.
+pub(super) const IDLE_SUBSCRIBERS: usize = 64;
+
+/// The subscribers given back to a store (shared by its clones, which reach the same Redis).
+#[derive(Clone, Default)]
+pub(super) struct IdleSubscribers(Arc<std::sync::Mutex<Vec<Subscriber>>>);
+
+impl IdleSubscribers {
+    fn take(&self) -> Option<Subscriber> {
+        self.0.lock().ok().and_then(|mut idle| idle.pop())
+    }
+
+    fn keep(&self, subscriber: Subscriber) {
+        if let Ok(mut idle) = self.0.lock()
+            && idle.len() < IDLE_SUBSCRIBERS
+        {
+            idle.push(subscriber);
+        }
+    }
 }
 
 impl Subscriber {

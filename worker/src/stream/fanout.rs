@@ -5,13 +5,13 @@
 //! blocks on `XREAD` for the whole server. A follower that falls behind the channel, or sees a gap,
 //! reads Redis again; a gap Redis cannot fill (the chunks were trimmed) is `TRUNCATED`.
 //!
-//! A feed's blocking connection goes back to the hub when the feed retires and the next feed
-//! takes it: a session followed once a round (a client that follows each turn to its pause)
-//! would otherwise open a Redis connection every round.
+//! A feed's blocking connection goes back to its store when the feed retires and the next feed
+//! takes it (`Store::keep_subscriber`): a session followed once a round (a client that follows
+//! each turn to its pause) would otherwise open a Redis connection every round.
 
 use baton_core::{
     StreamChunk,
-    store::{self, SessionAddress, Store, Subscriber},
+    store::{SessionAddress, Store},
 };
 use std::{
     collections::HashMap,
@@ -26,8 +26,6 @@ pub type Batch = Arc<[StreamChunk]>;
 const FEED_CAPACITY: usize = 256;
 /// How long the feed task blocks on Redis before checking whether anyone still follows.
 const FEED_POLL_MS: usize = 5_000;
-/// Most idle blocking connections the hub keeps for its next feeds.
-const IDLE_READERS: usize = 64;
 
 /// The live feeds of this server, one per followed session. Cheap to clone.
 #[derive(Clone, Default)]
@@ -35,8 +33,6 @@ pub struct StreamHub {
     feeds: Arc<Mutex<HashMap<SessionAddress, broadcast::Sender<Batch>>>>,
     /// The followers of this server, counted against the follower caps.
     pub followers: super::Followers,
-    /// Blocking connections of retired feeds, for the next feeds.
-    idle: Arc<Mutex<Vec<Subscriber>>>,
 }
 
 impl std::fmt::Debug for StreamHub {
@@ -72,24 +68,6 @@ impl StreamHub {
         receiver
     }
 
-    /// A blocking connection for a new feed: an idle one, else a new one.
-    async fn reader(&self, store: &Store) -> Result<Subscriber, store::Error> {
-        let idle = self.idle.lock().ok().and_then(|mut idle| idle.pop());
-        match idle {
-            Some(reader) => Ok(reader),
-            None => store.subscriber().await,
-        }
-    }
-
-    /// Keeps a retired feed's connection (it answered its last read) for the next feed.
-    fn keep_reader(&self, reader: Subscriber) {
-        if let Ok(mut idle) = self.idle.lock()
-            && idle.len() < IDLE_READERS
-        {
-            idle.push(reader);
-        }
-    }
-
     /// Sessions with a live feed.
     pub fn feed_count(&self) -> usize {
         self.feeds.lock().map_or(0, |feeds| feeds.len())
@@ -104,7 +82,7 @@ impl StreamHub {
         sender: broadcast::Sender<Batch>,
         mut after: u64,
     ) {
-        let mut reader = match self.reader(&store).await {
+        let mut reader = match store.subscriber().await {
             Ok(reader) => Some(reader),
             Err(error) => {
                 tracing::warn!(session = %address.session_id, %error, "stream feed could not start");
@@ -114,7 +92,7 @@ impl StreamHub {
         while let Some(connection) = reader.as_mut() {
             if self.retire_if_unfollowed(&address, &sender) {
                 if let Some(reader) = reader {
-                    self.keep_reader(reader);
+                    store.keep_subscriber(reader);
                 }
                 return;
             }
