@@ -299,21 +299,18 @@ impl Store {
                 Some(state_entry(&state, awaiting, self.session_retention_ms))
             }
         };
+        let encoded = entry.as_ref().map(|entry| entry.record.encode());
         // A write between our read of the record and the script's makes it answer `moved`.
         for attempt in 0..4 {
             if attempt > 0 {
                 read = read_record().await?;
             }
-            let (short, old, marked) = read.clone();
+            let (short, old, marked) = std::mem::take(&mut read);
             // Written already in its short form (by a write after a later change, maybe
             // another process's) and no mark of this write's left to clear: nothing to do.
             let cleared = marked.is_none_or(|mark| mark as u64 > clear_upto);
             let legacy_left = !legacy.is_empty() && old.is_some();
-            if cleared
-                && !legacy_left
-                && let (Some(short), Some(entry)) = (&short, &entry)
-                && *short == entry.record.encode()
-            {
+            if cleared && !legacy_left && short.is_some() && short == encoded {
                 return Ok(());
             }
             let current = short.or(if legacy.is_empty() { None } else { old });
@@ -343,13 +340,13 @@ impl Store {
                     }
                     let expire_at = entry.expire_at.map(|at| at.to_string());
                     (
-                        entry.record.encode(),
+                        encoded.as_deref().unwrap_or_default(),
                         entry.score,
                         expire_at.unwrap_or_default(),
                         entry.record.v,
                     )
                 }
-                None => (String::new(), 0, String::new(), (0, 0)),
+                None => ("", 0, String::new(), (0, 0)),
             };
             invocation
                 .arg(&member)

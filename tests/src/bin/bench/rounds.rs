@@ -278,7 +278,8 @@ pub async fn print_rounds() -> anyhow::Result<()> {
                 // The same rounds with the server and its worker in one process (its resumed
                 // runs start eagerly), on a task queue of its own.
                 one = Some(
-                    crate::rounds_one_process::rounds(&redis, &prefix, &agents, temporal).await?,
+                    crate::rounds_one_process::rounds(sessions, &redis, &prefix, &agents, temporal)
+                        .await?,
                 );
                 ceilings.push(ceiling(&bare, sessions).await?);
             }

@@ -1,7 +1,8 @@
 //! The rounds of `rounds` with the server and its worker in one process (`batond dev`): a
 //! resume's workflow starts eagerly there, its first task handed to the worker in the start's
-//! answer instead of waiting in Temporal's matching. 20 sessions (the first of
-//! `BENCH_ROUNDS_CONCURRENCY`), the CPU per round of the dev server, the process and Redis.
+//! answer instead of waiting in Temporal's matching. As many sessions as the first configuration
+//! of `rounds` (the first of `BENCH_ROUNDS_CONCURRENCY`), the CPU per round of the dev server,
+//! the process and Redis.
 
 use crate::{
     procs,
@@ -10,9 +11,10 @@ use crate::{
 use baton_client::HttpClient;
 use std::{path::Path, time::Duration};
 
-/// Runs the configuration against the benchmark's Redis (`prefix`, the agents file `agents`)
-/// and prints its row; answers its sessions and figures.
+/// Runs the configuration with `sessions` sessions against the benchmark's Redis (`prefix`, the
+/// agents file `agents`) and prints its row; answers its sessions and figures.
 pub async fn rounds(
+    sessions: usize,
     redis: &procs::RedisServer,
     prefix: &str,
     agents: &Path,
@@ -24,7 +26,6 @@ pub async fn rounds(
     let client = HttpClient::new(dev.base_url());
     // Its worker polls before the first session starts.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let sessions = 20;
     let rounds = rounds_per_session(sessions).min(MOST_ROUNDS - 1);
     let started = suspended_sessions(&client, sessions).await?;
     let meter = [
