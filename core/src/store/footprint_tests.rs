@@ -536,3 +536,103 @@ async fn a_submit_to_a_childs_call_is_answered_on_the_child_and_takes_one_token_
         store.key(&root, Key::SubmitBucket)
     );
 }
+
+/// The stream's node count (XINFO's `radix-tree-keys`) and its memory.
+async fn stream_nodes_and_bytes(store: &Store, key: &str) -> (u64, u64) {
+    let info: HashMap<String, redis::Value> = redis::cmd("XINFO")
+        .arg("STREAM")
+        .arg(key)
+        .query_async(&mut store.conn())
+        .await
+        .unwrap();
+    let nodes: u64 = redis::from_redis_value(&info["radix-tree-keys"]).unwrap();
+    (nodes, memory_usage(store, key).await)
+}
+
+async fn memory_usage(store: &Store, key: &str) -> u64 {
+    redis::cmd("MEMORY")
+        .arg("USAGE")
+        .arg(key)
+        .arg("SAMPLES")
+        .arg(0)
+        .query_async(&mut store.conn())
+        .await
+        .unwrap()
+}
+
+/// What the stream takes written back from its own dump: every node at its size (the copy's
+/// name as long as the stream's, which MEMORY USAGE counts).
+async fn bytes_at_its_size(store: &Store, key: &str) -> u64 {
+    let copy = format!("{}#", &key[..key.len() - 1]);
+    let dump: Vec<u8> = redis::cmd("DUMP")
+        .arg(key)
+        .query_async(&mut store.conn())
+        .await
+        .unwrap();
+    let () = redis::cmd("RESTORE")
+        .arg(&copy)
+        .arg(0)
+        .arg(dump)
+        .arg("REPLACE")
+        .query_async(&mut store.conn())
+        .await
+        .unwrap();
+    let bytes = memory_usage(store, &copy).await;
+    let () = store.conn().del(&copy).await.unwrap();
+    bytes
+}
+
+#[tokio::test]
+async fn a_long_stream_is_written_back_when_it_grew_a_node_and_only_then() {
+    let store = store().await;
+    let root = SessionAddress::root("s1");
+    new_session(&store, &root).await;
+    let stream = store.key(&root, Key::Stream);
+    let state = store.key(&root, Key::State);
+    let at = at(&root, "r1", 1);
+    // Chunk i of the step is written when i were before it.
+    let mut index = 0;
+    // Writes `count` text deltas, then a `suspended` chunk: the session goes quiet.
+    let mut quiet_after = async |count: usize| {
+        let mut kinds: Vec<ChunkKind> = (0..count)
+            .map(|i| ChunkKind::TextDelta {
+                step: 1,
+                delta: format!("part {i}"),
+            })
+            .collect();
+        kinds.push(ChunkKind::Suspended {
+            step: 1,
+            tool_call_ids: vec!["c1".into()],
+        });
+        let written = store.emit_model_chunks(at, 1, index, &kinds).await.unwrap();
+        assert_eq!(written as usize, kinds.len());
+        index += written;
+    };
+    let shape = || async {
+        let shape: Option<String> = store.conn().hget(&state, "streamShape").await.unwrap();
+        shape
+    };
+
+    quiet_after(150).await;
+    let (nodes, bytes) = stream_nodes_and_bytes(&store, &stream).await;
+    assert!(nodes > 1, "{nodes} nodes");
+    assert_eq!(bytes, bytes_at_its_size(&store, &stream).await);
+    let first = shape()
+        .await
+        .expect("a stream of more nodes keeps its shape");
+
+    // A few chunks more fit in the newest node, which grows by them: nothing to give back,
+    // and the stream is not copied again.
+    quiet_after(2).await;
+    let (same_nodes, bytes) = stream_nodes_and_bytes(&store, &stream).await;
+    assert_eq!(same_nodes, nodes);
+    assert_eq!(shape().await.as_deref(), Some(first.as_str()));
+    assert_eq!(bytes, bytes_at_its_size(&store, &stream).await);
+
+    // Enough for a new node, with Redis's room: given back when the session goes quiet again.
+    quiet_after(100).await;
+    let (more_nodes, bytes) = stream_nodes_and_bytes(&store, &stream).await;
+    assert!(more_nodes > nodes, "{more_nodes} nodes");
+    assert_ne!(shape().await.as_deref(), Some(first.as_str()));
+    assert_eq!(bytes, bytes_at_its_size(&store, &stream).await);
+}

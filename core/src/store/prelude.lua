@@ -127,15 +127,45 @@ end
 -- back from its own DUMP allocates each node at its size. Done for a small stream only (a long
 -- one wastes at most that one node's room, and copying it costs more); a Redis that refuses
 -- DUMP or RESTORE (an ACL without @dangerous) just keeps the room.
+--
+-- A stream written back has no room to give until Redis starts a new node (the newest one grows
+-- by what it is given). So a stream of more than one node is written back only when its shape
+-- (its node count, its first entry and how many entries it lost) changed since the last time,
+-- which the state of its session keeps; a stream of one node, the short session's, costs little
+-- to write back and keeps nothing in the state.
 local compact_stream_limit_bytes = 32768
-local function compact_stream(stream)
+
+-- The stream's node count and its shape (see above), or nil when XINFO does not tell.
+local function stream_shape(stream)
+  local info = redis.pcall('XINFO', 'STREAM', stream)
+  if type(info) ~= 'table' then return nil end
+  local nodes, length, added, first = nil, nil, nil, ''
+  for i = 1, #info - 1, 2 do
+    local name, value = info[i], info[i + 1]
+    if name == 'radix-tree-keys' then nodes = value
+    elseif name == 'length' then length = value
+    elseif name == 'entries-added' then added = value
+    elseif name == 'first-entry' and type(value) == 'table' then first = value[1] end
+  end
+  if not nodes or not length then return nil end
+  local lost = added and tostring(added - length) or ''
+  return nodes, nodes .. ':' .. first .. ':' .. lost
+end
+
+local function compact_stream(state, stream)
+  local nodes, shape = stream_shape(stream)
+  local kept = nodes and nodes > 1
+  if kept and redis.call('HGET', state, 'streamShape') == shape then return end
   local used = redis.pcall('MEMORY', 'USAGE', stream)
   if type(used) ~= 'number' or used > compact_stream_limit_bytes then return end
   local dump = redis.pcall('DUMP', stream)
   if type(dump) ~= 'string' then return end
   local ttl = redis.call('PTTL', stream)
   if ttl < 0 then ttl = 0 end
-  redis.pcall('RESTORE', stream, ttl, dump, 'REPLACE')
+  local restored = redis.pcall('RESTORE', stream, ttl, dump, 'REPLACE')
+  if kept and type(restored) == 'table' and restored.ok then
+    redis.call('HSET', state, 'streamShape', shape)
+  end
 end
 
 -- The chunk types a child keeps to its own stream: on the root's, the parent's subagent_end
@@ -173,7 +203,7 @@ local function emit_on(state, stream, body, max)
     if child then redis.call('HSET', root_state_key, closed_field(child), '1') end
   end
   if own_stream_only[kind] then
-    compact_stream(stream)
+    compact_stream(state, stream)
   elseif state ~= root_state_key
       and redis.call('HEXISTS', root_state_key, closed_field(session_of(state))) == 0 then
     local root_stream_id = redis.call('HGET', root_state_key, 'streamId')
