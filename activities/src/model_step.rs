@@ -14,7 +14,7 @@ use baton_core::{
     chunk::ChunkKind,
     message::{MAX_KEPT_REASONING_BYTES, Message, Reasoning},
     model::{Delta, ModelRequest},
-    store::{self, RunRef, StagedTurn, StepProgress, UsageRecord, Written},
+    store::{self, RunRef, StagedTurn, StepProgress, StepStart, UsageRecord, Written},
 };
 use futures::TryFutureExt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -34,11 +34,15 @@ impl AgentActivities {
         // It also writes step_start there if no attempt has streamed the step yet (see `Head`).
         let attempt = stream_attempt(ctx);
         let progress = self.store.step_progress(input.step_ref());
-        let (progress, head, drain) = if input.drain_first {
+        let (progress, mut head, drain) = if input.drain_first {
             // The drain's reads go with the progress; they are of no use if the step is further.
             let (progress, drain) = futures::try_join!(progress, self.drain_read(&input.address))?;
             let suspended_run = drain.suspended_run();
-            (progress, Head::AfterDrain { suspended_run }, Some(drain))
+            let head = Head::AfterDrain {
+                suspended_run,
+                step_started: false,
+            };
+            (progress, head, Some(drain))
         } else {
             let (progress, log, step_start) = futures::join!(
                 progress,
@@ -52,8 +56,18 @@ impl AgentActivities {
         {
             // The drain is one fenced script: an attempt that finds it applied drains nothing
             // again, and the model is called only after it, so the results precede the turn.
-            // Once the turn is staged, a retry skips the drain altogether.
-            self.drain(ctx, &input.previous(), drain).await?;
+            // Once the turn is staged, a retry skips the drain altogether. The step's
+            // step_start goes in the same script when the drain applies.
+            let step_start = StepStart {
+                step: input.step,
+                attempt,
+            };
+            let started = self
+                .drain(ctx, &input.previous(), drain, Some(step_start))
+                .await?;
+            if let Head::AfterDrain { step_started, .. } = &mut head {
+                *step_started = started;
+            }
         }
         let (turn, fresh) = match progress {
             StepProgress::Committed => return Ok(StepPlan::Committed),
@@ -105,8 +119,16 @@ impl AgentActivities {
                 }
                 log
             }
-            Head::AfterDrain { suspended_run } => {
-                let step_start = self.emit_step_start(input, attempt);
+            Head::AfterDrain {
+                suspended_run,
+                step_started,
+            } => {
+                let step_start = async {
+                    if step_started {
+                        return Ok(0);
+                    }
+                    self.emit_step_start(input, attempt).await
+                };
                 let log = self.read_log(input, suspended_run.as_deref());
                 futures::try_join!(log, step_start)?.0
             }
@@ -317,8 +339,12 @@ impl AgentActivities {
 /// there is no earlier attempt's text to discard. The outcome matters only for a new step.
 enum Head {
     /// Nothing yet: the step drains answers first, which changes the log; it ends the
-    /// suspension of `suspended_run`, whose last log the cache may hold.
-    AfterDrain { suspended_run: Option<String> },
+    /// suspension of `suspended_run`, whose last log the cache may hold. `step_started`: the
+    /// drain's script wrote `step_start` too (a drain that applied).
+    AfterDrain {
+        suspended_run: Option<String>,
+        step_started: bool,
+    },
     /// The log and how many chunks writing `step_start` appended (0: an earlier attempt had
     /// streamed the step, and nothing was written).
     LogAndStepStart(Vec<Message>, Result<u32, store::Error>),

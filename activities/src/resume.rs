@@ -15,7 +15,7 @@ use baton_core::{
     ErrorCode,
     message::{ToolOutcome, ToolResult, codes},
     observe::{self, ClientCallEvent},
-    store::{self, DrainedCall, PendingCall, StepRef, Written},
+    store::{self, DrainedCall, PendingCall, StepRef, StepStart, Written},
 };
 use std::collections::HashMap;
 use temporalio_sdk::activities::ActivityContext;
@@ -28,7 +28,8 @@ impl AgentActivities {
         input: &StepInput,
     ) -> Result<(), Error> {
         let read = self.drain_read(&input.address).await?;
-        self.drain(ctx, input, read).await
+        self.drain(ctx, input, read, None).await?;
+        Ok(())
     }
 
     /// What a drain reads, in one round trip (its three reads go together, and a caller may add
@@ -49,13 +50,16 @@ impl AgentActivities {
         })
     }
 
-    /// Drains what `read` found: see [`Self::drain_answers`].
+    /// Drains what `read` found: see [`Self::drain_answers`]. With `step_start`, the drain's
+    /// script also writes the resumed step's `step_start` when it applies; answers whether it
+    /// did.
     pub(crate) async fn drain(
         &self,
         ctx: &ActivityContext,
         input: &StepInput,
         read: DrainRead,
-    ) -> Result<(), Error> {
+        step_start: Option<StepStart>,
+    ) -> Result<bool, Error> {
         let address = &input.address;
         let DrainRead {
             state,
@@ -151,17 +155,19 @@ impl AgentActivities {
         // behind only costs the deadline sweep a look at the session when it comes due.
         let suspended: Vec<&str> = suspended_run.iter().map(String::as_str).collect();
         let (applied, unindexed) = futures::join!(
-            self.store.apply_answers(input.run_ref(), &drained),
+            self.store
+                .apply_answers(input.run_ref(), &drained, step_start),
             self.store.unindex_deadlines(address, &suspended),
         );
         if let Err(error) = unindexed {
             tracing::warn!(session = %address.session_id, %error, "the deadline index keeps a resumed run");
         }
         // A retried attempt that finds the answers applied drained nothing new.
-        if applied? == Written::New {
+        let applied = applied?;
+        if applied.written == Written::New {
             log_drained(input, &drained);
         }
-        Ok(())
+        Ok(applied.step_started)
     }
 
     /// Stages the change of the custom state a drained call made (an approved tool's, or a

@@ -1,7 +1,10 @@
 -- Drains a resumed run's answered (or lapsed, or abandoned) calls into the log, in the order the
 -- model made them, each with its tool_end chunk; ends each call's pending state (see
 -- clear_pending; expired completed markers are reaped here) and the suspension; then appends the
--- resume's user message, if any, after the results. Applying twice changes nothing.
+-- resume's user message, if any, after the results. Applying twice changes nothing. Given the
+-- resumed step's step_start, writes it last, as the step's chunk 0 for the attempt given (see
+-- emit_model_chunks.lua): the drain comes before any attempt at that step streams, so a drain
+-- that applies finds nothing of the step on the stream.
 local messages_key = KEYS[3]
 local pending_key = KEYS[4]
 local pending_run_key = KEYS[5]
@@ -9,12 +12,16 @@ local answers_key = KEYS[6]
 local ownership_key = KEYS[7]
 local completed_key = KEYS[8]
 local open_deadlines_key = KEYS[9]
+local staged_key = KEYS[10]
 local run_id = ARGV[1]
 local now = ARGV[2]
 local wait_ms = ARGV[3] -- the calls' client-tool wait, added to the session's total
+local step_start_body = ARGV[4] -- '' for none
+local next_step = ARGV[5]
+local attempt = ARGV[6]
 -- Then per call: toolCallId, toolMessage, toolEndBody, markerExpiryMs, extraChunkCount, and that
 -- many chunk bodies written after its tool_end (an approved call's tool_data).
-local first_call = 4
+local first_call = 7
 
 local refused = run_guard(run_id)
 if refused then return {refused} end
@@ -39,4 +46,11 @@ if state[2] then redis.call('RPUSH', messages_key, state[2]) end
 redis.call('HDEL', state_key, 'suspension', 'suspendedRunId', 'resumeMessage', 'abandon', 'stop',
   'stoppedCalls')
 redis.call('HSET', state_key, 'updatedAt', now)
-return {'ok'}
+local emitted_field = staged_field('emitted', run_id, next_step)
+if step_start_body ~= '' and not redis.call('HGET', staged_key, emitted_field) then
+  redis.call('HSET', staged_key, staged_field('attempt', run_id, next_step), attempt,
+    emitted_field, 1)
+  emit(step_start_body)
+  return {'ok', 1}
+end
+return {'ok', 0}

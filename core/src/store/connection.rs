@@ -35,6 +35,18 @@ impl Connection {
     }
 }
 
+impl Connection {
+    /// Whether one pipeline may hold commands of different slots: on one server, yes; on a
+    /// cluster, whose pipelines go to one node, no.
+    pub(super) fn pipelines_across_slots(&self) -> bool {
+        match self {
+            Self::Single(_) | Self::Dedicated(_) => true,
+            Self::Cluster(_) => false,
+            Self::Recorded(connection, _) => connection.pipelines_across_slots(),
+        }
+    }
+}
+
 impl ConnectionLike for Connection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         match self {

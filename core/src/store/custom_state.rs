@@ -68,6 +68,22 @@ impl Store {
         self.fold_state_if_asked(step, reply, invocation).await
     }
 
+    /// [`Self::commit_folding_state`] whose first run goes with the search index's mark of the
+    /// step's session, in one round trip (see [`Self::mark_then`]): the mark and the reply.
+    pub(super) async fn commit_folding_state_marked(
+        &self,
+        step: StepRef<'_>,
+        invocation: impl Fn(&StateFold) -> Invocation<'static>,
+    ) -> Result<(u64, WriteReply), Error> {
+        let (mark, reply) = self
+            .mark_then(step.address, &invocation(&StateFold::default()))
+            .await?;
+        Ok((
+            mark,
+            self.fold_state_if_asked(step, reply, invocation).await?,
+        ))
+    }
+
     /// When a commit run with no fold answered with the step's staged state patches, runs it
     /// again with them folded; any other reply is the commit's.
     pub(super) async fn fold_state_if_asked(

@@ -84,7 +84,9 @@ pub use relay::{A2aQuestion, Recorded, RelayedAnswer, RelayedCall, RelayedGroup}
 pub use remote::{FollowMode, Forwarded, ForwardedChunk};
 pub use remote_callback::CallbackAccepted;
 pub use remote_wait_index::RemoteWait;
-pub use resume::{Claim, ClaimedRun, DrainedCall, NewRunId, NextRun, ResumeEntry, RunClaim};
+pub use resume::{
+    Applied, Claim, ClaimedRun, DrainedCall, NewRunId, NextRun, ResumeEntry, RunClaim, StepStart,
+};
 pub use rewind::{Rewind, Rewound};
 pub use round_trips::{RoundTrip, RoundTrips};
 pub use search_index::{

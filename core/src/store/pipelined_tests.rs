@@ -1,8 +1,11 @@
 //! A step's last result staged and the step committed in one round trip, against a real Redis:
 //! the pair writes what the two scripts write one after the other, once; a staging the run
 //! guard refuses commits nothing; a state patch is folded in; scripts Redis has forgotten are
-//! loaded and the pair sent again. A call's `tool_data` chunks go with its result, once.
+//! loaded and the pair sent again. A call's `tool_data` chunks go with its result, once. A
+//! suspension goes with the search index's mark in one round trip.
 
+use super::footprint_tests::{call, pending};
+use super::search_tests::settled;
 use super::state_tests::{new_session_with_state, patch};
 use super::tests::{at, kinds, new_session, store, tool_result, turn};
 use super::*;
@@ -28,6 +31,16 @@ async fn one_call_staged(store: &Store, address: &SessionAddress) -> ToolCall {
         .await
         .unwrap();
     call
+}
+
+/// As after a Redis restart: every script must be loaded again (other tests running now load
+/// theirs again the same way).
+async fn forget_scripts(store: &Store) {
+    let _: () = redis::cmd("SCRIPT")
+        .arg("FLUSH")
+        .query_async(&mut store.conn())
+        .await
+        .unwrap();
 }
 
 async fn step_count(store: &Store, address: &SessionAddress) -> u32 {
@@ -156,13 +169,7 @@ async fn scripts_redis_forgot_are_loaded_and_the_pair_sent_again() {
     new_session(&store, &address).await;
     let step = at(&address, "r1", 1);
     let c1 = one_call_staged(&store, &address).await;
-    // As after a Redis restart: every script must be loaded again (other tests running now
-    // load theirs again the same way).
-    let _: () = redis::cmd("SCRIPT")
-        .arg("FLUSH")
-        .query_async(&mut store.conn())
-        .await
-        .unwrap();
+    forget_scripts(&store).await;
 
     let written = store
         .stage_tool_result_and_commit(
@@ -176,4 +183,42 @@ async fn scripts_redis_forgot_are_loaded_and_the_pair_sent_again() {
     assert_eq!(written, Written::New);
     assert_eq!(step_count(&store, &address).await, 1);
     assert_eq!(store.messages(&address).await.unwrap().len(), 4);
+}
+
+#[tokio::test]
+async fn a_suspension_goes_with_its_index_mark_in_one_round_trip_even_after_redis_forgot_both() {
+    let base = store().await;
+    let address = SessionAddress::root("s1");
+    new_session(&base, &address).await;
+    let (store, round_trips) = base.recording_round_trips();
+    let step = at(&address, "r1", 1);
+    store
+        .stage_turn(step, &mut turn("r1", 1, "asking", vec![call("c1", "ask")]))
+        .await
+        .unwrap();
+    forget_scripts(&store).await;
+
+    let written = store
+        .commit_suspended_step(step, &[pending("c1", 1)])
+        .await
+        .unwrap();
+    assert_eq!(written, Written::New);
+    // Refused for want of a script, both are loaded and the pair sent again.
+    let sent = round_trips.sent();
+    let marked: Vec<&RoundTrip> = sent
+        .iter()
+        .filter(|round_trip| round_trip.runs_script("commit_suspended_step"))
+        .collect();
+    assert_eq!(marked.len(), 2, "{sent:#?}");
+    for round_trip in marked {
+        assert_eq!(
+            round_trip.commands,
+            ["index_mark", "commit_suspended_step"],
+            "{sent:#?}"
+        );
+    }
+    let state = store.session(&address).await.unwrap().unwrap();
+    assert_eq!(state.status, Status::SuspendedClientTool);
+    // The entry written after the change clears its mark (and the one the first pair left).
+    settled(&store).await;
 }

@@ -5,7 +5,7 @@
 use super::{
     Error, NewRun, RunRef, SessionAddress, Status, Store, Written, flag, now_ms,
     replies::{ClaimReply, WriteReply},
-    scripts::{APPLY_ANSWERS, CLAIM_RESUME},
+    scripts::{APPLY_ANSWERS, CLAIM_RESUME, Invocation},
     session::stored_workflow_id,
     to_json,
 };
@@ -14,6 +14,7 @@ use crate::{
     ids,
     message::{Message, ToolResult},
 };
+use redis::{FromRedisValue, RedisResult, Value as RedisValue};
 
 /// How a claim of a session for a new run ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -116,6 +117,41 @@ pub struct ResumeEntry {
     pub expected_run_id: Option<String>,
 }
 
+/// The resumed step's `step_start`, written by the drain's script: the step, and the attempt
+/// that streams it (see `emit_model_chunks.lua`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StepStart {
+    pub step: u32,
+    pub attempt: u64,
+}
+
+/// What [`Store::apply_answers`] wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Applied {
+    pub written: Written,
+    /// The drain wrote the resumed step's `step_start` (it applied, and was given one).
+    pub step_started: bool,
+}
+
+/// `apply_answers.lua`'s reply: a write's, and (after `ok`) whether it wrote `step_start`.
+struct AppliedReply {
+    write: WriteReply,
+    step_started: bool,
+}
+
+impl FromRedisValue for AppliedReply {
+    fn from_redis_value(value: &RedisValue) -> RedisResult<Self> {
+        let step_started = match value {
+            RedisValue::Array(items) => matches!(items.get(1), Some(RedisValue::Int(1))),
+            _ => false,
+        };
+        Ok(Self {
+            write: WriteReply::from_redis_value(value)?,
+            step_started,
+        })
+    }
+}
+
 /// One awaited call as a resume drains it into the log.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DrainedCall {
@@ -143,29 +179,28 @@ impl Store {
         claim: RunClaim<'_>,
         entry: &ResumeEntry,
     ) -> Result<Claim, Error> {
-        let index_address = address.clone();
-        let mark = self.mark_for_index(&index_address).await?;
-        let result = self.claim_new_run_unindexed(address, claim, entry).await;
-        self.reindex_after_change(&index_address, mark).await;
+        let derived = matches!(claim.run_id, NewRunId::Derived(_));
+        let next = NextRun::new(claim.agent_type, &address.session_id, claim.run_id);
+        // The index's mark and the claim go in one round trip; the mark first.
+        let invocation = self.claim_resume(
+            address,
+            next.as_new_run(claim.agent_type, claim.stream_id),
+            entry,
+        );
+        let (mark, reply) = self.mark_then(address, &invocation).await?;
+        let result = self.claimed(address, next, derived, reply).await;
+        self.reindex_after_change(address, mark).await;
         result
     }
 
-    /// [`Self::claim_new_run`] before the search index follows it.
-    async fn claim_new_run_unindexed(
+    /// What the claim's reply makes of `next`, the run it claimed for.
+    async fn claimed(
         &self,
         address: &SessionAddress,
-        claim: RunClaim<'_>,
-        entry: &ResumeEntry,
+        next: NextRun,
+        derived: bool,
+        reply: ClaimReply,
     ) -> Result<Claim, Error> {
-        let derived = matches!(claim.run_id, NewRunId::Derived(_));
-        let next = NextRun::new(claim.agent_type, &address.session_id, claim.run_id);
-        let reply = self
-            .claim_resume(
-                address,
-                next.as_new_run(claim.agent_type, claim.stream_id),
-                entry,
-            )
-            .await?;
         match reply {
             ClaimReply::Claimed { step_count } => Ok(Claim::Claimed(next.claimed(step_count))),
             ClaimReply::Refused(Claim::AlreadyRunning) if derived => {
@@ -186,13 +221,13 @@ impl Store {
         }
     }
 
-    /// `claim_resume.lua` for `run`, writing its `run_start` chunk.
-    async fn claim_resume(
+    /// `claim_resume.lua` for `run`, writing its `run_start` chunk: the invocation to run.
+    fn claim_resume(
         &self,
         address: &SessionAddress,
         run: NewRun<'_>,
         entry: &ResumeEntry,
-    ) -> Result<ClaimReply, Error> {
+    ) -> Invocation<'static> {
         let body = encode_unsequenced(
             &self.header(RunRef {
                 address,
@@ -203,8 +238,8 @@ impl Store {
                 agent_type: run.agent_type.to_owned(),
             },
         );
-        CLAIM_RESUME
-            .on(self, address)
+        let mut invocation = CLAIM_RESUME.on(self, address);
+        invocation
             .arg(run.run_id)
             .arg(now_ms())
             .arg(body)
@@ -215,24 +250,33 @@ impl Store {
             .arg(flag(entry.abandon_pending))
             .arg(entry.message.as_ref().map(to_json).unwrap_or_default())
             .arg(stored_workflow_id(&run, &address.session_id))
-            .arg(entry.expected_run_id.as_deref().unwrap_or_default())
-            .run(self)
-            .await
+            .arg(entry.expected_run_id.as_deref().unwrap_or_default());
+        invocation
     }
 
     /// Drains the answered (or lapsed) calls of a resumed run into the log, in the given order,
-    /// and ends the suspension (see `apply_answers.lua`). Idempotent.
+    /// and ends the suspension (see `apply_answers.lua`); with `step_start`, writes the resumed
+    /// step's `step_start` in the same script when the drain applies. Idempotent. Answers what
+    /// was written and whether that included `step_start`.
     pub async fn apply_answers(
         &self,
         run: RunRef<'_>,
         drained: &[DrainedCall],
-    ) -> Result<Written, Error> {
+        step_start: Option<StepStart>,
+    ) -> Result<Applied, Error> {
         let header = self.header(run);
         let mut invocation = APPLY_ANSWERS.on(self, run.address);
         invocation
             .arg(run.run_id)
             .arg(now_ms())
             .arg(drained.iter().map(|call| call.wait_ms).sum::<u64>());
+        match step_start {
+            Some(StepStart { step, attempt }) => invocation
+                .arg(encode_unsequenced(&header, &ChunkKind::StepStart { step }))
+                .arg(step)
+                .arg(attempt),
+            None => invocation.arg("").arg(0).arg(0),
+        };
         for call in drained {
             let result = &call.result;
             invocation
@@ -253,7 +297,13 @@ impl Store {
                 invocation.arg(encode_unsequenced(&header, kind));
             }
         }
-        let reply: WriteReply = invocation.run(self).await?;
-        reply.into_written(run.run_id, |detail| self.inconsistent(run.address, detail))
+        let reply: AppliedReply = invocation.run(self).await?;
+        let written = reply
+            .write
+            .into_written(run.run_id, |detail| self.inconsistent(run.address, detail))?;
+        Ok(Applied {
+            written,
+            step_started: written == Written::New && reply.step_started,
+        })
     }
 }

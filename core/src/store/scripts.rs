@@ -132,6 +132,7 @@ pub(super) static APPLY_ANSWERS: StoreScript = store_script!(
         Ownership,
         Completed,
         OpenDeadlines,
+        Staged,
     ]
 );
 pub(super) static STOP_RUN: StoreScript = store_script!(
@@ -434,6 +435,22 @@ impl Invocation<'_> {
                 replies => replies?,
             };
         Ok((redis::from_owned_redis_value(read)?, self.decode(reply)?))
+    }
+
+    /// An invocation of a script that is not a state transition (no prelude, no session keys:
+    /// the search index's), on `keys`.
+    pub(super) fn plain<'a>(
+        name: &'static str,
+        script: &'a redis::Script,
+        keys: &[&str],
+    ) -> Invocation<'a> {
+        let mut command = redis::cmd("EVALSHA");
+        command.arg(script.get_hash()).arg(keys.len()).arg(keys);
+        Invocation {
+            name,
+            script,
+            command,
+        }
     }
 
     /// Decodes a reply. A reply the script never gives is corrupt data (not Redis trouble, which

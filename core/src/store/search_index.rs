@@ -17,9 +17,10 @@ use super::{
     index_id::{expand, shorten},
     index_record::{Record, code_of},
     now_ms,
+    scripts::Invocation,
 };
 use crate::{ids, meta::SessionMeta};
-use redis::AsyncCommands;
+use redis::{AsyncCommands, FromRedisValue};
 use std::sync::LazyLock;
 
 /// The number of index shards: each a hash tag of its own, so a cluster spreads them.
@@ -213,6 +214,25 @@ impl Store {
             .invoke_async(&mut self.conn())
             .await?;
         Ok(mark)
+    }
+
+    /// [`Self::mark_for_index`], then `change` (a script of the session's slot): in one round
+    /// trip on one server (a pipeline, which Redis runs in that order, so the change never goes
+    /// before its mark), one after the other on a cluster (the mark's shard is another slot).
+    /// Answers the mark and the change's reply.
+    pub(super) async fn mark_then<T: FromRedisValue>(
+        &self,
+        address: &SessionAddress,
+        change: &Invocation<'_>,
+    ) -> Result<(u64, T), Error> {
+        if !self.conn().pipelines_across_slots() {
+            let mark = self.mark_for_index(address).await?;
+            return Ok((mark, change.run(self).await?));
+        }
+        let dirty = self.index_key(shard_of(&address.session_id), "dirty");
+        let mut mark = Invocation::plain("index_mark", &INDEX_MARK, &[&dirty]);
+        mark.arg(shorten(&address.session_id)).arg(now_ms());
+        mark.run_then(change, self).await
     }
 
     /// Rewrites the index entry of a session (and of its root, whose `awaiting` term covers the

@@ -1,11 +1,15 @@
 //! The model step's first chunk written before the step's progress is known, and attempts
 //! ordered by their start time (a local activity run again by another worker starts at attempt
 //! 1 again), against a real Redis: `step_start` is written only if no attempt streamed the step
-//! yet, and a later attempt still discards an earlier one's text before streaming its own.
+//! yet, and a later attempt still discards an earlier one's text before streaming its own; a
+//! resumed step's `step_start` written by the drain's script when the drain applies.
 
+use super::footprint_tests::suspend_on;
 use super::tests::{at, kinds, new_session, store};
 use super::*;
 use crate::chunk::ChunkKind;
+use crate::message::{ToolOutcome, ToolResult};
+use serde_json::json;
 
 /// Start times of two executions of one step, ten seconds apart (a workflow task's time-out).
 const LOST: u64 = 1_764_547_200_000;
@@ -106,4 +110,98 @@ async fn a_committed_step_takes_no_first_chunk() {
     assert_eq!(store.emit_first_step_start(step, RERUN).await.unwrap(), 0);
     let chunks = store.chunks_after(&address, 0, 100).await.unwrap();
     assert!(!kinds(&chunks).contains(&"step_start"), "{chunks:?}");
+}
+
+#[tokio::test]
+async fn a_drain_that_applies_writes_the_resumed_steps_step_start_after_the_results() {
+    let store = store().await;
+    let address = SessionAddress::root("s1");
+    new_session(&store, &address).await;
+    suspend_on(&store, &address, "r1", 1, "c1").await;
+    let claim = store
+        .claim_new_run(
+            &address,
+            RunClaim {
+                agent_type: "demo",
+                stream_id: "st1",
+                run_id: NewRunId::Derived("r2".into()),
+            },
+            // The call's answer is the drain's business; the claim need not wait for it.
+            &ResumeEntry {
+                message: Some(crate::message::Message::user("go on")),
+                abandon_pending: true,
+                ..ResumeEntry::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert!(matches!(claim, Claim::Claimed(_)), "{claim:?}");
+    let drained = [DrainedCall {
+        result: ToolResult::new("c1", "ask", ToolOutcome::Result(json!({"answer": "yes"}))),
+        step: 1,
+        marker_expiry: now_ms() + 60_000,
+        wait_ms: 5,
+        then: vec![],
+        pending_id: None,
+    }];
+    let resumed = at(&address, "r2", 2);
+    let step_start = StepStart {
+        step: 2,
+        attempt: LOST,
+    };
+
+    let applied = store
+        .apply_answers(resumed.run(), &drained, Some(step_start))
+        .await
+        .unwrap();
+    assert_eq!(
+        applied,
+        Applied {
+            written: Written::New,
+            step_started: true
+        }
+    );
+    // Applied again (a retried attempt): nothing, and no second step_start.
+    let again = store
+        .apply_answers(resumed.run(), &drained, Some(step_start))
+        .await
+        .unwrap();
+    assert_eq!(
+        again,
+        Applied {
+            written: Written::AlreadyDone,
+            step_started: false
+        }
+    );
+    // The step was streamed as chunk 0 of that attempt: the attempt's next chunk follows it,
+    // and a first write of step_start by any execution writes nothing.
+    assert_eq!(
+        store.emit_first_step_start(resumed, RERUN).await.unwrap(),
+        0
+    );
+    let text = [ChunkKind::TextDelta {
+        step: 2,
+        delta: "ok".into(),
+    }];
+    assert_eq!(
+        store
+            .emit_model_chunks(resumed, LOST, 1, &text)
+            .await
+            .unwrap(),
+        1
+    );
+    let chunks = store.chunks_after(&address, 0, 100).await.unwrap();
+    assert_eq!(
+        kinds(&chunks),
+        [
+            "run_start",
+            "tool_start",
+            "step_end",
+            "suspended",
+            "run_start",
+            "tool_end",
+            "step_start",
+            "text_delta"
+        ]
+    );
 }

@@ -154,19 +154,6 @@ impl Store {
         step: StepRef<'_>,
         pending: &[PendingCall],
     ) -> Result<Written, Error> {
-        let index_address = step.address.clone();
-        let mark = self.mark_for_index(&index_address).await?;
-        let result = self.commit_suspended_step_unindexed(step, pending).await;
-        self.reindex_after_change(&index_address, mark).await;
-        result
-    }
-
-    /// [`Self::commit_suspended_step`] before the search index follows it.
-    async fn commit_suspended_step_unindexed(
-        &self,
-        step: StepRef<'_>,
-        pending: &[PendingCall],
-    ) -> Result<Written, Error> {
         let header = self.header(step.run());
         let tool_call_ids: Vec<String> = pending.iter().map(|p| p.tool_call_id.clone()).collect();
         let suspension = StoredSuspension::new(step.step, tool_call_ids.clone());
@@ -180,8 +167,9 @@ impl Store {
             },
         );
         let finish = to_json(&finish_metadata(header.timestamp, None));
-        let reply = self
-            .commit_folding_state(step, |fold| {
+        // The index's mark and the commit go in one round trip; the mark first.
+        let (mark, reply) = self
+            .commit_folding_state_marked(step, |fold| {
                 let mut invocation = COMMIT_SUSPENDED_STEP.on(self, step.address);
                 invocation
                     .arg(step.run_id)
@@ -210,12 +198,14 @@ impl Store {
                 invocation
             })
             .await?;
-        reply.into_written(step.run_id, |detail| {
+        let result = reply.into_written(step.run_id, |detail| {
             self.inconsistent(
                 step.address,
                 format!("suspension at step {} refused: {detail}", step.step),
             )
-        })
+        });
+        self.reindex_after_change(step.address, mark).await;
+        result
     }
 
     /// The calls a session waits on, in no particular order.

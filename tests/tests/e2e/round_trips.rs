@@ -66,8 +66,8 @@ async fn a_submit_is_its_script_after_the_callers_bucket_and_a_lone_roots_resume
         ]
     );
 
-    // The resume of the lone root, every call answered: one pipelined read of the tree, the
-    // search index's mark, then the claim.
+    // The resume of the lone root, every call answered: one pipelined read of the tree, then
+    // the search index's mark and the claim, in one round trip.
     let (state, round_trips) = recording();
     let request = ResumeRequest {
         session_id: session.clone(),
@@ -79,8 +79,14 @@ async fn a_submit_is_its_script_after_the_callers_bucket_and_a_lone_roots_resume
     let before = harness.client.status(&session).await.unwrap().last_sequence;
     let resumed = ops::resume(&state, &operator, request).await.unwrap();
     assert_eq!(resumed.status, Status::Active);
-    let before_claim = before_script(&round_trips.sent(), "claim_resume");
+    let sent = round_trips.sent();
+    let before_claim = before_script(&sent, "claim_resume");
     eprintln!("a lone root's resume's round trips before its claim: {before_claim:#?}");
+    assert_eq!(
+        sent[before_claim.len()].commands,
+        ["index_mark", "claim_resume"],
+        "{sent:#?}"
+    );
     assert!(
         before_claim.len() <= 4,
         "a lone root's resume makes {} round trips before its claim: {before_claim:#?}",
