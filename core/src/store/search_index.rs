@@ -306,16 +306,25 @@ impl Store {
                 Ok(Vec::new())
             }
         };
-        // The session, its tree's members and the record, in one round trip.
-        let (state, members, mut read) =
-            futures::try_join!(self.session(address), members, read_record())?;
+        // The session, its tree's members, the record and the session's own open calls, in one
+        // round trip; the members' calls after it, for a tree.
+        let (state, members, mut read, own_calls) = futures::try_join!(
+            self.session(address),
+            members,
+            read_record(),
+            self.awaiting_sessions_of(address, Vec::new())
+        )?;
         let entry = match state {
             None => None,
             Some(state) => {
                 // A suspended tree's calls, or a running call's question to a person.
                 let awaiting = matches!(state.status, Status::SuspendedClientTool | Status::Active)
-                    && !person_calls_of(self.awaiting_sessions_of(address, members).await?)
-                        .is_empty();
+                    && !person_calls_of(if members.is_empty() {
+                        own_calls
+                    } else {
+                        self.awaiting_sessions_of(address, members).await?
+                    })
+                    .is_empty();
                 Some(state_entry(&state, awaiting, self.session_retention_ms))
             }
         };
