@@ -4,7 +4,8 @@
 -- session and a partial batch otherwise are refused, naming the awaited calls. On success the new
 -- run becomes the session's run (and so the run that awaits the pending calls), the message waits in the state
 -- for the run to append it after the drained results, and the run's start is reported. Exactly
--- one of two concurrent claims wins.
+-- one of two concurrent claims wins. The reply names the key of the new run's chunk header when
+-- the state keeps the header as the run id alone (the caller knows the header then; '' else).
 local pending_key = KEYS[3]
 local open_deadlines_key = KEYS[4]
 local messages_key = KEYS[5]
@@ -56,5 +57,9 @@ if is_ended(status) then
   keep_keys(session_keys({state_key, stream_key, messages_key, checkpoints_key, usage_key},
     children_key, {tree_key, ownership_key, completed_key, call_ids_key}))
 end
-emit(run_start_body)
-return {'ok', tonumber(fields[2])}
+local _, header_key = emit(run_start_body)
+local own_header_key = ''
+if header_key and redis.call('HGET', state_key, 'chunkHeader:' .. header_key) == new_run_id then
+  own_header_key = header_key
+end
+return {'ok', tonumber(fields[2]), own_header_key}

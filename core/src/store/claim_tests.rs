@@ -264,3 +264,41 @@ async fn a_derived_run_claimed_twice_is_one_run() {
     }
     assert_eq!(footprint(&store, &address).await, after_first);
 }
+
+#[tokio::test]
+async fn the_claimed_runs_chunks_are_read_without_reading_their_header_back() {
+    let base = store().await;
+    let address = SessionAddress::root("c9");
+    new_session(&base, &address).await;
+    suspend(&base, &address, &["l1"], &[]).await;
+    let suspended_at = base.session(&address).await.unwrap().unwrap().last_sequence;
+    let (store, round_trips) = base.recording_round_trips();
+    let claim = claim_by_demo(&store, &address, NewRunId::Minted, &expecting("r1")).await;
+    assert_claimed_after(&claim, 1);
+
+    // The new run's chunks, as a follower of the session reads them after the suspension.
+    let before = round_trips.sent().len();
+    let read = store
+        .chunks_after(&address, suspended_at, 100)
+        .await
+        .unwrap();
+    let sent = round_trips.sent();
+    assert_eq!(sent.len() - before, 1, "{sent:#?}");
+    assert_eq!(sent[before].commands, ["XRANGE"], "{sent:#?}");
+    // What another server, which reads every header back, makes of the same entries.
+    let elsewhere = Store::connect(
+        &std::env::var("BATON_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into()),
+        base.prefix.clone(),
+    )
+    .await
+    .unwrap();
+    let again = elsewhere
+        .chunks_after(&address, suspended_at, 100)
+        .await
+        .unwrap();
+    assert_eq!(read, again);
+    assert_eq!(
+        read.iter().map(|c| c.kind.name()).collect::<Vec<_>>(),
+        ["run_start"]
+    );
+}

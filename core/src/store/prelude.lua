@@ -192,7 +192,8 @@ end
 -- root's stream under the root's next sequence and with the root's streamId (a reader
 -- re-snapshots when a stream's id changes), until its subagent_end closes it there; the copy
 -- keeps its sessionId and agentId, so a follower of the root can tell the sessions apart.
--- Returns the session's own sequence.
+-- Returns the session's own sequence and the key of the chunk's header (see
+-- chunk_entry_fields).
 local function emit_on(state, stream, body, max)
   local seq, header_key = append_chunk(state, nil, stream, body, max)
   -- The body starts with the header (ids without quotes inside), then the type tag.
@@ -210,7 +211,7 @@ local function emit_on(state, stream, body, max)
     append_chunk(root_state_key, {state = state, key = header_key}, root_stream_key,
       with_stream_id(body, root_stream_id), nil)
   end
-  return seq
+  return seq, header_key
 end
 
 -- A session keeps at most maxChunks chunks (0 or unset: all); the oldest are trimmed.

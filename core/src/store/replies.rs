@@ -355,9 +355,13 @@ impl SubmitReplyFields {
     }
 }
 
-/// `claim_resume.lua`: the claimed run's step count, or a refusal as callers see it.
+/// `claim_resume.lua`: the claimed run's step count and, when the state keeps the new run's
+/// chunk header as its run id alone, that header's key; or a refusal as callers see it.
 pub(super) enum ClaimReply {
-    Claimed { step_count: u32 },
+    Claimed {
+        step_count: u32,
+        header_key: Option<String>,
+    },
     Refused(Claim),
 }
 
@@ -367,6 +371,8 @@ impl FromRedisValue for ClaimReply {
         Ok(match reply.tag.as_str() {
             "ok" => Self::Claimed {
                 step_count: reply.value(0)?,
+                // Earlier versions of the script answered the step count alone.
+                header_key: reply.value::<String>(1).ok().filter(|key| !key.is_empty()),
             },
             "session_not_found" => Self::Refused(Claim::SessionNotFound),
             "already_running" => Self::Refused(Claim::AlreadyRunning),

@@ -188,6 +188,15 @@ impl Store {
             entry,
         );
         let (mark, reply) = self.mark_then(address, &invocation).await?;
+        if let ClaimReply::Claimed {
+            header_key: Some(header_key),
+            ..
+        } = &reply
+        {
+            // The new run's chunks name their header by this key: a follower of the session
+            // served here finds it without reading it back.
+            self.keep_own_header(address, claim.stream_id, &next.run_id, header_key);
+        }
         let result = self.claimed(address, next, derived, reply).await;
         self.reindex_after_change(address, mark).await;
         result
@@ -202,7 +211,7 @@ impl Store {
         reply: ClaimReply,
     ) -> Result<Claim, Error> {
         match reply {
-            ClaimReply::Claimed { step_count } => Ok(Claim::Claimed(next.claimed(step_count))),
+            ClaimReply::Claimed { step_count, .. } => Ok(Claim::Claimed(next.claimed(step_count))),
             ClaimReply::Refused(Claim::AlreadyRunning) if derived => {
                 // A retried claim of a derived run (expecting that run, as a retried report
                 // does): the run may hold the session since an earlier attempt. A claim that

@@ -61,6 +61,23 @@ impl HeaderCache {
 }
 
 impl Store {
+    /// Keeps the header of run `run_id`'s chunks on `address`'s own stream, which the state
+    /// keeps as the run id alone under `header_key` (a claim that wrote it says so).
+    pub(super) fn keep_own_header(
+        &self,
+        address: &SessionAddress,
+        stream_id: &str,
+        run_id: &str,
+        header_key: &str,
+    ) {
+        let header = own_header(stream_id, &address.session_id, run_id);
+        self.header_cache.insert(
+            &self.key(address, Key::State),
+            header_key,
+            Arc::from(header),
+        );
+    }
+
     /// Up to `count` chunks with a sequence above `after` (exclusive), oldest first.
     pub async fn chunks_after(
         &self,
