@@ -371,7 +371,7 @@ impl FromRedisValue for ClaimReply {
         Ok(match reply.tag.as_str() {
             "ok" => Self::Claimed {
                 step_count: reply.value(0)?,
-                // Earlier versions of the script answered the step count alone.
+                // '' when the state keeps the header in another form.
                 header_key: reply.value::<String>(1).ok().filter(|key| !key.is_empty()),
             },
             "session_not_found" => Self::Refused(Claim::SessionNotFound),
