@@ -86,7 +86,32 @@ impl Store {
         address: &SessionAddress,
         members: Vec<String>,
     ) -> Result<Vec<AwaitingSession>, Error> {
-        let mut sessions = vec![address.clone()];
+        self.read_awaiting(address, true, members).await
+    }
+
+    /// [`Self::awaiting_sessions_of`] without `address`'s own session: the sessions `members`
+    /// of its tree alone, for a caller that read `address`'s already.
+    pub(super) async fn awaiting_members_of(
+        &self,
+        address: &SessionAddress,
+        members: Vec<String>,
+    ) -> Result<Vec<AwaitingSession>, Error> {
+        self.read_awaiting(address, false, members).await
+    }
+
+    /// The sessions `members` of `address`'s tree, after `address`'s own with `with_own`, in
+    /// one round trip with the tree's questions (kept on `address`, the root for a tree).
+    async fn read_awaiting(
+        &self,
+        address: &SessionAddress,
+        with_own: bool,
+        members: Vec<String>,
+    ) -> Result<Vec<AwaitingSession>, Error> {
+        let mut sessions = if with_own {
+            vec![address.clone()]
+        } else {
+            Vec::new()
+        };
         sessions.extend(members.into_iter().map(|child| SessionAddress {
             root_session_id: address.root_session_id.clone(),
             session_id: child,

@@ -206,14 +206,15 @@ impl Store {
     /// [`Self::repair_index`]. A mark set after it (another change, maybe not applied when this
     /// change's entry reads the state) stays.
     pub(super) async fn mark_for_index(&self, address: &SessionAddress) -> Result<u64, Error> {
+        self.index_mark(address).run(self).await
+    }
+
+    /// `index_mark.lua` on `address`'s session, to run.
+    fn index_mark(&self, address: &SessionAddress) -> Invocation<'static> {
         let dirty = self.index_key(shard_of(&address.session_id), "dirty");
-        let mark: u64 = INDEX_MARK
-            .key(dirty)
-            .arg(shorten(&address.session_id))
-            .arg(now_ms())
-            .invoke_async(&mut self.conn())
-            .await?;
-        Ok(mark)
+        let mut mark = Invocation::plain("index_mark", &INDEX_MARK, &[&dirty]);
+        mark.arg(shorten(&address.session_id)).arg(now_ms());
+        mark
     }
 
     /// [`Self::mark_for_index`], then `change` (a script of the session's slot): in one round
@@ -225,13 +226,11 @@ impl Store {
         address: &SessionAddress,
         change: &Invocation<'_>,
     ) -> Result<(u64, T), Error> {
+        let mark = self.index_mark(address);
         if !self.conn().pipelines_across_slots() {
-            let mark = self.mark_for_index(address).await?;
+            let mark = mark.run(self).await?;
             return Ok((mark, change.run(self).await?));
         }
-        let dirty = self.index_key(shard_of(&address.session_id), "dirty");
-        let mut mark = Invocation::plain("index_mark", &INDEX_MARK, &[&dirty]);
-        mark.arg(shorten(&address.session_id)).arg(now_ms());
         mark.run_then(change, self).await
     }
 
@@ -319,12 +318,13 @@ impl Store {
             Some(state) => {
                 // A suspended tree's calls, or a running call's question to a person.
                 let awaiting = matches!(state.status, Status::SuspendedClientTool | Status::Active)
-                    && !person_calls_of(if members.is_empty() {
-                        own_calls
-                    } else {
-                        self.awaiting_sessions_of(address, members).await?
-                    })
-                    .is_empty();
+                    && {
+                        let mut sessions = own_calls;
+                        if !members.is_empty() {
+                            sessions.extend(self.awaiting_members_of(address, members).await?);
+                        }
+                        !person_calls_of(sessions).is_empty()
+                    };
                 Some(state_entry(&state, awaiting, self.session_retention_ms))
             }
         };
