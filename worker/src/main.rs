@@ -21,9 +21,19 @@ use tokio_util::sync::CancellationToken;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-#[tokio::main]
-async fn main() -> std::process::ExitCode {
-    match run().await {
+/// Reads the flags, then runs the role on the runtime `--threads` asks for.
+fn main() -> std::process::ExitCode {
+    let matches = Cli::command().get_matches();
+    let outcome = Cli::from_arg_matches(&matches)
+        .map_err(anyhow::Error::from)
+        .and_then(|cli| {
+            let runtime = cli
+                .runtime
+                .runtime()
+                .context("cannot start the async runtime")?;
+            runtime.block_on(run(cli, &matches))
+        });
+    match outcome {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("batond: {error:#}");
@@ -32,12 +42,10 @@ async fn main() -> std::process::ExitCode {
     }
 }
 
-async fn run() -> anyhow::Result<()> {
-    let matches = Cli::command().get_matches();
-    let cli = Cli::from_arg_matches(&matches)?;
+async fn run(cli: Cli, matches: &clap::ArgMatches) -> anyhow::Result<()> {
     let metrics = Metrics::default();
     init_logging(cli.observe.log_format, &metrics);
-    for flag in config::secrets_on_the_command_line(&matches) {
+    for flag in config::secrets_on_the_command_line(matches) {
         tracing::warn!(
             flag,
             "a secret given as a flag shows in `ps` to every user of this machine: set its \

@@ -56,6 +56,7 @@ mod subagents;
 mod submit;
 mod suspension;
 mod sweep;
+mod threads;
 mod transports;
 mod tree;
 mod tree_batch;

@@ -12,6 +12,7 @@ mod mount;
 mod observe;
 mod redis;
 mod remote;
+mod runtime;
 mod server;
 mod services;
 mod temporal;
@@ -55,6 +56,8 @@ pub(crate) struct Cli {
     pub(crate) remote: remote::RemoteArgs,
     #[command(flatten)]
     pub(crate) services: services::ServiceArgs,
+    #[command(flatten)]
+    pub(crate) runtime: runtime::RuntimeArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Subcommand)]
