@@ -41,6 +41,7 @@ impl AgentActivities {
             let head = Head::AfterDrain {
                 suspended_run,
                 step_started: false,
+                log: None,
             };
             (progress, head, Some(drain))
         } else {
@@ -57,16 +58,33 @@ impl AgentActivities {
             // The drain is one fenced script: an attempt that finds it applied drains nothing
             // again, and the model is called only after it, so the results precede the turn.
             // Once the turn is staged, a retry skips the drain altogether. The step's
-            // step_start goes in the same script when the drain applies.
+            // step_start goes in the same script when the drain applies, and what the cache does
+            // not hold of the step's log is read right after it, in its round trip.
             let step_start = StepStart {
                 step: input.step,
                 attempt,
             };
-            let started = self
-                .drain(ctx, &input.previous(), drain, Some(step_start))
-                .await?;
-            if let Head::AfterDrain { step_started, .. } = &mut head {
-                *step_started = started;
+            if let Head::AfterDrain {
+                suspended_run,
+                step_started,
+                log,
+            } = &mut head
+            {
+                let mut kept = self.kept_log(input, suspended_run.as_deref());
+                let applied = self
+                    .drain(
+                        ctx,
+                        &input.previous(),
+                        drain,
+                        Some(step_start),
+                        Some(kept.len()),
+                    )
+                    .await?;
+                *step_started = applied.step_started;
+                *log = applied.log_after.map(|after| {
+                    kept.extend(after);
+                    kept
+                });
             }
         }
         let (turn, fresh) = match progress {
@@ -122,6 +140,7 @@ impl AgentActivities {
             Head::AfterDrain {
                 suspended_run,
                 step_started,
+                log,
             } => {
                 let step_start = async {
                     if step_started {
@@ -129,7 +148,12 @@ impl AgentActivities {
                     }
                     self.emit_step_start(input, attempt).await
                 };
-                let log = self.read_log(input, suspended_run.as_deref());
+                let log = async {
+                    match log {
+                        Some(log) => Ok(log),
+                        None => self.read_log(input, suspended_run.as_deref()).await,
+                    }
+                };
                 futures::try_join!(log, step_start)?.0
             }
         };
@@ -217,16 +241,23 @@ impl AgentActivities {
         input: &StepInput,
         suspended_run: Option<&str>,
     ) -> Result<Vec<Message>, store::Error> {
-        let mut log = self.logs.take(input.run_ref());
-        if let (true, Some(run_id)) = (log.is_empty(), suspended_run) {
-            log = self.logs.take(RunRef {
-                run_id,
-                ..input.run_ref()
-            });
-        }
+        let mut log = self.kept_log(input, suspended_run);
         let rest = self.store.messages_after(&input.address, log.len()).await?;
         log.extend(rest);
         Ok(log)
+    }
+
+    /// What the log cache holds of the run's log, or else of `suspended_run`'s, taken out of it
+    /// (empty if nothing): the log's first messages.
+    fn kept_log(&self, input: &StepInput, suspended_run: Option<&str>) -> Vec<Message> {
+        let log = self.logs.take(input.run_ref());
+        match suspended_run {
+            Some(run_id) if log.is_empty() => self.logs.take(RunRef {
+                run_id,
+                ..input.run_ref()
+            }),
+            _ => log,
+        }
     }
 
     /// Writes model-phase chunks of the step for activity attempt `attempt`, the first at
@@ -340,10 +371,12 @@ impl AgentActivities {
 enum Head {
     /// Nothing yet: the step drains answers first, which changes the log; it ends the
     /// suspension of `suspended_run`, whose last log the cache may hold. `step_started`: the
-    /// drain's script wrote `step_start` too (a drain that applied).
+    /// drain's script wrote `step_start` too (a drain that applied); `log`: the step's log,
+    /// what the cache held and what the drain's round trip read after it.
     AfterDrain {
         suspended_run: Option<String>,
         step_started: bool,
+        log: Option<Vec<Message>>,
     },
     /// The log and how many chunks writing `step_start` appended (0: an earlier attempt had
     /// streamed the step, and nothing was written).

@@ -15,7 +15,7 @@ use baton_core::{
     ErrorCode,
     message::{ToolOutcome, ToolResult, codes},
     observe::{self, ClientCallEvent},
-    store::{self, DrainedCall, PendingCall, StepRef, StepStart, Written},
+    store::{self, Applied, DrainedCall, PendingCall, StepRef, StepStart, Written},
 };
 use std::collections::HashMap;
 use temporalio_sdk::activities::ActivityContext;
@@ -28,7 +28,7 @@ impl AgentActivities {
         input: &StepInput,
     ) -> Result<(), Error> {
         let read = self.drain_read(&input.address).await?;
-        self.drain(ctx, input, read, None).await?;
+        self.drain(ctx, input, read, None, None).await?;
         Ok(())
     }
 
@@ -51,15 +51,17 @@ impl AgentActivities {
     }
 
     /// Drains what `read` found: see [`Self::drain_answers`]. With `step_start`, the drain's
-    /// script also writes the resumed step's `step_start` when it applies; answers whether it
-    /// did.
+    /// script also writes the resumed step's `step_start` when it applies; with
+    /// `read_log_from`, the log from that message on is read right after the script, in its
+    /// round trip. Answers what the drain wrote and read.
     pub(crate) async fn drain(
         &self,
         ctx: &ActivityContext,
         input: &StepInput,
         read: DrainRead,
         step_start: Option<StepStart>,
-    ) -> Result<bool, Error> {
+        read_log_from: Option<usize>,
+    ) -> Result<Applied, Error> {
         let address = &input.address;
         let DrainRead {
             state,
@@ -156,7 +158,7 @@ impl AgentActivities {
         let suspended: Vec<&str> = suspended_run.iter().map(String::as_str).collect();
         let (applied, unindexed) = futures::join!(
             self.store
-                .apply_answers(input.run_ref(), &drained, step_start),
+                .apply_answers(input.run_ref(), &drained, step_start, read_log_from),
             self.store.unindex_deadlines(address, &suspended),
         );
         if let Err(error) = unindexed {
@@ -167,7 +169,7 @@ impl AgentActivities {
         if applied.written == Written::New {
             log_drained(input, &drained);
         }
-        Ok(applied.step_started)
+        Ok(applied)
     }
 
     /// Stages the change of the custom state a drained call made (an approved tool's, or a

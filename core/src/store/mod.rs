@@ -270,6 +270,8 @@ mod compact_state_tests;
 #[cfg(test)]
 mod delete_tests;
 #[cfg(test)]
+mod drain_log_tests;
+#[cfg(test)]
 mod fault_tests;
 #[cfg(test)]
 mod footprint_tests;

@@ -3,7 +3,9 @@
 //! session's run; and the drain that moves the answered calls into the log.
 
 use super::{
-    Error, NewRun, RunRef, SessionAddress, Status, Store, Written, flag, now_ms,
+    Error, NewRun, RunRef, SessionAddress, Status, Store, Written, flag, from_json,
+    keys::Key,
+    now_ms,
     replies::{ClaimReply, WriteReply},
     scripts::{APPLY_ANSWERS, CLAIM_RESUME, Invocation},
     session::stored_workflow_id,
@@ -125,12 +127,15 @@ pub struct StepStart {
     pub attempt: u64,
 }
 
-/// What [`Store::apply_answers`] wrote.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What [`Store::apply_answers`] wrote, and the log it read after.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Applied {
     pub written: Written,
     /// The drain wrote the resumed step's `step_start` (it applied, and was given one).
     pub step_started: bool,
+    /// The log's messages from the position asked for, as they were right after the drain;
+    /// `None` when none was asked for.
+    pub log_after: Option<Vec<Message>>,
 }
 
 /// `apply_answers.lua`'s reply: a write's, and (after `ok`) whether it wrote `step_start`.
@@ -266,12 +271,15 @@ impl Store {
     /// Drains the answered (or lapsed) calls of a resumed run into the log, in the given order,
     /// and ends the suspension (see `apply_answers.lua`); with `step_start`, writes the resumed
     /// step's `step_start` in the same script when the drain applies. Idempotent. Answers what
-    /// was written and whether that included `step_start`.
+    /// was written and whether that included `step_start`; with `read_log_from`, also the log
+    /// from that message on, read in the same round trip right after the script (the resumed
+    /// step's log: what the worker did not keep of it, the drained results among it).
     pub async fn apply_answers(
         &self,
         run: RunRef<'_>,
         drained: &[DrainedCall],
         step_start: Option<StepStart>,
+        read_log_from: Option<usize>,
     ) -> Result<Applied, Error> {
         let header = self.header(run);
         let mut invocation = APPLY_ANSWERS.on(self, run.address);
@@ -306,13 +314,29 @@ impl Store {
                 invocation.arg(encode_unsequenced(&header, kind));
             }
         }
-        let reply: AppliedReply = invocation.run(self).await?;
+        let (reply, log_after): (AppliedReply, _) = match read_log_from {
+            None => (invocation.run(self).await?, None),
+            Some(from) => {
+                let key = self.key(run.address, Key::Messages);
+                let mut read = redis::cmd("LRANGE");
+                read.arg(&key)
+                    .arg(isize::try_from(from).unwrap_or(isize::MAX))
+                    .arg(-1);
+                let (reply, items): (_, Vec<String>) = invocation.run_before(read, self).await?;
+                let log = items
+                    .iter()
+                    .map(|item| from_json(&key, item))
+                    .collect::<Result<Vec<Message>, Error>>()?;
+                (reply, Some(log))
+            }
+        };
         let written = reply
             .write
             .into_written(run.run_id, |detail| self.inconsistent(run.address, detail))?;
         Ok(Applied {
             written,
             step_started: written == Written::New && reply.step_started,
+            log_after,
         })
     }
 }

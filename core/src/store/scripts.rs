@@ -402,16 +402,7 @@ impl Invocation<'_> {
         pipeline
             .add_command(self.command.clone())
             .add_command(then.command.clone());
-        let mut connection = store.conn();
-        let (first, second): (RedisValue, RedisValue) =
-            match pipeline.query_async(&mut connection).await {
-                Err(error) if error.kind() == ErrorKind::NoScriptError => {
-                    self.script.load_async(&mut connection).await?;
-                    then.script.load_async(&mut connection).await?;
-                    pipeline.query_async(&mut connection).await?
-                }
-                replies => replies?,
-            };
+        let (first, second) = self.send_pair(&pipeline, Some(then), store).await?;
         Ok((self.decode(first)?, then.decode(second)?))
     }
 
@@ -425,16 +416,44 @@ impl Invocation<'_> {
     ) -> Result<(R, T), Error> {
         let mut pipeline = redis::pipe();
         pipeline.add_command(read).add_command(self.command.clone());
-        let mut connection = store.conn();
-        let (read, reply): (RedisValue, RedisValue) =
-            match pipeline.query_async(&mut connection).await {
-                Err(error) if error.kind() == ErrorKind::NoScriptError => {
-                    self.script.load_async(&mut connection).await?;
-                    pipeline.query_async(&mut connection).await?
-                }
-                replies => replies?,
-            };
+        let (read, reply) = self.send_pair(&pipeline, None, store).await?;
         Ok((redis::from_owned_redis_value(read)?, self.decode(reply)?))
+    }
+
+    /// The script, then a plain read of the same slot, in one round trip (a pipeline: Redis runs
+    /// them in that order, so the read sees what the script wrote), and decodes both replies. If
+    /// Redis does not know the script, it is loaded and the pair is sent again (a script can be
+    /// run twice, and the read changes nothing).
+    pub(super) async fn run_before<T: FromRedisValue, R: FromRedisValue>(
+        &self,
+        read: redis::Cmd,
+        store: &Store,
+    ) -> Result<(T, R), Error> {
+        let mut pipeline = redis::pipe();
+        pipeline.add_command(self.command.clone()).add_command(read);
+        let (reply, read) = self.send_pair(&pipeline, None, store).await?;
+        Ok((self.decode(reply)?, redis::from_owned_redis_value(read)?))
+    }
+
+    /// Sends `pipeline`, this script and one more command, and answers both raw replies. If
+    /// Redis does not know a script, this one and `also` are loaded and the pair sent again.
+    async fn send_pair(
+        &self,
+        pipeline: &redis::Pipeline,
+        also: Option<&Invocation<'_>>,
+        store: &Store,
+    ) -> Result<(RedisValue, RedisValue), Error> {
+        let mut connection = store.conn();
+        match pipeline.query_async(&mut connection).await {
+            Err(error) if error.kind() == ErrorKind::NoScriptError => {
+                self.script.load_async(&mut connection).await?;
+                if let Some(also) = also {
+                    also.script.load_async(&mut connection).await?;
+                }
+                Ok(pipeline.query_async(&mut connection).await?)
+            }
+            replies => Ok(replies?),
+        }
     }
 
     /// An invocation of a script that is not a state transition (no prelude, no session keys:

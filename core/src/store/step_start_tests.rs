@@ -5,7 +5,7 @@
 //! resumed step's `step_start` written by the drain's script when the drain applies.
 
 use super::footprint_tests::suspend_on;
-use super::tests::{at, kinds, new_session, store};
+use super::tests::{at, claim_r2, kinds, new_session, store};
 use super::*;
 use crate::chunk::ChunkKind;
 use crate::message::{ToolOutcome, ToolResult};
@@ -112,38 +112,39 @@ async fn a_committed_step_takes_no_first_chunk() {
     assert!(!kinds(&chunks).contains(&"step_start"), "{chunks:?}");
 }
 
-#[tokio::test]
-async fn a_drain_that_applies_writes_the_resumed_steps_step_start_after_the_results() {
-    let store = store().await;
+/// Session `s1` suspended by run `r1` on call `c1`, then claimed for run `r2` with the message
+/// "go on" (the call's answer is the drain's business; the claim need not wait for it).
+pub(super) async fn claimed_with_message(store: &Store) -> SessionAddress {
     let address = SessionAddress::root("s1");
-    new_session(&store, &address).await;
-    suspend_on(&store, &address, "r1", 1, "c1").await;
-    let claim = store
-        .claim_new_run(
-            &address,
-            RunClaim {
-                agent_type: "demo",
-                stream_id: "st1",
-                run_id: NewRunId::Derived("r2".into()),
-            },
-            // The call's answer is the drain's business; the claim need not wait for it.
-            &ResumeEntry {
-                message: Some(crate::message::Message::user("go on")),
-                abandon_pending: true,
-                ..ResumeEntry::default()
-            },
-        )
-        .await
-        .unwrap();
+    new_session(store, &address).await;
+    suspend_on(store, &address, "r1", 1, "c1").await;
+    let entry = ResumeEntry {
+        message: Some(crate::message::Message::user("go on")),
+        abandon_pending: true,
+        ..ResumeEntry::default()
+    };
+    let claim = claim_r2(store, &address, &entry).await;
     assert!(matches!(claim, Claim::Claimed(_)), "{claim:?}");
-    let drained = [DrainedCall {
+    address
+}
+
+/// Call `c1` of step 1 answered "yes", as a drain takes it.
+pub(super) fn answered_c1() -> DrainedCall {
+    DrainedCall {
         result: ToolResult::new("c1", "ask", ToolOutcome::Result(json!({"answer": "yes"}))),
         step: 1,
         marker_expiry: now_ms() + 60_000,
         wait_ms: 5,
         then: vec![],
         pending_id: None,
-    }];
+    }
+}
+
+#[tokio::test]
+async fn a_drain_that_applies_writes_the_resumed_steps_step_start_after_the_results() {
+    let store = store().await;
+    let address = claimed_with_message(&store).await;
+    let drained = [answered_c1()];
     let resumed = at(&address, "r2", 2);
     let step_start = StepStart {
         step: 2,
@@ -151,26 +152,28 @@ async fn a_drain_that_applies_writes_the_resumed_steps_step_start_after_the_resu
     };
 
     let applied = store
-        .apply_answers(resumed.run(), &drained, Some(step_start))
+        .apply_answers(resumed.run(), &drained, Some(step_start), None)
         .await
         .unwrap();
     assert_eq!(
         applied,
         Applied {
             written: Written::New,
-            step_started: true
+            step_started: true,
+            log_after: None,
         }
     );
     // Applied again (a retried attempt): nothing, and no second step_start.
     let again = store
-        .apply_answers(resumed.run(), &drained, Some(step_start))
+        .apply_answers(resumed.run(), &drained, Some(step_start), None)
         .await
         .unwrap();
     assert_eq!(
         again,
         Applied {
             written: Written::AlreadyDone,
-            step_started: false
+            step_started: false,
+            log_after: None,
         }
     );
     // The step was streamed as chunk 0 of that attempt: the attempt's next chunk follows it,

@@ -65,6 +65,26 @@ pub(super) fn run<'a>(address: &'a SessionAddress, run_id: &'a str) -> RunRef<'a
     at(address, run_id, 0).run()
 }
 
+/// Claims `address` for run `r2` (agent `demo`, stream `st1`) with `entry`.
+pub(super) async fn claim_r2(
+    store: &Store,
+    address: &SessionAddress,
+    entry: &ResumeEntry,
+) -> Claim {
+    store
+        .claim_new_run(
+            address,
+            RunClaim {
+                agent_type: "demo",
+                stream_id: "st1",
+                run_id: NewRunId::Derived("r2".into()),
+            },
+            entry,
+        )
+        .await
+        .unwrap()
+}
+
 pub(super) fn tool_result(call: &ToolCall, outcome: ToolOutcome) -> ToolResult {
     ToolResult::new(&call.id, &call.name, outcome)
 }
@@ -545,18 +565,7 @@ async fn a_stop_is_fenced_on_the_run_it_read() {
         message: Some(Message::user("again")),
         ..ResumeEntry::default()
     };
-    let claim = store
-        .claim_new_run(
-            &address,
-            RunClaim {
-                agent_type: "demo",
-                stream_id: "st1",
-                run_id: NewRunId::Derived("r2".into()),
-            },
-            &entry,
-        )
-        .await
-        .unwrap();
+    let claim = claim_r2(&store, &address, &entry).await;
     let claimed = ClaimedRun {
         run_id: "r2".into(),
         workflow_id: crate::ids::resume_workflow_id("demo", "s6", "r2"),
