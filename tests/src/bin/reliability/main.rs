@@ -82,13 +82,18 @@ pub async fn scan(
 
 fn main() -> anyhow::Result<()> {
     let arguments: Vec<String> = std::env::args().skip(1).collect();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
     if arguments.first().map(String::as_str) == Some("role") {
+        // A role runs on one thread, as `batond` does by default (`--threads 1`): the faults
+        // are injected into the runtime users run.
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
         let role = arguments.get(1).cloned().unwrap_or_default();
         return runtime.block_on(roles::run(&role));
     }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     let short = arguments.iter().any(|a| a == "--short");
     let list = |flag: &str| -> Option<Vec<String>> {
         arguments
