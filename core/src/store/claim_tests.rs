@@ -31,7 +31,7 @@ async fn suspend(store: &Store, address: &SessionAddress, lapsed: &[&str], open:
 }
 
 /// A claim of `address` by agent `demo` on stream `st1`.
-async fn claim_by_demo(
+pub(super) async fn claim_by_demo(
     store: &Store,
     address: &SessionAddress,
     run_id: NewRunId,

@@ -4,8 +4,9 @@
 //! yet, and a later attempt still discards an earlier one's text before streaming its own; a
 //! resumed step's `step_start` written by the drain's script when the drain applies.
 
+use super::claim_tests::claim_by_demo;
 use super::footprint_tests::suspend_on;
-use super::tests::{at, claim_r2, kinds, new_session, store};
+use super::tests::{at, kinds, new_session, store};
 use super::*;
 use crate::chunk::ChunkKind;
 use crate::message::{ToolOutcome, ToolResult};
@@ -123,7 +124,7 @@ pub(super) async fn claimed_with_message(store: &Store) -> SessionAddress {
         abandon_pending: true,
         ..ResumeEntry::default()
     };
-    let claim = claim_r2(store, &address, &entry).await;
+    let claim = claim_by_demo(store, &address, NewRunId::Derived("r2".into()), &entry).await;
     assert!(matches!(claim, Claim::Claimed(_)), "{claim:?}");
     address
 }
@@ -151,10 +152,8 @@ async fn a_drain_that_applies_writes_the_resumed_steps_step_start_after_the_resu
         attempt: LOST,
     };
 
-    let applied = store
-        .apply_answers(resumed.run(), &drained, Some(step_start), None)
-        .await
-        .unwrap();
+    let apply = || store.apply_answers(resumed.run(), &drained, Some(step_start), None);
+    let applied = apply().await.unwrap();
     assert_eq!(
         applied,
         Applied {
@@ -164,10 +163,7 @@ async fn a_drain_that_applies_writes_the_resumed_steps_step_start_after_the_resu
         }
     );
     // Applied again (a retried attempt): nothing, and no second step_start.
-    let again = store
-        .apply_answers(resumed.run(), &drained, Some(step_start), None)
-        .await
-        .unwrap();
+    let again = apply().await.unwrap();
     assert_eq!(
         again,
         Applied {

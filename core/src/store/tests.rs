@@ -1,6 +1,7 @@
 //! Store scripts against a real Redis (`BATON_TEST_REDIS_URL`, default `redis://127.0.0.1:6379`),
 //! each test under a key prefix of its own.
 
+use super::claim_tests::claim_by_demo;
 use super::*;
 use crate::{
     chunk::{ChunkKind, EndStatus, RunError, StreamChunk},
@@ -63,26 +64,6 @@ pub(super) fn at<'a>(address: &'a SessionAddress, run_id: &'a str, step: u32) ->
 /// Run `run_id` on stream `st1`.
 pub(super) fn run<'a>(address: &'a SessionAddress, run_id: &'a str) -> RunRef<'a> {
     at(address, run_id, 0).run()
-}
-
-/// Claims `address` for run `r2` (agent `demo`, stream `st1`) with `entry`.
-pub(super) async fn claim_r2(
-    store: &Store,
-    address: &SessionAddress,
-    entry: &ResumeEntry,
-) -> Claim {
-    store
-        .claim_new_run(
-            address,
-            RunClaim {
-                agent_type: "demo",
-                stream_id: "st1",
-                run_id: NewRunId::Derived("r2".into()),
-            },
-            entry,
-        )
-        .await
-        .unwrap()
 }
 
 pub(super) fn tool_result(call: &ToolCall, outcome: ToolOutcome) -> ToolResult {
@@ -565,7 +546,7 @@ async fn a_stop_is_fenced_on_the_run_it_read() {
         message: Some(Message::user("again")),
         ..ResumeEntry::default()
     };
-    let claim = claim_r2(&store, &address, &entry).await;
+    let claim = claim_by_demo(&store, &address, NewRunId::Derived("r2".into()), &entry).await;
     let claimed = ClaimedRun {
         run_id: "r2".into(),
         workflow_id: crate::ids::resume_workflow_id("demo", "s6", "r2"),
