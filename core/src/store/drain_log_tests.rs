@@ -2,6 +2,8 @@
 //! goes after the drain's script and finds the drained results and the resume's message, from
 //! the position the worker's log cache asked for; a drain applied already reads the same log.
 
+use super::script_cache_tests::counting;
+use super::scripts::APPLY_ANSWERS;
 use super::step_start_tests::{answered_c1, claimed_with_message};
 use super::tests::{at, store};
 use super::*;
@@ -10,6 +12,7 @@ use crate::message::Message;
 #[tokio::test]
 async fn a_drain_reads_the_log_after_it_from_the_position_asked_in_its_round_trip() {
     let store = store().await;
+    let _cache = counting(&store, &[&APPLY_ANSWERS]).await;
     let address = claimed_with_message(&store).await;
     // What a worker would hold of the log: all of it but the suspended turn.
     let before = store.messages(&address).await.unwrap();

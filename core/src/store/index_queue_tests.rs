@@ -2,6 +2,7 @@
 //! real Redis: a write reads the session, its tree, the entry and the session's open calls in
 //! one round trip, and an entry that already is the state's is not written again.
 
+use super::script_cache_tests::counting;
 use super::search_tests::{create, ids, query, settled};
 use super::*;
 
@@ -15,6 +16,8 @@ fn index_writes(sent: &[RoundTrip]) -> usize {
 #[tokio::test]
 async fn an_entry_already_the_states_is_not_written_again_and_a_stale_one_is() {
     let base = super::tests::store().await;
+    // The index's scripts are loaded by the writes before the count.
+    let _cache = counting(&base, &[]).await;
     let address = create(&base, "iq-1", "ann", &[]).await;
     settled(&base).await;
     let (store, round_trips) = base.recording_round_trips();

@@ -284,6 +284,8 @@ mod pipelined_tests;
 #[cfg(test)]
 mod remote_tests;
 #[cfg(test)]
+mod script_cache_tests;
+#[cfg(test)]
 mod search_tests;
 #[cfg(test)]
 mod state_tests;

@@ -5,6 +5,7 @@
 //! suspension goes with the search index's mark in one round trip.
 
 use super::footprint_tests::{call, pending};
+use super::script_cache_tests::flushing;
 use super::search_tests::settled;
 use super::state_tests::{new_session_with_state, patch};
 use super::tests::{at, kinds, new_session, store, tool_result, turn};
@@ -14,6 +15,7 @@ use crate::{
     message::{Message, ToolCall, ToolOutcome},
 };
 use serde_json::json;
+use tokio::sync::RwLockWriteGuard;
 
 /// Stages the turn of step 1 of run `r1` of `address`, with one call, and returns the call.
 async fn one_call_staged(store: &Store, address: &SessionAddress) -> ToolCall {
@@ -34,8 +36,9 @@ async fn one_call_staged(store: &Store, address: &SessionAddress) -> ToolCall {
 }
 
 /// As after a Redis restart: every script must be loaded again (other tests running now load
-/// theirs again the same way).
-async fn forget_scripts(store: &Store) {
+/// theirs again the same way, and none that counts round trips runs while the caller holds
+/// [`flushing`]).
+async fn forget_scripts(store: &Store, _flushing: &RwLockWriteGuard<'static, ()>) {
     let _: () = redis::cmd("SCRIPT")
         .arg("FLUSH")
         .query_async(&mut store.conn())
@@ -164,12 +167,13 @@ async fn a_state_patch_staged_with_the_last_result_is_folded_into_the_commit() {
 
 #[tokio::test]
 async fn scripts_redis_forgot_are_loaded_and_the_pair_sent_again() {
+    let cache = flushing().await;
     let store = store().await;
     let address = SessionAddress::root("s1");
     new_session(&store, &address).await;
     let step = at(&address, "r1", 1);
     let c1 = one_call_staged(&store, &address).await;
-    forget_scripts(&store).await;
+    forget_scripts(&store, &cache).await;
 
     let written = store
         .stage_tool_result_and_commit(
@@ -187,6 +191,7 @@ async fn scripts_redis_forgot_are_loaded_and_the_pair_sent_again() {
 
 #[tokio::test]
 async fn a_suspension_goes_with_its_index_mark_in_one_round_trip_even_after_redis_forgot_both() {
+    let cache = flushing().await;
     let base = store().await;
     let address = SessionAddress::root("s1");
     new_session(&base, &address).await;
@@ -196,7 +201,7 @@ async fn a_suspension_goes_with_its_index_mark_in_one_round_trip_even_after_redi
         .stage_turn(step, &mut turn("r1", 1, "asking", vec![call("c1", "ask")]))
         .await
         .unwrap();
-    forget_scripts(&store).await;
+    forget_scripts(&store, &cache).await;
 
     let written = store
         .commit_suspended_step(step, &[pending("c1", 1)])

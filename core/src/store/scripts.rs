@@ -369,6 +369,20 @@ pub(super) struct Invocation<'a> {
     command: redis::Cmd,
 }
 
+/// How many times a request refused for want of a script is sent again, the script loaded: a
+/// Redis that forgets its scripts again between the load and the resend (a failover, a flush) is
+/// answered by loading once more, and one that keeps forgetting them by its error.
+const RELOADS: u32 = 3;
+
+/// Whether `error` is Redis refusing a script it does not know and a reload is left: counts it.
+fn refused_for_script(error: &redis::RedisError, reloads: &mut u32) -> bool {
+    if error.kind() != ErrorKind::NoScriptError || *reloads == RELOADS {
+        return false;
+    }
+    *reloads += 1;
+    true
+}
+
 impl Invocation<'_> {
     pub(super) fn arg(&mut self, arg: impl ToRedisArgs) -> &mut Self {
         self.command.arg(arg);
@@ -378,12 +392,14 @@ impl Invocation<'_> {
     /// Runs the script and decodes its reply.
     pub(super) async fn run<T: FromRedisValue>(&self, store: &Store) -> Result<T, Error> {
         let mut connection = store.conn();
-        let reply: RedisValue = match self.command.query_async(&mut connection).await {
-            Err(error) if error.kind() == ErrorKind::NoScriptError => {
-                self.script.load_async(&mut connection).await?;
-                self.command.query_async(&mut connection).await?
+        let mut reloads = 0;
+        let reply: RedisValue = loop {
+            match self.command.query_async(&mut connection).await {
+                Err(error) if refused_for_script(&error, &mut reloads) => {
+                    self.script.load_async(&mut connection).await?;
+                }
+                reply => break reply?,
             }
-            reply => reply?,
         };
         self.decode(reply)
     }
@@ -444,15 +460,17 @@ impl Invocation<'_> {
         store: &Store,
     ) -> Result<(RedisValue, RedisValue), Error> {
         let mut connection = store.conn();
-        match pipeline.query_async(&mut connection).await {
-            Err(error) if error.kind() == ErrorKind::NoScriptError => {
-                self.script.load_async(&mut connection).await?;
-                if let Some(also) = also {
-                    also.script.load_async(&mut connection).await?;
+        let mut reloads = 0;
+        loop {
+            match pipeline.query_async(&mut connection).await {
+                Err(error) if refused_for_script(&error, &mut reloads) => {
+                    self.script.load_async(&mut connection).await?;
+                    if let Some(also) = also {
+                        also.script.load_async(&mut connection).await?;
+                    }
                 }
-                Ok(pipeline.query_async(&mut connection).await?)
+                replies => return Ok(replies?),
             }
-            replies => Ok(replies?),
         }
     }
 
@@ -479,6 +497,17 @@ impl Invocation<'_> {
             key: self.name.to_owned(),
             reason: error.detail().unwrap_or("unexpected reply").to_owned(),
         })
+    }
+}
+
+#[cfg(test)]
+impl StoreScript {
+    /// Loads the script into Redis's cache, as its first `EVALSHA` refused would.
+    pub(super) async fn load(&self, store: &Store) {
+        self.script
+            .load_async(&mut store.conn())
+            .await
+            .expect("the script loads");
     }
 }
 
