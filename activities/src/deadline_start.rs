@@ -5,9 +5,10 @@
 //! it comes within the horizon; a session answered and resumed before then (most are) never costs
 //! Temporal a second workflow. A child workflow would cost the suspending run a workflow task (the
 //! child's start is confirmed to the parent) and the deadline workflow one more for its timer.
-//! The activity that suspends the run indexes a far deadline itself (`index_far_deadline`); the
-//! `start_deadline` local activity of the suspending run arranges the rest; the server starts a
-//! rewind's deadline workflow itself, always at once.
+//! The activity that suspends the run indexes a far deadline itself, in its commit's round trip
+//! (`Store::commit_suspended_step_indexing`); the `start_deadline` local activity of the
+//! suspending run arranges the rest; the server starts a rewind's deadline workflow itself,
+//! always at once.
 
 use crate::{AgentActivities, failure::Error, io::DeadlineStart};
 use baton_core::{
@@ -65,24 +66,30 @@ impl AgentActivities {
     }
 
     /// Puts suspended run `run_id`'s deadline in the deadline index if it lies beyond the
-    /// horizon (then no deadline workflow is needed yet); says whether it did. The one place
-    /// that decides: the suspending activity calls it (so its workflow needs no local activity
-    /// for a far deadline), and so does `start_deadline` for the rest.
+    /// horizon (then no deadline workflow is needed yet); says whether it did. The decision is
+    /// [`Self::far_deadline`]'s alone: the suspending activity sends the index write with its
+    /// commit (so its workflow needs no local activity for a far deadline), a retried one and
+    /// `start_deadline` call this.
     pub(crate) async fn index_far_deadline(
         &self,
         address: &SessionAddress,
         run_id: &str,
         wake_at: Option<u64>,
     ) -> Result<bool, Error> {
-        let (Some(wake_at), Some(horizon)) = (wake_at, self.deadline_horizon) else {
+        let Some(wake_at) = self.far_deadline(wake_at) else {
             return Ok(false);
         };
-        let horizon_ms = u64::try_from(horizon.as_millis()).unwrap_or(u64::MAX);
-        if wake_at <= store::now_ms().saturating_add(horizon_ms) {
-            return Ok(false);
-        }
         self.store.index_deadline(address, run_id, wake_at).await?;
         Ok(true)
+    }
+
+    /// `wake_at` if it lies beyond the deadline horizon (the index takes it), else `None`.
+    pub(crate) fn far_deadline(&self, wake_at: Option<u64>) -> Option<u64> {
+        let (Some(wake_at), Some(horizon)) = (wake_at, self.deadline_horizon) else {
+            return None;
+        };
+        let horizon_ms = u64::try_from(horizon.as_millis()).unwrap_or(u64::MAX);
+        (wake_at > store::now_ms().saturating_add(horizon_ms)).then_some(wake_at)
     }
 }
 

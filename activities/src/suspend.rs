@@ -85,9 +85,12 @@ impl AgentActivities {
             now: store::now_ms(),
         };
         let pending = plan::pending_calls(agent, at, awaited, asks);
+        let wake_at = plan::wake_at(agent, &pending);
+        // A far deadline is indexed in the commit's round trip, after it.
+        let far_deadline = self.far_deadline(wake_at);
         let written = self
             .store
-            .commit_suspended_step(input.step_ref(), &pending)
+            .commit_suspended_step_indexing(input.step_ref(), &pending, far_deadline)
             .await?;
         // A retried attempt that finds the step committed registered nothing new.
         if written == Written::New {
@@ -107,11 +110,8 @@ impl AgentActivities {
             calls = pending.len(),
             "run suspended on client calls"
         );
-        let wake_at = plan::wake_at(agent, &pending);
         Ok(SuspendedRun {
-            deadline_indexed: self
-                .index_far_deadline(&input.address, &input.run_id, wake_at)
-                .await?,
+            deadline_indexed: far_deadline.is_some(),
             wake_at,
             tool_call_ids: pending.into_iter().map(|p| p.tool_call_id).collect(),
         })

@@ -161,11 +161,7 @@ impl Model for ScriptedModel {
                 provider_id: None,
             })
             .collect();
-        let input_tokens = request
-            .messages
-            .iter()
-            .map(|m| serde_json::to_string(m).map_or(0, |s| s.len() as u64 / 4))
-            .sum();
+        let input_tokens = request.messages.iter().map(|m| json_len(m) / 4).sum();
         Ok(ModelTurn {
             usage: Usage {
                 input_tokens,
@@ -175,6 +171,27 @@ impl Model for ScriptedModel {
             text,
             tool_calls,
         })
+    }
+}
+
+/// The length of `message`'s JSON, counted as it is written rather than written out: the log
+/// grows with every round, and writing all of it out again at every step only to count it was
+/// a visible share of a worker's CPU in issue 40's profile.
+fn json_len(message: &Message) -> u64 {
+    struct Counted(u64);
+    impl std::io::Write for Counted {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len() as u64;
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counted = Counted(0);
+    match serde_json::to_writer(&mut counted, message) {
+        Ok(()) => counted.0,
+        Err(_) => 0,
     }
 }
 
@@ -253,6 +270,24 @@ fn lookup(placeholder: &str, messages: &[Message]) -> Option<String> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_messages_length_is_its_jsons() {
+        let call = ToolCall {
+            id: "call_1_1".into(),
+            name: "ask".into(),
+            arguments: json!({"q": "caf\u{e9} \"quoted\"", "n": [1, 2.5]}),
+            provider_id: None,
+        };
+        for message in [
+            Message::user("go"),
+            Message::assistant("thinking \u{2014} then", vec![call.clone()]),
+            Message::tool_result(&call, ToolOutcome::Result(json!({"answer": "yes"}))),
+        ] {
+            let written = serde_json::to_string(&message).unwrap();
+            assert_eq!(json_len(&message), written.len() as u64, "{written}");
+        }
+    }
 
     #[tokio::test]
     async fn a_calls_argument_strings_render_the_results_and_the_input() {

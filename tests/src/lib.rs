@@ -246,7 +246,7 @@ impl Harness {
             store: store.clone(),
             registry,
             temporal: temporal.clone(),
-            task_queue: task_queue.clone(),
+            task_queue: task_queue.as_str().into(),
             policy: test_policy(),
             streams: Default::default(),
             http: reqwest::Client::new(),
@@ -257,7 +257,8 @@ impl Harness {
                 },
                 verbose_errors: false,
                 ..options
-            },
+            }
+            .into(),
         };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();

@@ -71,12 +71,12 @@ async fn run(cli: Cli, matches: &clap::ArgMatches) -> anyhow::Result<()> {
                 store: store.clone(),
                 registry: registry.clone(),
                 temporal: temporal.clone(),
-                task_queue: cli.temporal.task_queue.clone(),
+                task_queue: cli.temporal.task_queue.as_str().into(),
                 policy: cli.activities.policy(),
                 streams: Default::default(),
                 http: reqwest::Client::new(),
                 metrics: metrics.clone(),
-                options: cli.server_options()?,
+                options: cli.server_options()?.into(),
             };
             let grpc = match cli.server.grpc_listen {
                 Some(address) => {

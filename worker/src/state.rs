@@ -56,10 +56,12 @@ pub struct AppState {
     pub store: Store,
     pub registry: AgentRegistry,
     pub temporal: Client,
-    pub task_queue: String,
+    pub task_queue: std::sync::Arc<str>,
     /// The timeouts and retries of the runs this server starts.
     pub policy: ActivityPolicy,
-    pub options: ServerOptions,
+    /// Shared by the state's clones (axum clones the state for every request and every
+    /// middleware layer).
+    pub options: std::sync::Arc<ServerOptions>,
     /// The stream feeds SSE followers share.
     pub streams: crate::stream::StreamHub,
     pub metrics: crate::metrics::Metrics,

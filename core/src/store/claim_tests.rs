@@ -288,7 +288,7 @@ async fn the_claimed_runs_chunks_are_read_without_reading_their_header_back() {
     // What another server, which reads every header back, makes of the same entries.
     let elsewhere = Store::connect(
         &std::env::var("BATON_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into()),
-        base.prefix.clone(),
+        base.prefix.to_string(),
     )
     .await
     .unwrap();

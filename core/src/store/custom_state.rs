@@ -70,18 +70,27 @@ impl Store {
 
     /// [`Self::commit_folding_state`] whose first run goes with the search index's mark of the
     /// step's session, in one round trip (see [`Self::mark_then`]): the mark and the reply.
+    /// `after`, a plain idempotent write, follows the commit in its round trip, and again after
+    /// a folded second run, so that it always comes after the commit that applied.
     pub(super) async fn commit_folding_state_marked(
         &self,
         step: StepRef<'_>,
         invocation: impl Fn(&StateFold) -> Invocation<'static>,
+        after: Option<redis::Cmd>,
     ) -> Result<(u64, WriteReply), Error> {
         let (mark, reply) = self
-            .mark_then(step.address, &invocation(&StateFold::default()))
+            .mark_then_after(
+                step.address,
+                &invocation(&StateFold::default()),
+                after.clone(),
+            )
             .await?;
-        Ok((
-            mark,
-            self.fold_state_if_asked(step, reply, invocation).await?,
-        ))
+        let folded = matches!(reply, WriteReply::StatePatches { .. });
+        let reply = self.fold_state_if_asked(step, reply, invocation).await?;
+        if folded && let Some(after) = after {
+            let _: () = after.query_async(&mut self.conn()).await?;
+        }
+        Ok((mark, reply))
     }
 
     /// When a commit run with no fold answered with the step's staged state patches, runs it

@@ -80,10 +80,26 @@ impl Store {
         wake_at: u64,
     ) -> Result<(), Error> {
         let _: () = self
-            .conn()
-            .zadd(self.deadline_index_key(), member(address, run_id), wake_at)
+            .index_deadline_command(address, run_id, wake_at)
+            .query_async(&mut self.conn())
             .await?;
         Ok(())
+    }
+
+    /// [`Self::index_deadline`]'s command, for a caller that sends it after a suspension in
+    /// the suspension's round trip.
+    pub(super) fn index_deadline_command(
+        &self,
+        address: &SessionAddress,
+        run_id: &str,
+        wake_at: u64,
+    ) -> redis::Cmd {
+        let mut command = redis::cmd("ZADD");
+        command
+            .arg(self.deadline_index_key())
+            .arg(wake_at)
+            .arg(member(address, run_id));
+        command
     }
 
     /// Takes `address`'s suspended runs `run_ids` out of the index (those not in it are skipped).

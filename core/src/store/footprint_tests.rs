@@ -258,7 +258,7 @@ async fn chunk_headers_are_stored_once_per_run_and_put_back_on_read() {
     let other = Store::connect(
         &std::env::var("BATON_TEST_REDIS_URL")
             .unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned()),
-        store.prefix.clone(),
+        store.prefix.to_string(),
     )
     .await
     .unwrap();

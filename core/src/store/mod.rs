@@ -124,9 +124,11 @@ pub fn now_ms() -> u64 {
 /// Handle on Baton's Redis data. Cheap to clone.
 #[derive(Clone)]
 pub struct Store {
-    endpoint: Endpoint,
+    /// Shared by the store's clones, as everything below is but the connection's handle: a
+    /// server clones its store for every request and every index write.
+    endpoint: std::sync::Arc<Endpoint>,
     connection: Connection,
-    prefix: String,
+    prefix: std::sync::Arc<str>,
     /// How long an ended session's keys are kept (ms; 0: forever).
     session_retention_ms: u64,
     /// How long a command may take (ms): a write fenced on a deadline gets now plus this.
@@ -176,9 +178,9 @@ impl Store {
     ) -> Result<Self, Error> {
         let (endpoint, connection) = Endpoint::connect(redis_url, timeout).await?;
         Ok(Self {
-            endpoint,
+            endpoint: std::sync::Arc::new(endpoint),
             connection,
-            prefix: prefix.into(),
+            prefix: prefix.into().into(),
             session_retention_ms: retention_ms(DEFAULT_SESSION_RETENTION),
             command_timeout_ms: retention_ms(timeout).max(1),
             header_cache: stream::HeaderCache::default(),
@@ -271,6 +273,8 @@ mod compact_state_tests;
 mod delete_tests;
 #[cfg(test)]
 mod drain_log_tests;
+#[cfg(test)]
+mod far_deadline_tests;
 #[cfg(test)]
 mod fault_tests;
 #[cfg(test)]

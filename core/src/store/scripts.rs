@@ -422,6 +422,26 @@ impl Invocation<'_> {
         Ok((self.decode(first)?, then.decode(second)?))
     }
 
+    /// [`Self::run_then`], then `after`, a plain write that must come after both (Redis runs
+    /// the three in that order), in the same round trip; `after`'s reply is not read. If Redis
+    /// does not know a script, all three are sent again, so `after` must be idempotent, and it
+    /// is sent whatever the scripts answer.
+    pub(super) async fn run_then_after<A: FromRedisValue, B: FromRedisValue>(
+        &self,
+        then: &Invocation<'_>,
+        after: redis::Cmd,
+        store: &Store,
+    ) -> Result<(A, B), Error> {
+        let mut pipeline = redis::pipe();
+        pipeline
+            .add_command(self.command.clone())
+            .add_command(then.command.clone())
+            .add_command(after)
+            .ignore();
+        let (first, second) = self.send_pair(&pipeline, Some(then), store).await?;
+        Ok((self.decode(first)?, then.decode(second)?))
+    }
+
     /// A plain read of the same slot, then the script, in one round trip (a pipeline: Redis runs
     /// them in that order), and decodes both replies. If Redis does not know the script, it is
     /// loaded and the pair is sent again (the read changes nothing).
@@ -451,8 +471,9 @@ impl Invocation<'_> {
         Ok((self.decode(reply)?, redis::from_owned_redis_value(read)?))
     }
 
-    /// Sends `pipeline`, this script and one more command, and answers both raw replies. If
-    /// Redis does not know a script, this one and `also` are loaded and the pair sent again.
+    /// Sends `pipeline`, this script and one more command (and any whose replies it ignores),
+    /// and answers the two raw replies. If Redis does not know a script, this one and `also`
+    /// are loaded and the pipeline sent again.
     async fn send_pair(
         &self,
         pipeline: &redis::Pipeline,

@@ -226,12 +226,30 @@ impl Store {
         address: &SessionAddress,
         change: &Invocation<'_>,
     ) -> Result<(u64, T), Error> {
+        self.mark_then_after(address, change, None).await
+    }
+
+    /// [`Self::mark_then`], then `after` (a plain idempotent write that must follow the change,
+    /// whatever it answers) in the same round trip; on a cluster, one after the other.
+    pub(super) async fn mark_then_after<T: FromRedisValue>(
+        &self,
+        address: &SessionAddress,
+        change: &Invocation<'_>,
+        after: Option<redis::Cmd>,
+    ) -> Result<(u64, T), Error> {
         let mark = self.index_mark(address);
         if !self.conn().pipelines_across_slots() {
             let mark = mark.run(self).await?;
-            return Ok((mark, change.run(self).await?));
+            let reply = change.run(self).await?;
+            if let Some(after) = after {
+                let _: () = after.query_async(&mut self.conn()).await?;
+            }
+            return Ok((mark, reply));
         }
-        mark.run_then(change, self).await
+        match after {
+            Some(after) => mark.run_then_after(change, after, self).await,
+            None => mark.run_then(change, self).await,
+        }
     }
 
     /// Rewrites the index entry of a session (and of its root, whose `awaiting` term covers the

@@ -154,6 +154,21 @@ impl Store {
         step: StepRef<'_>,
         pending: &[PendingCall],
     ) -> Result<Written, Error> {
+        self.commit_suspended_step_indexing(step, pending, None)
+            .await
+    }
+
+    /// [`Self::commit_suspended_step`], putting the suspended run in the deadline index at
+    /// `far_deadline` (its earliest deadline, beyond the deadline horizon) in the commit's round
+    /// trip, after the commit: the sweep never finds the member before the suspension it
+    /// stands for. A commit that is refused leaves a member the sweep drops (it checks each
+    /// against its session).
+    pub async fn commit_suspended_step_indexing(
+        &self,
+        step: StepRef<'_>,
+        pending: &[PendingCall],
+        far_deadline: Option<u64>,
+    ) -> Result<Written, Error> {
         let header = self.header(step.run());
         let tool_call_ids: Vec<String> = pending.iter().map(|p| p.tool_call_id.clone()).collect();
         let suspension = StoredSuspension::new(step.step, tool_call_ids.clone());
@@ -167,36 +182,42 @@ impl Store {
             },
         );
         let finish = to_json(&finish_metadata(header.timestamp, None));
-        // The index's mark and the commit go in one round trip; the mark first.
+        // The index's mark, the commit and the far deadline go in one round trip; the mark first.
+        let indexed = far_deadline
+            .map(|wake_at| self.index_deadline_command(step.address, step.run_id, wake_at));
         let (mark, reply) = self
-            .commit_folding_state_marked(step, |fold| {
-                let mut invocation = COMMIT_SUSPENDED_STEP.on(self, step.address);
-                invocation
-                    .arg(step.run_id)
-                    .arg(step.step)
-                    .arg(now_ms())
-                    .arg(&step_end)
-                    .arg(&suspension_json)
-                    .arg(&suspended)
-                    .arg(&step.address.session_id)
-                    .arg(&fold.before)
-                    .arg(&fold.after)
-                    .arg(&fold.body)
-                    .arg(&finish);
-                for call in pending {
+            .commit_folding_state_marked(
+                step,
+                |fold| {
+                    let mut invocation = COMMIT_SUSPENDED_STEP.on(self, step.address);
                     invocation
-                        .arg(&call.tool_call_id)
-                        .arg(to_json(call))
-                        .arg(person_request_body(&header, call).unwrap_or_default())
-                        .arg(call.deadline_at)
-                        .arg(
-                            call.asked
-                                .as_ref()
-                                .map_or(&call.tool_call_id, |ask| &ask.tool_call_id),
-                        );
-                }
-                invocation
-            })
+                        .arg(step.run_id)
+                        .arg(step.step)
+                        .arg(now_ms())
+                        .arg(&step_end)
+                        .arg(&suspension_json)
+                        .arg(&suspended)
+                        .arg(&step.address.session_id)
+                        .arg(&fold.before)
+                        .arg(&fold.after)
+                        .arg(&fold.body)
+                        .arg(&finish);
+                    for call in pending {
+                        invocation
+                            .arg(&call.tool_call_id)
+                            .arg(to_json(call))
+                            .arg(person_request_body(&header, call).unwrap_or_default())
+                            .arg(call.deadline_at)
+                            .arg(
+                                call.asked
+                                    .as_ref()
+                                    .map_or(&call.tool_call_id, |ask| &ask.tool_call_id),
+                            );
+                    }
+                    invocation
+                },
+                indexed,
+            )
             .await?;
         let result = reply.into_written(step.run_id, |detail| {
             self.inconsistent(

@@ -71,8 +71,10 @@ async fn request_fields_are_logged_bounded_and_on_one_line() {
         ),
     ];
     let mut verbose = harness.state.clone();
-    verbose.options.verbose_errors = true;
-    verbose.options.submit_limits.max_result_bytes = 4 << 20;
+    std::sync::Arc::make_mut(&mut verbose.options).verbose_errors = true;
+    std::sync::Arc::make_mut(&mut verbose.options)
+        .submit_limits
+        .max_result_bytes = 4 << 20;
     for request in requests {
         let response = baton_worker::router(verbose.clone())
             .oneshot(request)

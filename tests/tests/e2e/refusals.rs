@@ -271,7 +271,7 @@ async fn parser_details_and_agent_types_are_told_only_in_verbose_answers() {
         }
     }
     let mut verbose = harness.state.clone();
-    verbose.options.verbose_errors = true;
+    std::sync::Arc::make_mut(&mut verbose.options).verbose_errors = true;
     for (request, status, code) in detailed_refusals() {
         let described = format!("{} {}", request.method(), request.uri());
         let (response, error) = send(&verbose, request).await;

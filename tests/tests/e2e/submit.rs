@@ -363,7 +363,7 @@ async fn an_answer_stored_when_the_resumed_run_cannot_start_is_accepted_and_the_
     // A server whose Temporal refuses every start (its namespace does not exist) and which
     // resumes by itself.
     let mut broken = harness.state.clone();
-    broken.options.resume_on_submit = true;
+    std::sync::Arc::make_mut(&mut broken.options).resume_on_submit = true;
     broken.temporal = baton_worker::connect_temporal(&baton_worker::TemporalSettings {
         address: baton_tests::temporal_address(),
         namespace: "baton-no-such-namespace".to_owned(),

@@ -102,7 +102,7 @@ pub async fn run(role: &str) -> anyhow::Result<()> {
                 store,
                 registry: crate::agents::registry(),
                 temporal,
-                task_queue,
+                task_queue: task_queue.into(),
                 policy: baton_tests::test_policy(),
                 streams: Default::default(),
                 http: reqwest::Client::new(),
@@ -127,7 +127,8 @@ pub async fn run(role: &str) -> anyhow::Result<()> {
                         ..baton_worker::state::ConnectionLimits::default()
                     },
                     ..Default::default()
-                },
+                }
+                .into(),
             };
             let port: u16 = variable(LISTEN_PORT)?.parse()?;
             let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;

@@ -151,7 +151,7 @@ async fn submits_over_both_transports_count_against_one_rate_limit() {
 async fn the_grpc_service_does_not_start_without_an_auth_configuration() {
     let harness = Harness::server_only(agents::registry()).await;
     let mut state = harness.state.clone();
-    state.options.auth = Auth::Unset;
+    std::sync::Arc::make_mut(&mut state.options).auth = Auth::Unset;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let refused = baton_worker::serve_grpc(listener, state, Default::default()).await;
     assert!(
