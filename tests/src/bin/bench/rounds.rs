@@ -166,8 +166,15 @@ async fn chat_post(
     anyhow::bail!("the chat answer ended without [DONE]")
 }
 
-/// Each of `sessions` chats answers `rounds` rounds through `/chat`, all at once.
-async fn chat_rounds(base: &str, sessions: usize, rounds: usize) -> anyhow::Result<Figures> {
+/// Each of `sessions` chats answers `rounds` rounds through `/chat`, all at once: one request a
+/// round (the answer, the resume and the stream of the next step); the processes of `meter`
+/// metered over the rounds.
+async fn chat_rounds(
+    base: &str,
+    sessions: usize,
+    rounds: usize,
+    meter: &[(&str, Option<u32>)],
+) -> anyhow::Result<Figures> {
     let http = reqwest::Client::new();
     let chats: Vec<String> = (0..sessions)
         .map(|_| uuid::Uuid::new_v4().simple().to_string())
@@ -182,6 +189,7 @@ async fn chat_rounds(base: &str, sessions: usize, rounds: usize) -> anyhow::Resu
         .buffer_unordered(50)
         .try_collect::<Vec<_>>()
         .await?;
+    let cpu = CpuMeter::start(meter);
     let began = Instant::now();
     let outcomes = futures::future::join_all(chats.iter().map(|chat| {
         let http = &http;
@@ -204,6 +212,7 @@ async fn chat_rounds(base: &str, sessions: usize, rounds: usize) -> anyhow::Resu
     }))
     .await;
     let seconds = began.elapsed().as_secs_f64();
+    let cpu = cpu.used();
     let mut to_step = Vec::new();
     for outcome in outcomes {
         to_step.extend(outcome?);
@@ -213,7 +222,7 @@ async fn chat_rounds(base: &str, sessions: usize, rounds: usize) -> anyhow::Resu
         seconds,
         to_step,
         timed: Vec::new(),
-        cpu: Vec::new(),
+        cpu,
     })
 }
 
@@ -287,8 +296,18 @@ pub async fn print_rounds() -> anyhow::Result<()> {
     }
     let rounds = rounds_per_session(20).min(MOST_ROUNDS - 1);
     let started = suspended_sessions(&client, 20).await?;
-    let api = api_rounds(&client, started, rounds, &[]).await?;
-    let chat = chat_rounds(&server.base_url(), 20, rounds).await?;
+    // Both metered: what a round costs Baton over the plain API (three requests: the answer,
+    // the resume, the follow) and through `/chat` (one).
+    let mut meter = vec![
+        ("temporal", temporal),
+        ("server", server.pid()),
+        ("redis", redis.pid()),
+    ];
+    for (name, worker) in ["worker 1", "worker 2"].iter().zip(&workers) {
+        meter.push((name, worker.pid()));
+    }
+    let api = api_rounds(&client, started, rounds, &meter).await?;
+    let chat = chat_rounds(&server.base_url(), 20, rounds, &meter).await?;
     api.print("20 sessions, 2 workers, API (beside the chat row)");
     chat.print("20 sessions, 2 workers, `/chat`");
     println!(
