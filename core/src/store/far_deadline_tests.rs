@@ -3,7 +3,7 @@
 //! the suspension it stands for. A commit folded with its step's state patches sends the index
 //! write again after the folded run; a retried commit sends it again, changing nothing.
 
-use super::footprint_tests::{call, pending};
+use super::footprint_tests::{call, pending, suspend_on};
 use super::script_cache_tests::counting;
 use super::scripts::COMMIT_SUSPENDED_STEP;
 use super::state_tests::{new_session_with_state, patch};
@@ -32,13 +32,7 @@ async fn a_far_deadline_is_indexed_in_the_suspensions_round_trip_after_its_commi
     let _cache = counting(&base, &[&COMMIT_SUSPENDED_STEP]).await;
     let warm = SessionAddress::root("warm");
     new_session(&base, &warm).await;
-    let step = at(&warm, "r1", 1);
-    base.stage_turn(step, &mut turn("r1", 1, "", vec![call("c1", "ask")]))
-        .await
-        .unwrap();
-    base.commit_suspended_step(step, &[pending("c1", 1)])
-        .await
-        .unwrap();
+    suspend_on(&base, &warm, "r1", 1, "c1").await;
     assert!(indexed(&base, &warm).await.is_empty(), "none asked");
 
     let address = SessionAddress::root("s1");

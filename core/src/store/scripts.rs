@@ -414,30 +414,26 @@ impl Invocation<'_> {
         then: &Invocation<'_>,
         store: &Store,
     ) -> Result<(A, B), Error> {
-        let mut pipeline = redis::pipe();
-        pipeline
-            .add_command(self.command.clone())
-            .add_command(then.command.clone());
-        let (first, second) = self.send_pair(&pipeline, Some(then), store).await?;
-        Ok((self.decode(first)?, then.decode(second)?))
+        self.run_then_after(then, None, store).await
     }
 
-    /// [`Self::run_then`], then `after`, a plain write that must come after both (Redis runs
-    /// the three in that order), in the same round trip; `after`'s reply is not read. If Redis
-    /// does not know a script, all three are sent again, so `after` must be idempotent, and it
-    /// is sent whatever the scripts answer.
+    /// [`Self::run_then`], then `after` if given, a plain write that must come after both
+    /// (Redis runs the three in that order), in the same round trip; `after`'s reply is not
+    /// read. If Redis does not know a script, all three are sent again, so `after` must be
+    /// idempotent, and it is sent whatever the scripts answer.
     pub(super) async fn run_then_after<A: FromRedisValue, B: FromRedisValue>(
         &self,
         then: &Invocation<'_>,
-        after: redis::Cmd,
+        after: Option<redis::Cmd>,
         store: &Store,
     ) -> Result<(A, B), Error> {
         let mut pipeline = redis::pipe();
         pipeline
             .add_command(self.command.clone())
-            .add_command(then.command.clone())
-            .add_command(after)
-            .ignore();
+            .add_command(then.command.clone());
+        if let Some(after) = after {
+            pipeline.add_command(after).ignore();
+        }
         let (first, second) = self.send_pair(&pipeline, Some(then), store).await?;
         Ok((self.decode(first)?, then.decode(second)?))
     }

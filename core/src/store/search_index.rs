@@ -246,10 +246,7 @@ impl Store {
             }
             return Ok((mark, reply));
         }
-        match after {
-            Some(after) => mark.run_then_after(change, after, self).await,
-            None => mark.run_then(change, self).await,
-        }
+        mark.run_then_after(change, after, self).await
     }
 
     /// Rewrites the index entry of a session (and of its root, whose `awaiting` term covers the
