@@ -103,6 +103,11 @@ impl RedisServer {
         format!("redis://127.0.0.1:{}", self.port)
     }
 
+    /// The same Redis over its Unix socket (`unix://`), for processes on this machine.
+    pub fn unix_url(&self) -> String {
+        format!("unix://{}", self.dir.join("redis.sock").display())
+    }
+
     pub fn pid(&self) -> Option<u32> {
         self.child.as_ref().map(Child::id)
     }
@@ -122,7 +127,11 @@ impl RedisServer {
             .arg("--dir")
             .arg(&self.dir)
             .arg("--save")
-            .arg("");
+            .arg("")
+            .arg("--unixsocket")
+            .arg(self.dir.join("redis.sock"))
+            .arg("--unixsocketperm")
+            .arg("700");
         if self.extra.is_empty() {
             command.arg("--appendonly").arg("no");
         }

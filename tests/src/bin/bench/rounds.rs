@@ -231,15 +231,22 @@ pub async fn print_rounds() -> anyhow::Result<()> {
     let agents = procs::agents_file("rounds", &remote::asking_agent(AGENT, MOST_ROUNDS, ""))?;
     let prefix = format!("bench{}", std::process::id());
     let task_queue = format!("bench-rounds-{}", std::process::id());
-    let flags = procs::common_flags(&redis.url(), &prefix, &task_queue, &agents);
+    // BENCH_REDIS_UNIX=1: the processes reach Redis over its Unix socket instead of loopback TCP.
+    let unix = std::env::var_os("BENCH_REDIS_UNIX").is_some();
+    let redis_url = if unix { redis.unix_url() } else { redis.url() };
+    let flags = procs::common_flags(&redis_url, &prefix, &task_queue, &agents);
     let server = procs::launcher()?.server("rounds-server", &flags).await?;
     let client = HttpClient::new(server.base_url());
     let temporal = procs::temporal_pid();
     println!("\n## HITL rounds with real processes (batond server + batond worker ×1/×2)\n");
     println!(
         "Each round: submit → resume → the resumed step → the next suspension, over HTTP; the \
-         Temporal dev server shared, Redis the benchmark's own (port {}).\n",
-        redis.port
+         Temporal dev server shared, Redis the benchmark's own ({}).\n",
+        if unix {
+            "over its Unix socket"
+        } else {
+            "over loopback TCP"
+        }
     );
     println!(
         "| configuration | rounds/s | answer → next step p50 ms | p99 ms | CPU ms per round: process |"
@@ -287,8 +294,10 @@ pub async fn print_rounds() -> anyhow::Result<()> {
                 // The same rounds with the server and its worker in one process (its resumed
                 // runs start eagerly), on a task queue of its own.
                 one = Some(
-                    crate::rounds_one_process::rounds(sessions, &redis, &prefix, &agents, temporal)
-                        .await?,
+                    crate::rounds_one_process::rounds(
+                        sessions, &redis, &redis_url, &prefix, &agents, temporal,
+                    )
+                    .await?,
                 );
                 ceilings.push(ceiling(&bare, sessions).await?);
             }

@@ -11,17 +11,19 @@ use crate::{
 use baton_client::HttpClient;
 use std::{path::Path, time::Duration};
 
-/// Runs the configuration with `sessions` sessions against the benchmark's Redis (`prefix`, the
-/// agents file `agents`) and prints its row; answers its sessions and figures.
+/// Runs the configuration with `sessions` sessions against the benchmark's Redis, reached at
+/// `redis_url` (`prefix`, the agents file `agents`), and prints its row; answers its sessions
+/// and figures.
 pub async fn rounds(
     sessions: usize,
     redis: &procs::RedisServer,
+    redis_url: &str,
     prefix: &str,
     agents: &Path,
     temporal: Option<u32>,
 ) -> anyhow::Result<(usize, Figures)> {
     let task_queue = format!("bench-rounds-dev-{}", std::process::id());
-    let flags = procs::common_flags(&redis.url(), prefix, &task_queue, agents);
+    let flags = procs::common_flags(redis_url, prefix, &task_queue, agents);
     let dev = procs::launcher()?.dev("rounds-dev", &flags).await?;
     let client = HttpClient::new(dev.base_url());
     // Its worker polls before the first session starts.
