@@ -6,7 +6,7 @@ use crate::{
     AgentActivities,
     failure::Error,
     heartbeat::with_heartbeats,
-    io::{StepInput, StepPlan},
+    io::{StepInput, StepPlan, SuspendedRun},
     plan::{AfterInline, SortedCalls},
 };
 use baton_core::{
@@ -96,8 +96,9 @@ impl AgentActivities {
             }
             StepProgress::Staged(turn) => (turn, false),
             StepProgress::New => match self.call_model(ctx, input, attempt, head).await? {
-                Some(turn) => (turn, true),
-                None => return Ok(StepPlan::Committed),
+                Called::Staged(turn) => (turn, true),
+                Called::Suspended(suspended) => return Ok(StepPlan::Suspended(suspended)),
+                Called::Committed => return Ok(StepPlan::Committed),
             },
         };
         let plan = self
@@ -114,17 +115,18 @@ impl AgentActivities {
         Ok(plan)
     }
 
-    /// Calls the model for a step that has no staged turn and stages the answer. Returns the
-    /// staged turn (another attempt's, if it staged first), or `None` if the step got committed
-    /// meanwhile. `attempt` orders its writes to the stream (see [`stream_attempt`]); `head` is
-    /// what the step read and wrote with its progress.
+    /// Calls the model for a step that has no staged turn and stages the answer: the staged
+    /// turn (another attempt's, if it staged first), or the run suspended on the turn's calls
+    /// when each is awaited (staged and suspended in one round trip), or `Committed` if the step
+    /// got committed meanwhile. `attempt` orders its writes to the stream (see
+    /// [`stream_attempt`]); `head` is what the step read and wrote with its progress.
     async fn call_model(
         &self,
         ctx: &ActivityContext,
         input: &StepInput,
         attempt: u64,
         head: Head,
-    ) -> Result<Option<StagedTurn>, Error> {
+    ) -> Result<Called, Error> {
         let address = &input.address;
         let agent = self.agent(&input.agent_type)?;
         // The log read and the step_start chunk, if still to do, go in one round trip.
@@ -224,12 +226,16 @@ impl AgentActivities {
                 usage: turn.usage,
             },
         };
-        let written = self.store.stage_turn(input.step_ref(), &mut staged).await?;
-        match written {
-            Written::New => Ok(Some(staged)),
-            // A concurrent attempt staged first: its turn is the step's turn.
-            Written::AlreadyDone => Ok(self.store.staged_turn(input.step_ref()).await?),
+        if let Some(suspended) = self.stage_and_suspend(input, &staged).await? {
+            return Ok(Called::Suspended(suspended));
         }
+        let written = self.store.stage_turn(input.step_ref(), &mut staged).await?;
+        let turn = match written {
+            Written::New => Some(staged),
+            // A concurrent attempt staged first: its turn is the step's turn.
+            Written::AlreadyDone => self.store.staged_turn(input.step_ref()).await?,
+        };
+        Ok(turn.map_or(Called::Committed, Called::Staged))
     }
 
     /// The run's log: what the log cache holds for the run (see `log_cache.rs`), or else for
@@ -361,6 +367,16 @@ impl AgentActivities {
             }
         })
     }
+}
+
+/// What calling the model for a new step came to.
+enum Called {
+    /// The step's staged turn, for its inline tools to run.
+    Staged(StagedTurn),
+    /// The turn's calls are all awaited: it is staged and the run suspended on them.
+    Suspended(SuspendedRun),
+    /// The step got committed meanwhile (another attempt).
+    Committed,
 }
 
 /// What a model step read, and wrote, in the round trip that reads its progress. Writing

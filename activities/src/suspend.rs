@@ -5,13 +5,13 @@ use crate::{
     AgentActivities,
     failure::Error,
     io::{StepInput, SuspendedRun},
-    plan::{self, SortedCalls, SuspendAt},
+    plan::{self, AfterInline, SortedCalls, SuspendAt},
 };
 use baton_core::{
     ErrorCode,
     message::{Message, ToolCall},
     observe::{self, CallIds, ClientCallEvent},
-    store::{self, PendingCall, StepProgress, Written},
+    store::{self, PendingCall, StagedSuspension, StagedTurn, StepProgress, Written},
     tool::ask::Asked,
 };
 use std::collections::HashMap;
@@ -78,6 +78,58 @@ impl AgentActivities {
         awaited: &[&ToolCall],
         asks: &HashMap<String, Asked>,
     ) -> Result<SuspendedRun, Error> {
+        let suspension = self.suspension(input, awaited, asks)?;
+        // A far deadline is indexed in the commit's round trip, after it.
+        let written = self
+            .store
+            .commit_suspended_step_indexing(
+                input.step_ref(),
+                &suspension.pending,
+                suspension.far_deadline,
+            )
+            .await?;
+        Ok(suspended(input, suspension, written))
+    }
+
+    /// For a fresh turn each of whose calls is awaited (nothing for the run to run first):
+    /// stages it and suspends the run in one round trip. `None` when the turn is not one, or
+    /// when the store wrote no suspension (an earlier attempt staged the step, a call id is
+    /// taken in the tree): the step then stages and commits the usual way.
+    pub(crate) async fn stage_and_suspend(
+        &self,
+        input: &StepInput,
+        turn: &StagedTurn,
+    ) -> Result<Option<SuspendedRun>, Error> {
+        let Message::Assistant { tool_calls, .. } = &turn.message else {
+            return Ok(None);
+        };
+        let calls = SortedCalls::new(self.agent(&input.agent_type)?, tool_calls);
+        if !calls.inline.is_empty() || !matches!(calls.after_inline(), AfterInline::Suspend) {
+            return Ok(None);
+        }
+        let suspension = self.suspension(input, &calls.awaited, &HashMap::new())?;
+        let staged = self
+            .store
+            .stage_turn_and_suspend(
+                input.step_ref(),
+                turn,
+                &suspension.pending,
+                suspension.far_deadline,
+            )
+            .await?;
+        Ok(match staged {
+            StagedSuspension::Suspended => Some(suspended(input, suspension, Written::New)),
+            StagedSuspension::UsualWay => None,
+        })
+    }
+
+    /// The pending entry of each awaited call, in call order, and when the run should wake.
+    fn suspension(
+        &self,
+        input: &StepInput,
+        awaited: &[&ToolCall],
+        asks: &HashMap<String, Asked>,
+    ) -> Result<Suspension, Error> {
         let agent = self.agent(&input.agent_type)?;
         let at = SuspendAt {
             run_id: &input.run_id,
@@ -86,34 +138,10 @@ impl AgentActivities {
         };
         let pending = plan::pending_calls(agent, at, awaited, asks);
         let wake_at = plan::wake_at(agent, &pending);
-        // A far deadline is indexed in the commit's round trip, after it.
-        let far_deadline = self.far_deadline(wake_at);
-        let written = self
-            .store
-            .commit_suspended_step_indexing(input.step_ref(), &pending, far_deadline)
-            .await?;
-        // A retried attempt that finds the step committed registered nothing new.
-        if written == Written::New {
-            for call in &pending {
-                observe::client_call(
-                    ClientCallEvent::Registered,
-                    call_ids(input, &call.tool_call_id, &call.tool_name),
-                    None,
-                    None,
-                );
-            }
-        }
-        tracing::info!(
-            session = %input.address.session_id,
-            run = %input.run_id,
-            step = input.step,
-            calls = pending.len(),
-            "run suspended on client calls"
-        );
-        Ok(SuspendedRun {
-            deadline_indexed: far_deadline.is_some(),
+        Ok(Suspension {
+            far_deadline: self.far_deadline(wake_at),
             wake_at,
-            tool_call_ids: pending.into_iter().map(|p| p.tool_call_id).collect(),
+            pending,
         })
     }
 
@@ -139,6 +167,47 @@ impl AgentActivities {
             wake_at,
             tool_call_ids,
         })
+    }
+}
+
+/// A step's suspension before it is written: its pending calls and its deadline.
+struct Suspension {
+    pending: Vec<PendingCall>,
+    wake_at: Option<u64>,
+    /// The deadline the suspension indexes itself, beyond the deadline horizon.
+    far_deadline: Option<u64>,
+}
+
+/// The run suspended as `suspension`, `written` by this attempt or found written by another:
+/// a new suspension's calls are registered (observed), and the suspension logged.
+fn suspended(input: &StepInput, suspension: Suspension, written: Written) -> SuspendedRun {
+    let Suspension {
+        pending,
+        wake_at,
+        far_deadline,
+    } = suspension;
+    // A retried attempt that finds the step committed registered nothing new.
+    if written == Written::New {
+        for call in &pending {
+            observe::client_call(
+                ClientCallEvent::Registered,
+                call_ids(input, &call.tool_call_id, &call.tool_name),
+                None,
+                None,
+            );
+        }
+    }
+    tracing::info!(
+        session = %input.address.session_id,
+        run = %input.run_id,
+        step = input.step,
+        calls = pending.len(),
+        "run suspended on client calls"
+    );
+    SuspendedRun {
+        deadline_indexed: far_deadline.is_some(),
+        wake_at,
+        tool_call_ids: pending.into_iter().map(|p| p.tool_call_id).collect(),
     }
 }
 

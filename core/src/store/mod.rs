@@ -54,6 +54,7 @@ mod round_trips;
 mod scripts;
 mod search_index;
 mod session;
+mod stage_and_suspend;
 mod stage_turn;
 mod step;
 mod stop;
@@ -94,6 +95,7 @@ pub use search_index::{
     MAX_INDEXED_METADATA, MAX_METADATA_TERM_BYTES, REPAIR_AFTER_MS, metadata_value_text,
 };
 pub use session::NewSession;
+pub use stage_and_suspend::StagedSuspension;
 pub use step::{Completion, StagedTurn, StepProgress};
 pub use stop::Stopped;
 pub use stream::Subscriber;
@@ -291,6 +293,8 @@ mod remote_tests;
 mod script_cache_tests;
 #[cfg(test)]
 mod search_tests;
+#[cfg(test)]
+mod stage_and_suspend_tests;
 #[cfg(test)]
 mod state_tests;
 #[cfg(test)]

@@ -20,6 +20,30 @@ pub(super) struct StoreScript {
 }
 
 macro_rules! store_script {
+    // A script that runs two others' bodies, each a function of its own KEYS and ARGV (named
+    // `<name>_script`), as `$name.lua` calls them.
+    ($name:literal, [$($key:ident),+ $(,)?], runs $first:literal, $second:literal) => {
+        StoreScript {
+            name: $name,
+            source: include_str!(concat!($name, ".lua")),
+            keys: &[$(Key::$key),+],
+            script: LazyLock::new(|| {
+                redis::Script::new(concat!(
+                    include_str!("prelude.lua"),
+                    "\nlocal function ",
+                    $first,
+                    "_script(KEYS, ARGV)\n",
+                    include_str!(concat!($first, ".lua")),
+                    "\nend\nlocal function ",
+                    $second,
+                    "_script(KEYS, ARGV)\n",
+                    include_str!(concat!($second, ".lua")),
+                    "\nend\n",
+                    include_str!(concat!($name, ".lua"))
+                ))
+            }),
+        }
+    };
     ($name:literal, [$($key:ident),+ $(,)?]) => {
         store_script!($name, &[$(Key::$key),+])
     };
@@ -84,6 +108,22 @@ pub(super) static COMMIT_SUSPENDED_STEP: StoreScript = store_script!(
         Ownership,
         OpenDeadlines,
     ]
+);
+pub(super) static STAGE_AND_SUSPEND: StoreScript = store_script!(
+    "stage_and_suspend",
+    [
+        State,
+        Stream,
+        Staged,
+        CallIds,
+        Messages,
+        Checkpoints,
+        Usage,
+        Pending,
+        Ownership,
+        OpenDeadlines,
+    ],
+    runs "stage_turn", "commit_suspended_step"
 );
 pub(super) static SUBMIT_ANSWER: StoreScript = store_script!(
     "submit_answer",
@@ -250,7 +290,7 @@ pub(super) static A2A_CHILD: StoreScript =
     store_script!("a2a_child", [State, Stream, Pending, Answers]);
 
 /// Every script: for the tests that read their text, and to name a recorded round trip's.
-static ALL: [&StoreScript; 38] = [
+static ALL: [&StoreScript; 39] = [
     &CREATE_FORK,
     &RECORD_A2A,
     &A2A_CHILD,
@@ -271,6 +311,7 @@ static ALL: [&StoreScript; 38] = [
     &COMMIT_STEP,
     &FAIL_RUN,
     &COMMIT_SUSPENDED_STEP,
+    &STAGE_AND_SUSPEND,
     &SUBMIT_ANSWER,
     &TAKE_SUBMIT_TOKEN,
     &TAKE_SUBJECT_TOKEN,

@@ -6,7 +6,7 @@
 use super::{
     Error, StagedTurn, StepRef, Store, Written,
     replies::{Reply, WriteReply},
-    scripts::STAGE_TURN,
+    scripts::{Invocation, STAGE_TURN},
     to_json,
 };
 use crate::{
@@ -40,6 +40,11 @@ impl FromRedisValue for StageTurnReply {
         }
         Ok(Self::Rename(renames))
     }
+}
+
+/// How many arguments `stage_turn.lua` takes for `turn`: five, then a `tool_start` per call.
+pub(super) fn stage_turn_argument_count(turn: &StagedTurn) -> usize {
+    5 + turn_call_count(turn)
 }
 
 fn turn_call_count(turn: &StagedTurn) -> usize {
@@ -95,13 +100,25 @@ impl Store {
         step: StepRef<'_>,
         turn: &StagedTurn,
     ) -> Result<StageTurnReply, Error> {
+        let mut invocation = STAGE_TURN.on(self, step.address);
+        self.add_stage_turn_arguments(&mut invocation, step, turn);
+        invocation.run(self).await
+    }
+
+    /// Adds `stage_turn.lua`'s arguments for `turn` to `invocation`:
+    /// [`stage_turn_argument_count`] of them.
+    pub(super) fn add_stage_turn_arguments(
+        &self,
+        invocation: &mut Invocation<'_>,
+        step: StepRef<'_>,
+        turn: &StagedTurn,
+    ) {
         let header = self.header(step.run());
         let calls = match &turn.message {
             Message::Assistant { tool_calls, .. } => tool_calls.as_slice(),
             _ => &[],
         };
         let call_ids: Vec<&str> = calls.iter().map(|c| c.id.as_str()).collect();
-        let mut invocation = STAGE_TURN.on(self, step.address);
         invocation
             .arg(step.run_id)
             .arg(step.step)
@@ -119,6 +136,5 @@ impl Store {
                 },
             ));
         }
-        invocation.run(self).await
     }
 }

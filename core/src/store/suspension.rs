@@ -3,7 +3,9 @@
 
 use super::{
     ApprovalDecision, Continuation, Error, PendingCall, PendingKind, SessionAddress, StepRef,
-    Store, StoredSuspension, Written, flag, from_json,
+    Store, StoredSuspension, Written,
+    custom_state::StateFold,
+    flag, from_json,
     keys::{Key, state_field},
     now_ms,
     replies::{AloneSubmitReply, SubmitReply, SubmitReplyFields},
@@ -145,6 +147,75 @@ pub(super) fn person_request_body(header: &ChunkHeader, call: &PendingCall) -> O
     ))
 }
 
+/// `commit_suspended_step.lua`'s arguments for a step's suspension on `pending`, encoded once
+/// for the commit and its run again with the step's state patches folded.
+pub(super) struct SuspensionArguments<'a> {
+    header: ChunkHeader,
+    pending: &'a [PendingCall],
+    step_end: String,
+    suspension: String,
+    suspended: String,
+    finish: String,
+}
+
+impl<'a> SuspensionArguments<'a> {
+    pub(super) fn new(store: &Store, step: StepRef<'_>, pending: &'a [PendingCall]) -> Self {
+        let header = store.header(step.run());
+        let tool_call_ids: Vec<String> = pending.iter().map(|p| p.tool_call_id.clone()).collect();
+        let suspension = to_json(&StoredSuspension::new(step.step, tool_call_ids.clone()));
+        let step_end = encode_unsequenced(&header, &ChunkKind::StepEnd { step: step.step });
+        let suspended = encode_unsequenced(
+            &header,
+            &ChunkKind::Suspended {
+                step: step.step,
+                tool_call_ids,
+            },
+        );
+        let finish = to_json(&finish_metadata(header.timestamp, None));
+        Self {
+            header,
+            pending,
+            step_end,
+            suspension,
+            suspended,
+            finish,
+        }
+    }
+
+    /// Adds them to `invocation`, with the step's state patches as `fold` says.
+    pub(super) fn add_to(
+        &self,
+        invocation: &mut Invocation<'_>,
+        step: StepRef<'_>,
+        fold: &StateFold,
+    ) {
+        invocation
+            .arg(step.run_id)
+            .arg(step.step)
+            .arg(now_ms())
+            .arg(&self.step_end)
+            .arg(&self.suspension)
+            .arg(&self.suspended)
+            .arg(&step.address.session_id)
+            .arg(&fold.before)
+            .arg(&fold.after)
+            .arg(&fold.body)
+            .arg(&self.finish);
+        for call in self.pending {
+            invocation
+                .arg(&call.tool_call_id)
+                .arg(to_json(call))
+                .arg(person_request_body(&self.header, call).unwrap_or_default())
+                .arg(call.deadline_at)
+                .arg(
+                    call.asked
+                        .as_ref()
+                        .map_or(&call.tool_call_id, |ask| &ask.tool_call_id),
+                );
+        }
+    }
+}
+
 impl Store {
     /// Commits a step that awaits client calls and suspends the run (see
     /// `commit_suspended_step.lua`). `pending` holds one entry per awaited call, in call order.
@@ -169,19 +240,7 @@ impl Store {
         pending: &[PendingCall],
         far_deadline: Option<u64>,
     ) -> Result<Written, Error> {
-        let header = self.header(step.run());
-        let tool_call_ids: Vec<String> = pending.iter().map(|p| p.tool_call_id.clone()).collect();
-        let suspension = StoredSuspension::new(step.step, tool_call_ids.clone());
-        let step_end = encode_unsequenced(&header, &ChunkKind::StepEnd { step: step.step });
-        let suspension_json = to_json(&suspension);
-        let suspended = encode_unsequenced(
-            &header,
-            &ChunkKind::Suspended {
-                step: step.step,
-                tool_call_ids,
-            },
-        );
-        let finish = to_json(&finish_metadata(header.timestamp, None));
+        let arguments = SuspensionArguments::new(self, step, pending);
         // The index's mark, the commit and the far deadline go in one round trip; the mark first.
         let indexed = far_deadline
             .map(|wake_at| self.index_deadline_command(step.address, step.run_id, wake_at));
@@ -190,30 +249,7 @@ impl Store {
                 step,
                 |fold| {
                     let mut invocation = COMMIT_SUSPENDED_STEP.on(self, step.address);
-                    invocation
-                        .arg(step.run_id)
-                        .arg(step.step)
-                        .arg(now_ms())
-                        .arg(&step_end)
-                        .arg(&suspension_json)
-                        .arg(&suspended)
-                        .arg(&step.address.session_id)
-                        .arg(&fold.before)
-                        .arg(&fold.after)
-                        .arg(&fold.body)
-                        .arg(&finish);
-                    for call in pending {
-                        invocation
-                            .arg(&call.tool_call_id)
-                            .arg(to_json(call))
-                            .arg(person_request_body(&header, call).unwrap_or_default())
-                            .arg(call.deadline_at)
-                            .arg(
-                                call.asked
-                                    .as_ref()
-                                    .map_or(&call.tool_call_id, |ask| &ask.tool_call_id),
-                            );
-                    }
+                    arguments.add_to(&mut invocation, step, fold);
                     invocation
                 },
                 indexed,
