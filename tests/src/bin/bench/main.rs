@@ -27,6 +27,7 @@ mod hitl;
 mod mcp;
 mod million;
 mod million_fair;
+mod pair;
 mod phases;
 mod procs;
 mod remote;
@@ -51,7 +52,7 @@ use std::{
 type Marks = Arc<Mutex<Vec<Instant>>>;
 
 /// The sections, in the order they run.
-const SECTIONS: [&str; 14] = [
+const SECTIONS: [&str; 15] = [
     "steps",
     "submit",
     "hitl",
@@ -61,6 +62,7 @@ const SECTIONS: [&str; 14] = [
     "footprint",
     "search",
     "rounds",
+    "pair",
     "soak",
     "million",
     "bytes",
@@ -71,7 +73,9 @@ const SECTIONS: [&str; 14] = [
 /// The sections that run real `batond` processes against a Redis of their own (`procs.rs`);
 /// they need no in-process server and run first.
 /// `remote` is run with them: it sets up its own two in-process services.
-const PROCESS_SECTIONS: [&str; 6] = ["rounds", "soak", "million", "remote", "bytes", "mcp"];
+const PROCESS_SECTIONS: [&str; 7] = [
+    "rounds", "pair", "soak", "million", "remote", "bytes", "mcp",
+];
 
 fn gaps_ms(marks: &[Instant]) -> Vec<f64> {
     marks
@@ -139,6 +143,9 @@ async fn main() -> anyhow::Result<()> {
     let wants = |section: &str| sections.iter().any(|s| s == section);
     if wants("rounds") {
         rounds::print_rounds().await?;
+    }
+    if wants("pair") {
+        pair::print_pair().await?;
     }
     if wants("soak") {
         soak::print_soak().await?;

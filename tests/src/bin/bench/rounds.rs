@@ -15,7 +15,7 @@ use futures::{StreamExt, TryStreamExt};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
-const AGENT: &str = "scale_ask";
+pub(crate) const AGENT: &str = "scale_ask";
 
 /// Rounds per configuration in all (`BENCH_ROUNDS_TOTAL`, default 2000), spread over its
 /// sessions, at least 3 each.
@@ -48,6 +48,20 @@ pub(crate) struct Figures {
 }
 
 impl Figures {
+    /// The CPU ms a round of the metered process `name` (NaN if it was not metered).
+    pub(crate) fn cpu_ms_per_round(&self, name: &str) -> f64 {
+        self.cpu
+            .iter()
+            .find(|(metered, _)| metered == name)
+            .map_or(f64::NAN, |(_, seconds)| {
+                seconds * 1000.0 / self.rounds as f64
+            })
+    }
+
+    pub(crate) fn rounds_per_second(&self) -> f64 {
+        self.rounds as f64 / self.seconds
+    }
+
     pub(crate) fn print(&self, label: &str) {
         let (p50, p99, _) = summary(self.to_step.clone());
         let total: f64 = self.cpu.iter().map(|(_, s)| s).sum::<f64>() * 1000.0 / self.rounds as f64;
