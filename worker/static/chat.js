@@ -626,11 +626,16 @@ async function removeChat(chat) {
   refreshChats();
 }
 
-async function refreshChats() {
+async function refreshChats(tries = 5) {
   const query = token ? '' : `&userId=${encodeURIComponent(userId)}`;
   const answer = await fetch(`${location.origin}/sessions?limit=30${query}`, { headers: headers() });
   if (!answer.ok) return;
   chats = (await answer.json()).sessions;
+  // The list is the search index, which follows a change some tens of ms after it: a chat just
+  // started may not be in it yet, so look again shortly (a few times, for a chat deleted meanwhile).
+  if (chatId && tries > 1 && !chats.some((chat) => chat.sessionId === chatId)) {
+    setTimeout(() => refreshChats(tries - 1), 250);
+  }
   renderChats();
   // The chats this browser has no title for: their first message, from their snapshots.
   for (const chat of chats.filter((c) => !titles.has(c.sessionId)).slice(0, 10)) {
