@@ -157,6 +157,25 @@ async fn latencies(
 /// Queries timed per page figure.
 const PAGES: usize = 200;
 
+/// The page figures' sessions search: `status` and `agent`, 20 rows.
+pub fn search_query() -> SessionSearch {
+    SessionSearch {
+        status: Some(Status::SuspendedClientTool),
+        agent: Some(AGENT.to_owned()),
+        limit: 20,
+        ..SessionSearch::default()
+    }
+}
+
+/// The page figures' inbox query: `agent`, 20 rows.
+pub fn inbox_query() -> SessionSearch {
+    SessionSearch {
+        agent: Some(AGENT.to_owned()),
+        limit: 20,
+        ..SessionSearch::default()
+    }
+}
+
 /// First-page latencies (ms) over HTTP: the sessions search (`status` and `agent`) and the
 /// inbox (`agent`), 20 rows each, `PAGES` queries each, once the index has followed every
 /// change. Answers also the rows of the last page of each.
@@ -165,17 +184,7 @@ async fn first_pages(
     client: &HttpClient,
 ) -> anyhow::Result<(Vec<f64>, Vec<f64>, usize, usize)> {
     index_settled(store).await?;
-    let search = SessionSearch {
-        status: Some(Status::SuspendedClientTool),
-        agent: Some(AGENT.to_owned()),
-        limit: 20,
-        ..SessionSearch::default()
-    };
-    let inbox = SessionSearch {
-        agent: Some(AGENT.to_owned()),
-        limit: 20,
-        ..SessionSearch::default()
-    };
+    let (search, inbox) = (search_query(), inbox_query());
     let (mut sessions, mut pending) = (Vec::with_capacity(PAGES), Vec::with_capacity(PAGES));
     let (mut session_rows, mut pending_rows) = (0, 0);
     for _ in 0..PAGES {

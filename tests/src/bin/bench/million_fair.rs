@@ -4,7 +4,8 @@
 //! one of each in turn (which goes first alternating too), so the machine's load at each moment
 //! hits both alike; beside them what the two Redis servers say: `PING` round trips taken the
 //! same way, `INFO commandstats` (the submit's `EVALSHA` and every command, µs per call inside
-//! Redis) and the slow log, each reset before the alternated submits.
+//! Redis) and the slow log, each reset before the alternated submits. Then the first pages of
+//! the sessions search and of the inbox, alternated the same way.
 
 use crate::{
     procs::{self, Batond},
@@ -21,6 +22,7 @@ pub const REFERENCE: usize = 1_000;
 /// The second Redis, its server and its sessions not answered yet.
 pub struct Reference {
     redis: procs::RedisServer,
+    store: Store,
     server: Batond,
     connection: redis::aio::MultiplexedConnection,
     sessions: VecDeque<String>,
@@ -48,6 +50,7 @@ pub async fn reference(
         .await?;
     Ok(Reference {
         redis,
+        store,
         server,
         connection,
         sessions,
@@ -58,6 +61,8 @@ pub async fn reference(
 pub struct Fair {
     submits: (Vec<f64>, Vec<f64>),
     pings: (Vec<f64>, Vec<f64>),
+    /// The sessions search's first pages, then the inbox's: (reference, big) ms each.
+    pages: [(Vec<f64>, Vec<f64>); 2],
     /// Per Redis: `EVALSHA`'s µs per call and calls, every command's µs per call and calls,
     /// slow log entries.
     stats: [Stats; 2],
@@ -170,6 +175,7 @@ pub async fn alternate(
         small_ping.push(ping_ms(&mut reference.connection).await?);
         big_ping.push(ping_ms(big_redis).await?);
     }
+    let pages = alternated_pages(reference, big, count).await?;
     let load = std::fs::read_to_string("/proc/loadavg")
         .map(|text| {
             text.split_whitespace()
@@ -181,9 +187,51 @@ pub async fn alternate(
     Ok(Fair {
         submits: (small_ms, big_ms),
         pings: (small_ping, big_ping),
+        pages,
         stats,
         load,
     })
+}
+
+/// The first pages of the sessions search and of the inbox, `count` of each from each server,
+/// alternated as the submits are, once the reference's index has followed its submits.
+async fn alternated_pages(
+    reference: &Reference,
+    big: &HttpClient,
+    count: usize,
+) -> anyhow::Result<[(Vec<f64>, Vec<f64>); 2]> {
+    crate::million::index_settled(&reference.store).await?;
+    let small = HttpClient::new(reference.server.base_url());
+    let mut pages: [(Vec<f64>, Vec<f64>); 2] = Default::default();
+    for (inbox, (small_ms, big_ms)) in [false, true].into_iter().zip(&mut pages) {
+        let query = if inbox {
+            crate::million::inbox_query()
+        } else {
+            crate::million::search_query()
+        };
+        let page_ms = |client: &HttpClient| {
+            let (client, query) = (client.clone(), &query);
+            async move {
+                let began = Instant::now();
+                if inbox {
+                    client.pending(query).await?;
+                } else {
+                    client.sessions(query).await?;
+                }
+                anyhow::Ok(began.elapsed().as_secs_f64() * 1000.0)
+            }
+        };
+        for turn in 0..count {
+            if turn % 2 == 0 {
+                small_ms.push(page_ms(&small).await?);
+                big_ms.push(page_ms(big).await?);
+            } else {
+                big_ms.push(page_ms(big).await?);
+                small_ms.push(page_ms(&small).await?);
+            }
+        }
+    }
+    Ok(pages)
 }
 
 /// The rows of the alternated round (`total`: the big population's count).
@@ -191,6 +239,7 @@ pub fn print_fair(fair: Fair, total: usize) {
     let Fair {
         submits,
         pings,
+        pages,
         stats,
         load,
     } = fair;
@@ -208,6 +257,19 @@ pub fn print_fair(fair: Fair, total: usize) {
         "| `PING` round trip p50 ms, alternated ({count} each) | {p50:.3} | {q50:.3} | {:.2}× | |",
         q50 / p50
     );
+    let names = [
+        "sessions search `GET /sessions?status=suspended_client_tool&agent=…&limit=20`",
+        "inbox `GET /pending?agent=…&limit=20`",
+    ];
+    for (name, (small, big)) in names.into_iter().zip(pages) {
+        let (s50, s99, queries) = summary(small);
+        let (b50, b99, _) = summary(big);
+        println!(
+            "| {name}, first page p50 / p99 ms, **alternated** with the second Redis ({queries} each) | {s50:.2} / {s99:.2} | {b50:.2} / {b99:.2} | {:.2}× / {:.2}× | p50 within 1.2× (issue 27), 1.5× (issue 24) |",
+            b50 / s50,
+            b99 / s99
+        );
+    }
     let [small, big] = stats;
     let per = count as f64;
     println!(
