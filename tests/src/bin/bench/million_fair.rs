@@ -257,18 +257,9 @@ pub fn print_fair(fair: Fair, total: usize) {
         "| `PING` round trip p50 ms, alternated ({count} each) | {p50:.3} | {q50:.3} | {:.2}× | |",
         q50 / p50
     );
-    let names = [
-        "sessions search `GET /sessions?status=suspended_client_tool&agent=…&limit=20`",
-        "inbox `GET /pending?agent=…&limit=20`",
-    ];
-    for (name, (small, big)) in names.into_iter().zip(pages) {
-        let (s50, s99, queries) = summary(small);
-        let (b50, b99, _) = summary(big);
-        println!(
-            "| {name}, first page p50 / p99 ms, **alternated** with the second Redis ({queries} each) | {s50:.2} / {s99:.2} | {b50:.2} / {b99:.2} | {:.2}× / {:.2}× | p50 within 1.2× (issue 27), 1.5× (issue 24) |",
-            b50 / s50,
-            b99 / s99
-        );
+    for (name, (small, big)) in crate::million::PAGE_NAMES.into_iter().zip(pages) {
+        let how = format!("**alternated** with the second Redis, {} each", small.len());
+        crate::million::print_page_row(name, &how, small, big);
     }
     let [small, big] = stats;
     let per = count as f64;
