@@ -12,10 +12,10 @@ use super::*;
 use crate::message::ToolOutcome;
 use serde_json::json;
 
-const FAR: u64 = 4_000_000_000_000;
+pub(super) const FAR: u64 = 4_000_000_000_000;
 
 /// The index's members for `address`'s run `r1` (due by [`FAR`]).
-async fn indexed(store: &Store, address: &SessionAddress) -> Vec<IndexedDeadline> {
+pub(super) async fn indexed(store: &Store, address: &SessionAddress) -> Vec<IndexedDeadline> {
     store
         .due_deadlines(FAR, 100)
         .await
@@ -23,6 +23,13 @@ async fn indexed(store: &Store, address: &SessionAddress) -> Vec<IndexedDeadline
         .into_iter()
         .filter(|deadline| &deadline.address == address)
         .collect()
+}
+
+/// Asserts that what `round_trips` recorded is one round trip of `commands`.
+pub(super) fn sent_in_one_round_trip(round_trips: &RoundTrips, commands: [&str; 3]) {
+    let sent = round_trips.sent();
+    assert_eq!(sent.len(), 1, "{sent:#?}");
+    assert_eq!(sent[0].commands, commands, "{sent:#?}");
 }
 
 #[tokio::test]
@@ -47,12 +54,9 @@ async fn a_far_deadline_is_indexed_in_the_suspensions_round_trip_after_its_commi
         .await
         .unwrap();
     assert_eq!(written, Written::New);
-    let sent = round_trips.sent();
-    assert_eq!(sent.len(), 1, "{sent:#?}");
-    assert_eq!(
-        sent[0].commands,
+    sent_in_one_round_trip(
+        &round_trips,
         ["index_mark", "commit_suspended_step", "ZADD"],
-        "{sent:#?}"
     );
     let member = IndexedDeadline {
         address: address.clone(),

@@ -3,14 +3,13 @@
 //! staging would not simply write, nothing of the suspension is written and the caller goes the
 //! usual way.
 
+use super::far_deadline_tests::{FAR, indexed, sent_in_one_round_trip};
 use super::footprint_tests::{call, pending};
 use super::script_cache_tests::counting;
 use super::scripts::STAGE_AND_SUSPEND;
 use super::tests::{at, kinds, new_session, store, turn};
 use super::*;
 use crate::{chunk::ChunkKind, message::ToolCall};
-
-const FAR: u64 = 4_000_000_000_000;
 
 fn two_calls() -> Vec<ToolCall> {
     vec![call("c1", "ask"), call("c2", "ask")]
@@ -71,13 +70,7 @@ async fn a_turn_of_awaited_calls_is_staged_and_suspended_in_one_round_trip_as_th
         .await
         .unwrap();
     assert_eq!(outcome, StagedSuspension::Suspended);
-    let sent = round_trips.sent();
-    assert_eq!(sent.len(), 1, "{sent:#?}");
-    assert_eq!(
-        sent[0].commands,
-        ["index_mark", "stage_and_suspend", "ZADD"],
-        "{sent:#?}"
-    );
+    sent_in_one_round_trip(&round_trips, ["index_mark", "stage_and_suspend", "ZADD"]);
 
     let merged = written(&base, &address).await;
     assert_eq!(merged, written(&base, &usual).await);
@@ -100,13 +93,12 @@ async fn a_turn_of_awaited_calls_is_staged_and_suspended_in_one_round_trip_as_th
             tool_call_ids: vec!["c1".into(), "c2".into()]
         }
     );
-    let indexed = base.due_deadlines(FAR, 100).await.unwrap();
-    assert!(
-        indexed
-            .iter()
-            .any(|deadline| deadline.address == address && deadline.wake_at == FAR - 1),
-        "{indexed:?}"
-    );
+    let member = IndexedDeadline {
+        address: address.clone(),
+        run_id: "r1".into(),
+        wake_at: FAR - 1,
+    };
+    assert_eq!(indexed(&base, &address).await, [member]);
 }
 
 fn kinds_of(chunks: &[ChunkKind]) -> Vec<&'static str> {

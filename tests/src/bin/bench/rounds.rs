@@ -53,9 +53,12 @@ impl Figures {
         self.cpu
             .iter()
             .find(|(metered, _)| metered == name)
-            .map_or(f64::NAN, |(_, seconds)| {
-                seconds * 1000.0 / self.rounds as f64
-            })
+            .map_or(f64::NAN, |(_, seconds)| self.per_round_ms(*seconds))
+    }
+
+    /// `seconds` of CPU over the configuration's rounds, in ms a round.
+    fn per_round_ms(&self, seconds: f64) -> f64 {
+        seconds * 1000.0 / self.rounds as f64
     }
 
     pub(crate) fn rounds_per_second(&self) -> f64 {
@@ -64,22 +67,20 @@ impl Figures {
 
     pub(crate) fn print(&self, label: &str) {
         let (p50, p99, _) = summary(self.to_step.clone());
-        let total: f64 = self.cpu.iter().map(|(_, s)| s).sum::<f64>() * 1000.0 / self.rounds as f64;
+        let total = self.per_round_ms(self.cpu.iter().map(|(_, s)| s).sum());
         let cpu = if self.cpu.is_empty() {
             "–".to_owned()
         } else {
             let each: Vec<String> = self
                 .cpu
                 .iter()
-                .map(|(name, seconds)| {
-                    format!("{name} {:.2}", seconds * 1000.0 / self.rounds as f64)
-                })
+                .map(|(name, seconds)| format!("{name} {:.2}", self.per_round_ms(*seconds)))
                 .collect();
             format!("{} (all {total:.2})", each.join(", "))
         };
         println!(
             "| {label} | {:.1} | {p50:.1} | {p99:.1} | {cpu} |",
-            self.rounds as f64 / self.seconds,
+            self.rounds_per_second(),
         );
     }
 }
