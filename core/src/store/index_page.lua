@@ -1,6 +1,8 @@
 -- One shard's part of a search page: the members of one term's sorted set from a position down,
 -- newest first, whose record holds every required term; at most `limit` hits and `budget`
--- members read. Replies {exhausted, frontier score, frontier id, id, score, id, score, ...}: the
+-- members read. Members are read `limit` at a time at first, then in batches twice as large (at
+-- most 128, never past the budget): a page whose members mostly hold reads little more than it
+-- keeps. Replies {exhausted, frontier score, frontier id, id, score, id, score, ...}: the
 -- frontier is the last member read when the shard has more. A record is a JSON array of term
 -- codes (`index_record.rs`), or, written before them, an object of the terms' key names.
 -- KEYS: the term's sorted set, the shard's records.
@@ -35,7 +37,7 @@ end
 local hits = {}
 local read = 0
 local offset = 0
-local batch = 64
+local batch = math.max(1, math.min(limit, 128))
 while true do
   local members = redis.call('ZREVRANGEBYSCORE', term_key, max_score, min_score, 'WITHSCORES',
     'LIMIT', offset, batch)
@@ -55,4 +57,5 @@ while true do
   end
   if #members < 2 * batch then return {1, '', '', unpack(hits)} end
   offset = offset + batch
+  batch = math.min(2 * batch, 128, budget - read)
 end

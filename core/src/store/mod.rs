@@ -34,6 +34,7 @@ mod error;
 mod fork;
 mod health;
 mod index_id;
+mod index_page;
 mod index_queue;
 mod index_record;
 mod keys;
@@ -283,6 +284,8 @@ mod fault_tests;
 mod footprint_tests;
 #[cfg(test)]
 mod index_format_tests;
+#[cfg(test)]
+mod index_page_tests;
 #[cfg(test)]
 mod index_queue_tests;
 #[cfg(test)]

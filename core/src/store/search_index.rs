@@ -15,7 +15,7 @@ use super::person_calls::person_calls_of;
 use super::{
     Error, SessionAddress, SessionState, Status, Store,
     index_id::{expand, shorten},
-    index_record::{Record, code_of},
+    index_record::Record,
     now_ms,
     scripts::Invocation,
 };
@@ -35,8 +35,6 @@ pub const REPAIR_AFTER_MS: u64 = 30_000;
 
 static INDEX_WRITE: LazyLock<redis::Script> =
     LazyLock::new(|| redis::Script::new(include_str!("index_write.lua")));
-static INDEX_PAGE: LazyLock<redis::Script> =
-    LazyLock::new(|| redis::Script::new(include_str!("index_page.lua")));
 static INDEX_MARK: LazyLock<redis::Script> =
     LazyLock::new(|| redis::Script::new(include_str!("index_mark.lua")));
 
@@ -44,7 +42,7 @@ static INDEX_MARK: LazyLock<redis::Script> =
 pub(super) fn index_script_name(hash: &str) -> Option<&'static str> {
     [
         (&INDEX_WRITE, "index_write"),
-        (&INDEX_PAGE, "index_page"),
+        (&super::index_page::INDEX_PAGE, "index_page"),
         (&INDEX_MARK, "index_mark"),
     ]
     .into_iter()
@@ -53,7 +51,7 @@ pub(super) fn index_script_name(hash: &str) -> Option<&'static str> {
 }
 
 /// Every status, in the order the `All` drive reads their sets.
-const STATUSES: [Status; 5] = [
+pub(super) const STATUSES: [Status; 5] = [
     Status::Active,
     Status::SuspendedClientTool,
     Status::Completed,
@@ -411,118 +409,6 @@ impl Store {
         Ok(())
     }
 
-    /// One page of the index: each shard's hits below the position, merged; a shard that stopped
-    /// early (its page full, or its read budget spent) bounds the page, so no hit is skipped.
-    /// The `All` drive reads each status's sets as sources of their own, merged the same way.
-    /// Hits are merged in the order Redis keeps them (their short ids), then named by full id.
-    pub async fn search_index(&self, query: &IndexQuery) -> Result<IndexPage, Error> {
-        let limit = query.limit.max(1);
-        let budget = (limit * 10).max(200);
-        let (max_score, after_id) = match (&query.after, query.updated_before) {
-            (Some(after), before) => (
-                after.score.min(before.unwrap_or(u64::MAX)).to_string(),
-                if before.is_some_and(|before| before < after.score) {
-                    String::new()
-                } else {
-                    shorten(&after.session_id)
-                },
-            ),
-            (None, Some(before)) => (before.to_string(), String::new()),
-            (None, None) => ("+inf".to_owned(), String::new()),
-        };
-        let min_score = query
-            .updated_after
-            .map_or_else(|| "-inf".to_owned(), |after| after.to_string());
-        let drives: Vec<String> = match &query.drive {
-            IndexTerm::All => STATUSES
-                .iter()
-                .map(|status| IndexTerm::Status(*status).text())
-                .collect(),
-            drive => vec![drive.text()],
-        };
-        let codes: Vec<String> = query
-            .required
-            .iter()
-            .map(|term| code_of(&term.text()))
-            .collect();
-        let mut shard_pages = Vec::new();
-        for (scope, drive, shard) in query.scopes.iter().flat_map(|scope| {
-            drives
-                .iter()
-                .flat_map(move |drive| (0..INDEX_SHARDS).map(move |shard| (scope, drive, shard)))
-        }) {
-            let required: Vec<String> = query
-                .required
-                .iter()
-                .map(|term| format!("{}:{}", scope.name(), term.text()))
-                .collect();
-            let drive = format!("{}:{drive}", scope.name());
-            {
-                let mut invocation = INDEX_PAGE.prepare_invoke();
-                invocation
-                    .key(self.index_key(shard, &drive))
-                    .key(self.index_key(shard, "records"))
-                    .arg(&max_score)
-                    .arg(&after_id)
-                    .arg(&min_score)
-                    .arg(limit)
-                    .arg(budget)
-                    .arg(required.len());
-                for term in required.iter().chain(&codes) {
-                    invocation.arg(term);
-                }
-                let mut connection = self.conn();
-                shard_pages.push(async move {
-                    let reply: Vec<String> = invocation.invoke_async(&mut connection).await?;
-                    Ok::<_, Error>(reply)
-                });
-            }
-        }
-        let replies = futures::future::try_join_all(shard_pages).await?;
-        let mut hits = Vec::new();
-        let mut bound: Option<IndexPosition> = None;
-        for reply in replies {
-            let mut fields = reply.into_iter();
-            let (Some(exhausted), Some(score), Some(id)) =
-                (fields.next(), fields.next(), fields.next())
-            else {
-                continue;
-            };
-            if exhausted != "1" {
-                let frontier = IndexPosition {
-                    score: parse_score(&score),
-                    session_id: id,
-                };
-                bound = Some(bound.map_or(frontier.clone(), |bound| bound.max(frontier)));
-            }
-            while let (Some(id), Some(score)) = (fields.next(), fields.next()) {
-                hits.push(IndexPosition {
-                    score: parse_score(&score),
-                    session_id: id,
-                });
-            }
-        }
-        hits.sort_by(|a, b| b.cmp(a));
-        hits.dedup();
-        if let Some(bound) = &bound {
-            hits.retain(|hit| hit >= bound);
-        }
-        hits.truncate(limit);
-        let next = if hits.len() == limit {
-            hits.last().cloned()
-        } else {
-            bound
-        };
-        let named = |position: IndexPosition| IndexPosition {
-            score: position.score,
-            session_id: expand(&position.session_id),
-        };
-        Ok(IndexPage {
-            hits: hits.into_iter().map(named).collect(),
-            next: next.map(named),
-        })
-    }
-
     /// The repair sweep's pass: rewrites the entries of sessions marked longer than `older_than`
     /// ms ago (a crash between a change and its entry) and of ended sessions past their
     /// retention (dropped once their keys are gone), at most `max_per_shard` of each per shard.
@@ -630,6 +516,6 @@ fn state_entry(state: &SessionState, awaiting: bool, retention_ms: u64) -> Entry
     }
 }
 
-fn parse_score(text: &str) -> u64 {
+pub(super) fn parse_score(text: &str) -> u64 {
     text.parse::<f64>().map_or(0, |score| score as u64)
 }
