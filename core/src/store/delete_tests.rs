@@ -2,8 +2,8 @@
 //! tree runs (nothing deleted), then every key of the root and its child gone but the tree's
 //! token revocation, and the sessions gone from the search index.
 
-use super::footprint_tests::{call, child_step, pending, start_child, suspend_on};
-use super::tests::{new_session, store, turn};
+use super::footprint_tests::{start_child, suspend_child_on, suspend_on};
+use super::tests::{new_session, store};
 use super::*;
 
 /// Every key under the tree's hash tag.
@@ -53,15 +53,7 @@ async fn a_tree_is_deleted_whole_once_no_session_of_it_runs() {
             session_id: child.session_id.clone()
         }
     );
-    let step = child_step(&child);
-    store
-        .stage_turn(step, &mut turn("rc1", 1, "asking", vec![call("k1", "ask")]))
-        .await
-        .unwrap();
-    store
-        .commit_suspended_step(step, &[pending("k1", 1)])
-        .await
-        .unwrap();
+    suspend_child_on(&store, &child, "k1").await;
     store.reindex(&child).await.unwrap();
     store.reindex(&root).await.unwrap();
     let mut listed = indexed(&store).await;

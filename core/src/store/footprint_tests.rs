@@ -129,6 +129,19 @@ pub(super) fn child_step(child: &SessionAddress) -> StepRef<'_> {
     }
 }
 
+/// Suspends step 1 of the child's run rc1 on one client call `id`.
+pub(super) async fn suspend_child_on(store: &Store, child: &SessionAddress, id: &str) {
+    let step = child_step(child);
+    store
+        .stage_turn(step, &mut turn("rc1", 1, "asking", vec![call(id, "ask")]))
+        .await
+        .unwrap();
+    store
+        .commit_suspended_step(step, &[pending(id, 1)])
+        .await
+        .unwrap();
+}
+
 fn header_of(chunk: &StreamChunk) -> (&str, &str, &str, &str) {
     let ChunkHeader {
         stream_id,

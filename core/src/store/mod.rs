@@ -289,6 +289,8 @@ mod index_page_tests;
 #[cfg(test)]
 mod index_queue_tests;
 #[cfg(test)]
+mod person_calls_tests;
+#[cfg(test)]
 mod pipelined_tests;
 #[cfg(test)]
 mod remote_tests;

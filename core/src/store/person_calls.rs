@@ -7,7 +7,8 @@
 use super::question::{Question, open_questions_of};
 use super::relay::{RelayedCall, relayed_answer_of, relayed_groups_of};
 use super::{
-    Error, PendingAsk, PendingCall, PendingKind, SessionAddress, Store, StoredAnswer, from_json,
+    Error, PendingAsk, PendingCall, PendingKind, SessionAddress, SessionState, Store, StoredAnswer,
+    from_json,
     keys::{Key, state_field},
     now_ms,
 };
@@ -117,7 +118,60 @@ impl Store {
             session_id: child,
         }));
         let mut pipe = redis::pipe();
-        for session in &sessions {
+        self.add_awaiting_reads(&mut pipe, address, &sessions);
+        let replies: Vec<redis::Value> = pipe.query_async(&mut self.conn()).await?;
+        self.awaiting_of(address, sessions, replies)
+    }
+
+    /// A session's state, as [`Self::session`] reads it, and the calls waiting on a person in it
+    /// alone or (`whole_tree`, for a root) in its whole tree, as [`Self::person_calls`] finds
+    /// them: one round trip for a session with no sessions below it, a second for those below.
+    pub async fn session_and_person_calls(
+        &self,
+        address: &SessionAddress,
+        whole_tree: bool,
+    ) -> Result<(Option<SessionState>, Vec<PersonCall>), Error> {
+        let state_key = self.key(address, Key::State);
+        let with_tree = whole_tree && address.is_root();
+        let mut pipe = redis::pipe();
+        pipe.hgetall(&state_key);
+        if with_tree {
+            pipe.smembers(self.key(address, Key::Tree));
+        }
+        let own = vec![address.clone()];
+        self.add_awaiting_reads(&mut pipe, address, &own);
+        let replies: Vec<redis::Value> = pipe.query_async(&mut self.conn()).await?;
+        let mut replies = replies.into_iter();
+        let fields: HashMap<String, String> = match replies.next() {
+            Some(fields) => redis::from_redis_value(&fields)?,
+            None => HashMap::new(),
+        };
+        let mut members: Vec<String> = match with_tree.then(|| replies.next()).flatten() {
+            Some(members) => redis::from_redis_value(&members)?,
+            None => Vec::new(),
+        };
+        members.sort();
+        let replies: Vec<redis::Value> = replies.collect();
+        let Some(session) = super::session::session_of(address, &state_key, &fields)? else {
+            return Ok((None, Vec::new()));
+        };
+        let mut sessions = self.awaiting_of(address, own, replies)?;
+        if !members.is_empty() {
+            sessions.extend(self.awaiting_members_of(address, members).await?);
+        }
+        Ok((Some(session), person_calls_of(sessions)))
+    }
+
+    /// Adds to `pipe` the reads [`Self::awaiting_of`] parses: for each of `sessions`, its
+    /// pending calls, answers, state fields and relayed calls; then the questions of `address`'s
+    /// tree.
+    fn add_awaiting_reads(
+        &self,
+        pipe: &mut redis::Pipeline,
+        address: &SessionAddress,
+        sessions: &[SessionAddress],
+    ) {
+        for session in sessions {
             pipe.hvals(self.key(session, Key::Pending))
                 .hgetall(self.key(session, Key::Answers))
                 .cmd("HMGET")
@@ -129,7 +183,16 @@ impl Store {
                 .hgetall(self.key(session, Key::Relayed));
         }
         pipe.hgetall(self.key(address, Key::Questions));
-        let mut replies: Vec<redis::Value> = pipe.query_async(&mut self.conn()).await?;
+    }
+
+    /// The [`AwaitingSession`]s of `sessions` from the replies of the reads
+    /// [`Self::add_awaiting_reads`] added.
+    fn awaiting_of(
+        &self,
+        address: &SessionAddress,
+        sessions: Vec<SessionAddress>,
+        mut replies: Vec<redis::Value>,
+    ) -> Result<Vec<AwaitingSession>, Error> {
         let questions_key = self.key(address, Key::Questions);
         let questions = match replies.pop() {
             Some(questions) => {

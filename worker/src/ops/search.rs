@@ -251,10 +251,13 @@ async fn checked_row(
     address: &SessionAddress,
     search: &SessionSearch,
 ) -> Result<Option<Row>, ApiError> {
-    let Some(session) = state.store.session(address).await? else {
+    let (Some(session), calls) = state
+        .store
+        .session_and_person_calls(address, address.is_root())
+        .await?
+    else {
         return Ok(None);
     };
-    let calls = state.store.person_calls(address, address.is_root()).await?;
     if !matches(&session, search) || (search.awaiting_person && calls.is_empty()) {
         return Ok(None);
     }
