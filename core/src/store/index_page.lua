@@ -4,7 +4,9 @@
 -- most 128, never past the budget): a page whose members mostly hold reads little more than it
 -- keeps. Replies {exhausted, frontier score, frontier id, id, score, id, score, ...}: the
 -- frontier is the last member read when the shard has more. A record is a JSON array of term
--- codes (`index_record.rs`), or, written before them, an object of the terms' key names.
+-- codes (`index_record.rs`), or, written before them, an object of the terms' key names. From
+-- the top (`+inf`) the set is read by rank, which Redis starts at its last member; by score, it
+-- first walks down the skip list, a walk through cold memory in a set of a million.
 -- KEYS: the term's sorted set, the shard's records.
 local term_key = KEYS[1]
 local records_key = KEYS[2]
@@ -17,6 +19,8 @@ local required = tonumber(ARGV[6]) -- then that many key names (scope:term), the
 local first_name, first_code = 7, 7 + required
 
 local cursor_score = tonumber(max_score)
+local from_top = max_score == '+inf'
+local lowest = tonumber(min_score) -- nil for '-inf'
 local function holds_required(record)
   if required == 0 then return true end
   local decoded = cjson.decode(record)
@@ -39,10 +43,16 @@ local read = 0
 local offset = 0
 local batch = math.max(1, math.min(limit, 128))
 while true do
-  local members = redis.call('ZREVRANGEBYSCORE', term_key, max_score, min_score, 'WITHSCORES',
-    'LIMIT', offset, batch)
+  local members
+  if from_top then
+    members = redis.call('ZREVRANGE', term_key, offset, offset + batch - 1, 'WITHSCORES')
+  else
+    members = redis.call('ZREVRANGEBYSCORE', term_key, max_score, min_score, 'WITHSCORES',
+      'LIMIT', offset, batch)
+  end
   for i = 1, #members, 2 do
     local id, score = members[i], members[i + 1]
+    if lowest and tonumber(score) < lowest then return {1, '', '', unpack(hits)} end
     read = read + 1
     local before_cursor = after_id ~= '' and tonumber(score) == cursor_score and id >= after_id
     if not before_cursor then

@@ -33,7 +33,7 @@ struct Source<'a> {
 
 /// Where a source's read starts: a score (inclusive, or `+inf`) and, at that score, the (short)
 /// id its members must be below (empty: none).
-struct From {
+struct Cursor {
     max_score: String,
     after_id: String,
 }
@@ -93,7 +93,7 @@ impl Store {
                 })
             })
             .collect();
-        let read = |source: &Source, from: From, rows: usize| {
+        let read = |source: &Source, from: Cursor, rows: usize| {
             let mut invocation = INDEX_PAGE.prepare_invoke();
             invocation
                 .key(&source.drive_key)
@@ -117,7 +117,7 @@ impl Store {
         let share = limit.div_ceil(sources.len().max(1)) + FIRST_PASS_MARGIN;
         let first_rows = limit.min(share);
         let mut pages = futures::future::try_join_all(sources.iter().map(|source| {
-            let from = From {
+            let from = Cursor {
                 max_score: start.max_score.clone(),
                 after_id: start.after_id.clone(),
             };
@@ -127,13 +127,13 @@ impl Store {
         if first_rows < limit {
             // The sources that stopped above the page's last row so far read on, a page's worth.
             let last = page_last(&pages, limit);
-            let again: Vec<(usize, From)> = pages
+            let again: Vec<(usize, Cursor)> = pages
                 .iter()
                 .enumerate()
                 .filter_map(|(index, page)| {
                     let frontier = page.frontier.as_ref()?;
                     last.as_ref().is_none_or(|last| frontier > last).then(|| {
-                        let from = From {
+                        let from = Cursor {
                             max_score: frontier.score.to_string(),
                             after_id: frontier.session_id.clone(),
                         };
@@ -159,7 +159,7 @@ impl Store {
 }
 
 /// Where a query's read starts: below its cursor, at or before its `updated_before`.
-fn start_of(query: &IndexQuery) -> From {
+fn start_of(query: &IndexQuery) -> Cursor {
     let (max_score, after_id) = match (&query.after, query.updated_before) {
         (Some(after), before) => (
             after.score.min(before.unwrap_or(u64::MAX)).to_string(),
@@ -172,7 +172,7 @@ fn start_of(query: &IndexQuery) -> From {
         (None, Some(before)) => (before.to_string(), String::new()),
         (None, None) => ("+inf".to_owned(), String::new()),
     };
-    From {
+    Cursor {
         max_score,
         after_id,
     }

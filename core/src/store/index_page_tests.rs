@@ -1,7 +1,7 @@
 //! Store tests of the index's pages against a real Redis (`index_page.rs`): walked page by page,
 //! every query gives exactly the hits a full sort of the entries gives, in that order, whether
 //! the newest hits are spread over the shards, crowded into one (its second pass), tied on their
-//! score, or thinned by a required term.
+//! score, thinned by a required term, or bounded by times of activity.
 
 use super::index_id::shorten;
 use super::search_index::shard_of;
@@ -35,10 +35,23 @@ async fn walked(
     required: &[IndexTerm],
     limit: usize,
 ) -> Vec<String> {
+    walked_between(store, drive, required, limit, (None, None)).await
+}
+
+/// [`walked`], of the hits updated at or after and at or before `between`'s times.
+async fn walked_between(
+    store: &Store,
+    drive: &IndexTerm,
+    required: &[IndexTerm],
+    limit: usize,
+    (updated_after, updated_before): (Option<u64>, Option<u64>),
+) -> Vec<String> {
     let mut hits = Vec::new();
     let mut next: Option<IndexPosition> = None;
     for _ in 0..10_000 {
         let mut page_query = query(drive.clone(), required.to_vec(), limit);
+        page_query.updated_after = updated_after;
+        page_query.updated_before = updated_before;
         page_query.after = next.clone();
         let page = store.search_index(&page_query).await.unwrap();
         assert!(page.hits.len() <= limit);
@@ -124,6 +137,35 @@ async fn pages_hold_every_hit_in_order_with_ties_and_a_required_term() {
         entries.push((session_id(k + 1), 5_000 + seed % 40, terms));
     }
     let ordered = seeded(&store, entries).await;
+    // Between two times, and from one time on (the first page read from the top, stopping at
+    // it: a few hits above it, then many below).
+    for between in [
+        (Some(5_010), Some(5_030)),
+        (Some(5_037), None),
+        (None, Some(5_012)),
+    ] {
+        let within: Vec<_> = ordered
+            .iter()
+            .filter(|(_, score, _)| {
+                between.0.is_none_or(|after| *score >= after)
+                    && between.1.is_none_or(|before| *score <= before)
+            })
+            .cloned()
+            .collect();
+        let all = expected(&within, &awaiting, std::slice::from_ref(&agent));
+        assert!(all.len() > 10, "{between:?} holds {}", all.len());
+        for limit in [1, 20, 64] {
+            let paged = walked_between(
+                &store,
+                &awaiting,
+                std::slice::from_ref(&agent),
+                limit,
+                between,
+            )
+            .await;
+            assert_eq!(paged, all, "{between:?}, pages of {limit}");
+        }
+    }
     for (drive, required) in [
         (&awaiting, vec![agent.clone()]),
         (&agent, vec![awaiting.clone()]),
