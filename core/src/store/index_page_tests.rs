@@ -29,7 +29,7 @@ async fn seeded(
 }
 
 /// Every hit of `drive` holding `required`, walked in pages of `limit`.
-async fn walked(
+pub(super) async fn walked(
     store: &Store,
     drive: &IndexTerm,
     required: &[IndexTerm],

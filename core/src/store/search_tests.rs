@@ -2,10 +2,10 @@
 //! pages are in order and complete, the repair sweep rewrites a lost entry from the session (and
 //! leaves a change in flight alone), and an ended session's entry leaves with its retention.
 
+use super::index_page_tests::walked;
 use super::tests::{run, store};
 use super::{
-    IndexPosition, IndexQuery, IndexScope, IndexTerm, NewSession, REPAIR_AFTER_MS, SessionAddress,
-    Status, Store,
+    IndexQuery, IndexScope, IndexTerm, NewSession, REPAIR_AFTER_MS, SessionAddress, Status, Store,
 };
 use crate::{chunk::RunError, error::ErrorCode, message::Message, meta::SessionMeta};
 use redis::AsyncCommands;
@@ -112,22 +112,13 @@ async fn pages_follow_the_newest_activity_and_hold_every_hit_once() {
     assert_eq!(all, newest_first);
 
     // Pages of 3 over the even ones of u1 (tag drives, user required): every hit once, in order.
-    let mut paged = Vec::new();
-    let mut next: Option<IndexPosition> = None;
-    for _ in 0..10 {
-        let mut page_query = query(
-            IndexTerm::Tag("even".into()),
-            vec![IndexTerm::User("u1".into())],
-            3,
-        );
-        page_query.after = next.clone();
-        let page = store.search_index(&page_query).await.unwrap();
-        paged.extend(page.hits.into_iter().map(|hit| hit.session_id));
-        next = page.next;
-        if next.is_none() {
-            break;
-        }
-    }
+    let paged = walked(
+        &store,
+        &IndexTerm::Tag("even".into()),
+        &[IndexTerm::User("u1".into())],
+        3,
+    )
+    .await;
     assert_eq!(paged, ["s6", "s4", "s2", "s0"]);
 
     // Scalar metadata entries are terms; nested ones are not.
