@@ -19,10 +19,13 @@ use temporalio_sdk::{
     WorkflowResult,
     activities::{ActivityContext, ActivityError},
 };
+use tokio::sync::Semaphore;
 
-/// The empty activity of the bare measurement; it only notes when it ran.
+/// The empty activity of the bare measurement; it only notes when it ran, and gives a permit
+/// to whoever counts the runs (the floor's driver).
 pub struct BareActivities {
-    marks: Marks,
+    pub marks: Marks,
+    pub ran: Arc<Semaphore>,
 }
 
 #[activities]
@@ -34,6 +37,7 @@ impl BareActivities {
         _input: u32,
     ) -> Result<u32, ActivityError> {
         self.marks.lock().unwrap().push(Instant::now());
+        self.ran.add_permits(1);
         Ok(0)
     }
 }
@@ -105,6 +109,7 @@ pub fn spawn_bare_worker(client: Client) -> BareWorker {
             let options = WorkerOptions::new(queue)
                 .register_activities(BareActivities {
                     marks: worker_marks,
+                    ran: Arc::new(Semaphore::new(0)),
                 })
                 .register_workflow::<BareWorkflow>()
                 .unwrap()

@@ -13,7 +13,8 @@
 //! (real `batond` processes and a Redis of their own, see `procs.rs`), `bytes` (loaded sessions
 //! in a Redis of its own, `BENCH_BYTES_SESSIONS`, default 20,000; see `bytes.rs`) and `remote` (a
 //! remote sub-agent beside a local one, two in-process services), `mcp` (an MCP tool call
-//! beside a native one; `BENCH_MCP_CALLS`, default 500). `BENCH_STEPS` (default
+//! beside a native one; `BENCH_MCP_CALLS`, default 500), `floor` (the Temporal SDK's own CPU for
+//! a workflow of a round's shape; `BENCH_FLOOR_WORKFLOWS`, default 3,000). `BENCH_STEPS` (default
 //! 200) sets the steps measured per
 //! configuration, `BENCH_FOLLOWERS` (default 1000) the SSE followers of the fan-out measurement.
 
@@ -22,6 +23,7 @@
 mod bare;
 mod bytes;
 mod fanout;
+mod floor;
 mod footprint;
 mod hitl;
 mod mcp;
@@ -49,10 +51,15 @@ use std::{
     time::{Duration, Instant},
 };
 
+/// The benchmark's allocator is `batond`'s, so that what it measures in process (and the floor's
+/// child, which stands for `batond dev`) allocates as `batond` does.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 type Marks = Arc<Mutex<Vec<Instant>>>;
 
 /// The sections, in the order they run.
-const SECTIONS: [&str; 15] = [
+const SECTIONS: [&str; 16] = [
     "steps",
     "submit",
     "hitl",
@@ -63,6 +70,7 @@ const SECTIONS: [&str; 15] = [
     "search",
     "rounds",
     "pair",
+    "floor",
     "soak",
     "million",
     "bytes",
@@ -73,8 +81,8 @@ const SECTIONS: [&str; 15] = [
 /// The sections that run real `batond` processes against a Redis of their own (`procs.rs`);
 /// they need no in-process server and run first.
 /// `remote` is run with them: it sets up its own two in-process services.
-const PROCESS_SECTIONS: [&str; 7] = [
-    "rounds", "pair", "soak", "million", "remote", "bytes", "mcp",
+const PROCESS_SECTIONS: [&str; 8] = [
+    "rounds", "pair", "floor", "soak", "million", "remote", "bytes", "mcp",
 ];
 
 fn gaps_ms(marks: &[Instant]) -> Vec<f64> {
@@ -137,8 +145,15 @@ fn selected_sections() -> anyhow::Result<Vec<String>> {
     Ok(chosen)
 }
 
+fn main() -> anyhow::Result<()> {
+    if floor::is_child() {
+        return floor::child_main();
+    }
+    sections_main()
+}
+
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
+async fn sections_main() -> anyhow::Result<()> {
     let sections = selected_sections()?;
     let wants = |section: &str| sections.iter().any(|s| s == section);
     if wants("rounds") {
@@ -146,6 +161,9 @@ async fn main() -> anyhow::Result<()> {
     }
     if wants("pair") {
         pair::print_pair().await?;
+    }
+    if wants("floor") {
+        floor::print_floor().await?;
     }
     if wants("soak") {
         soak::print_soak().await?;
