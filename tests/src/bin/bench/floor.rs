@@ -55,7 +55,7 @@ pub fn child_main() -> anyhow::Result<()> {
             .register_workflow::<BareLocalWorkflow>()?
             .build();
         let mut worker = Worker::new(&core, client.clone(), options)?;
-        let count = setting("BENCH_FLOOR_WORKFLOWS", 3000);
+        let count = workflows();
         let driver = async {
             let run = |count: u64| {
                 let (client, ran, task_queue) = (&client, &ran, &task_queue);
@@ -105,10 +105,18 @@ pub fn child_main() -> anyhow::Result<()> {
     })
 }
 
-/// Runs the child and prints its CPU and the dev server's per workflow.
-pub async fn print_floor() -> anyhow::Result<()> {
-    let count = setting("BENCH_FLOOR_WORKFLOWS", 3000);
-    eprintln!("floor: {count} bare workflows of a round's shape, {IN_FLIGHT} at a time");
+/// One measurement of the floor.
+pub struct Floor {
+    /// Workflows started (and run) a second.
+    pub per_second: f64,
+    /// CPU ms a workflow of the child process.
+    pub process_ms: f64,
+    /// CPU ms a workflow of the Temporal dev server.
+    pub temporal_ms: f64,
+}
+
+/// Runs the child with `count` metered workflows and returns its figures.
+pub async fn measure(count: u64) -> anyhow::Result<Floor> {
     let mut child = tokio::process::Command::new(std::env::current_exe()?)
         .env(CHILD, "1")
         .env("BENCH_FLOOR_WORKFLOWS", count.to_string())
@@ -142,6 +150,23 @@ pub async fn print_floor() -> anyhow::Result<()> {
             .find(|(n, _)| n == name)
             .map_or(f64::NAN, |(_, s)| s * 1000.0 / count as f64)
     };
+    Ok(Floor {
+        per_second: count as f64 / seconds,
+        process_ms: per("process"),
+        temporal_ms: per("temporal"),
+    })
+}
+
+/// The number of metered workflows: `BENCH_FLOOR_WORKFLOWS`, default 3,000.
+pub fn workflows() -> u64 {
+    setting("BENCH_FLOOR_WORKFLOWS", 3000)
+}
+
+/// Measures the floor and prints it.
+pub async fn print_floor() -> anyhow::Result<()> {
+    let count = workflows();
+    eprintln!("floor: {count} bare workflows of a round's shape, {IN_FLIGHT} at a time");
+    let floor = measure(count).await?;
     println!("\n## Issue 40's floor: the Temporal SDK alone, a round's shape\n");
     println!(
         "A process set up as `batond dev` (one thread, eager starts, no gzip, mimalloc) starting {count} \
@@ -151,9 +176,7 @@ pub async fn print_floor() -> anyhow::Result<()> {
     println!("|---:|---:|---:|");
     println!(
         "| {:.1} | {:.3} | {:.2} |",
-        count as f64 / seconds,
-        per("process"),
-        per("temporal")
+        floor.per_second, floor.process_ms, floor.temporal_ms
     );
     Ok(())
 }

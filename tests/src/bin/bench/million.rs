@@ -299,6 +299,7 @@ pub async fn print_million() -> anyhow::Result<()> {
         SUBMITS,
     )
     .await?;
+    million_fair::hold(&reference, &redis, &server).await?;
     million_fair::finish(reference);
     let big_cpu = sweep_cpu(&redis, window).await;
     let sample: Vec<String> = big_sessions.iter().cloned().collect();

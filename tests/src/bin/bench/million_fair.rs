@@ -280,6 +280,34 @@ pub fn print_fair(fair: Fair, total: usize) {
     );
 }
 
+/// With `BENCH_MILLION_HOLD` set, keeps both Redis servers and their `batond server`s up after
+/// the alternated figures, for a look from outside (`redis-cli -p <port> SLOWLOG GET`, pages
+/// through the servers), until a line comes on the benchmark's stdin.
+pub async fn hold(
+    reference: &Reference,
+    big_redis: &procs::RedisServer,
+    big_server: &Batond,
+) -> anyhow::Result<()> {
+    if std::env::var_os("BENCH_MILLION_HOLD").is_none() {
+        return Ok(());
+    }
+    eprintln!(
+        "million: holding (BENCH_MILLION_HOLD). The million's Redis on port {} behind {}; the \
+         reference's ({REFERENCE} sessions) on port {} behind {}. Press Enter to go on.",
+        big_redis.port,
+        big_server.base_url(),
+        reference.redis.port,
+        reference.server.base_url(),
+    );
+    let mut line = String::new();
+    tokio::io::AsyncBufReadExt::read_line(
+        &mut tokio::io::BufReader::new(tokio::io::stdin()),
+        &mut line,
+    )
+    .await?;
+    Ok(())
+}
+
 /// Stops the reference server and removes its Redis.
 pub fn finish(reference: Reference) {
     let Reference { redis, server, .. } = reference;

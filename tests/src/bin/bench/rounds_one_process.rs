@@ -2,7 +2,7 @@
 //! resume's workflow starts eagerly there, its first task handed to the worker in the start's
 //! answer instead of waiting in Temporal's matching. As many sessions as the first configuration
 //! of `rounds` (the first of `BENCH_ROUNDS_CONCURRENCY`), the CPU per round of the dev server,
-//! the process and Redis.
+//! the process and Redis, and the Temporal SDK's floor measured right after (`floor.rs`).
 
 use crate::{
     procs,
@@ -39,5 +39,20 @@ pub async fn rounds(
     figures.print(&format!(
         "{sessions} sessions, `batond dev` (server and worker in one process), API"
     ));
+    drop(dev);
+    // The Temporal SDK's own CPU for a workflow of a round's shape, right after: what of the
+    // process's CPU a round Baton's code could not remove (`floor`).
+    let floor = crate::floor::measure(crate::floor::workflows()).await?;
+    let process = figures.cpu_ms_per_round("batond dev");
+    println!(
+        "\nThe Temporal SDK's floor right after (`--only floor`): {:.2} ms of a process's CPU a \
+         bare workflow of a round's shape ({:.1}/s, the dev server {:.2} ms each); `batond dev` \
+         beyond it: {:.2} ms a round, and Redis {:.2}.",
+        floor.process_ms,
+        floor.per_second,
+        floor.temporal_ms,
+        process - floor.process_ms,
+        figures.cpu_ms_per_round("redis"),
+    );
     Ok((sessions, figures))
 }
